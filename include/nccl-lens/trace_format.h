@@ -1,0 +1,320 @@
+/* nccl-lens trace format, version 1: "nccl-lens-<host>-<pid>.lens".
+ *
+ * Public, so other tools can read our traces without our code.
+ *
+ * Layout: a 64-byte file header, then an append-only sequence of chunks.
+ * Each chunk = lens_chunk_hdr (32 bytes) + payload (payload_len bytes,
+ * padded with zeros to a multiple of 8). payload_crc is CRC-32C of the
+ * payload bytes (without padding); hdr_crc is CRC-32C of the first 28 header
+ * bytes. A reader stops at the first chunk that is short or fails a check and
+ * reports the bytes after it as cut. A file may hold several sessions (the
+ * plugin is finalized, then NCCL loads it again): each starts with a SESSION
+ * chunk.
+ *
+ * Clocks: every timestamp field names its clock in its name:
+ *   *_mono_ns  CLOCK_MONOTONIC nanoseconds (host; same clock as bpf_ktime_get_ns)
+ *   *_real_ns  CLOCK_REALTIME nanoseconds
+ *   *_gpu_ns   a GPU %globaltimer value, raw (per GPU; mapped offline)
+ * Event record "ts" fields are CLOCK_MONOTONIC ns (the writer converts TSC).
+ *
+ * All integers little-endian, all structs naturally aligned, no padding
+ * surprises: sizes are asserted in tests. */
+#ifndef NCCL_LENS_TRACE_FORMAT_H
+#define NCCL_LENS_TRACE_FORMAT_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LENS_FILE_MAGIC "NCCLLENS" /* 8 bytes, no NUL */
+#define LENS_FORMAT_VERSION 1u
+#define LENS_CHUNK_MAGIC 0x4B484C43u /* "CLHK" */
+
+struct lens_file_hdr {
+  char magic[8];           /* LENS_FILE_MAGIC */
+  uint32_t format_version; /* LENS_FORMAT_VERSION */
+  uint32_t hdr_size;       /* 64 */
+  uint32_t producer;       /* LENS_PRODUCER_* */
+  uint32_t reserved0;
+  uint64_t created_real_ns;
+  uint8_t reserved[32];
+};
+
+enum lens_producer {
+  LENS_PRODUCER_PLUGIN = 1, /* libnccl-profiler-lens.so */
+  LENS_PRODUCER_SCHED = 2,  /* nccl-lens sched (eBPF probe) */
+  LENS_PRODUCER_TEST = 3,
+};
+
+struct lens_chunk_hdr {
+  uint32_t magic;       /* LENS_CHUNK_MAGIC */
+  uint16_t type;        /* enum lens_chunk_type */
+  uint16_t flags;       /* reserved, 0 */
+  uint32_t payload_len; /* bytes, excluding padding */
+  uint32_t payload_crc; /* CRC-32C of payload */
+  uint64_t seq;         /* chunk number within the file, from 0 */
+  uint32_t session;     /* session number within the file, from 0 */
+  uint32_t hdr_crc;     /* CRC-32C of the 28 bytes above */
+};
+
+enum lens_chunk_type {
+  LENS_CHUNK_SESSION = 1,    /* struct lens_session */
+  LENS_CHUNK_COMM = 2,       /* struct lens_comm_rec */
+  LENS_CHUNK_THREAD = 3,     /* struct lens_thread_rec */
+  LENS_CHUNK_STRINGS = 4,    /* repeated { u32 id; u16 len; bytes[len]; } packed, no NUL */
+  LENS_CHUNK_EVENTS = 5,     /* struct lens_events_hdr + records */
+  LENS_CHUNK_DROPS = 6,      /* struct lens_drops */
+  LENS_CHUNK_CUPTI = 7,      /* struct lens_cupti_hdr + raw CUPTI activity buffer bytes */
+  LENS_CHUNK_SCHED = 8,      /* struct lens_sched_hdr + struct lens_sched_sample[] */
+  LENS_CHUNK_FINI = 9,       /* struct lens_fini */
+  LENS_CHUNK_NOTE = 10,      /* struct lens_note_hdr + UTF-8 text: a logged condition */
+  LENS_CHUNK_COMM_FINI = 11, /* struct lens_comm_fini */
+  LENS_CHUNK_SCHED_HIST = 12,/* struct lens_sched_hist */
+};
+
+/* ---- SESSION ---- */
+#define LENS_CLOCK_MONOTONIC 1
+#define LENS_CLOCK_REALTIME 2
+#define LENS_CLOCK_TSC 3
+struct lens_session {
+  uint32_t pid;              /* getpid() in the process's own pid namespace */
+  uint32_t nccl_api_version; /* 4, 5 or 6: the ncclProfiler_vN NCCL called; 0 = none yet / probe */
+  uint64_t start_mono_ns;
+  uint64_t start_real_ns;    /* taken back to back with start_mono_ns */
+  uint32_t ts_clock;         /* clock of event "ts": LENS_CLOCK_MONOTONIC */
+  uint32_t hot_clock;        /* clock read on the hot path: LENS_CLOCK_TSC or LENS_CLOCK_MONOTONIC */
+  double tsc_ns_per_tick;    /* calibration used (0 when hot_clock is MONOTONIC) */
+  uint32_t event_mask;       /* activation mask written into NCCL's int */
+  uint32_t buffer_bytes;     /* per-thread ring size */
+  uint32_t max_threads;
+  uint32_t flags;            /* LENS_SESSION_F_* */
+  char host[64];             /* NUL-terminated */
+  char plugin_version[32];   /* NUL-terminated */
+  uint32_t outer_pid;        /* pid in the outermost pid namespace visible (NSpid first), or = pid */
+  uint32_t reserved;
+};
+#define LENS_SESSION_F_NVTX 0x1
+#define LENS_SESSION_F_CUPTI 0x2
+
+/* ---- COMM: one per init ---- */
+struct lens_comm_rec {
+  uint64_t context;   /* the opaque value returned to NCCL in *context; START records carry it */
+  uint64_t comm_id;   /* commHash (v4) / commId (v5+) */
+  int32_t rank;
+  int32_t nranks;
+  int32_t nnodes;
+  uint32_t comm_index;    /* index in this process, from 0 */
+  uint64_t init_mono_ns;
+  uint32_t api_version;   /* 4, 5, 6 */
+  uint32_t flags;         /* reserved */
+  char name[128];         /* commName, NUL-terminated ("" if NULL) */
+};
+struct lens_comm_fini {
+  uint64_t context;
+  uint64_t fini_mono_ns;
+  uint32_t comm_index;
+  uint32_t reserved;
+};
+
+/* ---- THREAD: one per thread that called the plugin (re-sent when roles change) ---- */
+#define LENS_ROLE_APP 0x1        /* API or enqueue events */
+#define LENS_ROLE_PROXY 0x2      /* ProxyCtrl / ProxyOp / ProxyStep / KernelCh: a proxy progress thread */
+#define LENS_ROLE_NET 0x4        /* NetPlugin only */
+#define LENS_ROLE_INIT 0x8       /* called init / finalize */
+#define LENS_ROLE_HOSTCB 0x10    /* Group/Coll/P2p without API events: host callback (graph replay) */
+struct lens_thread_rec {
+  uint32_t slot;      /* thread slot: bits 40..55 of event ids */
+  uint32_t tid;       /* gettid() in the process's pid namespace */
+  uint32_t outer_tid; /* tid in the outermost visible pid namespace (NSpid first), or = tid */
+  uint32_t roles;     /* LENS_ROLE_* */
+  int32_t proxy_rank; /* rank of the communicator whose ProxyCtrl ran here, -1 unknown */
+  uint32_t proxy_comm_index; /* comm_index of that communicator, UINT32_MAX unknown */
+  uint64_t first_mono_ns;
+  char name[16];      /* OS thread name (comm), NUL-terminated */
+};
+
+/* ---- EVENTS ----
+ * A chunk holds the records drained from one thread's ring, in order. */
+struct lens_events_hdr {
+  uint32_t slot;     /* thread slot that produced them */
+  uint32_t count;    /* number of records */
+};
+
+/* Event ids (the handle returned to NCCL is the id cast to void*):
+ *   bit 63      always 1 (never NULL)
+ *   bits 56..59 event type index (LENS_T_*)
+ *   bit 60      REMOTE: ProxyOp whose pid is not ours (PXN); children inherit
+ *   bits 40..55 thread slot
+ *   bits 0..39  per-thread sequence number
+ * Ids are unique within one process session; across processes pair with pid. */
+#define LENS_ID_TAG (1ull << 63)
+#define LENS_ID_REMOTE (1ull << 60)
+#define LENS_ID_TYPE(id) ((unsigned)(((id) >> 56) & 0xF))
+#define LENS_ID_SLOT(id) ((unsigned)(((id) >> 40) & 0xFFFF))
+#define LENS_ID_SEQ(id) ((id) & 0xFFFFFFFFFFull)
+#define LENS_ID_MAKE(type, slot, seq) \
+  (LENS_ID_TAG | ((uint64_t)((type) & 0xF) << 56) | ((uint64_t)((slot) & 0xFFFF) << 40) | ((seq) & 0xFFFFFFFFFFull))
+
+/* Event type index = bit position in NCCL's mask. */
+enum lens_type {
+  LENS_T_GROUP = 0, LENS_T_COLL = 1, LENS_T_P2P = 2, LENS_T_PROXY_OP = 3, LENS_T_PROXY_STEP = 4,
+  LENS_T_PROXY_CTRL = 5, LENS_T_KERNEL_CH = 6, LENS_T_NET_PLUGIN = 7, LENS_T_GROUP_API = 8,
+  LENS_T_COLL_API = 9, LENS_T_P2P_API = 10, LENS_T_KERNEL_LAUNCH = 11, LENS_T_CE_COLL = 12,
+  LENS_T_CE_SYNC = 13, LENS_T_CE_BATCH = 14, LENS_T_COUNT = 15
+};
+
+/* Every record starts with this 8-byte header; size includes it and is a multiple of 8. */
+struct lens_rec_hdr {
+  uint16_t size;
+  uint8_t kind;  /* LENS_REC_* */
+  uint8_t type;  /* enum lens_type */
+  uint32_t aux;  /* STATE: the NCCL state value; START: LENS_START_F_* */
+};
+enum { LENS_REC_START = 1, LENS_REC_STOP = 2, LENS_REC_STATE = 3 };
+
+#define LENS_START_F_REMOTE 0x1       /* PXN: pid != ours; parent and context are foreign values */
+#define LENS_START_F_NULL_CONTEXT 0x2 /* context was NULL */
+#define LENS_START_F_BAD_CONTEXT 0x4  /* context was not one we issued (or stale) */
+#define LENS_START_F_NULL_PARENT 0x8
+#define LENS_START_F_DROPPED_BEFORE 0x10 /* this ring dropped records right before this one */
+
+/* Strings: in the ring they hold the const char* NCCL passed; on disk they
+ * hold an id from a STRINGS chunk (0 = NULL). */
+typedef uint64_t lens_str_t;
+
+struct lens_rec_start {
+  struct lens_rec_hdr h;
+  uint64_t id;
+  uint64_t parent;  /* parentObj as passed, raw (an id of ours, or foreign, or 0) */
+  uint64_t context; /* context as passed, raw */
+  uint64_t ts;      /* CLOCK_MONOTONIC ns (TSC in the ring) */
+  int32_t rank;     /* descriptor rank as passed */
+  uint32_t tid_slot_reserved;
+  /* followed by the type's payload, below */
+};
+struct lens_rec_stop {
+  struct lens_rec_hdr h;
+  uint64_t id; /* 0 for a NULL handle (NetPlugin) */
+  uint64_t ts;
+};
+struct lens_rec_state {
+  struct lens_rec_hdr h; /* aux = state */
+  uint64_t id;
+  uint64_t ts;
+  uint64_t arg;      /* transSize, appendedProxyOps, pTimer (gpu ns), or net data pointer */
+  uint32_t has_args; /* 0 when eStateArgs was NULL */
+  uint32_t reserved;
+};
+
+/* ---- START payloads (after struct lens_rec_start) ---- */
+struct lens_p_group_api { uint32_t graph_captured; int32_t group_depth; };
+struct lens_p_coll_api {
+  lens_str_t func; uint64_t count; lens_str_t datatype; uint64_t stream; int32_t root; uint32_t graph_captured;
+};
+struct lens_p_p2p_api {
+  lens_str_t func; uint64_t count; lens_str_t datatype; uint64_t stream; uint32_t graph_captured; uint32_t reserved;
+};
+struct lens_p_kernel_launch {
+  uint64_t stream;
+  uint64_t ext_corr_id; /* CUPTI external id pushed (CUSTOM2), 0 = none pushed */
+};
+struct lens_p_group {
+  uint64_t launch_id; /* id of this thread's preceding KernelLaunch in the same plan, 0 = none */
+};
+struct lens_p_coll {
+  uint64_t seq; lens_str_t func; uint64_t send_buff; uint64_t recv_buff; uint64_t count;
+  lens_str_t datatype; lens_str_t algo; lens_str_t proto;
+  uint64_t parent_group; /* v5+: parentGroup; v4: 0 (parentObj is the Group) */
+  uint64_t launch_id;    /* as in lens_p_group */
+  int32_t root; uint8_t n_channels; uint8_t n_warps; uint16_t reserved;
+};
+struct lens_p_p2p {
+  lens_str_t func; uint64_t buff; lens_str_t datatype; uint64_t count;
+  uint64_t parent_group; uint64_t launch_id;
+  int32_t peer; uint8_t n_channels; uint8_t reserved[3];
+};
+struct lens_p_proxy_op {
+  int32_t pid; int32_t peer; int32_t n_steps; int32_t chunk_size; int32_t is_send;
+  uint8_t channel; uint8_t reserved[3];
+};
+struct lens_p_proxy_step { int32_t step; uint32_t reserved; };
+struct lens_p_kernel_ch { uint64_t start_gpu_ns; /* pTimer at start */ uint8_t channel; uint8_t reserved[7]; };
+struct lens_p_net_plugin {
+  int64_t plugin_id; uint64_t data; /* raw pointer value */
+  uint32_t payload_len;             /* bytes of payload copied (IB v1: 40, socket v1: 24, else 0) */
+  uint32_t reserved;
+  uint8_t payload[40];              /* copy of the IB/socket descriptor, taken during the call */
+};
+struct lens_p_ce_coll {
+  uint64_t seq; lens_str_t func; uint64_t send_buff; uint64_t recv_buff; uint64_t count; lens_str_t datatype;
+  lens_str_t sync_strategy; uint64_t stream; int32_t root; uint32_t intra_batch_sync;
+  uint32_t batch_size; uint32_t num_batches; uint32_t ce_seq_num; uint32_t reserved;
+};
+struct lens_p_ce_sync { uint32_t is_complete; int32_t n_ranks; };
+struct lens_p_ce_batch { uint64_t total_bytes; int32_t num_ops; uint32_t use_intra_sync; };
+
+/* ---- DROPS: cumulative counters, written periodically and at the end ---- */
+struct lens_drops {
+  uint64_t at_mono_ns;
+  uint64_t ring_full;       /* records dropped because a thread's ring was full */
+  uint64_t no_thread_slot;  /* records dropped because max_threads was reached */
+  uint64_t null_handle;     /* stop/record calls with a NULL handle (ignored) */
+  uint64_t bad_handle;      /* stop/record calls with a handle we never issued */
+  uint64_t write_errors;    /* chunks the writer failed to write (disk full...) */
+  uint64_t cupti_records;   /* CUPTI records dropped (cuptiActivityGetNumDroppedRecords) */
+  uint64_t blob_queue_full; /* CUPTI buffers dropped because the writer queue was full */
+  uint64_t reserved[4];
+};
+
+/* ---- CUPTI raw activity buffer ---- */
+struct lens_cupti_hdr {
+  uint64_t delivered_mono_ns; /* when CUPTI handed us the buffer */
+  uint32_t valid_bytes;       /* bytes of records that follow */
+  uint32_t cupti_api_version; /* CUPTI_API_VERSION of the library that produced them */
+  uint64_t dropped_records;   /* CUPTI's own drop count at delivery */
+};
+
+/* ---- SCHED samples (producer = nccl-lens sched) ---- */
+enum lens_sched_kind {
+  LENS_SCHED_RUNQ_WAIT = 1, /* woken (or preempted-runnable) until on CPU */
+  LENS_SCHED_PREEMPT = 2,   /* switched out while runnable (includes sched_yield); end = back on CPU */
+  LENS_SCHED_OFFCPU = 3,    /* blocked (sleep) longer than the threshold */
+};
+struct lens_sched_hdr { uint32_t count; uint32_t reserved; };
+struct lens_sched_sample {
+  uint64_t start_mono_ns;
+  uint64_t end_mono_ns;
+  uint32_t kind;          /* enum lens_sched_kind */
+  uint32_t host_pid;      /* tgid as the kernel sees it (init pid namespace) */
+  uint32_t host_tid;
+  uint32_t ns_tid;        /* tid in the plugin process's namespace (0 unknown) */
+  uint32_t culprit_pid;   /* task that held the CPU (0 unknown) */
+  uint32_t culprit_tid;
+  uint32_t cpu;
+  uint32_t prev_state;    /* state at switch-out */
+  char culprit_comm[16];
+};
+struct lens_sched_hist {
+  uint32_t host_tid;
+  uint32_t kind;
+  uint64_t buckets[32];   /* log2(us) buckets */
+};
+
+/* ---- NOTE: a condition worth telling the reader (log line mirror) ---- */
+struct lens_note_hdr { uint64_t at_mono_ns; uint32_t level; uint32_t len; };
+
+/* ---- FINI: clean end of a session ---- */
+struct lens_fini {
+  uint64_t at_mono_ns;
+  uint64_t events_written;
+  uint64_t chunks_written;
+  uint32_t reason; /* 1 = last finalize, 2 = process exit without finalize */
+  uint32_t reserved;
+};
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,26 @@
+/* NCCL_LENS_* configuration, parsed once at the first init. A bad value is
+ * logged once and replaced by the default (see README "Configuration"). */
+#ifndef NCCL_LENS_PLUGIN_CONFIG_H
+#define NCCL_LENS_PLUGIN_CONFIG_H
+
+#include <stdint.h>
+
+enum lens_cupti_mode { LENS_CUPTI_OFF = 0, LENS_CUPTI_AUTO = 1, LENS_CUPTI_ON = 2 };
+
+struct lens_config {
+  int disable;                /* NCCL_LENS_DISABLE (0) */
+  char out_dir[512];          /* NCCL_LENS_OUTPUT_DIR (".") */
+  int event_mask;             /* NCCL_LENS_EVENT_MASK (names or number) */
+  uint32_t buffer_bytes;      /* NCCL_LENS_BUFFER_SIZE per thread (e.g. "4M") */
+  uint32_t max_threads;       /* NCCL_LENS_MAX_THREADS */
+  uint32_t writer_period_us;  /* NCCL_LENS_WRITER_PERIOD_US */
+  int use_tsc;                /* NCCL_LENS_TSC (1 = use TSC when invariant) */
+  int nvtx;                   /* NCCL_LENS_NVTX (1) */
+  enum lens_cupti_mode cupti; /* NCCL_LENS_CUPTI (auto) */
+  char registry_dir[512];     /* NCCL_LENS_REGISTRY_DIR (/tmp/nccl-lens) */
+};
+
+/* Valid after the first init; never NULL. */
+const struct lens_config *lens_config_get(void);
+
+#endif

@@ -1,0 +1,13 @@
+/* Shared by subcommands: error reporting and progress on a terminal. */
+#ifndef NCCL_LENS_CLI_H
+#define NCCL_LENS_CLI_H
+
+#include <stdio.h>
+
+/* Prints "nccl-lens <cmd>: <message>" on one line to stderr. Returns 1. */
+int lens_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Progress line on stderr, only when stderr is a terminal; done < 0 clears it. */
+void lens_cli_progress(const char *what, long done, long total);
+
+#endif

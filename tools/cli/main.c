@@ -1,0 +1,63 @@
+/* nccl-lens: one command, one subcommand per tools/<name>/ folder. A
+ * subcommand that was not built (its weak symbol is absent) says so. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+#define W __attribute__((weak))
+W int lens_cmd_replay(int argc, char **argv);
+W int lens_cmd_export(int argc, char **argv);
+W int lens_cmd_summary(int argc, char **argv);
+W int lens_cmd_demo(int argc, char **argv);
+W int lens_cmd_bench(int argc, char **argv);
+W int lens_cmd_validate(int argc, char **argv);
+W int lens_cmd_sched(int argc, char **argv);
+W int lens_cmd_report(int argc, char **argv);
+
+static const struct {
+  const char *name;
+  int (*fn)(int, char **);
+  const char *help;
+} commands[] = {
+    {"demo", lens_cmd_demo, "replay a multi-rank workload through the plugin, export and summarise it"},
+    {"replay", lens_cmd_replay, "drive a profiler plugin .so with NCCL's call sequences"},
+    {"export", lens_cmd_export, "write a trace as Chrome Trace Event JSON (Perfetto)"},
+    {"summary", lens_cmd_summary, "per-communicator, per-operation tables"},
+    {"validate", lens_cmd_validate, "join CUPTI kernel records, map GPU clocks, check accuracy"},
+    {"sched", lens_cmd_sched, "eBPF probe: scheduling delays of NCCL proxy threads"},
+    {"report", lens_cmd_report, "write a report of a run"},
+    {"bench", lens_cmd_bench, "measure the plugin's cost per callback"},
+};
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: nccl-lens <command> [options]\n\ncommands:\n");
+  for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+    if (commands[i].fn) fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].help);
+  fprintf(f, "\n'nccl-lens <command> --help' for a command's options.\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+    usage(stdout);
+    return 0;
+  }
+  if (!strcmp(argv[1], "--version")) {
+    printf("nccl-lens %s\n", LENS_VERSION);
+    return 0;
+  }
+  for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+    if (strcmp(argv[1], commands[i].name) != 0) continue;
+    if (!commands[i].fn) {
+      fprintf(stderr, "nccl-lens: '%s' was not built into this binary\n", argv[1]);
+      return 2;
+    }
+    return commands[i].fn(argc - 1, argv + 1);
+  }
+  fprintf(stderr, "nccl-lens: unknown command '%s' (try --help)\n", argv[1]);
+  return 2;
+}
