@@ -1,0 +1,256 @@
+/* lensread: the one reader of .lens traces. Every tool (export, summary,
+ * validate, sched, report) and every test reads traces through this model;
+ * nobody else parses the format.
+ *
+ * Loading: lens_model_load() reads any number of .lens files (plugin traces
+ * and probe traces) into one model. Files cut short are read up to their last
+ * complete chunk; the cut is reported in lens_file.truncated_bytes. A file
+ * that isn't a .lens trace, or is unreadable, is an error (one line in err).
+ *
+ * Joins done at load time: START/STOP/STATE records become lens_event objects
+ * (times in CLOCK_MONOTONIC ns of the producing host), parents resolved within
+ * the process (and across processes for PXN through (pid, id)), strings
+ * resolved, comms and threads attached.
+ *
+ * Analyses (GPU clock mapping, CUPTI join, starvation flags) live in their own
+ * files of tools/reader/ and fill the lens_event.acc fields. */
+#ifndef NCCL_LENS_LENSREAD_H
+#define NCCL_LENS_LENSREAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nccl-lens/trace_format.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- event flags (lens_event.flags) ---- */
+#define LENS_EVF_REMOTE 0x1         /* PXN: recorded here for another process's op */
+#define LENS_EVF_NO_STOP 0x2        /* never stopped (e.g. collnet ProxyOp, process killed) */
+#define LENS_EVF_DUP_STOP 0x4       /* stopped more than once (stale handle); first stop kept */
+#define LENS_EVF_SUPERSEDED 0x8     /* a later START for the same (parent, step) replaced it */
+#define LENS_EVF_PARENT_MISSING 0x10 /* parent value not found (dropped, foreign, or stale) */
+#define LENS_EVF_GRAPH 0x20         /* belongs to a graph-captured op (graphCaptured, or parent was) */
+#define LENS_EVF_DROPPED_NEAR 0x40  /* its ring dropped records right before it */
+#define LENS_EVF_NULL_CONTEXT 0x80
+#define LENS_EVF_BAD_CONTEXT 0x100
+
+/* ---- accuracy flags (lens_event.acc.flags), set by analyses ---- */
+#define LENS_ACC_STOP_BEFORE_START 0x1  /* KernelCh stop pTimer < start pTimer */
+#define LENS_ACC_NON_MONOTONIC 0x2      /* KernelCh start earlier than the previous on its channel */
+#define LENS_ACC_SHARED_TIMER 0x4       /* timers equal to another item's (not a p2p pair) */
+#define LENS_ACC_RING_OVERRUN 0x8       /* suspected: proxy > 64 items behind, timers of a later item */
+#define LENS_ACC_OUTSIDE_KERNEL 0x10    /* channel span not inside its CUPTI kernel span */
+#define LENS_ACC_NO_KERNEL_RECORD 0x20  /* launch had an ext id but no CUPTI kernel record */
+#define LENS_ACC_FOREIGN_EXT_ID 0x40    /* CUPTI ext-corr record with an id we never pushed */
+#define LENS_ACC_STARVED 0x80           /* overlaps a starvation interval of its proxy thread */
+#define LENS_ACC_NO_CLOCK_MAP 0x100     /* no GPU clock map for its rank: GPU times not mapped */
+
+/* Where an event's timing came from. */
+enum lens_time_source {
+  LENS_TS_HOST_NOTICE = 0, /* host time at the callback only */
+  LENS_TS_GPU_PTIMER = 1,  /* KernelCh pTimer mapped through a fitted clock map */
+  LENS_TS_CUPTI = 2,       /* CUPTI kernel record */
+};
+
+struct lens_state_ev {
+  uint64_t ts_mono_ns;
+  uint64_t arg;
+  uint32_t state;    /* NCCL state value */
+  uint32_t has_args;
+};
+
+/* Payload with strings resolved (const char*, NULL if absent). */
+struct lens_payload {
+  union {
+    struct { int graph_captured, group_depth; } group_api;
+    struct { const char *func, *datatype; uint64_t count, stream; int root, graph_captured; } coll_api;
+    struct { const char *func, *datatype; uint64_t count, stream; int graph_captured; } p2p_api;
+    struct { uint64_t stream, ext_corr_id; } kernel_launch;
+    struct { uint64_t launch_id; } group;
+    struct {
+      uint64_t seq, send_buff, recv_buff, count, parent_group, launch_id;
+      const char *func, *datatype, *algo, *proto;
+      int root, n_channels, n_warps;
+    } coll;
+    struct {
+      uint64_t buff, count, parent_group, launch_id;
+      const char *func, *datatype;
+      int peer, n_channels;
+    } p2p;
+    struct { int pid, peer, n_steps, chunk_size, is_send, channel; } proxy_op;
+    struct { int step; } proxy_step;
+    struct { uint64_t start_gpu_ns, stop_gpu_ns; /* stop from state 22, 0 if none */ int channel; } kernel_ch;
+    struct { int64_t plugin_id; uint64_t data; uint32_t payload_len; uint8_t payload[40]; } net_plugin;
+    struct {
+      uint64_t seq, send_buff, recv_buff, count, stream;
+      const char *func, *datatype, *sync_strategy;
+      int root, intra_batch_sync;
+      uint32_t batch_size, num_batches, ce_seq_num;
+    } ce_coll;
+    struct { int is_complete, n_ranks; } ce_sync;
+    struct { uint64_t total_bytes; int num_ops, use_intra_sync; } ce_batch;
+  };
+};
+
+struct lens_accuracy {
+  uint32_t flags;            /* LENS_ACC_* */
+  uint32_t time_source;      /* enum lens_time_source */
+  uint64_t gpu_start_mono_ns; /* GPU time mapped to host (KernelCh, kernels), 0 = unknown */
+  uint64_t gpu_stop_mono_ns;
+  int64_t notice_lag_ns;     /* host notice time - mapped GPU time (KernelCh stop), 0 = unknown */
+  uint64_t starved_ns;       /* overlap with starvation of its proxy thread */
+  int32_t sched_sample;      /* index into the probe's samples of the worst overlap, -1 none */
+  int32_t cupti_kernel;      /* index into model->kernels, -1 none */
+};
+
+struct lens_event {
+  uint64_t id;              /* event id as issued by the plugin */
+  uint64_t parent_raw;      /* parentObj as NCCL passed it */
+  uint64_t context;         /* context as NCCL passed it */
+  uint64_t start_mono_ns;
+  uint64_t stop_mono_ns;    /* 0 if never stopped */
+  int32_t type;             /* enum lens_type */
+  int32_t rank;             /* descriptor rank as passed (often 0, see spec) */
+  int32_t proc;             /* index into model->procs */
+  int32_t thread;           /* index into model->threads */
+  int32_t comm;             /* index into model->comms, -1 unknown / foreign */
+  int32_t parent;           /* index into model->events, -1 unresolved */
+  int32_t first_child;      /* index of the first child, -1 none; siblings via next_sibling */
+  int32_t next_sibling;
+  uint32_t flags;           /* LENS_EVF_* */
+  uint32_t session;         /* session number within its file */
+  uint32_t first_state;     /* index into model->states */
+  uint32_t n_states;
+  struct lens_payload p;
+  struct lens_accuracy acc;
+};
+
+struct lens_thread {
+  int32_t proc;
+  uint32_t slot, tid, outer_tid, roles;
+  int32_t proxy_rank;
+  int32_t proxy_comm;  /* index into model->comms, -1 */
+  uint64_t first_mono_ns;
+  char name[16];
+};
+
+struct lens_comm {
+  int32_t proc;
+  uint64_t context, comm_id;
+  int32_t rank, nranks, nnodes;
+  uint32_t comm_index, api_version;
+  uint64_t init_mono_ns, fini_mono_ns; /* fini 0 if never finalized */
+  char name[128];
+};
+
+struct lens_note { int32_t proc; uint64_t at_mono_ns; uint32_t level; const char *text; };
+
+struct lens_cupti_blob {
+  int32_t proc;
+  uint64_t delivered_mono_ns;
+  uint32_t cupti_api_version;
+  uint64_t dropped_records;
+  const uint8_t *data; /* raw CUPTI activity records */
+  size_t len;
+};
+
+/* One input file. */
+struct lens_file {
+  const char *path;
+  uint32_t producer;        /* LENS_PRODUCER_* */
+  uint64_t size_bytes;
+  uint64_t truncated_bytes; /* bytes after the last valid chunk (0 = intact) */
+  const char *truncation;   /* why reading stopped early, NULL if intact */
+  uint32_t n_sessions;
+  int clean_end;            /* last session ended with FINI */
+  uint32_t fini_reason;     /* of the last FINI: 1 finalize, 2 exit */
+};
+
+/* One process (a plugin trace file; sessions of the same file share it). */
+struct lens_proc {
+  int32_t file;
+  uint32_t pid, outer_pid;
+  char host[64];
+  uint32_t nccl_api_version;
+  uint64_t start_mono_ns, start_real_ns;
+  uint32_t event_mask, flags;
+  struct lens_drops drops; /* last cumulative DROPS seen */
+};
+
+/* Scheduler samples from probe traces (times CLOCK_MONOTONIC ns). */
+struct lens_sched {
+  int32_t file;
+  struct lens_sched_sample s;
+};
+
+/* A CUPTI kernel record (from LENS_CHUNK_CUPTI blobs or --cupti-buffer files),
+ * filled by the GPU analysis. Times CLOCK_MONOTONIC ns (CUPTI clock callback). */
+struct lens_kernel {
+  int32_t proc;            /* -1 when it came from a --cupti-buffer file with no process */
+  uint64_t start_mono_ns, end_mono_ns;
+  uint32_t correlation_id, device_id, context_id, stream_id;
+  uint32_t grid_x, graph_id;
+  uint64_t graph_node_id;
+  uint64_t ext_id;         /* external correlation id (CUSTOM2), 0 none */
+  int32_t launch_event;    /* index of the KernelLaunch event joined, -1 */
+  const char *name;
+};
+
+/* host_mono_ns = offset_ns + slope * gpu_ns, valid for gpu_ns in [gpu_from, gpu_to].
+ * One or more segments per GPU (refitted across the run). A GPU is identified
+ * by the proxy thread that reports its KernelCh events. */
+struct lens_clock_map {
+  int32_t proc, thread;    /* proxy thread (index into model->threads) */
+  int32_t rank;            /* comm rank seen on it, -1 */
+  uint64_t gpu_from, gpu_to;
+  double offset_ns;        /* host = offset + slope * gpu; computed in long double where it matters */
+  double slope;
+  double residual_ns;      /* fit residual (robust spread) */
+  double error_bound_ns;   /* bound it puts on a mapped time */
+  uint32_t n_points;
+  uint32_t source;         /* LENS_TS_CUPTI or LENS_TS_GPU_PTIMER (lower envelope of notice - pTimer) */
+};
+
+struct lens_model {
+  struct lens_file *files; size_t n_files;
+  struct lens_proc *procs; size_t n_procs;
+  struct lens_comm *comms; size_t n_comms;
+  struct lens_thread *threads; size_t n_threads;
+  struct lens_event *events; size_t n_events;   /* sorted by start_mono_ns within each proc */
+  struct lens_state_ev *states; size_t n_states;
+  struct lens_note *notes; size_t n_notes;
+  struct lens_cupti_blob *cupti; size_t n_cupti;
+  struct lens_sched *sched; size_t n_sched;
+  struct lens_sched_hist *sched_hist; size_t n_sched_hist;
+  struct lens_kernel *kernels; size_t n_kernels;         /* filled by the GPU analysis */
+  struct lens_clock_map *clock_maps; size_t n_clock_maps;
+  /* Totals over all procs. */
+  uint64_t orphan_stops;    /* STOP/STATE for ids never started (start dropped or cut) */
+  void *priv;               /* reader-owned storage */
+};
+
+/* Load files into a new model. Returns NULL on error and writes a one-line
+ * reason into err. progress (may be NULL) is called with bytes done/total. */
+struct lens_model *lens_model_load(const char *const *paths, size_t n_paths, char *err, size_t err_len,
+                                   void (*progress)(uint64_t done, uint64_t total));
+void lens_model_free(struct lens_model *m);
+
+/* Helpers. */
+const char *lens_type_name(int type);       /* "Coll", "ProxyStep", ... */
+const char *lens_state_name(uint32_t state); /* "SendGPUWait", ... */
+/* Bytes moved by a Coll/P2p/CollApi/P2pApi event: count * datatype size (0 if unknown). */
+uint64_t lens_event_bytes(const struct lens_model *m, const struct lens_event *e);
+size_t lens_datatype_size(const char *datatype);
+/* Index of the event with this id in process proc (pid match), -1 if none. */
+int32_t lens_model_find(const struct lens_model *m, int32_t proc, uint64_t id);
+/* Completion time of a Coll/P2p: the latest of its KernelCh stop (mapped GPU
+ * time if available, else notice) and ProxyOp stops; 0 if none. Sets *source. */
+uint64_t lens_event_completion(const struct lens_model *m, const struct lens_event *e, int *source);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
