@@ -50,7 +50,7 @@ LENS_WEAK void lens_nvtx_on_stop(uint64_t id);
 LENS_WEAK void lens_nvtx_on_state(uint64_t id, uint32_t state, uint64_t arg, int has_args);
 LENS_WEAK void lens_nvtx_teardown(void); /* last finalize */
 
-/* ---- CUPTI (cupti/*.c) ---- */
+/* ---- CUPTI (files in cupti/) ---- */
 extern int lens_cupti_active; /* set when CUPTI is owned by us and external ids can be pushed */
 LENS_WEAK void lens_cupti_setup(void);  /* first init: decides per NCCL_LENS_CUPTI, dlopens lazily */
 /* KernelLaunch start: push an external id (CUSTOM2) for this launch; returns

@@ -1,0 +1,194 @@
+/* End to end without a GPU: a synthetic run written as a real .lens trace
+ * (CUPTI chunks included, or the buffer as a separate file) goes through the
+ * reader, the GPU analysis and `nccl-lens validate`. Mapped times are
+ * compared with the run's truth; anomalies must show up in the output; bad
+ * input must give one line and a non-zero exit. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "reader/analyses.h"
+#include "reader/gpu_analysis.h"
+#include "synth.h"
+#include "trace_writer.h"
+
+static char dir[256];
+
+static void path(char *out, size_t len, const char *name) { snprintf(out, len, "%s/%s", dir, name); }
+
+/* Runs the CLI; returns its exit status, output in out (stdout+stderr). */
+static int run_cli(const char *args, char *out, size_t len) {
+  char cmd[2048];
+  snprintf(cmd, sizeof(cmd), "%s/bin/nccl-lens validate %s 2>&1", LENS_BUILD_DIR, args);
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  size_t n = fread(out, 1, len - 1, p);
+  out[n] = 0;
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 255;
+}
+
+static void anomalous_run(struct synth *s) {
+  struct synth_opts o;
+  synth_default(&o);
+  o.launches = 2000;
+  o.anomaly_at[0] = SYN_OUTSIDE_KERNEL, o.anomaly_launch[0] = 300;
+  o.anomaly_at[1] = SYN_OVERRUN, o.anomaly_launch[1] = 900;
+  o.anomaly_at[2] = SYN_NO_KERNEL, o.anomaly_launch[2] = 1500;
+  o.n_anomalies = 3;
+  o.foreign_ext_ids = 1;
+  assert_int_equal(synth_build(s, &o), 0);
+}
+
+static int32_t synth_index(const struct synth *s, uint64_t id) {
+  for (size_t i = 0; i < s->m.n_events; i++)
+    if (s->m.events[i].id == id) return (int32_t)i;
+  return -1;
+}
+
+static void test_reader_and_analysis(void **st) {
+  (void)st;
+  struct synth s;
+  anomalous_run(&s);
+  char tp[512];
+  path(tp, sizeof(tp), "run.lens");
+  assert_int_equal(synth_write_trace(&s, tp, 1, 64 << 10), 0);
+  char err[512];
+  const char *paths[] = {tp};
+  struct lens_model *m = lens_model_load(paths, 1, err, sizeof(err), NULL);
+  if (!m) fail_msg("load: %s", err);
+  assert_true(m->n_cupti > 1); /* several CUPTI chunks */
+  assert_int_equal(lens_analyze_gpu(m, err, sizeof(err)), 0);
+  const struct lens_gpu_report *r = lens_gpu_report_get(m);
+  assert_int_equal(r->kernels_joined, 1999);
+  assert_int_equal(r->foreign_ext_ids, 1);
+  assert_int_equal(r->launches_no_kernel, 1);
+  double worst = 0;
+  size_t kch = 0;
+  for (size_t i = 0; i < m->n_events; i++) {
+    const struct lens_event *e = &m->events[i];
+    if (e->type != LENS_T_KERNEL_CH) continue;
+    int32_t j = synth_index(&s, e->id);
+    assert_true(j >= 0);
+    uint32_t want = s.expect_flags[j];
+    if ((e->acc.flags & want) != want) fail_msg("KernelCh %#llx: flags %#x, want %#x", (unsigned long long)e->id, e->acc.flags, want);
+    if (want) continue;
+    assert_int_equal(e->acc.flags & (LENS_ACC_OUTSIDE_KERNEL | LENS_ACC_RING_OVERRUN), 0);
+    double d = (double)((int64_t)e->acc.gpu_start_mono_ns - s.true_start[j]);
+    if (d < 0) d = -d;
+    if (d > worst) worst = d;
+    kch++;
+  }
+  printf("  through the reader: %zu KernelCh mapped, worst error %.0f ns\n", kch, worst);
+  assert_true(kch > 7000);
+  assert_true(worst < 1000);
+  lens_gpu_release(m);
+  lens_model_free(m);
+  synth_free(&s);
+}
+
+static void test_cli_json_and_text(void **st) {
+  (void)st;
+  struct synth s;
+  anomalous_run(&s);
+  char tp[512], bp[512], np[512], args[2048];
+  static char out[1 << 22];
+  path(tp, sizeof(tp), "cli.lens");
+  path(np, sizeof(np), "nocupti.lens");
+  path(bp, sizeof(bp), "cupti.buf");
+  assert_int_equal(synth_write_trace(&s, tp, 1, 1 << 20), 0);
+  assert_int_equal(synth_write_trace(&s, np, 0, 0), 0);
+  assert_int_equal(synth_write_cupti_buffer(&s, bp), 0);
+
+  snprintf(args, sizeof(args), "%s --json", tp);
+  assert_int_equal(run_cli(args, out, sizeof(out)), 0);
+  assert_non_null(strstr(out, "\"kernels_joined\":1999"));
+  assert_non_null(strstr(out, "\"foreign_ext_ids\":1"));
+  assert_non_null(strstr(out, "\"launches_without_kernel\":1"));
+  assert_non_null(strstr(out, "\"outside_kernel\":2")); /* the shifted one, and the overrun (a later item's span) */
+  assert_non_null(strstr(out, "\"source\":\"cupti\""));
+  assert_non_null(strstr(out, "\"level\":\"mostly trusted\""));
+  assert_int_equal(out[0], '{');
+
+  snprintf(args, sizeof(args), "%s --limit 3", tp);
+  assert_int_equal(run_cli(args, out, sizeof(out)), 0);
+  assert_non_null(strstr(out, "verdict: mostly trusted"));
+  assert_non_null(strstr(out, "inside yes"));
+  assert_non_null(strstr(out, "source cupti"));
+
+  /* The same run with CUPTI's buffer given as a file. */
+  snprintf(args, sizeof(args), "%s --cupti-buffer %s --json", np, bp);
+  assert_int_equal(run_cli(args, out, sizeof(out)), 0);
+  assert_non_null(strstr(out, "\"kernels_joined\":1999"));
+
+  /* A buffer cut inside a kernel record: said once, the records before it used. */
+  FILE *cut = fopen(bp, "r+b");
+  assert_non_null(cut);
+  assert_int_equal(ftruncate(fileno(cut), (off_t)(s.cupti_len / 2) & ~(off_t)7), 0);
+  fclose(cut);
+  snprintf(args, sizeof(args), "%s --cupti-buffer %s --json", np, bp);
+  assert_int_equal(run_cli(args, out, sizeof(out)), 0);
+  assert_non_null(strstr(out, "\"buffer_errors\":1"));
+  assert_non_null(strstr(out, "\"note\":\"CUPTI records:"));
+  assert_null(strstr(out, "\"kernels_joined\":1999"));
+
+  /* No CUPTI at all: notice-time maps, and the verdict says so. */
+  snprintf(args, sizeof(args), "%s", np);
+  assert_int_equal(run_cli(args, out, sizeof(out)), 0);
+  assert_non_null(strstr(out, "source notice"));
+  assert_non_null(strstr(out, "proxy notice times"));
+  synth_free(&s);
+}
+
+static void test_cli_bad_input(void **st) {
+  (void)st;
+  static char out[1 << 16];
+  char args[2048], bad[512];
+  assert_int_not_equal(run_cli("/nonexistent/x.lens", out, sizeof(out)), 0);
+  assert_non_null(strstr(out, "nccl-lens validate:"));
+  assert_null(strchr(out, '\n') ? strchr(strchr(out, '\n') + 1, '\n') : NULL); /* one line */
+  path(bad, sizeof(bad), "odd.buf");
+  FILE *f = fopen(bad, "wb");
+  fwrite("12345", 1, 5, f);
+  fclose(f);
+  char tp[512];
+  path(tp, sizeof(tp), "cli.lens");
+  snprintf(args, sizeof(args), "%s --cupti-buffer %s", tp, bad);
+  assert_int_not_equal(run_cli(args, out, sizeof(out)), 0);
+  assert_non_null(strstr(out, "not a CUPTI activity buffer"));
+  assert_int_not_equal(run_cli("--bogus", out, sizeof(out)), 0);
+  snprintf(args, sizeof(args), "%s --limit", tp);
+  assert_int_not_equal(run_cli(args, out, sizeof(out)), 0);
+  /* A trace file that is not one. */
+  snprintf(args, sizeof(args), "%s", bad);
+  assert_int_not_equal(run_cli(args, out, sizeof(out)), 0);
+}
+
+static int setup(void **st) {
+  (void)st;
+  snprintf(dir, sizeof(dir), "/tmp/lens-cupti-XXXXXX");
+  return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **st) {
+  (void)st;
+  char cmd[512];
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_reader_and_analysis),
+      cmocka_unit_test(test_cli_json_and_text),
+      cmocka_unit_test(test_cli_bad_input),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,95 @@
+/* The GPU analysis (lens_analyze_gpu, declared in analyses.h), split across
+ * tools/reader/gpu_*.c: record collection and the CUPTI join (gpu_join.c),
+ * clock fits (gpu_clock.c), accuracy flags (gpu_flags.c), and the entry
+ * point with its per-model storage (gpu_analyze.c).
+ *
+ * Beyond the fields of lensread.h, it keeps a report per model: what was
+ * joined how, and the exact clock maps (lens_clock_map.offset_ns is a double
+ * near 1.7e18, so only good to ~256 ns; map times with lens_gpu_map_ns). */
+#ifndef NCCL_LENS_GPU_ANALYSIS_H
+#define NCCL_LENS_GPU_ANALYSIS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lensread.h"
+
+/* Per-kernel flags (model->kernels[i]), in the report. */
+#define LENS_GPU_K_FOREIGN_EXT_ID 0x1 /* its external id is no KernelLaunch of ours */
+#define LENS_GPU_K_NO_EXT_ID 0x2      /* no CUSTOM2 external id (not launched inside our bracket) */
+#define LENS_GPU_K_GRAPH 0x4          /* launched from a CUDA graph (graphId != 0) */
+#define LENS_GPU_K_GRAPH_NODE_JOIN 0x8 /* joined to a capture-time launch by graph node order */
+#define LENS_GPU_K_NO_TIMES 0x10      /* start/end 0: CUPTI could not time it (forced flush) */
+
+/* An exact clock-map segment: host = ref_host + a + b * (gpu - ref_gpu). */
+struct lens_gpu_seg {
+  int32_t map;             /* index into model->clock_maps */
+  uint64_t ref_gpu, ref_host;
+  long double a, b;        /* a in ns, b dimensionless (1 + drift) */
+  int slope_fixed;         /* window too short (or data too noisy) to measure drift: b = 1 */
+};
+
+struct lens_gpu_report {
+  int cupti_available;     /* libcupti's walker could be loaded */
+  char cupti_note[256];    /* why not, or the first walk error */
+  size_t blobs, blob_errors;
+  size_t records, kernel_records, ext_records, api_records;
+  size_t kernels_joined;   /* to a KernelLaunch by external id */
+  size_t kernels_graph, kernels_graph_joined; /* graph replays; of those joined by graph node */
+  size_t foreign_ext_ids;  /* CUSTOM2 ext-corr records with an id we never pushed */
+  size_t launches_with_ext, launches_no_kernel; /* KernelLaunch with an ext id; of those without kernel */
+  const char *graph_join;  /* "graph node", "KernelCh only", or "none" (no graph kernels) */
+  uint32_t *kernel_flags;  /* LENS_GPU_K_*, per model->kernels */
+  struct lens_gpu_seg *segs; size_t n_segs; /* one per model->clock_maps, same order */
+  /* KernelCh totals. */
+  size_t kch, kch_mapped, kch_cupti_checked;
+  size_t flag_counts[16];  /* per LENS_ACC_* bit */
+};
+
+/* The report of the last lens_analyze_gpu on m, NULL before. */
+const struct lens_gpu_report *lens_gpu_report_get(const struct lens_model *m);
+/* Frees what the GPU analysis added to m (kernels, clock maps, extra CUPTI
+ * files, report). lens_model_free should call it (weakly) first. */
+void lens_gpu_release(struct lens_model *m);
+/* Host CLOCK_MONOTONIC ns for a GPU time on clock map map_index (exact). */
+uint64_t lens_gpu_map_ns(const struct lens_model *m, int32_t map_index, uint64_t gpu_ns);
+/* The clock map covering this proxy thread at this GPU time, -1 none. */
+int32_t lens_gpu_map_for(const struct lens_model *m, int32_t thread, uint64_t gpu_ns);
+
+/* ---- internal, between gpu_*.c ---- */
+struct lens_gpu_state;
+struct lens_gpu_state *lens_gpu_state(const struct lens_model *m, int create);
+struct lens_gpu_report *lens_gpu_state_report(struct lens_gpu_state *s);
+/* Extra CUPTI buffers (from --cupti-buffer files). */
+size_t lens_gpu_state_extra(struct lens_gpu_state *s, const struct lens_cupti_blob **blobs);
+
+/* gpu_join.c: read every CUPTI blob into model->kernels and join them to
+ * KernelLaunch events (acc.cupti_kernel, kernel.launch_event). */
+int lens_gpu_join(struct lens_model *m, struct lens_gpu_report *r, char *err, size_t err_len);
+/* gpu_clock.c: fit model->clock_maps (and r->segs) per proxy thread,
+ * leaving out events with exclude[i] set (may be NULL). */
+int lens_gpu_fit_clocks(struct lens_model *m, struct lens_gpu_report *r, const uint8_t *exclude, char *err,
+                        size_t err_len);
+/* gpu_flags.c: per event, 1 = KernelCh too suspect to fit clocks with
+ * (malloc'd, n_events entries; NULL when out of memory). */
+uint8_t *lens_gpu_fit_exclusions(const struct lens_model *m);
+/* gpu_flags.c: map KernelCh times and set LENS_ACC_* flags. */
+void lens_gpu_flag(struct lens_model *m, struct lens_gpu_report *r);
+
+/* Helpers shared by the files. */
+/* The Coll/P2p whose launch_id is this launch's id, iterated: returns the
+ * next after index `after` (-1 to start), -1 at the end. */
+int32_t lens_gpu_next_op_of_launch(const struct lens_model *m, int32_t launch, int32_t after);
+/* KernelCh stop pTimer (0 none) and the host time NCCL reported it. */
+uint64_t lens_gpu_kch_stop_notice(const struct lens_model *m, const struct lens_event *e);
+/* The kernel (index, -1) of a KernelCh: through its Coll/P2p's launch. */
+int32_t lens_gpu_kernel_of_kch(const struct lens_model *m, const struct lens_event *e);
+
+/* Clock-fit window: refit every this many ns of GPU time (drift reaches tens
+ * of ppm, i.e. tens of us per second). */
+#define LENS_GPU_FIT_WINDOW_NS 1000000000ull
+/* Shortest GPU-time span over which a drift (slope) is fitted at all; below
+ * it noise of a few us would fake hundreds of ppm, so the slope is 1. */
+#define LENS_GPU_MIN_SLOPE_SPAN_NS 50000000ull
+
+#endif

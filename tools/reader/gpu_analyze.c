@@ -1,0 +1,154 @@
+/* lens_analyze_gpu: the entry point, and the storage it keeps per model
+ * (lensread's model has no slot for it, so a small list keyed by model). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyses.h"
+#include "gpu_state.h"
+
+static struct lens_gpu_state *states;
+static pthread_mutex_t states_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void drop_state_data(struct lens_gpu_state *s) { /* never the model's own arrays */
+  free(s->report.kernel_flags);
+  free(s->report.segs);
+  memset(&s->report, 0, sizeof(s->report));
+  lens_gpu_index_free(&s->launches);
+  lens_gpu_index_free(&s->ops);
+  for (size_t i = 0; i < s->n_extra; i++) free((void *)s->extra[i].data);
+  free(s->extra);
+  s->extra = NULL;
+  s->n_extra = 0;
+}
+
+struct lens_gpu_state *lens_gpu_state(const struct lens_model *m, int create) {
+  pthread_mutex_lock(&states_mu);
+  struct lens_gpu_state *s = states;
+  while (s && s->m != m) s = s->next;
+  if (s && (s->fp_priv != m->priv || s->fp_events != m->events)) {
+    drop_state_data(s); /* a new model at an old address: nothing carries over */
+    s->fp_priv = m->priv;
+    s->fp_events = m->events;
+  }
+  if (!s && create && (s = calloc(1, sizeof(*s)))) {
+    s->m = m;
+    s->fp_priv = m->priv;
+    s->fp_events = m->events;
+    s->next = states;
+    states = s;
+  }
+  pthread_mutex_unlock(&states_mu);
+  return s;
+}
+
+struct lens_gpu_report *lens_gpu_state_report(struct lens_gpu_state *s) { return &s->report; }
+
+size_t lens_gpu_state_extra(struct lens_gpu_state *s, const struct lens_cupti_blob **blobs) {
+  *blobs = s->extra;
+  return s->n_extra;
+}
+
+const struct lens_gpu_report *lens_gpu_report_get(const struct lens_model *m) {
+  struct lens_gpu_state *s = lens_gpu_state(m, 0);
+  return s && s->report.graph_join ? &s->report : NULL;
+}
+
+static void clear_results(struct lens_model *m, struct lens_gpu_state *s) {
+  free(m->kernels);
+  m->kernels = NULL;
+  m->n_kernels = 0;
+  free(m->clock_maps);
+  m->clock_maps = NULL;
+  m->n_clock_maps = 0;
+  free(s->report.kernel_flags);
+  free(s->report.segs);
+  memset(&s->report, 0, sizeof(s->report));
+  lens_gpu_index_free(&s->launches);
+  lens_gpu_index_free(&s->ops);
+}
+
+void lens_gpu_release(struct lens_model *m) {
+  pthread_mutex_lock(&states_mu);
+  struct lens_gpu_state **pp = &states, *s;
+  while ((s = *pp) && s->m != m) pp = &s->next;
+  if (s) *pp = s->next;
+  pthread_mutex_unlock(&states_mu);
+  if (!s) return;
+  clear_results(m, s);
+  drop_state_data(s);
+  free(s);
+}
+
+int lens_model_add_cupti_file(struct lens_model *m, const char *path, char *err, size_t err_len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    snprintf(err, err_len, "cannot open CUPTI buffer %s", path);
+    return -1;
+  }
+  size_t cap = 1 << 16, len = 0;
+  uint8_t *data = malloc(cap);
+  size_t got;
+  while (data && (got = fread(data + len, 1, cap - len, f)) > 0) {
+    len += got;
+    if (len == cap) {
+      uint8_t *d = realloc(data, cap * 2);
+      if (!d) {
+        free(data);
+        data = NULL;
+      } else {
+        data = d;
+        cap *= 2;
+      }
+    }
+  }
+  int rerr = ferror(f);
+  fclose(f);
+  if (!data || rerr) {
+    free(data);
+    snprintf(err, err_len, "cannot read CUPTI buffer %s", path);
+    return -1;
+  }
+  if (len == 0 || len % 8 != 0) {
+    free(data);
+    snprintf(err, err_len, "%s: %zu bytes is not a CUPTI activity buffer (records are 8-byte multiples)", path,
+             len);
+    return -1;
+  }
+  struct lens_gpu_state *s = lens_gpu_state(m, 1);
+  struct lens_cupti_blob *v = s ? realloc(s->extra, (s->n_extra + 1) * sizeof(*v)) : NULL;
+  if (!v) {
+    free(data);
+    snprintf(err, err_len, "out of memory");
+    return -1;
+  }
+  s->extra = v;
+  s->extra[s->n_extra++] = (struct lens_cupti_blob){.proc = -1, .data = data, .len = len};
+  return 0;
+}
+
+int lens_analyze_gpu(struct lens_model *m, char *err, size_t err_len) {
+  struct lens_gpu_state *s = lens_gpu_state(m, 1);
+  if (!s) {
+    snprintf(err, err_len, "out of memory");
+    return -1;
+  }
+  clear_results(m, s);
+  struct lens_gpu_report *r = &s->report;
+  for (size_t i = 0; i < m->n_events; i++) {
+    struct lens_accuracy *a = &m->events[i].acc;
+    a->flags &= LENS_ACC_STARVED; /* the starvation analysis owns that bit */
+    a->cupti_kernel = -1;
+    a->gpu_start_mono_ns = a->gpu_stop_mono_ns = 0;
+    a->notice_lag_ns = 0;
+    a->time_source = LENS_TS_HOST_NOTICE;
+  }
+  if (lens_gpu_join(m, r, err, err_len) != 0) return -1;
+  uint8_t *exclude = lens_gpu_fit_exclusions(m);
+  int rc = lens_gpu_fit_clocks(m, r, exclude, err, err_len);
+  free(exclude);
+  if (rc != 0) return -1;
+  lens_gpu_flag(m, r);
+  return 0;
+}

@@ -1,0 +1,235 @@
+/* Text and JSON output of nccl-lens validate: CUPTI join summary, clock maps,
+ * per launch (kernel) and per channel detail, totals, verdict. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "reader/gpu_analysis.h"
+#include "validate_print.h"
+
+static const char *const flag_names[] = {"stop_before_start", "non_monotonic", "shared_timer", "ring_overrun",
+                                         "outside_kernel",    "no_kernel_record", "foreign_ext_id", "starved",
+                                         "no_clock_map"};
+#define N_FLAG_NAMES (sizeof(flag_names) / sizeof(flag_names[0]))
+
+static void flags_text(uint32_t f, char *out, size_t len, const char *sep) {
+  out[0] = 0;
+  size_t used = 0;
+  for (size_t b = 0; b < N_FLAG_NAMES; b++)
+    if (f & (1u << b)) {
+      int w = snprintf(out + used, len - used, "%s%s", used ? sep : "", flag_names[b]);
+      if (w < 0 || (size_t)w >= len - used) break;
+      used += (size_t)w;
+    }
+}
+
+/* Strings from traces and libcupti go into JSON escaped. */
+static const char *json_str(const char *in, char *out, size_t len) {
+  size_t o = 0;
+  for (const unsigned char *p = (const unsigned char *)(in ? in : ""); *p && o + 7 < len; p++) {
+    if (*p == '"' || *p == '\\') out[o++] = '\\', out[o++] = (char)*p;
+    else if (*p < 0x20) o += (size_t)snprintf(out + o, len - o, "\\u%04x", *p);
+    else out[o++] = (char)*p;
+  }
+  out[o] = 0;
+  return out;
+}
+
+static const char *source_name(uint32_t s) {
+  return s == LENS_TS_CUPTI ? "cupti" : s == LENS_TS_GPU_PTIMER ? "ptimer" : "notice";
+}
+
+static uint64_t op_launch(const struct lens_event *op) {
+  return op->type == LENS_T_COLL ? op->p.coll.launch_id : op->type == LENS_T_P2P ? op->p.p2p.launch_id : 0;
+}
+
+static const char *op_func(const struct lens_event *op) {
+  const char *f = op->type == LENS_T_COLL ? op->p.coll.func : op->type == LENS_T_P2P ? op->p.p2p.func : NULL;
+  return f ? f : "?";
+}
+
+/* One KernelCh: text line or JSON object. kstart: kernel start for relative
+ * times (0 none). */
+static void print_channel(FILE *f, const struct lens_model *m, const struct lens_event *e, const struct lens_event *op,
+                          int json, int first) {
+  const struct lens_accuracy *a = &e->acc;
+  char fl[256];
+  const struct lens_kernel *k = a->cupti_kernel >= 0 ? &m->kernels[a->cupti_kernel] : NULL;
+  int checked = k && k->start_mono_ns && !k->graph_id && a->gpu_start_mono_ns;
+  const char *inside = !checked ? "unknown" : (a->flags & LENS_ACC_OUTSIDE_KERNEL) ? "no" : "yes";
+  int overrun = (a->flags & (LENS_ACC_RING_OVERRUN | LENS_ACC_SHARED_TIMER)) != 0;
+  if (json) {
+    char fn[128];
+    flags_text(a->flags, fl, sizeof(fl), "\",\"");
+    fprintf(f,
+            "%s{\"id\":%" PRIu64 ",\"channel\":%d,\"op\":\"%s\",\"func\":\"%s\",\"start_gpu_ns\":%" PRIu64
+            ",\"stop_gpu_ns\":%" PRIu64 ",\"start_mono_ns\":%" PRIu64 ",\"stop_mono_ns\":%" PRIu64
+            ",\"notice_lag_ns\":%" PRId64 ",\"time_source\":\"%s\",\"inside_kernel\":\"%s\",\"overrun_suspected\":%s"
+            ",\"flags\":[%s%s%s]}",
+            first ? "" : ",", e->id, e->p.kernel_ch.channel, lens_type_name(op->type), json_str(op_func(op), fn, sizeof(fn)),
+            e->p.kernel_ch.start_gpu_ns, e->p.kernel_ch.stop_gpu_ns, a->gpu_start_mono_ns, a->gpu_stop_mono_ns,
+            a->notice_lag_ns, source_name(a->time_source), inside, overrun ? "true" : "false", fl[0] ? "\"" : "", fl,
+            fl[0] ? "\"" : "");
+    return;
+  }
+  flags_text(a->flags, fl, sizeof(fl), ",");
+  char span[96] = "unmapped";
+  if (a->gpu_start_mono_ns) {
+    uint64_t base = checked ? k->start_mono_ns : a->gpu_start_mono_ns;
+    snprintf(span, sizeof(span), "%+.3f..%+.3f us%s", ((double)(int64_t)(a->gpu_start_mono_ns - base)) / 1e3,
+             a->gpu_stop_mono_ns ? ((double)(int64_t)(a->gpu_stop_mono_ns - base)) / 1e3 : 0.0,
+             checked ? " from kernel start" : "");
+  }
+  fprintf(f, "    ch %3d %-4s %-14s span %s  inside %s  notice lag %.3f us  source %s  overrun %s  flags %s\n",
+          e->p.kernel_ch.channel, lens_type_name(op->type), op_func(op), span, inside, (double)a->notice_lag_ns / 1e3,
+          source_name(a->time_source), overrun ? "suspected" : "no", fl[0] ? fl : "-");
+}
+
+static void print_kernel_head(FILE *f, const struct lens_model *m, const struct lens_event *l, int json) {
+  const struct lens_kernel *k = l->acc.cupti_kernel >= 0 ? &m->kernels[l->acc.cupti_kernel] : NULL;
+  if (json) {
+    fprintf(f, "{\"launch_id\":%" PRIu64 ",\"proc\":%d,\"ext_id\":%" PRIu64 ",\"no_kernel_record\":%s,\"kernel\":", l->id,
+            l->proc, l->p.kernel_launch.ext_corr_id, (l->acc.flags & LENS_ACC_NO_KERNEL_RECORD) ? "true" : "false");
+    if (k)
+      fprintf(f,
+              "{\"index\":%d,\"correlation_id\":%u,\"device\":%u,\"stream\":%u,\"grid_x\":%u,\"graph_id\":%u,"
+              "\"start_mono_ns\":%" PRIu64 ",\"end_mono_ns\":%" PRIu64 "}",
+              l->acc.cupti_kernel, k->correlation_id, k->device_id, k->stream_id, k->grid_x, k->graph_id,
+              k->start_mono_ns, k->end_mono_ns);
+    else
+      fprintf(f, "null");
+    fprintf(f, ",\"channels\":[");
+    return;
+  }
+  if (k)
+    fprintf(f, "  launch %#" PRIx64 " proc %d: kernel corr %u dev %u stream %u grid %u%s, %.3f us (%" PRIu64 "..%" PRIu64 ")\n",
+            l->id, l->proc, k->correlation_id, k->device_id, k->stream_id, k->grid_x, k->graph_id ? " (graph)" : "",
+            (double)(k->end_mono_ns - k->start_mono_ns) / 1e3, k->start_mono_ns, k->end_mono_ns);
+  else
+    fprintf(f, "  launch %#" PRIx64 " proc %d: %s\n", l->id, l->proc,
+            (l->acc.flags & LENS_ACC_NO_KERNEL_RECORD) ? "NO KERNEL RECORD (ext id pushed, CUPTI has none)"
+                                                        : "no CUPTI kernel record");
+}
+
+/* Channels of every Coll/P2p of this launch (launch < 0: ops without one). */
+static void print_channels_of(FILE *f, const struct lens_model *m, int32_t launch, int json) {
+  int first = 1;
+  for (size_t i = 0; i < m->n_events; i++) {
+    const struct lens_event *op = &m->events[i];
+    if (op->type != LENS_T_COLL && op->type != LENS_T_P2P) continue;
+    if (launch >= 0 ? (op->proc != m->events[launch].proc || op_launch(op) != m->events[launch].id) : op_launch(op) != 0)
+      continue;
+    for (int32_t c = op->first_child; c >= 0; c = m->events[c].next_sibling)
+      if (m->events[c].type == LENS_T_KERNEL_CH) {
+        print_channel(f, m, &m->events[c], op, json, first);
+        first = 0;
+      }
+  }
+}
+
+static void print_maps(FILE *f, const struct lens_model *m, int json) {
+  if (!json) fprintf(f, "clock maps (host_mono = offset + slope * pTimer), per GPU = proxy thread:\n");
+  if (!json && !m->n_clock_maps) fprintf(f, "  none (no KernelCh timers)\n");
+  for (size_t i = 0; i < m->n_clock_maps; i++) {
+    const struct lens_clock_map *c = &m->clock_maps[i];
+    const char *src = c->source == LENS_TS_CUPTI ? "cupti" : "notice";
+    double ppm = (c->slope - 1.0) * 1e6;
+    const struct lens_gpu_report *r = lens_gpu_report_get(m);
+    int fixed = r && i < r->n_segs && r->segs[i].slope_fixed;
+    char drift[64];
+    if (fixed) snprintf(drift, sizeof(drift), "not measured (span too short)");
+    else snprintf(drift, sizeof(drift), "%+.3f ppm", ppm);
+    if (json)
+      fprintf(f,
+              "%s{\"proc\":%d,\"thread\":%d,\"rank\":%d,\"gpu_from\":%" PRIu64 ",\"gpu_to\":%" PRIu64
+              ",\"offset_at_from_ns\":%" PRId64 ",\"drift_ppm\":%.4f,\"drift_measured\":%s,\"residual_ns\":%.1f,\"error_bound_ns\":%.1f,"
+              "\"points\":%u,\"source\":\"%s\"}",
+              i ? "," : "", c->proc, c->thread, c->rank, c->gpu_from, c->gpu_to,
+              (int64_t)(lens_gpu_map_ns(m, (int32_t)i, c->gpu_from) - c->gpu_from), ppm, fixed ? "false" : "true",
+              c->residual_ns, c->error_bound_ns, c->n_points, src);
+    else
+      fprintf(f,
+              "  proc %d rank %d thread %d: source %s, GPU %.3f s of time, host - gpu = %" PRId64
+              " ns at start, drift %s, residual %.1f ns, error bound %.1f ns, %u points\n",
+              c->proc, c->rank, c->thread, src, (double)(c->gpu_to - c->gpu_from) / 1e9,
+              (int64_t)(lens_gpu_map_ns(m, (int32_t)i, c->gpu_from) - c->gpu_from), drift, c->residual_ns,
+              c->error_bound_ns, c->n_points);
+  }
+}
+
+int lens_validate_print(FILE *f, const struct lens_model *m, const struct lens_validate_opts *o) {
+  const struct lens_gpu_report *r = lens_gpu_report_get(m);
+  struct lens_gpu_report none;
+  if (!r) {
+    memset(&none, 0, sizeof(none));
+    none.graph_join = "none";
+    r = &none;
+  }
+  struct lens_validate_verdict v;
+  lens_validate_judge(m, &v);
+  int json = o->json;
+  char note[600];
+  if (json) {
+    fprintf(f,
+            "{\"cupti\":{\"walker\":%s,\"note\":\"%s\",\"buffers\":%zu,\"buffer_errors\":%zu,\"records\":%zu,"
+            "\"kernel_records\":%zu,\"ext_corr_records\":%zu,\"api_records\":%zu,\"kernels_joined\":%zu,"
+            "\"graph_kernels\":%zu,\"graph_kernels_joined\":%zu,\"graph_join\":\"%s\",\"foreign_ext_ids\":%zu,"
+            "\"launches_with_ext_id\":%zu,\"launches_without_kernel\":%zu},\"clock_maps\":[",
+            r->cupti_available ? "true" : "false", json_str(r->cupti_note, note, sizeof(note)), r->blobs, r->blob_errors, r->records,
+            r->kernel_records, r->ext_records, r->api_records, r->kernels_joined, r->kernels_graph,
+            r->kernels_graph_joined, r->graph_join, r->foreign_ext_ids, r->launches_with_ext, r->launches_no_kernel);
+    print_maps(f, m, 1);
+    fprintf(f, "],\"launches\":[");
+  } else {
+    fprintf(f, "CUPTI: %s; %zu records in %zu buffers (%zu kernels, %zu external ids, %zu API)%s\n",
+            r->cupti_available ? "libcupti walker loaded" : "libcupti absent, KernelCh-only analysis", r->records,
+            r->blobs, r->kernel_records, r->ext_records, r->api_records, r->blob_errors ? ", SOME BUFFERS CORRUPT" : "");
+    if (r->cupti_note[0]) fprintf(f, "  note: %s\n", r->cupti_note);
+    fprintf(f,
+            "  %zu kernels joined by external id; graph replays: %zu kernels, join by %s (%zu joined); foreign "
+            "external ids: %zu; launches without kernel record: %zu of %zu\n",
+            r->kernels_joined, r->kernels_graph, r->graph_join, r->kernels_graph_joined, r->foreign_ext_ids,
+            r->launches_no_kernel, r->launches_with_ext);
+    print_maps(f, m, 0);
+    fprintf(f, "launches (kernels) and their channels:\n");
+  }
+  long shown = 0;
+  int first = 1;
+  for (size_t i = 0; i < m->n_events; i++) {
+    const struct lens_event *l = &m->events[i];
+    if (l->type != LENS_T_KERNEL_LAUNCH) continue;
+    if (o->limit >= 0 && shown >= o->limit) break;
+    if (json && !first) fputc(',', f);
+    first = 0;
+    print_kernel_head(f, m, l, json);
+    print_channels_of(f, m, (int32_t)i, json);
+    if (json) fprintf(f, "]}");
+    shown++;
+  }
+  if (json) fprintf(f, "],\"channels_without_launch\":[");
+  else fprintf(f, "channels without a launch (graph replays, v4 traces):\n");
+  print_channels_of(f, m, -1, json);
+  size_t fc[N_FLAG_NAMES];
+  memset(fc, 0, sizeof(fc));
+  size_t kch = 0, mapped = 0;
+  for (size_t i = 0; i < m->n_events; i++) {
+    const struct lens_event *e = &m->events[i];
+    if (e->type != LENS_T_KERNEL_CH) continue;
+    kch++;
+    mapped += e->acc.gpu_start_mono_ns != 0;
+    for (size_t b = 0; b < N_FLAG_NAMES; b++) fc[b] += (e->acc.flags >> b) & 1;
+  }
+  if (json) {
+    fprintf(f, "],\"totals\":{\"kernel_ch\":%zu,\"mapped\":%zu,\"checked_against_kernel\":%zu,\"flags\":{", kch, mapped,
+            r->kch_cupti_checked);
+    for (size_t b = 0; b < N_FLAG_NAMES; b++) fprintf(f, "%s\"%s\":%zu", b ? "," : "", flag_names[b], fc[b]);
+    fprintf(f, "}},\"verdict\":{\"level\":\"%s\",\"text\":\"%s\"}}\n", v.level, v.text);
+  } else {
+    fprintf(f, "totals: %zu KernelCh, %zu mapped to host time, %zu checked against their CUPTI kernel\n", kch, mapped,
+            r->kch_cupti_checked);
+    fprintf(f, "  flags:");
+    for (size_t b = 0; b < N_FLAG_NAMES; b++) fprintf(f, " %s=%zu", flag_names[b], fc[b]);
+    fprintf(f, "\nverdict: %s: %s\n", v.level, v.text);
+  }
+  return 0;
+}
