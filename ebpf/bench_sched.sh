@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Cost of the scheduling probe, measured by the kernel (bpf_stats: run_cnt,
+# run_time_ns per program) under a scheduler-heavy load: PAIRS pairs of
+# threads passing a token through pipes (lens-sched-pingpong), every hand-over
+# one wakeup and one context switch. Three runs:
+#   baseline   the load alone (hand-overs/s, no probe)
+#   unwatched  probe loaded, watching an idle process: the cost every task on
+#              the host pays (two bitmap tests per switch)
+#   watched    probe watching every thread of the load: the cost a proxy
+#              thread's own switches pay (state update, histogram, ring buffer)
+# Needs root (or CAP_BPF+CAP_PERFMON). Usage: ebpf/bench_sched.sh [build-dir]
+# Env: PAIRS (default 4), SECS (default 3).
+set -euo pipefail
+build=${1:-build}
+cli=$build/bin/nccl-lens
+pp=$build/bin/lens-sched-pingpong
+pairs=${PAIRS:-4}
+secs=${SECS:-3}
+for f in "$cli" "$pp"; do
+  [ -x "$f" ] || { echo "bench_sched: $f not built" >&2; exit 1; }
+done
+out=$(mktemp -d /tmp/lens-sched-bench-XXXXXX)
+trap 'rm -rf "$out"' EXIT
+
+load() { # starts the load for $1 seconds in the background, returns once it runs
+  "$pp" "$pairs" "$1" >"$out/pp.txt" &
+  for _ in $(seq 100); do grep -q ready "$out/pp.txt" 2>/dev/null && break; sleep 0.05; done
+}
+
+echo "== baseline: $pairs ping-pong pairs, no probe"
+load "$secs"
+wait
+grep handovers "$out/pp.txt"
+
+echo "== unwatched: probe loaded, load not watched"
+sleep $((secs + 10)) &
+idle=$!
+load $((secs + 2))
+"$cli" sched --pid "$idle" --all-threads --stats --quiet --duration "$secs" --out "$out"
+kill "$idle"
+wait
+grep handovers "$out/pp.txt"
+
+echo "== watched: probe watching every thread of the load"
+load $((secs + 2))
+pid=$(awk '/ready/{print $2}' "$out/pp.txt")
+"$cli" sched --pid "$pid" --all-threads --stats --quiet --duration "$secs" --out "$out"
+wait
+grep handovers "$out/pp.txt"
+echo "(ns/run as the kernel reports them, including the timing bpf_stats itself adds to each run)"

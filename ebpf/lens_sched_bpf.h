@@ -1,0 +1,83 @@
+/* Shared between the BPF program (lens_sched.bpf.c) and its loader
+ * (tools/sched/): the ring-buffer record, the per-thread state kept in the
+ * watch map, the histogram key and the counters. Only <linux/types.h> types,
+ * so both the BPF target and the host compiler see the same layout. */
+#ifndef NCCL_LENS_SCHED_BPF_H
+#define NCCL_LENS_SCHED_BPF_H
+
+#include <linux/types.h>
+
+/* Kinds, numerically equal to enum lens_sched_kind in trace_format.h. */
+#define LENS_BPF_RUNQ_WAIT 1 /* woken, until on CPU */
+#define LENS_BPF_PREEMPT 2   /* switched out while runnable (preempted or yielded), until on CPU */
+#define LENS_BPF_OFFCPU 3    /* blocked (sleeping), until woken */
+#define LENS_BPF_KINDS 4
+
+/* Where a watched thread stands, as last seen by the probe. */
+#define LENS_PHASE_UNKNOWN 0  /* just added to the watch map */
+#define LENS_PHASE_RUNNING 1
+#define LENS_PHASE_BLOCKED 2  /* switched out with prev_state != TASK_RUNNING */
+#define LENS_PHASE_RUNQ 3     /* woken, waiting for a CPU */
+#define LENS_PHASE_PREEMPT 4  /* switched out runnable, waiting for a CPU */
+
+#define LENS_HIST_BUCKETS 32 /* log2(microseconds) */
+
+/* Value of the watch map, keyed by host tid. User space inserts it zeroed
+ * (phase UNKNOWN) with ns_tid set; the probe owns every other field. Keeping
+ * the state in the filter map costs one hash lookup per task per switch. */
+struct lens_bpf_tstate {
+  __u64 since_ns;        /* bpf_ktime_get_ns() when the phase began */
+  __u32 phase;           /* LENS_PHASE_* */
+  __u32 prev_state;      /* state at the last switch-out */
+  __u32 culprit_pid;     /* PREEMPT: the task that took the CPU */
+  __u32 culprit_tid;
+  char culprit_comm[16];
+  __u32 cpu;             /* CPU it left (PREEMPT/BLOCKED) */
+  __u32 ns_tid;          /* tid in the target's own pid namespace, set by user space */
+};
+
+/* Per CPU (array map "cpus", indexed by CPU number): who held this CPU
+ * longest while a watched thread waited for it. One waiter slot per CPU: a
+ * second watched thread waiting on the same CPU falls back to `prev` at its
+ * switch-in. Updated only under that CPU's run-queue lock (sched_switch on
+ * it, sched_wakeup of a task queued on it). */
+struct lens_bpf_cpu {
+  __u64 since_ns;        /* start of the current holder's turn within the wait */
+  __u64 best_ns;         /* longest turn so far */
+  __u32 waiter_tid;      /* watched thread waiting here, 0 none */
+  __u32 best_pid;
+  __u32 best_tid;
+  __u32 pad;
+  char best_comm[16];
+};
+
+/* One ring-buffer record per wait. */
+struct lens_bpf_sample {
+  __u64 start_ns;        /* CLOCK_MONOTONIC (bpf_ktime_get_ns) */
+  __u64 end_ns;
+  __u32 kind;            /* LENS_BPF_* */
+  __u32 pid;             /* tgid, init pid namespace */
+  __u32 tid;
+  __u32 cpu;             /* CPU it got back on (RUNQ/PREEMPT) or was woken on (OFFCPU) */
+  __u32 culprit_pid;     /* 0 unknown / idle */
+  __u32 culprit_tid;
+  __u32 prev_state;
+  __u32 ns_tid;
+  char culprit_comm[16];
+};
+
+struct lens_bpf_hist_key {
+  __u32 tid;
+  __u32 kind;
+};
+struct lens_bpf_hist {
+  __u64 buckets[LENS_HIST_BUCKETS];
+};
+
+/* Per-CPU counters (array map "counters"). */
+#define LENS_CNT_SAMPLES 0      /* records submitted */
+#define LENS_CNT_RINGBUF_FULL 1 /* records lost: ring buffer full */
+#define LENS_CNT_HIST_FULL 2    /* histogram updates lost: hist map full */
+#define LENS_CNT_N 3
+
+#endif

@@ -1,0 +1,364 @@
+/* Starvation flags and per-thread starvation report. See starvation.h. */
+#include "starvation.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyses.h"
+
+static int is_wait(const struct lens_sched_sample *s) {
+  return (s->kind == LENS_SCHED_RUNQ_WAIT || s->kind == LENS_SCHED_PREEMPT) && s->end_mono_ns > s->start_mono_ns;
+}
+
+int lens_starvation_sample_matches(const struct lens_model *m, const struct lens_sched_sample *s, int32_t t) {
+  const struct lens_thread *th = &m->threads[t];
+  const struct lens_proc *p = th->proc >= 0 && (size_t)th->proc < m->n_procs ? &m->procs[th->proc] : NULL;
+  if (s->host_tid == th->outer_tid && (!p || s->host_pid == p->outer_pid)) return 1;
+  /* Plugin inside a pid namespace: it knew only its own tids; the loader
+   * translated them (registry) and recorded them as ns_tid. Both ids must
+   * differ from the direct case, or the first test would have matched. */
+  return s->ns_tid != 0 && s->ns_tid == th->tid && (!p || p->outer_pid != s->host_pid);
+}
+
+/* Wait samples of one thread, sorted by start, and the times of every
+ * callback the thread made (its polls), sorted. */
+struct tsamples {
+  int32_t *idx;
+  size_t n;
+  uint64_t max_len; /* longest wait: bounds the backward search */
+  uint64_t *polls;
+  size_t n_polls;
+};
+
+/* Callbacks of one progress pass come microseconds apart; a larger gap
+ * separates passes (the proxy slept, yielded, or could not run). */
+#define PASS_GAP_NS 10000ull
+
+static const struct lens_model *sort_model;
+static int by_start(const void *a, const void *b) {
+  uint64_t x = sort_model->sched[*(const int32_t *)a].s.start_mono_ns;
+  uint64_t y = sort_model->sched[*(const int32_t *)b].s.start_mono_ns;
+  return x < y ? -1 : x > y;
+}
+
+static int collect(const struct lens_model *m, int32_t t, uint64_t min_wait_ns, struct tsamples *out) {
+  memset(out, 0, sizeof *out);
+  for (size_t i = 0; i < m->n_sched; i++) {
+    const struct lens_sched_sample *s = &m->sched[i].s;
+    if (!is_wait(s) || s->end_mono_ns - s->start_mono_ns < min_wait_ns) continue;
+    if (!lens_starvation_sample_matches(m, s, t)) continue;
+    if (!(out->n & (out->n + 1))) { /* grow at 0, 1, 3, 7, ... */
+      int32_t *g = realloc(out->idx, (out->n * 2 + 2) * sizeof *g);
+      if (!g) return -1;
+      out->idx = g;
+    }
+    out->idx[out->n++] = (int32_t)i;
+    if (s->end_mono_ns - s->start_mono_ns > out->max_len) out->max_len = s->end_mono_ns - s->start_mono_ns;
+  }
+  sort_model = m;
+  if (out->n > 1) qsort(out->idx, out->n, sizeof *out->idx, by_start);
+  return 0;
+}
+
+static int by_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Every callback time of thread t: event starts, stops and states. */
+static int collect_polls(const struct lens_model *m, int32_t t, struct tsamples *out) {
+  size_t cap = 0;
+  for (size_t i = 0; i < m->n_events; i++)
+    if (m->events[i].thread == t) cap += 2 + m->events[i].n_states;
+  if (!cap) return 0;
+  out->polls = malloc(cap * sizeof *out->polls);
+  if (!out->polls) return -1;
+  for (size_t i = 0; i < m->n_events; i++) {
+    const struct lens_event *e = &m->events[i];
+    if (e->thread != t) continue;
+    out->polls[out->n_polls++] = e->start_mono_ns;
+    if (e->stop_mono_ns) out->polls[out->n_polls++] = e->stop_mono_ns;
+    for (uint32_t k = 0; k < e->n_states && e->first_state + k < m->n_states; k++)
+      out->polls[out->n_polls++] = m->states[e->first_state + k].ts_mono_ns;
+  }
+  qsort(out->polls, out->n_polls, sizeof *out->polls, by_u64);
+  return 0;
+}
+
+/* The proxy's previous pass before time s: walk back over the callbacks of
+ * the pass that made the notice at s (each within PASS_GAP_NS of the next)
+ * and return the last callback before it; 0 if there is none. */
+static uint64_t prev_pass(const struct tsamples *ts, uint64_t s) {
+  size_t lo = 0, hi = ts->n_polls;
+  while (lo < hi) { /* lo = number of callbacks at or before s */
+    size_t mid = (lo + hi) / 2;
+    if (ts->polls[mid] <= s)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  uint64_t cur = s;
+  for (size_t k = lo; k > 0; k--) {
+    uint64_t t = ts->polls[k - 1];
+    if (cur - t > PASS_GAP_NS) return t;
+    cur = t;
+  }
+  return 0;
+}
+
+/* The host intervals over which starvation of its thread distorts what the
+ * event reports, at most two (merged when they touch).
+ * ProxyOp, ProxyStep: start..stop notice.
+ * KernelCh: its host times are only notices of GPU events, so what a wait
+ * distorts is the lag of each notice: [GPU start .. start notice] and
+ * [GPU stop .. stop notice], with the GPU times mapped by the GPU analysis.
+ * Without them: from the proxy's previous pass before the start notice to the
+ * stop notice (a channel that ran while the proxy could not is noticed, start
+ * and stop together, in the first pass after). */
+static int event_spans(const struct lens_event *e, const struct tsamples *ts, uint64_t from[2], uint64_t to[2]) {
+  uint64_t start = e->start_mono_ns, stop = e->stop_mono_ns > start ? e->stop_mono_ns : start;
+  if (e->type != LENS_T_KERNEL_CH) {
+    from[0] = start, to[0] = stop;
+    return 1;
+  }
+  uint64_t gstart = e->acc.gpu_start_mono_ns, gstop = e->acc.gpu_stop_mono_ns;
+  if (!gstart && !gstop) {
+    uint64_t prev = prev_pass(ts, start);
+    from[0] = prev && prev < start ? prev : start, to[0] = stop;
+    return 1;
+  }
+  int n = 0;
+  if (gstart && gstart < start) from[n] = gstart, to[n++] = start;
+  if (!gstop || gstop >= stop) return n;
+  if (n && gstop <= to[0]) { /* the two lags overlap: one interval */
+    to[0] = stop;
+    return 1;
+  }
+  from[n] = gstop, to[n++] = stop;
+  return n;
+}
+
+/* Overlap of [from, to] with the thread's waits; *best_i: the sample that overlaps most. */
+static uint64_t overlap(const struct lens_model *m, const struct tsamples *ts, uint64_t from, uint64_t to,
+                        uint64_t *best, int32_t *best_i) {
+  /* First sample that can reach `from`: starts no earlier than from - max_len. */
+  uint64_t lo_start = from > ts->max_len ? from - ts->max_len : 0;
+  size_t lo = 0, hi = ts->n;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (m->sched[ts->idx[mid]].s.start_mono_ns < lo_start)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  uint64_t total = 0;
+  for (size_t k = lo; k < ts->n; k++) {
+    const struct lens_sched_sample *s = &m->sched[ts->idx[k]].s;
+    if (s->start_mono_ns > to || (s->start_mono_ns == to && to > from)) break;
+    uint64_t a = s->start_mono_ns > from ? s->start_mono_ns : from;
+    uint64_t b = s->end_mono_ns < to ? s->end_mono_ns : to;
+    /* An instant event (from == to) inside a wait counts as overlapping it. */
+    uint64_t ov = b > a ? b - a : (from == to && s->start_mono_ns <= from && from < s->end_mono_ns) ? 1 : 0;
+    if (!ov) continue;
+    total += ov;
+    if (ov > *best) {
+      *best = ov;
+      *best_i = ts->idx[k];
+    }
+  }
+  return total;
+}
+
+static int flag_event(const struct lens_model *m, struct lens_event *e, const struct tsamples *ts) {
+  uint64_t from[2], to[2], total = 0, best = 0;
+  int32_t best_i = -1;
+  int n = event_spans(e, ts, from, to);
+  for (int k = 0; k < n; k++) total += overlap(m, ts, from[k], to[k], &best, &best_i);
+  if (!total) return 0;
+  e->acc.flags |= LENS_ACC_STARVED;
+  e->acc.starved_ns = total;
+  e->acc.sched_sample = best_i;
+  return 1;
+}
+
+long lens_analyze_starvation(struct lens_model *m, uint64_t min_wait_ns) {
+  if (!m || !m->n_sched || !m->n_threads) return 0;
+  struct tsamples *per = calloc(m->n_threads, sizeof *per);
+  if (!per) return -1;
+  for (size_t t = 0; t < m->n_threads; t++) {
+    if (!(m->threads[t].roles & LENS_ROLE_PROXY)) continue;
+    if (collect(m, (int32_t)t, min_wait_ns, &per[t]) != 0 ||
+        (per[t].n && collect_polls(m, (int32_t)t, &per[t]) != 0)) {
+      for (size_t k = 0; k <= t; k++) {
+        free(per[k].idx);
+        free(per[k].polls);
+      }
+      free(per);
+      return -1;
+    }
+  }
+  long flagged = 0;
+  for (size_t i = 0; i < m->n_events; i++) {
+    struct lens_event *e = &m->events[i];
+    if (e->type != LENS_T_KERNEL_CH && e->type != LENS_T_PROXY_OP && e->type != LENS_T_PROXY_STEP) continue;
+    e->acc.flags &= ~LENS_ACC_STARVED;
+    e->acc.starved_ns = 0;
+    e->acc.sched_sample = -1;
+    if (e->thread < 0 || (size_t)e->thread >= m->n_threads || !per[e->thread].n) continue;
+    flagged += flag_event(m, e, &per[e->thread]);
+  }
+  for (size_t t = 0; t < m->n_threads; t++) {
+    free(per[t].idx);
+    free(per[t].polls);
+  }
+  free(per);
+  return flagged;
+}
+
+/* ---- report ---- */
+#define TOP_CULPRITS 3
+#define MAX_CULPRITS 64
+
+struct culprit { uint32_t pid, tid; char comm[16]; uint64_t waits, wait_ns; };
+struct tstat {
+  uint32_t host_pid, host_tid, ns_tid;
+  int32_t thread; /* plugin thread, -1 unknown */
+  uint64_t runq, preempt, offcpu, wait_ns, worst_ns, worst_start, flagged;
+  size_t n_culprits;
+  struct culprit c[MAX_CULPRITS];
+  uint64_t other_ns; /* culprits past MAX_CULPRITS */
+};
+
+static int by_wait(const void *a, const void *b) {
+  const struct culprit *x = a, *y = b;
+  return x->wait_ns > y->wait_ns ? -1 : x->wait_ns < y->wait_ns;
+}
+
+static struct tstat *gather(const struct lens_model *m, size_t *n_out) {
+  struct tstat *st = NULL;
+  size_t n = 0;
+  for (size_t i = 0; i < m->n_sched; i++) {
+    const struct lens_sched_sample *s = &m->sched[i].s;
+    size_t k = 0;
+    while (k < n && !(st[k].host_tid == s->host_tid && st[k].host_pid == s->host_pid)) k++;
+    if (k == n) {
+      struct tstat *g = realloc(st, (n + 1) * sizeof *g);
+      if (!g) break;
+      st = g;
+      memset(&st[n], 0, sizeof st[n]);
+      st[n].host_pid = s->host_pid;
+      st[n].host_tid = s->host_tid;
+      st[n].ns_tid = s->ns_tid;
+      st[n].thread = -1;
+      for (size_t t = 0; t < m->n_threads && st[n].thread < 0; t++)
+        if (lens_starvation_sample_matches(m, s, (int32_t)t)) st[n].thread = (int32_t)t;
+      n++;
+    }
+    struct tstat *t = &st[k];
+    if (s->kind == LENS_SCHED_OFFCPU) {
+      t->offcpu++;
+      continue;
+    }
+    if (!is_wait(s)) continue;
+    uint64_t d = s->end_mono_ns - s->start_mono_ns;
+    if (s->kind == LENS_SCHED_RUNQ_WAIT) t->runq++;
+    else t->preempt++;
+    t->wait_ns += d;
+    if (d > t->worst_ns) {
+      t->worst_ns = d;
+      t->worst_start = s->start_mono_ns;
+    }
+    size_t c = 0;
+    while (c < t->n_culprits && !(t->c[c].tid == s->culprit_tid && t->c[c].pid == s->culprit_pid)) c++;
+    if (c == t->n_culprits) {
+      if (c == MAX_CULPRITS) {
+        t->other_ns += d;
+        continue;
+      }
+      t->n_culprits++;
+      t->c[c] = (struct culprit){.pid = s->culprit_pid, .tid = s->culprit_tid};
+      memcpy(t->c[c].comm, s->culprit_comm, sizeof t->c[c].comm);
+      t->c[c].comm[15] = 0;
+    }
+    t->c[c].waits++;
+    t->c[c].wait_ns += d;
+  }
+  for (size_t k = 0; k < n; k++) {
+    qsort(st[k].c, st[k].n_culprits, sizeof st[k].c[0], by_wait);
+    if (st[k].thread < 0) continue;
+    for (size_t i = 0; i < m->n_events; i++)
+      if (m->events[i].thread == st[k].thread && (m->events[i].acc.flags & LENS_ACC_STARVED)) st[k].flagged++;
+  }
+  *n_out = n;
+  return st;
+}
+
+static void json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+    else if (c < 0x20 || c >= 0x7f) fprintf(f, "\\u%04x", c);
+    else fputc(c, f);
+  }
+  fputc('"', f);
+}
+
+void lens_print_starvation(FILE *f, const struct lens_model *m) {
+  size_t n = 0;
+  struct tstat *st = gather(m, &n);
+  fprintf(f, "Proxy thread scheduling (eBPF probe): %zu thread(s), %zu samples\n", n, m->n_sched);
+  for (size_t k = 0; k < n; k++) {
+    const struct tstat *t = &st[k];
+    fprintf(f, "  pid %u tid %u", t->host_pid, t->host_tid);
+    if (t->ns_tid && t->ns_tid != t->host_tid) fprintf(f, " (tid %u in its namespace)", t->ns_tid);
+    if (t->thread >= 0) {
+      const struct lens_thread *th = &m->threads[t->thread];
+      const struct lens_proc *p = th->proc >= 0 ? &m->procs[th->proc] : NULL;
+      fprintf(f, " = plugin thread %u of pid %u", th->tid, p ? p->pid : 0);
+      if (th->proxy_rank >= 0) fprintf(f, ", proxy of rank %d", th->proxy_rank);
+    }
+    fprintf(f, "\n    waited %.3f ms in %llu run-queue waits + %llu preemptions; worst %.3f ms at %.6f s (monotonic); "
+               "%llu long sleeps",
+            t->wait_ns / 1e6, (unsigned long long)t->runq, (unsigned long long)t->preempt, t->worst_ns / 1e6,
+            t->worst_start / 1e9, (unsigned long long)t->offcpu);
+    if (t->thread >= 0) fprintf(f, "; %llu events flagged starved", (unsigned long long)t->flagged);
+    fputc('\n', f);
+    for (size_t c = 0; c < t->n_culprits && c < TOP_CULPRITS; c++)
+      fprintf(f, "    culprit %-16s pid %-7u tid %-7u %8.3f ms (%5.1f%%) in %llu waits\n",
+              t->c[c].comm[0] ? t->c[c].comm : (t->c[c].tid ? "?" : "<idle>"), t->c[c].pid, t->c[c].tid,
+              t->c[c].wait_ns / 1e6, t->wait_ns ? 100.0 * t->c[c].wait_ns / t->wait_ns : 0.0,
+              (unsigned long long)t->c[c].waits);
+  }
+  free(st);
+}
+
+void lens_json_starvation(FILE *f, const struct lens_model *m) {
+  size_t n = 0;
+  uint64_t flagged = 0;
+  struct tstat *st = gather(m, &n);
+  for (size_t i = 0; i < m->n_events; i++) flagged += !!(m->events[i].acc.flags & LENS_ACC_STARVED);
+  fprintf(f, "{\"threads\":[");
+  for (size_t k = 0; k < n; k++) {
+    const struct tstat *t = &st[k];
+    const struct lens_thread *th = t->thread >= 0 ? &m->threads[t->thread] : NULL;
+    const struct lens_proc *p = th && th->proc >= 0 ? &m->procs[th->proc] : NULL;
+    fprintf(f,
+            "%s{\"host_pid\":%u,\"host_tid\":%u,\"ns_tid\":%u,\"plugin_pid\":%d,\"plugin_tid\":%d,"
+            "\"proxy_rank\":%d,\"runq_waits\":%llu,\"preempts\":%llu,\"offcpu_sleeps\":%llu,\"wait_ns\":%llu,"
+            "\"worst_wait_ns\":%llu,\"worst_start_mono_ns\":%llu,\"flagged_events\":%llu,\"culprits\":[",
+            k ? "," : "", t->host_pid, t->host_tid, t->ns_tid, p ? (int)p->pid : -1, th ? (int)th->tid : -1,
+            th ? th->proxy_rank : -1, (unsigned long long)t->runq, (unsigned long long)t->preempt,
+            (unsigned long long)t->offcpu, (unsigned long long)t->wait_ns, (unsigned long long)t->worst_ns,
+            (unsigned long long)t->worst_start, (unsigned long long)t->flagged);
+    for (size_t c = 0; c < t->n_culprits && c < TOP_CULPRITS; c++) {
+      fprintf(f, "%s{\"comm\":", c ? "," : "");
+      json_str(f, t->c[c].comm);
+      fprintf(f, ",\"pid\":%u,\"tid\":%u,\"waits\":%llu,\"wait_ns\":%llu}", t->c[c].pid, t->c[c].tid,
+              (unsigned long long)t->c[c].waits, (unsigned long long)t->c[c].wait_ns);
+    }
+    fprintf(f, "]}");
+  }
+  fprintf(f, "],\"flagged_events\":%llu}", (unsigned long long)flagged);
+  free(st);
+}

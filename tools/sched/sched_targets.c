@@ -1,0 +1,301 @@
+/* Finding the threads to watch, from /proc. See sched_targets.h. */
+#define _GNU_SOURCE
+#include "sched/sched_targets.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <time.h>
+
+#include "lens_chunk.h"
+#include "nccl-lens/registry.h"
+#include "nccl-lens/trace_format.h"
+
+#define RETRANSLATE_NS 1000000000ull
+
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#define PLUGIN_SO_NAME "libnccl-profiler-lens"
+
+/* Reads up to len-1 bytes of a (small, /proc) file and NUL-terminates. Bytes read or -1. */
+static ssize_t read_small(const char *path, char *buf, size_t len) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  size_t got = 0;
+  while (got + 1 < len) {
+    ssize_t n = read(fd, buf + got, len - 1 - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += (size_t)n;
+  }
+  close(fd);
+  buf[got] = 0;
+  return (ssize_t)got;
+}
+
+/* First and last numbers of the "NSpid:" line (or "Pid:" on kernels without NSpid). */
+static int status_nspid(const char *status_path, uint32_t *outer, uint32_t *inner) {
+  char buf[4096];
+  if (read_small(status_path, buf, sizeof buf) <= 0) return -1;
+  const char *line = strstr(buf, "\nNSpid:");
+  if (!line) line = strstr(buf, "\nPid:");
+  if (!line) return -1;
+  line = strchr(line, ':') + 1;
+  const char *end = strchr(line, '\n');
+  if (!end) end = line + strlen(line);
+  uint32_t first = 0, last = 0;
+  int n = 0;
+  for (const char *p = line; p < end;) {
+    char *q;
+    unsigned long v = strtoul(p, &q, 10);
+    if (q == p) {
+      p++;
+      continue;
+    }
+    if (n++ == 0) first = (uint32_t)v;
+    last = (uint32_t)v;
+    p = q;
+  }
+  if (!n) return -1;
+  *outer = first;
+  *inner = last;
+  return 0;
+}
+
+int lens_sched_ns_pid(int host_pid, uint32_t *ns_pid) {
+  char path[64];
+  uint32_t outer;
+  snprintf(path, sizeof path, "/proc/%d/status", host_pid);
+  return status_nspid(path, &outer, ns_pid);
+}
+
+uint64_t lens_sched_start_ticks(int host_pid) {
+  char path[64], buf[2048];
+  snprintf(path, sizeof path, "/proc/%d/stat", host_pid);
+  if (read_small(path, buf, sizeof buf) <= 0) return 0;
+  /* comm may hold spaces and ')': fields restart after the last ')'. starttime is field 22. */
+  const char *p = strrchr(buf, ')');
+  if (!p) return 0;
+  p++;
+  if (p[0] == ' ' && (p[1] == 'Z' || p[1] == 'X')) return 0; /* zombie or dead: nothing left to watch */
+  for (int field = 2; field < 22 && *p; p++)
+    if (*p == ' ' && p[1] != ' ') field++;
+  return strtoull(p, NULL, 10);
+}
+
+int lens_sched_maps_plugin(int host_pid) {
+  char path[64], line[4096];
+  snprintf(path, sizeof path, "/proc/%d/maps", host_pid);
+  FILE *f = fopen(path, "re");
+  if (!f) return -1;
+  int found = 0;
+  while (!found && fgets(line, sizeof line, f))
+    if (strstr(line, PLUGIN_SO_NAME)) found = 1;
+  fclose(f);
+  return found;
+}
+
+/* NCCL_LENS_REGISTRY_DIR from the process's initial environment, if set. */
+static int environ_registry_dir(int host_pid, char *out, size_t len) {
+  static const char key[] = "NCCL_LENS_REGISTRY_DIR=";
+  char path[64], buf[65536];
+  snprintf(path, sizeof path, "/proc/%d/environ", host_pid);
+  ssize_t n = read_small(path, buf, sizeof buf);
+  for (ssize_t i = 0; i < n;) {
+    const char *s = buf + i;
+    size_t l = strnlen(s, (size_t)(n - i));
+    if (l > sizeof key - 1 && !memcmp(s, key, sizeof key - 1)) {
+      snprintf(out, len, "%s", s + sizeof key - 1);
+      return 0;
+    }
+    i += (ssize_t)l + 1;
+  }
+  return -1;
+}
+
+void lens_sched_registry_path(int host_pid, uint32_t ns_pid, const char *registry_dir, char *out, size_t len) {
+  char dir[PATH_MAX];
+  if (registry_dir)
+    snprintf(dir, sizeof dir, "%s", registry_dir);
+  else if (environ_registry_dir(host_pid, dir, sizeof dir) != 0)
+    snprintf(dir, sizeof dir, "%s", LENS_REGISTRY_DEFAULT_DIR);
+  /* Relative directories are relative to the target's cwd, as the plugin saw them. */
+  if (dir[0] == '/')
+    snprintf(out, len, "/proc/%d/root%s/%u.reg", host_pid, dir, ns_pid);
+  else
+    snprintf(out, len, "/proc/%d/cwd/%s/%u.reg", host_pid, dir, ns_pid);
+}
+
+int lens_sched_parse_registry(const char *text, void (*fn)(void *, uint32_t, uint32_t, uint32_t), void *ctx) {
+  size_t ml = strlen(LENS_REGISTRY_MAGIC);
+  if (strncmp(text, LENS_REGISTRY_MAGIC, ml) != 0 || (text[ml] != ' ' && text[ml] != '\n')) return -1;
+  int n = 0;
+  for (const char *line = text; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+    unsigned tid, outer, roles;
+    if (strncmp(line, "thread ", 7) != 0) continue; /* unknown lines are ignored by contract */
+    if (sscanf(line + 7, "%u %u %x", &tid, &outer, &roles) != 3) continue;
+    fn(ctx, tid, outer, roles);
+    n++;
+  }
+  return n;
+}
+
+/* Calls fn(ctx, host_tid, ns_tid) for every thread of the process. */
+static int each_task(int host_pid, void (*fn)(void *, uint32_t, uint32_t), void *ctx) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/task", host_pid);
+  DIR *d = opendir(path);
+  if (!d) return -1;
+  struct dirent *de;
+  int n = 0;
+  while ((de = readdir(d))) {
+    if (!isdigit((unsigned char)de->d_name[0])) continue;
+    char sp[320];
+    uint32_t outer, inner;
+    snprintf(sp, sizeof sp, "/proc/%d/task/%s/status", host_pid, de->d_name);
+    if (status_nspid(sp, &outer, &inner) != 0) continue; /* thread just exited */
+    fn(ctx, (uint32_t)strtoul(de->d_name, NULL, 10), inner);
+    n++;
+  }
+  closedir(d);
+  return n;
+}
+
+struct find_ctx { uint32_t ns_tid, host_tid; };
+static void find_one(void *c, uint32_t host_tid, uint32_t ns_tid) {
+  struct find_ctx *f = c;
+  if (ns_tid == f->ns_tid) f->host_tid = host_tid;
+}
+
+uint32_t lens_sched_host_tid(int host_pid, uint32_t ns_tid) {
+  struct find_ctx f = {ns_tid, 0};
+  each_task(host_pid, find_one, &f);
+  return f.host_tid;
+}
+
+/* ---- refresh: registry threads (proxy role) or all threads ---- */
+struct reg_ctx {
+  struct lens_sched_target *t;
+  struct { uint32_t ns_tid, roles; } want[LENS_SCHED_MAX_TIDS];
+  size_t n_want;
+};
+static void reg_thread(void *c, uint32_t tid, uint32_t outer_tid, uint32_t roles) {
+  struct reg_ctx *r = c;
+  (void)outer_tid; /* outermost as the plugin saw it; only our own /proc knows the host tid */
+  if (!(roles & LENS_ROLE_PROXY) || r->n_want >= LENS_SCHED_MAX_TIDS) return;
+  for (size_t i = 0; i < r->n_want; i++)
+    if (r->want[i].ns_tid == tid) {
+      r->want[i].roles |= roles;
+      return;
+    }
+  r->want[r->n_want].ns_tid = tid;
+  r->want[r->n_want++].roles = roles;
+}
+static void reg_match(void *c, uint32_t host_tid, uint32_t ns_tid) {
+  struct reg_ctx *r = c;
+  struct lens_sched_target *t = r->t;
+  for (size_t i = 0; i < r->n_want; i++)
+    if (r->want[i].ns_tid == ns_tid && t->n_tids < LENS_SCHED_MAX_TIDS)
+      t->tids[t->n_tids++] = (struct lens_sched_tid){host_tid, ns_tid, r->want[i].roles};
+}
+static void all_match(void *c, uint32_t host_tid, uint32_t ns_tid) {
+  struct lens_sched_target *t = c;
+  if (t->n_tids < LENS_SCHED_MAX_TIDS) t->tids[t->n_tids++] = (struct lens_sched_tid){host_tid, ns_tid, 0};
+}
+
+int lens_sched_target_refresh(struct lens_sched_target *t, const char *registry_dir, int all_threads, char *err,
+                              size_t err_len) {
+  uint64_t ticks = lens_sched_start_ticks(t->host_pid);
+  if (!ticks || (t->start_ticks && ticks != t->start_ticks)) {
+    snprintf(err, err_len, "process %d has exited", t->host_pid);
+    t->n_tids = 0;
+    return -1;
+  }
+  t->start_ticks = ticks;
+  if (!t->ns_pid && lens_sched_ns_pid(t->host_pid, &t->ns_pid) != 0) {
+    snprintf(err, err_len, "process %d has exited", t->host_pid);
+    return -1;
+  }
+  if (all_threads) {
+    t->n_tids = 0;
+    t->has_registry = 0;
+    if (each_task(t->host_pid, all_match, t) < 0) {
+      snprintf(err, err_len, "process %d has exited", t->host_pid);
+      return -1;
+    }
+    return (int)t->n_tids;
+  }
+  lens_sched_registry_path(t->host_pid, t->ns_pid, registry_dir, t->reg_path, sizeof t->reg_path);
+  static char text[1 << 16]; /* one loader thread: static keeps the stack small */
+  ssize_t len = read_small(t->reg_path, text, sizeof text);
+  if (len < 0) {
+    t->has_registry = 0;
+    t->n_tids = 0;
+    snprintf(err, err_len, "no nccl-lens registry found for pid %d (%s: %s)", t->host_pid, t->reg_path,
+             strerror(errno));
+    return -1;
+  }
+  uint32_t crc = lens_crc32c(0, text, (size_t)len);
+  uint64_t now = mono_ns();
+  if (t->has_registry && crc == t->reg_crc && now - t->translated_mono_ns < RETRANSLATE_NS)
+    return (int)t->n_tids;
+  static struct reg_ctx r;
+  r.t = t;
+  r.n_want = 0;
+  t->n_tids = 0;
+  if (lens_sched_parse_registry(text, reg_thread, &r) < 0) {
+    t->has_registry = 0;
+    snprintf(err, err_len, "%s is not an nccl-lens registry", t->reg_path);
+    return -1;
+  }
+  t->has_registry = 1;
+  t->reg_crc = crc;
+  t->translated_mono_ns = now;
+  if (r.n_want) each_task(t->host_pid, reg_match, &r);
+  return (int)t->n_tids;
+}
+
+int lens_sched_scan_registry_dir(const char *dir, void (*fn)(void *, int), void *ctx) {
+  DIR *d = opendir(dir);
+  if (!d) return -1;
+  struct dirent *de;
+  int n = 0;
+  while ((de = readdir(d))) {
+    char *end;
+    long pid = strtol(de->d_name, &end, 10);
+    if (pid <= 0 || strcmp(end, ".reg") != 0) continue;
+    if (lens_sched_maps_plugin((int)pid) != 1) continue; /* stale file, or a pid of another namespace */
+    fn(ctx, (int)pid);
+    n++;
+  }
+  closedir(d);
+  return n;
+}
+
+int lens_sched_scan_plugin_procs(void (*fn)(void *, int), void *ctx) {
+  DIR *d = opendir("/proc");
+  if (!d) return -1;
+  struct dirent *de;
+  int self = getpid(), n = 0;
+  while ((de = readdir(d))) {
+    if (!isdigit((unsigned char)de->d_name[0])) continue;
+    int pid = atoi(de->d_name);
+    if (pid == self) continue;
+    if (lens_sched_maps_plugin(pid) == 1) {
+      fn(ctx, pid);
+      n++;
+    }
+  }
+  closedir(d);
+  return n;
+}

@@ -1,0 +1,70 @@
+/* Which threads `nccl-lens sched` watches: processes running the plugin,
+ * their registry files (include/nccl-lens/registry.h) read through
+ * /proc/<pid>/root so containers work, and the translation of the tids a
+ * process sees (its own pid namespace) into the host tids the kernel probe
+ * sees. Plain /proc parsing, no libbpf: tests compile it on its own. */
+#ifndef NCCL_LENS_SCHED_TARGETS_H
+#define NCCL_LENS_SCHED_TARGETS_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define LENS_SCHED_MAX_TIDS 1024
+
+struct lens_sched_tid {
+  uint32_t host_tid; /* as the kernel (and our /proc) sees it */
+  uint32_t ns_tid;   /* in the target's own pid namespace */
+  uint32_t roles;    /* LENS_ROLE_* from the registry, 0 with --all-threads */
+};
+
+struct lens_sched_target {
+  int host_pid;                /* pid in our /proc */
+  uint32_t ns_pid;             /* pid in its own namespace (last NSpid field) */
+  uint64_t start_ticks;        /* /proc/<pid>/stat starttime: tells pid reuse apart */
+  char reg_path[PATH_MAX];     /* /proc/<pid>/root/<dir>/<ns_pid>.reg */
+  int has_registry;            /* the last refresh found and parsed it */
+  uint32_t reg_crc;            /* of the registry text last translated */
+  uint64_t translated_mono_ns; /* when its tids were last matched against /proc */
+  size_t n_tids;
+  struct lens_sched_tid tids[LENS_SCHED_MAX_TIDS];
+};
+
+/* Last NSpid field of /proc/<pid>/status (or Tgid if the kernel has no NSpid). 0 / -1. */
+int lens_sched_ns_pid(int host_pid, uint32_t *ns_pid);
+/* starttime field of /proc/<pid>/stat; 0 if the process is gone or a zombie. */
+uint64_t lens_sched_start_ticks(int host_pid);
+/* 1 if the process maps libnccl-profiler-lens*.so, 0 if not, -1 if it is gone/unreadable. */
+int lens_sched_maps_plugin(int host_pid);
+/* The registry directory the process uses: registry_dir if not NULL, else its
+ * NCCL_LENS_REGISTRY_DIR (from /proc/<pid>/environ), else the default; then
+ * prefixed with /proc/<pid>/root. */
+void lens_sched_registry_path(int host_pid, uint32_t ns_pid, const char *registry_dir, char *out, size_t len);
+
+/* Fills t->tids from its registry (threads with LENS_ROLE_PROXY), or with
+ * every thread of the process when all_threads. Returns the number of tids,
+ * or -1 when there is no registry (and !all_threads) or the process is gone;
+ * why in err. Cheap when called often: an unchanged registry is matched
+ * against /proc/<pid>/task again only once a second (threads that exited). */
+int lens_sched_target_refresh(struct lens_sched_target *t, const char *registry_dir, int all_threads,
+                              char *err, size_t err_len);
+
+/* Parses registry text. Calls fn(ctx, tid, outer_tid, roles) per thread line;
+ * returns the number of thread lines, or -1 if the text is not a registry. */
+int lens_sched_parse_registry(const char *text, void (*fn)(void *ctx, uint32_t tid, uint32_t outer_tid,
+                                                           uint32_t roles),
+                              void *ctx);
+
+/* Host tid of the thread whose innermost-namespace tid is ns_tid in process
+ * host_pid (scans /proc/<pid>/task/ * /status NSpid). 0 if not found. */
+uint32_t lens_sched_host_tid(int host_pid, uint32_t ns_tid);
+
+/* Registry files <pid>.reg in dir (our own mount and pid namespace): calls fn
+ * for each pid that is alive and maps the plugin. Cheap enough to run every
+ * poll, so --follow sees a new process as soon as it publishes. */
+int lens_sched_scan_registry_dir(const char *dir, void (*fn)(void *ctx, int host_pid), void *ctx);
+
+/* Scans /proc for processes that map the plugin; calls fn for each pid. */
+int lens_sched_scan_plugin_procs(void (*fn)(void *ctx, int host_pid), void *ctx);
+
+#endif
