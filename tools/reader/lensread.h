@@ -230,6 +230,8 @@ struct lens_model {
   /* Totals over all procs. */
   uint64_t orphan_stops;    /* STOP/STATE for ids never started (start dropped or cut) */
   void *priv;               /* reader-owned storage */
+  /* Added after v1 of this API. */
+  uint64_t bad_records;     /* records inside valid chunks that could not be parsed (skipped) */
 };
 
 /* Load files into a new model. Returns NULL on error and writes a one-line
@@ -241,11 +243,17 @@ void lens_model_free(struct lens_model *m);
 /* Helpers. */
 const char *lens_type_name(int type);       /* "Coll", "ProxyStep", ... */
 const char *lens_state_name(uint32_t state); /* "SendGPUWait", ... */
+/* Name of one LENS_EVF_* / LENS_ACC_* bit ("dup_stop", "ring_overrun"), NULL if unknown. */
+const char *lens_evf_name(uint32_t bit);
+const char *lens_acc_name(uint32_t bit);
+const char *lens_time_source_name(uint32_t source); /* "host-notice", "gpu-ptimer", "cupti" */
 /* Bytes moved by a Coll/P2p/CollApi/P2pApi event: count * datatype size (0 if unknown). */
 uint64_t lens_event_bytes(const struct lens_model *m, const struct lens_event *e);
 size_t lens_datatype_size(const char *datatype);
 /* Index of the event with this id in process proc (pid match), -1 if none. */
 int32_t lens_model_find(const struct lens_model *m, int32_t proc, uint64_t id);
+/* The same within one session of the process (ids are unique per session). */
+int32_t lens_model_find_in_session(const struct lens_model *m, int32_t proc, uint32_t session, uint64_t id);
 /* Completion time of a Coll/P2p: the latest of its KernelCh stop (mapped GPU
  * time if available, else notice) and ProxyOp stops; 0 if none. Sets *source. */
 uint64_t lens_event_completion(const struct lens_model *m, const struct lens_event *e, int *source);

@@ -1,0 +1,198 @@
+/* nccl-lens demo [--out DIR] [--plugin PATH]: replay a 2-node x 2-rank
+ * workload (every scenario) through our plugin, then export and summarise
+ * what it recorded. Everything it writes goes under DIR
+ * (./nccl-lens-demo by default). */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "demo/demo_hooks.h"
+#include "export/chrome.h"
+#include "export/load_traces.h"
+#include "reader/analyses.h"
+#include "summary/summary_print.h"
+
+#define CMD "demo"
+
+__attribute__((weak)) int lens_cmd_replay(int argc, char **argv);
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: nccl-lens demo [--out DIR] [--plugin PATH]\n"
+             "  Replays a realistic 2-node x 2-rank NCCL workload (all scenarios) through the nccl-lens plugin,\n"
+             "  then writes DIR/trace.json (open at https://ui.perfetto.dev), DIR/summary.txt and\n"
+             "  DIR/summary.json. DIR defaults to ./nccl-lens-demo; traces go to DIR/traces.\n");
+}
+
+static int file_exists(const char *p) {
+  struct stat st;
+  return !stat(p, &st) && S_ISREG(st.st_mode);
+}
+
+/* Next to the executable (installed layout: bin/nccl-lens, lib/...so), else the build tree's. */
+static const char *find_plugin(char *buf, size_t len) {
+  char exe[PATH_MAX - 64]; /* room for the suffix in buf */
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash) {
+      *slash = 0;
+      snprintf(buf, len, "%s/../lib/libnccl-profiler-lens.so", exe);
+      if (file_exists(buf)) return buf;
+    }
+  }
+#ifdef LENS_PLUGIN_BUILD_PATH
+  if (file_exists(LENS_PLUGIN_BUILD_PATH)) return LENS_PLUGIN_BUILD_PATH;
+#endif
+  return NULL;
+}
+
+static int make_dir(const char *p) { return mkdir(p, 0755) && errno != EEXIST ? -1 : 0; }
+
+/* Old traces in DIR/traces would mix into this run's export: remove them. */
+static int list_traces(const char *dir, int remove_them, char ***out, size_t *n) {
+  DIR *d = opendir(dir);
+  if (!d) return -1;
+  struct dirent *e;
+  size_t cap = 0;
+  *n = 0;
+  *out = NULL;
+  while ((e = readdir(d))) {
+    size_t l = strlen(e->d_name);
+    if (l < 6 || strcmp(e->d_name + l - 5, ".lens")) continue;
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if (remove_them) {
+      unlink(path);
+      continue;
+    }
+    if (*n == cap) {
+      cap = cap ? cap * 2 : 8;
+      char **g = realloc(*out, cap * sizeof *g);
+      if (!g) break;
+      *out = g;
+    }
+    (*out)[(*n)++] = strdup(path);
+  }
+  closedir(d);
+  return 0;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int run_replay(const char *plugin, const char *traces, const char *truth) {
+  const char *argv[32] = {"replay", "--plugin", plugin, "--scenario", "all", "--nodes", "2", "--ranks-per-node", "2",
+                          "--out", traces, "--truth", truth, "--quiet"};
+  int argc = 14;
+  /* Starvation scenario from the probe's owner, when there is one. */
+  const char *const *extra = lens_demo_sched_scenario ? lens_demo_sched_scenario() : NULL;
+  for (size_t i = 0; extra && extra[i] && argc < 31; i++) argv[argc++] = extra[i];
+  argv[argc] = NULL;
+  return lens_cmd_replay(argc, (char **)argv);
+}
+
+static int write_outputs(const char *dir, char **files, size_t n, struct lens_chrome_counts *cc, size_t *events) {
+  struct lens_model *m = lens_cli_load(CMD, (const char *const *)files, n, NULL);
+  if (!m) return 1;
+  *events = m->n_events;
+  char path[PATH_MAX];
+  int rc = 0;
+  snprintf(path, sizeof path, "%s/trace.json", dir);
+  FILE *f = fopen(path, "w");
+  if (!f || lens_export_chrome(f, m, cc) || fclose(f)) {
+    rc = lens_cli_error(CMD, "cannot write %s", path);
+    goto done;
+  }
+  struct lens_summary s;
+  if (lens_summary_build(m, &s, lens_analyze_gpu != NULL)) {
+    rc = lens_cli_error(CMD, "out of memory");
+    goto done;
+  }
+  for (int json = 0; json < 2 && !rc; json++) {
+    snprintf(path, sizeof path, "%s/%s", dir, json ? "summary.json" : "summary.txt");
+    f = fopen(path, "w");
+    if (!f) {
+      rc = lens_cli_error(CMD, "cannot write %s", path);
+      break;
+    }
+    if (json) lens_summary_print_json(f, m, &s);
+    else lens_summary_print_text(f, m, &s);
+    if (fclose(f)) rc = lens_cli_error(CMD, "cannot write %s", path);
+  }
+  lens_summary_free(&s);
+done:
+  lens_model_free(m);
+  return rc;
+}
+
+int lens_cmd_demo(int argc, char **argv) {
+  const char *dir = "nccl-lens-demo", *plugin = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      usage(stdout);
+      return 0;
+    } else if (!strcmp(argv[i], "--out") || !strcmp(argv[i], "--plugin")) {
+      if (i + 1 >= argc) return lens_cli_error(CMD, "%s needs a value", argv[i]);
+      if (!strcmp(argv[i], "--out")) dir = argv[++i];
+      else plugin = argv[++i];
+    } else {
+      return lens_cli_error(CMD, "unknown argument '%s' (try --help)", argv[i]);
+    }
+  }
+  if (!lens_cmd_replay) return lens_cli_error(CMD, "the replay driver is not built into this binary");
+  char pbuf[PATH_MAX];
+  if (!plugin && !(plugin = find_plugin(pbuf, sizeof pbuf)))
+    return lens_cli_error(CMD, "cannot find libnccl-profiler-lens.so next to nccl-lens (use --plugin PATH)");
+  if (!file_exists(plugin)) return lens_cli_error(CMD, "plugin %s does not exist", plugin);
+  char traces[PATH_MAX], truth[PATH_MAX];
+  snprintf(traces, sizeof traces, "%s/traces", dir);
+  snprintf(truth, sizeof truth, "%s/truth.json", dir);
+  if (make_dir(dir) || make_dir(traces)) return lens_cli_error(CMD, "cannot create %s: %s", traces, strerror(errno));
+  char **files;
+  size_t n;
+  list_traces(traces, 1, &files, &n);
+
+  double t0 = now_s();
+  int probe = 0;
+  if (lens_demo_sched_start) {
+    char why[256] = "";
+    probe = lens_demo_sched_start(traces, why, sizeof why) == 0;
+    if (!probe) printf("note: scheduler probe not started: %s\n", why[0] ? why : "unavailable");
+  }
+  printf("replaying 2 nodes x 2 ranks (all scenarios) through %s ...\n", plugin);
+  fflush(stdout);
+  int rr = run_replay(plugin, traces, truth);
+  if (probe && lens_demo_sched_stop) lens_demo_sched_stop();
+  if (rr) return lens_cli_error(CMD, "the replay failed (exit %d)", rr);
+  double t1 = now_s();
+
+  if (list_traces(traces, 0, &files, &n) || !n)
+    return lens_cli_error(CMD, "the replay wrote no traces into %s", traces);
+  struct lens_chrome_counts cc = {0};
+  size_t events = 0;
+  int rc = write_outputs(dir, files, n, &cc, &events);
+  for (size_t i = 0; i < n; i++) free(files[i]);
+  free(files);
+  if (rc) return rc;
+  double t2 = now_s();
+  printf("recorded %zu events in %zu trace files (replay %.1f s, export and summary %.1f s)\n\n", events, n, t1 - t0,
+         t2 - t1);
+  printf("  traces        %s/*.lens\n", traces);
+  printf("  ground truth  %s\n", truth);
+  printf("  timeline      %s/trace.json   -> open https://ui.perfetto.dev and drag the file in\n", dir);
+  printf("                                   (or chrome://tracing > Load)\n");
+  printf("  summary       %s/summary.txt  (JSON: %s/summary.json)\n\n", dir, dir);
+  printf("next: nccl-lens summary %s/*.lens\n", traces);
+  return 0;
+}

@@ -1,0 +1,55 @@
+/* See load_traces.h. */
+#include "export/load_traces.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli/cli.h"
+#include "reader/analyses.h"
+
+static void progress(uint64_t done, uint64_t total) {
+  lens_cli_progress("loading traces (MiB)", (long)(done >> 20), (long)(total >> 20));
+}
+
+int lens_cli_parse_u64(const char *s, uint64_t *out) {
+  if (!s || !*s || *s == '-') return -1;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || *end) return -1;
+  *out = v;
+  return 0;
+}
+
+struct lens_model *lens_cli_load(const char *cmd, const char *const *paths, size_t n, const struct lens_load_opts *o) {
+  char err[512];
+  struct lens_model *m = lens_model_load(paths, n, err, sizeof err, progress);
+  lens_cli_progress(NULL, -1, 0);
+  if (!m) {
+    lens_cli_error(cmd, "%s", err);
+    return NULL;
+  }
+  /* A cut file is still read up to its last whole chunk (a killed job's
+   * trace is exactly that): say so once per file, and go on. */
+  for (size_t i = 0; i < m->n_files; i++)
+    if (m->files[i].truncated_bytes)
+      fprintf(stderr, "nccl-lens %s: warning: %s is cut short (%s); read up to its last whole chunk, %llu bytes after it\n",
+              cmd, m->files[i].path, m->files[i].truncation, (unsigned long long)m->files[i].truncated_bytes);
+  for (size_t i = 0; o && i < o->n_cupti_files; i++) {
+    if (!lens_model_add_cupti_file) {
+      lens_cli_error(cmd, "--cupti-buffer needs the GPU analysis, which is not built in");
+      lens_model_free(m);
+      return NULL;
+    }
+    if (lens_model_add_cupti_file(m, o->cupti_files[i], err, sizeof err)) {
+      lens_cli_error(cmd, "%s", err);
+      lens_model_free(m);
+      return NULL;
+    }
+  }
+  if (lens_analyze_gpu && lens_analyze_gpu(m, err, sizeof err))
+    fprintf(stderr, "nccl-lens %s: warning: GPU analysis skipped: %s\n", cmd, err);
+  if (lens_analyze_starvation && m->n_sched) lens_analyze_starvation(m, o ? o->min_wait_ns : 0);
+  return m;
+}

@@ -1,0 +1,24 @@
+/* Loading traces for a subcommand: progress on a terminal, analyses run when
+ * linked (GPU first, then starvation), one-line errors. Used by export,
+ * summary and demo. */
+#ifndef NCCL_LENS_LOAD_TRACES_H
+#define NCCL_LENS_LOAD_TRACES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "reader/lensread.h"
+
+struct lens_load_opts {
+  const char *const *cupti_files; size_t n_cupti_files; /* raw CUPTI buffers saved on a GPU machine */
+  uint64_t min_wait_ns;                                 /* starvation: ignore shorter waits */
+};
+
+/* NULL after printing one error line ("nccl-lens <cmd>: ..."). Analysis
+ * failures are warnings (one line each); the model is still returned. */
+struct lens_model *lens_cli_load(const char *cmd, const char *const *paths, size_t n, const struct lens_load_opts *o);
+
+/* Parses a non-negative integer option value; -1 if invalid. */
+int lens_cli_parse_u64(const char *s, uint64_t *out);
+
+#endif

@@ -1,0 +1,269 @@
+/* lens_model_load: map each file, walk its chunks up to the first bad one,
+ * read metadata (pass A), then event records (pass B), then join. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lens_chunk.h"
+#include "reader_priv.h"
+
+int lens_vec_reserve(void **arr, size_t *cap, size_t n, size_t es) {
+  if (n <= *cap) return 0;
+  size_t c = *cap ? *cap : 16;
+  while (c < n) c *= 2;
+  void *p = realloc(*arr, c * es);
+  if (!p) return -1;
+  *arr = p;
+  *cap = c;
+  return 0;
+}
+
+struct lens_arena_block {
+  struct lens_arena_block *next;
+  size_t used, cap;
+  char data[];
+};
+
+const char *lens_arena_strndup(struct lens_arena_block **head, const void *s, size_t len) {
+  struct lens_arena_block *b = *head;
+  if (!b || b->cap - b->used < len + 1) {
+    size_t cap = len + 1 > 65536 ? len + 1 : 65536;
+    b = malloc(sizeof *b + cap);
+    if (!b) return NULL;
+    b->next = *head;
+    b->used = 0;
+    b->cap = cap;
+    *head = b;
+  }
+  char *d = b->data + b->used;
+  memcpy(d, s, len);
+  d[len] = 0;
+  b->used += len + 1;
+  return d;
+}
+
+void lens_arena_free(struct lens_arena_block *head) {
+  while (head) {
+    struct lens_arena_block *n = head->next;
+    free(head);
+    head = n;
+  }
+}
+
+static int fail(struct lens_builder *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(struct lens_builder *b, const char *fmt, ...) {
+  if (b->err && b->err_len) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b->err, b->err_len, fmt, ap);
+    va_end(ap);
+  }
+  return -1;
+}
+
+int lens_builder_oom(struct lens_builder *b) { return fail(b, "out of memory while loading traces"); }
+
+/* Walks chunks from the end of the file header; returns the validated views
+ * and sets the file's truncation fields. */
+static int walk_chunks(struct lens_builder *b, struct lens_file *f, const uint8_t *base, size_t size,
+                       struct lens_chunk_view **views, size_t *n_views) {
+  size_t cap = 0, off = sizeof(struct lens_file_hdr);
+  *views = NULL;
+  *n_views = 0;
+  const char *why = NULL;
+  while (off < size) {
+    struct lens_chunk_hdr h;
+    if (size - off < sizeof h) {
+      why = "file ends inside a chunk header";
+      break;
+    }
+    memcpy(&h, base + off, sizeof h);
+    if (lens_chunk_hdr_check(&h)) {
+      why = "chunk header fails its check (magic or CRC)";
+      break;
+    }
+    uint64_t need = (uint64_t)h.payload_len + lens_chunk_padding(h.payload_len);
+    if (need > size - off - sizeof h) {
+      why = "file ends inside a chunk payload";
+      break;
+    }
+    const uint8_t *p = base + off + sizeof h;
+    if (lens_chunk_payload_check(&h, p)) {
+      why = "chunk payload fails its CRC";
+      break;
+    }
+    if (lens_vec_reserve((void **)views, &cap, *n_views + 1, sizeof **views)) return lens_builder_oom(b);
+    (*views)[*n_views].h = (const struct lens_chunk_hdr *)(base + off);
+    (*views)[*n_views].payload = p;
+    (*views)[*n_views].len = h.payload_len;
+    (*n_views)++;
+    off += sizeof h + need;
+  }
+  f->truncated_bytes = size - off;
+  f->truncation = why;
+  return 0;
+}
+
+static int load_file(struct lens_builder *b, const char *path, uint64_t *done, uint64_t total,
+                     void (*progress)(uint64_t, uint64_t)) {
+  struct lens_model *m = b->m;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return fail(b, "cannot open %s: %s", path, strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return fail(b, "%s is not a regular file", path);
+  }
+  size_t size = (size_t)st.st_size;
+  if (size < sizeof(struct lens_file_hdr)) {
+    close(fd);
+    return fail(b, "%s is not a .lens trace (%zu bytes, shorter than the file header)", path, size);
+  }
+  void *addr = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (addr == MAP_FAILED) return fail(b, "cannot map %s: %s", path, strerror(errno));
+  struct lens_map *mp = LENS_VEC_PUSH(b, b->priv->maps, b->priv->n_maps, priv->cap_maps);
+  if (!mp) {
+    munmap(addr, size);
+    return lens_builder_oom(b);
+  }
+  mp->addr = addr;
+  mp->len = size;
+  const uint8_t *base = addr;
+  struct lens_file_hdr fh;
+  memcpy(&fh, base, sizeof fh);
+  if (memcmp(fh.magic, LENS_FILE_MAGIC, 8) != 0) return fail(b, "%s is not a .lens trace (bad magic)", path);
+  if (lens_file_hdr_check(&fh))
+    return fail(b, "%s: unsupported trace format version %u (this reader knows %u)", path, fh.format_version,
+                LENS_FORMAT_VERSION);
+
+  struct lens_file *f = LENS_VEC_PUSH(b, m->files, m->n_files, cap_files);
+  if (!f) return lens_builder_oom(b);
+  memset(f, 0, sizeof *f);
+  f->path = lens_arena_strndup(&b->priv->arena, path, strlen(path));
+  if (!f->path) return lens_builder_oom(b);
+  f->producer = fh.producer;
+  f->size_bytes = size;
+  b->file = (int32_t)(m->n_files - 1);
+  b->proc = -1;
+  b->n_sess = 0;
+  if (fh.producer != LENS_PRODUCER_SCHED) {
+    struct lens_proc *p = LENS_VEC_PUSH(b, m->procs, m->n_procs, cap_procs);
+    if (!p) return lens_builder_oom(b);
+    memset(p, 0, sizeof *p);
+    p->file = b->file;
+    b->proc = (int32_t)(m->n_procs - 1);
+  }
+
+  struct lens_chunk_view *v;
+  size_t nv;
+  if (walk_chunks(b, f, base, size, &v, &nv)) return -1;
+  int rc = 0;
+  for (size_t i = 0; i < nv && !rc; i++) rc = lens_read_meta_chunk(b, v[i].h, v[i].payload, v[i].len);
+  uint64_t step = 0;
+  for (size_t i = 0; i < nv && !rc; i++) {
+    if (v[i].h->type == LENS_CHUNK_EVENTS && b->proc >= 0)
+      rc = lens_read_events_chunk(b, v[i].h, v[i].payload, v[i].len);
+    step += v[i].len + sizeof(struct lens_chunk_hdr);
+    if (progress && step > (16u << 20)) {
+      *done += step;
+      step = 0;
+      progress(*done, total);
+    }
+  }
+  *done += step;
+  free(v);
+  if (!rc) rc = lens_apply_pending(b);
+  return rc;
+}
+
+struct lens_model *lens_model_load(const char *const *paths, size_t n_paths, char *err, size_t err_len,
+                                   void (*progress)(uint64_t done, uint64_t total)) {
+  if (err && err_len) err[0] = 0;
+  struct lens_model *m = calloc(1, sizeof *m);
+  struct lens_reader_priv *priv = calloc(1, sizeof *priv);
+  struct lens_builder b = {.m = m, .priv = priv, .err = err, .err_len = err_len};
+  if (!m || !priv) {
+    free(m);
+    free(priv);
+    if (err && err_len) snprintf(err, err_len, "out of memory");
+    return NULL;
+  }
+  m->priv = priv;
+  if (!n_paths) {
+    fail(&b, "no trace files given");
+    goto bad;
+  }
+  uint64_t total = 0, done = 0;
+  for (size_t i = 0; i < n_paths; i++) {
+    struct stat st;
+    if (!stat(paths[i], &st)) total += (uint64_t)st.st_size;
+  }
+  /* A START record is at least 48 bytes and most come with a STOP (24):
+   * sizing the id map for total/80 events avoids most rehashing. Capped, as
+   * big CUPTI or probe files hold few events. */
+  uint64_t guess = total / 80 < (4u << 20) ? total / 80 : (4u << 20);
+  if (lens_hash_reserve(&priv->events, (size_t)guess)) {
+    lens_builder_oom(&b);
+    goto bad;
+  }
+  for (size_t i = 0; i < n_paths; i++)
+    if (load_file(&b, paths[i], &done, total, progress)) goto bad;
+  if (lens_resolve_model(&b)) goto bad;
+  if (progress) progress(total, total);
+  free(b.states);
+  free(b.pend);
+  free(b.sess);
+  free(b.thread_session);
+  lens_hash_free(&b.strings);
+  lens_hash_free(&b.comms);
+  lens_hash_free(&b.threads);
+  return m;
+bad:
+  free(b.states);
+  free(b.pend);
+  free(b.sess);
+  free(b.thread_session);
+  lens_hash_free(&b.strings);
+  lens_hash_free(&b.comms);
+  lens_hash_free(&b.threads);
+  lens_model_free(m);
+  return NULL;
+}
+
+/* The GPU analysis keeps state beside the model (gpu_analysis.h); it must go
+ * before the model's address can be reused by the next model. */
+__attribute__((weak)) void lens_gpu_release(struct lens_model *m);
+
+void lens_model_free(struct lens_model *m) {
+  if (!m) return;
+  if (lens_gpu_release) lens_gpu_release(m);
+  struct lens_reader_priv *priv = m->priv;
+  if (priv) {
+    for (size_t i = 0; i < priv->n_maps; i++) munmap(priv->maps[i].addr, priv->maps[i].len);
+    free(priv->maps);
+    lens_arena_free(priv->arena);
+    lens_hash_free(&priv->events);
+    free(priv->sessions);
+    free(priv);
+  }
+  free(m->files);
+  free(m->procs);
+  free(m->comms);
+  free(m->threads);
+  free(m->events);
+  free(m->states);
+  free(m->notes);
+  free(m->cupti);
+  free(m->sched);
+  free(m->sched_hist);
+  free(m->kernels);
+  free(m->clock_maps);
+  free(m);
+}

@@ -1,0 +1,77 @@
+/* Reader internals shared by load.c, chunks.c, records.c and resolve.c.
+ * Nothing outside tools/reader/ includes this. */
+#ifndef NCCL_LENS_READER_PRIV_H
+#define NCCL_LENS_READER_PRIV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lensread.h"
+#include "reader_hash.h"
+
+/* Grow *arr (element size es) so that index n fits; 0 or -1 (no memory). */
+int lens_vec_reserve(void **arr, size_t *cap, size_t n, size_t es);
+#define LENS_VEC_PUSH(b, arr, n, cap) \
+  (lens_vec_reserve((void **)&(arr), &(b)->cap, (n) + 1, sizeof *(arr)) ? NULL : &(arr)[(n)++])
+
+/* Strings live in an arena of fixed blocks so their pointers never move. */
+struct lens_arena_block;
+const char *lens_arena_strndup(struct lens_arena_block **head, const void *s, size_t len);
+void lens_arena_free(struct lens_arena_block *head);
+
+/* While loading: the event has seen its STOP (cleared before the model is returned). */
+#define LENS_EVF_STOPPED_PRIV 0x80000000u
+
+struct lens_map { void *addr; size_t len; };
+
+/* Storage the model keeps after loading (model->priv). */
+struct lens_reader_priv {
+  struct lens_map *maps; size_t n_maps, cap_maps;
+  struct lens_arena_block *arena;
+  struct lens_hash events;  /* (proc, session, id) -> event index */
+  struct lens_proc_session { int32_t proc; uint32_t session; } *sessions; /* every session number seen */
+  size_t n_sessions, cap_sessions;
+};
+
+/* A stop or state record waiting for its event (applied per file in file order). */
+struct lens_pending {
+  uint64_t id, ts, arg;
+  uint32_t session, state, has_args, kind; /* kind: LENS_REC_STOP or LENS_REC_STATE */
+};
+struct lens_state_tmp { int32_t event; struct lens_state_ev s; };
+
+/* Per-file session bookkeeping while loading. */
+struct lens_sess { uint32_t number; int has_session, has_drops; struct lens_session s; struct lens_drops drops; };
+
+/* Everything the loader carries between passes. */
+struct lens_builder {
+  struct lens_model *m;
+  struct lens_reader_priv *priv;
+  size_t cap_files, cap_procs, cap_comms, cap_threads, cap_events, cap_notes, cap_cupti, cap_sched,
+      cap_sched_hist;
+  struct lens_state_tmp *states; size_t n_states, cap_states;
+  struct lens_pending *pend; size_t n_pend, cap_pend;
+  struct lens_sess *sess; size_t n_sess, cap_sess; /* of the current file */
+  struct lens_hash strings; /* (file, session, str id) -> const char* */
+  struct lens_hash comms;   /* (proc, session, context) -> comm index */
+  struct lens_hash threads; /* (proc, session, slot) -> thread index */
+  uint32_t *thread_session; size_t cap_thread_session; /* session of each thread (parallel to m->threads) */
+  int32_t file, proc;       /* current file; its proc or -1 (probe files) */
+  char *err; size_t err_len;
+};
+
+/* A validated chunk inside a mapped file. */
+struct lens_chunk_view { const struct lens_chunk_hdr *h; const uint8_t *payload; uint32_t len; };
+
+/* chunks.c: pass A (everything but EVENTS). 0, or -1 with err set (out of memory). */
+int lens_read_meta_chunk(struct lens_builder *b, const struct lens_chunk_hdr *h, const uint8_t *p, uint32_t len);
+struct lens_sess *lens_builder_session(struct lens_builder *b, uint32_t number);
+/* records.c: pass B. */
+int lens_read_events_chunk(struct lens_builder *b, const struct lens_chunk_hdr *h, const uint8_t *p, uint32_t len);
+int lens_apply_pending(struct lens_builder *b);
+/* resolve.c: joins after every file is read. */
+int lens_resolve_model(struct lens_builder *b);
+
+int lens_builder_oom(struct lens_builder *b);
+
+#endif

@@ -1,0 +1,327 @@
+/* Pass B: event records of EVENTS chunks. STARTs become events at once;
+ * STOPs and STATEs wait until the whole file is read (their START may sit in
+ * a later chunk of another thread) and are then applied in file order. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "reader_priv.h"
+
+static const char *str(struct lens_builder *b, uint32_t session, lens_str_t id) {
+  int64_t v;
+  if (!id || !lens_hash_get(&b->strings, lens_hash_scope((uint32_t)b->file, session), id, &v)) return NULL;
+  return (const char *)(intptr_t)v;
+}
+
+/* Zero-extended copy of a payload: a short record (older writer) reads as zeros. */
+#define LOAD(var, pp, avail)                        \
+  do {                                              \
+    memset(&(var), 0, sizeof(var));                 \
+    memcpy(&(var), pp, avail < sizeof(var) ? avail : sizeof(var)); \
+  } while (0)
+
+static void parse_payload(struct lens_builder *b, uint32_t se, int type, const uint8_t *pp, size_t avail,
+                          struct lens_payload *o) {
+  memset(o, 0, sizeof *o);
+  switch (type) {
+  case LENS_T_GROUP_API: {
+    struct lens_p_group_api r;
+    LOAD(r, pp, avail);
+    o->group_api.graph_captured = (int)r.graph_captured;
+    o->group_api.group_depth = r.group_depth;
+    break;
+  }
+  case LENS_T_COLL_API: {
+    struct lens_p_coll_api r;
+    LOAD(r, pp, avail);
+    o->coll_api.func = str(b, se, r.func);
+    o->coll_api.datatype = str(b, se, r.datatype);
+    o->coll_api.count = r.count;
+    o->coll_api.stream = r.stream;
+    o->coll_api.root = r.root;
+    o->coll_api.graph_captured = (int)r.graph_captured;
+    break;
+  }
+  case LENS_T_P2P_API: {
+    struct lens_p_p2p_api r;
+    LOAD(r, pp, avail);
+    o->p2p_api.func = str(b, se, r.func);
+    o->p2p_api.datatype = str(b, se, r.datatype);
+    o->p2p_api.count = r.count;
+    o->p2p_api.stream = r.stream;
+    o->p2p_api.graph_captured = (int)r.graph_captured;
+    break;
+  }
+  case LENS_T_KERNEL_LAUNCH: {
+    struct lens_p_kernel_launch r;
+    LOAD(r, pp, avail);
+    o->kernel_launch.stream = r.stream;
+    o->kernel_launch.ext_corr_id = r.ext_corr_id;
+    break;
+  }
+  case LENS_T_GROUP: {
+    struct lens_p_group r;
+    LOAD(r, pp, avail);
+    o->group.launch_id = r.launch_id;
+    break;
+  }
+  case LENS_T_COLL: {
+    struct lens_p_coll r;
+    LOAD(r, pp, avail);
+    o->coll.seq = r.seq;
+    o->coll.func = str(b, se, r.func);
+    o->coll.send_buff = r.send_buff;
+    o->coll.recv_buff = r.recv_buff;
+    o->coll.count = r.count;
+    o->coll.datatype = str(b, se, r.datatype);
+    o->coll.algo = str(b, se, r.algo);
+    o->coll.proto = str(b, se, r.proto);
+    o->coll.parent_group = r.parent_group;
+    o->coll.launch_id = r.launch_id;
+    o->coll.root = r.root;
+    o->coll.n_channels = r.n_channels;
+    o->coll.n_warps = r.n_warps;
+    break;
+  }
+  case LENS_T_P2P: {
+    struct lens_p_p2p r;
+    LOAD(r, pp, avail);
+    o->p2p.func = str(b, se, r.func);
+    o->p2p.buff = r.buff;
+    o->p2p.datatype = str(b, se, r.datatype);
+    o->p2p.count = r.count;
+    o->p2p.parent_group = r.parent_group;
+    o->p2p.launch_id = r.launch_id;
+    o->p2p.peer = r.peer;
+    o->p2p.n_channels = r.n_channels;
+    break;
+  }
+  case LENS_T_PROXY_OP: {
+    struct lens_p_proxy_op r;
+    LOAD(r, pp, avail);
+    o->proxy_op.pid = r.pid;
+    o->proxy_op.peer = r.peer;
+    o->proxy_op.n_steps = r.n_steps;
+    o->proxy_op.chunk_size = r.chunk_size;
+    o->proxy_op.is_send = r.is_send;
+    o->proxy_op.channel = r.channel;
+    break;
+  }
+  case LENS_T_PROXY_STEP: {
+    struct lens_p_proxy_step r;
+    LOAD(r, pp, avail);
+    o->proxy_step.step = r.step;
+    break;
+  }
+  case LENS_T_KERNEL_CH: {
+    struct lens_p_kernel_ch r;
+    LOAD(r, pp, avail);
+    o->kernel_ch.start_gpu_ns = r.start_gpu_ns;
+    o->kernel_ch.channel = r.channel;
+    break;
+  }
+  case LENS_T_NET_PLUGIN: {
+    struct lens_p_net_plugin r;
+    LOAD(r, pp, avail);
+    o->net_plugin.plugin_id = r.plugin_id;
+    o->net_plugin.data = r.data;
+    o->net_plugin.payload_len = r.payload_len > sizeof r.payload ? (uint32_t)sizeof r.payload : r.payload_len;
+    memcpy(o->net_plugin.payload, r.payload, sizeof r.payload);
+    break;
+  }
+  case LENS_T_CE_COLL: {
+    struct lens_p_ce_coll r;
+    LOAD(r, pp, avail);
+    o->ce_coll.seq = r.seq;
+    o->ce_coll.func = str(b, se, r.func);
+    o->ce_coll.send_buff = r.send_buff;
+    o->ce_coll.recv_buff = r.recv_buff;
+    o->ce_coll.count = r.count;
+    o->ce_coll.datatype = str(b, se, r.datatype);
+    o->ce_coll.sync_strategy = str(b, se, r.sync_strategy);
+    o->ce_coll.stream = r.stream;
+    o->ce_coll.root = r.root;
+    o->ce_coll.intra_batch_sync = (int)r.intra_batch_sync;
+    o->ce_coll.batch_size = r.batch_size;
+    o->ce_coll.num_batches = r.num_batches;
+    o->ce_coll.ce_seq_num = r.ce_seq_num;
+    break;
+  }
+  case LENS_T_CE_SYNC: {
+    struct lens_p_ce_sync r;
+    LOAD(r, pp, avail);
+    o->ce_sync.is_complete = (int)r.is_complete;
+    o->ce_sync.n_ranks = r.n_ranks;
+    break;
+  }
+  case LENS_T_CE_BATCH: {
+    struct lens_p_ce_batch r;
+    LOAD(r, pp, avail);
+    o->ce_batch.total_bytes = r.total_bytes;
+    o->ce_batch.num_ops = r.num_ops;
+    o->ce_batch.use_intra_sync = r.use_intra_sync;
+    break;
+  }
+  default: break;
+  }
+}
+
+static int32_t thread_of(struct lens_builder *b, uint32_t session, uint32_t slot) {
+  int64_t idx;
+  uint64_t scope = lens_hash_scope((uint32_t)b->proc, session);
+  if (lens_hash_get(&b->threads, scope, slot, &idx)) return (int32_t)idx;
+  /* No THREAD chunk survived for it: a placeholder keeps its events together. */
+  struct lens_model *m = b->m;
+  struct lens_thread *t = LENS_VEC_PUSH(b, m->threads, m->n_threads, cap_threads);
+  if (!t) return -1;
+  memset(t, 0, sizeof *t);
+  t->proc = b->proc;
+  t->slot = slot;
+  t->proxy_rank = -1;
+  t->proxy_comm = -1;
+  idx = (int64_t)(m->n_threads - 1);
+  if (lens_vec_reserve((void **)&b->thread_session, &b->cap_thread_session, m->n_threads, sizeof(uint32_t)) ||
+      lens_hash_put(&b->threads, scope, slot, idx))
+    return -1;
+  b->thread_session[idx] = session;
+  return (int32_t)idx;
+}
+
+static int on_start(struct lens_builder *b, uint32_t session, int32_t thread, const uint8_t *r, size_t size) {
+  struct lens_rec_start s;
+  memcpy(&s, r, sizeof s);
+  if (s.h.type >= LENS_T_COUNT) {
+    b->m->bad_records++;
+    return 0;
+  }
+  struct lens_model *m = b->m;
+  struct lens_event *e = LENS_VEC_PUSH(b, m->events, m->n_events, cap_events);
+  if (!e) return lens_builder_oom(b);
+  memset(e, 0, sizeof *e);
+  e->id = s.id;
+  e->parent_raw = s.parent;
+  e->context = s.context;
+  e->start_mono_ns = s.ts;
+  e->type = s.h.type;
+  e->rank = s.rank;
+  e->proc = b->proc;
+  e->thread = thread;
+  e->comm = -1;
+  e->parent = e->first_child = e->next_sibling = -1;
+  e->session = session;
+  e->acc.sched_sample = -1;
+  e->acc.cupti_kernel = -1;
+  if ((s.h.aux & LENS_START_F_REMOTE) || (s.id & LENS_ID_REMOTE)) e->flags |= LENS_EVF_REMOTE;
+  if (s.h.aux & LENS_START_F_NULL_CONTEXT) e->flags |= LENS_EVF_NULL_CONTEXT;
+  if (s.h.aux & LENS_START_F_BAD_CONTEXT) e->flags |= LENS_EVF_BAD_CONTEXT;
+  if (s.h.aux & LENS_START_F_DROPPED_BEFORE) e->flags |= LENS_EVF_DROPPED_NEAR;
+  parse_payload(b, session, e->type, r + sizeof s, size - sizeof s, &e->p);
+  if (!(e->flags & LENS_EVF_REMOTE)) {
+    int64_t c;
+    if (lens_hash_get(&b->comms, lens_hash_scope((uint32_t)b->proc, session), s.context, &c)) e->comm = (int32_t)c;
+  }
+  /* A repeated id (should not happen) maps to its latest START. */
+  if (lens_hash_put(&b->priv->events, lens_hash_scope((uint32_t)b->proc, session), s.id,
+                    (int64_t)(m->n_events - 1)))
+    return lens_builder_oom(b);
+  return 0;
+}
+
+int lens_read_events_chunk(struct lens_builder *b, const struct lens_chunk_hdr *hp, const uint8_t *p,
+                           uint32_t len) {
+  struct lens_chunk_hdr h;
+  memcpy(&h, hp, sizeof h);
+  struct lens_events_hdr eh;
+  if (len < sizeof eh) {
+    b->m->bad_records++;
+    return 0;
+  }
+  memcpy(&eh, p, sizeof eh);
+  int32_t thread = thread_of(b, h.session, eh.slot);
+  if (thread < 0) return lens_builder_oom(b);
+  size_t off = sizeof eh;
+  for (uint32_t i = 0; i < eh.count; i++) {
+    struct lens_rec_hdr rh;
+    if (len - off < sizeof rh) {
+      b->m->bad_records += eh.count - i;
+      break;
+    }
+    memcpy(&rh, p + off, sizeof rh);
+    if (rh.size < sizeof rh || (rh.size & 7) || rh.size > len - off) {
+      b->m->bad_records += eh.count - i; /* cannot find the next record */
+      break;
+    }
+    const uint8_t *r = p + off;
+    off += rh.size;
+    if (rh.kind == LENS_REC_START && rh.size >= sizeof(struct lens_rec_start)) {
+      if (on_start(b, h.session, thread, r, rh.size)) return -1;
+    } else if (rh.kind == LENS_REC_STOP && rh.size >= sizeof(struct lens_rec_stop)) {
+      struct lens_rec_stop s;
+      memcpy(&s, r, sizeof s);
+      struct lens_pending *q = LENS_VEC_PUSH(b, b->pend, b->n_pend, cap_pend);
+      if (!q) return lens_builder_oom(b);
+      *q = (struct lens_pending){.id = s.id, .ts = s.ts, .session = h.session, .kind = LENS_REC_STOP};
+    } else if (rh.kind == LENS_REC_STATE && rh.size >= sizeof(struct lens_rec_state)) {
+      struct lens_rec_state s;
+      memcpy(&s, r, sizeof s);
+      struct lens_pending *q = LENS_VEC_PUSH(b, b->pend, b->n_pend, cap_pend);
+      if (!q) return lens_builder_oom(b);
+      *q = (struct lens_pending){.id = s.id, .ts = s.ts, .arg = s.arg, .session = h.session,
+                                 .state = s.h.aux, .has_args = s.has_args, .kind = LENS_REC_STATE};
+    } else {
+      b->m->bad_records++;
+    }
+  }
+  return 0;
+}
+
+int lens_apply_pending(struct lens_builder *b) {
+  struct lens_model *m = b->m;
+  for (size_t i = 0; i < b->n_pend; i++) {
+    const struct lens_pending *q = &b->pend[i];
+    int64_t idx;
+    if (!lens_hash_get(&b->priv->events, lens_hash_scope((uint32_t)b->proc, q->session), q->id, &idx)) {
+      if (q->id) m->orphan_stops++; /* a NULL handle (NetPlugin) is not an orphan */
+      continue;
+    }
+    struct lens_event *e = &m->events[idx];
+    if (q->kind == LENS_REC_STOP) {
+      if (e->flags & LENS_EVF_STOPPED_PRIV) {
+        e->flags |= LENS_EVF_DUP_STOP;
+        continue;
+      }
+      e->flags |= LENS_EVF_STOPPED_PRIV;
+      e->stop_mono_ns = q->ts;
+      continue;
+    }
+    struct lens_state_tmp *t = LENS_VEC_PUSH(b, b->states, b->n_states, cap_states);
+    if (!t) return lens_builder_oom(b);
+    t->event = (int32_t)idx;
+    t->s = (struct lens_state_ev){.ts_mono_ns = q->ts, .arg = q->arg, .state = q->state, .has_args = q->has_args};
+    if (e->type == LENS_T_KERNEL_CH && q->state == 22 && q->has_args && !e->p.kernel_ch.stop_gpu_ns)
+      e->p.kernel_ch.stop_gpu_ns = q->arg;
+  }
+  b->n_pend = 0;
+  for (size_t s = 0; s < b->n_sess && b->proc >= 0; s++) {
+    struct lens_proc_session *ps = LENS_VEC_PUSH(b, b->priv->sessions, b->priv->n_sessions, priv->cap_sessions);
+    if (!ps) return lens_builder_oom(b);
+    ps->proc = b->proc;
+    ps->session = b->sess[s].number;
+  }
+  /* DROPS: each session's latest cumulative counters, summed over sessions. */
+  if (b->proc >= 0) {
+    struct lens_drops *d = &m->procs[b->proc].drops;
+    for (size_t s = 0; s < b->n_sess; s++) {
+      if (!b->sess[s].has_drops) continue;
+      const struct lens_drops *x = &b->sess[s].drops;
+      if (x->at_mono_ns > d->at_mono_ns) d->at_mono_ns = x->at_mono_ns;
+      d->ring_full += x->ring_full;
+      d->no_thread_slot += x->no_thread_slot;
+      d->null_handle += x->null_handle;
+      d->bad_handle += x->bad_handle;
+      d->write_errors += x->write_errors;
+      d->cupti_records += x->cupti_records;
+      d->blob_queue_full += x->blob_queue_full;
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,58 @@
+/* The numbers `nccl-lens summary` shows, computed once from a model and then
+ * printed as text or JSON. Times in ns (CLOCK_MONOTONIC), sizes in bytes. */
+#ifndef NCCL_LENS_SUMMARY_MODEL_H
+#define NCCL_LENS_SUMMARY_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "reader/lensread.h"
+
+struct lens_stat { uint64_t n, sum, max; };
+
+/* One row: communicator x (func, algo, proto, size bucket). */
+struct lens_sum_row {
+  int32_t group;            /* index into lens_summary.groups */
+  const char *func, *algo, *proto;
+  int bucket;               /* floor(log2(bytes)), -1 for 0 bytes */
+  uint64_t count, bytes;
+  struct lens_stat enqueue;    /* API start (or op start) -> op stop */
+  struct lens_stat completion; /* op start -> completion (last ProxyOp / KernelCh) */
+  uint64_t completed_bytes;    /* bytes of ops that have a completion time */
+  struct lens_stat gpu_channel; /* per KernelCh: mapped or pTimer duration */
+  uint64_t proxy_ops, proxy_steps, proxy_bytes;
+  uint64_t graph;           /* ops from graph replays */
+};
+
+/* A communicator as seen by all loaded ranks (same comm_id). */
+struct lens_sum_group {
+  uint64_t comm_id;
+  const char *name;
+  int nranks, ranks_seen;
+};
+
+/* Time a proxy thread spent in each ProxyCtrl state. */
+struct lens_sum_proxy {
+  int32_t thread;
+  uint64_t ops, steps, bytes;
+  uint64_t state_ns[4]; /* enum lens_proxy_level: active, sleep, idle (includes sleep), append */
+  uint64_t first_ns, last_ns, span_ns; /* first ProxyCtrl start -> last stop */
+};
+
+struct lens_summary {
+  struct lens_sum_group *groups; size_t n_groups;
+  struct lens_sum_row *rows; size_t n_rows;
+  struct lens_sum_proxy *proxies; size_t n_proxies;
+  uint64_t acc_counts[32];  /* events per LENS_ACC_* bit */
+  uint64_t time_source[3];  /* KernelCh per lens_time_source */
+  uint64_t kernel_ch;
+  int analyses_ran;
+  uint64_t evf_counts[32];  /* events per LENS_EVF_* bit */
+};
+
+int lens_summary_build(const struct lens_model *m, struct lens_summary *s, int analyses_ran);
+void lens_summary_free(struct lens_summary *s);
+/* "1 MiB-2 MiB" */
+void lens_size_bucket_label(int bucket, char *buf, size_t len);
+
+#endif

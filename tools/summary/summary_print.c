@@ -1,0 +1,268 @@
+/* See summary_print.h. */
+#include "summary/summary_print.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export/json_out.h"
+
+/* From tools/reader/starvation.c when linked. */
+__attribute__((weak)) void lens_print_starvation(FILE *f, const struct lens_model *m);
+__attribute__((weak)) void lens_json_starvation(FILE *f, const struct lens_model *m);
+
+double lens_summary_algbw(const struct lens_sum_row *r) {
+  return r->completion.sum ? (double)r->completed_bytes / (double)r->completion.sum : 0.0;
+}
+
+static double avg_us(const struct lens_stat *s) { return s->n ? (double)s->sum / (double)s->n / 1e3 : 0.0; }
+
+static const char *nz(const char *s) { return s && *s ? s : "-"; }
+
+static void human_bytes(uint64_t b, char *buf, size_t len) {
+  static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = (double)b;
+  int u = 0;
+  while (v >= 1024 && u < 6) {
+    v /= 1024;
+    u++;
+  }
+  if (u) snprintf(buf, len, "%.1f %s", v, unit[u]);
+  else snprintf(buf, len, "%" PRIu64 " B", b);
+}
+
+static const struct lens_summary *sort_s;
+static int cmp_row(const void *a, const void *b) {
+  const struct lens_sum_row *x = &sort_s->rows[*(const size_t *)a], *y = &sort_s->rows[*(const size_t *)b];
+  if (x->group != y->group) return x->group < y->group ? -1 : 1;
+  int c = strcmp(nz(x->func), nz(y->func));
+  if (c) return c;
+  if ((c = strcmp(nz(x->algo), nz(y->algo)))) return c;
+  if ((c = strcmp(nz(x->proto), nz(y->proto)))) return c;
+  return (x->bucket > y->bucket) - (x->bucket < y->bucket);
+}
+
+static size_t *row_order(const struct lens_summary *s) {
+  size_t *o = malloc((s->n_rows + 1) * sizeof *o);
+  if (!o) return NULL;
+  for (size_t i = 0; i < s->n_rows; i++) o[i] = i;
+  sort_s = s;
+  qsort(o, s->n_rows, sizeof *o, cmp_row);
+  return o;
+}
+
+static const char *const proxy_state_names[4] = {"active", "sleep", "idle", "append"};
+
+/* Fractions of the thread's ProxyCtrl span (idle includes sleep). */
+static uint64_t proxy_total(const struct lens_sum_proxy *p) { return p->span_ns; }
+
+static void print_drops_text(FILE *f, const struct lens_model *m) {
+  fprintf(f, "\ndrops and losses\n");
+  fprintf(f, "  %-28s %10s %10s %10s %10s %10s %10s %10s\n", "process", "ring_full", "no_slot", "null_hdl",
+          "bad_hdl", "write_err", "cupti_rec", "blob_q");
+  for (size_t p = 0; p < m->n_procs; p++) {
+    const struct lens_drops *d = &m->procs[p].drops;
+    char who[96];
+    snprintf(who, sizeof who, "%s:%u", m->procs[p].host, m->procs[p].pid);
+    fprintf(f, "  %-28s %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64 " %10" PRIu64
+               " %10" PRIu64 "\n",
+            who, d->ring_full, d->no_thread_slot, d->null_handle, d->bad_handle, d->write_errors, d->cupti_records,
+            d->blob_queue_full);
+  }
+  fprintf(f, "  orphan stops (start lost): %" PRIu64 "   unparsable records: %" PRIu64 "\n", m->orphan_stops,
+          m->bad_records);
+  int cut = 0;
+  for (size_t i = 0; i < m->n_files; i++) {
+    const struct lens_file *fl = &m->files[i];
+    if (fl->truncated_bytes) {
+      fprintf(f, "  truncated: %s: %s, last %" PRIu64 " bytes not read\n", fl->path, fl->truncation,
+              fl->truncated_bytes);
+      cut = 1;
+    }
+    if (!fl->clean_end && fl->producer != LENS_PRODUCER_SCHED)
+      fprintf(f, "  no clean end (FINI) in %s: the process may have been killed\n", fl->path);
+  }
+  if (!cut) fprintf(f, "  all %zu files intact\n", m->n_files);
+}
+
+void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct lens_summary *s) {
+  fprintf(f, "nccl-lens summary: %zu files, %zu processes, %zu communicators, %zu events\n", m->n_files, m->n_procs,
+          m->n_comms, m->n_events);
+  size_t *o = row_order(s);
+  int32_t cur = -1;
+  for (size_t k = 0; o && k < s->n_rows; k++) {
+    const struct lens_sum_row *r = &s->rows[o[k]];
+    if (r->group != cur) {
+      cur = r->group;
+      const struct lens_sum_group *g = &s->groups[cur];
+      fprintf(f, "\ncommunicator %s (id 0x%" PRIx64 ", %d ranks, %d seen)\n", g->name[0] ? g->name : "-", g->comm_id,
+              g->nranks, g->ranks_seen);
+      fprintf(f, "  %-14s %-8s %-7s %-14s %7s %10s %19s %21s %10s %14s %21s\n", "func", "algo", "proto", "size",
+              "count", "bytes", "enqueue avg/max us", "completion avg/max us", "algbw GB/s", "ch GPU avg us",
+              "proxy ops/steps/bytes");
+    }
+    char size[32], bytes[32], pbytes[32], enq[40], comp[40];
+    lens_size_bucket_label(r->bucket, size, sizeof size);
+    human_bytes(r->bytes, bytes, sizeof bytes);
+    human_bytes(r->proxy_bytes, pbytes, sizeof pbytes);
+    snprintf(enq, sizeof enq, "%.3f/%.3f", avg_us(&r->enqueue), r->enqueue.max / 1e3);
+    if (r->completion.n) snprintf(comp, sizeof comp, "%.3f/%.3f", avg_us(&r->completion), r->completion.max / 1e3);
+    else snprintf(comp, sizeof comp, "-");
+    char ch[24] = "-";
+    if (r->gpu_channel.n) snprintf(ch, sizeof ch, "%.3f", avg_us(&r->gpu_channel));
+    char pr[64];
+    snprintf(pr, sizeof pr, "%" PRIu64 "/%" PRIu64 "/%s", r->proxy_ops, r->proxy_steps, pbytes);
+    fprintf(f, "  %-14s %-8s %-7s %-14s %7" PRIu64 " %10s %19s %21s %10.3f %14s %21s\n", nz(r->func), nz(r->algo),
+            nz(r->proto), size, r->count, bytes, enq, comp, lens_summary_algbw(r), ch, pr);
+  }
+  free(o);
+  if (!s->n_rows) fprintf(f, "\nno collective or point-to-point operations in these traces\n");
+  if (s->n_proxies) {
+    fprintf(f, "\nproxy threads (share of time from first to last ProxyCtrl; idle includes sleep)\n");
+    fprintf(f, "  %-28s %-16s %8s %8s %10s %7s %7s %7s %7s\n", "thread", "name", "ops", "steps", "bytes", "active%",
+            "sleep%", "idle%", "append%");
+    for (size_t i = 0; i < s->n_proxies; i++) {
+      const struct lens_sum_proxy *p = &s->proxies[i];
+      const struct lens_thread *t = &m->threads[p->thread];
+      char who[96], b[32];
+      snprintf(who, sizeof who, "%s:%u tid %u", m->procs[t->proc].host, m->procs[t->proc].pid, t->tid);
+      human_bytes(p->bytes, b, sizeof b);
+      uint64_t tot = proxy_total(p);
+      fprintf(f, "  %-28s %-16s %8" PRIu64 " %8" PRIu64 " %10s", who, t->name[0] ? t->name : "-", p->ops, p->steps, b);
+      for (int k = 0; k < 4; k++) fprintf(f, " %7.1f", tot ? 100.0 * (double)p->state_ns[k] / (double)tot : 0.0);
+      fputc('\n', f);
+    }
+  }
+  print_drops_text(f, m);
+  int any = 0;
+  for (int b = 0; b < 32; b++)
+    if (s->evf_counts[b] && lens_evf_name(1u << b)) {
+      if (!any) fprintf(f, "\nevent flags\n");
+      any = 1;
+      fprintf(f, "  %-18s %10" PRIu64 "\n", lens_evf_name(1u << b), s->evf_counts[b]);
+    }
+  if (s->analyses_ran) {
+    fprintf(f, "\naccuracy flags (GPU/CUPTI and starvation analyses)\n");
+    for (int b = 0; b < 32; b++)
+      if (lens_acc_name(1u << b)) fprintf(f, "  %-18s %10" PRIu64 "\n", lens_acc_name(1u << b), s->acc_counts[b]);
+    fprintf(f, "  KernelCh time source: host-notice %" PRIu64 ", gpu-ptimer %" PRIu64 ", cupti %" PRIu64 "\n",
+            s->time_source[0], s->time_source[1], s->time_source[2]);
+  }
+  if (m->n_sched) {
+    fprintf(f, "\nstarvation (scheduler probe, %zu samples)\n", m->n_sched);
+    if (lens_print_starvation) lens_print_starvation(f, m);
+    else fprintf(f, "  (starvation analysis not built in)\n");
+  }
+}
+
+static void stat_json(FILE *f, const char *key, const struct lens_stat *s) {
+  fprintf(f, ",\"%s\":{\"n\":%" PRIu64 ",\"sum_ns\":%" PRIu64 ",\"avg_ns\":", key, s->n, s->sum);
+  lens_json_double(f, s->n ? (double)s->sum / (double)s->n : 0.0);
+  fprintf(f, ",\"max_ns\":%" PRIu64 "}", s->max);
+}
+
+void lens_summary_print_json(FILE *f, const struct lens_model *m, const struct lens_summary *s) {
+  fprintf(f, "{\"files\":[");
+  for (size_t i = 0; i < m->n_files; i++) {
+    const struct lens_file *fl = &m->files[i];
+    fprintf(f, "%s{\"path\":", i ? "," : "");
+    lens_json_str(f, fl->path);
+    fprintf(f, ",\"producer\":%u,\"size_bytes\":%" PRIu64 ",\"truncated_bytes\":%" PRIu64 ",\"truncation\":",
+            fl->producer, fl->size_bytes, fl->truncated_bytes);
+    lens_json_str(f, fl->truncation);
+    fprintf(f, ",\"sessions\":%u,\"clean_end\":%s}", fl->n_sessions, fl->clean_end ? "true" : "false");
+  }
+  fprintf(f, "],\"processes\":%zu,\"events\":%zu,\"communicators\":[", m->n_procs, m->n_events);
+  size_t *o = row_order(s);
+  for (size_t g = 0; g < s->n_groups; g++) {
+    const struct lens_sum_group *gr = &s->groups[g];
+    fprintf(f, "%s{\"name\":", g ? "," : "");
+    lens_json_str(f, gr->name);
+    fprintf(f, ",\"comm_id\":\"0x%" PRIx64 "\",\"nranks\":%d,\"ranks_seen\":%d,\"ops\":[", gr->comm_id, gr->nranks,
+            gr->ranks_seen);
+    int first = 1;
+    for (size_t k = 0; o && k < s->n_rows; k++) {
+      const struct lens_sum_row *r = &s->rows[o[k]];
+      if (r->group != (int32_t)g) continue;
+      char size[32];
+      lens_size_bucket_label(r->bucket, size, sizeof size);
+      fprintf(f, "%s{\"func\":", first ? "" : ",");
+      first = 0;
+      lens_json_str(f, r->func);
+      fputs(",\"algo\":", f);
+      lens_json_str(f, r->algo);
+      fputs(",\"proto\":", f);
+      lens_json_str(f, r->proto);
+      fprintf(f, ",\"size_bucket\":\"%s\",\"size_log2\":%d,\"count\":%" PRIu64 ",\"bytes\":%" PRIu64
+                 ",\"graph_ops\":%" PRIu64,
+              size, r->bucket, r->count, r->bytes, r->graph);
+      stat_json(f, "enqueue", &r->enqueue);
+      stat_json(f, "completion", &r->completion);
+      fprintf(f, ",\"completed_bytes\":%" PRIu64 ",\"algbw_gbps\":", r->completed_bytes);
+      lens_json_double(f, lens_summary_algbw(r));
+      stat_json(f, "gpu_channel", &r->gpu_channel);
+      fprintf(f, ",\"proxy\":{\"ops\":%" PRIu64 ",\"steps\":%" PRIu64 ",\"bytes\":%" PRIu64 "}}", r->proxy_ops,
+              r->proxy_steps, r->proxy_bytes);
+    }
+    fputs("]}", f);
+  }
+  free(o);
+  fputs("],\"proxy_threads\":[", f);
+  for (size_t i = 0; i < s->n_proxies; i++) {
+    const struct lens_sum_proxy *p = &s->proxies[i];
+    const struct lens_thread *t = &m->threads[p->thread];
+    fprintf(f, "%s{\"host\":", i ? "," : "");
+    lens_json_str(f, m->procs[t->proc].host);
+    fprintf(f, ",\"pid\":%u,\"tid\":%u,\"name\":", m->procs[t->proc].pid, t->tid);
+    lens_json_str(f, t->name);
+    fprintf(f, ",\"ops\":%" PRIu64 ",\"steps\":%" PRIu64 ",\"bytes\":%" PRIu64, p->ops, p->steps, p->bytes);
+    uint64_t tot = proxy_total(p);
+    for (int k = 0; k < 4; k++) {
+      fprintf(f, ",\"%s_ns\":%" PRIu64 ",\"%s_fraction\":", proxy_state_names[k], p->state_ns[k], proxy_state_names[k]);
+      lens_json_double(f, tot ? (double)p->state_ns[k] / (double)tot : 0.0);
+    }
+    fputc('}', f);
+  }
+  fputs("],\"drops\":{\"processes\":[", f);
+  for (size_t p = 0; p < m->n_procs; p++) {
+    const struct lens_drops *d = &m->procs[p].drops;
+    fprintf(f, "%s{\"host\":", p ? "," : "");
+    lens_json_str(f, m->procs[p].host);
+    fprintf(f,
+            ",\"pid\":%u,\"ring_full\":%" PRIu64 ",\"no_thread_slot\":%" PRIu64 ",\"null_handle\":%" PRIu64
+            ",\"bad_handle\":%" PRIu64 ",\"write_errors\":%" PRIu64 ",\"cupti_records\":%" PRIu64
+            ",\"blob_queue_full\":%" PRIu64 "}",
+            m->procs[p].pid, d->ring_full, d->no_thread_slot, d->null_handle, d->bad_handle, d->write_errors,
+            d->cupti_records, d->blob_queue_full);
+  }
+  uint64_t cut = 0;
+  for (size_t i = 0; i < m->n_files; i++) cut += m->files[i].truncated_bytes;
+  fprintf(f, "],\"orphan_stops\":%" PRIu64 ",\"bad_records\":%" PRIu64 ",\"truncated_bytes\":%" PRIu64 "}",
+          m->orphan_stops, m->bad_records, cut);
+  fputs(",\"event_flags\":{", f);
+  int first = 1;
+  for (int b = 0; b < 32; b++)
+    if (lens_evf_name(1u << b)) {
+      fprintf(f, "%s\"%s\":%" PRIu64, first ? "" : ",", lens_evf_name(1u << b), s->evf_counts[b]);
+      first = 0;
+    }
+  fputc('}', f);
+  if (s->analyses_ran) {
+    fputs(",\"accuracy\":{", f);
+    first = 1;
+    for (int b = 0; b < 32; b++)
+      if (lens_acc_name(1u << b)) {
+        fprintf(f, "%s\"%s\":%" PRIu64, first ? "" : ",", lens_acc_name(1u << b), s->acc_counts[b]);
+        first = 0;
+      }
+    fprintf(f, ",\"kernel_ch_time_source\":{\"host-notice\":%" PRIu64 ",\"gpu-ptimer\":%" PRIu64 ",\"cupti\":%" PRIu64
+               "}}",
+            s->time_source[0], s->time_source[1], s->time_source[2]);
+  }
+  if (m->n_sched) {
+    fputs(",\"starvation\":", f);
+    if (lens_json_starvation) lens_json_starvation(f, m);
+    else fputs("null", f);
+  }
+  fputs("}\n", f);
+}

@@ -1,0 +1,14 @@
+/* Text and JSON views of a lens_summary. */
+#ifndef NCCL_LENS_SUMMARY_PRINT_H
+#define NCCL_LENS_SUMMARY_PRINT_H
+
+#include <stdio.h>
+
+#include "summary/summary_model.h"
+
+void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct lens_summary *s);
+void lens_summary_print_json(FILE *f, const struct lens_model *m, const struct lens_summary *s);
+/* Algorithm bandwidth of a row in GB/s (bytes / completion ns); 0 if unknown. */
+double lens_summary_algbw(const struct lens_sum_row *r);
+
+#endif
