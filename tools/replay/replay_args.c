@@ -1,0 +1,90 @@
+/* Command-line options of `nccl-lens replay`. Kept apart from the command
+ * so tests can parse without the CLI. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "replay/replay.h"
+
+static const char usage[] =
+    "usage: nccl-lens replay [--plugin PATH|NAME] [--scenario NAME] [--ranks-per-node N] [--nodes N]\n"
+    "                        [--iters N] [--api 4|5|6|auto] [--out DIR] [--truth FILE] [--seed N]\n"
+    "                        [--no-finalize] [--reload] [--mask-change] [--quiet] [--verbose]\n"
+    "Drives a profiler plugin exactly as NCCL 2.28.9 would, without a GPU.\n"
+    "  --plugin      a path, or a name X for libnccl-profiler-X.so (default: the lens plugin of this build)\n"
+    "  --scenario    allreduce (default), sendrecv, mixed, graph, pxn, starved, overrun, all\n"
+    "  --api         default: as NCCL 2.28.9 (ncclProfiler_v5, then _v4); auto: newest found\n"
+    "  --out DIR     sets NCCL_LENS_OUTPUT_DIR for the plugin\n"
+    "  --truth FILE  ground-truth JSON of what the driver did (docs/replay.md)\n";
+
+static int bad(const char *fmt, const char *arg) {
+  fprintf(stderr, "nccl-lens replay: ");
+  fprintf(stderr, fmt, arg);
+  fputc('\n', stderr);
+  return 2;
+}
+
+static int parse_int(const char *s, long lo, long hi, long *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end || v < lo || v > hi) return -1;
+  *out = v;
+  return 0;
+}
+
+int lens_replay_parse_args(int argc, char **argv, struct lens_replay_opts *o) {
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    long x;
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      fputs(usage, stdout);
+      return 1;
+    } else if (!strcmp(a, "--no-finalize")) {
+      o->no_finalize = true;
+    } else if (!strcmp(a, "--reload")) {
+      o->reload = true;
+    } else if (!strcmp(a, "--mask-change")) {
+      o->mask_change = true;
+    } else if (!strcmp(a, "--quiet")) {
+      o->quiet = true;
+    } else if (!strcmp(a, "--verbose")) {
+      o->verbose = true;
+    } else if (!v && a[0] == '-' && a[1] == '-') {
+      return bad("option %s needs a value", a);
+    } else if (!strcmp(a, "--plugin")) {
+      o->plugin = v, i++;
+    } else if (!strcmp(a, "--scenario")) {
+      o->scenario = v, i++;
+    } else if (!strcmp(a, "--out")) {
+      o->out_dir = v, i++;
+    } else if (!strcmp(a, "--truth")) {
+      o->truth = v, i++;
+    } else if (!strcmp(a, "--ranks-per-node")) {
+      if (parse_int(v, 1, 8, &x)) return bad("--ranks-per-node: '%s' is not 1..8", v);
+      o->ranks_per_node = (int)x, i++;
+    } else if (!strcmp(a, "--nodes")) {
+      if (parse_int(v, 1, 16, &x)) return bad("--nodes: '%s' is not 1..16", v);
+      o->nodes = (int)x, i++;
+    } else if (!strcmp(a, "--iters")) {
+      if (parse_int(v, 1, 1000, &x)) return bad("--iters: '%s' is not 1..1000", v);
+      o->iters = (int)x, i++;
+    } else if (!strcmp(a, "--seed")) {
+      char *end;
+      errno = 0;
+      unsigned long long s = strtoull(v, &end, 0);
+      if (errno || end == v || *end) return bad("--seed: '%s' is not a number", v);
+      o->seed = s, i++;
+    } else if (!strcmp(a, "--api")) {
+      if (!strcmp(v, "auto")) o->api = LENS_REPLAY_API_AUTO;
+      else if (!parse_int(v, 4, 6, &x)) o->api = (int)x;
+      else return bad("--api: '%s' is not 4, 5, 6 or auto", v);
+      i++;
+    } else {
+      return bad("unknown option '%s' (try --help)", a);
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,249 @@
+/* Internal model of the replay driver: one process = one node, with its
+ * local ranks (fake GPUs), communicators, proxy threads and simulated GPUs.
+ * All times are host CLOCK_MONOTONIC ns unless a name says _gpu. */
+#ifndef NCCL_LENS_RP_INTERNAL_H
+#define NCCL_LENS_RP_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "nccl-lens/nccl_profiler_abi.h"
+#include "replay/replay.h"
+
+#define RP_MAX_LOCAL 8      /* local ranks per process */
+#define RP_MAX_COMMSETS 3   /* communicators per rank (mixed: 2, all: 3) */
+#define RP_MAX_CH 8         /* channels a task may use (NCCL: 64) */
+#define RP_ITEMS_PER_CH 2048 /* simulated work items per channel per rank */
+#define RP_RING 64          /* NCCL's per-channel timestamp ring */
+#define RP_STEPS 8          /* NCCL_STEPS: outstanding steps per proxy op */
+#define RP_APPEND_BATCH 16  /* NCCL_PROXY_APPEND_BATCH_SIZE */
+
+int64_t rp_now(void); /* CLOCK_MONOTONIC ns */
+pid_t rp_gettid(void);
+void rp_sleep_ns(int64_t ns);
+
+/* ---- plugin (rp_plugin.c) ---- */
+struct rp_plugin {
+  void *dl;
+  char path[512];
+  int api; /* 4, 5, 6 */
+  const lens_nccl_profiler_v4_t *v4;
+  const lens_nccl_profiler_v5_t *v5; /* also used for v6: same function signatures */
+  int (*set_mask)(int);              /* ncclLensSetEventMask, when exported */
+  atomic_long calls;
+};
+extern int rp_event_mask; /* the one int NCCL shares with every communicator */
+extern atomic_int rp_warn_count;
+extern bool rp_verbose;
+
+int rp_plugin_load(struct rp_plugin *p, const char *name, int api_choice, char *err, size_t errlen);
+void rp_plugin_unload(struct rp_plugin *p);
+int rp_plugin_init(struct rp_plugin *p, void **ctx, uint64_t commId, const char *name, int nNodes, int nranks,
+                   int rank);
+void rp_plugin_finalize(struct rp_plugin *p, void *ctx);
+/* d is a zeroed v6 descriptor; v4 plugins get NCCL's v4 adapter behaviour. */
+void *rp_start(struct rp_plugin *p, void *ctx, lens_nccl_descr_v6_t *d);
+void rp_stop(struct rp_plugin *p, void *h);     /* skips NULL, as NCCL core does */
+void rp_stop_raw(struct rp_plugin *p, void *h); /* NetPlugin path: calls even with NULL */
+void rp_record(struct rp_plugin *p, void *h, int state, lens_nccl_state_args_v5_t *args);
+int rp_mask_load(void);
+
+/* ---- mask gating (rp_gate.c), spec §1.3 ---- */
+bool rp_gate(uint64_t event_type, int mask);
+
+/* ---- simulated GPU (rp_gpu.c) ---- */
+struct rp_item {
+  uint64_t counter; /* channel work counter value of this item (1-based) */
+  atomic_llong start; /* true host time the GPU started it; INT64_MAX = not yet known */
+  atomic_llong end;
+  int op; /* truth op id */
+};
+struct rp_gpu {
+  int64_t offset_ns;
+  double drift_ppm;
+  struct rp_item *items[RP_MAX_CH]; /* items[ch][counter-1] */
+  atomic_ullong published[RP_MAX_CH];
+  int64_t stream_free; /* host time the previous kernel ended (stream order) */
+};
+int64_t rp_gpu_time(const struct rp_gpu *g, int64_t host_ns);
+/* New item on channel ch; returns its counter, or 0 when the table is full. */
+uint64_t rp_gpu_new_item(struct rp_gpu *g, int ch, int op, int64_t start);
+struct rp_item *rp_gpu_item(struct rp_gpu *g, int ch, uint64_t counter);
+/* What NCCL's ring slot (counter % 64) shows at host time now: the newest
+ * published item in that slot whose start (or end) has happened. Returns its
+ * counter (0 if none) and the host time of that event. */
+uint64_t rp_gpu_slot(struct rp_gpu *g, int ch, uint64_t base, bool stop, int64_t now, int64_t *host_ns);
+
+/* ---- proxy (rp_proxy.c) ---- */
+enum rp_op_kind { RP_OP_NET_SEND, RP_OP_NET_RECV, RP_OP_PROFILER, RP_OP_COLLNET };
+struct rp_op {
+  struct rp_op *next;
+  enum rp_op_kind kind;
+  void *ctx;    /* originating communicator's context (foreign under PXN) */
+  void *parent; /* Coll/P2p handle */
+  int mask;     /* snapshot taken at enqueue */
+  int rank;     /* originating global rank */
+  pid_t pid;
+  int channel, peer, nSteps, chunkSize;
+  size_t step_bytes;
+  int op_id;                  /* truth op, -1 for injected */
+  int local;                  /* local rank whose GPU runs the work */
+  uint64_t base;              /* profiler op: work counter */
+  int64_t t0, step_ns;        /* foreign ops without a GPU item: time base */
+  bool dup_recv_start;        /* inject the duplicate recv step start */
+  bool net_null_stop;         /* inject a NetPlugin stop with a NULL handle */
+  bool foreign;               /* PXN from another process */
+  /* proxy-owned progress state */
+  void *h;
+  bool in_progress, ch_started, ch_stopped, dup_done;
+  int posted, done;
+  size_t trans; /* sub->transSize */
+  struct {
+    void *h, *net;
+    int phase, extra20;
+    int64_t t;
+  } st[RP_STEPS];
+  int kch_truth;     /* index into truth kernel_ch */
+  int64_t posted_ns; /* when the op became visible to the proxy (ncclProxyStart) */
+};
+
+struct rp_proxy {
+  struct rp_node *node;
+  int local;
+  void *ctx; /* proxyState->profilerContext: the creating communicator */
+  pthread_t thr;
+  atomic_int tid;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  struct rp_op *posted_head, *posted_tail;
+  int posted_n;
+  bool stopping;
+  atomic_int active_n; /* ops posted or in progress, for drains */
+  atomic_llong stall_until; /* overrun scenario: the proxy is busy elsewhere */
+  int pin_cpu;              /* starved: -1 = not pinned */
+  /* counters (proxy thread writes, read after join or via atomics) */
+  atomic_long ops_started, ops_stopped, steps_started, steps_stopped, ctrl_events, kch_started, kch_stopped,
+      dup_starts;
+};
+void rp_proxy_start(struct rp_proxy *px);
+void rp_proxy_post(struct rp_proxy *px, struct rp_op *op);
+void rp_proxy_drain(struct rp_proxy *px); /* waits until no op is active */
+void rp_proxy_stop(struct rp_proxy *px);
+
+/* ---- communicators, tasks, app thread (rp_app.c) ---- */
+struct rp_comm {
+  int index, set, local, rank, nranks, nNodes;
+  bool nonblocking; /* config.blocking = 0: groups launch on an async thread */
+  uint64_t commId;
+  const char *name;
+  void *ctx;
+  int init_rc;
+  int init_tid;
+  uint64_t seq[16];   /* per function */
+  int64_t stream_free; /* the comm's stream: when its last kernel ends */
+};
+
+enum rp_func {
+  RP_ALLREDUCE, RP_ALLGATHER, RP_REDUCESCATTER, RP_BROADCAST, RP_REDUCE, RP_SEND, RP_RECV, RP_NFUNC
+};
+
+struct rp_task {
+  struct rp_task *next;
+  int func;
+  bool is_p2p;
+  struct rp_comm *comm;
+  size_t count;      /* user count */
+  const char *dtype; /* user datatype */
+  size_t esize;
+  int root, peer;
+  int nChannels;
+  int mask;
+  void *api_h, *group_api_h, *h;
+  struct rp_task *pair; /* p2p: the send/recv partner sharing GPU items */
+  int op_id;
+  uint64_t items[RP_MAX_CH];
+  bool graph;
+};
+
+struct rp_appstate { /* NCCL's thread-local group state */
+  int group_depth, prof_depth, state;
+  void *group_api;
+  void *last_coll_api, *last_p2p_api;
+  bool graph_capture;
+  struct rp_task *pending; /* tasks of the current group, in call order */
+};
+
+struct rp_graph_plan {
+  struct rp_comm *comm;
+  struct rp_task *tasks; /* captured tasks (owned) */
+  void *group_api;
+  bool has_proxy_ops;
+};
+
+struct rp_truth;
+struct rp_cb;
+#define RP_MAX_CAPTURED 32
+
+struct rp_node {
+  const struct lens_replay_opts *o;
+  struct rp_plugin plugin;
+  int node, nodes, rpn, nranks, ncomm_sets;
+  struct rp_comm comms[RP_MAX_COMMSETS * RP_MAX_LOCAL];
+  int ncomms;
+  struct rp_gpu gpu[RP_MAX_LOCAL];
+  struct rp_proxy proxy[RP_MAX_LOCAL];
+  struct rp_appstate app;
+  int app_tid;
+  int iter;
+  struct rp_graph_plan captured[RP_MAX_CAPTURED]; /* plans of the graph being captured */
+  int ncaptured;
+  /* host-callback thread (graph replays) */
+  pthread_t cb_thr;
+  atomic_int cb_tid;
+  pthread_mutex_t cb_mu;
+  pthread_cond_t cb_cv;
+  struct rp_cb *cb_head, *cb_tail;
+  bool cb_stop;
+  int cb_pending;
+  /* hazards */
+  bool pxn;           /* route net ops through another local rank's proxy */
+  bool hazard_dup_recv, hazard_collnet, hazard_net_null;
+  void *foreign_base; /* PROT_NONE page: foreign contexts/parents point here */
+  struct rp_truth *truth;
+  long calls_before; /* plugin calls of earlier loads (--reload) */
+};
+
+const char *rp_func_name(int func);
+
+void rp_app_init(struct rp_node *n);
+void rp_group_start(struct rp_node *n);
+void rp_group_end(struct rp_node *n);
+void rp_coll(struct rp_node *n, struct rp_comm *c, int func, size_t count, const char *dtype, size_t esize,
+             int root);
+void rp_p2p(struct rp_node *n, struct rp_comm *c, int func, size_t count, const char *dtype, size_t esize, int peer);
+void rp_sync(struct rp_node *n); /* cudaStreamSynchronize on every rank + proxies drained */
+/* graphs (rp_graph.c): one graph at a time, held in n->captured */
+void rp_capture_begin(struct rp_node *n);
+void rp_capture_end(struct rp_node *n);
+void rp_graph_launch(struct rp_node *n, int replay); /* cudaGraphLaunch */
+void rp_graph_free(struct rp_node *n);
+void rp_cb_start(struct rp_node *n);
+void rp_cb_drain(struct rp_node *n);
+void rp_cb_stop(struct rp_node *n);
+
+/* ---- scenarios (rp_scenarios.c) ---- */
+int rp_scenario_ncomm_sets(const char *name);
+bool rp_scenario_known(const char *name);
+void rp_scenario_run(struct rp_node *n, const char *name, int iters);
+void rp_mask_change(struct rp_node *n, int newmask);
+
+/* ---- CPU hogs (rp_hog.c) ---- */
+struct rp_hogs;
+struct rp_hogs *rp_hogs_start(struct rp_node *n, int per_proxy);
+void rp_hogs_stop(struct rp_hogs *h);
+
+#endif

@@ -1,0 +1,148 @@
+/* lens_replay_run: one process per node. --nodes 1 runs in the caller;
+ * more fork one child per node before anything is loaded, and the parent
+ * gathers their results and truth parts into one JSON file. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "replay/rp_node.h"
+
+void lens_replay_opts_init(struct lens_replay_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->scenario = "allreduce";
+  o->ranks_per_node = 2;
+  o->nodes = 1;
+  o->iters = 3;
+  o->api = LENS_REPLAY_API_NCCL2289;
+  o->seed = 1;
+}
+
+static int check_opts(const struct lens_replay_opts *o) {
+  const char *why = NULL;
+  if (!o->plugin || !*o->plugin) why = "no plugin given";
+  else if (!o->scenario || !rp_scenario_known(o->scenario)) why = "unknown scenario";
+  else if (o->ranks_per_node < 1 || o->ranks_per_node > RP_MAX_LOCAL) why = "--ranks-per-node must be 1..8";
+  else if (o->nodes < 1 || o->nodes > 16) why = "--nodes must be 1..16";
+  else if (o->iters < 1 || o->iters > 1000) why = "--iters must be 1..1000";
+  else if (o->api != 0 && o->api != -1 && (o->api < 4 || o->api > 6)) why = "--api must be 4, 5, 6 or auto";
+  if (why) fprintf(stderr, "nccl-lens replay: %s\n", why);
+  return why ? 2 : 0;
+}
+
+static void truth_header(const struct lens_replay_opts *o, FILE *f) {
+  fprintf(f, "{\"schema\":\"nccl-lens-replay-truth/1\",\"clock\":\"CLOCK_MONOTONIC_ns\",");
+  fprintf(f, "\"gpu_clock\":\"gpu_ns = offset_ns + host_ns + host_ns*drift_ppm*1e-6\",");
+  fprintf(f, "\"scenario\":\"%s\",\"requested_plugin\":\"%s\",\"nodes\":%d,\"ranks_per_node\":%d,\"nranks\":%d,",
+          o->scenario, o->plugin, o->nodes, o->ranks_per_node, o->nodes * o->ranks_per_node);
+  fprintf(f, "\"iters\":%d,\"seed\":%" PRIu64 ",\"api_choice\":%d,\"no_finalize\":%s,\"reload\":%s,", o->iters,
+          o->seed, o->api, o->no_finalize ? "true" : "false", o->reload ? "true" : "false");
+  fprintf(f, "\"mask_change\":%s,\n\"processes\":[\n", o->mask_change ? "true" : "false");
+}
+
+static void add_result(struct lens_replay_result *to, const struct lens_replay_result *r) {
+  if (r->api) to->api = r->api;
+  to->warn_count += r->warn_count;
+  to->init_failures += r->init_failures;
+  to->calls += r->calls;
+  to->kernel_ch += r->kernel_ch;
+  to->overruns += r->overruns;
+  to->processes += 1;
+}
+
+static int copy_file(const char *from, FILE *to) {
+  FILE *f = fopen(from, "r");
+  if (!f) return -1;
+  char buf[65536];
+  size_t k;
+  while ((k = fread(buf, 1, sizeof buf, f)) > 0) fwrite(buf, 1, k, to);
+  fclose(f);
+  return 0;
+}
+
+static int run_forked(const struct lens_replay_opts *o, FILE *truth, struct lens_replay_result *res) {
+  pid_t pids[16];
+  int fds[16];
+  char parts[16][1100];
+  fflush(NULL);
+  for (int i = 0; i < o->nodes; i++) {
+    int p[2];
+    if (pipe(p) != 0) return 1;
+    snprintf(parts[i], sizeof parts[i], "%s.node%d.part", o->truth ? o->truth : "/tmp/replay", i);
+    pid_t pid = fork();
+    if (pid == 0) {
+      close(p[0]);
+      struct lens_replay_result r = {0};
+      FILE *tf = o->truth ? fopen(parts[i], "w") : NULL;
+      int rc = rp_node_run(o, i, tf, &r);
+      if (tf) fclose(tf);
+      ssize_t w = write(p[1], &r, sizeof r);
+      (void)w;
+      close(p[1]);
+      fflush(NULL);
+      _exit(rc);
+    }
+    close(p[1]);
+    pids[i] = pid;
+    fds[i] = p[0];
+  }
+  int rc = 0;
+  for (int i = 0; i < o->nodes; i++) {
+    struct lens_replay_result r = {0};
+    ssize_t k = read(fds[i], &r, sizeof r);
+    close(fds[i]);
+    int st = 0;
+    while (waitpid(pids[i], &st, 0) < 0 && errno == EINTR) {
+    }
+    bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0 && k == (ssize_t)sizeof r;
+    if (!ok) {
+      if (WIFSIGNALED(st))
+        fprintf(stderr, "nccl-lens replay: node %d process died of signal %d\n", i, WTERMSIG(st));
+      else
+        fprintf(stderr, "nccl-lens replay: node %d process failed (status 0x%x)\n", i, st);
+      rc = 1;
+    } else {
+      add_result(res, &r);
+    }
+    if (truth) { /* a crashed child's part may be half written: null instead */
+      if (i) fputs(",\n", truth);
+      if (!ok || copy_file(parts[i], truth) != 0) fputs("null", truth);
+    }
+    unlink(parts[i]);
+  }
+  return rc;
+}
+
+int lens_replay_run(const struct lens_replay_opts *o, struct lens_replay_result *res) {
+  struct lens_replay_result local = {0};
+  if (!res) res = &local;
+  memset(res, 0, sizeof *res);
+  if (check_opts(o) != 0) return 2;
+  FILE *truth = NULL;
+  if (o->truth) {
+    truth = fopen(o->truth, "w");
+    if (!truth) {
+      fprintf(stderr, "nccl-lens replay: cannot write %s: %s\n", o->truth, strerror(errno));
+      return 2;
+    }
+    truth_header(o, truth);
+  }
+  int rc;
+  if (o->nodes == 1) {
+    struct lens_replay_result r = {0};
+    rc = rp_node_run(o, 0, truth, &r);
+    add_result(res, &r);
+  } else {
+    rc = run_forked(o, truth, res);
+  }
+  if (truth) {
+    fputs("\n]}\n", truth);
+    fclose(truth);
+  }
+  return rc;
+}
