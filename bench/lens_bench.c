@@ -1,0 +1,453 @@
+/* lens-bench: the cost of a profiler plugin per NCCL callback, and the
+ * throughput of its writer.
+ *
+ * Latency: for each thread count, every thread calls one kind of callback
+ * BATCH times between two clock_gettime reads (no rdtsc), many batches; the
+ * table shows the median and p99 of ns per call over batches, for the
+ * plugin under test and for a do-nothing plugin run in the same process,
+ * and their difference. Throughput: N threads emit start/stop pairs as fast
+ * as they can for a few seconds; the trace's FINI and DROPS chunks give
+ * events written per second and drops.
+ *
+ * Usage: lens-bench [--plugin PATH] [--nop PATH] [--threads 1,2,4]
+ *                   [--batches N] [--seconds S] [--rate M_EVENTS_PER_S]
+ *                   [--mode latency|throughput|all]
+ *                   [--out DIR]
+ * NVTX is switched off (NCCL_LENS_NVTX=0) and traces go to /dev/shm. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bench_stats.h"
+#include "nccl-lens/nccl_profiler_abi.h"
+#include "nccl-lens/trace_format.h"
+
+#define BATCH 256
+#define MAX_THREADS 64
+
+static int g_batches = 2000;
+static double g_seconds = 2.0;
+static double g_rate = 10e6; /* paced throughput run: events/s over all threads */
+static int g_mask;
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void quiet_logger(int level, unsigned long flags, const char *file, int line, const char *fmt, ...) {}
+
+/* ---- one plugin, through its v5 table (NCCL 2.28's preferred version) ---- */
+struct plug {
+  const char *path;
+  void *dl;
+  lens_nccl_profiler_v5_t *t;
+};
+
+static int plug_open(struct plug *p) {
+  p->dl = dlopen(p->path, RTLD_NOW | RTLD_LOCAL);
+  if (!p->dl) {
+    fprintf(stderr, "lens-bench: dlopen %s: %s\n", p->path, dlerror());
+    return -1;
+  }
+  p->t = dlsym(p->dl, "ncclProfiler_v5");
+  if (!p->t) {
+    fprintf(stderr, "lens-bench: %s has no ncclProfiler_v5\n", p->path);
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- the operations measured ---- */
+enum op {
+  OP_STEP_START, OP_STEP_RECORD, OP_STEP_STOP, OP_COLL_START, OP_COLL_STOP, OP_COLLAPI_START,
+  OP_KCH_START, OP_KCH_RECORD, OP_COUNT
+};
+static const char *k_op_names[OP_COUNT] = {"ProxyStep start", "ProxyStep record", "ProxyStep stop", "Coll start",
+                                           "Coll stop", "CollApi start", "KernelCh start", "KernelCh record"};
+
+struct lat_arg {
+  struct plug *p;
+  void *ctx;
+  pthread_barrier_t *bar;
+  double *samples[OP_COUNT]; /* g_batches each */
+};
+
+static void fill(lens_nccl_descr_v5_t *d, enum op op, void *parent) {
+  memset(d, 0, sizeof *d);
+  d->parentObj = parent;
+  switch (op) {
+  case OP_STEP_START: d->type = LENS_EV_PROXY_STEP; d->proxyStep.step = 1; break;
+  case OP_COLL_START:
+    d->type = LENS_EV_COLL;
+    d->coll.func = "AllReduce";
+    d->coll.datatype = "ncclFloat32";
+    d->coll.algo = "RING";
+    d->coll.proto = "SIMPLE";
+    d->coll.count = 1 << 20;
+    d->coll.nChannels = 8;
+    break;
+  case OP_COLLAPI_START:
+    d->type = LENS_EV_COLL_API;
+    d->collApi.func = "AllReduce";
+    d->collApi.datatype = "ncclFloat32";
+    d->collApi.count = 1 << 20;
+    break;
+  case OP_KCH_START: d->type = LENS_EV_KERNEL_CH; d->kernelCh.channelId = 3; d->kernelCh.pTimer = 1700000000000000000ull; break;
+  default: break;
+  }
+}
+
+/* A realistic parent chain (GroupApi > CollApi > Group > Coll > ProxyOp), as
+ * NCCL builds it, so plugins that follow parent pointers (NVIDIA's example)
+ * can be measured too. */
+struct chain {
+  void *ga, *ca, *g, *c, *po;
+};
+
+static void chain_open(lens_nccl_profiler_v5_t *t, void *ctx, struct chain *ch) {
+  lens_nccl_descr_v5_t d;
+  memset(&d, 0, sizeof d);
+  d.type = LENS_EV_GROUP_API;
+  d.groupApi.groupDepth = 1;
+  t->startEvent(ctx, &ch->ga, &d);
+  fill(&d, OP_COLLAPI_START, ch->ga);
+  t->startEvent(ctx, &ch->ca, &d);
+  memset(&d, 0, sizeof d);
+  d.type = LENS_EV_GROUP;
+  d.parentObj = ch->ga;
+  t->startEvent(ctx, &ch->g, &d);
+  fill(&d, OP_COLL_START, ch->ca);
+  d.coll.parentGroup = ch->g;
+  t->startEvent(ctx, &ch->c, &d);
+  memset(&d, 0, sizeof d);
+  d.type = LENS_EV_PROXY_OP;
+  d.parentObj = ch->c;
+  d.proxyOp.pid = getpid();
+  d.proxyOp.channelId = 1;
+  d.proxyOp.nSteps = BATCH;
+  d.proxyOp.isSend = 1;
+  t->startEvent(ctx, &ch->po, &d);
+}
+
+static void chain_close(lens_nccl_profiler_v5_t *t, struct chain *ch) {
+  void *hs[] = {ch->po, ch->c, ch->g, ch->ca, ch->ga};
+  for (size_t i = 0; i < sizeof hs / sizeof hs[0]; i++)
+    if (hs[i]) t->stopEvent(hs[i]);
+}
+
+/* Times n calls of one callback as one batch; returns ns per call. */
+#define TIMED(n, stmt)                              \
+  ({                                                \
+    uint64_t t0_ = now_ns();                        \
+    for (int i = 0; i < (n); i++) stmt;             \
+    (double)(now_ns() - t0_) / (double)(n);         \
+  })
+
+static void *lat_thread(void *arg) {
+  struct lat_arg *a = arg;
+  lens_nccl_profiler_v5_t *t = a->p->t;
+  void *h[BATCH], *api[BATCH];
+  lens_nccl_descr_v5_t d;
+  lens_nccl_state_args_v5_t sa = {.proxyStep = {.transSize = 4096}};
+  pthread_barrier_wait(a->bar);
+  for (int b = 0; b < g_batches; b++) {
+    struct chain ch;
+    chain_open(t, a->ctx, &ch);
+    /* ProxySteps of one ProxyOp: start, record, stop */
+    fill(&d, OP_STEP_START, ch.po);
+    a->samples[OP_STEP_START][b] = TIMED(BATCH, (h[i] = NULL, t->startEvent(a->ctx, &h[i], &d)));
+    a->samples[OP_STEP_RECORD][b] = TIMED(BATCH, (h[i] ? t->recordEventState(h[i], LENS_ST_PROXY_STEP_SEND_WAIT, &sa) : 0));
+    a->samples[OP_STEP_STOP][b] = TIMED(BATCH, (h[i] ? t->stopEvent(h[i]) : 0));
+    /* KernelCh of one Coll, on one channel: start, record (stop pTimer), stop */
+    fill(&d, OP_KCH_START, ch.c);
+    a->samples[OP_KCH_START][b] = TIMED(BATCH, (h[i] = NULL, t->startEvent(a->ctx, &h[i], &d)));
+    a->samples[OP_KCH_RECORD][b] = TIMED(BATCH, (h[i] ? t->recordEventState(h[i], LENS_ST_KERNEL_CH_STOP, &sa) : 0));
+    TIMED(BATCH, (h[i] ? t->stopEvent(h[i]) : 0));
+    /* a group of BATCH CollApi, then one Coll under each, as NCCL does */
+    fill(&d, OP_COLLAPI_START, ch.ga);
+    a->samples[OP_COLLAPI_START][b] = TIMED(BATCH, (api[i] = NULL, t->startEvent(a->ctx, &api[i], &d)));
+    fill(&d, OP_COLL_START, NULL);
+    d.coll.parentGroup = ch.g;
+    a->samples[OP_COLL_START][b] = TIMED(BATCH, (h[i] = NULL, d.parentObj = api[i], t->startEvent(a->ctx, &h[i], &d)));
+    a->samples[OP_COLL_STOP][b] = TIMED(BATCH, (h[i] ? t->stopEvent(h[i]) : 0));
+    TIMED(BATCH, (api[i] ? t->stopEvent(api[i]) : 0));
+    chain_close(t, &ch);
+  }
+  return NULL;
+}
+
+struct lat_result {
+  double med[OP_COUNT], p99[OP_COUNT];
+};
+
+static void run_latency(struct plug *p, int nthreads, struct lat_result *res) {
+  pthread_t th[MAX_THREADS];
+  struct lat_arg args[MAX_THREADS];
+  pthread_barrier_t bar;
+  pthread_barrier_init(&bar, NULL, (unsigned)nthreads);
+  void *ctx = NULL;
+  p->t->init(&ctx, 0xBE7C4, &g_mask, "bench", 1, nthreads, 0, quiet_logger);
+  for (int i = 0; i < nthreads; i++) {
+    args[i].p = p;
+    args[i].ctx = ctx;
+    args[i].bar = &bar;
+    for (int o = 0; o < OP_COUNT; o++) args[i].samples[o] = calloc((size_t)g_batches, sizeof(double));
+    pthread_create(&th[i], NULL, lat_thread, &args[i]);
+  }
+  for (int i = 0; i < nthreads; i++) pthread_join(th[i], NULL);
+  p->t->finalize(ctx);
+  for (int o = 0; o < OP_COUNT; o++) {
+    size_t n = (size_t)g_batches * (size_t)nthreads;
+    double *all = malloc(n * sizeof *all);
+    for (int i = 0; i < nthreads; i++) memcpy(all + (size_t)i * g_batches, args[i].samples[o], (size_t)g_batches * sizeof(double));
+    res->med[o] = bench_percentile(all, n, 50);
+    res->p99[o] = bench_percentile(all, n, 99);
+    free(all);
+    for (int i = 0; i < nthreads; i++) free(args[i].samples[o]);
+  }
+  pthread_barrier_destroy(&bar);
+}
+
+/* ---- throughput ---- */
+struct tp_arg {
+  struct plug *p;
+  void *ctx;
+  atomic_int *go;
+  double per_thread_rate; /* events/s, 0 = as fast as possible */
+  uint64_t calls;
+};
+
+static void *tp_thread(void *arg) {
+  struct tp_arg *a = arg;
+  lens_nccl_profiler_v5_t *t = a->p->t;
+  lens_nccl_descr_v5_t d;
+  struct chain ch;
+  chain_open(t, a->ctx, &ch);
+  fill(&d, OP_STEP_START, ch.po);
+  uint64_t n = 0, t0 = now_ns();
+  while (atomic_load_explicit(a->go, memory_order_relaxed) == 1) {
+    for (int i = 0; i < 64; i++) {
+      void *h;
+      t->startEvent(a->ctx, &h, &d);
+      t->stopEvent(h);
+    }
+    n += 128;
+    /* paced: sleep until the clock catches up with the events emitted, so
+     * waiting producers leave the CPU to the writer */
+    if (a->per_thread_rate > 0) {
+      double ahead_ns = (double)n / a->per_thread_rate * 1e9 - (double)(now_ns() - t0);
+      if (ahead_ns > 20000) {
+        struct timespec ts = {0, (long)ahead_ns};
+        nanosleep(&ts, NULL);
+      }
+    }
+  }
+  chain_close(t, &ch);
+  a->calls = n;
+  return NULL;
+}
+
+/* CPU seconds used so far by the plugin's writer thread ("nccl-lens-wr"),
+ * from /proc/self/task/<tid>/stat; -1 when not found. */
+static double writer_cpu_s(void) {
+  char path[300], buf[1024];
+  for (int tid = 1; tid < 4194304; ) {
+    DIR *d = opendir("/proc/self/task");
+    if (!d) return -1;
+    struct dirent *e;
+    double best = -1;
+    while ((e = readdir(d)) != NULL) {
+      if (e->d_name[0] == '.') continue;
+      snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+      FILE *f = fopen(path, "r");
+      if (!f) continue;
+      int is_writer = fgets(buf, sizeof buf, f) && !strncmp(buf, "nccl-lens-wr", 12);
+      fclose(f);
+      if (!is_writer) continue;
+      snprintf(path, sizeof path, "/proc/self/task/%s/stat", e->d_name);
+      f = fopen(path, "r");
+      if (!f) continue;
+      if (fgets(buf, sizeof buf, f)) {
+        char *p = strrchr(buf, ')');
+        unsigned long ut = 0, st = 0;
+        /* fields after ")": state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime */
+        if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) == 2)
+          best = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+      }
+      fclose(f);
+    }
+    closedir(d);
+    return best;
+  }
+  return -1;
+}
+
+/* The last FINI and DROPS of the trace file (walks chunk headers). */
+static int last_fini_drops(const char *path, struct lens_fini *f, struct lens_drops *dr) {
+  FILE *fp = fopen(path, "rb");
+  if (!fp) return -1;
+  struct lens_file_hdr fh;
+  int got = 0;
+  if (fread(&fh, sizeof fh, 1, fp) != 1) goto out;
+  for (;;) {
+    struct lens_chunk_hdr h;
+    if (fread(&h, sizeof h, 1, fp) != 1 || h.magic != LENS_CHUNK_MAGIC) break;
+    uint32_t padded = (h.payload_len + 7) & ~7u;
+    if (h.type == LENS_CHUNK_FINI && h.payload_len >= sizeof *f) {
+      if (fread(f, sizeof *f, 1, fp) != 1) break;
+      fseek(fp, (long)(padded - sizeof *f), SEEK_CUR);
+      got |= 1;
+    } else if (h.type == LENS_CHUNK_DROPS && h.payload_len >= sizeof *dr) {
+      if (fread(dr, sizeof *dr, 1, fp) != 1) break;
+      fseek(fp, (long)(padded - sizeof *dr), SEEK_CUR);
+      got |= 2;
+    } else {
+      fseek(fp, (long)padded, SEEK_CUR);
+    }
+  }
+out:
+  fclose(fp);
+  return got == 3 ? 0 : -1;
+}
+
+static void run_throughput(struct plug *p, int nthreads, const char *trace, double rate) {
+  pthread_t th[MAX_THREADS];
+  struct tp_arg args[MAX_THREADS];
+  atomic_int go = 1;
+  void *ctx = NULL;
+  p->t->init(&ctx, 0x7A9, &g_mask, "bench-tp", 1, nthreads, 0, quiet_logger);
+  uint64_t t0 = now_ns();
+  for (int i = 0; i < nthreads; i++) {
+    args[i] = (struct tp_arg){p, ctx, &go, rate / nthreads, 0};
+    pthread_create(&th[i], NULL, tp_thread, &args[i]);
+  }
+  struct timespec d = {(time_t)g_seconds, (long)((g_seconds - (double)(time_t)g_seconds) * 1e9)};
+  nanosleep(&d, NULL);
+  atomic_store(&go, 0);
+  uint64_t calls = 0;
+  for (int i = 0; i < nthreads; i++) {
+    pthread_join(th[i], NULL);
+    calls += args[i].calls;
+  }
+  uint64_t t1 = now_ns();
+  double wcpu = writer_cpu_s();
+  p->t->finalize(ctx); /* final drain, FINI */
+  uint64_t t2 = now_ns();
+  struct lens_fini f;
+  struct lens_drops dr;
+  if (last_fini_drops(trace, &f, &dr) != 0) {
+    printf("  %2d thread(s): could not read FINI/DROPS from %s\n", nthreads, trace);
+    return;
+  }
+  double secs = (double)(t2 - t0) / 1e9;
+  /* the final drain runs flat out on the writer: count its wall time as CPU */
+  if (wcpu >= 0) wcpu += (double)(t2 - t1) / 1e9;
+  printf("  %-9s %2d thread(s): %6.2f M calls/s emitted, %6.2f M events/s written (%llu events in %.2f s, drain %.0f ms), "
+         "dropped: ring_full %llu, no_thread_slot %llu, write_errors %llu; writer CPU %.2f s = %.1f M events "
+         "per writer CPU second\n",
+         rate > 0 ? "paced" : "max", nthreads, (double)calls / ((double)(t1 - t0) / 1e9) / 1e6, (double)f.events_written / secs / 1e6,
+         (unsigned long long)f.events_written, secs, (double)(t2 - t1) / 1e6, (unsigned long long)dr.ring_full,
+         (unsigned long long)dr.no_thread_slot, (unsigned long long)dr.write_errors, wcpu,
+         wcpu > 0 ? (double)f.events_written / wcpu / 1e6 : 0.0);
+}
+
+int main(int argc, char **argv) {
+  struct plug lens = {LENS_BENCH_PLUGIN_PATH, NULL, NULL}, nop = {LENS_BENCH_NOP_PATH, NULL, NULL};
+  int threads[8] = {1, 2, 4}, nthr = 3;
+  const char *mode = "all";
+  char out[256] = "";
+  int own_out = 0; /* created here: removed at the end */
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--plugin") && i + 1 < argc)
+      lens.path = argv[++i];
+    else if (!strcmp(argv[i], "--nop") && i + 1 < argc)
+      nop.path = argv[++i];
+    else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+      nthr = 0;
+      for (char *s = strtok(argv[++i], ","); s && nthr < 8; s = strtok(NULL, ",")) {
+        int v = atoi(s);
+        if (v >= 1 && v <= MAX_THREADS) threads[nthr++] = v;
+      }
+    } else if (!strcmp(argv[i], "--batches") && i + 1 < argc)
+      g_batches = atoi(argv[++i]) > 0 ? atoi(argv[i]) : g_batches;
+    else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
+      g_seconds = atof(argv[++i]) > 0 ? atof(argv[i]) : g_seconds;
+    else if (!strcmp(argv[i], "--rate") && i + 1 < argc)
+      g_rate = atof(argv[++i]) * 1e6;
+    else if (!strcmp(argv[i], "--mode") && i + 1 < argc)
+      mode = argv[++i];
+    else if (!strcmp(argv[i], "--out") && i + 1 < argc)
+      snprintf(out, sizeof out, "%s", argv[++i]);
+    else {
+      fprintf(stderr, "usage: %s [--plugin PATH] [--nop PATH] [--threads 1,2,4] [--batches N] [--seconds S] "
+                      "[--rate MEVENTS_PER_S] [--mode latency|throughput|all] [--out DIR]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (!out[0]) {
+    snprintf(out, sizeof out, "/dev/shm/lens-bench-%d", getpid());
+    own_out = 1;
+  }
+  if (mkdir(out, 0777) != 0 && errno != EEXIST) {
+    perror(out);
+    return 1;
+  }
+  setenv("NCCL_LENS_OUTPUT_DIR", out, 1);
+  setenv("NCCL_LENS_REGISTRY_DIR", out, 1);
+  setenv("NCCL_LENS_NVTX", "0", 1);
+  setenv("NCCL_LENS_CUPTI", "off", 1);
+  if (!getenv("NCCL_LENS_EVENT_MASK")) setenv("NCCL_LENS_EVENT_MASK", "all", 1);
+  if (plug_open(&nop) || plug_open(&lens)) return 1;
+  char host[64] = "unknown", trace[512];
+  gethostname(host, sizeof host);
+  host[63] = 0;
+  snprintf(trace, sizeof trace, "%s/nccl-lens-%s-%d.lens", out, host, getpid());
+
+  printf("lens-bench: plugin %s\n            baseline %s\n            traces in %s, NVTX off, %d batches of %d calls\n",
+         lens.path, nop.path, out, g_batches, BATCH);
+  if (!strcmp(mode, "latency") || !strcmp(mode, "all")) {
+    printf("\nns per callback (median / p99 over batches; delta = plugin - do-nothing, medians)\n");
+    printf("%-8s %-18s %10s %10s %10s %10s %9s\n", "threads", "callback", "nop med", "nop p99", "plugin med",
+           "plugin p99", "delta");
+    for (int k = 0; k < nthr; k++) {
+      struct lat_result rn, rl;
+      run_latency(&nop, threads[k], &rn);
+      run_latency(&lens, threads[k], &rl);
+      for (int o = 0; o < OP_COUNT; o++)
+        printf("%-8d %-18s %10.1f %10.1f %10.1f %10.1f %9.1f\n", threads[k], k_op_names[o], rn.med[o], rn.p99[o],
+               rl.med[o], rl.p99[o], rl.med[o] - rn.med[o]);
+    }
+  }
+  if (!strcmp(mode, "throughput") || !strcmp(mode, "all")) {
+    printf("\nwriter throughput: %.1f s of ProxyStep start+stop pairs; 'max' = every thread as fast as it can,\n"
+           "'paced' = %.1f M events/s in total spread over the threads\n", g_seconds, g_rate / 1e6);
+    for (int k = 0; k < nthr; k++) run_throughput(&lens, threads[k], trace, 0);
+    if (g_rate > 0)
+      for (int k = 0; k < nthr; k++) run_throughput(&lens, threads[k], trace, g_rate);
+  }
+  if (own_out) { /* traces of a benchmark are not worth keeping in /dev/shm */
+    DIR *d = opendir(out);
+    struct dirent *e;
+    char f[600];
+    while (d && (e = readdir(d)) != NULL)
+      if (e->d_name[0] != '.') {
+        snprintf(f, sizeof f, "%s/%s", out, e->d_name);
+        unlink(f);
+      }
+    if (d) closedir(d);
+    rmdir(out);
+  }
+  return 0;
+}

@@ -1,0 +1,179 @@
+#define _GNU_SOURCE
+#include "trace_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "counters.h"
+#include "crc32c_fast.h"
+#include "lens_chunk.h"
+#include "log.h"
+
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static int g_fd = -1;
+static uint64_t g_end;      /* file size after the last good chunk */
+static uint64_t g_seq;      /* next chunk number in the file */
+static uint32_t g_session;  /* session number being written */
+static uint64_t g_chunks;   /* chunks written this session */
+static char g_path[PATH_MAX];
+static int g_err_once, g_nofile_once;
+
+static int mkdir_p(const char *dir) {
+  char tmp[PATH_MAX];
+  if (strlen(dir) >= sizeof tmp) return -1;
+  strcpy(tmp, dir);
+  for (char *p = tmp + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = 0;
+    if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return -1;
+    *p = '/';
+  }
+  if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return -1;
+  return 0;
+}
+
+/* Walk the chunk headers of an existing file: next seq, last session, and
+ * where the last complete chunk ends. */
+static void scan_existing(int fd, uint64_t size, int *had_chunks, uint32_t *max_session) {
+  struct lens_file_hdr fh;
+  *had_chunks = 0;
+  *max_session = 0;
+  g_seq = 0;
+  g_end = 0;
+  if (size < sizeof fh || pread(fd, &fh, sizeof fh, 0) != (ssize_t)sizeof fh || lens_file_hdr_check(&fh) != 0)
+    return; /* not ours or empty: caller rewrites from 0 */
+  uint64_t off = sizeof fh;
+  for (;;) {
+    struct lens_chunk_hdr h;
+    if (off + sizeof h > size || pread(fd, &h, sizeof h, (off_t)off) != (ssize_t)sizeof h) break;
+    if (lens_chunk_hdr_check(&h) != 0) break;
+    uint64_t next = off + sizeof h + h.payload_len + lens_chunk_padding(h.payload_len);
+    if (next > size) break;
+    *had_chunks = 1;
+    if (h.session > *max_session) *max_session = h.session;
+    g_seq = h.seq + 1;
+    off = next;
+  }
+  g_end = off;
+}
+
+int lens_tf_open(const char *dir, const char *host, int pid) {
+  pthread_mutex_lock(&g_mu);
+  g_chunks = 0;
+  if (g_fd >= 0) { /* still open: a new session in the same file */
+    g_session++;
+    pthread_mutex_unlock(&g_mu);
+    return 0;
+  }
+  char file[PATH_MAX];
+  int fd = -1;
+  if (mkdir_p(dir) == 0 && snprintf(file, sizeof file, "%s/nccl-lens-%s-%d.lens", dir, host, pid) < (int)sizeof file)
+    fd = open(file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    int e = errno;
+    g_path[0] = 0;
+    pthread_mutex_unlock(&g_mu);
+    lens_log_once(&g_nofile_once, LENS_LOG_WARN,
+                  "nccl-lens: cannot create the trace file in \"%s\" (%s); recording without a file", dir,
+                  strerror(e));
+    return -1;
+  }
+  if (!realpath(file, g_path)) snprintf(g_path, sizeof g_path, "%s", file);
+  struct stat st;
+  uint64_t size = fstat(fd, &st) == 0 ? (uint64_t)st.st_size : 0;
+  int had = 0;
+  uint32_t maxs = 0;
+  int rfd = open(file, O_RDONLY | O_CLOEXEC);
+  if (rfd >= 0) {
+    scan_existing(rfd, size, &had, &maxs);
+    close(rfd);
+  }
+  if (g_end < size && ftruncate(fd, (off_t)g_end) != 0) {
+    /* keep going: the reader stops at the torn chunk, we lose this file's tail */
+  }
+  g_fd = fd;
+  g_session = had ? maxs + 1 : 0;
+  if (g_end == 0) {
+    struct lens_file_hdr fh;
+    lens_file_hdr_init(&fh, LENS_PRODUCER_PLUGIN, lens_real_ns());
+    if (write(fd, &fh, sizeof fh) == (ssize_t)sizeof fh)
+      g_end = sizeof fh;
+    else
+      atomic_fetch_add(&lens_cnt.write_errors, 1);
+    g_seq = 0;
+  }
+  pthread_mutex_unlock(&g_mu);
+  return 0;
+}
+
+uint32_t lens_tf_session(void) {
+  pthread_mutex_lock(&g_mu);
+  uint32_t s = g_session;
+  pthread_mutex_unlock(&g_mu);
+  return s;
+}
+
+int lens_tf_write(uint16_t type, const void *payload, uint32_t len) {
+  static const uint8_t zeros[8];
+  pthread_mutex_lock(&g_mu);
+  if (g_fd < 0) {
+    pthread_mutex_unlock(&g_mu);
+    atomic_fetch_add_explicit(&lens_cnt.write_errors, 1, memory_order_relaxed);
+    return -1;
+  }
+  struct lens_chunk_hdr h;
+  lens_chunk_hdr_init_fast(&h, type, g_session, g_seq, payload, len);
+  struct iovec iov[3] = {{&h, sizeof h}, {(void *)payload, len}, {(void *)zeros, lens_chunk_padding(len)}};
+  size_t total = sizeof h + len + lens_chunk_padding(len);
+  ssize_t n = writev(g_fd, iov, 3);
+  int rc = 0;
+  if (n != (ssize_t)total) {
+    int e = n < 0 ? errno : ENOSPC;
+    /* Cut a partial chunk so later chunks stay readable. */
+    if (n > 0 && ftruncate(g_fd, (off_t)g_end) != 0) {
+    }
+    atomic_fetch_add_explicit(&lens_cnt.write_errors, 1, memory_order_relaxed);
+    rc = -1;
+    pthread_mutex_unlock(&g_mu);
+    lens_log_once(&g_err_once, LENS_LOG_WARN, "nccl-lens: writing %s failed (%s); dropping data, counted",
+                  g_path, strerror(e));
+    return rc;
+  }
+  g_end += total;
+  g_seq++;
+  g_chunks++;
+  pthread_mutex_unlock(&g_mu);
+  return rc;
+}
+
+uint64_t lens_tf_chunks(void) {
+  pthread_mutex_lock(&g_mu);
+  uint64_t c = g_chunks;
+  pthread_mutex_unlock(&g_mu);
+  return c;
+}
+
+void lens_tf_close(void) {
+  pthread_mutex_lock(&g_mu);
+  if (g_fd >= 0) close(g_fd);
+  g_fd = -1;
+  pthread_mutex_unlock(&g_mu);
+}
+
+const char *lens_tf_path(void) { return g_path; }
+
+void lens_tf_reset_after_fork(void) {
+  pthread_mutex_init(&g_mu, NULL);
+  if (g_fd >= 0) close(g_fd);
+  g_fd = -1;
+  g_path[0] = 0;
+}

@@ -1,0 +1,25 @@
+/* The .lens file: <out_dir>/nccl-lens-<host>-<pid>.lens, opened O_APPEND.
+ * An existing file (a re-init in the same process) is scanned so chunk
+ * numbers continue and the new session gets the next number; a torn tail
+ * (a process killed mid-write) is cut so appended chunks stay readable.
+ * All writes are whole chunks under one mutex (writer thread, init,
+ * finalize, exit). Errors are counted and logged once; never fatal. */
+#ifndef NCCL_LENS_PLUGIN_TRACE_FILE_H
+#define NCCL_LENS_PLUGIN_TRACE_FILE_H
+
+#include <stdint.h>
+
+/* Opens (mkdir -p when needed) and prepares a new session. 0 ok, -1 no file
+ * (logged; writes then only count write_errors). */
+int lens_tf_open(const char *dir, const char *host, int pid);
+uint32_t lens_tf_session(void);
+/* Writes one chunk. 0 ok, -1 failed (counted in write_errors). */
+int lens_tf_write(uint16_t type, const void *payload, uint32_t len);
+/* Chunks written in the current session. */
+uint64_t lens_tf_chunks(void);
+void lens_tf_close(void);
+const char *lens_tf_path(void); /* absolute path, "" when none */
+/* Fork child: forget the parent's descriptor without touching its file. */
+void lens_tf_reset_after_fork(void);
+
+#endif

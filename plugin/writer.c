@@ -1,0 +1,367 @@
+#define _GNU_SOURCE
+#include "writer.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "blobq.h"
+#include "clock.h"
+#include "counters.h"
+#include "hooks.h"
+#include "log.h"
+#include "registry_file.h"
+#include "ring.h"
+#include "strtab.h"
+#include "trace_file.h"
+#include "tslot.h"
+
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_cv;
+static int g_cv_ok;
+static pthread_t g_thr;
+static int g_running;
+static int g_stop;
+static uint32_t g_reason;
+static uint32_t g_session;
+static uint32_t g_period_us;
+static uint64_t g_events; /* this session */
+static _Alignas(8) uint8_t g_out[LENS_EVENTS_CHUNK_MAX];
+static struct lens_drops g_last_drops;
+
+/* ---- records: ring form -> file form ---- */
+
+static inline void intern_field(lens_str_t *f) { *f = lens_strtab_intern(*f); }
+
+/* The payload's string fields hold NCCL pointers in the ring; ids on disk. */
+static void intern_payload(unsigned type, void *p) {
+  switch (type) {
+  case LENS_T_COLL_API: {
+    struct lens_p_coll_api *x = p;
+    intern_field(&x->func);
+    intern_field(&x->datatype);
+    break;
+  }
+  case LENS_T_P2P_API: {
+    struct lens_p_p2p_api *x = p;
+    intern_field(&x->func);
+    intern_field(&x->datatype);
+    break;
+  }
+  case LENS_T_COLL: {
+    struct lens_p_coll *x = p;
+    intern_field(&x->func);
+    intern_field(&x->datatype);
+    intern_field(&x->algo);
+    intern_field(&x->proto);
+    break;
+  }
+  case LENS_T_P2P: {
+    struct lens_p_p2p *x = p;
+    intern_field(&x->func);
+    intern_field(&x->datatype);
+    break;
+  }
+  case LENS_T_CE_COLL: {
+    struct lens_p_ce_coll *x = p;
+    intern_field(&x->func);
+    intern_field(&x->datatype);
+    intern_field(&x->sync_strategy);
+    break;
+  }
+  default: break;
+  }
+}
+
+static void flush_events(uint32_t slot, uint32_t count, uint32_t bytes) {
+  uint32_t slen;
+  const void *sp = lens_strtab_pending(&slen);
+  if (sp) {
+    lens_tf_write(LENS_CHUNK_STRINGS, sp, slen);
+    lens_strtab_clear_pending();
+  }
+  if (!count) return;
+  struct lens_events_hdr *eh = (struct lens_events_hdr *)g_out;
+  eh->slot = slot;
+  eh->count = count;
+  if (lens_tf_write(LENS_CHUNK_EVENTS, g_out, bytes) == 0) g_events += count;
+}
+
+static void announce(struct lens_tslot *s) {
+  uint32_t gen = atomic_load_explicit(&s->gen, memory_order_relaxed);
+  uint32_t roles = atomic_load_explicit(&s->roles, memory_order_relaxed);
+  if (roles & LENS_ROLE_PROXY) roles &= ~(uint32_t)LENS_ROLE_NET; /* NET: NetPlugin-only threads */
+  int32_t rank = atomic_load_explicit(&s->proxy_rank, memory_order_relaxed);
+  uint32_t comm = atomic_load_explicit(&s->proxy_comm_index, memory_order_relaxed);
+  int fresh = !s->announced || s->ann_gen != gen || s->ann_session != g_session;
+  if (!fresh && s->ann_roles == roles && s->ann_rank == rank && s->ann_comm == comm) return;
+  if (fresh) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%u/comm", s->tid);
+    memset(s->ann_name, 0, sizeof s->ann_name);
+    FILE *f = fopen(path, "re");
+    if (f) {
+      if (fgets(s->ann_name, sizeof s->ann_name, f)) s->ann_name[strcspn(s->ann_name, "\n")] = 0;
+      fclose(f);
+    }
+    snprintf(path, sizeof path, "/proc/self/task/%u/status", s->tid);
+    s->ann_outer_tid = lens_outer_id(path, s->tid);
+  }
+  struct lens_thread_rec t;
+  memset(&t, 0, sizeof t);
+  t.slot = s->index;
+  t.tid = s->tid;
+  t.outer_tid = s->ann_outer_tid;
+  t.roles = roles;
+  t.proxy_rank = rank;
+  t.proxy_comm_index = comm;
+  t.first_mono_ns = lens_clock_to_mono(s->first_raw);
+  memcpy(t.name, s->ann_name, sizeof t.name);
+  t.name[sizeof t.name - 1] = 0;
+  lens_tf_write(LENS_CHUNK_THREAD, &t, sizeof t);
+  s->announced = 1;
+  s->ann_gen = gen;
+  s->ann_session = g_session;
+  s->ann_roles = roles;
+  s->ann_rank = rank;
+  s->ann_comm = comm;
+  atomic_store_explicit(&lens_slots.changed, 1, memory_order_relaxed);
+}
+
+/* Drains one ring; returns bytes consumed. */
+static uint64_t drain_slot(struct lens_tslot *s) {
+  uint64_t head = atomic_load_explicit(&s->prod.head, memory_order_acquire);
+  uint64_t tail = atomic_load_explicit(&s->tail, memory_order_relaxed);
+  if (head == tail) return 0;
+  uint64_t start = tail, cap = s->ring.mask + 1;
+  uint32_t pos = sizeof(struct lens_events_hdr), count = 0;
+  while (tail < head) {
+    uint64_t off = tail & s->ring.mask;
+    const struct lens_rec_hdr *h = (const struct lens_rec_hdr *)(s->ring.buf + off);
+    if (h->kind == LENS_REC_PAD) {
+      /* A PAD is always published with the record after it, at the wrap;
+       * one that does not end before head is not ours: stop here rather
+       * than move tail past head (the producer would see a full ring for
+       * ever). */
+      if (tail + (cap - off) >= head) {
+        tail = head;
+        break;
+      }
+      tail += cap - off;
+      continue;
+    }
+    uint32_t size = h->size;
+    if (size < sizeof(struct lens_rec_hdr) || (size & 7) || size > LENS_SCRATCH_BYTES || tail + size > head) {
+      tail = head; /* cannot happen with a well-behaved producer; never loop on it */
+      break;
+    }
+    if (pos + size > sizeof g_out || !lens_strtab_room()) {
+      flush_events(s->index, count, pos);
+      atomic_store_explicit(&s->tail, tail, memory_order_release);
+      pos = sizeof(struct lens_events_hdr);
+      count = 0;
+    }
+    uint8_t *o = g_out + pos;
+    memcpy(o, h, size);
+    switch (h->kind) {
+    case LENS_REC_START: {
+      struct lens_rec_start *r = (struct lens_rec_start *)o;
+      r->ts = lens_clock_to_mono(r->ts);
+      intern_payload(h->type, r + 1);
+      break;
+    }
+    case LENS_REC_STOP: ((struct lens_rec_stop *)o)->ts = lens_clock_to_mono(((struct lens_rec_stop *)o)->ts); break;
+    case LENS_REC_STATE: ((struct lens_rec_state *)o)->ts = lens_clock_to_mono(((struct lens_rec_state *)o)->ts); break;
+    default: break;
+    }
+    pos += size;
+    count++;
+    tail += size;
+  }
+  flush_events(s->index, count, pos);
+  atomic_store_explicit(&s->tail, tail, memory_order_release);
+  return tail - start;
+}
+
+/* One pass over all slots; returns the largest amount drained from one ring. */
+static uint64_t drain_all(void) {
+  uint64_t most = 0;
+  struct lens_tslot *slots = __atomic_load_n(&lens_slots.slots, __ATOMIC_ACQUIRE);
+  for (uint32_t i = 0; slots && i < lens_slots.n; i++) {
+    struct lens_tslot *s = &slots[i];
+    int st = atomic_load_explicit(&s->state, memory_order_acquire);
+    if (st != LENS_SLOT_ACTIVE && st != LENS_SLOT_RETIRING) continue;
+    announce(s);
+    uint64_t n = drain_slot(s);
+    if (n > most) most = n;
+    if (st == LENS_SLOT_RETIRING &&
+        atomic_load_explicit(&s->prod.head, memory_order_acquire) == atomic_load_explicit(&s->tail, memory_order_relaxed))
+      lens_tslot_free(s);
+  }
+  return most;
+}
+
+static int drain_blobs(void) {
+  struct lens_blob b;
+  int n = 0;
+  while (lens_blobq_pop(&b)) {
+    lens_tf_write(b.type, b.payload, b.len);
+    free(b.payload);
+    n++;
+  }
+  return n;
+}
+
+static void write_drops(int force) {
+  struct lens_drops d;
+  lens_counters_snapshot(&d);
+  struct lens_drops cmp = d;
+  cmp.at_mono_ns = g_last_drops.at_mono_ns;
+  if (!force && memcmp(&cmp, &g_last_drops, sizeof cmp) == 0) return;
+  lens_tf_write(LENS_CHUNK_DROPS, &d, sizeof d);
+  g_last_drops = d;
+}
+
+static void final_pass(uint32_t reason) {
+  for (int i = 0; i < 4 && drain_all() > 0; i++) {
+  }
+  drain_blobs();
+  lens_registry_remove();
+  write_drops(1);
+  struct lens_fini f;
+  memset(&f, 0, sizeof f);
+  f.at_mono_ns = lens_mono_ns();
+  f.events_written = g_events;
+  f.chunks_written = lens_tf_chunks() + 1;
+  f.reason = reason;
+  lens_tf_write(LENS_CHUNK_FINI, &f, sizeof f);
+}
+
+static void *writer_main(void *arg) {
+  (void)arg;
+  pthread_setname_np(pthread_self(), "nccl-lens-wr");
+  uint64_t idle_us = 1000, last_periodic = lens_mono_ns();
+  uint64_t busy_bytes = lens_slots.ring_bytes / 4;
+  pthread_mutex_lock(&g_mu);
+  while (!g_stop) {
+    pthread_mutex_unlock(&g_mu);
+    uint64_t most = drain_all();
+    int blobs = drain_blobs();
+    uint64_t now = lens_mono_ns();
+    if (now - last_periodic >= 1000000000ull) {
+      last_periodic = now;
+      lens_clock_refine();
+      write_drops(0);
+    }
+    if (atomic_exchange_explicit(&lens_slots.changed, 0, memory_order_relaxed)) lens_registry_write();
+    uint64_t sleep_us;
+    if (most >= busy_bytes)
+      sleep_us = 0; /* a ring is filling fast: go round again */
+    else if (most || blobs)
+      sleep_us = idle_us = 1000;
+    else
+      sleep_us = idle_us = idle_us * 2 > g_period_us ? g_period_us : idle_us * 2;
+    pthread_mutex_lock(&g_mu);
+    if (sleep_us && !g_stop) {
+      struct timespec ts;
+      clock_gettime(CLOCK_MONOTONIC, &ts);
+      uint64_t ns = (uint64_t)ts.tv_nsec + sleep_us * 1000;
+      ts.tv_sec += (time_t)(ns / 1000000000ull);
+      ts.tv_nsec = (long)(ns % 1000000000ull);
+      pthread_cond_timedwait(&g_cv, &g_mu, &ts);
+    }
+  }
+  uint32_t reason = g_reason;
+  pthread_mutex_unlock(&g_mu);
+  final_pass(reason);
+  return NULL;
+}
+
+static void init_cv(void) {
+  if (g_cv_ok) return;
+  pthread_condattr_t a;
+  pthread_condattr_init(&a);
+  pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+  pthread_cond_init(&g_cv, &a);
+  pthread_condattr_destroy(&a);
+  g_cv_ok = 1;
+}
+
+int lens_writer_start(const struct lens_config *c, uint32_t session) {
+  init_cv();
+  g_session = session;
+  g_period_us = c->writer_period_us;
+  g_events = 0;
+  memset(&g_last_drops, 0, sizeof g_last_drops);
+  lens_strtab_reset();
+  g_stop = 0;
+  /* The writer must not inherit signals meant for the application. */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int rc = pthread_create(&g_thr, NULL, writer_main, NULL);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (rc != 0) {
+    lens_log(LENS_LOG_WARN, "nccl-lens: cannot start the writer thread (%s); events will be dropped", strerror(rc));
+    g_running = 0;
+    return -1;
+  }
+  g_running = 1;
+  return 0;
+}
+
+void lens_writer_stop(uint32_t reason, unsigned timeout_ms) {
+  if (!g_running) {
+    final_pass(reason);
+    return;
+  }
+  pthread_mutex_lock(&g_mu);
+  g_stop = 1;
+  g_reason = reason;
+  pthread_cond_signal(&g_cv);
+  pthread_mutex_unlock(&g_mu);
+  if (timeout_ms) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += timeout_ms / 1000;
+    ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000L;
+    }
+    if (pthread_timedjoin_np(g_thr, NULL, &ts) != 0) {
+      lens_log(LENS_LOG_WARN, "nccl-lens: the writer did not finish within %u ms at exit", timeout_ms);
+      pthread_detach(g_thr);
+    }
+  } else {
+    pthread_join(g_thr, NULL);
+  }
+  g_running = 0;
+}
+
+void lens_writer_reset_after_fork(void) {
+  pthread_mutex_init(&g_mu, NULL);
+  g_cv_ok = 0;
+  init_cv();
+  g_running = 0;
+  g_stop = 0;
+}
+
+uint64_t lens_writer_events(void) { return g_events; }
+
+uint64_t lens_writer_drain_once(void) { return drain_all(); }
+
+int lens_writer_submit(uint16_t chunk_type, void *payload, uint32_t payload_len) {
+  struct lens_blob b = {chunk_type, payload_len, payload};
+  if (lens_blobq_push(&b) == 0) return 0;
+  free(payload);
+  lens_count(&lens_cnt.blob_queue_full);
+  return -1;
+}
+
+uint64_t lens_now_mono_ns(void) { return lens_mono_ns(); }

@@ -1,0 +1,135 @@
+/* NCCL_LENS_* parsing: good values are taken, every bad value falls back to
+ * its default with exactly one WARN line (PROFILE subsystem) naming it. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "config_parse.h"
+#include "log_internal.h"
+#include "plugin_driver.h"
+
+static const char *k_vars[] = {"NCCL_LENS_DISABLE", "NCCL_LENS_OUTPUT_DIR", "NCCL_LENS_EVENT_MASK",
+                               "NCCL_LENS_BUFFER_SIZE", "NCCL_LENS_MAX_THREADS", "NCCL_LENS_WRITER_PERIOD_US",
+                               "NCCL_LENS_TSC", "NCCL_LENS_NVTX", "NCCL_LENS_CUPTI", "NCCL_LENS_REGISTRY_DIR"};
+
+static int setup(void **state) {
+  for (size_t i = 0; i < sizeof k_vars / sizeof k_vars[0]; i++) unsetenv(k_vars[i]);
+  lens_log_set_logger(test_logger);
+  test_log_clear();
+  return 0;
+}
+
+static void test_defaults(void **state) {
+  struct lens_config c;
+  assert_int_equal(lens_config_parse(&c), 0);
+  assert_int_equal(c.disable, 0);
+  assert_string_equal(c.out_dir, ".");
+  assert_int_equal(c.event_mask, 0x7F7E);
+  assert_int_equal(c.event_mask & LENS_EV_NET_PLUGIN, 0);
+  assert_int_equal(c.buffer_bytes, 4u << 20);
+  assert_int_equal(c.max_threads, 128);
+  assert_int_equal(c.writer_period_us, 10000);
+  assert_int_equal(c.use_tsc, 1);
+  assert_int_equal(c.nvtx, 1);
+  assert_int_equal(c.cupti, LENS_CUPTI_AUTO);
+  assert_string_equal(c.registry_dir, "/tmp/nccl-lens");
+  assert_int_equal(test_log_count("nccl-lens"), 0);
+}
+
+static void test_good_values(void **state) {
+  struct lens_config c;
+  setenv("NCCL_LENS_DISABLE", "1", 1);
+  setenv("NCCL_LENS_OUTPUT_DIR", "/dev/shm/x", 1);
+  setenv("NCCL_LENS_EVENT_MASK", "coll,KernelCh, proxyop", 1);
+  setenv("NCCL_LENS_BUFFER_SIZE", "3M", 1);
+  setenv("NCCL_LENS_MAX_THREADS", "0x40", 1);
+  setenv("NCCL_LENS_WRITER_PERIOD_US", "500", 1);
+  setenv("NCCL_LENS_TSC", "0", 1);
+  setenv("NCCL_LENS_NVTX", "off", 1);
+  setenv("NCCL_LENS_CUPTI", "on", 1);
+  setenv("NCCL_LENS_REGISTRY_DIR", "/run/lens", 1);
+  assert_int_equal(lens_config_parse(&c), 0);
+  assert_int_equal(c.disable, 1);
+  assert_string_equal(c.out_dir, "/dev/shm/x");
+  assert_int_equal(c.event_mask, LENS_EV_COLL | LENS_EV_KERNEL_CH | LENS_EV_PROXY_OP);
+  assert_int_equal(c.buffer_bytes, 4u << 20); /* rounded up to a power of two */
+  assert_int_equal(c.max_threads, 64);
+  assert_int_equal(c.writer_period_us, 500);
+  assert_int_equal(c.use_tsc, 0);
+  assert_int_equal(c.nvtx, 0);
+  assert_int_equal(c.cupti, LENS_CUPTI_ON);
+  assert_string_equal(c.registry_dir, "/run/lens");
+  assert_int_equal(test_log_count("nccl-lens"), 0);
+}
+
+static void test_mask_forms(void **state) {
+  int m;
+  assert_int_equal(lens_parse_mask("all", &m), 0);
+  assert_int_equal(m, 0x7FFF);
+  assert_int_equal(lens_parse_mask("default", &m), 0);
+  assert_int_equal(m, 0x7F7E);
+  assert_int_equal(lens_parse_mask("4095", &m), 0);
+  assert_int_equal(m, 4095);
+  assert_int_equal(lens_parse_mask("0x80", &m), 0);
+  assert_int_equal(m, 0x80);
+  assert_int_equal(lens_parse_mask("default,netplugin", &m), 0);
+  assert_int_equal(m, 0x7FFE);
+  assert_int_equal(lens_parse_mask("coll,bogus", &m), -1);
+  assert_int_equal(lens_parse_mask("0x", &m), -1);
+  assert_int_equal(lens_parse_mask("12abc", &m), -1);
+  assert_int_equal(lens_parse_mask("0x10000", &m), -1);
+  assert_int_equal(lens_parse_mask("", &m), -1);
+  uint64_t s;
+  assert_int_equal(lens_parse_size("64K", &s), 0);
+  assert_int_equal(s, 65536);
+  assert_int_equal(lens_parse_size("1GiB", &s), 0);
+  assert_int_equal(s, 1ull << 30);
+  assert_int_equal(lens_parse_size("4MB", &s), 0);
+  assert_int_equal(s, 4ull << 20);
+  assert_int_equal(lens_parse_size("4X", &s), -1);
+  assert_int_equal(lens_parse_size("-1", &s), -1);
+}
+
+static void test_bad_values_use_defaults_and_log_once_each(void **state) {
+  struct lens_config c;
+  setenv("NCCL_LENS_DISABLE", "maybe", 1);
+  setenv("NCCL_LENS_EVENT_MASK", "colll", 1);
+  setenv("NCCL_LENS_BUFFER_SIZE", "16K", 1); /* below the minimum */
+  setenv("NCCL_LENS_MAX_THREADS", "0", 1);
+  setenv("NCCL_LENS_WRITER_PERIOD_US", "ten", 1);
+  setenv("NCCL_LENS_TSC", "2", 1);
+  setenv("NCCL_LENS_NVTX", "", 1);
+  setenv("NCCL_LENS_CUPTI", "sometimes", 1);
+  setenv("NCCL_LENS_OUTPUT_DIR", "", 1);
+  assert_int_equal(lens_config_parse(&c), 9);
+  assert_int_equal(c.disable, 0);
+  assert_int_equal(c.event_mask, 0x7F7E);
+  assert_int_equal(c.buffer_bytes, 4u << 20);
+  assert_int_equal(c.max_threads, 128);
+  assert_int_equal(c.writer_period_us, 10000);
+  assert_int_equal(c.use_tsc, 1);
+  assert_int_equal(c.nvtx, 1);
+  assert_int_equal(c.cupti, LENS_CUPTI_AUTO);
+  assert_string_equal(c.out_dir, ".");
+  const char *names[] = {"NCCL_LENS_DISABLE", "NCCL_LENS_EVENT_MASK", "NCCL_LENS_BUFFER_SIZE",
+                         "NCCL_LENS_MAX_THREADS", "NCCL_LENS_WRITER_PERIOD_US", "NCCL_LENS_TSC",
+                         "NCCL_LENS_NVTX=", "NCCL_LENS_CUPTI", "NCCL_LENS_OUTPUT_DIR"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) assert_int_equal(test_log_count(names[i]), 1);
+  /* WARN level, PROFILE subsystem (0x4000) */
+  assert_int_equal(test_log_count("2 4000 nccl-lens: bad value"), 9);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup(test_defaults, setup),
+      cmocka_unit_test_setup(test_good_values, setup),
+      cmocka_unit_test_setup(test_mask_forms, setup),
+      cmocka_unit_test_setup(test_bad_values_use_defaults_and_log_once_each, setup),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
