@@ -61,6 +61,11 @@ static void test_bad_arguments(void **state) {
   expect_error((char *[]){LENS_CLI, "sched", "--pid", pidbuf, "--follow", NULL}, 0,
                "give exactly one of --pid PID or --follow");
   expect_error((char *[]){LENS_CLI, "sched", "--pid", pidbuf, "--duration", "0", NULL}, 0, "bad --duration");
+  /* --registry-only narrows --follow to one registry dir: it needs both. */
+  expect_error((char *[]){LENS_CLI, "sched", "--follow", "--registry-only", NULL}, 0,
+               "--registry-only needs --follow and --registry-dir");
+  expect_error((char *[]){LENS_CLI, "sched", "--pid", pidbuf, "--registry-only", "--registry-dir", "/tmp", NULL}, 0,
+               "--registry-only needs --follow and --registry-dir");
 }
 
 static void test_dead_process(void **state) {

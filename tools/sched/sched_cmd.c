@@ -32,6 +32,7 @@
 
 struct opts {
   int pid, follow, all_threads, quiet, verbose, stats;
+  int registry_only; /* --follow: only the registry dir, no /proc scan (the demo's own processes) */
   const char *out_dir, *btf, *registry_dir;
   double duration_s;
   uint64_t min_offcpu_ns, min_wait_ns;
@@ -65,6 +66,8 @@ static void usage(FILE *f) {
           "  --duration S         stop after S seconds (default: until SIGINT/SIGTERM or the pid exits)\n"
           "  --min-wait-us N      waits shorter than N us go to histograms only (default 10)\n"
           "  --min-offcpu-us N    sleeps shorter than N us go to histograms only (default 1000)\n"
+          "  --registry-only      with --follow: find processes only by their registry files in --registry-dir\n"
+          "                       (no /proc scan), so only processes that publish there are watched\n"
           "  --registry-dir DIR   registry directory inside the target (default: its NCCL_LENS_REGISTRY_DIR\n"
           "                       or " "/tmp/nccl-lens" ")\n"
           "  --btf PATH           kernel BTF to use instead of /sys/kernel/btf/vmlinux\n"
@@ -89,6 +92,7 @@ static int parse_opts(int argc, char **argv, struct opts *o) {
       {"duration", required_argument, 0, 'd'},   {"min-offcpu-us", required_argument, 0, 'm'},
       {"min-wait-us", required_argument, 0, 'w'}, {"btf", required_argument, 0, 'b'},
       {"registry-dir", required_argument, 0, 'r'}, {"stats", no_argument, 0, 's'},
+      {"registry-only", no_argument, 0, 'R'},
       {"quiet", no_argument, 0, 'q'},            {"verbose", no_argument, 0, 'v'},
       {"help", no_argument, 0, 'h'},             {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
@@ -125,6 +129,7 @@ static int parse_opts(int argc, char **argv, struct opts *o) {
       break;
     case 'b': o->btf = optarg; break;
     case 'r': o->registry_dir = optarg; break;
+    case 'R': o->registry_only = 1; break;
     case 's': o->stats = 1; break;
     case 'q': o->quiet = 1; break;
     case 'v': o->verbose = 1; break;
@@ -135,6 +140,8 @@ static int parse_opts(int argc, char **argv, struct opts *o) {
   if (optind < argc) return lens_cli_error(CMD, "unexpected argument '%s' (try --help)", argv[optind]), -1;
   if (!!o->pid == !!o->follow) return lens_cli_error(CMD, "give exactly one of --pid PID or --follow"), -1;
   if (o->all_threads && !o->pid) return lens_cli_error(CMD, "--all-threads needs --pid"), -1;
+  if (o->registry_only && (!o->follow || !o->registry_dir))
+    return lens_cli_error(CMD, "--registry-only needs --follow and --registry-dir"), -1;
   return 0;
 }
 
@@ -210,7 +217,7 @@ static int refresh(struct run *r, int scan) {
   char err[512];
   if (r->o.follow) {
     lens_sched_scan_registry_dir(r->o.registry_dir ? r->o.registry_dir : LENS_REGISTRY_DEFAULT_DIR, follow_found, r);
-    if (scan) lens_sched_scan_plugin_procs(follow_found, r);
+    if (scan && !r->o.registry_only) lens_sched_scan_plugin_procs(follow_found, r);
   }
   for (size_t i = 0; i < r->n_targets;) {
     struct lens_sched_target *t = &r->targets[i];
