@@ -2,28 +2,7 @@
 
 #include <string.h>
 
-/* Table-driven CRC-32C (Castagnoli, reflected 0x82F63B78). Built once; the
- * table is only used off the hot path (writer thread, reader). */
-static uint32_t crc_table[256];
-static int crc_table_ready;
-
-static void crc_table_build(void) {
-  for (uint32_t i = 0; i < 256; i++) {
-    uint32_t c = i;
-    for (int k = 0; k < 8; k++) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-    crc_table[i] = c;
-  }
-  __atomic_store_n(&crc_table_ready, 1, __ATOMIC_RELEASE);
-}
-
-uint32_t lens_crc32c(uint32_t crc, const void *data, size_t len) {
-  /* Building twice concurrently is harmless: both write the same values. */
-  if (!__atomic_load_n(&crc_table_ready, __ATOMIC_ACQUIRE)) crc_table_build();
-  const uint8_t *p = data;
-  crc = ~crc;
-  while (len--) crc = crc_table[(crc ^ *p++) & 0xFF] ^ (crc >> 8);
-  return ~crc;
-}
+/* lens_crc32c lives in lens_crc32c.c (hardware CRC when the CPU has it). */
 
 void lens_chunk_hdr_init(struct lens_chunk_hdr *h, uint16_t type, uint32_t session, uint64_t seq,
                          const void *payload, uint32_t payload_len) {

@@ -97,6 +97,28 @@ static int on_comm_fini(struct lens_builder *b, uint32_t session, const uint8_t 
   return 0;
 }
 
+int32_t lens_builder_new_thread(struct lens_builder *b, uint32_t session, uint32_t slot, int32_t prev) {
+  struct lens_model *m = b->m;
+  struct lens_thread *t = LENS_VEC_PUSH(b, m->threads, m->n_threads, cap_threads);
+  if (!t) return -1;
+  memset(t, 0, sizeof *t);
+  t->proc = b->proc;
+  t->slot = slot;
+  t->proxy_rank = -1;
+  t->proxy_comm = -1;
+  int64_t idx = (int64_t)(m->n_threads - 1);
+  if (lens_vec_reserve((void **)&b->thread_tmp, &b->cap_thread_tmp, m->n_threads, sizeof *b->thread_tmp) ||
+      lens_hash_put(&b->threads, lens_hash_scope((uint32_t)b->proc, session), slot, idx))
+    return -1;
+  b->thread_tmp[idx] = (struct lens_thread_tmp){.session = session, .from_chunk = b->chunk, .prev = prev};
+  return (int32_t)idx;
+}
+
+/* The writer announces a slot (THREAD) before draining its ring, and frees a
+ * retiring slot only once its ring is empty, so every EVENTS chunk of an
+ * exited thread precedes the THREAD chunk of the slot's next owner. A THREAD
+ * with the same tid re-announces changed roles (the latest wins); another
+ * tid is a new owner and gets its own entry. */
 static int on_thread(struct lens_builder *b, uint32_t session, const uint8_t *p, uint32_t len) {
   if (b->proc < 0) return 0;
   struct lens_thread_rec r;
@@ -104,18 +126,13 @@ static int on_thread(struct lens_builder *b, uint32_t session, const uint8_t *p,
   r.name[sizeof r.name - 1] = 0;
   struct lens_model *m = b->m;
   int64_t idx;
-  struct lens_thread *t;
-  if (lens_hash_get(&b->threads, lens_hash_scope((uint32_t)b->proc, session), r.slot, &idx)) {
-    t = &m->threads[idx]; /* roles changed: the latest wins */
-  } else {
-    t = LENS_VEC_PUSH(b, m->threads, m->n_threads, cap_threads);
-    if (!t) return lens_builder_oom(b);
-    idx = (int64_t)(m->n_threads - 1);
-    if (lens_vec_reserve((void **)&b->thread_session, &b->cap_thread_session, m->n_threads, sizeof(uint32_t)) ||
-        lens_hash_put(&b->threads, lens_hash_scope((uint32_t)b->proc, session), r.slot, idx))
-      return lens_builder_oom(b);
-    b->thread_session[idx] = session;
+  int known = lens_hash_get(&b->threads, lens_hash_scope((uint32_t)b->proc, session), r.slot, &idx);
+  int32_t ti = known ? (int32_t)idx : -1;
+  if (!known || m->threads[ti].tid != r.tid) {
+    ti = lens_builder_new_thread(b, session, r.slot, ti);
+    if (ti < 0) return lens_builder_oom(b);
   }
+  struct lens_thread *t = &m->threads[ti];
   memset(t, 0, sizeof *t);
   t->proc = b->proc;
   t->slot = r.slot;
@@ -123,7 +140,6 @@ static int on_thread(struct lens_builder *b, uint32_t session, const uint8_t *p,
   t->outer_tid = r.outer_tid ? r.outer_tid : r.tid;
   t->roles = r.roles;
   t->proxy_rank = r.proxy_rank;
-  t->proxy_comm = -1;
   /* Resolved to a comm index in lens_resolve_model (the COMM may come later). */
   t->proxy_comm = r.proxy_comm_index == UINT32_MAX ? -1 : -2 - (int32_t)(r.proxy_comm_index & 0x3FFFFFFF);
   t->first_mono_ns = r.first_mono_ns;

@@ -165,9 +165,13 @@ static int load_file(struct lens_builder *b, const char *path, uint64_t *done, u
   size_t nv;
   if (walk_chunks(b, f, base, size, &v, &nv)) return -1;
   int rc = 0;
-  for (size_t i = 0; i < nv && !rc; i++) rc = lens_read_meta_chunk(b, v[i].h, v[i].payload, v[i].len);
+  for (size_t i = 0; i < nv && !rc; i++) {
+    b->chunk = (uint32_t)i;
+    rc = lens_read_meta_chunk(b, v[i].h, v[i].payload, v[i].len);
+  }
   uint64_t step = 0;
   for (size_t i = 0; i < nv && !rc; i++) {
+    b->chunk = (uint32_t)i;
     if (v[i].h->type == LENS_CHUNK_EVENTS && b->proc >= 0)
       rc = lens_read_events_chunk(b, v[i].h, v[i].payload, v[i].len);
     step += v[i].len + sizeof(struct lens_chunk_hdr);
@@ -220,7 +224,7 @@ struct lens_model *lens_model_load(const char *const *paths, size_t n_paths, cha
   free(b.states);
   free(b.pend);
   free(b.sess);
-  free(b.thread_session);
+  free(b.thread_tmp);
   lens_hash_free(&b.strings);
   lens_hash_free(&b.comms);
   lens_hash_free(&b.threads);
@@ -229,7 +233,7 @@ bad:
   free(b.states);
   free(b.pend);
   free(b.sess);
-  free(b.thread_session);
+  free(b.thread_tmp);
   lens_hash_free(&b.strings);
   lens_hash_free(&b.comms);
   lens_hash_free(&b.threads);

@@ -54,8 +54,13 @@ struct lens_builder {
   struct lens_sess *sess; size_t n_sess, cap_sess; /* of the current file */
   struct lens_hash strings; /* (file, session, str id) -> const char* */
   struct lens_hash comms;   /* (proc, session, context) -> comm index */
-  struct lens_hash threads; /* (proc, session, slot) -> thread index */
-  uint32_t *thread_session; size_t cap_thread_session; /* session of each thread (parallel to m->threads) */
+  struct lens_hash threads; /* (proc, session, slot) -> latest thread index of that slot */
+  /* Parallel to m->threads. A slot is recycled when its thread exits and
+   * another claims it: each owner gets its own entry, chained by prev, and
+   * an EVENTS chunk goes to the entry whose THREAD chunk came last before it. */
+  struct lens_thread_tmp { uint32_t session; uint32_t from_chunk; int32_t prev; } *thread_tmp;
+  size_t cap_thread_tmp;
+  uint32_t chunk;           /* index of the chunk being read in the current file */
   int32_t file, proc;       /* current file; its proc or -1 (probe files) */
   char *err; size_t err_len;
 };
@@ -66,6 +71,9 @@ struct lens_chunk_view { const struct lens_chunk_hdr *h; const uint8_t *payload;
 /* chunks.c: pass A (everything but EVENTS). 0, or -1 with err set (out of memory). */
 int lens_read_meta_chunk(struct lens_builder *b, const struct lens_chunk_hdr *h, const uint8_t *p, uint32_t len);
 struct lens_sess *lens_builder_session(struct lens_builder *b, uint32_t number);
+/* New thread entry for (session, slot) current from chunk b->chunk on; prev
+ * is the slot's previous entry or -1. Index, or -1 (out of memory). */
+int32_t lens_builder_new_thread(struct lens_builder *b, uint32_t session, uint32_t slot, int32_t prev);
 /* records.c: pass B. */
 int lens_read_events_chunk(struct lens_builder *b, const struct lens_chunk_hdr *h, const uint8_t *p, uint32_t len);
 int lens_apply_pending(struct lens_builder *b);

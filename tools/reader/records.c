@@ -165,25 +165,17 @@ static void parse_payload(struct lens_builder *b, uint32_t se, int type, const u
   }
 }
 
+/* The slot's owner when this EVENTS chunk was written: the entry whose
+ * THREAD chunk came last before it (the earliest entry if none did). */
 static int32_t thread_of(struct lens_builder *b, uint32_t session, uint32_t slot) {
   int64_t idx;
-  uint64_t scope = lens_hash_scope((uint32_t)b->proc, session);
-  if (lens_hash_get(&b->threads, scope, slot, &idx)) return (int32_t)idx;
+  if (lens_hash_get(&b->threads, lens_hash_scope((uint32_t)b->proc, session), slot, &idx)) {
+    int32_t t = (int32_t)idx;
+    while (b->thread_tmp[t].from_chunk > b->chunk && b->thread_tmp[t].prev >= 0) t = b->thread_tmp[t].prev;
+    return t;
+  }
   /* No THREAD chunk survived for it: a placeholder keeps its events together. */
-  struct lens_model *m = b->m;
-  struct lens_thread *t = LENS_VEC_PUSH(b, m->threads, m->n_threads, cap_threads);
-  if (!t) return -1;
-  memset(t, 0, sizeof *t);
-  t->proc = b->proc;
-  t->slot = slot;
-  t->proxy_rank = -1;
-  t->proxy_comm = -1;
-  idx = (int64_t)(m->n_threads - 1);
-  if (lens_vec_reserve((void **)&b->thread_session, &b->cap_thread_session, m->n_threads, sizeof(uint32_t)) ||
-      lens_hash_put(&b->threads, scope, slot, idx))
-    return -1;
-  b->thread_session[idx] = session;
-  return (int32_t)idx;
+  return lens_builder_new_thread(b, session, slot, -1);
 }
 
 static int on_start(struct lens_builder *b, uint32_t session, int32_t thread, const uint8_t *r, size_t size) {

@@ -1,0 +1,206 @@
+/* `nccl-lens report` on a replay run (`replay --scenario all`): the report
+ * has every section, and its numbers are the summary's (`summary --json`):
+ * one table row per (communicator, func, algo, proto, size) with the same
+ * count, bytes and times, the same event/process totals, losses and
+ * accuracy flag counts. Bad input: one line on stderr, exit status 1. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_run.h"
+#include "mini_json.h"
+
+static struct cli_result res;
+static char trace[512], report[512], json[512];
+static char *md; /* the report's text */
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *b = malloc((size_t)n + 1);
+  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) n = 0;
+  if (b) b[n] = 0;
+  fclose(f);
+  return b;
+}
+
+/* Replays once; the traces, summary JSON and report serve every test. */
+static int setup(void **state) {
+  (void)state;
+  char dir[256], truth[256];
+  snprintf(dir, sizeof dir, "%s/traces", cli_tmpdir());
+  snprintf(truth, sizeof truth, "%s/truth.json", cli_tmpdir());
+  const char *rp[] = {"replay", "--scenario", "all", "--out", dir, "--truth", truth, NULL};
+  if (cli_run(&res, rp) || res.status) {
+    fprintf(stderr, "replay failed (%d): %s\n", res.status, res.err);
+    return -1;
+  }
+  DIR *d = opendir(dir);
+  if (!d) return -1;
+  struct dirent *de;
+  while ((de = readdir(d)))
+    if (strstr(de->d_name, ".lens")) snprintf(trace, sizeof trace, "%s/%s", dir, de->d_name);
+  closedir(d);
+  if (!trace[0]) return -1;
+  snprintf(report, sizeof report, "%s/report.md", cli_tmpdir());
+  snprintf(json, sizeof json, "%s/summary.json", cli_tmpdir());
+  const char *rep[] = {"report", trace, "-o", report, NULL};
+  if (cli_run(&res, rep) || res.status) {
+    fprintf(stderr, "report failed (%d): %s\n", res.status, res.err);
+    return -1;
+  }
+  const char *sum[] = {"summary", "--json", "-o", json, trace, NULL};
+  if (cli_run(&res, sum) || res.status) return -1;
+  md = slurp(report);
+  return md ? 0 : -1;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  free(md);
+  cli_cleanup();
+  return 0;
+}
+
+static void test_sections(void **state) {
+  (void)state;
+  static const char *const sections[] = {
+      "# nccl-lens report\n", "\n## What was recorded\n", "\n## Collectives and point-to-point, per communicator\n",
+      "\n## Completion vs enqueue\n", "\n## Timing accuracy (GPU analysis)\n", "\n## Proxy threads and starvation\n",
+      "\n## Data losses\n", "\n## What to look at next\n"};
+  const char *prev = md;
+  for (size_t i = 0; i < sizeof sections / sizeof *sections; i++) {
+    const char *at = strstr(md, sections[i]);
+    if (!at) fail_msg("section missing: %s", sections[i]);
+    assert_true(at >= prev); /* in this order */
+    prev = at;
+  }
+  /* The hints section has findings (the replay has ring overruns and shared timers). */
+  const char *h = strstr(md, "## What to look at next\n\n- ");
+  assert_non_null(h);
+  assert_non_null(strstr(h, "timer-ring overrun"));
+  /* Same report on standard output. */
+  const char *rep[] = {"report", trace, NULL};
+  assert_int_equal(cli_run(&res, rep), 0);
+  assert_int_equal(res.status, 0);
+  assert_int_equal(strncmp(res.out, md, strlen(res.out) < strlen(md) ? strlen(res.out) : strlen(md)), 0);
+}
+
+static void row_expect(const struct mj *op, char *buf, size_t len) {
+  const struct mj *enq = mj_get(op, "enqueue");
+  uint64_t n = mj_uint(enq, "n", 0), sum = mj_uint(enq, "sum_ns", 0), mx = mj_uint(enq, "max_ns", 0);
+  const char *algo = mj_str(op, "algo"), *proto = mj_str(op, "proto");
+  snprintf(buf, len, "| %s | %s | %s | %s | %" PRIu64 " | %" PRIu64 " | %.3f | %.3f | ", mj_str(op, "func"),
+           algo && *algo ? algo : "-", proto && *proto ? proto : "-", mj_str(op, "size_bucket"), mj_uint(op, "count", 0),
+           mj_uint(op, "bytes", 0), n ? (double)sum / (double)n / 1e3 : 0.0, (double)mx / 1e3);
+  const struct mj *comp = mj_get(op, "completion");
+  n = mj_uint(comp, "n", 0);
+  size_t o = strlen(buf);
+  if (n)
+    snprintf(buf + o, len - o, "%.3f | %.3f | ", (double)mj_uint(comp, "sum_ns", 0) / (double)n / 1e3,
+             (double)mj_uint(comp, "max_ns", 0) / 1e3);
+}
+
+static void test_numbers_match_summary(void **state) {
+  (void)state;
+  struct mj *s = mj_parse_file(json);
+  assert_non_null(s);
+  char want[512];
+  snprintf(want, sizeof want, "%" PRIu64 " process(es)", mj_uint(s, "processes", 0));
+  assert_non_null(strstr(md, want));
+  snprintf(want, sizeof want, "%" PRIu64 " events", mj_uint(s, "events", 0));
+  assert_non_null(strstr(md, want));
+  const struct mj *comms = mj_get(s, "communicators");
+  assert_non_null(comms);
+  assert_true(comms->n >= 2);
+  size_t rows = 0;
+  for (const struct mj *c = comms->child; c; c = c->next) {
+    /* Each communicator's table starts with its id. */
+    snprintf(want, sizeof want, "(comm id %s, %" PRIu64 " ranks, %" PRIu64 " seen)", mj_str(c, "comm_id"),
+             mj_uint(c, "nranks", 0), mj_uint(c, "ranks_seen", 0));
+    const char *sec = strstr(md, want);
+    if (!sec) fail_msg("no table for %s", want);
+    const char *end = strstr(sec + 1, "\n### ");
+    if (!end) end = strstr(sec, "\n## ");
+    for (const struct mj *op = mj_get(c, "ops")->child; op; op = op->next) {
+      row_expect(op, want, sizeof want);
+      const char *at = strstr(sec, want);
+      if (!at || (end && at > end)) fail_msg("row not in its communicator's table: %s", want);
+      rows++;
+    }
+  }
+  assert_true(rows >= 10);
+  /* Losses and accuracy flags. */
+  const struct mj *drops = mj_get(s, "drops");
+  snprintf(want, sizeof want, "- orphan stops (start lost): %" PRIu64 "\n", mj_uint(drops, "orphan_stops", 99));
+  assert_non_null(strstr(md, want));
+  snprintf(want, sizeof want, "- unparsable records: %" PRIu64 "\n", mj_uint(drops, "bad_records", 99));
+  assert_non_null(strstr(md, want));
+  const struct mj *acc = mj_get(s, "accuracy");
+  assert_non_null(acc);
+  size_t flags = 0;
+  for (const struct mj *a = acc->child; a; a = a->next) {
+    if (a->type != MJ_NUM) continue;
+    snprintf(want, sizeof want, "| %s | %" PRIu64 " |\n", a->key, a->u);
+    if (!strstr(md, want)) fail_msg("accuracy flag row missing: %s", want);
+    flags++;
+  }
+  assert_true(flags >= 5);
+  assert_true(mj_uint(acc, "ring_overrun", 0) > 0); /* the replay overruns the timer ring on purpose */
+  /* Proxy threads: one row per thread of the summary, with its ops and steps. */
+  for (const struct mj *p = mj_get(s, "proxy_threads")->child; p; p = p->next) {
+    snprintf(want, sizeof want, "tid %" PRIu64 " | %s | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " |", mj_uint(p, "tid", 0),
+             mj_str(p, "name") && *mj_str(p, "name") ? mj_str(p, "name") : "-", mj_uint(p, "ops", 0),
+             mj_uint(p, "steps", 0), mj_uint(p, "bytes", 0));
+    if (!strstr(md, want)) fail_msg("proxy thread row missing: %s", want);
+  }
+  mj_free(s);
+}
+
+static void expect_bad(const char *const *args, const char *needle) {
+  assert_int_equal(cli_run(&res, args), 0);
+  assert_int_equal(res.status, 1);
+  assert_int_equal(res.err_lines, 1);
+  assert_non_null(strstr(res.err, "nccl-lens report: "));
+  if (needle && !strstr(res.err, needle)) fail_msg("expected '%s' in: %s", needle, res.err);
+  assert_int_equal(res.out[0], 0);
+}
+
+static void test_bad_input(void **state) {
+  (void)state;
+  char notrace[256];
+  snprintf(notrace, sizeof notrace, "%s/not-a-trace.lens", cli_tmpdir());
+  FILE *f = fopen(notrace, "w");
+  assert_non_null(f);
+  fputs("this is not a trace, but it is longer than the sixty-four bytes of a file header......\n", f);
+  fclose(f);
+  const char *missing[] = {"report", "/nonexistent/x.lens", NULL};
+  expect_bad(missing, "cannot open");
+  const char *junk[] = {"report", notrace, NULL};
+  expect_bad(junk, "not a .lens trace");
+  const char *none[] = {"report", NULL};
+  expect_bad(none, "no trace files");
+  const char *opt[] = {"report", "--bogus", trace, NULL};
+  expect_bad(opt, "unknown option");
+  const char *noval[] = {"report", trace, "-o", NULL};
+  expect_bad(noval, "needs a file name");
+  const char *unwritable[] = {"report", trace, "-o", "/nonexistent/dir/r.md", NULL};
+  expect_bad(unwritable, "cannot write");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_sections), cmocka_unit_test(test_numbers_match_summary),
+                                     cmocka_unit_test(test_bad_input)};
+  return cmocka_run_group_tests(tests, setup, teardown);
+}

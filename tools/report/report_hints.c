@@ -1,0 +1,207 @@
+/* "What to look at next": findings derived from the report's numbers, each a
+ * Markdown bullet that says what was seen (with the numbers) and where to
+ * look. Thresholds are deliberately coarse; each says why it is what it is. */
+#include <inttypes.h>
+#include <string.h>
+
+#include "nccl-lens/nccl_profiler_abi.h"
+#include "report/report_md.h"
+#include "validate/validate_print.h"
+
+static const char *nz(const char *s) { return s && *s ? s : "-"; }
+static double avg(const struct lens_stat *s) { return s->n ? (double)s->sum / (double)s->n : 0.0; }
+
+/* The latest rank of each communicator, when it is late by at least 10 us
+ * on average (below that, launch jitter) and at least twice the next one. */
+static int late_ranks(FILE *f, const struct lens_report *r) {
+  int n = 0;
+  for (size_t i = 0; i < r->n_late; i++) {
+    const struct lens_rep_late *w = &r->late[i];
+    double a = w->n ? (double)w->sum_ns / (double)w->n : 0;
+    int worst = 1;
+    double second = 0;
+    for (size_t j = 0; j < r->n_late; j++) {
+      const struct lens_rep_late *o = &r->late[j];
+      if (j == i || o->comm_id != w->comm_id) continue;
+      double b = o->n ? (double)o->sum_ns / (double)o->n : 0;
+      if (b > a || (b == a && j < i)) worst = 0;
+      if (b > second) second = b;
+    }
+    if (!worst || a < 10e3 || a < 2 * second) continue;
+    char s[32], mx[32], lb[48];
+    lens_report_fmt_ns(a, s, sizeof s);
+    lens_report_fmt_ns((double)w->max_ns, mx, sizeof mx);
+    fprintf(f, "- **Rank %d of %s arrives %s late on average** (max %s, last to arrive in %" PRIu64 " of %" PRIu64
+               " operations): the other ranks wait for it inside the collective. Look at what rank %d does before "
+               "its collectives (compute imbalance, data loading, host synchronisation).\n",
+            w->rank, lens_report_comm_label(w->comm_name, w->comm_id, lb, sizeof lb), s, mx, w->last_n, w->n, w->rank);
+    n++;
+  }
+  return n;
+}
+
+/* Rows whose slowest completion is 10x their average (at least 4 ops):
+ * stragglers rather than steady cost. At most three, slowest first. */
+static int outliers(FILE *f, const struct lens_report *r) {
+  const struct lens_summary *s = &r->sum;
+  int n = 0;
+  uint64_t prev_max = UINT64_MAX;
+  for (int k = 0; k < 3; k++) {
+    const struct lens_sum_row *best = NULL;
+    for (size_t i = 0; i < s->n_rows; i++) {
+      const struct lens_sum_row *w = &s->rows[i];
+      if (w->completion.n < 4 || (double)w->completion.max < 10 * avg(&w->completion)) continue;
+      if (w->completion.max >= prev_max) continue;
+      if (!best || w->completion.max > best->completion.max) best = w;
+    }
+    if (!best) break;
+    prev_max = best->completion.max;
+    char size[32], a[32], mx[32], lb[48];
+    lens_size_bucket_label(best->bucket, size, sizeof size);
+    lens_report_fmt_ns(avg(&best->completion), a, sizeof a);
+    lens_report_fmt_ns((double)best->completion.max, mx, sizeof mx);
+    fprintf(f, "- **Stragglers: %s %s/%s %s on %s**: slowest completion %s is %.0fx the average %s over %" PRIu64
+               " operations. Find that operation in the timeline (`nccl-lens export`) and see what its ranks and "
+               "proxy thread were doing.\n",
+            nz(best->func), nz(best->algo), nz(best->proto), size,
+            lens_report_comm_label(s->groups[best->group].name, s->groups[best->group].comm_id, lb, sizeof lb), mx,
+            (double)best->completion.max / avg(&best->completion), a, best->completion.n);
+    n++;
+  }
+  return n;
+}
+
+/* Host enqueue slower than the operations themselves: launch-bound. */
+static int launch_bound(FILE *f, const struct lens_report *r) {
+  const struct lens_summary *s = &r->sum;
+  int n = 0;
+  for (size_t g = 0; g < s->n_groups; g++) {
+    struct lens_stat enq = {0}, comp = {0};
+    for (size_t i = 0; i < s->n_rows; i++) {
+      const struct lens_sum_row *w = &s->rows[i];
+      if (w->group != (int32_t)g) continue;
+      enq.n += w->enqueue.n;
+      enq.sum += w->enqueue.sum;
+      comp.n += w->completion.n;
+      comp.sum += w->completion.sum;
+    }
+    if (!comp.n || !enq.n || avg(&enq) <= avg(&comp)) continue;
+    char a[32], b[32], lb[48];
+    lens_report_fmt_ns(avg(&enq), a, sizeof a);
+    lens_report_fmt_ns(avg(&comp), b, sizeof b);
+    fprintf(f, "- **%s is launch-bound**: enqueueing an operation takes %s on the host on average, longer than "
+               "the %s it takes to complete. Group or fuse small operations, or capture them in a CUDA graph.\n",
+            lens_report_comm_label(s->groups[g].name, s->groups[g].comm_id, lb, sizeof lb), a, b);
+    n++;
+  }
+  return n;
+}
+
+static int starved(FILE *f, const struct lens_model *m, const struct lens_report *r) {
+  if (!m->n_sched || !r->kernel_ch_starved) return 0;
+  const struct lens_rep_starve *w = NULL;
+  for (size_t i = 0; i < r->n_starve; i++)
+    if (!w || r->starve[i].starved_ns > w->starved_ns) w = &r->starve[i];
+  char ns[32];
+  lens_report_fmt_ns(w ? (double)w->starved_ns : 0, ns, sizeof ns);
+  fprintf(f, "- **%.1f%% of KernelCh starved** (%" PRIu64 " of %" PRIu64 "): their proxy thread was runnable but "
+             "not running while they completed; worst thread tid %u (%s starved). Give the proxy thread a core of "
+             "its own (CPU affinity, fewer data-loader threads).\n",
+          r->kernel_ch ? 100.0 * (double)r->kernel_ch_starved / (double)r->kernel_ch : 0.0, r->kernel_ch_starved,
+          r->kernel_ch, w ? m->threads[w->thread].tid : 0, ns);
+  return 1;
+}
+
+static int accuracy(FILE *f, const struct lens_model *m, const struct lens_report *r) {
+  if (!r->gpu_ran || !r->kernel_ch) return 0;
+  struct lens_validate_verdict v;
+  lens_validate_judge(m, &v);
+  int n = 0;
+  if (strcmp(v.level, "trusted")) {
+    fprintf(f, "- **GPU timing %s**: %s. `nccl-lens validate` lists each launch.\n", v.level, v.text);
+    n++;
+  }
+  uint64_t over = r->sum.acc_counts[__builtin_ctz(LENS_ACC_RING_OVERRUN)];
+  if (over) {
+    fprintf(f, "- **%" PRIu64 " KernelCh suspected of a timer-ring overrun**: the proxy thread fell more than 64 "
+               "work items behind the GPU, so those timers may belong to later items.\n",
+            over);
+    n++;
+  }
+  return n;
+}
+
+static int losses(FILE *f, const struct lens_model *m) {
+  uint64_t ring = 0, slot = 0, werr = 0;
+  for (size_t p = 0; p < m->n_procs; p++) {
+    ring += m->procs[p].drops.ring_full;
+    slot += m->procs[p].drops.no_thread_slot;
+    werr += m->procs[p].drops.write_errors;
+  }
+  int n = 0;
+  if (ring) {
+    fprintf(f, "- **%" PRIu64 " records dropped on full rings**: raise `NCCL_LENS_BUFFER_SIZE`.\n", ring);
+    n++;
+  }
+  if (slot) {
+    fprintf(f, "- **%" PRIu64 " records from threads without a slot**: raise `NCCL_LENS_MAX_THREADS`.\n", slot);
+    n++;
+  }
+  if (werr) {
+    fprintf(f, "- **%" PRIu64 " trace writes failed**: check the trace directory's disk.\n", werr);
+    n++;
+  }
+  size_t cut = 0, unclean = 0;
+  for (size_t i = 0; i < m->n_files; i++) {
+    cut += m->files[i].truncated_bytes != 0;
+    unclean += !m->files[i].clean_end && m->files[i].producer != LENS_PRODUCER_SCHED;
+  }
+  if (cut || unclean) {
+    fprintf(f, "- **%zu file(s) cut short, %zu without a clean end**: the job (or a rank) was killed; the last "
+               "operations before the cut are missing.\n",
+            cut, unclean);
+    n++;
+  }
+  if (m->orphan_stops) {
+    fprintf(f, "- **%" PRIu64 " orphan stops**: their starts were lost (drops or a cut); counts above are low by "
+               "about that much.\n",
+            m->orphan_stops);
+    n++;
+  }
+  return n;
+}
+
+/* Event types the numbers above need but the mask left out. */
+static int mask_gaps(FILE *f, const struct lens_model *m) {
+  uint32_t all = ~0u;
+  for (size_t p = 0; p < m->n_procs; p++) all &= m->procs[p].event_mask;
+  if (!m->n_procs) return 0;
+  int n = 0;
+  if (!(all & LENS_EV_KERNEL_CH)) {
+    fprintf(f, "- **KernelCh not recorded everywhere**: without it there is no GPU time per channel; add "
+               "`kernelch` to `NCCL_LENS_EVENT_MASK`.\n");
+    n++;
+  }
+  if (!(all & LENS_EV_PROXY_OP)) {
+    fprintf(f, "- **ProxyOp not recorded everywhere**: network progress is invisible; add `proxyop` to "
+               "`NCCL_LENS_EVENT_MASK`.\n");
+    n++;
+  }
+  return n;
+}
+
+int lens_report_print_hints(FILE *f, const struct lens_model *m, const struct lens_report *r) {
+  int n = late_ranks(f, r);
+  n += starved(f, m, r);
+  n += outliers(f, r);
+  n += launch_bound(f, r);
+  n += accuracy(f, m, r);
+  n += losses(f, m);
+  n += mask_gaps(f, m);
+  if (!m->n_sched && r->sum.n_proxies) {
+    fprintf(f, "- No scheduler probe trace: run the job under `nccl-lens sched` to see whether the proxy threads "
+               "are starved of CPU.\n");
+    n++;
+  }
+  return n;
+}

@@ -1,0 +1,308 @@
+/* See report_md.h. Tables are GitHub-flavoured Markdown; every number comes
+ * from the summary model (the same numbers as `summary --json`) or from
+ * report_model.c. */
+#include "report/report_md.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "summary/summary_print.h"
+#include "validate/validate_print.h"
+
+/* From tools/reader/starvation.c when linked. */
+__attribute__((weak)) void lens_print_starvation(FILE *f, const struct lens_model *m);
+
+void lens_report_fmt_ns(double ns, char *buf, size_t len) {
+  if (ns < 1e3) snprintf(buf, len, "%.0f ns", ns);
+  else if (ns < 1e6) snprintf(buf, len, "%.2f us", ns / 1e3);
+  else if (ns < 1e9) snprintf(buf, len, "%.2f ms", ns / 1e6);
+  else snprintf(buf, len, "%.2f s", ns / 1e9);
+}
+
+static const char *nz(const char *s) { return s && *s ? s : "-"; }
+
+const char *lens_report_comm_label(const char *name, uint64_t comm_id, char *buf, size_t len) {
+  if (name && *name) return name;
+  snprintf(buf, len, "comm 0x%" PRIx64, comm_id);
+  return buf;
+}
+static double avg(const struct lens_stat *s) { return s->n ? (double)s->sum / (double)s->n : 0.0; }
+static double pct(uint64_t a, uint64_t b) { return b ? 100.0 * (double)a / (double)b : 0.0; }
+
+static void mask_names(uint32_t mask, char *buf, size_t len) {
+  size_t o = 0;
+  buf[0] = 0;
+  for (int b = 0; b < LENS_T_COUNT && o < len; b++)
+    if (mask & (1u << b)) o += (size_t)snprintf(buf + o, len - o, "%s%s", o ? ", " : "", lens_type_name(b));
+  if (!buf[0]) snprintf(buf, len, "none");
+}
+
+static void recorded(FILE *f, const struct lens_model *m, const struct lens_report *r) {
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < m->n_files; i++) bytes += m->files[i].size_bytes;
+  fprintf(f, "## What was recorded\n\n%zu file(s) (%" PRIu64 " bytes), %zu process(es), %zu communicator "
+             "init(s), %zu thread(s), %zu events, %zu scheduler samples.\n\n",
+          m->n_files, bytes, m->n_procs, m->n_comms, m->n_threads, m->n_events, m->n_sched);
+  if (m->n_procs) {
+    fprintf(f, "| process | NCCL profiler API | event mask | recorded | sessions | clean end | file |\n"
+               "|---|---|---|---|---|---|---|\n");
+    for (size_t p = 0; p < m->n_procs; p++) {
+      const struct lens_proc *pr = &m->procs[p];
+      const struct lens_file *fl = &m->files[pr->file];
+      char mask[256], dur[32];
+      mask_names(pr->event_mask, mask, sizeof mask);
+      lens_report_fmt_ns((double)(r->procs[p].last_ns - r->procs[p].first_ns), dur, sizeof dur);
+      fprintf(f, "| %s:%u | v%u | 0x%x (%s) | %s | %u | %s | `%s` |\n", pr->host, pr->pid, pr->nccl_api_version,
+              pr->event_mask, mask, r->procs[p].last_ns ? dur : "-", fl->n_sessions, fl->clean_end ? "yes" : "no",
+              fl->path);
+    }
+    fputc('\n', f);
+  }
+  if (m->n_comms) {
+    fprintf(f, "| communicator | comm id | rank | nranks | nnodes | process | init → fini |\n"
+               "|---|---|---|---|---|---|---|\n");
+    for (size_t c = 0; c < m->n_comms; c++) {
+      const struct lens_comm *cm = &m->comms[c];
+      const struct lens_proc *pr = &m->procs[cm->proc];
+      char life[32] = "not finalized";
+      if (cm->fini_mono_ns >= cm->init_mono_ns && cm->fini_mono_ns)
+        lens_report_fmt_ns((double)(cm->fini_mono_ns - cm->init_mono_ns), life, sizeof life);
+      fprintf(f, "| %s | 0x%" PRIx64 " | %d | %d | %d | %s:%u | %s |\n", nz(cm->name), cm->comm_id, cm->rank,
+              cm->nranks, cm->nnodes, pr->host, pr->pid, life);
+    }
+    fputc('\n', f);
+  }
+}
+
+static const struct lens_summary *sort_s;
+static int cmp_row(const void *a, const void *b) {
+  const struct lens_sum_row *x = &sort_s->rows[*(const size_t *)a], *y = &sort_s->rows[*(const size_t *)b];
+  if (x->group != y->group) return x->group < y->group ? -1 : 1;
+  int c = strcmp(nz(x->func), nz(y->func));
+  if (!c) c = strcmp(nz(x->algo), nz(y->algo));
+  if (!c) c = strcmp(nz(x->proto), nz(y->proto));
+  return c ? c : (x->bucket > y->bucket) - (x->bucket < y->bucket);
+}
+
+static void collectives(FILE *f, const struct lens_summary *s) {
+  fprintf(f, "## Collectives and point-to-point, per communicator\n\n"
+             "Times in us. enqueue: API call start → Coll/P2p stop (host). completion: Coll/P2p start → its last "
+             "ProxyOp/KernelCh stop. algbw: bytes / completion time. ch GPU: per-channel kernel time.\n\n");
+  if (!s->n_rows) {
+    fprintf(f, "No collective or point-to-point operations in these traces.\n\n");
+    return;
+  }
+  size_t *o = malloc(s->n_rows * sizeof *o);
+  if (!o) return;
+  for (size_t i = 0; i < s->n_rows; i++) o[i] = i;
+  sort_s = s;
+  qsort(o, s->n_rows, sizeof *o, cmp_row);
+  int32_t cur = -1;
+  for (size_t k = 0; k < s->n_rows; k++) {
+    const struct lens_sum_row *r = &s->rows[o[k]];
+    if (r->group != cur) {
+      cur = r->group;
+      const struct lens_sum_group *g = &s->groups[cur];
+      char lb[48];
+      fprintf(f, "%s### %s (comm id 0x%" PRIx64 ", %d ranks, %d seen)\n\n", k ? "\n" : "",
+              lens_report_comm_label(g->name, g->comm_id, lb, sizeof lb), g->comm_id, g->nranks, g->ranks_seen);
+      fprintf(f, "| func | algo | proto | size | count | bytes | enqueue avg | enqueue max | completion avg | "
+                 "completion max | algbw GB/s | ch GPU avg | proxy ops/steps/bytes | graph ops |\n"
+                 "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n");
+    }
+    char size[32], comp_avg[24] = "-", comp_max[24] = "-", ch[24] = "-";
+    lens_size_bucket_label(r->bucket, size, sizeof size);
+    if (r->completion.n) {
+      snprintf(comp_avg, sizeof comp_avg, "%.3f", avg(&r->completion) / 1e3);
+      snprintf(comp_max, sizeof comp_max, "%.3f", (double)r->completion.max / 1e3);
+    }
+    if (r->gpu_channel.n) snprintf(ch, sizeof ch, "%.3f", avg(&r->gpu_channel) / 1e3);
+    fprintf(f, "| %s | %s | %s | %s | %" PRIu64 " | %" PRIu64 " | %.3f | %.3f | %s | %s | %.3f | %s | %" PRIu64
+               "/%" PRIu64 "/%" PRIu64 " | %" PRIu64 " |\n",
+            nz(r->func), nz(r->algo), nz(r->proto), size, r->count, r->bytes, avg(&r->enqueue) / 1e3,
+            (double)r->enqueue.max / 1e3, comp_avg, comp_max, lens_summary_algbw(r), ch, r->proxy_ops, r->proxy_steps,
+            r->proxy_bytes, r->graph);
+  }
+  fputc('\n', f);
+  free(o);
+}
+
+/* Per communicator: host enqueue cost against time to completion, then
+ * arrival of each rank. */
+static void completion_vs_enqueue(FILE *f, const struct lens_model *m, const struct lens_report *r) {
+  const struct lens_summary *s = &r->sum;
+  fprintf(f, "## Completion vs enqueue\n\n");
+  if (!s->n_groups) {
+    fprintf(f, "No operations.\n\n");
+    return;
+  }
+  fprintf(f, "| communicator | ops | completed | enqueue avg | completion avg | completion / enqueue |\n"
+             "|---|---:|---:|---:|---:|---:|\n");
+  for (size_t g = 0; g < s->n_groups; g++) {
+    struct lens_stat enq = {0}, comp = {0};
+    uint64_t ops = 0;
+    for (size_t i = 0; i < s->n_rows; i++) {
+      const struct lens_sum_row *w = &s->rows[i];
+      if (w->group != (int32_t)g) continue;
+      ops += w->count;
+      enq.n += w->enqueue.n;
+      enq.sum += w->enqueue.sum;
+      comp.n += w->completion.n;
+      comp.sum += w->completion.sum;
+    }
+    char a[32], b[32], ratio[32] = "-";
+    lens_report_fmt_ns(avg(&enq), a, sizeof a);
+    lens_report_fmt_ns(avg(&comp), b, sizeof b);
+    if (comp.n && avg(&enq) > 0) snprintf(ratio, sizeof ratio, "%.2f", avg(&comp) / avg(&enq));
+    char lb[48];
+    fprintf(f, "| %s | %" PRIu64 " | %" PRIu64 " | %s | %s | %s |\n",
+            lens_report_comm_label(s->groups[g].name, s->groups[g].comm_id, lb, sizeof lb), ops, comp.n, a,
+            comp.n ? b : "-", ratio);
+  }
+  fputc('\n', f);
+  if (!r->n_late) {
+    fprintf(f, "No collective was seen on two ranks of the same host: rank arrival not compared.\n\n");
+    return;
+  }
+  fprintf(f, "Arrival at collectives: each rank's Coll start minus the first rank's, per operation (same comm, "
+             "same seq, same host).\n\n| communicator | rank | ops | late avg | late max | last to arrive |\n"
+             "|---|---:|---:|---:|---:|---:|\n");
+  for (size_t i = 0; i < r->n_late; i++) {
+    const struct lens_rep_late *l = &r->late[i];
+    char a[32], b[32];
+    lens_report_fmt_ns(l->n ? (double)l->sum_ns / (double)l->n : 0, a, sizeof a);
+    lens_report_fmt_ns((double)l->max_ns, b, sizeof b);
+    char lb[48];
+    fprintf(f, "| %s | %d | %" PRIu64 " | %s | %s | %" PRIu64 " (%.0f%%) |\n",
+            lens_report_comm_label(l->comm_name, l->comm_id, lb, sizeof lb), l->rank, l->n, a, b,
+            l->last_n, pct(l->last_n, l->n));
+  }
+  (void)m;
+  fputc('\n', f);
+}
+
+static void accuracy(FILE *f, const struct lens_model *m, const struct lens_report *r) {
+  const struct lens_summary *s = &r->sum;
+  fprintf(f, "## Timing accuracy (GPU analysis)\n\n");
+  if (!r->gpu_ran) {
+    fprintf(f, "The GPU analysis is not built in: KernelCh times are host notices.\n\n");
+    return;
+  }
+  struct lens_validate_verdict v;
+  lens_validate_judge(m, &v);
+  fprintf(f, "**Verdict: %s.** %s\n\n", v.level, v.text);
+  fprintf(f, "KernelCh: %" PRIu64 " (time source: host-notice %" PRIu64 ", gpu-ptimer %" PRIu64 ", cupti %" PRIu64
+             "). CUPTI kernel records: %zu.",
+          r->kernel_ch, s->time_source[0], s->time_source[1], s->time_source[2], m->n_kernels);
+  if (r->lag_n) {
+    char a[32], b[32];
+    lens_report_fmt_ns((double)r->lag_sum_ns / (double)r->lag_n, a, sizeof a);
+    lens_report_fmt_ns((double)r->lag_max_ns, b, sizeof b);
+    fprintf(f, " The proxy noticed kernel channel completion %s after it on average (max %s, %" PRIu64 " channels).", a,
+            b, r->lag_n);
+  }
+  fprintf(f, "\n\n");
+  if (m->n_clock_maps) {
+    fprintf(f, "| GPU (proxy thread) | rank | source | points | slope | residual | error bound |\n"
+               "|---|---:|---|---:|---:|---:|---:|\n");
+    for (size_t i = 0; i < m->n_clock_maps; i++) {
+      const struct lens_clock_map *c = &m->clock_maps[i];
+      const struct lens_thread *t = c->thread >= 0 ? &m->threads[c->thread] : NULL;
+      char res[32], eb[32];
+      lens_report_fmt_ns(c->residual_ns, res, sizeof res);
+      lens_report_fmt_ns(c->error_bound_ns, eb, sizeof eb);
+      fprintf(f, "| %s:%u tid %u | %d | %s | %u | %.9f | %s | %s |\n", m->procs[c->proc].host, m->procs[c->proc].pid,
+              t ? t->tid : 0, c->rank, lens_time_source_name(c->source), c->n_points, c->slope, res, eb);
+    }
+    fputc('\n', f);
+  }
+  fprintf(f, "| accuracy flag | events |\n|---|---:|\n");
+  for (int b = 0; b < 32; b++)
+    if (lens_acc_name(1u << b)) fprintf(f, "| %s | %" PRIu64 " |\n", lens_acc_name(1u << b), s->acc_counts[b]);
+  fputc('\n', f);
+}
+
+static void proxies(FILE *f, const struct lens_model *m, const struct lens_report *r) {
+  const struct lens_summary *s = &r->sum;
+  fprintf(f, "## Proxy threads and starvation\n\n");
+  if (s->n_proxies) {
+    fprintf(f, "Share of the time from the thread's first to its last ProxyCtrl (idle includes sleep).\n\n"
+               "| thread | name | ops | steps | bytes | active | sleep | idle | append |\n"
+               "|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (size_t i = 0; i < s->n_proxies; i++) {
+      const struct lens_sum_proxy *p = &s->proxies[i];
+      const struct lens_thread *t = &m->threads[p->thread];
+      fprintf(f, "| %s:%u tid %u | %s | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " |", m->procs[t->proc].host,
+              m->procs[t->proc].pid, t->tid, nz(t->name), p->ops, p->steps, p->bytes);
+      for (int k = 0; k < 4; k++) fprintf(f, " %.1f%% |", pct(p->state_ns[k], p->span_ns));
+      fputc('\n', f);
+    }
+    fputc('\n', f);
+  }
+  if (!m->n_sched) {
+    fprintf(f, "No scheduler probe trace loaded: starvation not measured (`nccl-lens sched` records it).\n\n");
+    return;
+  }
+  fprintf(f, "Starvation: events of each proxy thread that overlap a run-queue wait or preemption of it "
+             "(%zu scheduler samples).\n\n| thread | KernelCh | starved | ProxyOp/Step | starved | time starved |\n"
+             "|---|---:|---:|---:|---:|---:|\n",
+          m->n_sched);
+  for (size_t i = 0; i < r->n_starve; i++) {
+    const struct lens_rep_starve *x = &r->starve[i];
+    const struct lens_thread *t = &m->threads[x->thread];
+    char ns[32];
+    lens_report_fmt_ns((double)x->starved_ns, ns, sizeof ns);
+    fprintf(f, "| %s:%u tid %u | %" PRIu64 " | %" PRIu64 " (%.1f%%) | %" PRIu64 " | %" PRIu64 " (%.1f%%) | %s |\n",
+            m->procs[t->proc].host, m->procs[t->proc].pid, t->tid, x->kernel_ch, x->kernel_ch_starved,
+            pct(x->kernel_ch_starved, x->kernel_ch), x->proxy, x->proxy_starved, pct(x->proxy_starved, x->proxy), ns);
+  }
+  fputc('\n', f);
+  if (lens_print_starvation) {
+    fprintf(f, "Per watched thread (from the scheduler probe):\n\n```\n");
+    lens_print_starvation(f, m);
+    fprintf(f, "```\n\n");
+  }
+}
+
+static void losses(FILE *f, const struct lens_model *m, const struct lens_report *r) {
+  fprintf(f, "## Data losses\n\n| process | ring_full | no_thread_slot | null_handle | bad_handle | write_errors | "
+             "cupti_records | blob_queue_full |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (size_t p = 0; p < m->n_procs; p++) {
+    const struct lens_drops *d = &m->procs[p].drops;
+    fprintf(f, "| %s:%u | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %" PRIu64
+               " |\n",
+            m->procs[p].host, m->procs[p].pid, d->ring_full, d->no_thread_slot, d->null_handle, d->bad_handle,
+            d->write_errors, d->cupti_records, d->blob_queue_full);
+  }
+  fprintf(f, "\n- orphan stops (start lost): %" PRIu64 "\n- unparsable records: %" PRIu64 "\n", m->orphan_stops,
+          m->bad_records);
+  int cut = 0;
+  for (size_t i = 0; i < m->n_files; i++) {
+    const struct lens_file *fl = &m->files[i];
+    if (fl->truncated_bytes) {
+      fprintf(f, "- truncated: `%s`: %s, last %" PRIu64 " bytes not read\n", fl->path, fl->truncation,
+              fl->truncated_bytes);
+      cut++;
+    }
+    if (!fl->clean_end && fl->producer != LENS_PRODUCER_SCHED)
+      fprintf(f, "- no clean end (FINI) in `%s`: the process may have been killed\n", fl->path);
+  }
+  if (!cut) fprintf(f, "- all %zu files intact\n", m->n_files);
+  for (int b = 0; b < 32; b++)
+    if (r->sum.evf_counts[b] && lens_evf_name(1u << b))
+      fprintf(f, "- events flagged %s: %" PRIu64 "\n", lens_evf_name(1u << b), r->sum.evf_counts[b]);
+  fputc('\n', f);
+}
+
+void lens_report_print_md(FILE *f, const struct lens_model *m, const struct lens_report *r) {
+  fprintf(f, "# nccl-lens report\n\n");
+  recorded(f, m, r);
+  collectives(f, &r->sum);
+  completion_vs_enqueue(f, m, r);
+  accuracy(f, m, r);
+  proxies(f, m, r);
+  losses(f, m, r);
+  fprintf(f, "## What to look at next\n\n");
+  if (!lens_report_print_hints(f, m, r)) fprintf(f, "- Nothing stands out in these numbers.\n");
+}
