@@ -9,13 +9,15 @@
 #   watched    probe watching every thread of the load: the cost a proxy
 #              thread's own switches pay (state update, histogram, ring buffer)
 # Needs root (or CAP_BPF+CAP_PERFMON). Usage: ebpf/bench_sched.sh [build-dir]
-# Env: PAIRS (default 4), SECS (default 3).
+# Env: PAIRS (default 4), SECS (default 3), SCHED_ARGS (extra options for
+# `nccl-lens sched`, e.g. "--min-wait-us 1000000" to see the cost without samples).
 set -euo pipefail
 build=${1:-build}
 cli=$build/bin/nccl-lens
 pp=$build/bin/lens-sched-pingpong
 pairs=${PAIRS:-4}
 secs=${SECS:-3}
+read -r -a sched_args <<<"${SCHED_ARGS:-}"
 for f in "$cli" "$pp"; do
   [ -x "$f" ] || { echo "bench_sched: $f not built" >&2; exit 1; }
 done
@@ -36,7 +38,7 @@ echo "== unwatched: probe loaded, load not watched"
 sleep $((secs + 10)) &
 idle=$!
 load $((secs + 2))
-"$cli" sched --pid "$idle" --all-threads --stats --quiet --duration "$secs" --out "$out"
+"$cli" sched --pid "$idle" --all-threads --stats --quiet --duration "$secs" --out "$out" ${sched_args[@]+"${sched_args[@]}"}
 kill "$idle"
 wait
 grep handovers "$out/pp.txt"
@@ -44,7 +46,7 @@ grep handovers "$out/pp.txt"
 echo "== watched: probe watching every thread of the load"
 load $((secs + 2))
 pid=$(awk '/ready/{print $2}' "$out/pp.txt")
-"$cli" sched --pid "$pid" --all-threads --stats --quiet --duration "$secs" --out "$out"
+"$cli" sched --pid "$pid" --all-threads --stats --quiet --duration "$secs" --out "$out" ${sched_args[@]+"${sched_args[@]}"}
 wait
 grep handovers "$out/pp.txt"
 echo "(ns/run as the kernel reports them, including the timing bpf_stats itself adds to each run)"

@@ -5,17 +5,21 @@
  * Three BTF tracepoints (tp_btf: attached by BTF id, no tracefs needed):
  *   sched_wakeup / sched_wakeup_new  a watched thread became runnable
  *   sched_switch                      a CPU changed hands
- * Only threads in the `watched` hash map (host tid -> state, filled by the
- * loader) are followed; every other task costs two bitmap tests and one
- * per-CPU load per switch.
+ * Only threads whose bit is set in `watch_bits` (filled by the loader, with
+ * their `watched` hash entry) are followed; every other task costs two bitmap
+ * tests and one per-CPU load per switch. A watched thread's state lives in
+ * task storage (`tstates`, found from the task pointer without hashing) and
+ * its histograms in an array slot (`slots`); the hash is read only once per
+ * watch, to seed that state.
  *
  * A watched thread goes RUNNING -> (switch-out) -> BLOCKED or PREEMPT, then
  * BLOCKED -> (wakeup) -> RUNQ, then RUNQ/PREEMPT -> (switch-in) -> RUNNING.
  * Each RUNQ/PREEMPT -> RUNNING transition is a wait, each BLOCKED -> RUNQ an
  * off-CPU sleep; both go into a log2 histogram and, above their thresholds,
  * into the ring buffer. The culprit of a wait is the task that held the CPU
- * longest while the thread waited for it (per-CPU slot `cpus`). Kernel structs are declared with only the fields read
- * (CO-RE relocates them against the running kernel's BTF). */
+ * longest while the thread waited for it (per-CPU slot `cpus`). Kernel
+ * structs are declared with only the fields read (CO-RE relocates them
+ * against the running kernel's BTF). */
 #include <linux/types.h>
 #include <linux/bpf.h>
 #include <stdbool.h>
@@ -44,6 +48,9 @@ struct task_struct___cpu {
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 #define RINGBUF_BYTES (1 << 22) /* 4 MiB: ~58k samples, over 0.1 s of the heaviest load measured */
+/* Records per CPU between early wake-ups of the loader: a power of two; with
+ * the ring a quarter full on 4 CPUs writing alike. */
+#define WAKE_EVERY 4096
 
 /* Set by the loader before load. */
 const volatile __u64 min_wait_ns = 0;          /* RUNQ/PREEMPT shorter than this: histogram only */
@@ -51,10 +58,25 @@ const volatile __u64 min_offcpu_ns = 1000000;  /* OFFCPU shorter than this: hist
 
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, 4096);
+  __uint(max_entries, LENS_BPF_SLOTS);
   __type(key, __u32);
-  __type(value, struct lens_bpf_tstate);
+  __type(value, struct lens_bpf_watch);
 } watched SEC(".maps");
+
+/* Per-thread state of watched threads only (created at their first switch). */
+struct {
+  __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, int);
+  __type(value, struct lens_bpf_tstate);
+} tstates SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, LENS_BPF_SLOTS);
+  __type(key, __u32);
+  __type(value, struct lens_bpf_slot);
+} slots SEC(".maps");
 
 /* One bit per tid (word = tid / 64), set by the loader for watched tids: an
  * array lookup the verifier inlines, so the common case, a switch between two
@@ -66,13 +88,6 @@ struct {
   __type(key, __u32);
   __type(value, __u64);
 } watch_bits SEC(".maps");
-
-struct {
-  __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, 4096 * 3);
-  __type(key, struct lens_bpf_hist_key);
-  __type(value, struct lens_bpf_hist);
-} hists SEC(".maps");
 
 /* Sized to the possible CPUs by the loader. */
 struct {
@@ -94,22 +109,53 @@ struct {
   __type(value, __u64);
 } counters SEC(".maps");
 
-static __always_inline void count(__u32 which) {
+/* Returns the new count on this CPU (0 if the counter is missing). */
+static __always_inline __u64 count(__u32 which) {
   __u64 *c = bpf_map_lookup_elem(&counters, &which);
-  if (c) *c += 1; /* per-CPU slot: no atomics needed */
+  if (!c) return 0;
+  return *c += 1; /* per-CPU slot: no atomics needed */
 }
 
-static __always_inline struct lens_bpf_tstate *watched_state(__u32 tid) {
+/* The state of `t` if it is watched, else 0; *slot gets its histograms.
+ * Unwatched (the common case): one inlined bitmap load. Watched: one task
+ * storage lookup and one inlined array load; the `watched` hash is read only
+ * when the state is new or belongs to an older watch of this thread. */
+static __always_inline struct lens_bpf_tstate *watched_state(struct task_struct *t, __u32 tid,
+                                                             struct lens_bpf_slot **slot) {
   __u32 word = tid >> 6;
   __u64 *bits = bpf_map_lookup_elem(&watch_bits, &word);
-  if (bits && !((*bits >> (tid & 63)) & 1)) return 0;
-  return bpf_map_lookup_elem(&watched, &tid);
+  if (bits) {
+    if (!((*bits >> (tid & 63)) & 1)) return 0;
+  } else if (!bpf_map_lookup_elem(&watched, &tid)) {
+    return 0; /* past the bitmap (pid_max raised after load): the hash decides, before any storage is made */
+  }
+  struct lens_bpf_tstate *st = bpf_task_storage_get(&tstates, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+  if (!st) {
+    count(LENS_CNT_HIST_FULL); /* no memory, or a recursive task-storage use on this CPU */
+    return 0;
+  }
+  struct lens_bpf_slot *s = bpf_map_lookup_elem(&slots, &st->slot);
+  if (s && st->gen && s->gen == st->gen && s->tid == tid) {
+    *slot = s;
+    return st;
+  }
+  struct lens_bpf_watch *w = bpf_map_lookup_elem(&watched, &tid);
+  if (!w) return 0;
+  __builtin_memset(st, 0, sizeof(*st)); /* phase UNKNOWN: no wait is measured across the gap */
+  st->slot = w->slot;
+  st->gen = w->gen;
+  st->ns_tid = w->ns_tid;
+  s = bpf_map_lookup_elem(&slots, &st->slot);
+  if (!s || s->gen != st->gen || s->tid != tid) return 0; /* the loader is changing it */
+  *slot = s;
+  return st;
 }
 
 static __always_inline __u32 task_cpu(struct task_struct *p) {
-  if (bpf_core_field_exists(p->thread_info.cpu)) return BPF_CORE_READ(p, thread_info.cpu);
+  /* `p` is a BTF pointer: plain (CO-RE relocated) loads, no probe_read helper. */
+  if (bpf_core_field_exists(p->thread_info.cpu)) return p->thread_info.cpu;
   struct task_struct___cpu *q = (void *)p;
-  if (bpf_core_field_exists(q->cpu)) return BPF_CORE_READ(q, cpu);
+  if (bpf_core_field_exists(q->cpu)) return q->cpu;
   return bpf_get_smp_processor_id();
 }
 
@@ -146,30 +192,27 @@ static __always_inline __u32 log2_u64(__u64 v) {
   return r | (__u32)(v >> 1);
 }
 
-static __always_inline void hist_add(__u32 tid, __u32 kind, __u64 delta_ns) {
-  struct lens_bpf_hist_key key = {.tid = tid, .kind = kind};
-  struct lens_bpf_hist *h = bpf_map_lookup_elem(&hists, &key);
-  if (!h) {
-    static const struct lens_bpf_hist zero;
-    /* Another CPU may have inserted it first (EEXIST): the lookup finds theirs. */
-    bpf_map_update_elem(&hists, &key, &zero, BPF_NOEXIST);
-    h = bpf_map_lookup_elem(&hists, &key);
-    if (!h) {
-      count(LENS_CNT_HIST_FULL);
-      return;
-    }
-  }
-  __u64 us = delta_ns / 1000;
+/* One thread's waits are counted only by its own wakeup and switch-in, which
+ * the scheduler serializes (pi_lock, run-queue lock), so a plain add suffices. */
+static __always_inline void hist_add(struct lens_bpf_slot *slot, __u32 kind, __u64 delta_ns) {
+  __u32 k = kind - 1;
+  barrier_var(k);
+  if (k >= LENS_BPF_KINDS - 1) return;
+  struct lens_bpf_hist *h = &slot->hist[k];
+  /* ns -> us without a 64-bit divide (tens of cycles): floor(n / 1000) equals
+   * (n * 0x10624DD3) >> 38 for every n < 2^32, which is what gcc emits for a
+   * 32-bit n / 1000; waits of 4.3 s and more take the divide. */
+  __u64 us = delta_ns < (1ull << 32) ? (delta_ns * 0x10624DD3ull) >> 38 : delta_ns / 1000;
   __u64 b = us ? log2_u64(us) + 1 : 0; /* bucket 0: < 1 us; bucket k: [2^(k-1), 2^k) us */
   if (b >= LENS_HIST_BUCKETS) b = LENS_HIST_BUCKETS - 1;
   /* clang folds a plain mask into the clamp above and the verifier then sees
    * no bound; the barrier keeps the mask, a no-op after the clamp. */
   barrier_var(b);
   b &= LENS_HIST_BUCKETS - 1;
-  __sync_fetch_and_add(&h->buckets[b], 1);
+  h->buckets[b] += 1;
 }
 
-static __always_inline void emit(__u32 kind, __u64 start, __u64 end, struct task_struct *t,
+static __always_inline void emit(__u32 kind, __u32 cpu, __u64 start, __u64 end, struct task_struct *t,
                                  const struct lens_bpf_tstate *st, __u32 culprit_pid, __u32 culprit_tid,
                                  const char *culprit_comm_kernel, const char *culprit_comm_saved) {
   struct lens_bpf_sample *s = bpf_ringbuf_reserve(&samples, sizeof(*s), 0);
@@ -182,7 +225,7 @@ static __always_inline void emit(__u32 kind, __u64 start, __u64 end, struct task
   s->kind = kind;
   s->pid = t->tgid;
   s->tid = t->pid;
-  s->cpu = bpf_get_smp_processor_id();
+  s->cpu = cpu;
   s->culprit_pid = culprit_pid;
   s->culprit_tid = culprit_tid;
   s->prev_state = st->prev_state;
@@ -193,12 +236,12 @@ static __always_inline void emit(__u32 kind, __u64 start, __u64 end, struct task
     __builtin_memcpy(s->culprit_comm, culprit_comm_saved, sizeof(s->culprit_comm));
   else
     __builtin_memset(s->culprit_comm, 0, sizeof(s->culprit_comm));
-  /* Waking the loader for every record costs more than the record; it polls
-   * every 100 ms anyway, so wake it early only when the ring is a quarter full. */
-  __u64 flags = bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) > RINGBUF_BYTES / 4 ? BPF_RB_FORCE_WAKEUP
-                                                                                    : BPF_RB_NO_WAKEUP;
-  bpf_ringbuf_submit(s, flags);
-  count(LENS_CNT_SAMPLES);
+  /* Waking the loader for every record costs more than the record, and so
+   * does asking the ring how full it is (a load of the loader's consumer
+   * position, a cache line another CPU writes). The loader polls every 50 ms
+   * anyway; each CPU wakes it early once per WAKE_EVERY records it wrote. */
+  __u64 n = count(LENS_CNT_SAMPLES);
+  bpf_ringbuf_submit(s, (n & (WAKE_EVERY - 1)) ? BPF_RB_NO_WAKEUP : BPF_RB_FORCE_WAKEUP);
 }
 
 /* A watched thread became runnable. Only a BLOCKED (or not yet seen) thread
@@ -206,13 +249,15 @@ static __always_inline void emit(__u32 kind, __u64 start, __u64 end, struct task
  * queued changes nothing. */
 static __always_inline int on_wake(struct task_struct *p) {
   __u32 tid = p->pid;
-  struct lens_bpf_tstate *st = watched_state(tid);
+  struct lens_bpf_slot *slot = 0;
+  struct lens_bpf_tstate *st = watched_state(p, tid, &slot);
   if (!st) return 0;
   __u64 now = bpf_ktime_get_ns();
   if (st->phase == LENS_PHASE_BLOCKED) {
     __u64 slept = now - st->since_ns;
-    hist_add(tid, LENS_BPF_OFFCPU, slept);
-    if (slept >= min_offcpu_ns) emit(LENS_BPF_OFFCPU, st->since_ns, now, p, st, 0, 0, 0, 0);
+    if (slot) hist_add(slot, LENS_BPF_OFFCPU, slept);
+    if (slept >= min_offcpu_ns)
+      emit(LENS_BPF_OFFCPU, bpf_get_smp_processor_id(), st->since_ns, now, p, st, 0, 0, 0, 0);
   } else if (st->phase != LENS_PHASE_UNKNOWN) {
     return 0;
   }
@@ -234,6 +279,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
   __u32 prev_tid = prev->pid, next_tid = next->pid;
   __u32 cpu = bpf_get_smp_processor_id();
   struct lens_bpf_tstate *st;
+  struct lens_bpf_slot *slot = 0;
   __u64 now = 0;
 
   /* A watched thread waits for this CPU: account the turn `prev` just had. */
@@ -243,7 +289,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
     holder_done(c, prev, now);
   }
 
-  st = watched_state(prev_tid);
+  st = watched_state(prev, prev_tid, &slot);
   if (st) {
     if (!now) now = bpf_ktime_get_ns();
     st->since_ns = now;
@@ -260,7 +306,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
     }
   }
 
-  st = watched_state(next_tid);
+  st = watched_state(next, next_tid, &slot);
   if (st) {
     if (!now) now = bpf_ktime_get_ns();
     __u32 phase = st->phase;
@@ -271,14 +317,14 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
        * task that took the CPU (PREEMPT) or had it until now (RUNQ). */
       struct lens_bpf_cpu *w = 0;
       if (c && c->waiter_tid == next_tid && st->cpu == cpu) w = c;
-      hist_add(next_tid, kind, waited);
+      if (slot) hist_add(slot, kind, waited);
       if (waited >= min_wait_ns) {
         if (w && w->best_ns)
-          emit(kind, st->since_ns, now, next, st, w->best_pid, w->best_tid, 0, w->best_comm);
+          emit(kind, cpu, st->since_ns, now, next, st, w->best_pid, w->best_tid, 0, w->best_comm);
         else if (kind == LENS_BPF_PREEMPT)
-          emit(kind, st->since_ns, now, next, st, st->culprit_pid, st->culprit_tid, 0, st->culprit_comm);
+          emit(kind, cpu, st->since_ns, now, next, st, st->culprit_pid, st->culprit_tid, 0, st->culprit_comm);
         else
-          emit(kind, st->since_ns, now, next, st, prev->pid ? prev->tgid : 0, prev_tid,
+          emit(kind, cpu, st->since_ns, now, next, st, prev->pid ? prev->tgid : 0, prev_tid,
                prev->pid ? prev->comm : 0, 0);
       }
     }

@@ -1,6 +1,6 @@
 /* Shared between the BPF program (lens_sched.bpf.c) and its loader
- * (tools/sched/): the ring-buffer record, the per-thread state kept in the
- * watch map, the histogram key and the counters. Only <linux/types.h> types,
+ * (tools/sched/): the ring-buffer record, the watch entry, the per-thread
+ * state kept in task storage, the histogram slots and the counters. Only <linux/types.h> types,
  * so both the BPF target and the host compiler see the same layout. */
 #ifndef NCCL_LENS_SCHED_BPF_H
 #define NCCL_LENS_SCHED_BPF_H
@@ -22,9 +22,19 @@
 
 #define LENS_HIST_BUCKETS 32 /* log2(microseconds) */
 
-/* Value of the watch map, keyed by host tid. User space inserts it zeroed
- * (phase UNKNOWN) with ns_tid set; the probe owns every other field. Keeping
- * the state in the filter map costs one hash lookup per task per switch. */
+/* Value of the `watched` hash (host tid -> watch), written by the loader
+ * only. The probe reads it once per watch: on a thread's first switch after
+ * it was (re)watched, to seed the thread's task-storage state. */
+struct lens_bpf_watch {
+  __u32 slot;            /* index into `slots`, where its histograms live */
+  __u32 gen;             /* loader's watch generation, never 0: tells a fresh watch from a stale state */
+  __u32 ns_tid;          /* tid in the target's own pid namespace */
+  __u32 pad;
+};
+
+/* Per-thread state, in task storage (`tstates`): the probe finds it from the
+ * task pointer with one helper call and no hashing. Created zeroed by the
+ * probe (gen 0) and seeded from `watched`; the probe owns every field. */
 struct lens_bpf_tstate {
   __u64 since_ns;        /* bpf_ktime_get_ns() when the phase began */
   __u32 phase;           /* LENS_PHASE_* */
@@ -33,7 +43,9 @@ struct lens_bpf_tstate {
   __u32 culprit_tid;
   char culprit_comm[16];
   __u32 cpu;             /* CPU it left (PREEMPT/BLOCKED) */
-  __u32 ns_tid;          /* tid in the target's own pid namespace, set by user space */
+  __u32 ns_tid;          /* copied from lens_bpf_watch */
+  __u32 slot;            /* copied from lens_bpf_watch */
+  __u32 gen;             /* copied from lens_bpf_watch; valid while slots[slot] has the same tid and gen */
 };
 
 /* Per CPU (array map "cpus", indexed by CPU number): who held this CPU
@@ -49,6 +61,9 @@ struct lens_bpf_cpu {
   __u32 best_tid;
   __u32 pad;
   char best_comm[16];
+  /* Each CPU writes its slot at every switch while a thread waits: a whole
+   * cache line each, or neighbouring CPUs would bounce one line between them. */
+  __u8 line_pad[16];
 };
 
 /* One ring-buffer record per wait. */
@@ -66,6 +81,7 @@ struct lens_bpf_sample {
   char culprit_comm[16];
 };
 
+/* Histograms of one (tid, kind), as the loader hands them to its caller. */
 struct lens_bpf_hist_key {
   __u32 tid;
   __u32 kind;
@@ -74,10 +90,22 @@ struct lens_bpf_hist {
   __u64 buckets[LENS_HIST_BUCKETS];
 };
 
+/* Array map "slots": one per watched thread, assigned by the loader, which
+ * writes tid and gen (and zeroes the histograms) before it publishes the
+ * watch; the probe only adds to the histograms. An array lookup the verifier
+ * inlines, read by the loader by index; hist[kind - 1]. */
+#define LENS_BPF_SLOTS 4096
+struct lens_bpf_slot {
+  __u32 tid;
+  __u32 gen;
+  struct lens_bpf_hist hist[LENS_BPF_KINDS - 1];
+  __u8 line_pad[56]; /* 832 bytes, whole cache lines: one thread's counts never share a line with another's */
+};
+
 /* Per-CPU counters (array map "counters"). */
 #define LENS_CNT_SAMPLES 0      /* records submitted */
 #define LENS_CNT_RINGBUF_FULL 1 /* records lost: ring buffer full */
-#define LENS_CNT_HIST_FULL 2    /* histogram updates lost: hist map full */
+#define LENS_CNT_HIST_FULL 2    /* waits lost to histograms and samples: no task storage (allocation failed) */
 #define LENS_CNT_N 3
 
 #endif

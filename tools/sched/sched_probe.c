@@ -23,7 +23,15 @@ struct lens_sched_probe {
   int stats_fd; /* BPF_ENABLE_STATS handle: stats stay on while it is open */
   void (*fn)(void *, const struct lens_bpf_sample *);
   void *ctx;
+  /* Which thread owns each histogram slot: the loader's own copy, so that
+   * reading histograms never scans the map. A slot stays RETIRED after
+   * unwatch until its histograms are taken. */
+  uint32_t slot_tid[LENS_BPF_SLOTS];
+  uint8_t slot_use[LENS_BPF_SLOTS];
+  uint32_t gen; /* last watch generation handed out */
 };
+
+enum { SLOT_FREE, SLOT_WATCHED, SLOT_RETIRED };
 
 static int libbpf_verbose;
 /* libbpf's messages mislead when the real cause is privileges ("Make sure your
@@ -167,19 +175,63 @@ void lens_sched_probe_close(struct lens_sched_probe *p) {
   free(p);
 }
 
+static int find_slot(const struct lens_sched_probe *p, uint32_t tid, int use) {
+  for (int i = 0; i < LENS_BPF_SLOTS; i++)
+    if (p->slot_use[i] == use && (use == SLOT_FREE || p->slot_tid[i] == tid)) return i;
+  return -1;
+}
+
+/* Writes a slot's owner and zeroes its histograms (tid 0: free). */
+static int write_slot(struct lens_sched_probe *p, uint32_t slot, uint32_t tid, uint32_t gen) {
+  static struct lens_bpf_slot s; /* 776 bytes: not on the stack; the loader is single-threaded */
+  memset(&s, 0, sizeof s);
+  s.tid = tid;
+  s.gen = gen;
+  return bpf_map__update_elem(p->skel->maps.slots, &slot, sizeof slot, &s, sizeof s, BPF_ANY);
+}
+
 int lens_sched_probe_watch(struct lens_sched_probe *p, uint32_t host_tid, uint32_t ns_tid) {
-  struct lens_bpf_tstate st;
-  memset(&st, 0, sizeof st);
-  st.ns_tid = ns_tid;
-  /* NOEXIST: re-adding a watched thread must not wipe the probe's state. */
-  int rc = bpf_map__update_elem(p->skel->maps.watched, &host_tid, sizeof host_tid, &st, sizeof st, BPF_NOEXIST);
-  if (rc && rc != -EEXIST) return rc;
-  return set_bit(p, host_tid, 1); /* state first, then the bit that makes the probe look */
+  struct lens_bpf_watch w;
+  /* Re-adding a watched thread must not wipe the probe's state. */
+  if (bpf_map__lookup_elem(p->skel->maps.watched, &host_tid, sizeof host_tid, &w, sizeof w, 0) == 0)
+    return set_bit(p, host_tid, 1);
+  /* Watched before and its histograms not yet taken: they go on in the same slot. */
+  int slot = find_slot(p, host_tid, SLOT_RETIRED);
+  int fresh = slot < 0;
+  if (fresh) slot = find_slot(p, 0, SLOT_FREE);
+  if (slot < 0) return -ENOSPC;
+  memset(&w, 0, sizeof w);
+  w.slot = (uint32_t)slot;
+  w.gen = ++p->gen ? p->gen : ++p->gen; /* never 0: a new task storage has gen 0 */
+  w.ns_tid = ns_tid;
+  /* The slot first (the probe checks its tid and gen against the state), then
+   * the watch entry, then the bit that makes the probe look. */
+  int rc;
+  if (fresh) {
+    rc = write_slot(p, (uint32_t)slot, host_tid, w.gen);
+  } else {
+    uint32_t key = (uint32_t)slot;
+    static struct lens_bpf_slot s;
+    rc = bpf_map__lookup_elem(p->skel->maps.slots, &key, sizeof key, &s, sizeof s, 0);
+    if (!rc) {
+      s.gen = w.gen;
+      rc = bpf_map__update_elem(p->skel->maps.slots, &key, sizeof key, &s, sizeof s, BPF_ANY);
+    }
+  }
+  if (rc) return rc;
+  rc = bpf_map__update_elem(p->skel->maps.watched, &host_tid, sizeof host_tid, &w, sizeof w, BPF_NOEXIST);
+  if (rc) return rc;
+  p->slot_tid[slot] = host_tid;
+  p->slot_use[slot] = SLOT_WATCHED;
+  return set_bit(p, host_tid, 1);
 }
 
 int lens_sched_probe_unwatch(struct lens_sched_probe *p, uint32_t host_tid) {
   set_bit(p, host_tid, 0);
   int rc = bpf_map__delete_elem(p->skel->maps.watched, &host_tid, sizeof host_tid, 0);
+  /* Its task storage goes with the thread, or is reset by the next watch (new gen). */
+  int slot = find_slot(p, host_tid, SLOT_WATCHED);
+  if (slot >= 0) p->slot_use[slot] = SLOT_RETIRED;
   /* A CPU slot it still claims would keep that CPU timing every switch. */
   int fd = bpf_map__fd(p->skel->maps.cpus);
   uint32_t n = bpf_map__max_entries(p->skel->maps.cpus);
@@ -214,31 +266,49 @@ int lens_sched_probe_poll(struct lens_sched_probe *p, int timeout_ms,
   return m < 0 ? m : n + m;
 }
 
+/* Calls fn for each kind of one slot that counted anything (a kind with no
+ * waits has no histogram, as before the slots existed). */
+static int report_slot(struct lens_sched_probe *p, uint32_t slot,
+                       void (*fn)(void *, const struct lens_bpf_hist_key *, const struct lens_bpf_hist *),
+                       void *ctx) {
+  static struct lens_bpf_slot s;
+  if (bpf_map__lookup_elem(p->skel->maps.slots, &slot, sizeof slot, &s, sizeof s, 0) != 0) return -1;
+  for (uint32_t kind = 1; kind < LENS_BPF_KINDS; kind++) {
+    const struct lens_bpf_hist *h = &s.hist[kind - 1];
+    uint64_t any = 0;
+    for (int b = 0; b < LENS_HIST_BUCKETS; b++) any |= h->buckets[b];
+    if (!any) continue;
+    struct lens_bpf_hist_key key = {.tid = p->slot_tid[slot], .kind = kind};
+    fn(ctx, &key, h);
+  }
+  return 0;
+}
+
 void lens_sched_probe_hists(struct lens_sched_probe *p,
                             void (*fn)(void *, const struct lens_bpf_hist_key *, const struct lens_bpf_hist *),
                             void *ctx) {
-  int fd = bpf_map__fd(p->skel->maps.hists);
-  struct lens_bpf_hist_key key, next;
-  struct lens_bpf_hist h;
-  const void *prev = NULL;
-  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-    if (bpf_map_lookup_elem(fd, &next, &h) == 0) fn(ctx, &next, &h);
-    key = next;
-    prev = &key;
-  }
+  for (uint32_t i = 0; i < LENS_BPF_SLOTS; i++)
+    if (p->slot_use[i] != SLOT_FREE) report_slot(p, i, fn, ctx);
 }
 
 void lens_sched_probe_take_hists(struct lens_sched_probe *p, uint32_t tid,
                                  void (*fn)(void *, const struct lens_bpf_hist_key *, const struct lens_bpf_hist *),
                                  void *ctx) {
-  int fd = bpf_map__fd(p->skel->maps.hists);
-  for (uint32_t kind = 1; kind < LENS_BPF_KINDS; kind++) {
-    struct lens_bpf_hist_key key = {.tid = tid, .kind = kind};
-    struct lens_bpf_hist h;
-    if (bpf_map_lookup_elem(fd, &key, &h) != 0) continue;
-    fn(ctx, &key, &h);
-    bpf_map_delete_elem(fd, &key);
+  int slot = find_slot(p, tid, SLOT_RETIRED);
+  int watched = slot < 0;
+  if (watched) slot = find_slot(p, tid, SLOT_WATCHED);
+  if (slot < 0) return;
+  if (report_slot(p, (uint32_t)slot, fn, ctx) != 0) return;
+  if (watched) {
+    /* Still watched: start its histograms over, keep the owner. */
+    struct lens_bpf_watch w;
+    if (bpf_map__lookup_elem(p->skel->maps.watched, &tid, sizeof tid, &w, sizeof w, 0) == 0)
+      write_slot(p, (uint32_t)slot, tid, w.gen);
+    return;
   }
+  write_slot(p, (uint32_t)slot, 0, 0);
+  p->slot_use[slot] = SLOT_FREE;
+  p->slot_tid[slot] = 0;
 }
 
 void lens_sched_probe_counters(struct lens_sched_probe *p, uint64_t out[LENS_CNT_N]) {
