@@ -1,12 +1,15 @@
-/* End to end with the replay driver's `starved` scenario: proxy threads and
- * CPU hogs pinned to the same CPU for part of the run, the hogs' tids and
- * intervals in the ground truth (docs/replay.md). `nccl-lens sched --follow`
- * runs alongside; then, from the plugin's and the probe's traces:
- *   - samples only on the replay's proxy threads (its app, callback and hog
- *     threads are not watched);
- *   - waits on each proxy with one of its own hogs as culprit, inside the hog
- *     interval;
- *   - the starvation flags on KernelCh / ProxyOp / ProxyStep against the truth. */
+/* End to end with the replay driver's `starved` scenario (docs/replay.md):
+ * local rank 0's proxy runs NCCL's busy loop on one CPU with busy hogs for
+ * part of the run; the app thread and the other proxy run elsewhere. The
+ * hogs' tids and interval and, per KernelCh, the GPU, post and notice times
+ * are in the ground truth. `nccl-lens sched --follow` runs alongside; then,
+ * from the plugin's and the probe's traces:
+ *   - samples only on the replay's proxy threads (its app, callback, writer
+ *     and hog threads are not watched);
+ *   - waits on the starved proxy with one of its hogs as culprit, inside the
+ *     hog interval;
+ *   - the KernelCh starvation flags against the truth: recall and precision
+ *     at least 0.90 (docs/sched.md). */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <setjmp.h>
@@ -32,18 +35,20 @@
 
 #define MAX_STARVE 16
 #define SLACK_NS 20000000ll   /* hogs stop within a scheduler slice of end_ns */
-#define DELAYED_NS 1000000ll  /* a KernelCh noticed this late was delayed by scheduling */
+#define LATE_NS 100000ll    /* a KernelCh held back this long (lag_of) was starved */
+#define MIN_WAIT_NS 10000ull /* waits the analysis counts: all the probe records */
 #define MATCH_NS 50000ll      /* truth notice vs the plugin's stop time */
-#define MIN_WAIT_NS 500000ull /* waits the analysis counts */
 
 struct starve { long proxy_tid, hog[8], nhogs; long long start_ns, end_ns; };
 static struct starve st[MAX_STARVE];
 static int n_st;
 static long replay_pid;
+static long proxy_tids[16]; /* every proxy thread of the replay (ranks[].proxy_tid) */
+static int n_proxies;
 
 /* A KernelCh as the driver played it: when the GPU really stopped, when the proxy noticed. */
-struct kch { long proxy_tid; long long true_start_ns, notice_start_ns, true_stop_ns, notice_stop_ns; };
-#define MAX_KCH 4096
+struct kch { long proxy_tid; long long true_start_ns, notice_start_ns, true_stop_ns, notice_stop_ns, posted_ns; };
+#define MAX_KCH 32768
 static struct kch kch[MAX_KCH];
 static int n_kch;
 
@@ -102,6 +107,13 @@ static void parse_truth(const char *text) {
   }
   (void)arr_end;
 
+  const char *r = strstr(procs, "\"ranks\":[");
+  assert_non_null(r);
+  const char *r_end = strstr(r, "\"ops\":[");
+  assert_non_null(r_end);
+  for (const char *q = strstr(r, "\"proxy_tid\":"); q && q < r_end && n_proxies < 16; q = strstr(q + 1, "\"proxy_tid\":"))
+    proxy_tids[n_proxies++] = strtol(q + 12, NULL, 10);
+
   const char *k = strstr(procs, "\"kernel_ch\":[");
   assert_non_null(k);
   const char *k_end = strstr(k, "\"hazards\"");
@@ -116,6 +128,7 @@ static void parse_truth(const char *text) {
     json_int(o, e, "notice_start_ns", &kch[n_kch].notice_start_ns);
     json_int(o, e, "true_stop_ns", &kch[n_kch].true_stop_ns);
     json_int(o, e, "notice_stop_ns", &kch[n_kch].notice_stop_ns);
+    json_int(o, e, "posted_ns", &kch[n_kch].posted_ns);
     n_kch++;
   }
 }
@@ -132,19 +145,65 @@ static const struct starve *starve_of(uint32_t proxy_tid) {
   return NULL;
 }
 
-/* 1 if thread t was asleep waiting for posts (ProxyCtrl Sleep .. Wakeup) at time `at`. */
-static int asleep_at(const struct lens_model *m, int32_t t, long long at) {
-  for (size_t i = 0; i < m->n_events; i++) {
-    const struct lens_event *e = &m->events[i];
-    if (e->thread != t || e->type != LENS_T_PROXY_CTRL) continue;
-    long long slept = -1;
-    for (uint32_t k = 0; k < e->n_states; k++) {
-      const struct lens_state_ev *s = &m->states[e->first_state + k];
-      if (s->state == LENS_ST_PROXY_CTRL_SLEEP) slept = (long long)s->ts_mono_ns;
-      if (s->state == LENS_ST_PROXY_CTRL_WAKEUP && slept >= 0 && slept <= at && at < (long long)s->ts_mono_ns) return 1;
+/* How long the proxy failed to notice what it could have noticed: the union
+ * of [max(GPU start, posted) .. start notice] and [max(GPU stop, posted) ..
+ * stop notice]. The proxy cannot notice anything before the app thread
+ * posted the pseudo-op; after that, a proxy that polls without napping
+ * notices within a pass (microseconds) unless it cannot run. These are the
+ * analysis's KernelCh windows, started no earlier than the post. */
+static long long lag_of(const struct kch *k) {
+  long long s0 = k->true_start_ns > k->posted_ns ? k->true_start_ns : k->posted_ns;
+  long long s1 = k->true_stop_ns > k->posted_ns ? k->true_stop_ns : k->posted_ns;
+  long long a = k->notice_start_ns > s0 ? k->notice_start_ns - s0 : 0;
+  long long b = k->notice_stop_ns > s1 ? k->notice_stop_ns - s1 : 0;
+  if (s1 < k->notice_start_ns) /* the two overlap: one interval */
+    return k->notice_stop_ns - (s0 < s1 ? s0 : s1);
+  return a + b;
+}
+
+/* Start of the probe's first sample on thread tid (host ids), -1 if none. */
+static long long watch_from(uint32_t tid, const struct lens_model *m) {
+  long long from = -1;
+  for (size_t i = 0; i < m->n_sched; i++) {
+    const struct lens_sched_sample *s = &m->sched[i].s;
+    if (s->host_pid == (uint32_t)replay_pid && s->host_tid == tid && (from < 0 || (long long)s->start_mono_ns < from))
+      from = (long long)s->start_mono_ns;
+  }
+  return from;
+}
+
+struct evkey { uint32_t tid; long long stop; const struct lens_event *e; };
+
+static int by_tid_stop(const void *a, const void *b) {
+  const struct evkey *x = a, *y = b;
+  if (x->tid != y->tid) return x->tid < y->tid ? -1 : 1;
+  return x->stop < y->stop ? -1 : x->stop > y->stop;
+}
+
+/* The plugin's KernelCh on the truth's proxy thread whose stop is nearest the
+ * truth's stop notice, within MATCH_NS; NULL if none. */
+static const struct lens_event *match_kch(const struct evkey *ek, size_t n, const struct kch *k) {
+  size_t lo = 0, hi = n;
+  struct evkey key = {(uint32_t)k->proxy_tid, k->notice_stop_ns, NULL};
+  while (lo < hi) { /* first entry >= key */
+    size_t mid = (lo + hi) / 2;
+    if (by_tid_stop(&ek[mid], &key) < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  const struct lens_event *best = NULL;
+  long long best_d = MATCH_NS;
+  for (size_t j = lo > 0 ? lo - 1 : 0; j < n && j <= lo; j++) {
+    if (ek[j].tid != key.tid) continue;
+    long long d = ek[j].stop - key.stop;
+    if (d < 0) d = -d;
+    if (d < best_d) {
+      best_d = d;
+      best = ek[j].e;
     }
   }
-  return 0;
+  return best;
 }
 
 static int list_traces(const char *dir, char paths[][512], int max) {
@@ -216,88 +275,124 @@ static void test_starved_scenario(void **state) {
   if (!m) print_error("load: %s\n", lerr);
   assert_non_null(m);
 
-  /* 1. Only the proxy threads of the replay are watched; each one waited on its hogs. */
+  /* 1. Only the proxy threads of the replay are watched (its app, hog and
+   * writer threads are not). Local rank 0's proxy (the starved one) waited
+   * on its hogs, and only while they ran. The culprit of a wait is the task
+   * that took the CPU when the proxy yielded; with sched_autogroup that is
+   * often another session's busy task on a shared machine (a compiler, a
+   * test), so the hogs' share of its waits is printed, not asserted. */
   size_t ours = 0;
   int hog_blamed[MAX_STARVE] = {0}, hog_outside = 0;
+  long long wait_in[MAX_STARVE] = {0}, hog_wait_in[MAX_STARVE] = {0};
   for (size_t i = 0; i < m->n_sched; i++) {
     const struct lens_sched_sample *s = &m->sched[i].s;
     if (s->host_pid != (uint32_t)replay_pid) continue;
     ours++;
+    int known = 0;
+    for (int k = 0; k < n_proxies; k++) known |= (uint32_t)proxy_tids[k] == s->host_tid;
+    if (!known) print_error("sample on tid %u, not a proxy of the replay\n", s->host_tid);
+    assert_true(known);
     const struct starve *sv = starve_of(s->host_tid);
-    if (!sv) print_error("sample on tid %u, not a proxy of the replay\n", s->host_tid);
-    assert_non_null(sv);
-    if (s->kind == LENS_SCHED_OFFCPU || !is_hog_of(sv, s->culprit_tid)) continue;
+    if (!sv || s->kind == LENS_SCHED_OFFCPU) continue;
+    long long d = (long long)(s->end_mono_ns - s->start_mono_ns);
+    int during = (long long)s->start_mono_ns >= sv->start_ns && (long long)s->end_mono_ns <= sv->end_ns;
+    wait_in[sv - st] += during ? d : 0;
+    if (!is_hog_of(sv, s->culprit_tid)) continue;
     hog_blamed[sv - st]++;
+    hog_wait_in[sv - st] += during ? d : 0;
     if ((long long)s->end_mono_ns < sv->start_ns || (long long)s->start_mono_ns > sv->end_ns + SLACK_NS) hog_outside++;
   }
   assert_true(ours > 0);
-  int blamed = 0;
+  lens_print_starvation(stdout, m);
   for (int i = 0; i < n_st; i++) {
-    printf("proxy tid %ld: %d waits blamed on its hogs\n", st[i].proxy_tid, hog_blamed[i]);
-    blamed += hog_blamed[i];
+    printf("proxy tid %ld: %d waits blamed on its hogs, %.1f of %.1f ms waited while they ran\n", st[i].proxy_tid,
+           hog_blamed[i], hog_wait_in[i] / 1e6, wait_in[i] / 1e6);
+    assert_true(hog_blamed[i] >= 1);
   }
-  /* A proxy that sleeps 20 us between passes mostly wins its CPU back from
-   * the hogs on wakeup: they are not blamed often, but they are blamed, and
-   * only while they run. */
-  assert_true(blamed > 0);
   assert_int_equal(hog_outside, 0);
 
-  /* 2. Starvation flags vs the truth. The driver records, per KernelCh, when
-   * the GPU really started and stopped and when its proxy noticed (its poll
-   * interval is 20 us). A notice DELAYED_NS late has one of two causes: the
-   * proxy could not run (what the probe sees), or it was asleep waiting for
-   * the op to be posted (ProxyCtrl Sleep .. Wakeup in the plugin's trace; the
-   * app thread that posts competes with the hogs too). Every flagged KernelCh
-   * must have been late (precision), and every late one must be explained:
-   * flagged, or its proxy asleep at the GPU event (recall). The plugin's
-   * KernelCh event is the one on the same proxy thread whose stop is the
-   * notice (same clock). */
-  /* GPU clock maps first (pTimer -> host), as every tool runs them: with
-   * them a KernelCh's notice window starts at its mapped GPU stop. */
+  /* 2. Starvation flags vs the truth. Per KernelCh the driver records when
+   * the GPU really started and stopped it, when the app thread posted its
+   * pseudo-op (the proxy cannot notice anything before that) and when the
+   * proxy noticed. The app thread and the GPUs run on time (another CPU), and
+   * the proxy polls without napping, so the notice lag
+   *   lag = notice - max(GPU event, posted)
+   * is a few microseconds unless the proxy could not run. A KernelCh is
+   * late when the lag of its start or its stop reaches LATE_NS. The analysis
+   * flags it when a wait of at least MIN_WAIT_NS overlaps a notice window
+   * (GPU times mapped by the GPU analysis first). Both thresholds are equal:
+   * a notice held back that long by the scheduler overlaps such a wait
+   * unless the delay was made of several shorter waits; a flagged notice
+   * is not late only when its GPU event fell in the last LATE_NS of a wait
+   * (hog waits last milliseconds). The plugin's KernelCh event is the one on
+   * the same proxy thread whose stop is the notice (same clock). */
   if (lens_analyze_gpu && lens_analyze_gpu(m, lerr, sizeof lerr) != 0) printf("gpu analysis: %s\n", lerr);
   int mapped = 0;
   for (size_t j = 0; j < m->n_events; j++)
     mapped += m->events[j].type == LENS_T_KERNEL_CH && m->events[j].acc.gpu_stop_mono_ns != 0;
   printf("KernelCh with a mapped GPU stop: %d\n", mapped);
   long flagged = lens_analyze_starvation(m, MIN_WAIT_NS);
-  int tp = 0, fp = 0, fn = 0, matched = 0, slept = 0;
+  /* The plugin's KernelCh, sorted by (thread, stop), for the match. */
+  size_t n_ev = 0;
+  struct evkey *ek = calloc(m->n_events + 1, sizeof *ek);
+  assert_non_null(ek);
+  for (size_t j = 0; j < m->n_events; j++) {
+    const struct lens_event *e = &m->events[j];
+    if (e->type != LENS_T_KERNEL_CH || e->thread < 0 || !e->stop_mono_ns) continue;
+    ek[n_ev++] = (struct evkey){m->threads[e->thread].outer_tid, (long long)e->stop_mono_ns, e};
+  }
+  qsort(ek, n_ev, sizeof *ek, by_tid_stop);
+  int tp = 0, fp = 0, fn = 0, tn = 0, matched = 0, in_hogs = 0, late_in_hogs = 0, unwatched = 0, shown = 0;
+  long long fp_lag_max = 0, fn_lag_min = -1;
   for (int i = 0; i < n_kch; i++) {
-    const struct lens_event *best = NULL;
-    long long best_d = MATCH_NS;
-    for (size_t j = 0; j < m->n_events; j++) {
-      const struct lens_event *e = &m->events[j];
-      if (e->type != LENS_T_KERNEL_CH || e->thread < 0 || !e->stop_mono_ns) continue;
-      if (m->threads[e->thread].outer_tid != (uint32_t)kch[i].proxy_tid) continue;
-      long long d = (long long)e->stop_mono_ns - kch[i].notice_stop_ns;
-      if (d < 0) d = -d;
-      if (d < best_d) {
-        best_d = d;
-        best = e;
-      }
-    }
+    const struct lens_event *best = match_kch(ek, n_ev, &kch[i]);
     if (!best) continue;
     matched++;
-    int late = kch[i].notice_stop_ns - kch[i].true_stop_ns >= DELAYED_NS ||
-               kch[i].notice_start_ns - kch[i].true_start_ns >= DELAYED_NS;
-    int flag = !!(best->acc.flags & LENS_ACC_STARVED);
-    int asleep = asleep_at(m, best->thread, kch[i].true_start_ns) || asleep_at(m, best->thread, kch[i].true_stop_ns);
+    /* The probe sees a thread from when the follower found its process
+     * (within 50 ms; its first sample) on. */
+    long long from = watch_from((uint32_t)kch[i].proxy_tid, m);
+    long long s0 = kch[i].true_start_ns > kch[i].posted_ns ? kch[i].true_start_ns : kch[i].posted_ns;
+    if (from < 0 || s0 < from) {
+      unwatched++;
+      continue;
+    }
+    long long lag = lag_of(&kch[i]);
+    int late = lag >= LATE_NS;
+    /* The analysis's claim, in the same unit: how much of the notice windows
+     * the proxy spent waiting for a CPU. */
+    int flag = (best->acc.flags & LENS_ACC_STARVED) && (long long)best->acc.starved_ns >= LATE_NS;
+    const struct starve *sv = starve_of((uint32_t)kch[i].proxy_tid);
+    if (sv && kch[i].notice_stop_ns >= sv->start_ns && kch[i].notice_start_ns <= sv->end_ns) {
+      in_hogs++;
+      late_in_hogs += late;
+    }
     tp += late && flag;
     fp += !late && flag;
-    fn += late && !flag && !asleep;
-    slept += late && !flag && asleep;
+    fn += late && !flag;
+    tn += !late && !flag;
+    if (!late && flag && lag > fp_lag_max) fp_lag_max = lag;
+    if (late && !flag && (fn_lag_min < 0 || lag < fn_lag_min)) fn_lag_min = lag;
+    if (late != flag && shown++ < 5) /* what disagreed, for whoever reads a failure */
+      printf("  %s: proxy %ld lag %lld us, flagged %llu us; GPU %lld..%lld posted %lld noticed %lld..%lld\n",
+             flag ? "flagged, not late" : "late, not flagged", kch[i].proxy_tid, lag / 1000,
+             (unsigned long long)best->acc.starved_ns / 1000, kch[i].true_start_ns, kch[i].true_stop_ns,
+             kch[i].posted_ns, kch[i].notice_start_ns, kch[i].notice_stop_ns);
   }
+  free(ek);
   double recall = tp + fn ? (double)tp / (tp + fn) : 1, precision = tp + fp ? (double)tp / (tp + fp) : 1;
-  printf("KernelCh: %d in the truth, %d matched, %d noticed >= %lld us late (%d flagged, %d while the proxy slept "
-         "for posts, %d unexplained), %ld proxy events flagged: recall %.3f precision %.3f\n",
-         n_kch, matched, tp + fn + slept, DELAYED_NS / 1000, tp, slept, fn, flagged, recall, precision);
-  lens_print_starvation(stdout, m);
+  printf("KernelCh: %d in the truth, %d matched, %d before the probe watched, %d noticed while hogs ran (%d of them late); late (lag >= %lld us): "
+         "%d flagged, %d not (shortest lag %lld us); not late: %d flagged (longest lag %lld us), %d not; %ld proxy "
+         "events flagged: recall %.3f precision %.3f\n",
+         n_kch, matched, unwatched, in_hogs, late_in_hogs, LATE_NS / 1000, tp, fn, fn_lag_min / 1000, fp, fp_lag_max / 1000, tn,
+         flagged, recall, precision);
   assert_true(matched * 10 >= n_kch * 9); /* the truth and the trace tell of the same KernelCh */
-  if (tp + fn < 5)
-    printf("note: only %d KernelCh late for want of a CPU this run: recall/precision not asserted\n", tp + fn);
-  else {
-    assert_true(recall >= 0.90);
-    assert_true(precision >= 0.90);
-  }
+  /* The hogs really starve the proxies: most KernelCh noticed while they ran
+   * were late, and none before or after them (the scenario, not the probe). */
+  assert_true(in_hogs >= 100);
+  assert_true(late_in_hogs * 2 >= in_hogs);
+  assert_true(tp + fn >= 50);
+  assert_true(recall >= 0.90);
+  assert_true(precision >= 0.90);
 
   lens_model_free(m);
   for (int i = 0; i < np; i++) unlink(paths[i]);

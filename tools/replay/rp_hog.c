@@ -1,6 +1,12 @@
-/* CPU hogs for the starved scenario: busy threads pinned to the CPU each
- * proxy thread is pinned to, so the proxy's notice lag becomes real
- * scheduling delay. The ground truth records tids and intervals. */
+/* CPU hogs for the starvation phases (scenarios `starved`, `all`): local
+ * rank 0's proxy thread and the busy hog threads share one CPU (the last
+ * one); the app thread and the other proxies (unstarved controls) run on the
+ * others. Every proxy runs NCCL's own loop (busy poll, sched_yield()
+ * after a pass that added nothing), so the starved one waits behind the hogs
+ * (real run-queue delay), while the app thread posts on time and the
+ * simulated GPUs run on time: what it notices late, it notices late only for
+ * want of a CPU. The ground truth records the CPU, the hog tids and the
+ * interval. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -10,7 +16,7 @@
 #include "replay/rp_internal.h"
 #include "replay/rp_truth.h"
 
-#define MAX_HOGS (RP_MAX_LOCAL * RP_TRUTH_MAX_HOGS)
+#define MAX_HOGS RP_TRUTH_MAX_HOGS
 
 struct hog {
   pthread_t thr;
@@ -22,9 +28,11 @@ struct hog {
 struct rp_hogs {
   struct rp_node *n;
   atomic_bool stop;
-  int nhogs, per_proxy;
+  int nhogs;
   struct hog hog[MAX_HOGS];
-  struct rp_truth_starve *rec[RP_MAX_LOCAL];
+  struct rp_truth_starve *rec[1]; /* local rank 0's proxy */
+  bool app_pinned;
+  cpu_set_t app_mask; /* the app thread's affinity before the phase */
 };
 
 static void pin(pthread_t t, int cpu) {
@@ -54,35 +62,54 @@ static void *hog_main(void *arg) {
   return NULL;
 }
 
-struct rp_hogs *rp_hogs_start(struct rp_node *n, int per_proxy) {
+/* The calling (app) thread leaves the hogs' CPU for the phase. */
+static void app_leave(struct rp_hogs *hs, int cpu, long ncpu) {
+  if (ncpu < 2 || pthread_getaffinity_np(pthread_self(), sizeof hs->app_mask, &hs->app_mask) != 0) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c = 0; c < ncpu && c < CPU_SETSIZE; c++)
+    if (c != cpu) CPU_SET(c, &set);
+  hs->app_pinned = pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
+}
+
+/* nhogs hogs (at most RP_TRUTH_MAX_HOGS) on the CPU of local rank 0's proxy. */
+struct rp_hogs *rp_hogs_start(struct rp_node *n, int nhogs) {
   struct rp_hogs *hs = calloc(1, sizeof *hs);
   hs->n = n;
-  hs->per_proxy = per_proxy > RP_TRUTH_MAX_HOGS ? RP_TRUTH_MAX_HOGS : per_proxy;
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   if (ncpu < 1) ncpu = 1;
-  for (int l = 0; l < n->rpn; l++) {
-    int cpu = (int)(l % ncpu);
-    pin(n->proxy[l].thr, cpu);
-    n->proxy[l].pin_cpu = cpu;
-    for (int k = 0; k < hs->per_proxy; k++) {
-      struct hog *h = &hs->hog[hs->nhogs++];
-      h->cpu = cpu;
-      h->stop = &hs->stop;
-      pthread_create(&h->thr, NULL, hog_main, h);
+  int cpu = (int)(ncpu - 1);
+  if (nhogs > MAX_HOGS) nhogs = MAX_HOGS;
+  if (nhogs < 1) nhogs = 1;
+  app_leave(hs, cpu, ncpu);
+  for (int l = 0; l < n->rpn; l++) { /* the controls go with the app thread */
+    if (l == 0) {
+      pin(n->proxy[l].thr, cpu);
+      n->proxy[l].pin_cpu = cpu;
+    } else if (hs->app_pinned) {
+      cpu_set_t set;
+      if (pthread_getaffinity_np(pthread_self(), sizeof set, &set) == 0)
+        pthread_setaffinity_np(n->proxy[l].thr, sizeof set, &set);
     }
+  }
+  for (int k = 0; k < nhogs; k++) {
+    struct hog *h = &hs->hog[hs->nhogs++];
+    h->cpu = cpu;
+    h->stop = &hs->stop;
+    pthread_create(&h->thr, NULL, hog_main, h);
   }
   for (int i = 0; i < hs->nhogs; i++)
     while (!atomic_load(&hs->hog[i].tid)) rp_sleep_ns(20000);
+  for (int l = 0; l < n->rpn; l++) atomic_store(&n->proxy[l].spin, true);
   int64_t t = rp_now();
-  for (int l = 0; l < n->rpn; l++) {
-    struct rp_truth_starve *s = rp_truth_starve_new(n->truth);
-    hs->rec[l] = s;
-    if (!s) continue;
-    s->rank = n->comms[l].rank;
-    s->proxy_tid = atomic_load(&n->proxy[l].tid);
-    s->cpu = n->proxy[l].pin_cpu;
+  struct rp_truth_starve *s = rp_truth_starve_new(n->truth);
+  hs->rec[0] = s;
+  if (s) {
+    s->rank = n->comms[0].rank;
+    s->proxy_tid = atomic_load(&n->proxy[0].tid);
+    s->cpu = cpu;
     s->start_ns = t;
-    for (int k = 0; k < hs->per_proxy; k++) s->hog_tids[s->nhogs++] = atomic_load(&hs->hog[l * hs->per_proxy + k].tid);
+    for (int k = 0; k < hs->nhogs; k++) s->hog_tids[s->nhogs++] = atomic_load(&hs->hog[k].tid);
   }
   return hs;
 }
@@ -92,10 +119,12 @@ void rp_hogs_stop(struct rp_hogs *hs) {
   int64_t t = rp_now(); /* the hogs stop competing from here */
   atomic_store(&hs->stop, true);
   for (int i = 0; i < hs->nhogs; i++) pthread_join(hs->hog[i].thr, NULL);
+  if (hs->rec[0]) hs->rec[0]->end_ns = t;
   for (int l = 0; l < hs->n->rpn; l++) {
-    if (hs->rec[l]) hs->rec[l]->end_ns = t;
+    atomic_store(&hs->n->proxy[l].spin, false);
     unpin(hs->n->proxy[l].thr);
     hs->n->proxy[l].pin_cpu = -1;
   }
+  if (hs->app_pinned) pthread_setaffinity_np(pthread_self(), sizeof hs->app_mask, &hs->app_mask);
   free(hs);
 }

@@ -124,7 +124,8 @@ struct rp_proxy {
   bool stopping;
   atomic_int active_n; /* ops posted or in progress, for drains */
   atomic_llong stall_until; /* overrun scenario: the proxy is busy elsewhere */
-  int pin_cpu;              /* starved: -1 = not pinned */
+  int pin_cpu;              /* starved (local rank 0): -1 = not pinned */
+  atomic_bool spin;         /* hog phases: NCCL's own loop (sched_yield, never nap) */
   /* counters (proxy thread writes, read after join or via atomics) */
   atomic_long ops_started, ops_stopped, steps_started, steps_stopped, ctrl_events, kch_started, kch_stopped,
       dup_starts;
@@ -243,7 +244,8 @@ void rp_mask_change(struct rp_node *n, int newmask);
 
 /* ---- CPU hogs (rp_hog.c) ---- */
 struct rp_hogs;
-struct rp_hogs *rp_hogs_start(struct rp_node *n, int per_proxy);
+/* nhogs busy threads on local rank 0's proxy CPU; app and other proxies elsewhere. */
+struct rp_hogs *rp_hogs_start(struct rp_node *n, int nhogs);
 void rp_hogs_stop(struct rp_hogs *h);
 
 #endif

@@ -454,11 +454,16 @@ static void *proxy_main(void *arg) {
       tail = t;
       if (exit_now) break;
     }
-    /* NCCL spins (sched_yield when nothing was added). We spin through the
-     * passes between two looks at the posted queue and nap after a look, so
-     * a busy 2-core machine is not flooded yet appends stay prompt. */
+    /* NCCL spins: sched_yield() after every pass that added nothing
+     * (proxy.cc). That is what the `spin` mode does (hog phases), so the
+     * thread stays runnable and competes with the hogs: every yield that
+     * hands the CPU to a hog is a real run-queue wait. Otherwise we spin
+     * through the passes between two looks at the posted queue and nap after
+     * a look, so a busy 2-core machine is not flooded yet appends stay
+     * prompt; a thread that naps wins its CPU back on every wakeup and would
+     * hardly be starved. */
     if (!added) {
-      if (check)
+      if (check && !atomic_load_explicit(&px->spin, memory_order_relaxed))
         rp_sleep_ns(POLL_NS);
       else
         sched_yield();
@@ -474,6 +479,7 @@ void rp_proxy_start(struct rp_proxy *px) {
   px->stopping = false;
   atomic_store(&px->active_n, 0);
   atomic_store(&px->stall_until, 0);
+  atomic_store(&px->spin, false);
   pthread_create(&px->thr, NULL, proxy_main, px);
   while (!atomic_load(&px->tid)) rp_sleep_ns(10000);
 }

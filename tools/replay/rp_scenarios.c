@@ -201,20 +201,60 @@ static void sc_overrun(struct rp_node *n, int iters) {
   }
 }
 
+/* Starvation as NCCL's proxy meets it: long kernels queued back to back,
+ * so every proxy always has KernelCh to poll for and runs NCCL's busy loop
+ * (sched_yield when a pass added nothing), on one CPU with busy hogs; the
+ * app thread runs elsewhere and keeps the GPUs 1-3 ms ahead, so every GPU
+ * event comes after its op was posted and a late notice is the proxy's
+ * alone (rp_hog.c). Unstarved AllReduces before and after give prompt
+ * notices (GPU clock fits) and not-late KernelCh; the other local ranks'
+ * proxies are unstarved controls on the app's CPU. The hog phase lasts
+ * 100 ms per iteration (at most 1.6 s), after a 100 ms pause. */
+#define STARVE_AHEAD_NS 3000000LL
+static int items_left(struct rp_node *n) {
+  uint64_t used = 0;
+  for (int l = 0; l < n->rpn; l++)
+    for (int ch = 0; ch < RP_MAX_CH; ch++) {
+      uint64_t u = atomic_load(&n->gpu[l].published[ch]);
+      if (u > used) used = u;
+    }
+  return RP_ITEMS_PER_CH - (int)used;
+}
+#define STARVE_PHASE_NS 100000000LL
 static void sc_starved(struct rp_node *n, int iters) {
+  /* Kernels of 0.4, 1.0, 1.6 and 2.2 ms on 4 channels (2 ranks): NCCL's
+   * KernelCh stop comes at the end of each, at a time unrelated to when the
+   * proxy holds the CPU. */
+  static const size_t counts[] = {16u << 20, 40u << 20, 64u << 20, 88u << 20};
+  const int ncounts = (int)(sizeof counts / sizeof counts[0]);
   n->iter = 0;
-  coll_all_ranks(n, 0, RP_ALLREDUCE, 1 << 16, 0);
-  rp_sync(n);
+  for (int k = 0; k < 4; k++) {
+    coll_all_ranks(n, 0, RP_ALLREDUCE, k % 2 ? 1 << 16 : counts[k], 0);
+    rp_sync(n);
+  }
+  /* A follower (`nccl-lens sched --follow`) finds a new process within
+   * 50 ms: let it watch the proxies before the hogs start. */
+  rp_sleep_ns(STARVE_PHASE_NS);
+  int phases = iters < 16 ? iters : 16;
   struct rp_hogs *h = rp_hogs_start(n, 2);
-  for (int it = 0; it < iters * 4; it++) {
-    n->iter = it;
-    coll_all_ranks(n, 0, RP_ALLREDUCE, 1 << 16, 0);
-    rp_sleep_ns(20 * 1000000LL);
+  int64_t end = rp_now() + phases * STARVE_PHASE_NS;
+  /* RP_ITEMS_PER_CH bounds the kernels per rank and channel (--reload runs
+   * the scenario twice): stop early rather than run out. */
+  for (int k = 0; rp_now() < end && items_left(n) > 16; k++) {
+    n->iter = k / 64;
+    coll_all_ranks(n, 0, RP_ALLREDUCE, counts[(k * 7 + k / ncounts) % ncounts], 0);
+    int64_t last = 0;
+    for (int i = 0; i < n->ncomms; i++)
+      if (n->comms[i].stream_free > last) last = n->comms[i].stream_free;
+    int64_t ahead = last - rp_now();
+    if (ahead > STARVE_AHEAD_NS) rp_sleep_ns(ahead - STARVE_AHEAD_NS / 3);
   }
   rp_sync(n);
   rp_hogs_stop(h);
-  coll_all_ranks(n, 0, RP_ALLREDUCE, 1 << 16, 0);
-  rp_sync(n);
+  for (int k = 0; k < 4; k++) {
+    coll_all_ranks(n, 0, RP_ALLREDUCE, k % 2 ? 1 << 16 : counts[k], 0);
+    rp_sync(n);
+  }
 }
 
 static void sc_all(struct rp_node *n, int iters) {
