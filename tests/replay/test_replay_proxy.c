@@ -39,7 +39,7 @@ static void step_state_machines(void **state) {
     int op = rl_find_start(&lg, s->parent, s->pid);
     assert_true(op >= 0);
     bool send = rl_geti(&lg.l[op], "send") == 1;
-    int st[64], ns = 0;
+    int st[64] = {0}, ns = 0;
     uint64_t args[64];
     bool stopped = false;
     for (int j = i + 1; j < lg.n; j++) {
@@ -167,7 +167,7 @@ static void proxy_ctrl_shapes(void **state) {
   for (int i = 0; i < lg.n; i++) {
     const struct rl_line *l = &lg.l[i];
     if (!is(l, "start") || l->type != 32) continue;
-    int st[4], ns = 0;
+    int st[4] = {0}, ns = 0;
     for (int j = i + 1; j < lg.n; j++) {
       if (lg.l[j].pid != l->pid || strcmp(lg.l[j].id, l->id)) continue;
       if (is(&lg.l[j], "record")) st[ns++] = lg.l[j].state;
