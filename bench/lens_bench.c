@@ -9,11 +9,19 @@
  * as they can for a few seconds; the trace's FINI and DROPS chunks give
  * events written per second and drops.
  *
+ * Compare: one NCCL-shaped operation (every event released by its stops)
+ * timed for the do-nothing plugin, ours, and another plugin (--compare
+ * PATH, e.g. NVIDIA's ext-profiler example), all at the same event mask.
+ *
  * Usage: lens-bench [--plugin PATH] [--nop PATH] [--threads 1,2,4]
  *                   [--batches N] [--seconds S] [--rate M_EVENTS_PER_S]
- *                   [--mode latency|throughput|all]
+ *                   [--repeat N] [--compare PATH]
+ *                   [--mode latency|throughput|max|paced|compare|all]
  *                   [--out DIR]
- * NVTX is switched off (NCCL_LENS_NVTX=0) and traces go to /dev/shm. */
+ * NVTX is switched off (NCCL_LENS_NVTX=0) and traces go to /dev/shm.
+ * NCCL_PROFILE_<X>_POOL_SIZE (NVIDIA's example) default to 16 here: with its
+ * own defaults its init fails. A plugin whose init fails is reported, not
+ * called. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <dlfcn.h>
@@ -38,6 +46,7 @@
 static int g_batches = 2000;
 static double g_seconds = 2.0;
 static double g_rate = 10e6; /* paced throughput run: events/s over all threads */
+static int g_repeat = 1;    /* throughput runs per configuration */
 static int g_mask;
 
 static uint64_t now_ns(void) {
@@ -69,6 +78,20 @@ static int plug_open(struct plug *p) {
   return 0;
 }
 
+/* A failed init leaves no usable context: NVIDIA's example plugin, for
+ * one, dereferences it at the first event. Say so instead of crashing. */
+static int plug_init(struct plug *p, void **ctx, uint64_t comm_id, const char *name, int nranks, int rank) {
+  *ctx = NULL;
+  /* plugins keep this pointer (to change the mask later): it must outlive them */
+  lens_nccl_result_t r = p->t->init(ctx, comm_id, &g_mask, name, 1, nranks, rank, quiet_logger);
+  if (r != LENS_NCCL_SUCCESS) {
+    fprintf(stderr, "lens-bench: %s: init failed (ncclResult %d); not measured. NVIDIA's example plugin needs small "
+                    "pools: NCCL_PROFILE_<X>_POOL_SIZE (lens-bench sets 16 when unset)\n", p->path, (int)r);
+    return -1;
+  }
+  return 0;
+}
+
 /* ---- the operations measured ---- */
 enum op {
   OP_STEP_START, OP_STEP_RECORD, OP_STEP_STOP, OP_COLL_START, OP_COLL_STOP, OP_COLLAPI_START,
@@ -82,6 +105,7 @@ struct lat_arg {
   void *ctx;
   pthread_barrier_t *bar;
   double *samples[OP_COUNT]; /* g_batches each */
+  uint64_t null_handles;     /* starts that returned no handle (the plugin dropped them) */
 };
 
 static void fill(lens_nccl_descr_v5_t *d, enum op op, void *parent) {
@@ -168,6 +192,7 @@ static void *lat_thread(void *arg) {
     /* ProxySteps of one ProxyOp: start, record, stop */
     fill(&d, OP_STEP_START, ch.po);
     a->samples[OP_STEP_START][b] = TIMED(BATCH, (h[i] = NULL, t->startEvent(a->ctx, &h[i], &d)));
+    for (int i = 0; i < BATCH; i++) a->null_handles += h[i] == NULL;
     a->samples[OP_STEP_RECORD][b] = TIMED(BATCH, (h[i] ? t->recordEventState(h[i], LENS_ST_PROXY_STEP_SEND_WAIT, &sa) : 0));
     a->samples[OP_STEP_STOP][b] = TIMED(BATCH, (h[i] ? t->stopEvent(h[i]) : 0));
     /* KernelCh of one Coll, on one channel: start, record (stop pTimer), stop */
@@ -181,6 +206,7 @@ static void *lat_thread(void *arg) {
     fill(&d, OP_COLL_START, NULL);
     d.coll.parentGroup = ch.g;
     a->samples[OP_COLL_START][b] = TIMED(BATCH, (h[i] = NULL, d.parentObj = api[i], t->startEvent(a->ctx, &h[i], &d)));
+    for (int i = 0; i < BATCH; i++) a->null_handles += h[i] == NULL;
     a->samples[OP_COLL_STOP][b] = TIMED(BATCH, (h[i] ? t->stopEvent(h[i]) : 0));
     TIMED(BATCH, (api[i] ? t->stopEvent(api[i]) : 0));
     chain_close(t, &ch);
@@ -190,6 +216,8 @@ static void *lat_thread(void *arg) {
 
 struct lat_result {
   double med[OP_COUNT], p99[OP_COUNT];
+  uint64_t null_handles;
+  int ok;
 };
 
 static void run_latency(struct plug *p, int nthreads, struct lat_result *res) {
@@ -198,15 +226,22 @@ static void run_latency(struct plug *p, int nthreads, struct lat_result *res) {
   pthread_barrier_t bar;
   pthread_barrier_init(&bar, NULL, (unsigned)nthreads);
   void *ctx = NULL;
-  p->t->init(&ctx, 0xBE7C4, &g_mask, "bench", 1, nthreads, 0, quiet_logger);
+  memset(res, 0, sizeof *res);
+  if (plug_init(p, &ctx, 0xBE7C4, "bench", nthreads, 0) != 0) return;
+  res->ok = 1;
   for (int i = 0; i < nthreads; i++) {
     args[i].p = p;
     args[i].ctx = ctx;
     args[i].bar = &bar;
+    args[i].null_handles = 0;
     for (int o = 0; o < OP_COUNT; o++) args[i].samples[o] = calloc((size_t)g_batches, sizeof(double));
     pthread_create(&th[i], NULL, lat_thread, &args[i]);
   }
-  for (int i = 0; i < nthreads; i++) pthread_join(th[i], NULL);
+  res->null_handles = 0;
+  for (int i = 0; i < nthreads; i++) {
+    pthread_join(th[i], NULL);
+    res->null_handles += args[i].null_handles;
+  }
   p->t->finalize(ctx);
   for (int o = 0; o < OP_COUNT; o++) {
     size_t n = (size_t)g_batches * (size_t)nthreads;
@@ -218,6 +253,178 @@ static void run_latency(struct plug *p, int nthreads, struct lat_result *res) {
     for (int i = 0; i < nthreads; i++) free(args[i].samples[o]);
   }
   pthread_barrier_destroy(&bar);
+}
+
+/* ---- compare: one NCCL-shaped operation, the same for every plugin ----
+ * GroupApi > CollApi > Coll > KernelCh start > ProxyOp > STEPS x ProxyStep
+ * (start, record, stop) > ProxyOp stop > KernelCh record and stop, then the
+ * other stops. Every event is released by its stops, so plugins with
+ * fixed pools that recycle on refcounts (NVIDIA's example) keep recording
+ * instead of dropping to their NULL-parent fast path. One sample = BATCH_OPS
+ * operations timed together; ns per callback = time / callbacks. */
+#define CMP_STEPS 4
+#define CMP_CALLS (3 * CMP_STEPS + 11)
+#define BATCH_OPS 16
+/* the event types the operation uses: both plugins are given this mask */
+#define CMP_MASK ((1 << LENS_T_GROUP_API) | (1 << LENS_T_COLL_API) | (1 << LENS_T_COLL) | (1 << LENS_T_PROXY_OP) | \
+                  (1 << LENS_T_PROXY_STEP) | (1 << LENS_T_KERNEL_CH))
+
+struct cmp_arg {
+  struct plug *p;
+  pthread_barrier_t *bar;
+  int rank, nranks;
+  double *samples;
+  uint64_t null_handles; /* starts that returned no handle: the plugin dropped them */
+  int failed;
+};
+
+static int g_pid;
+
+static inline uint64_t cmp_op(lens_nccl_profiler_v5_t *t, void *ctx) {
+  lens_nccl_descr_v5_t d;
+  lens_nccl_state_args_v5_t sa = {.proxyStep = {.transSize = 4096}};
+  void *ga = NULL, *ca = NULL, *c = NULL, *po = NULL, *st = NULL, *kc = NULL;
+  uint64_t nulls = 0;
+  memset(&d, 0, sizeof d);
+  d.type = LENS_EV_GROUP_API;
+  d.groupApi.groupDepth = 1;
+  t->startEvent(ctx, &ga, &d);
+  fill(&d, OP_COLLAPI_START, ga);
+  t->startEvent(ctx, &ca, &d);
+  fill(&d, OP_COLL_START, ca);
+  t->startEvent(ctx, &c, &d);
+  /* the kernel's channel starts before the proxy works on it, and stops
+   * after (a plugin that refcounts children releases the Coll once) */
+  fill(&d, OP_KCH_START, c);
+  /* channel 0: NVIDIA's example stores the KernelCh type in a uint8_t next
+   * to channelId but reads it back as a uint64_t, so a stop on any other
+   * channel is not recognised and never releases its Coll; its pools then
+   * run dry after 16 operations and it drops everything. */
+  d.kernelCh.channelId = 0;
+  t->startEvent(ctx, &kc, &d);
+  memset(&d, 0, sizeof d);
+  d.type = LENS_EV_PROXY_OP;
+  d.parentObj = c;
+  d.proxyOp.pid = g_pid; /* cached: a syscall here would swamp the figures */
+  d.proxyOp.channelId = 1;
+  d.proxyOp.nSteps = CMP_STEPS;
+  d.proxyOp.isSend = 1;
+  t->startEvent(ctx, &po, &d);
+  fill(&d, OP_STEP_START, po);
+  for (int k = 0; k < CMP_STEPS; k++) {
+    d.proxyStep.step = k;
+    t->startEvent(ctx, &st, &d);
+    nulls += st == NULL;
+    t->recordEventState(st, LENS_ST_PROXY_STEP_SEND_WAIT, &sa);
+    t->stopEvent(st);
+  }
+  t->stopEvent(po);
+  t->recordEventState(kc, LENS_ST_KERNEL_CH_STOP, &sa);
+  t->stopEvent(kc);
+  t->stopEvent(c);
+  t->stopEvent(ca);
+  t->stopEvent(ga);
+  return nulls + (ga == NULL) + (ca == NULL) + (c == NULL) + (po == NULL) + (kc == NULL);
+}
+
+static void *cmp_thread(void *arg) {
+  struct cmp_arg *a = arg;
+  lens_nccl_profiler_v5_t *t = a->p->t;
+  void *ctx = NULL;
+  /* one communicator per thread, as NCCL with one rank per thread */
+  a->failed = plug_init(a->p, &ctx, 0xC0FFEE, "bench-cmp", a->nranks, a->rank) != 0;
+  pthread_barrier_wait(a->bar);
+  if (a->failed) return NULL;
+  for (int w = 0; w < 64; w++) cmp_op(t, ctx); /* warm up */
+  uint64_t nulls = 0;
+  for (int b = 0; b < g_batches; b++) {
+    uint64_t t0 = now_ns();
+    for (int i = 0; i < BATCH_OPS; i++) nulls += cmp_op(t, ctx);
+    a->samples[b] = (double)(now_ns() - t0) / (BATCH_OPS * CMP_CALLS);
+    /* Untimed pause: back to back, the operations make ~5 GB/s of records,
+     * far beyond any NCCL job and any writer; the ring would stay full and
+     * we would time the drop path. ~80 MB/s per thread keeps it honest. */
+    struct timespec gap = {0, 200000};
+    nanosleep(&gap, NULL);
+  }
+  a->null_handles = nulls;
+  t->finalize(ctx);
+  return NULL;
+}
+
+struct cmp_result {
+  int ok;
+  double med, p99;
+  uint64_t null_handles;
+};
+
+static struct cmp_result run_compare(struct plug *p, int nthreads) {
+  struct cmp_result r = {0, 0, 0, 0};
+  pthread_t th[MAX_THREADS];
+  struct cmp_arg args[MAX_THREADS];
+  pthread_barrier_t bar;
+  pthread_barrier_init(&bar, NULL, (unsigned)nthreads);
+  for (int i = 0; i < nthreads; i++) {
+    args[i] = (struct cmp_arg){p, &bar, i, nthreads, calloc((size_t)g_batches, sizeof(double)), 0, 0};
+    pthread_create(&th[i], NULL, cmp_thread, &args[i]);
+  }
+  int failed = 0;
+  for (int i = 0; i < nthreads; i++) {
+    pthread_join(th[i], NULL);
+    failed |= args[i].failed;
+  }
+  pthread_barrier_destroy(&bar);
+  size_t n = (size_t)g_batches * (size_t)nthreads;
+  double *all = malloc(n * sizeof *all);
+  for (int i = 0; i < nthreads; i++) {
+    memcpy(all + (size_t)i * g_batches, args[i].samples, (size_t)g_batches * sizeof(double));
+    r.null_handles += args[i].null_handles;
+    free(args[i].samples);
+  }
+  if (!failed) {
+    r.ok = 1;
+    r.med = bench_percentile(all, n, 50);
+    r.p99 = bench_percentile(all, n, 99);
+  }
+  free(all);
+  return r;
+}
+
+static int last_fini_drops(const char *path, struct lens_fini *f, struct lens_drops *dr);
+
+static void print_compare(struct plug *nop, struct plug *lens, struct plug *other, const int *threads, int nthr,
+                          const char *trace) {
+  printf("\nns per callback in an NCCL-shaped operation (%d callbacks: GroupApi > CollApi > Coll > KernelCh > "
+         "ProxyOp > %d x ProxyStep start/record/stop, stops), median / p99 over %d samples of %d "
+         "operations; event mask 0x%x for both plugins; 'cost' = plugin - do-nothing\n",
+         CMP_CALLS, CMP_STEPS, g_batches, BATCH_OPS, CMP_MASK);
+  printf("'dropped ev': starts the plugin returned no handle for, plus (nccl-lens) records dropped as ring_full\n");
+  printf("%-8s %-12s %9s %9s %9s %9s %11s %11s\n", "threads", "plugin", "med", "p99", "cost med", "cost p99",
+         "dropped ev", "x cheaper");
+  for (int k = 0; k < nthr; k++) {
+    struct cmp_result rn = run_compare(nop, threads[k]);
+    struct cmp_result rl = run_compare(lens, threads[k]);
+    struct lens_fini lf;
+    struct lens_drops ld;
+    if (last_fini_drops(trace, &lf, &ld) == 0) rl.null_handles += ld.ring_full; /* our drops: ring_full */
+    unlink(trace);
+    struct cmp_result ro = other ? run_compare(other, threads[k]) : (struct cmp_result){0, 0, 0, 0};
+    printf("%-8d %-12s %9.1f %9.1f %9s %9s %11s %11s\n", threads[k], "do-nothing", rn.med, rn.p99, "-", "-", "-", "-");
+    printf("%-8d %-12s %9.1f %9.1f %9.1f %9.1f %11llu %11s\n", threads[k], "nccl-lens", rl.med, rl.p99,
+           rl.med - rn.med, rl.p99 - rn.p99, (unsigned long long)rl.null_handles, "-");
+    if (other && ro.ok) {
+      double lc = rl.med - rn.med, oc = ro.med - rn.med;
+      char x[32];
+      snprintf(x, sizeof x, "%.1f", lc > 0 ? oc / lc : 0.0);
+      printf("%-8d %-12s %9.1f %9.1f %9.1f %9.1f %11llu %11s\n", threads[k], other->t->name ? other->t->name : "other",
+             ro.med, ro.p99, oc, ro.p99 - rn.p99, (unsigned long long)ro.null_handles, x);
+      printf("%-8s %-12s %9s %9s %9s %9s %11s %11.1f\n", "", "  (p99)", "", "", "", "", "",
+             rl.p99 - rn.p99 > 0 ? (ro.p99 - rn.p99) / (rl.p99 - rn.p99) : 0.0);
+    } else if (other) {
+      printf("%-8d %-12s not measured (init failed)\n", threads[k], other->path);
+    }
+    fflush(stdout);
+  }
 }
 
 /* ---- throughput ---- */
@@ -322,12 +529,21 @@ out:
   return got == 3 ? 0 : -1;
 }
 
-static void run_throughput(struct plug *p, int nthreads, const char *trace, double rate) {
+struct tp_result {
+  int ok;
+  double written_meps;   /* M events/s written (FINI count over init..finalize) */
+  uint64_t drops;        /* ring_full + no_thread_slot + write_errors */
+  double writer_ns_ev;   /* writer CPU ns per event written, -1 unknown */
+};
+
+static struct tp_result run_throughput(struct plug *p, int nthreads, const char *trace, double rate) {
+  struct tp_result res = {0, 0, 0, -1};
   pthread_t th[MAX_THREADS];
   struct tp_arg args[MAX_THREADS];
   atomic_int go = 1;
   void *ctx = NULL;
-  p->t->init(&ctx, 0x7A9, &g_mask, "bench-tp", 1, nthreads, 0, quiet_logger);
+  if (plug_init(p, &ctx, 0x7A9, "bench-tp", nthreads, 0) != 0) return res;
+  double wcpu0 = writer_cpu_s();
   uint64_t t0 = now_ns();
   for (int i = 0; i < nthreads; i++) {
     args[i] = (struct tp_arg){p, ctx, &go, rate / nthreads, 0};
@@ -349,22 +565,100 @@ static void run_throughput(struct plug *p, int nthreads, const char *trace, doub
   struct lens_drops dr;
   if (last_fini_drops(trace, &f, &dr) != 0) {
     printf("  %2d thread(s): could not read FINI/DROPS from %s\n", nthreads, trace);
-    return;
+    return res;
   }
+  /* DROPS counters restart with every session; the last DROPS is this run's.
+   * Remove the trace now: its tmpfs pages go back to the free lists and the
+   * next run reuses them (on this VM memory never touched before, or given
+   * back to the host, costs several times more to write into; see
+   * tmpfs_ceiling). */
+  unlink(trace);
   double secs = (double)(t2 - t0) / 1e9;
   /* the final drain runs flat out on the writer: count its wall time as CPU */
-  if (wcpu >= 0) wcpu += (double)(t2 - t1) / 1e9;
-  printf("  %-9s %2d thread(s): %6.2f M calls/s emitted, %6.2f M events/s written (%llu events in %.2f s, drain %.0f ms), "
-         "dropped: ring_full %llu, no_thread_slot %llu, write_errors %llu; writer CPU %.2f s = %.1f M events "
-         "per writer CPU second\n",
-         rate > 0 ? "paced" : "max", nthreads, (double)calls / ((double)(t1 - t0) / 1e9) / 1e6, (double)f.events_written / secs / 1e6,
+  if (wcpu >= 0) {
+    if (wcpu0 > 0) wcpu -= wcpu0;
+    wcpu += (double)(t2 - t1) / 1e9;
+  }
+  res.ok = 1;
+  res.written_meps = (double)f.events_written / secs / 1e6;
+  res.drops = dr.ring_full + dr.no_thread_slot + dr.write_errors;
+  res.writer_ns_ev = wcpu > 0 && f.events_written ? wcpu * 1e9 / (double)f.events_written : -1;
+  printf("  %-6s %2d thr: %6.2f M calls/s emitted, %6.2f M events/s written (%llu in %.2f s, final drain %.0f ms), "
+         "dropped: ring_full %llu, no_thread_slot %llu, write_errors %llu; writer CPU %.2f s = %.1f ns/event\n",
+         rate > 0 ? "paced" : "max", nthreads, (double)calls / ((double)(t1 - t0) / 1e9) / 1e6, res.written_meps,
          (unsigned long long)f.events_written, secs, (double)(t2 - t1) / 1e6, (unsigned long long)dr.ring_full,
-         (unsigned long long)dr.no_thread_slot, (unsigned long long)dr.write_errors, wcpu,
-         wcpu > 0 ? (double)f.events_written / wcpu / 1e6 : 0.0);
+         (unsigned long long)dr.no_thread_slot, (unsigned long long)dr.write_errors, wcpu, res.writer_ns_ev);
+  fflush(stdout);
+  return res;
+}
+
+/* What the output directory itself accepts: the same 256 KiB writes the
+ * writer makes, of fresh file pages, no plugin involved. Printed so a
+ * throughput figure can be read against the machine's ceiling. */
+static void tmpfs_ceiling(const char *dir, double mbytes) {
+  char path[600];
+  snprintf(path, sizeof path, "%s/ceiling-%d.bin", dir, getpid());
+  static uint8_t buf[256 * 1024];
+  memset(buf, 0x5A, sizeof buf);
+  for (int pass = 0; pass < 2; pass++) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return;
+    setvbuf(f, NULL, _IONBF, 0);
+    size_t n = (size_t)(mbytes * 1e6 / sizeof buf);
+    uint64_t t0 = now_ns();
+    for (size_t i = 0; i < n; i++)
+      if (fwrite(buf, sizeof buf, 1, f) != 1) break;
+    fclose(f);
+    double secs = (double)(now_ns() - t0) / 1e9;
+    unlink(path);
+    printf("  output directory takes %.0f MB/s of 256 KiB writes (%s pass, %.0f MB) = %.1f M events/s at 40 B/event "
+           "(ProxyStep start 56 B + stop 24 B)\n",
+           (double)n * sizeof buf / secs / 1e6, pass ? "second: pages just freed" : "first", mbytes,
+           (double)n * sizeof buf / secs / 40e6);
+  }
+}
+
+static double loadavg1(void) {
+  double l = -1;
+  FILE *f = fopen("/proc/loadavg", "r");
+  if (f) {
+    if (fscanf(f, "%lf", &l) != 1) l = -1;
+    fclose(f);
+  }
+  return l;
+}
+
+/* Several runs of one configuration: median and spread of what was written. */
+static void throughput_series(struct plug *p, int nthreads, const char *trace, double rate, int repeat) {
+  double w[64], c[64];
+  int n = 0, clean = 0;
+  uint64_t drops_max = 0;
+  if (repeat > 64) repeat = 64;
+  for (int r = 0; r < repeat; r++) {
+    struct tp_result x = run_throughput(p, nthreads, trace, rate);
+    if (!x.ok) continue;
+    w[n] = x.written_meps;
+    c[n] = x.writer_ns_ev;
+    n++;
+    clean += x.drops == 0;
+    if (x.drops > drops_max) drops_max = x.drops;
+  }
+  if (repeat < 2 || n == 0) return;
+  double lo = w[0], hi = w[0];
+  for (int i = 1; i < n; i++) {
+    if (w[i] < lo) lo = w[i];
+    if (w[i] > hi) hi = w[i];
+  }
+  double med = bench_percentile(w, (size_t)n, 50), cmed = bench_percentile(c, (size_t)n, 50);
+  printf("  => %-6s %2d thr, %d runs: written median %.2f M events/s (min %.2f, max %.2f); runs without drops %d/%d "
+         "(worst run dropped %llu); writer CPU median %.1f ns/event; load average now %.2f\n",
+         rate > 0 ? "paced" : "max", nthreads, n, med, lo, hi, clean, n, (unsigned long long)drops_max, cmed,
+         loadavg1());
 }
 
 int main(int argc, char **argv) {
   struct plug lens = {LENS_BENCH_PLUGIN_PATH, NULL, NULL}, nop = {LENS_BENCH_NOP_PATH, NULL, NULL};
+  struct plug other = {NULL, NULL, NULL};
   int threads[8] = {1, 2, 4}, nthr = 3;
   const char *mode = "all";
   char out[256] = "";
@@ -372,6 +666,8 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--plugin") && i + 1 < argc)
       lens.path = argv[++i];
+    else if (!strcmp(argv[i], "--compare") && i + 1 < argc)
+      other.path = argv[++i];
     else if (!strcmp(argv[i], "--nop") && i + 1 < argc)
       nop.path = argv[++i];
     else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
@@ -386,13 +682,16 @@ int main(int argc, char **argv) {
       g_seconds = atof(argv[++i]) > 0 ? atof(argv[i]) : g_seconds;
     else if (!strcmp(argv[i], "--rate") && i + 1 < argc)
       g_rate = atof(argv[++i]) * 1e6;
+    else if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
+      g_repeat = atoi(argv[++i]) > 0 ? atoi(argv[i]) : g_repeat;
     else if (!strcmp(argv[i], "--mode") && i + 1 < argc)
       mode = argv[++i];
     else if (!strcmp(argv[i], "--out") && i + 1 < argc)
       snprintf(out, sizeof out, "%s", argv[++i]);
     else {
       fprintf(stderr, "usage: %s [--plugin PATH] [--nop PATH] [--threads 1,2,4] [--batches N] [--seconds S] "
-                      "[--rate MEVENTS_PER_S] [--mode latency|throughput|all] [--out DIR]\n", argv[0]);
+                      "[--rate MEVENTS_PER_S] [--repeat N] [--compare PATH] [--mode latency|throughput|max|paced|compare|all] "
+                      "[--out DIR]\n", argv[0]);
       return 2;
     }
   }
@@ -409,7 +708,23 @@ int main(int argc, char **argv) {
   setenv("NCCL_LENS_NVTX", "0", 1);
   setenv("NCCL_LENS_CUPTI", "off", 1);
   if (!getenv("NCCL_LENS_EVENT_MASK")) setenv("NCCL_LENS_EVENT_MASK", "all", 1);
-  if (plug_open(&nop) || plug_open(&lens)) return 1;
+  /* NVIDIA's example plugin: its default pools ask ~193 GB and its init
+   * fails; 16 of each is plenty for one operation in flight per thread.
+   * Its mask comes from NCCL_PROFILE_EVENT_MASK. Set only when unset. */
+  static const char *k_pools[] = {"GROUP_API", "COLL_API", "P2P_API", "KERNEL_LAUNCH", "GROUP",
+                                  "COLL", "P2P", "PROXY_CTRL", "PROXY_DETACH"};
+  for (size_t i = 0; i < sizeof k_pools / sizeof k_pools[0]; i++) {
+    char v[64];
+    snprintf(v, sizeof v, "NCCL_PROFILE_%s_POOL_SIZE", k_pools[i]);
+    setenv(v, "16", 0);
+  }
+  if (!strcmp(mode, "compare")) {
+    char m[16];
+    snprintf(m, sizeof m, "%d", CMP_MASK);
+    setenv("NCCL_LENS_EVENT_MASK", m, 1);
+    setenv("NCCL_PROFILE_EVENT_MASK", m, 1);
+  }
+  if (plug_open(&nop) || plug_open(&lens) || (other.path && plug_open(&other))) return 1;
   char host[64] = "unknown", trace[512];
   gethostname(host, sizeof host);
   host[63] = 0;
@@ -417,6 +732,8 @@ int main(int argc, char **argv) {
 
   printf("lens-bench: plugin %s\n            baseline %s\n            traces in %s, NVTX off, %d batches of %d calls\n",
          lens.path, nop.path, out, g_batches, BATCH);
+  g_pid = getpid();
+  if (!strcmp(mode, "compare")) print_compare(&nop, &lens, other.path ? &other : NULL, threads, nthr, trace);
   if (!strcmp(mode, "latency") || !strcmp(mode, "all")) {
     printf("\nns per callback (median / p99 over batches; delta = plugin - do-nothing, medians)\n");
     printf("%-8s %-18s %10s %10s %10s %10s %9s\n", "threads", "callback", "nop med", "nop p99", "plugin med",
@@ -425,17 +742,29 @@ int main(int argc, char **argv) {
       struct lat_result rn, rl;
       run_latency(&nop, threads[k], &rn);
       run_latency(&lens, threads[k], &rl);
+      if (!rn.ok || !rl.ok) {
+        printf("%-8d not measured: init failed (see above)\n", threads[k]);
+        continue;
+      }
       for (int o = 0; o < OP_COUNT; o++)
         printf("%-8d %-18s %10.1f %10.1f %10.1f %10.1f %9.1f\n", threads[k], k_op_names[o], rn.med[o], rn.p99[o],
                rl.med[o], rl.p99[o], rl.med[o] - rn.med[o]);
+      if (rl.null_handles)
+        printf("  note: the plugin returned no handle for %llu ProxyStep/Coll starts (dropped); their stops and "
+               "records were not called, so those rows measure its drop path. Use --mode compare for plugins with "
+               "fixed event pools.\n", (unsigned long long)rl.null_handles);
     }
   }
-  if (!strcmp(mode, "throughput") || !strcmp(mode, "all")) {
+  int tp_all = !strcmp(mode, "throughput") || !strcmp(mode, "all");
+  if (tp_all || !strcmp(mode, "max") || !strcmp(mode, "paced")) {
     printf("\nwriter throughput: %.1f s of ProxyStep start+stop pairs; 'max' = every thread as fast as it can,\n"
-           "'paced' = %.1f M events/s in total spread over the threads\n", g_seconds, g_rate / 1e6);
-    for (int k = 0; k < nthr; k++) run_throughput(&lens, threads[k], trace, 0);
-    if (g_rate > 0)
-      for (int k = 0; k < nthr; k++) run_throughput(&lens, threads[k], trace, g_rate);
+           "'paced' = %.1f M events/s in total spread over the threads; load average before: %.2f\n", g_seconds,
+           g_rate / 1e6, loadavg1());
+    tmpfs_ceiling(out, 400);
+    if (tp_all || !strcmp(mode, "max"))
+      for (int k = 0; k < nthr; k++) throughput_series(&lens, threads[k], trace, 0, g_repeat);
+    if (g_rate > 0 && (tp_all || !strcmp(mode, "paced")))
+      for (int k = 0; k < nthr; k++) throughput_series(&lens, threads[k], trace, g_rate, g_repeat);
   }
   if (own_out) { /* traces of a benchmark are not worth keeping in /dev/shm */
     DIR *d = opendir(out);

@@ -85,10 +85,14 @@ static inline struct lens_rec_start *lens_start_begin(struct lens_wip *w, void *
   return r;
 }
 
+/* The hook runs BEFORE the record is published: once published, the record
+ * belongs to the writer, which converts it in place (ts to CLOCK_MONOTONIC,
+ * string pointers to ids) and writes it straight from the ring. */
 static inline void lens_start_end(struct lens_wip *w, void **eHandle) {
-  if (w->in_ring) lens_ring_publish(&w->s->prod, w->new_head);
+  uint64_t id = w->rec->id;
   if (lens_hook_nvtx() && lens_nvtx_on_start) lens_nvtx_on_start(w->rec);
-  *eHandle = (void *)(uintptr_t)w->rec->id;
+  if (w->in_ring) lens_ring_publish(&w->s->prod, w->new_head);
+  *eHandle = (void *)(uintptr_t)id;
 }
 
 /* Common to every version: stop and state records carry only the id. */

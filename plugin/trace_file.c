@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +15,6 @@
 
 #include "clock.h"
 #include "counters.h"
-#include "crc32c_fast.h"
 #include "lens_chunk.h"
 #include "log.h"
 
@@ -122,8 +122,28 @@ uint32_t lens_tf_session(void) {
   return s;
 }
 
-int lens_tf_write(uint16_t type, const void *payload, uint32_t len) {
+/* The 32-byte header for a payload whose CRC is already known (the framing
+ * of common/lens_chunk.h: hdr_crc covers the 28 bytes before it). */
+static void chunk_hdr(struct lens_chunk_hdr *h, uint16_t type, uint32_t len, uint32_t payload_crc) {
+  h->magic = LENS_CHUNK_MAGIC;
+  h->type = type;
+  h->flags = 0;
+  h->payload_len = len;
+  h->payload_crc = payload_crc;
+  h->seq = g_seq;
+  h->session = g_session;
+  h->hdr_crc = lens_crc32c(0, h, offsetof(struct lens_chunk_hdr, hdr_crc));
+}
+
+int lens_tf_write_parts(uint16_t type, const struct iovec *parts, int n) {
   static const uint8_t zeros[8];
+  if (n < 0 || n > 4) return -1;
+  /* The payload CRC needs no lock: compute it before taking the mutex. */
+  uint32_t crc = 0, len = 0;
+  for (int i = 0; i < n; i++) {
+    crc = lens_crc32c(crc, parts[i].iov_base, parts[i].iov_len);
+    len += (uint32_t)parts[i].iov_len;
+  }
   pthread_mutex_lock(&g_mu);
   if (g_fd < 0) {
     pthread_mutex_unlock(&g_mu);
@@ -131,28 +151,36 @@ int lens_tf_write(uint16_t type, const void *payload, uint32_t len) {
     return -1;
   }
   struct lens_chunk_hdr h;
-  lens_chunk_hdr_init_fast(&h, type, g_session, g_seq, payload, len);
-  struct iovec iov[3] = {{&h, sizeof h}, {(void *)payload, len}, {(void *)zeros, lens_chunk_padding(len)}};
-  size_t total = sizeof h + len + lens_chunk_padding(len);
-  ssize_t n = writev(g_fd, iov, 3);
-  int rc = 0;
-  if (n != (ssize_t)total) {
-    int e = n < 0 ? errno : ENOSPC;
+  chunk_hdr(&h, type, len, crc);
+  struct iovec iov[6];
+  iov[0] = (struct iovec){&h, sizeof h};
+  for (int i = 0; i < n; i++) iov[1 + i] = parts[i];
+  int niov = 1 + n;
+  uint32_t pad = lens_chunk_padding(len);
+  if (pad) iov[niov++] = (struct iovec){(void *)zeros, pad};
+  size_t total = sizeof h + len + pad;
+  ssize_t w = writev(g_fd, iov, niov);
+  if (w != (ssize_t)total) {
+    int e = w < 0 ? errno : ENOSPC;
     /* Cut a partial chunk so later chunks stay readable. */
-    if (n > 0 && ftruncate(g_fd, (off_t)g_end) != 0) {
+    if (w > 0 && ftruncate(g_fd, (off_t)g_end) != 0) {
     }
     atomic_fetch_add_explicit(&lens_cnt.write_errors, 1, memory_order_relaxed);
-    rc = -1;
     pthread_mutex_unlock(&g_mu);
     lens_log_once(&g_err_once, LENS_LOG_WARN, "nccl-lens: writing %s failed (%s); dropping data, counted",
                   g_path, strerror(e));
-    return rc;
+    return -1;
   }
   g_end += total;
   g_seq++;
   g_chunks++;
   pthread_mutex_unlock(&g_mu);
-  return rc;
+  return 0;
+}
+
+int lens_tf_write(uint16_t type, const void *payload, uint32_t len) {
+  struct iovec part = {(void *)payload, len};
+  return lens_tf_write_parts(type, &part, len ? 1 : 0);
 }
 
 uint64_t lens_tf_chunks(void) {

@@ -15,6 +15,11 @@ int lens_tf_open(const char *dir, const char *host, int pid);
 uint32_t lens_tf_session(void);
 /* Writes one chunk. 0 ok, -1 failed (counted in write_errors). */
 int lens_tf_write(uint16_t type, const void *payload, uint32_t len);
+/* Writes one chunk whose payload is the concatenation of n parts (n <= 4),
+ * e.g. an EVENTS header and the ring spans that hold the records, so the
+ * writer never copies them. Same result and errors as lens_tf_write. */
+struct iovec;
+int lens_tf_write_parts(uint16_t type, const struct iovec *parts, int n);
 /* Chunks written in the current session. */
 uint64_t lens_tf_chunks(void);
 void lens_tf_close(void);

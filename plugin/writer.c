@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,6 +23,12 @@
 #include "trace_file.h"
 #include "tslot.h"
 
+#ifdef MADV_POPULATE_WRITE
+#define LENS_MADV_POPULATE_WRITE MADV_POPULATE_WRITE
+#else
+#define LENS_MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_cv;
 static int g_cv_ok;
@@ -31,7 +39,6 @@ static uint32_t g_reason;
 static uint32_t g_session;
 static uint32_t g_period_us;
 static uint64_t g_events; /* this session */
-static _Alignas(8) uint8_t g_out[LENS_EVENTS_CHUNK_MAX];
 static struct lens_drops g_last_drops;
 
 /* ---- records: ring form -> file form ---- */
@@ -78,18 +85,13 @@ static void intern_payload(unsigned type, void *p) {
   }
 }
 
-static void flush_events(uint32_t slot, uint32_t count, uint32_t bytes) {
+static void flush_strings(void) {
   uint32_t slen;
   const void *sp = lens_strtab_pending(&slen);
   if (sp) {
     lens_tf_write(LENS_CHUNK_STRINGS, sp, slen);
     lens_strtab_clear_pending();
   }
-  if (!count) return;
-  struct lens_events_hdr *eh = (struct lens_events_hdr *)g_out;
-  eh->slot = slot;
-  eh->count = count;
-  if (lens_tf_write(LENS_CHUNK_EVENTS, g_out, bytes) == 0) g_events += count;
 }
 
 static void announce(struct lens_tslot *s) {
@@ -133,59 +135,117 @@ static void announce(struct lens_tslot *s) {
   atomic_store_explicit(&lens_slots.changed, 1, memory_order_relaxed);
 }
 
-/* Drains one ring; returns bytes consumed. */
+/* Converts one published record in place to its file form. The producer
+ * never touches bytes between tail and head, and hooks saw the record
+ * before it was published (record.h), so the writer owns it now. */
+static inline void convert_in_place(struct lens_rec_hdr *h) {
+  switch (h->kind) {
+  case LENS_REC_START: {
+    struct lens_rec_start *r = (struct lens_rec_start *)h;
+    r->ts = lens_clock_to_mono(r->ts);
+    if (h->type == LENS_T_COLL_API || h->type == LENS_T_P2P_API || h->type == LENS_T_COLL || h->type == LENS_T_P2P ||
+        h->type == LENS_T_CE_COLL)
+      intern_payload(h->type, r + 1);
+    break;
+  }
+  case LENS_REC_STOP: ((struct lens_rec_stop *)h)->ts = lens_clock_to_mono(((struct lens_rec_stop *)h)->ts); break;
+  case LENS_REC_STATE: ((struct lens_rec_state *)h)->ts = lens_clock_to_mono(((struct lens_rec_state *)h)->ts); break;
+  default: break;
+  }
+}
+
+/* How far ahead of the record being converted to prefetch: the producer's
+ * core wrote these lines a moment ago, and fetching them one at a time
+ * costs a cross-core round trip each. */
+#define LENS_DRAIN_PREFETCH 1024
+
+/* Drains one ring; returns bytes consumed. Records are converted in place
+ * and written straight from the ring: an EVENTS chunk is its 8-byte header
+ * plus one span of the ring, or two when the records wrap (the PAD at the
+ * end of the buffer is left out; a record may also end exactly at the end,
+ * with no PAD). tail moves only after the chunk is
+ * written, so the producer cannot reuse bytes the kernel has yet to copy. */
 static uint64_t drain_slot(struct lens_tslot *s) {
   uint64_t head = atomic_load_explicit(&s->prod.head, memory_order_acquire);
   uint64_t tail = atomic_load_explicit(&s->tail, memory_order_relaxed);
   if (head == tail) return 0;
   uint64_t start = tail, cap = s->ring.mask + 1;
-  uint32_t pos = sizeof(struct lens_events_hdr), count = 0;
-  while (tail < head) {
-    uint64_t off = tail & s->ring.mask;
-    const struct lens_rec_hdr *h = (const struct lens_rec_hdr *)(s->ring.buf + off);
-    if (h->kind == LENS_REC_PAD) {
-      /* A PAD is always published with the record after it, at the wrap;
-       * one that does not end before head is not ours: stop here rather
-       * than move tail past head (the producer would see a full ring for
-       * ever). */
-      if (tail + (cap - off) >= head) {
-        tail = head;
+  uint8_t *buf = s->ring.buf;
+  /* A chunk never covers more than half the ring, so it meets at most one
+   * wrap (PAD) and needs at most two spans. */
+  uint32_t limit = LENS_EVENTS_CHUNK_MAX < cap / 2 ? LENS_EVENTS_CHUNK_MAX : (uint32_t)(cap / 2);
+  int corrupt = 0;
+  while (tail < head && !corrupt) {
+    struct lens_events_hdr eh = {s->index, 0};
+    struct iovec parts[3] = {{&eh, sizeof eh}};
+    int nparts = 1;
+    uint32_t bytes = sizeof eh;
+    uint64_t span = tail; /* start of the span being built */
+    while (tail < head) {
+      uint64_t off = tail & s->ring.mask;
+      __builtin_prefetch(buf + ((off + LENS_DRAIN_PREFETCH) & s->ring.mask), 1, 3);
+      struct lens_rec_hdr *h = (struct lens_rec_hdr *)(buf + off);
+      if (off == 0 && tail > span) {
+        /* the last record ended exactly at the end of the buffer (no PAD):
+         * the span stops there too */
+        if (nparts == 2) break;
+        parts[nparts++] = (struct iovec){buf + (span & s->ring.mask), (size_t)(tail - span)};
+        span = tail;
+      }
+      if (h->kind == LENS_REC_PAD) {
+        /* A PAD is always published with the record after it, at the wrap;
+         * one that does not end before head is not ours: stop here rather
+         * than move tail past head (the producer would see a full ring for
+         * ever). */
+        if (tail + (cap - off) >= head) {
+          corrupt = 1;
+          break;
+        }
+        if (nparts == 2 && tail > span) break; /* second wrap: next chunk (cannot happen, see limit) */
+        if (tail > span) parts[nparts++] = (struct iovec){buf + (span & s->ring.mask), (size_t)(tail - span)};
+        tail += cap - off;
+        span = tail;
+        continue;
+      }
+      uint32_t size = h->size;
+      if (size < sizeof(struct lens_rec_hdr) || (size & 7) || size > LENS_SCRATCH_BYTES || tail + size > head) {
+        corrupt = 1; /* cannot happen with a well-behaved producer; never loop on it */
         break;
       }
-      tail += cap - off;
-      continue;
+      if (bytes + size > limit || !lens_strtab_room()) break;
+      convert_in_place(h);
+      bytes += size;
+      eh.count++;
+      tail += size;
     }
-    uint32_t size = h->size;
-    if (size < sizeof(struct lens_rec_hdr) || (size & 7) || size > LENS_SCRATCH_BYTES || tail + size > head) {
-      tail = head; /* cannot happen with a well-behaved producer; never loop on it */
-      break;
-    }
-    if (pos + size > sizeof g_out || !lens_strtab_room()) {
-      flush_events(s->index, count, pos);
-      atomic_store_explicit(&s->tail, tail, memory_order_release);
-      pos = sizeof(struct lens_events_hdr);
-      count = 0;
-    }
-    uint8_t *o = g_out + pos;
-    memcpy(o, h, size);
-    switch (h->kind) {
-    case LENS_REC_START: {
-      struct lens_rec_start *r = (struct lens_rec_start *)o;
-      r->ts = lens_clock_to_mono(r->ts);
-      intern_payload(h->type, r + 1);
-      break;
-    }
-    case LENS_REC_STOP: ((struct lens_rec_stop *)o)->ts = lens_clock_to_mono(((struct lens_rec_stop *)o)->ts); break;
-    case LENS_REC_STATE: ((struct lens_rec_state *)o)->ts = lens_clock_to_mono(((struct lens_rec_state *)o)->ts); break;
-    default: break;
-    }
-    pos += size;
-    count++;
-    tail += size;
+    if (tail > span) parts[nparts++] = (struct iovec){buf + (span & s->ring.mask), (size_t)(tail - span)};
+    flush_strings(); /* the strings these records use go first */
+    if (eh.count && lens_tf_write_parts(LENS_CHUNK_EVENTS, parts, nparts) == 0) g_events += eh.count;
+    atomic_store_explicit(&s->tail, tail, memory_order_release);
   }
-  flush_events(s->index, count, pos);
-  atomic_store_explicit(&s->tail, tail, memory_order_release);
+  if (corrupt) {
+    tail = head;
+    atomic_store_explicit(&s->tail, tail, memory_order_release);
+  }
   return tail - start;
+}
+
+/* A busy ring's pages are faulted in by the writer, so its owner's first
+ * pass over the ring does not take a page fault every 4 KiB on NCCL's
+ * thread (the pages were given back at the last finalize, or never
+ * touched). Only rings with real traffic: an idle thread's ring stays
+ * uncommitted. The contents are not changed, so this is safe while the
+ * owner writes. Kernels before 5.14 refuse it; the owner then faults the
+ * pages in itself, as before. Writer-private: one token per slot. */
+static uint64_t *g_populated; /* (session + 1) << 32 | gen of the owner whose ring was populated */
+static uint32_t g_populated_n;
+
+static void populate_ring(struct lens_tslot *s) {
+  if (!g_populated || s->index >= g_populated_n) return;
+  uint64_t token = ((uint64_t)(g_session + 1) << 32) | atomic_load_explicit(&s->gen, memory_order_relaxed);
+  if (g_populated[s->index] == token) return;
+  g_populated[s->index] = token;
+  madvise(s->ring.buf, (size_t)lens_slots.ring_bytes, LENS_MADV_POPULATE_WRITE);
 }
 
 /* One pass over all slots; returns the largest amount drained from one ring. */
@@ -199,6 +259,7 @@ static uint64_t drain_all(void) {
     announce(s);
     uint64_t n = drain_slot(s);
     if (n > most) most = n;
+    if (n >= lens_slots.ring_bytes / 64) populate_ring(s);
     if (st == LENS_SLOT_RETIRING &&
         atomic_load_explicit(&s->prod.head, memory_order_acquire) == atomic_load_explicit(&s->tail, memory_order_relaxed))
       lens_tslot_free(s);
@@ -246,7 +307,12 @@ static void *writer_main(void *arg) {
   (void)arg;
   pthread_setname_np(pthread_self(), "nccl-lens-wr");
   uint64_t idle_us = 1000, last_periodic = lens_mono_ns();
-  uint64_t busy_bytes = lens_slots.ring_bytes / 4;
+  /* A pass that found 1/64 of a ring (64 KiB of 4 MiB: ~1600 events) goes
+   * round again at once: the ring fills faster than a sleep allows for, and
+   * on a loaded machine a sleeping writer waits for a CPU after every wake.
+   * Passes shrink until the writer has caught up, so it never spins on
+   * empty rings: its CPU stays proportional to the events it writes. */
+  uint64_t busy_bytes = lens_slots.ring_bytes / 64;
   pthread_mutex_lock(&g_mu);
   while (!g_stop) {
     pthread_mutex_unlock(&g_mu);
@@ -262,6 +328,8 @@ static void *writer_main(void *arg) {
     uint64_t sleep_us;
     if (most >= busy_bytes)
       sleep_us = 0; /* a ring is filling fast: go round again */
+    else if (most >= busy_bytes / 4)
+      sleep_us = idle_us = 250; /* steady heavy flow: keep the rings short, the slack is for scheduling delays */
     else if (most || blobs)
       sleep_us = idle_us = 1000;
     else
@@ -299,6 +367,10 @@ int lens_writer_start(const struct lens_config *c, uint32_t session) {
   g_events = 0;
   memset(&g_last_drops, 0, sizeof g_last_drops);
   lens_strtab_reset();
+  if (!g_populated && lens_slots.n) {
+    g_populated = calloc(lens_slots.n, sizeof *g_populated); /* NULL: rings fault in on their own */
+    g_populated_n = g_populated ? lens_slots.n : 0;
+  }
   g_stop = 0;
   /* The writer must not inherit signals meant for the application. */
   sigset_t all, old;

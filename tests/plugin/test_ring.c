@@ -12,6 +12,8 @@
 #include "crc32c_fast.h"
 #include "lens_chunk.h"
 #include "core_fixture.h"
+#include "trace_walk.h"
+#include "tslot.h"
 #include "nccl-lens/nccl_profiler_abi.h"
 #include "writer.h"
 
@@ -107,6 +109,69 @@ static void test_wraparound_round_trip(void **state) {
   assert_true(prev_ts <= now + 1000000 && prev_ts > now - 10ull * 1000000000ull);
 }
 
+/* Records that straddle the end of the ring leave the writer as ONE EVENTS
+ * chunk written straight from the ring in two spans: the chunk passes the
+ * shared CRC checks, holds exactly the records, in order, converted in
+ * place (CLOCK_MONOTONIC ts), and the ring is free again. Two ways to wrap:
+ * a PAD fills the end of the buffer, or a record ends exactly there. */
+static void wrap_case(int gap_mod80, int base) {
+  struct lens_tslot *s = lens_tls_cur.slot;
+  assert_non_null(s);
+  int n = 0;
+  /* head ~2 KiB before the end of the buffer... */
+  while (RING - (atomic_load(&s->prod.head) & (RING - 1)) > 2048) {
+    ncclProfiler_v5.stopEvent(start_step(base + n++));
+    if (n % 64 == 0) fix_drain_and_load();
+  }
+  /* ...at a gap that pairs of 56 + 24 bytes fill exactly (0 mod 80) or not */
+  void *stale = start_step(base - 1);
+  while ((RING - (atomic_load(&s->prod.head) & (RING - 1))) % 80 != (uint64_t)gap_mod80)
+    ncclProfiler_v5.stopEvent(stale); /* 24 bytes each */
+  fix_drain_and_load();
+  struct trace_tally before, after;
+  assert_int_equal(trace_walk(fix_path, &before), 0);
+  int first_new = fix_nrecs;
+  uint64_t h0 = atomic_load(&s->prod.head);
+  void *hs[100];
+  for (int i = 0; i < 100; i++) {
+    hs[i] = start_step(base + n + i);
+    ncclProfiler_v5.stopEvent(hs[i]);
+  }
+  assert_true((h0 & (RING - 1)) + 100 * (STEP_REC + 24) > RING); /* it did wrap */
+  uint64_t pad = atomic_load(&s->prod.head) - h0 - 100 * (STEP_REC + 24);
+  if (gap_mod80 == 0)
+    assert_int_equal(pad, 0);
+  else
+    assert_true(pad > 0);
+  uint64_t moved = lens_writer_drain_once();
+  assert_int_equal(atomic_load(&s->tail), atomic_load(&s->prod.head)); /* all consumed in one pass */
+  assert_int_equal(moved, 100 * (STEP_REC + 24) + pad);
+  assert_int_equal(trace_walk(fix_path, &after), 0);
+  assert_int_equal(after.bad_tail_bytes, 0);
+  assert_int_equal(after.seq_gaps, 0);
+  assert_int_equal(after.by_type[LENS_CHUNK_EVENTS] - before.by_type[LENS_CHUNK_EVENTS], 1);
+  assert_int_equal(after.records - before.records, 200);
+  assert_int_equal(after.ts_nonmono, 0);
+  fix_drain_and_load();
+  assert_int_equal(fix_nrecs - first_new, 200);
+  uint64_t now = lens_mono_ns();
+  for (int i = 0; i < 100; i++) {
+    const struct lens_rec_start *st = fix_start(first_new + 2 * i);
+    const struct lens_rec_stop *sp = (const void *)fix_recs[first_new + 2 * i + 1].bytes;
+    assert_int_equal(st->h.kind, LENS_REC_START);
+    assert_int_equal(st->id, (uint64_t)(uintptr_t)hs[i]);
+    assert_int_equal(((const struct lens_p_proxy_step *)(st + 1))->step, base + n + i);
+    assert_int_equal(sp->h.kind, LENS_REC_STOP);
+    assert_int_equal(sp->id, st->id);
+    assert_true(st->ts <= sp->ts && sp->ts <= now && sp->ts > now - 10ull * 1000000000ull);
+  }
+}
+
+static void test_wrapped_records_make_one_valid_chunk(void **state) {
+  wrap_case(0, 300000);  /* the 100th-or-so record ends exactly at the end */
+  wrap_case(40, 400000); /* a PAD fills the end */
+}
+
 /* The writer's hardware CRC must be the shared definition, bit for bit. */
 static void test_fast_crc_matches_shared_crc(void **state) {
   uint8_t buf[1031];
@@ -134,6 +199,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fill_to_full_counts_and_never_blocks),
       cmocka_unit_test(test_wraparound_round_trip),
+      cmocka_unit_test(test_wrapped_records_make_one_valid_chunk),
       cmocka_unit_test(test_fast_crc_matches_shared_crc),
   };
   return cmocka_run_group_tests(tests, group_setup, NULL);
