@@ -1,10 +1,9 @@
 /* nccl-lens summary TRACE... [--json] [-o FILE] */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
-#include "export/load_traces.h"
+#include "cli/trace_args.h"
 #include "reader/analyses.h"
 #include "summary/summary_print.h"
 
@@ -17,73 +16,35 @@ static void usage(FILE *f) {
              "  starvation. --json prints the same numbers as one JSON object.\n");
 }
 
+/* --json: the only summary-specific option. */
+static int json_option(void *ctx, int *i, int argc, char **argv) {
+  (void)argc;
+  if (strcmp(argv[*i], "--json")) return 0;
+  *(int *)ctx = 1;
+  return 1;
+}
+
 int lens_cmd_summary(int argc, char **argv) {
-  const char **paths = calloc((size_t)argc + 1, sizeof *paths), **cupti = calloc((size_t)argc + 1, sizeof *cupti);
-  size_t n = 0, nc = 0;
-  int json = 0, rc = 1;
-  const char *out = NULL;
-  struct lens_load_opts lo = {0};
-  if (!paths || !cupti) {
-    lens_cli_error(CMD, "out of memory");
-    goto done;
-  }
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    int has_val = i + 1 < argc;
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      usage(stdout);
-      rc = 0;
-      goto done;
-    } else if (!strcmp(a, "--json")) {
-      json = 1;
-    } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-      if (!has_val) { lens_cli_error(CMD, "%s needs a file name", a); goto done; }
-      out = argv[++i];
-    } else if (!strcmp(a, "--cupti-buffer")) {
-      if (!has_val) { lens_cli_error(CMD, "--cupti-buffer needs a file name"); goto done; }
-      cupti[nc++] = argv[++i];
-    } else if (!strcmp(a, "--min-wait-us")) {
-      uint64_t us;
-      if (!has_val || lens_cli_parse_u64(argv[++i], &us)) {
-        lens_cli_error(CMD, "--min-wait-us needs a non-negative integer");
-        goto done;
-      }
-      lo.min_wait_ns = us * 1000;
-    } else if (a[0] == '-' && a[1]) {
-      lens_cli_error(CMD, "unknown option '%s' (try --help)", a);
-      goto done;
-    } else {
-      paths[n++] = a;
-    }
-  }
-  if (!n) {
-    lens_cli_error(CMD, "no trace files given (try --help)");
-    goto done;
-  }
-  lo.cupti_files = cupti;
-  lo.n_cupti_files = nc;
-  struct lens_model *m = lens_cli_load(CMD, paths, n, &lo);
-  if (!m) goto done;
+  int json = 0;
+  struct lens_trace_cli c;
+  int rc = 1;
+  struct lens_model *m = lens_trace_cli_start(CMD, argc, argv, &c, json_option, NULL, &json, usage, &rc);
+  if (!m) return rc;
   struct lens_summary s;
   if (lens_summary_build(m, &s, lens_analyze_gpu != NULL)) {
     lens_cli_error(CMD, "out of memory");
     lens_model_free(m);
     goto done;
   }
-  FILE *f = out && strcmp(out, "-") ? fopen(out, "w") : stdout;
-  if (!f) {
-    lens_cli_error(CMD, "cannot write %s", out);
-  } else {
+  FILE *f = lens_trace_cli_open_out(CMD, &c);
+  if (f) {
     if (json) lens_summary_print_json(f, m, &s);
     else lens_summary_print_text(f, m, &s);
-    int wr = f == stdout ? fflush(f) : fclose(f);
-    if (wr) lens_cli_error(CMD, "write error on %s", out ? out : "standard output");
-    else rc = 0;
+    rc = lens_trace_cli_close_out(CMD, &c, f, 0);
   }
   lens_summary_free(&s);
   lens_model_free(m);
 done:
-  free(paths);
-  free(cupti);
+  lens_trace_cli_free(&c);
   return rc;
 }
