@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli_run.h"
 #include "sample_trace.h"
@@ -98,6 +100,26 @@ static void test_cut_trace_is_read_with_warning(void **state) {
   }
 }
 
+/* A write error must not delete what -o points at unless it is a regular
+ * file export created: as root, unlinking /dev/full once removed the device. */
+static void test_write_error_keeps_non_regular_output(void **state) {
+  (void)state;
+  struct stat st;
+  if (stat("/dev/full", &st) != 0 || !S_ISCHR(st.st_mode)) skip();
+  char link[512];
+  snprintf(link, sizeof link, "%s/to-dev-full.json", cli_tmpdir());
+  unlink(link);
+  assert_int_equal(symlink("/dev/full", link), 0);
+  const char *args[] = {"export", sample, "-o", link, NULL};
+  expect_error(args);
+  struct stat lst;
+  assert_int_equal(lstat(link, &lst), 0); /* the link is still there */
+  assert_true(S_ISLNK(lst.st_mode));
+  assert_int_equal(stat("/dev/full", &st), 0); /* and so is the device */
+  assert_true(S_ISCHR(st.st_mode));
+  unlink(link);
+}
+
 static void test_help(void **state) {
   (void)state;
   const char *cmds[] = {"export", "summary", "demo"};
@@ -114,6 +136,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bad_inputs),
       cmocka_unit_test(test_cut_trace_is_read_with_warning),
+      cmocka_unit_test(test_write_error_keeps_non_regular_output),
       cmocka_unit_test(test_help),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,12 +1,12 @@
 /* nccl-lens export --format chrome TRACE... [-o out.json] */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/trace_args.h"
 #include "export/chrome.h"
-#include "export/load_traces.h"
 
 #define CMD "export"
 
@@ -21,80 +21,47 @@ static void usage(FILE *f) {
           "  --min-wait-us N      starvation: ignore scheduler waits shorter than N us (default 0)\n");
 }
 
+/* --format: the only export-specific option. */
+static int format_option(void *ctx, int *i, int argc, char **argv) {
+  const char **format = ctx;
+  if (strcmp(argv[*i], "--format")) return 0;
+  if (*i + 1 >= argc) return -lens_cli_error(CMD, "--format needs a value (chrome)");
+  *format = argv[++*i];
+  return 1;
+}
+
+static int format_check(void *ctx) {
+  const char *const *format = ctx;
+  if (strcmp(*format, "chrome")) return -lens_cli_error(CMD, "unknown format '%s' (only 'chrome')", *format);
+  return 0;
+}
+
 int lens_cmd_export(int argc, char **argv) {
-  const char *out = NULL, *format = "chrome";
-  const char **paths = calloc((size_t)argc + 1, sizeof *paths), **cupti = calloc((size_t)argc + 1, sizeof *cupti);
-  size_t n = 0, nc = 0;
-  struct lens_load_opts lo = {0};
+  const char *format = "chrome";
+  struct lens_trace_cli c;
   int rc = 1;
-  if (!paths || !cupti) {
-    lens_cli_error(CMD, "out of memory");
-    goto done;
-  }
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    int has_val = i + 1 < argc;
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      usage(stdout);
-      rc = 0;
-      goto done;
-    } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-      if (!has_val) { lens_cli_error(CMD, "%s needs a file name", a); goto done; }
-      out = argv[++i];
-    } else if (!strcmp(a, "--format")) {
-      if (!has_val) { lens_cli_error(CMD, "--format needs a value (chrome)"); goto done; }
-      format = argv[++i];
-    } else if (!strcmp(a, "--cupti-buffer")) {
-      if (!has_val) { lens_cli_error(CMD, "--cupti-buffer needs a file name"); goto done; }
-      cupti[nc++] = argv[++i];
-    } else if (!strcmp(a, "--min-wait-us")) {
-      uint64_t us;
-      if (!has_val || lens_cli_parse_u64(argv[++i], &us)) {
-        lens_cli_error(CMD, "--min-wait-us needs a non-negative integer");
-        goto done;
-      }
-      lo.min_wait_ns = us * 1000;
-    } else if (a[0] == '-' && a[1]) {
-      lens_cli_error(CMD, "unknown option '%s' (try --help)", a);
-      goto done;
-    } else {
-      paths[n++] = a;
-    }
-  }
-  if (strcmp(format, "chrome")) {
-    lens_cli_error(CMD, "unknown format '%s' (only 'chrome')", format);
-    goto done;
-  }
-  if (!n) {
-    lens_cli_error(CMD, "no trace files given (try --help)");
-    goto done;
-  }
-  lo.cupti_files = cupti;
-  lo.n_cupti_files = nc;
-  struct lens_model *m = lens_cli_load(CMD, paths, n, &lo);
-  if (!m) goto done;
-  FILE *f = out && strcmp(out, "-") ? fopen(out, "w") : stdout;
+  struct lens_model *m = lens_trace_cli_start(CMD, argc, argv, &c, format_option, format_check, &format, usage, &rc);
+  if (!m) return rc;
+  FILE *f = lens_trace_cli_open_out(CMD, &c);
   if (!f) {
-    lens_cli_error(CMD, "cannot write %s", out);
     lens_model_free(m);
     goto done;
   }
-  struct lens_chrome_counts c;
-  int wr = lens_export_chrome(f, m, &c);
-  if (f != stdout) wr |= fclose(f);
-  else wr |= fflush(f);
-  if (wr) {
-    lens_cli_error(CMD, "write error on %s", out ? out : "standard output");
-    if (out && strcmp(out, "-")) unlink(out);
+  struct lens_chrome_counts cnt;
+  int wr = lens_export_chrome(f, m, &cnt);
+  if (lens_trace_cli_close_out(CMD, &c, f, wr)) {
+    /* A half-written trace would load as a broken one: remove it, but only
+     * a regular file (never a device or a pipe someone pointed -o at). */
+    struct stat st;
+    if (lens_trace_cli_out_is_file(&c) && lstat(c.out, &st) == 0 && S_ISREG(st.st_mode)) unlink(c.out);
   } else {
     if (f != stdout)
-      printf("wrote %s: %zu events of %zu processes (%zu operations, %zu GPU channel slices, %zu starvation)\n", out,
-             m->n_events, m->n_procs, c.ops, c.gpu_slices, c.starvation);
+      printf("wrote %s: %zu events of %zu processes (%zu operations, %zu GPU channel slices, %zu starvation)\n", c.out,
+             m->n_events, m->n_procs, cnt.ops, cnt.gpu_slices, cnt.starvation);
     rc = 0;
   }
   lens_model_free(m);
 done:
-  free(paths);
-  free(cupti);
+  lens_trace_cli_free(&c);
   return rc;
 }
