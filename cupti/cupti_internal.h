@@ -23,7 +23,6 @@ struct lens_cupti_fns {
   __typeof__(&cuptiActivityRegisterCallbacks) ActivityRegisterCallbacks;
   __typeof__(&cuptiActivityEnable) ActivityEnable;
   __typeof__(&cuptiActivityDisable) ActivityDisable;
-  __typeof__(&cuptiActivityEnableDriverApi) ActivityEnableDriverApi;
   __typeof__(&cuptiActivityFlushAll) ActivityFlushAll;
   __typeof__(&cuptiActivityGetNumDroppedRecords) ActivityGetNumDroppedRecords;
   __typeof__(&cuptiActivityPushExternalCorrelationId) ActivityPushExternalCorrelationId;

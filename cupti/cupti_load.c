@@ -66,7 +66,6 @@ const struct lens_cupti_fns *lens_cupti_load(char *why, size_t why_len) {
   RESOLVE(ActivityRegisterCallbacks, cuptiActivityRegisterCallbacks);
   RESOLVE(ActivityEnable, cuptiActivityEnable);
   RESOLVE(ActivityDisable, cuptiActivityDisable);
-  RESOLVE(ActivityEnableDriverApi, cuptiActivityEnableDriverApi);
   RESOLVE(ActivityFlushAll, cuptiActivityFlushAll);
   RESOLVE(ActivityGetNumDroppedRecords, cuptiActivityGetNumDroppedRecords);
   RESOLVE(ActivityPushExternalCorrelationId, cuptiActivityPushExternalCorrelationId);

@@ -14,17 +14,16 @@
 #include "log.h"
 
 /* Kinds we enable, in order; CONCURRENT_KERNEL never KIND_KERNEL (it
- * serialises kernels, which can hang NCCL). */
-static const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+ * serialises kernels, which can hang NCCL). DRIVER records carry the
+ * correlation id that the external-correlation records point to. All driver
+ * APIs, not only the launch calls: CUPTI attaches here after NCCL made its
+ * CUDA context, and on a real H100 (driver 580, CUDA 13.0) per-call enabling
+ * (cuptiActivityEnableDriverApi) then yields no API records, hence no
+ * external correlation at all, while KIND_DRIVER does (tests/gpu,
+ * docs/gpu-check.md). */
+static const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_DRIVER,
                                            CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL};
-/* Driver API records only for the calls that launch NCCL's kernels: they
- * carry the correlation id the external-correlation records point to. */
-static const CUpti_CallbackId launch_cbids[] = {
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,   CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz};
 #define N_KINDS (sizeof(kinds) / sizeof(kinds[0]))
-#define N_CBIDS (sizeof(launch_cbids) / sizeof(launch_cbids[0]))
 
 static const struct lens_cupti_fns *f;
 static CUpti_SubscriberHandle subscriber;
@@ -45,8 +44,7 @@ static void give_up(int level, const char *fmt, const char *a, const char *b) {
                 line);
 }
 
-static void release(size_t kinds_on, size_t cbids_on) {
-  for (size_t i = 0; i < cbids_on; i++) f->ActivityEnableDriverApi(launch_cbids[i], 0);
+static void release(size_t kinds_on) {
   for (size_t i = kinds_on; i-- > 0;) f->ActivityDisable(kinds[i]);
   if (subscribed) f->Unsubscribe(subscriber);
   subscribed = 0;
@@ -82,7 +80,7 @@ void lens_cupti_setup(void) {
   /* The clock goes in before any kind is enabled: switching it later would
    * mix time domains inside one session. */
   const char *step = "cuptiActivityRegisterTimestampCallback";
-  size_t kinds_on = 0, cbids_on = 0;
+  size_t kinds_on = 0;
   r = f->ActivityRegisterTimestampCallback(lens_cupti_timestamp_mono_ns);
   if (r == CUPTI_SUCCESS) {
     step = "cuptiActivityRegisterCallbacks";
@@ -93,13 +91,8 @@ void lens_cupti_setup(void) {
     r = f->ActivityEnable(kinds[kinds_on]);
     if (r != CUPTI_SUCCESS) break;
   }
-  for (; r == CUPTI_SUCCESS && cbids_on < N_CBIDS; cbids_on++) {
-    step = "cuptiActivityEnableDriverApi";
-    r = f->ActivityEnableDriverApi(launch_cbids[cbids_on], 1);
-    if (r != CUPTI_SUCCESS) break;
-  }
   if (r != CUPTI_SUCCESS) {
-    release(kinds_on, cbids_on);
+    release(kinds_on);
     give_up(level, "%s: %s", step, lens_cupti_strerror(f, r));
     return;
   }
@@ -128,7 +121,6 @@ void lens_cupti_launch_end(uint64_t ext_id) {
 void lens_cupti_teardown(void) {
   if (!__atomic_exchange_n(&lens_cupti_active, 0, __ATOMIC_ACQ_REL)) return;
   f->ActivityFlushAll(0);
-  for (size_t i = 0; i < N_CBIDS; i++) f->ActivityEnableDriverApi(launch_cbids[i], 0);
   for (size_t i = N_KINDS; i-- > 0;) f->ActivityDisable(kinds[i]);
   /* Forced: also hands back buffers holding incomplete records. */
   f->ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
