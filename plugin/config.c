@@ -24,7 +24,7 @@ static void defaults(struct lens_config *c) {
   c->writer_period_us = 10000;
   c->use_tsc = 1;
   c->nvtx = 1;
-  c->cupti = LENS_CUPTI_AUTO;
+  c->cupti = LENS_CUPTI_OFF; /* CUPTI adds ~10 us to each NCCL launch on an H100: opt in (docs/gpu-check.md) */
   strcpy(c->registry_dir, LENS_REGISTRY_DEFAULT_DIR);
 }
 
@@ -183,7 +183,7 @@ int lens_config_parse(struct lens_config *c) {
     else if (!strcasecmp(v, "off") || !strcmp(v, "0"))
       c->cupti = LENS_CUPTI_OFF;
     else
-      bad("NCCL_LENS_CUPTI", v, "auto", &nbad);
+      bad("NCCL_LENS_CUPTI", v, "off", &nbad);
   }
   parse_dir("NCCL_LENS_REGISTRY_DIR", c->registry_dir, sizeof c->registry_dir, "\"" LENS_REGISTRY_DEFAULT_DIR "\"",
             &nbad);

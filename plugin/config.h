@@ -16,7 +16,7 @@ struct lens_config {
   uint32_t writer_period_us;  /* NCCL_LENS_WRITER_PERIOD_US */
   int use_tsc;                /* NCCL_LENS_TSC (1 = use TSC when invariant) */
   int nvtx;                   /* NCCL_LENS_NVTX (1) */
-  enum lens_cupti_mode cupti; /* NCCL_LENS_CUPTI (auto) */
+  enum lens_cupti_mode cupti; /* NCCL_LENS_CUPTI (off) */
   char registry_dir[512];     /* NCCL_LENS_REGISTRY_DIR (/tmp/nccl-lens) */
 };
 

@@ -36,7 +36,7 @@ static void test_defaults(void **state) {
   assert_int_equal(c.writer_period_us, 10000);
   assert_int_equal(c.use_tsc, 1);
   assert_int_equal(c.nvtx, 1);
-  assert_int_equal(c.cupti, LENS_CUPTI_AUTO);
+  assert_int_equal(c.cupti, LENS_CUPTI_OFF);
   assert_string_equal(c.registry_dir, "/tmp/nccl-lens");
   assert_int_equal(test_log_count("nccl-lens"), 0);
 }
@@ -114,7 +114,7 @@ static void test_bad_values_use_defaults_and_log_once_each(void **state) {
   assert_int_equal(c.writer_period_us, 10000);
   assert_int_equal(c.use_tsc, 1);
   assert_int_equal(c.nvtx, 1);
-  assert_int_equal(c.cupti, LENS_CUPTI_AUTO);
+  assert_int_equal(c.cupti, LENS_CUPTI_OFF);
   assert_string_equal(c.out_dir, ".");
   const char *names[] = {"NCCL_LENS_DISABLE", "NCCL_LENS_EVENT_MASK", "NCCL_LENS_BUFFER_SIZE",
                          "NCCL_LENS_MAX_THREADS", "NCCL_LENS_WRITER_PERIOD_US", "NCCL_LENS_TSC",
