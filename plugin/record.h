@@ -36,7 +36,7 @@ extern int lens_self_pid; /* getpid() cached at init, for the PXN test */
 static inline int lens_hook_nvtx(void) { return __atomic_load_n(&lens_nvtx_active, __ATOMIC_RELAXED); }
 static inline int lens_hook_cupti(void) { return __atomic_load_n(&lens_cupti_active, __ATOMIC_RELAXED); }
 
-static inline struct lens_rec_start *lens_start_begin(struct lens_wip *w, void **eHandle, uint64_t context,
+static inline __attribute__((always_inline)) struct lens_rec_start *lens_start_begin(struct lens_wip *w, void **eHandle, uint64_t context,
                                                       unsigned type, uint32_t payload_bytes, uint64_t parent,
                                                       int rank, uint32_t flags, uint32_t role) {
   uint64_t remote = (flags & LENS_START_F_REMOTE) ? LENS_ID_REMOTE : 0;
@@ -88,7 +88,7 @@ static inline struct lens_rec_start *lens_start_begin(struct lens_wip *w, void *
 /* The hook runs BEFORE the record is published: once published, the record
  * belongs to the writer, which converts it in place (ts to CLOCK_MONOTONIC,
  * string pointers to ids) and writes it straight from the ring. */
-static inline void lens_start_end(struct lens_wip *w, void **eHandle) {
+static inline __attribute__((always_inline)) void lens_start_end(struct lens_wip *w, void **eHandle) {
   uint64_t id = w->rec->id;
   if (lens_hook_nvtx() && lens_nvtx_on_start) lens_nvtx_on_start(w->rec);
   if (w->in_ring) lens_ring_publish(&w->s->prod, w->new_head);

@@ -13,13 +13,16 @@
 #   5. the scheduling probe following the job while CPU hogs share its CPUs
 #      (needs root and BTF);
 #   6. lens-bench (and NVIDIA's example plugin if LENS_EXAMPLE_PLUGIN names it)
-#      and the probe's cost, on this machine's CPUs.
+#      and the probe's cost, on this machine's CPUs;
+#   7. PyTorch: torch.distributed over NCCL with the plugin, the PyTorch
+#      profiler recording, NCCL_LENS_CUPTI=auto (the plugin must leave CUPTI
+#      to Kineto, and Kineto must still see NCCL's kernels).
 # Usage: tests/gpu/run_gpu_check.sh OUTDIR [STEPS]   (STEPS: e.g. "1 2 4"; default all)
 # Env: LENS_BUILD (default build), LENS_NCCL_LIB_DIR, LENS_CUPTI_PATH, LENS_EXAMPLE_PLUGIN,
 #      LENS_EXTRA_LIB_DIR (libbpf/libelf for nccl-lens where the machine lacks them).
 set -uo pipefail
 out=${1:?usage: run_gpu_check.sh OUTDIR [STEPS]}
-steps=${2:-"1 2 3 4 5 6"}
+steps=${2:-"1 2 3 4 5 6 7"}
 B=$(cd "${LENS_BUILD:-build}" && pwd)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -147,7 +150,18 @@ if want 6; then
     "${bench[@]}" --mode compare --compare "$LENS_EXAMPLE_PLUGIN" --threads 1,2,4
   fi
   "${bench[@]}" --mode paced --threads 1,2 --repeat 3
+  NCCL_LENS_BUFFER_SIZE=16M "${bench[@]}" --mode paced --threads 1,2 --repeat 3 | grep '=>' | sed 's/^/16 MiB rings: /'
   if [ -r /sys/kernel/btf/vmlinux ] && [ "$(id -u)" = 0 ]; then
     bash "$(dirname "$0")/../../ebpf/bench_sched.sh" "$B"
   fi
+fi
+
+if want 7; then
+  say "7. PyTorch (torch.distributed, NCCL backend) with the plugin and the PyTorch profiler"
+  mkdir -p "$out/torch"
+  env "${lens_env[@]}" NCCL_LENS_CUPTI=auto $(log_env torch) NCCL_LENS_OUTPUT_DIR="$out/torch" \
+    timeout 120 python3 "$(dirname "$0")/torch_job.py" --profile
+  echo "torch: exit $?"
+  cat "$out"/torch/nccl.*.log 2>/dev/null | grep -i -E 'profiler|lens' | sed 's/^[^ ]* //' | sort | uniq -c | sort -rn | head
+  "$cli" summary "$out"/torch/*.lens | head -20
 fi
