@@ -6,11 +6,10 @@
  *   sched_wakeup / sched_wakeup_new  a watched thread became runnable
  *   sched_switch                      a CPU changed hands
  * Only threads whose bit is set in `watch_bits` (filled by the loader, with
- * their `watched` hash entry) are followed; every other task costs two bitmap
- * tests and one per-CPU load per switch. A watched thread's state lives in
- * task storage (`tstates`, found from the task pointer without hashing) and
- * its histograms in an array slot (`slots`); the hash is read only once per
- * watch, to seed that state.
+ * their `tid_slots` entry) are followed; every other task costs two bitmap
+ * tests and one per-CPU load per switch. A watched thread's state and
+ * histograms live in its array slot (`slots`), found through `tid_slots`:
+ * array loads the verifier inlines, no hashing and no helper call.
  *
  * A watched thread goes RUNNING -> (switch-out) -> BLOCKED or PREEMPT, then
  * BLOCKED -> (wakeup) -> RUNQ, then RUNQ/PREEMPT -> (switch-in) -> RUNNING.
@@ -63,14 +62,6 @@ struct {
   __type(value, struct lens_bpf_watch);
 } watched SEC(".maps");
 
-/* Per-thread state of watched threads only (created at their first switch). */
-struct {
-  __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-  __uint(map_flags, BPF_F_NO_PREALLOC);
-  __type(key, int);
-  __type(value, struct lens_bpf_tstate);
-} tstates SEC(".maps");
-
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
   __uint(max_entries, LENS_BPF_SLOTS);
@@ -88,6 +79,15 @@ struct {
   __type(key, __u32);
   __type(value, __u64);
 } watch_bits SEC(".maps");
+
+/* tid -> slot + 1, four 16-bit entries per word (see lens_sched_bpf.h); the
+ * loader sizes it from kernel.pid_max like the bitmap. */
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1048576);
+  __type(key, __u32);
+  __type(value, __u64);
+} tid_slots SEC(".maps");
 
 /* Sized to the possible CPUs by the loader. */
 struct {
@@ -116,39 +116,37 @@ static __always_inline __u64 count(__u32 which) {
   return *c += 1; /* per-CPU slot: no atomics needed */
 }
 
-/* The state of `t` if it is watched, else 0; *slot gets its histograms.
- * Unwatched (the common case): one inlined bitmap load. Watched: one task
- * storage lookup and one inlined array load; the `watched` hash is read only
- * when the state is new or belongs to an older watch of this thread. */
-static __always_inline struct lens_bpf_tstate *watched_state(struct task_struct *t, __u32 tid,
-                                                             struct lens_bpf_slot **slot) {
-  __u32 word = tid >> 6;
+/* The slot of `tid` if it is watched, else 0: its state and histograms.
+ * Unwatched (the common case): one inlined bitmap load. Watched: two more
+ * inlined array loads (tid_slots, slots) and no helper call; the `watched`
+ * hash only for tids past the bitmap. A gen the state has not seen is a new
+ * watch of this slot: the state starts over (phase UNKNOWN, so no wait is
+ * measured across the gap). */
+static __always_inline struct lens_bpf_slot *watched_slot(__u32 tid) {
+  __u32 word = tid >> 6, idx;
   __u64 *bits = bpf_map_lookup_elem(&watch_bits, &word);
+  __u64 *ix = 0;
   if (bits) {
     if (!((*bits >> (tid & 63)) & 1)) return 0;
-  } else if (!bpf_map_lookup_elem(&watched, &tid)) {
-    return 0; /* past the bitmap (pid_max raised after load): the hash decides, before any storage is made */
+    __u32 iword = tid / LENS_TID_SLOTS_PER_WORD;
+    ix = bpf_map_lookup_elem(&tid_slots, &iword);
   }
-  struct lens_bpf_tstate *st = bpf_task_storage_get(&tstates, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-  if (!st) {
-    count(LENS_CNT_HIST_FULL); /* no memory, or a recursive task-storage use on this CPU */
-    return 0;
+  if (ix) {
+    idx = (__u32)(*ix >> ((tid % LENS_TID_SLOTS_PER_WORD) * 16)) & 0xFFFF;
+    if (!idx) return 0;
+    idx -= 1;
+  } else {
+    struct lens_bpf_watch *w = bpf_map_lookup_elem(&watched, &tid);
+    if (!w) return 0; /* past the bitmap (pid_max raised after load): the hash decides */
+    idx = w->slot;
   }
-  struct lens_bpf_slot *s = bpf_map_lookup_elem(&slots, &st->slot);
-  if (s && st->gen && s->gen == st->gen && s->tid == tid) {
-    *slot = s;
-    return st;
+  struct lens_bpf_slot *s = bpf_map_lookup_elem(&slots, &idx);
+  if (!s || s->tid != tid || !s->gen) return 0; /* the loader is changing it */
+  if (s->st_gen != s->gen) {
+    __builtin_memset(&s->st, 0, sizeof(s->st));
+    s->st_gen = s->gen;
   }
-  struct lens_bpf_watch *w = bpf_map_lookup_elem(&watched, &tid);
-  if (!w) return 0;
-  __builtin_memset(st, 0, sizeof(*st)); /* phase UNKNOWN: no wait is measured across the gap */
-  st->slot = w->slot;
-  st->gen = w->gen;
-  st->ns_tid = w->ns_tid;
-  s = bpf_map_lookup_elem(&slots, &st->slot);
-  if (!s || s->gen != st->gen || s->tid != tid) return 0; /* the loader is changing it */
-  *slot = s;
-  return st;
+  return s;
 }
 
 static __always_inline __u32 task_cpu(struct task_struct *p) {
@@ -213,7 +211,7 @@ static __always_inline void hist_add(struct lens_bpf_slot *slot, __u32 kind, __u
 }
 
 static __always_inline void emit(__u32 kind, __u32 cpu, __u64 start, __u64 end, struct task_struct *t,
-                                 const struct lens_bpf_tstate *st, __u32 culprit_pid, __u32 culprit_tid,
+                                 const struct lens_bpf_slot *slot, __u32 culprit_pid, __u32 culprit_tid,
                                  const char *culprit_comm_kernel, const char *culprit_comm_saved) {
   struct lens_bpf_sample *s = bpf_ringbuf_reserve(&samples, sizeof(*s), 0);
   if (!s) {
@@ -228,8 +226,8 @@ static __always_inline void emit(__u32 kind, __u32 cpu, __u64 start, __u64 end, 
   s->cpu = cpu;
   s->culprit_pid = culprit_pid;
   s->culprit_tid = culprit_tid;
-  s->prev_state = st->prev_state;
-  s->ns_tid = st->ns_tid;
+  s->prev_state = slot->st.prev_state;
+  s->ns_tid = slot->ns_tid;
   if (culprit_comm_kernel) /* a BTF pointer: plain loads, no helper call */
     __builtin_memcpy(s->culprit_comm, culprit_comm_kernel, sizeof(s->culprit_comm));
   else if (culprit_comm_saved)
@@ -249,15 +247,15 @@ static __always_inline void emit(__u32 kind, __u32 cpu, __u64 start, __u64 end, 
  * queued changes nothing. */
 static __always_inline int on_wake(struct task_struct *p) {
   __u32 tid = p->pid;
-  struct lens_bpf_slot *slot = 0;
-  struct lens_bpf_tstate *st = watched_state(p, tid, &slot);
-  if (!st) return 0;
+  struct lens_bpf_slot *slot = watched_slot(tid);
+  if (!slot) return 0;
+  struct lens_bpf_tstate *st = &slot->st;
   __u64 now = bpf_ktime_get_ns();
   if (st->phase == LENS_PHASE_BLOCKED) {
     __u64 slept = now - st->since_ns;
-    if (slot) hist_add(slot, LENS_BPF_OFFCPU, slept);
+    hist_add(slot, LENS_BPF_OFFCPU, slept);
     if (slept >= min_offcpu_ns)
-      emit(LENS_BPF_OFFCPU, bpf_get_smp_processor_id(), st->since_ns, now, p, st, 0, 0, 0, 0);
+      emit(LENS_BPF_OFFCPU, bpf_get_smp_processor_id(), st->since_ns, now, p, slot, 0, 0, 0, 0);
   } else if (st->phase != LENS_PHASE_UNKNOWN) {
     return 0;
   }
@@ -279,7 +277,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
   __u32 prev_tid = prev->pid, next_tid = next->pid;
   __u32 cpu = bpf_get_smp_processor_id();
   struct lens_bpf_tstate *st;
-  struct lens_bpf_slot *slot = 0;
+  struct lens_bpf_slot *slot;
   __u64 now = 0;
 
   /* A watched thread waits for this CPU: account the turn `prev` just had. */
@@ -289,8 +287,9 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
     holder_done(c, prev, now);
   }
 
-  st = watched_state(prev, prev_tid, &slot);
-  if (st) {
+  slot = watched_slot(prev_tid);
+  if (slot) {
+    st = &slot->st;
     if (!now) now = bpf_ktime_get_ns();
     st->since_ns = now;
     st->prev_state = prev_state;
@@ -306,8 +305,9 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
     }
   }
 
-  st = watched_state(next, next_tid, &slot);
-  if (st) {
+  slot = watched_slot(next_tid);
+  if (slot) {
+    st = &slot->st;
     if (!now) now = bpf_ktime_get_ns();
     __u32 phase = st->phase;
     if (phase == LENS_PHASE_RUNQ || phase == LENS_PHASE_PREEMPT) {
@@ -317,14 +317,14 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
        * task that took the CPU (PREEMPT) or had it until now (RUNQ). */
       struct lens_bpf_cpu *w = 0;
       if (c && c->waiter_tid == next_tid && st->cpu == cpu) w = c;
-      if (slot) hist_add(slot, kind, waited);
+      hist_add(slot, kind, waited);
       if (waited >= min_wait_ns) {
         if (w && w->best_ns)
-          emit(kind, cpu, st->since_ns, now, next, st, w->best_pid, w->best_tid, 0, w->best_comm);
+          emit(kind, cpu, st->since_ns, now, next, slot, w->best_pid, w->best_tid, 0, w->best_comm);
         else if (kind == LENS_BPF_PREEMPT)
-          emit(kind, cpu, st->since_ns, now, next, st, st->culprit_pid, st->culprit_tid, 0, st->culprit_comm);
+          emit(kind, cpu, st->since_ns, now, next, slot, st->culprit_pid, st->culprit_tid, 0, st->culprit_comm);
         else
-          emit(kind, cpu, st->since_ns, now, next, st, prev->pid ? prev->tgid : 0, prev_tid,
+          emit(kind, cpu, st->since_ns, now, next, slot, prev->pid ? prev->tgid : 0, prev_tid,
                prev->pid ? prev->comm : 0, 0);
       }
     }

@@ -1,6 +1,6 @@
 /* Shared between the BPF program (lens_sched.bpf.c) and its loader
  * (tools/sched/): the ring-buffer record, the watch entry, the per-thread
- * state kept in task storage, the histogram slots and the counters. Only <linux/types.h> types,
+ * state and histograms kept in slots, and the counters. Only <linux/types.h> types,
  * so both the BPF target and the host compiler see the same layout. */
 #ifndef NCCL_LENS_SCHED_BPF_H
 #define NCCL_LENS_SCHED_BPF_H
@@ -23,8 +23,8 @@
 #define LENS_HIST_BUCKETS 32 /* log2(microseconds) */
 
 /* Value of the `watched` hash (host tid -> watch), written by the loader
- * only. The probe reads it once per watch: on a thread's first switch after
- * it was (re)watched, to seed the thread's task-storage state. */
+ * only. The probe reads it only for tids past the bitmap and tid_slots
+ * (kernel.pid_max raised after the probe was loaded). */
 struct lens_bpf_watch {
   __u32 slot;            /* index into `slots`, where its histograms live */
   __u32 gen;             /* loader's watch generation, never 0: tells a fresh watch from a stale state */
@@ -32,9 +32,8 @@ struct lens_bpf_watch {
   __u32 pad;
 };
 
-/* Per-thread state, in task storage (`tstates`): the probe finds it from the
- * task pointer with one helper call and no hashing. Created zeroed by the
- * probe (gen 0) and seeded from `watched`; the probe owns every field. */
+/* Per-thread state of a watched thread, inside its slot (below); the probe
+ * owns every field and resets them when the slot's gen changes. */
 struct lens_bpf_tstate {
   __u64 since_ns;        /* bpf_ktime_get_ns() when the phase began */
   __u32 phase;           /* LENS_PHASE_* */
@@ -43,9 +42,7 @@ struct lens_bpf_tstate {
   __u32 culprit_tid;
   char culprit_comm[16];
   __u32 cpu;             /* CPU it left (PREEMPT/BLOCKED) */
-  __u32 ns_tid;          /* copied from lens_bpf_watch */
-  __u32 slot;            /* copied from lens_bpf_watch */
-  __u32 gen;             /* copied from lens_bpf_watch; valid while slots[slot] has the same tid and gen */
+  __u32 pad;
 };
 
 /* Per CPU (array map "cpus", indexed by CPU number): who held this CPU
@@ -91,21 +88,30 @@ struct lens_bpf_hist {
 };
 
 /* Array map "slots": one per watched thread, assigned by the loader, which
- * writes tid and gen (and zeroes the histograms) before it publishes the
- * watch; the probe only adds to the histograms. An array lookup the verifier
- * inlines, read by the loader by index; hist[kind - 1]. */
-#define LENS_BPF_SLOTS 4096
+ * writes tid, gen and ns_tid (and zeroes the rest) before it publishes the
+ * watch (tid_slots entry, then the bit). The probe finds a watched thread's
+ * slot with two inlined array loads (bit, then tid_slots) and keeps the
+ * thread's state and histograms in it; a gen it has not seen (st_gen) means
+ * a new watch: state reset. Read by the loader by index; hist[kind - 1]. */
+#define LENS_BPF_SLOTS 4096 /* slot + 1 fits the 16-bit tid_slots entries */
 struct lens_bpf_slot {
-  __u32 tid;
-  __u32 gen;
+  __u32 tid;             /* loader */
+  __u32 gen;             /* loader: watch generation, never 0 */
+  __u32 ns_tid;          /* loader: tid in the target's own pid namespace */
+  __u32 st_gen;          /* probe: the gen `st` belongs to */
+  struct lens_bpf_tstate st;
+  __u8 line_pad[64];     /* header + state: two lines; histograms start on a line of their own */
   struct lens_bpf_hist hist[LENS_BPF_KINDS - 1];
-  __u8 line_pad[56]; /* 832 bytes, whole cache lines: one thread's counts never share a line with another's */
 };
+
+/* Array map "tid_slots": slot + 1 of each watched tid (0: none), four
+ * 16-bit entries per word (word = tid / 4), sized from kernel.pid_max. */
+#define LENS_TID_SLOTS_PER_WORD 4
 
 /* Per-CPU counters (array map "counters"). */
 #define LENS_CNT_SAMPLES 0      /* records submitted */
 #define LENS_CNT_RINGBUF_FULL 1 /* records lost: ring buffer full */
-#define LENS_CNT_HIST_FULL 2    /* waits lost to histograms and samples: no task storage (allocation failed) */
+#define LENS_CNT_HIST_FULL 2    /* waits lost to histograms and samples (none since slots replaced task storage; kept for the trace format) */
 #define LENS_CNT_N 3
 
 #endif

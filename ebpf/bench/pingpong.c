@@ -1,11 +1,16 @@
 /* Scheduler load for the probe's cost benchmark: P pairs of threads pass a
  * token back and forth through pipes, so every hand-over is one wakeup and
- * one context switch. Usage: lens-sched-pingpong [pairs] [seconds] [cpu]
- * (cpu >= 0 pins every thread there). Prints "ready <pid>" once the threads
- * run, and at the end the hand-overs per second. */
+ * one context switch. Usage: lens-sched-pingpong [pairs] [seconds] [cpu] [split]
+ * (cpu >= 0 pins every thread there; split = 1 puts the second thread of
+ * each pair in a child process, so watching "ready <pid>" watches one side
+ * of every hand-over, as a proxy thread is one side of its switches).
+ * Prints "ready <pid>" once the threads run, and at the end the hand-overs
+ * per second. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -42,6 +47,7 @@ int main(int argc, char **argv) {
   int pairs = argc > 1 ? atoi(argv[1]) : 4;
   double seconds = argc > 2 ? atof(argv[2]) : 3;
   pin_cpu = argc > 3 ? atoi(argv[3]) : -1;
+  int split = argc > 4 ? atoi(argv[4]) : 0;
   if (pairs < 1 || pairs > 256 || seconds <= 0) {
     fprintf(stderr, "usage: lens-sched-pingpong [pairs 1..256] [seconds] [cpu]\n");
     return 2;
@@ -55,7 +61,15 @@ int main(int argc, char **argv) {
     ends[2 * i + 1] = (struct pair_end){.rd = ab[0], .wr = ba[1]};
     if (write(ab[1], "x", 1) != 1) return 1; /* the token */
   }
-  for (int i = 0; i < 2 * pairs; i++) pthread_create(&th[i], NULL, bounce, &ends[i]);
+  /* split: the child runs the odd ends, the parent the even ones. */
+  pid_t child = split ? fork() : 0;
+  if (child < 0) return perror("fork"), 1;
+  int first = split && child == 0 ? 1 : 0, step = split ? 2 : 1;
+  for (int i = first; i < 2 * pairs; i += step) pthread_create(&th[i], NULL, bounce, &ends[i]);
+  if (split && child == 0) {
+    for (int i = first; i < 2 * pairs; i += step) pthread_join(th[i], NULL);
+    _exit(0);
+  }
   printf("ready %d\n", (int)getpid());
   fflush(stdout);
   struct timespec t0, t1;
@@ -67,9 +81,13 @@ int main(int argc, char **argv) {
   for (int i = 0; i < 2 * pairs; i++) {
     close(ends[i].wr); /* unblocks a peer stuck in read */
   }
-  for (int i = 0; i < 2 * pairs; i++) {
+  for (int i = 0; i < 2 * pairs; i += step) {
     pthread_join(th[i], NULL);
-    total += ends[i].rounds;
+    total += ends[i].rounds * step; /* split: the child's ends made as many */
+  }
+  if (split) {
+    kill(child, SIGTERM);
+    waitpid(child, NULL, 0);
   }
   double dt = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
   printf("handovers %lu in %.2f s = %.0f /s\n", total, dt, total / dt);

@@ -78,6 +78,21 @@ static uint32_t bitmap_words(void) {
   return (uint32_t)((pid_max + 63) / 64);
 }
 
+/* Words of tid_slots: four 16-bit entries per word, up to kernel.pid_max. */
+static uint32_t tid_slot_words(void) { return bitmap_words() * (64 / LENS_TID_SLOTS_PER_WORD); }
+
+/* Sets one tid's tid_slots entry (slot + 1, or 0 for none). The loader is
+ * the only writer. */
+static int set_tid_slot(struct lens_sched_probe *p, uint32_t tid, uint32_t entry) {
+  uint32_t word = tid / LENS_TID_SLOTS_PER_WORD, shift = (tid % LENS_TID_SLOTS_PER_WORD) * 16;
+  uint64_t v = 0;
+  int fd = bpf_map__fd(p->skel->maps.tid_slots);
+  if (word >= bpf_map__max_entries(p->skel->maps.tid_slots)) return 0; /* the hash alone decides */
+  if (bpf_map_lookup_elem(fd, &word, &v) != 0) return -errno;
+  v = (v & ~(0xFFFFull << shift)) | ((uint64_t)(entry & 0xFFFF) << shift);
+  return bpf_map_update_elem(fd, &word, &v, BPF_ANY) ? -errno : 0;
+}
+
 /* Sets or clears one tid's bit. The loader is the only writer. */
 static int set_bit(struct lens_sched_probe *p, uint32_t tid, int on) {
   uint32_t word = tid >> 6;
@@ -127,6 +142,7 @@ int lens_sched_probe_open(struct lens_sched_probe **out, const struct lens_sched
     goto fail;
   }
   bpf_map__set_max_entries(p->skel->maps.watch_bits, bitmap_words());
+  bpf_map__set_max_entries(p->skel->maps.tid_slots, tid_slot_words());
   int ncpu = libbpf_num_possible_cpus();
   if (ncpu > 0) bpf_map__set_max_entries(p->skel->maps.cpus, (uint32_t)ncpu);
   p->skel->rodata->min_wait_ns = o->min_wait_ns;
@@ -181,12 +197,13 @@ static int find_slot(const struct lens_sched_probe *p, uint32_t tid, int use) {
   return -1;
 }
 
-/* Writes a slot's owner and zeroes its histograms (tid 0: free). */
-static int write_slot(struct lens_sched_probe *p, uint32_t slot, uint32_t tid, uint32_t gen) {
-  static struct lens_bpf_slot s; /* 776 bytes: not on the stack; the loader is single-threaded */
+/* Writes a slot's owner and zeroes its state and histograms (tid 0: free). */
+static int write_slot(struct lens_sched_probe *p, uint32_t slot, uint32_t tid, uint32_t gen, uint32_t ns_tid) {
+  static struct lens_bpf_slot s; /* 896 bytes: not on the stack; the loader is single-threaded */
   memset(&s, 0, sizeof s);
   s.tid = tid;
   s.gen = gen;
+  s.ns_tid = ns_tid;
   return bpf_map__update_elem(p->skel->maps.slots, &slot, sizeof slot, &s, sizeof s, BPF_ANY);
 }
 
@@ -202,24 +219,28 @@ int lens_sched_probe_watch(struct lens_sched_probe *p, uint32_t host_tid, uint32
   if (slot < 0) return -ENOSPC;
   memset(&w, 0, sizeof w);
   w.slot = (uint32_t)slot;
-  w.gen = ++p->gen ? p->gen : ++p->gen; /* never 0: a new task storage has gen 0 */
+  w.gen = ++p->gen ? p->gen : ++p->gen; /* never 0: a slot's state starts at st_gen 0 */
   w.ns_tid = ns_tid;
-  /* The slot first (the probe checks its tid and gen against the state), then
-   * the watch entry, then the bit that makes the probe look. */
+  /* The slot first (the probe checks its tid, and resets its state on a new
+   * gen), then the watch entry and the tid_slots entry, then the bit that
+   * makes the probe look. */
   int rc;
   if (fresh) {
-    rc = write_slot(p, (uint32_t)slot, host_tid, w.gen);
+    rc = write_slot(p, (uint32_t)slot, host_tid, w.gen, ns_tid);
   } else {
     uint32_t key = (uint32_t)slot;
     static struct lens_bpf_slot s;
     rc = bpf_map__lookup_elem(p->skel->maps.slots, &key, sizeof key, &s, sizeof s, 0);
     if (!rc) {
       s.gen = w.gen;
+      s.ns_tid = ns_tid;
       rc = bpf_map__update_elem(p->skel->maps.slots, &key, sizeof key, &s, sizeof s, BPF_ANY);
     }
   }
   if (rc) return rc;
   rc = bpf_map__update_elem(p->skel->maps.watched, &host_tid, sizeof host_tid, &w, sizeof w, BPF_NOEXIST);
+  if (rc) return rc;
+  rc = set_tid_slot(p, host_tid, (uint32_t)slot + 1);
   if (rc) return rc;
   p->slot_tid[slot] = host_tid;
   p->slot_use[slot] = SLOT_WATCHED;
@@ -228,8 +249,9 @@ int lens_sched_probe_watch(struct lens_sched_probe *p, uint32_t host_tid, uint32
 
 int lens_sched_probe_unwatch(struct lens_sched_probe *p, uint32_t host_tid) {
   set_bit(p, host_tid, 0);
+  set_tid_slot(p, host_tid, 0);
   int rc = bpf_map__delete_elem(p->skel->maps.watched, &host_tid, sizeof host_tid, 0);
-  /* Its task storage goes with the thread, or is reset by the next watch (new gen). */
+  /* Its state in the slot is reset by the next watch (new gen). */
   int slot = find_slot(p, host_tid, SLOT_WATCHED);
   if (slot >= 0) p->slot_use[slot] = SLOT_RETIRED;
   /* A CPU slot it still claims would keep that CPU timing every switch. */
@@ -300,13 +322,17 @@ void lens_sched_probe_take_hists(struct lens_sched_probe *p, uint32_t tid,
   if (slot < 0) return;
   if (report_slot(p, (uint32_t)slot, fn, ctx) != 0) return;
   if (watched) {
-    /* Still watched: start its histograms over, keep the owner. */
-    struct lens_bpf_watch w;
-    if (bpf_map__lookup_elem(p->skel->maps.watched, &tid, sizeof tid, &w, sizeof w, 0) == 0)
-      write_slot(p, (uint32_t)slot, tid, w.gen);
+    /* Still watched: start its histograms over, keep the owner and the
+     * probe's state (a wait in progress stays measured). */
+    static struct lens_bpf_slot s;
+    uint32_t key = (uint32_t)slot;
+    if (bpf_map__lookup_elem(p->skel->maps.slots, &key, sizeof key, &s, sizeof s, 0) == 0) {
+      memset(s.hist, 0, sizeof s.hist);
+      bpf_map__update_elem(p->skel->maps.slots, &key, sizeof key, &s, sizeof s, BPF_ANY);
+    }
     return;
   }
-  write_slot(p, (uint32_t)slot, 0, 0);
+  write_slot(p, (uint32_t)slot, 0, 0, 0);
   p->slot_use[slot] = SLOT_FREE;
   p->slot_tid[slot] = 0;
 }
