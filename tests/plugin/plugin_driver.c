@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "plugin_driver.h"
+#include "../lens_test_tmp.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -89,7 +90,4 @@ void trace_path_for(char *out, size_t cap, const char *dir, int pid) {
   snprintf(out, cap, "%s/nccl-lens-%s-%d.lens", dir, host, pid);
 }
 
-void make_tmp_dir(char *out, size_t cap, const char *tag) {
-  snprintf(out, cap, "/tmp/lens-test-%s-XXXXXX", tag);
-  if (!mkdtemp(out)) abort();
-}
+void make_tmp_dir(char *out, size_t cap, const char *tag) { lens_test_tmpdir(out, cap, tag); }

@@ -35,6 +35,7 @@
 #include "reader/lensread.h"
 #include "reader/starvation.h"
 #include "sched_test_util.h"
+#include "../lens_test_tmp.h"
 
 #define CYCLES 4
 #define PHASE_MS 150
@@ -223,8 +224,8 @@ static void test_probe_on_own_threads(void **state) {
   }
   start_threads();
 
-  char regdir[256], outdir[] = "/tmp/lens-sched-probe-XXXXXX", pidbuf[32];
-  assert_non_null(mkdtemp(outdir));
+  char regdir[256], outdir[PATH_MAX], pidbuf[32];
+  lens_test_tmpdir(outdir, sizeof outdir, "sched-probe");
   const char *env = getenv("NCCL_LENS_REGISTRY_DIR");
   snprintf(regdir, sizeof regdir, "%s", env ? env : outdir);
   write_registry(regdir);
@@ -370,9 +371,9 @@ static void test_follow(void **state) {
     printf("skip: %s\n", why);
     skip();
   }
-  char outdir[] = "/tmp/lens-sched-follow-XXXXXX", regdir[256], so[512], path[512], lerr[256];
+  char outdir[64], regdir[256], so[512], path[512], lerr[256];
   static char out[16384], err[16384];
-  assert_non_null(mkdtemp(outdir));
+  lens_test_tmpdir(outdir, sizeof outdir, "sched-follow");
   const char *env = getenv("NCCL_LENS_REGISTRY_DIR");
   snprintf(regdir, sizeof regdir, "%s", env ? env : outdir);
   char *argv[] = {LENS_CLI, "sched", "--follow", "--out", outdir, "--registry-dir", regdir, "--verbose", NULL};

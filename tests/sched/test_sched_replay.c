@@ -32,6 +32,7 @@
 #include "reader/lensread.h"
 #include "reader/starvation.h"
 #include "sched_test_util.h"
+#include "../lens_test_tmp.h"
 
 #define MAX_STARVE 16
 #define SLACK_NS 20000000ll   /* hogs stop within a scheduler slice of end_ns */
@@ -229,8 +230,8 @@ static void test_starved_scenario(void **state) {
     printf("skip: the plugin was not built\n");
     skip();
   }
-  char outdir[] = "/tmp/lens-sched-replay-XXXXXX", regdir[300], truth[300];
-  assert_non_null(mkdtemp(outdir));
+  char outdir[64], regdir[300], truth[300];
+  lens_test_tmpdir(outdir, sizeof outdir, "sched-replay");
   snprintf(regdir, sizeof regdir, "%s/registry", outdir);
   snprintf(truth, sizeof truth, "%s/truth.json", outdir);
   mkdir(regdir, 0755);

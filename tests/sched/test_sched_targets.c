@@ -23,6 +23,7 @@
 #include "nccl-lens/registry.h"
 #include "nccl-lens/trace_format.h"
 #include "sched/sched_targets.h"
+#include "../lens_test_tmp.h"
 
 struct seen { uint32_t tid[8], outer[8], roles[8]; int n; };
 static void on_thread(void *ctx, uint32_t tid, uint32_t outer, uint32_t roles) {
@@ -86,8 +87,8 @@ static void *helper(void *arg) {
 
 static void test_refresh_registry_and_all_threads(void **state) {
   (void)state;
-  char dir[] = "/tmp/lens-sched-targets-XXXXXX";
-  assert_non_null(mkdtemp(dir));
+  char dir[64];
+  lens_test_tmpdir(dir, sizeof dir, "sched-targets");
   pthread_t th;
   uint32_t tid_slot = 0;
   __atomic_store_n(&helper_stop, 0, __ATOMIC_RELEASE);
@@ -167,8 +168,8 @@ static void count_pid(void *ctx, int pid) {
 /* --follow finds processes that map the plugin, through registry files and /proc maps. */
 static void test_find_plugin_processes(void **state) {
   (void)state;
-  char dir[] = "/tmp/lens-sched-follow-XXXXXX", reg[PATH_MAX], so[PATH_MAX];
-  assert_non_null(mkdtemp(dir));
+  char dir[64], reg[PATH_MAX], so[PATH_MAX];
+  lens_test_tmpdir(dir, sizeof dir, "sched-follow");
   snprintf(reg, sizeof reg, "%s/%d.reg", dir, getpid());
   FILE *f = fopen(reg, "w");
   fputs("nccl-lens-registry 1\n", f);
