@@ -224,7 +224,7 @@ static void test_probe_on_own_threads(void **state) {
   }
   start_threads();
 
-  char regdir[256], outdir[PATH_MAX], pidbuf[32];
+  char regdir[256], outdir[64], pidbuf[32];
   lens_test_tmpdir(outdir, sizeof outdir, "sched-probe");
   const char *env = getenv("NCCL_LENS_REGISTRY_DIR");
   snprintf(regdir, sizeof regdir, "%s", env ? env : outdir);
