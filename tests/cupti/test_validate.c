@@ -122,6 +122,12 @@ static void test_cli_json_and_text(void **st) {
   assert_non_null(strstr(out, "verdict: mostly trusted"));
   assert_non_null(strstr(out, "inside yes"));
   assert_non_null(strstr(out, "source cupti"));
+  assert_non_null(strstr(out, "(1997 more launches not listed"));
+
+  /* Text lists 20 launches unless asked; JSON (above) lists them all. */
+  snprintf(args, sizeof(args), "%s", tp);
+  assert_int_equal(run_cli(args, out, sizeof(out)), 0);
+  assert_non_null(strstr(out, "(1980 more launches not listed"));
 
   /* The same run with CUPTI's buffer given as a file. */
   snprintf(args, sizeof(args), "%s --cupti-buffer %s --json", np, bp);

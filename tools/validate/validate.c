@@ -19,14 +19,15 @@ static void usage(FILE *f) {
           "usage: nccl-lens validate TRACE.lens... [--cupti-buffer FILE]... [--json] [--limit N]\n"
           "  --cupti-buffer FILE  raw CUPTI activity buffer saved on the GPU machine (repeatable)\n"
           "  --json               machine-readable output\n"
-          "  --limit N            list at most N launches in detail (default all; totals cover all)\n");
+          "  --limit N            list at most N launches in detail (default: 20 as text, all with --json;\n"
+          "                       totals and flags always cover all)\n");
 }
 
 int lens_cmd_validate(int argc, char **argv) {
   const char **traces = calloc((size_t)argc + 1, sizeof(char *));
   const char **buffers = calloc((size_t)argc + 1, sizeof(char *));
   size_t n_traces = 0, n_buffers = 0;
-  struct lens_validate_opts o = {.json = 0, .limit = -1};
+  struct lens_validate_opts o = {.json = 0, .limit = LENS_VALIDATE_LIMIT_DEFAULT};
   int rc = 1;
   if (!traces || !buffers) {
     rc = lens_cli_error("validate", "out of memory");

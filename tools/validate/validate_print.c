@@ -193,12 +193,17 @@ int lens_validate_print(FILE *f, const struct lens_model *m, const struct lens_v
     print_maps(f, m, 0);
     fprintf(f, "launches (kernels) and their channels:\n");
   }
-  long shown = 0;
+  long shown = 0, limit = o->limit;
+  if (limit == LENS_VALIDATE_LIMIT_DEFAULT) limit = json ? -1 : LENS_VALIDATE_TEXT_LAUNCHES;
+  size_t unlisted = 0;
   int first = 1;
   for (size_t i = 0; i < m->n_events; i++) {
     const struct lens_event *l = &m->events[i];
     if (l->type != LENS_T_KERNEL_LAUNCH) continue;
-    if (o->limit >= 0 && shown >= o->limit) break;
+    if (limit >= 0 && shown >= limit) {
+      unlisted++;
+      continue;
+    }
     if (json && !first) fputc(',', f);
     first = 0;
     print_kernel_head(f, m, l, json);
@@ -206,6 +211,7 @@ int lens_validate_print(FILE *f, const struct lens_model *m, const struct lens_v
     if (json) fprintf(f, "]}");
     shown++;
   }
+  if (!json && unlisted) fprintf(f, "  (%zu more launches not listed: --limit N lists more)\n", unlisted);
   if (json) fprintf(f, "],\"channels_without_launch\":[");
   else fprintf(f, "channels without a launch (graph replays, v4 traces):\n");
   print_channels_of(f, m, -1, json);

@@ -6,9 +6,12 @@
 
 #include "reader/lensread.h"
 
+#define LENS_VALIDATE_LIMIT_DEFAULT (-2)
+#define LENS_VALIDATE_TEXT_LAUNCHES 20 /* a real run has thousands: the terminal gets the first ones */
+
 struct lens_validate_opts {
   int json;
-  long limit; /* launches listed in detail, -1 all */
+  long limit; /* launches listed in detail, -1 all, LENS_VALIDATE_LIMIT_DEFAULT: 20 as text, all as JSON */
 };
 
 struct lens_validate_verdict {
