@@ -656,8 +656,25 @@ static void throughput_series(struct plug *p, int nthreads, const char *trace, d
          loadavg1());
 }
 
+/* A build tree copied elsewhere (another machine): the libraries next to the
+ * executable (bin/ and lib/) win over the paths of the tree it was built in. */
+static const char *beside_exe(const char *built, char *buf, size_t len) {
+  char exe[512];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  const char *base = strrchr(built, '/');
+  if (n <= 0 || !base) return built;
+  exe[n] = 0;
+  char *slash = strrchr(exe, '/');
+  if (!slash) return built;
+  *slash = 0;
+  snprintf(buf, len, "%s/../lib%s", exe, base);
+  return access(buf, R_OK) == 0 ? buf : built;
+}
+
 int main(int argc, char **argv) {
-  struct plug lens = {LENS_BENCH_PLUGIN_PATH, NULL, NULL}, nop = {LENS_BENCH_NOP_PATH, NULL, NULL};
+  static char lens_buf[600], nop_buf[600];
+  struct plug lens = {beside_exe(LENS_BENCH_PLUGIN_PATH, lens_buf, sizeof lens_buf), NULL, NULL},
+              nop = {beside_exe(LENS_BENCH_NOP_PATH, nop_buf, sizeof nop_buf), NULL, NULL};
   struct plug other = {NULL, NULL, NULL};
   int threads[8] = {1, 2, 4}, nthr = 3;
   const char *mode = "all";
