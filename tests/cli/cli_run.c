@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "../lens_test_tmp.h"
 
 static char dir[64];
 
@@ -20,9 +21,7 @@ const char *cli_tmpdir(void) {
 
 void cli_cleanup(void) {
   if (!dir[0]) return;
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (system(cmd)) fprintf(stderr, "cleanup failed\n");
+  if (lens_test_rmtree(dir)) fprintf(stderr, "cleanup failed\n");
 }
 
 static void slurp(const char *path, char *buf, size_t len) {

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "sched_test_util.h"
+#include "../lens_test_tmp.h"
 
 static char g_tmp[] = "/tmp/lens-demo-sched-XXXXXX";
 
@@ -237,9 +238,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   (void)state;
-  char cmd[256];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
-  return system(cmd) == 0 ? 0 : -1;
+  return lens_test_rmtree(g_tmp);
 }
 
 int main(void) {

@@ -20,6 +20,7 @@
 #include "nccl-lens/nccl_profiler_abi.h"
 #include "reader/analyses.h"
 #include "reader/gpu_analysis.h"
+#include "../lens_test_tmp.h"
 
 static int cupti_lines, all_lines;
 static char cupti_line[1024];
@@ -150,9 +151,7 @@ static void test_plugin_without_cupti(void **st) {
     }
   lens_gpu_release(m);
   lens_model_free(m);
-  char cmd[512];
-  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-  assert_int_equal(system(cmd), 0);
+  assert_int_equal(lens_test_rmtree(dir), 0);
 }
 
 int main(void) {

@@ -21,6 +21,7 @@
 #include "reader/analyses.h"
 #include "reader/gpu_analysis.h"
 #include "truth_json.h"
+#include "../lens_test_tmp.h"
 
 static char dir[256];
 
@@ -245,9 +246,7 @@ static int setup(void **st) {
 
 static int teardown(void **st) {
   (void)st;
-  char cmd[512];
-  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-  return system(cmd) == 0 ? 0 : -1;
+  return lens_test_rmtree(dir);
 }
 
 int main(void) {

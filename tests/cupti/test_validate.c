@@ -18,6 +18,7 @@
 #include "reader/gpu_analysis.h"
 #include "synth.h"
 #include "trace_writer.h"
+#include "../lens_test_tmp.h"
 
 static char dir[256];
 
@@ -185,9 +186,7 @@ static int setup(void **st) {
 
 static int teardown(void **st) {
   (void)st;
-  char cmd[512];
-  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-  return system(cmd) == 0 ? 0 : -1;
+  return lens_test_rmtree(dir);
 }
 
 int main(void) {

@@ -23,6 +23,7 @@
 #include "mini_json.h"
 #include "nvtx_check.h"
 #include "nvtx_schemas.h"
+#include "../lens_test_tmp.h"
 
 #define CLI LENS_BUILD_DIR "/bin/nccl-lens"
 #define PLUGIN LENS_BUILD_DIR "/lib/libnccl-profiler-lens.so"
@@ -95,9 +96,7 @@ static void run_free(struct run *r) {
   for (int i = 0; i < r->nprocs; i++) free(r->log[i]);
   mj_free(r->truth);
   if (r->dir[0]) {
-    char cmd[400];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", r->dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", r->dir);
+    if (lens_test_rmtree(r->dir) != 0) fprintf(stderr, "could not remove %s\n", r->dir);
   }
   memset(r, 0, sizeof(*r));
 }

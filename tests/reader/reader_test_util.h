@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "reader/lensread.h"
+#include "../lens_test_tmp.h"
 
 static char rt_dir[64];
 
@@ -28,9 +29,7 @@ static inline const char *rt_path(char *buf, size_t len, const char *name) {
 }
 static inline void rt_cleanup(void) {
   if (!rt_dir[0]) return;
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", rt_dir);
-  if (system(cmd)) fprintf(stderr, "cleanup of %s failed\n", rt_dir);
+  if (lens_test_rmtree(rt_dir)) fprintf(stderr, "cleanup of %s failed\n", rt_dir);
 }
 static inline struct lens_model *rt_load1(const char *path, char *err, size_t err_len) {
   const char *p[1] = {path};
