@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "bench_stats.h"
+#include "lens_exe_dir.h"
 #include "nccl-lens/nccl_profiler_abi.h"
 #include "nccl-lens/trace_format.h"
 
@@ -659,16 +660,8 @@ static void throughput_series(struct plug *p, int nthreads, const char *trace, d
 /* A build tree copied elsewhere (another machine): the libraries next to the
  * executable (bin/ and lib/) win over the paths of the tree it was built in. */
 static const char *beside_exe(const char *built, char *buf, size_t len) {
-  char exe[512];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   const char *base = strrchr(built, '/');
-  if (n <= 0 || !base) return built;
-  exe[n] = 0;
-  char *slash = strrchr(exe, '/');
-  if (!slash) return built;
-  *slash = 0;
-  snprintf(buf, len, "%s/../lib%s", exe, base);
-  return access(buf, R_OK) == 0 ? buf : built;
+  return base && lens_lib_beside_exe(base + 1, buf, len) == 0 ? buf : built;
 }
 
 int main(int argc, char **argv) {

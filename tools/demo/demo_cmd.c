@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "lens_exe_dir.h"
 #include "demo/demo_hooks.h"
 #include "export/chrome.h"
 #include "export/load_traces.h"
@@ -37,17 +38,7 @@ static int file_exists(const char *p) {
 
 /* Next to the executable (installed layout: bin/nccl-lens, lib/...so), else the build tree's. */
 static const char *find_plugin(char *buf, size_t len) {
-  char exe[PATH_MAX - 64]; /* room for the suffix in buf */
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n > 0) {
-    exe[n] = 0;
-    char *slash = strrchr(exe, '/');
-    if (slash) {
-      *slash = 0;
-      snprintf(buf, len, "%s/../lib/libnccl-profiler-lens.so", exe);
-      if (file_exists(buf)) return buf;
-    }
-  }
+  if (lens_lib_beside_exe("libnccl-profiler-lens.so", buf, len) == 0 && file_exists(buf)) return buf;
 #ifdef LENS_PLUGIN_BUILD_PATH
   if (file_exists(LENS_PLUGIN_BUILD_PATH)) return LENS_PLUGIN_BUILD_PATH;
 #endif
