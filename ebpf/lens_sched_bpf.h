@@ -26,10 +26,7 @@
  * only. The probe reads it only for tids past the bitmap and tid_slots
  * (kernel.pid_max raised after the probe was loaded). */
 struct lens_bpf_watch {
-  __u32 slot;            /* index into `slots`, where its histograms live */
-  __u32 gen;             /* loader's watch generation, never 0: tells a fresh watch from a stale state */
-  __u32 ns_tid;          /* tid in the target's own pid namespace */
-  __u32 pad;
+  __u32 slot;            /* index into `slots`, where its state and histograms live (gen, ns_tid there) */
 };
 
 /* Per-thread state of a watched thread, inside its slot (below); the probe

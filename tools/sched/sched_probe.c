@@ -219,20 +219,19 @@ int lens_sched_probe_watch(struct lens_sched_probe *p, uint32_t host_tid, uint32
   if (slot < 0) return -ENOSPC;
   memset(&w, 0, sizeof w);
   w.slot = (uint32_t)slot;
-  w.gen = ++p->gen ? p->gen : ++p->gen; /* never 0: a slot's state starts at st_gen 0 */
-  w.ns_tid = ns_tid;
+  uint32_t gen = ++p->gen ? p->gen : ++p->gen; /* never 0: a slot's state starts at st_gen 0 */
   /* The slot first (the probe checks its tid, and resets its state on a new
    * gen), then the watch entry and the tid_slots entry, then the bit that
    * makes the probe look. */
   int rc;
   if (fresh) {
-    rc = write_slot(p, (uint32_t)slot, host_tid, w.gen, ns_tid);
+    rc = write_slot(p, (uint32_t)slot, host_tid, gen, ns_tid);
   } else {
     uint32_t key = (uint32_t)slot;
     static struct lens_bpf_slot s;
     rc = bpf_map__lookup_elem(p->skel->maps.slots, &key, sizeof key, &s, sizeof s, 0);
     if (!rc) {
-      s.gen = w.gen;
+      s.gen = gen;
       s.ns_tid = ns_tid;
       rc = bpf_map__update_elem(p->skel->maps.slots, &key, sizeof key, &s, sizeof s, BPF_ANY);
     }
