@@ -16,7 +16,10 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include "../lens_test_tmp.h"
 
 static int has_caps(void) {
   struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
@@ -41,7 +44,44 @@ const char *sched_test_cannot_probe(void) {
   return NULL;
 }
 
+/* Copies src to dst with mode 0755 (no shell). 0 / -1. */
+static int copy_exec(const char *src, const char *dst) {
+  int in = open(src, O_RDONLY | O_CLOEXEC);
+  if (in < 0) return -1;
+  int out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+  char buf[65536];
+  ssize_t n = 0;
+  while (out >= 0 && (n = read(in, buf, sizeof buf)) > 0)
+    if (write(out, buf, (size_t)n) != n) n = -1;
+  close(in);
+  if (out < 0 || close(out) != 0 || n < 0) return -1;
+  return chmod(dst, 0755);
+}
+
+/* The CLI as uid 65534 can run it: the build tree may sit below a directory
+ * only its owner can enter (a clone in `mktemp -d`), so the unprivileged
+ * runs use a copy in a world-readable directory, with the plugin beside it
+ * (lib/, where the CLI looks first). Made once per test process. */
+static const char *unprivileged_cli(void) {
+  static char cli[256];
+  if (cli[0]) return cli;
+  char dir[64], sub[128], lib[256];
+  lens_test_tmpdir(dir, sizeof dir, "unpriv");
+  snprintf(sub, sizeof sub, "%s/bin", dir);
+  snprintf(lib, sizeof lib, "%s/lib", dir);
+  snprintf(cli, sizeof cli, "%s/nccl-lens", sub);
+  char so[300];
+  snprintf(so, sizeof so, "%s/libnccl-profiler-lens.so", lib);
+  if (chmod(dir, 0755) || mkdir(sub, 0755) || mkdir(lib, 0755) || copy_exec(LENS_CLI, cli) ||
+      copy_exec(LENS_BUILD_DIR "/lib/libnccl-profiler-lens.so", so)) {
+    fprintf(stderr, "cannot copy nccl-lens to %s for the unprivileged run: %s\n", dir, strerror(errno));
+    snprintf(cli, sizeof cli, "%s", LENS_CLI);
+  }
+  return cli;
+}
+
 int sched_child_start(struct sched_child *c, char *const argv[], int drop_privs) {
+  const char *exe = drop_privs && !strcmp(argv[0], LENS_CLI) ? unprivileged_cli() : argv[0];
   int out[2], err[2];
   if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) return -1;
   c->pid = fork();
@@ -53,7 +93,7 @@ int sched_child_start(struct sched_child *c, char *const argv[], int drop_privs)
       /* setresuid away from 0 clears the effective and permitted capabilities. */
       if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534)) _exit(126);
     }
-    execv(argv[0], argv);
+    execv(exe, argv);
     _exit(127);
   }
   close(out[1]);
