@@ -1,6 +1,9 @@
-/* Shared by the version adapters (adapter_v4.c, adapter_v5.c, adapter_v6.c):
- * each translates its descriptor into the one event model (trace_format.h
- * records) and nothing else. */
+/* Shared by the version adapters (adapter_v4.c ... adapter_v7.c): each
+ * translates its descriptor into the one event model (trace_format.h
+ * records) and nothing else. v5, v6 and v7 share one body,
+ * lens_start_member(): a v7 member is its v5/v6 member with fields appended
+ * (nccl_profiler_abi.h), so the same builder reads all three, and the fields
+ * only v7 has arrive in struct lens_v7_fields (zero for v5/v6). */
 #ifndef NCCL_LENS_PLUGIN_ADAPTER_H
 #define NCCL_LENS_PLUGIN_ADAPTER_H
 
@@ -16,9 +19,19 @@ static inline int lens_type_index(uint64_t type_bit, int limit_bits) {
   return i < limit_bits ? i : -1;
 }
 
-/* v5 and v6 share the members of the v5 union; u points at the union
- * (descriptor offset 24). Returns 0 if tindex was handled, -1 if not. */
-int lens_start_v5_member(void *ctx, void **eHandle, int tindex, uint64_t parent, int rank, const void *u);
+/* What v7 adds to a member, already read (and gated) by the v7 adapter. */
+struct lens_v7_fields {
+  uint64_t user_tag;          /* CollApi, P2pApi, Coll, P2p, CeColl; 0 when not read */
+  const char *kernel_variant; /* Coll */
+  int is_sym_coll;            /* Coll */
+};
+
+/* Starts the event of union member u (descriptor offset 24) of type tindex,
+ * for any of v5, v6 and v7 (the caller limits tindex to its version's types;
+ * KernelPhase is v7 only). x is NULL for v5/v6. Returns 0 if tindex was
+ * handled, -1 if not. */
+int lens_start_member(void *ctx, void **eHandle, int tindex, uint64_t parent, int rank, const void *u,
+                      const struct lens_v7_fields *x);
 
 /* An unknown descriptor type: counted, logged once, no handle. */
 void lens_start_unknown(void **eHandle, uint64_t type);

@@ -40,6 +40,7 @@ static const struct {
     {"collapi", LENS_EV_COLL_API},    {"p2papi", LENS_EV_P2P_API},
     {"kernellaunch", LENS_EV_KERNEL_LAUNCH}, {"cecoll", LENS_EV_CE_COLL},
     {"cesync", LENS_EV_CE_SYNC},      {"cebatch", LENS_EV_CE_BATCH},
+    {"kernelphase", LENS_EV_KERNEL_PHASE | LENS_EV_KERNEL_CH}, /* NCCL needs KernelCh under it */
     {"all", LENS_EV_ALL_V6},          {"default", LENS_EVENT_MASK_DEFAULT},
     {"none", 0},
 };
@@ -67,7 +68,7 @@ static int parse_uint(const char *s, uint64_t *out) {
 int lens_parse_mask(const char *s, int *out) {
   uint64_t v;
   if (isdigit((unsigned char)s[strspn(s, " \t")])) {
-    if (parse_uint(s, &v) != 0 || v > LENS_EV_ALL_V6) return -1;
+    if (parse_uint(s, &v) != 0 || v > LENS_EV_ALL_V7) return -1;
     *out = (int)v;
     return 0;
   }

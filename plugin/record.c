@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+#include "nccl_lib.h"
+
 int lens_self_pid;
 
 static inline void count_ring_full(struct lens_tslot *s) {
@@ -60,7 +62,8 @@ lens_nccl_result_t lens_stop_event(void *eHandle) {
 static inline uint64_t state_arg(unsigned type, const lens_nccl_state_args_v4_t *a) {
   switch (type) {
   case LENS_T_PROXY_CTRL: return (uint64_t)(int64_t)a->proxyCtrl.appendedProxyOps;
-  case LENS_T_KERNEL_CH: return a->kernelCh.pTimer;
+  case LENS_T_KERNEL_CH:
+  case LENS_T_KERNEL_PHASE: return a->kernelCh.pTimer; /* 22 / 31: the stop pTimer */
   case LENS_T_NET_PLUGIN: return (uint64_t)(uintptr_t)a->netPlugin.data;
   default: return (uint64_t)a->proxyStep.transSize;
   }
@@ -147,11 +150,27 @@ void lens_start_kernel_ch(void *ctx, void **eHandle, uint64_t parent, int rank, 
   struct lens_wip w;
   struct lens_rec_start *r =
       lens_start_begin(&w, eHandle, (uint64_t)(uintptr_t)ctx, LENS_T_KERNEL_CH, sizeof(struct lens_p_kernel_ch),
-                       parent, rank, inherit_remote(parent), LENS_ROLE_PROXY);
+                       parent, rank, inherit_remote(parent), lens_kernel_ch_role);
   if (!r) return;
   struct lens_p_kernel_ch *p = (void *)(r + 1);
   p->start_gpu_ns = d->pTimer;
   p->channel = d->channelId;
+  memset(p->reserved, 0, sizeof p->reserved);
+  lens_start_end(&w, eHandle);
+}
+
+void lens_start_kernel_phase(void *ctx, void **eHandle, uint64_t parent, int rank,
+                             const struct lens_nccl_kernel_phase *d) {
+  struct lens_wip w;
+  struct lens_rec_start *r =
+      lens_start_begin(&w, eHandle, (uint64_t)(uintptr_t)ctx, LENS_T_KERNEL_PHASE, sizeof(struct lens_p_kernel_phase),
+                       parent, rank, inherit_remote(parent), lens_kernel_ch_role);
+  if (!r) return;
+  struct lens_p_kernel_phase *p = (void *)(r + 1);
+  p->start_gpu_ns = d->pTimer;
+  p->name = (lens_str_t)(uintptr_t)d->phaseName;
+  p->channel = d->channelId;
+  p->phase_id = d->phaseId;
   memset(p->reserved, 0, sizeof p->reserved);
   lens_start_end(&w, eHandle);
 }

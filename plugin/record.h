@@ -99,12 +99,15 @@ static inline __attribute__((always_inline)) void lens_start_end(struct lens_wip
 lens_nccl_result_t lens_stop_event(void *eHandle);
 lens_nccl_result_t lens_record_state(void *eHandle, lens_nccl_state_t eState, lens_nccl_state_args_v4_t *args);
 
-/* Shared START builders for the members whose layout is identical in v4..v6. */
+/* Shared START builders for the members whose layout is identical in v4..v7. */
 void lens_start_proxy_op(void *ctx, void **eHandle, uint64_t parent, int rank, const struct lens_nccl_proxy_op *d);
 void lens_start_proxy_step(void *ctx, void **eHandle, uint64_t parent, int rank, const struct lens_nccl_proxy_step *d);
 void lens_start_proxy_ctrl(void *ctx, void **eHandle, uint64_t parent, int rank);
 void lens_start_kernel_ch(void *ctx, void **eHandle, uint64_t parent, int rank, const struct lens_nccl_kernel_ch *d);
 void lens_start_net_plugin(void *ctx, void **eHandle, uint64_t parent, int rank, const struct lens_nccl_net_plugin *d);
+/* v7 KernelPhase: on the same thread as its KernelCh. */
+void lens_start_kernel_phase(void *ctx, void **eHandle, uint64_t parent, int rank,
+                             const struct lens_nccl_kernel_phase *d);
 /* Group (legacy plan event); launch_id comes from this thread's state. */
 void lens_start_group(void *ctx, void **eHandle, uint64_t parent, int rank);
 

@@ -28,6 +28,7 @@
 #include "hooks.h"
 #include "log.h"
 #include "log_internal.h"
+#include "nccl_lib.h"
 #include "record.h"
 #include "registry_file.h"
 #include "trace_file.h"
@@ -102,18 +103,23 @@ static void write_session_chunk(int api_version, const struct lens_config *c, in
   snprintf(s.host, sizeof s.host, "%s", host);
   snprintf(s.plugin_version, sizeof s.plugin_version, "%s", LENS_PLUGIN_VERSION);
   s.outer_pid = lens_outer_id("/proc/self/status", s.pid);
+  s.lib_version = lens_lib.version;
+  s.lib_kind = lens_lib.kind;
+  s.lib_flags = lens_lib.flags;
   lens_tf_write(LENS_CHUNK_SESSION, &s, sizeof s);
 }
 
 static int clip_mask(int api_version, int mask) {
   if (api_version <= 4) return mask & LENS_EV_ALL_V4;
   if (api_version == 5) return mask & LENS_EV_ALL_V5;
-  return mask & LENS_EV_ALL_V6;
+  if (api_version == 6) return mask & LENS_EV_ALL_V6;
+  return mask & LENS_EV_ALL_V7;
 }
 
 /* First init of a session (lock held). */
-static void session_open(int api_version, int mask) {
+static void session_open(int api_version, int mask, lens_nccl_logger_t logfn) {
   const struct lens_config *c = lens_config_get();
+  lens_lib_detect(logfn, api_version);
   pin_self();
   if (!g_atexit_done && atexit(at_exit) == 0) g_atexit_done = 1;
   if (!g_atfork_done && pthread_atfork(atfork_prepare, atfork_parent, atfork_child) == 0) g_atfork_done = 1;
@@ -171,7 +177,7 @@ lens_nccl_result_t lens_session_init(int api_version, void **context, uint64_t c
     return LENS_NCCL_SUCCESS;
   }
   int m = clip_mask(api_version, c->event_mask);
-  if (g_refcount == 0) session_open(api_version, m);
+  if (g_refcount == 0) session_open(api_version, m, logfn);
   const struct lens_comm_info *ci = NULL;
   if (lens_comm_add(comm_id, name, rank, nranks, nnodes, &ci) != 0) {
     lens_log_once(&g_table_full_once, LENS_LOG_WARN,

@@ -66,12 +66,18 @@ static void intern_payload(unsigned type, void *p) {
     intern_field(&x->datatype);
     intern_field(&x->algo);
     intern_field(&x->proto);
+    intern_field(&x->kernel_variant);
     break;
   }
   case LENS_T_P2P: {
     struct lens_p_p2p *x = p;
     intern_field(&x->func);
     intern_field(&x->datatype);
+    break;
+  }
+  case LENS_T_KERNEL_PHASE: {
+    struct lens_p_kernel_phase *x = p;
+    intern_field(&x->name);
     break;
   }
   case LENS_T_CE_COLL: {
@@ -97,7 +103,7 @@ static void flush_strings(void) {
 static void announce(struct lens_tslot *s) {
   uint32_t gen = atomic_load_explicit(&s->gen, memory_order_relaxed);
   uint32_t roles = atomic_load_explicit(&s->roles, memory_order_relaxed);
-  if (roles & LENS_ROLE_PROXY) roles &= ~(uint32_t)LENS_ROLE_NET; /* NET: NetPlugin-only threads */
+  if (roles & (LENS_ROLE_PROXY | LENS_ROLE_PROFILER)) roles &= ~(uint32_t)LENS_ROLE_NET; /* NET: NetPlugin-only threads */
   int32_t rank = atomic_load_explicit(&s->proxy_rank, memory_order_relaxed);
   uint32_t comm = atomic_load_explicit(&s->proxy_comm_index, memory_order_relaxed);
   int fresh = !s->announced || s->ann_gen != gen || s->ann_session != g_session;
@@ -144,7 +150,7 @@ static inline void convert_in_place(struct lens_rec_hdr *h) {
     struct lens_rec_start *r = (struct lens_rec_start *)h;
     r->ts = lens_clock_to_mono(r->ts);
     if (h->type == LENS_T_COLL_API || h->type == LENS_T_P2P_API || h->type == LENS_T_COLL || h->type == LENS_T_P2P ||
-        h->type == LENS_T_CE_COLL)
+        h->type == LENS_T_CE_COLL || h->type == LENS_T_KERNEL_PHASE)
       intern_payload(h->type, r + 1);
     break;
   }

@@ -117,7 +117,7 @@ static void build_records(void) {
   struct lens_p_group_api g = {0, 1};
   fake_rec(&r_gapi, LENS_T_GROUP_API, 0, 0, CTX, 0, &g, sizeof(g));
   struct lens_p_coll_api ca = {(lens_str_t)(uintptr_t) "AllReduce", 1 << 20,
-                               (lens_str_t)(uintptr_t) "ncclFloat32", 0, 0, 0};
+                               (lens_str_t)(uintptr_t) "ncclFloat32", 0, 0, 0, 0};
   fake_rec(&r_capi, LENS_T_COLL_API, 0, 0, CTX, 0, &ca, sizeof(ca));
   struct lens_p_kernel_launch kl = {0, 0};
   fake_rec(&r_kl, LENS_T_KERNEL_LAUNCH, 0, 0, CTX, 0, &kl, sizeof(kl));

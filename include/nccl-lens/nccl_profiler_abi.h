@@ -1,6 +1,7 @@
-/* nccl-lens: our own declarations of the NCCL profiler plugin ABI, v4 to v6.
+/* nccl-lens: our own declarations of the NCCL profiler plugin ABI, v4 to v7.
  *
- * Written from the facts in shared/spec/nccl-profiler-api.md (§1.4-1.6); no
+ * Written from the facts in shared/spec/nccl-profiler-api.md (§1.4-1.6) and
+ * shared/spec/nccl-2.31.md (§2, v7); no
  * NVIDIA header text. Offsets are for x86_64 LP64 and are asserted in
  * tests/abi/test_abi_layout.c. Both the plugin and the replay driver use
  * this header, so the driver stays a pure client of the ABI. */
@@ -49,10 +50,12 @@ enum {
   LENS_EV_CE_COLL = 1 << 12,
   LENS_EV_CE_SYNC = 1 << 13,
   LENS_EV_CE_BATCH = 1 << 14,
+  LENS_EV_KERNEL_PHASE = 1 << 15, /* v7 (NCCL 2.31+): a sub-event of KernelCh; NCCL turns KernelCh on with it */
 };
 #define LENS_EV_ALL_V4 0xFF
 #define LENS_EV_ALL_V5 0xFFF
 #define LENS_EV_ALL_V6 0x7FFF
+#define LENS_EV_ALL_V7 0xFFFF
 
 /* ncclProfilerEventState_t: a plain 4-byte C enum, same numbers in all versions. */
 typedef enum {
@@ -77,6 +80,7 @@ typedef enum {
   LENS_ST_GROUP_END_API_START = 24,  /* ncclGroupEnd has begun */
   LENS_ST_CE_COLL_START = 25,        /* 25-30: defined in v6, never recorded by NCCL core */
   LENS_ST_CE_BATCH_COMPLETE = 30,
+  LENS_ST_KERNEL_PHASE_STOP = 31,    /* v7: args.kernelCh.pTimer = the phase's stop %globaltimer */
 } lens_nccl_state_t;
 
 /* Net-plugin payload selectors (pluginId = type | version). */
@@ -154,6 +158,7 @@ typedef union {
 } lens_nccl_state_args_v4_t;
 typedef lens_nccl_state_args_v4_t lens_nccl_state_args_v5_t;
 typedef lens_nccl_state_args_v4_t lens_nccl_state_args_v6_t;
+typedef lens_nccl_state_args_v4_t lens_nccl_state_args_v7_t; /* KernelPhaseStop reuses kernelCh.pTimer */
 
 /* ---- v5 (NCCL 2.28) members ---- */
 struct lens_nccl_group_api { bool graphCaptured; int groupDepth; };
@@ -230,6 +235,50 @@ typedef struct {
   };
 } lens_nccl_descr_v6_t; /* 112 bytes */
 
+/* ---- v7 (NCCL 2.31.2+) ----
+ * Every v7 member that grew is its v5/v6 member with fields appended, so it is
+ * declared as that member (`base`, at the same offsets) plus the new fields:
+ * code written for the v5/v6 member reads a v7 one through &m.base. */
+struct lens_nccl_coll_api_v7 { struct lens_nccl_coll_api base; uint64_t userTag; };
+struct lens_nccl_p2p_api_v7 { struct lens_nccl_p2p_api base; uint64_t userTag; };
+struct lens_nccl_coll_v7 {
+  struct lens_nccl_coll_v5 base;
+  const char *kernelVariant; /* symmetric kernel's full name ("AllReduce_AGxLL_R"), NULL otherwise */
+  bool isSymColl;
+  uint64_t userTag;          /* NVIDIA only: RCCL's v7 ends before it (128 bytes) */
+};
+struct lens_nccl_p2p_v7 { struct lens_nccl_p2p_v5 base; uint64_t userTag; };
+struct lens_nccl_ce_coll_v7 { struct lens_nccl_ce_coll base; uint64_t userTag; };
+struct lens_nccl_kernel_phase {
+  uint8_t channelId;
+  uint8_t phaseId;       /* 0 initial sync, 1 compute, 2 final sync */
+  const char *phaseName;
+  uint64_t pTimer;       /* phase start, GPU %globaltimer */
+};
+
+typedef struct {
+  uint64_t type;
+  void *parentObj;
+  int rank;
+  union {
+    struct lens_nccl_group_api groupApi;
+    struct lens_nccl_coll_api_v7 collApi;
+    struct lens_nccl_p2p_api_v7 p2pApi;
+    struct lens_nccl_kernel_launch kernelLaunch;
+    struct lens_nccl_coll_v7 coll;
+    struct lens_nccl_p2p_v7 p2p;
+    struct lens_nccl_proxy_op proxyOp;
+    struct lens_nccl_proxy_step proxyStep;
+    struct lens_nccl_kernel_ch kernelCh;
+    struct lens_nccl_net_plugin netPlugin;
+    struct lens_nccl_ce_coll_v7 ceColl;
+    struct lens_nccl_ce_sync ceCollSync;
+    struct lens_nccl_ce_batch ceCollBatch;
+    struct lens_nccl_kernel_phase kernelPhase;
+  };
+} lens_nccl_descr_v7_t; /* 136 bytes (RCCL's own v7: 128, no userTag anywhere) */
+#define LENS_NCCL_DESCR_V7_RCCL_SIZE 128
+
 /* ---- Plugin tables: six pointer-sized members, 48 bytes ---- */
 typedef struct {
   const char *name;
@@ -264,6 +313,20 @@ typedef struct {
                                          lens_nccl_state_args_v6_t *eStateArgs);
   lens_nccl_result_t (*finalize)(void *context);
 } lens_nccl_profiler_v6_t;
+
+typedef struct {
+  const char *name;
+  lens_nccl_result_t (*init)(void **context, uint64_t commId, int *eActivationMask, const char *commName,
+                             int nNodes, int nranks, int rank, lens_nccl_logger_t logfn);
+  lens_nccl_result_t (*startEvent)(void *context, void **eHandle, lens_nccl_descr_v7_t *eDescr);
+  lens_nccl_result_t (*stopEvent)(void *eHandle);
+  lens_nccl_result_t (*recordEventState)(void *eHandle, lens_nccl_state_t eState,
+                                         lens_nccl_state_args_v7_t *eStateArgs);
+  lens_nccl_result_t (*finalize)(void *context);
+} lens_nccl_profiler_v7_t;
+
+/* NCCL's version code (ncclGetVersion): 2.31.2 is the first with userTag. */
+#define LENS_NCCL_VERSION_USER_TAG 23102
 
 #ifdef __cplusplus
 }

@@ -80,7 +80,7 @@ enum lens_chunk_type {
 #define LENS_CLOCK_TSC 3
 struct lens_session {
   uint32_t pid;              /* getpid() in the process's own pid namespace */
-  uint32_t nccl_api_version; /* 4, 5 or 6: the ncclProfiler_vN NCCL called; 0 = none yet / probe */
+  uint32_t nccl_api_version; /* 4 to 7: the ncclProfiler_vN NCCL called; 0 = none yet / probe */
   uint64_t start_mono_ns;
   uint64_t start_real_ns;    /* taken back to back with start_mono_ns */
   uint32_t ts_clock;         /* clock of event "ts": LENS_CLOCK_MONOTONIC */
@@ -93,8 +93,14 @@ struct lens_session {
   char host[64];             /* NUL-terminated */
   char plugin_version[32];   /* NUL-terminated */
   uint32_t outer_pid;        /* pid in the outermost pid namespace visible (NSpid first), or = pid */
-  uint32_t reserved;
+  uint32_t lib_version;      /* ncclGetVersion() of the library in the process (23102 = 2.31.2), 0 = unknown */
+  uint32_t lib_kind;         /* LENS_LIB_*: whose library that version is */
+  uint32_t lib_flags;        /* LENS_LIB_F_* */
 };
+#define LENS_LIB_UNKNOWN 0
+#define LENS_LIB_NCCL 1 /* NVIDIA NCCL */
+#define LENS_LIB_RCCL 2 /* AMD RCCL (exports rccl-only symbols) */
+#define LENS_LIB_F_USER_TAGS 0x1 /* userTag was read from v7 descriptors (NVIDIA NCCL >= 2.31.2) */
 #define LENS_SESSION_F_NVTX 0x1
 #define LENS_SESSION_F_CUPTI 0x2
 
@@ -107,7 +113,7 @@ struct lens_comm_rec {
   int32_t nnodes;
   uint32_t comm_index;    /* index in this process, from 0 */
   uint64_t init_mono_ns;
-  uint32_t api_version;   /* 4, 5, 6 */
+  uint32_t api_version;   /* 4 to 7 */
   uint32_t flags;         /* reserved */
   char name[128];         /* commName, NUL-terminated ("" if NULL) */
 };
@@ -120,10 +126,11 @@ struct lens_comm_fini {
 
 /* ---- THREAD: one per thread that called the plugin (re-sent when roles change) ---- */
 #define LENS_ROLE_APP 0x1        /* API or enqueue events */
-#define LENS_ROLE_PROXY 0x2      /* ProxyCtrl / ProxyOp / ProxyStep / KernelCh: a proxy progress thread */
+#define LENS_ROLE_PROXY 0x2      /* ProxyCtrl / ProxyOp / ProxyStep (and KernelCh before NCCL 2.31): a proxy progress thread */
 #define LENS_ROLE_NET 0x4        /* NetPlugin only */
 #define LENS_ROLE_INIT 0x8       /* called init / finalize */
 #define LENS_ROLE_HOSTCB 0x10    /* Group/Coll/P2p without API events: host callback (graph replay) */
+#define LENS_ROLE_PROFILER 0x20  /* KernelCh / KernelPhase on NCCL >= 2.31: NCCL's profiler thread (never ProxyOp) */
 struct lens_thread_rec {
   uint32_t slot;      /* thread slot: bits 40..55 of event ids */
   uint32_t tid;       /* gettid() in the process's pid namespace */
@@ -162,7 +169,7 @@ enum lens_type {
   LENS_T_GROUP = 0, LENS_T_COLL = 1, LENS_T_P2P = 2, LENS_T_PROXY_OP = 3, LENS_T_PROXY_STEP = 4,
   LENS_T_PROXY_CTRL = 5, LENS_T_KERNEL_CH = 6, LENS_T_NET_PLUGIN = 7, LENS_T_GROUP_API = 8,
   LENS_T_COLL_API = 9, LENS_T_P2P_API = 10, LENS_T_KERNEL_LAUNCH = 11, LENS_T_CE_COLL = 12,
-  LENS_T_CE_SYNC = 13, LENS_T_CE_BATCH = 14, LENS_T_COUNT = 15
+  LENS_T_CE_SYNC = 13, LENS_T_CE_BATCH = 14, LENS_T_KERNEL_PHASE = 15 /* v7 */, LENS_T_COUNT = 16
 };
 
 /* Every record starts with this 8-byte header; size includes it and is a multiple of 8. */
@@ -210,11 +217,15 @@ struct lens_rec_state {
 
 /* ---- START payloads (after struct lens_rec_start) ---- */
 struct lens_p_group_api { uint32_t graph_captured; int32_t group_depth; };
+/* user_tag (v7, NVIDIA NCCL >= 2.31.2): the call's ncclCollConfig_t.userProfilerTag, 0 = untagged or not
+ * known. Fields appended after the first release: a shorter record of an older writer reads them as 0. */
 struct lens_p_coll_api {
   lens_str_t func; uint64_t count; lens_str_t datatype; uint64_t stream; int32_t root; uint32_t graph_captured;
+  uint64_t user_tag;
 };
 struct lens_p_p2p_api {
   lens_str_t func; uint64_t count; lens_str_t datatype; uint64_t stream; uint32_t graph_captured; uint32_t reserved;
+  uint64_t user_tag;
 };
 struct lens_p_kernel_launch {
   uint64_t stream;
@@ -228,12 +239,17 @@ struct lens_p_coll {
   lens_str_t datatype; lens_str_t algo; lens_str_t proto;
   uint64_t parent_group; /* v5+: parentGroup; v4: 0 (parentObj is the Group) */
   uint64_t launch_id;    /* as in lens_p_group */
-  int32_t root; uint8_t n_channels; uint8_t n_warps; uint16_t reserved;
+  int32_t root; uint8_t n_channels; uint8_t n_warps;
+  uint8_t is_sym_coll; /* v7: a symmetric kernel (then algo = the variant's algorithm part, proto = "") */
+  uint8_t reserved;
+  uint64_t user_tag;        /* v7 */
+  lens_str_t kernel_variant; /* v7: symmetric kernel's full name, 0 = none */
 };
 struct lens_p_p2p {
   lens_str_t func; uint64_t buff; lens_str_t datatype; uint64_t count;
   uint64_t parent_group; uint64_t launch_id;
   int32_t peer; uint8_t n_channels; uint8_t reserved[3];
+  uint64_t user_tag; /* v7 */
 };
 struct lens_p_proxy_op {
   int32_t pid; int32_t peer; int32_t n_steps; int32_t chunk_size; int32_t is_send;
@@ -241,6 +257,12 @@ struct lens_p_proxy_op {
 };
 struct lens_p_proxy_step { int32_t step; uint32_t reserved; };
 struct lens_p_kernel_ch { uint64_t start_gpu_ns; /* pTimer at start */ uint8_t channel; uint8_t reserved[7]; };
+/* v7 KernelPhase: parent = its KernelCh; the stop pTimer comes in STATE 31's arg. */
+struct lens_p_kernel_phase {
+  uint64_t start_gpu_ns; /* pTimer at start */
+  lens_str_t name;       /* phaseName ("initial_sync", "compute", "final_sync") */
+  uint8_t channel; uint8_t phase_id; uint8_t reserved[6];
+};
 struct lens_p_net_plugin {
   int64_t plugin_id; uint64_t data; /* raw pointer value */
   uint32_t payload_len;             /* bytes of payload copied (IB v1: 40, socket v1: 24, else 0) */
@@ -251,6 +273,7 @@ struct lens_p_ce_coll {
   uint64_t seq; lens_str_t func; uint64_t send_buff; uint64_t recv_buff; uint64_t count; lens_str_t datatype;
   lens_str_t sync_strategy; uint64_t stream; int32_t root; uint32_t intra_batch_sync;
   uint32_t batch_size; uint32_t num_batches; uint32_t ce_seq_num; uint32_t reserved;
+  uint64_t user_tag; /* v7 */
 };
 struct lens_p_ce_sync { uint32_t is_complete; int32_t n_ranks; };
 struct lens_p_ce_batch { uint64_t total_bytes; int32_t num_ops; uint32_t use_intra_sync; };

@@ -83,10 +83,10 @@ static uint64_t app_op(unsigned type, uint64_t group, uint64_t ctx, const char *
   struct fake_rec r;
   uint64_t id = fake_id(type, 1);
   if (type == LENS_T_COLL_API) {
-    struct lens_p_coll_api p = {(lens_str_t)(uintptr_t)func, count, (lens_str_t)(uintptr_t)dtype, 0, 0, 0};
+    struct lens_p_coll_api p = {(lens_str_t)(uintptr_t)func, count, (lens_str_t)(uintptr_t)dtype, 0, 0, 0, 0};
     lens_nvtx_on_start(fake_rec(&r, type, id, group, ctx, 0, &p, sizeof(p)));
   } else {
-    struct lens_p_p2p_api p = {(lens_str_t)(uintptr_t)func, count, (lens_str_t)(uintptr_t)dtype, 0, 0, 0};
+    struct lens_p_p2p_api p = {(lens_str_t)(uintptr_t)func, count, (lens_str_t)(uintptr_t)dtype, 0, 0, 0, 0};
     lens_nvtx_on_start(fake_rec(&r, type, id, group, ctx, 0, &p, sizeof(p)));
   }
   lens_nvtx_on_stop(id);

@@ -79,6 +79,14 @@ static void test_mask_forms(void **state) {
   assert_int_equal(m, 0x80);
   assert_int_equal(lens_parse_mask("default,netplugin", &m), 0);
   assert_int_equal(m, 0x7FFE);
+  /* KernelPhase (v7, bit 15): never in the default or "all", only when asked; it brings KernelCh. */
+  assert_false(0x7F7E & LENS_EV_KERNEL_PHASE);
+  assert_int_equal(lens_parse_mask("default,kernelphase", &m), 0);
+  assert_int_equal(m, 0x7F7E | 0x8000);
+  assert_int_equal(lens_parse_mask("coll,kernelphase", &m), 0);
+  assert_int_equal(m, 0x2 | 0x40 | 0x8000);
+  assert_int_equal(lens_parse_mask("0xFFFF", &m), 0);
+  assert_int_equal(m, 0xFFFF);
   assert_int_equal(lens_parse_mask("coll,bogus", &m), -1);
   assert_int_equal(lens_parse_mask("0x", &m), -1);
   assert_int_equal(lens_parse_mask("12abc", &m), -1);

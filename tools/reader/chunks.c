@@ -51,6 +51,11 @@ static int on_session(struct lens_builder *b, uint32_t session, const uint8_t *p
   if (s->s.nccl_api_version) pr->nccl_api_version = s->s.nccl_api_version;
   pr->event_mask = s->s.event_mask;
   pr->flags = s->s.flags;
+  if (s->s.lib_version || s->s.lib_kind) {
+    pr->lib_version = s->s.lib_version;
+    pr->lib_kind = s->s.lib_kind;
+    pr->lib_flags = s->s.lib_flags;
+  }
   return 0;
 }
 

@@ -45,7 +45,8 @@ extern "C" {
 #define LENS_ACC_OUTSIDE_KERNEL 0x10    /* channel span not inside its CUPTI kernel span */
 #define LENS_ACC_NO_KERNEL_RECORD 0x20  /* launch had an ext id but no CUPTI kernel record */
 #define LENS_ACC_FOREIGN_EXT_ID 0x40    /* CUPTI ext-corr record with an id we never pushed */
-#define LENS_ACC_STARVED 0x80           /* overlaps a starvation interval of its proxy thread */
+#define LENS_ACC_STARVED 0x80           /* overlaps a starvation interval of the thread that reported it
+                                           (KernelCh: the profiler thread on NCCL >= 2.31, the proxy before) */
 #define LENS_ACC_NO_CLOCK_MAP 0x100     /* no GPU clock map for its rank: GPU times not mapped */
 
 /* Where an event's timing came from. */
@@ -66,26 +67,30 @@ struct lens_state_ev {
 struct lens_payload {
   union {
     struct { int graph_captured, group_depth; } group_api;
-    struct { const char *func, *datatype; uint64_t count, stream; int root, graph_captured; } coll_api;
-    struct { const char *func, *datatype; uint64_t count, stream; int graph_captured; } p2p_api;
+    /* user_tag: v7 (NVIDIA NCCL >= 2.31.2), 0 = untagged or not recorded */
+    struct { const char *func, *datatype; uint64_t count, stream, user_tag; int root, graph_captured; } coll_api;
+    struct { const char *func, *datatype; uint64_t count, stream, user_tag; int graph_captured; } p2p_api;
     struct { uint64_t stream, ext_corr_id; } kernel_launch;
     struct { uint64_t launch_id; } group;
     struct {
-      uint64_t seq, send_buff, recv_buff, count, parent_group, launch_id;
-      const char *func, *datatype, *algo, *proto;
-      int root, n_channels, n_warps;
+      uint64_t seq, send_buff, recv_buff, count, parent_group, launch_id, user_tag;
+      const char *func, *datatype, *algo, *proto; /* symmetric kernels: algo = variant's algorithm, proto = "" */
+      const char *kernel_variant;                 /* v7: symmetric kernel name, NULL otherwise */
+      int root, n_channels, n_warps, is_sym_coll;
     } coll;
     struct {
-      uint64_t buff, count, parent_group, launch_id;
+      uint64_t buff, count, parent_group, launch_id, user_tag;
       const char *func, *datatype;
       int peer, n_channels;
     } p2p;
     struct { int pid, peer, n_steps, chunk_size, is_send, channel; } proxy_op;
     struct { int step; } proxy_step;
     struct { uint64_t start_gpu_ns, stop_gpu_ns; /* stop from state 22, 0 if none */ int channel; } kernel_ch;
+    /* v7: stop from state 31, 0 if none; parent = its KernelCh */
+    struct { uint64_t start_gpu_ns, stop_gpu_ns; const char *name; int channel, phase_id; } kernel_phase;
     struct { int64_t plugin_id; uint64_t data; uint32_t payload_len; uint8_t payload[40]; } net_plugin;
     struct {
-      uint64_t seq, send_buff, recv_buff, count, stream;
+      uint64_t seq, send_buff, recv_buff, count, stream, user_tag;
       const char *func, *datatype, *sync_strategy;
       int root, intra_batch_sync;
       uint32_t batch_size, num_batches, ce_seq_num;
@@ -178,6 +183,8 @@ struct lens_proc {
   uint64_t start_mono_ns, start_real_ns;
   uint32_t event_mask, flags;
   struct lens_drops drops; /* last cumulative DROPS seen */
+  /* Added after v1 of this API: the library in the process (SESSION), 0 = unknown / older trace. */
+  uint32_t lib_version, lib_kind, lib_flags; /* ncclGetVersion code, LENS_LIB_*, LENS_LIB_F_* */
 };
 
 /* Scheduler samples from probe traces (times CLOCK_MONOTONIC ns). */
@@ -250,6 +257,8 @@ const char *lens_time_source_name(uint32_t source); /* "host-notice", "gpu-ptime
 /* Bytes moved by a Coll/P2p/CollApi/P2pApi event: count * datatype size (0 if unknown). */
 uint64_t lens_event_bytes(const struct lens_model *m, const struct lens_event *e);
 size_t lens_datatype_size(const char *datatype);
+/* The v7 user tag an event carries (CollApi, P2pApi, Coll, P2p, CeColl), 0 = none. */
+uint64_t lens_event_user_tag(const struct lens_event *e);
 /* Index of the event with this id in process proc (pid match), -1 if none. */
 int32_t lens_model_find(const struct lens_model *m, int32_t proc, uint64_t id);
 /* The same within one session of the process (ids are unique per session). */

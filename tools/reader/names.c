@@ -6,7 +6,7 @@
 const char *lens_type_name(int type) {
   static const char *const names[LENS_T_COUNT] = {
       "Group",    "Coll",     "P2p",      "ProxyOp",      "ProxyStep", "ProxyCtrl", "KernelCh", "NetPlugin",
-      "GroupApi", "CollApi", "P2pApi", "KernelLaunch", "CeColl",    "CeSync",    "CeBatch"};
+      "GroupApi", "CollApi", "P2pApi", "KernelLaunch", "CeColl",    "CeSync",    "CeBatch",   "KernelPhase"};
   return type >= 0 && type < LENS_T_COUNT ? names[type] : "Unknown";
 }
 
@@ -19,7 +19,7 @@ const char *lens_state_name(uint32_t state) {
       "Sleep",          "Wakeup",          "Append",          "AppendEnd",      "InProgress",
       "SendPeerWait",   "NetPluginUpdate", "KernelChStop",    "GroupStartApiStop", "GroupEndApiStart",
       "CeCollStart",    "CeCollComplete",  "CeSyncStart",     "CeSyncComplete", "CeBatchStart",
-      "CeBatchComplete"};
+      "CeBatchComplete", "KernelPhaseStop"};
   return state < sizeof names / sizeof names[0] ? names[state] : "Unknown";
 }
 
@@ -44,6 +44,17 @@ uint64_t lens_event_bytes(const struct lens_model *m, const struct lens_event *e
   case LENS_T_COLL_API: return e->p.coll_api.count * lens_datatype_size(e->p.coll_api.datatype);
   case LENS_T_P2P_API: return e->p.p2p_api.count * lens_datatype_size(e->p.p2p_api.datatype);
   case LENS_T_CE_COLL: return e->p.ce_coll.count * lens_datatype_size(e->p.ce_coll.datatype);
+  default: return 0;
+  }
+}
+
+uint64_t lens_event_user_tag(const struct lens_event *e) {
+  switch (e->type) {
+  case LENS_T_COLL: return e->p.coll.user_tag;
+  case LENS_T_P2P: return e->p.p2p.user_tag;
+  case LENS_T_COLL_API: return e->p.coll_api.user_tag;
+  case LENS_T_P2P_API: return e->p.p2p_api.user_tag;
+  case LENS_T_CE_COLL: return e->p.ce_coll.user_tag;
   default: return 0;
   }
 }

@@ -39,6 +39,7 @@ static void parse_payload(struct lens_builder *b, uint32_t se, int type, const u
     o->coll_api.stream = r.stream;
     o->coll_api.root = r.root;
     o->coll_api.graph_captured = (int)r.graph_captured;
+    o->coll_api.user_tag = r.user_tag;
     break;
   }
   case LENS_T_P2P_API: {
@@ -49,6 +50,7 @@ static void parse_payload(struct lens_builder *b, uint32_t se, int type, const u
     o->p2p_api.count = r.count;
     o->p2p_api.stream = r.stream;
     o->p2p_api.graph_captured = (int)r.graph_captured;
+    o->p2p_api.user_tag = r.user_tag;
     break;
   }
   case LENS_T_KERNEL_LAUNCH: {
@@ -80,6 +82,9 @@ static void parse_payload(struct lens_builder *b, uint32_t se, int type, const u
     o->coll.root = r.root;
     o->coll.n_channels = r.n_channels;
     o->coll.n_warps = r.n_warps;
+    o->coll.is_sym_coll = r.is_sym_coll;
+    o->coll.user_tag = r.user_tag;
+    o->coll.kernel_variant = str(b, se, r.kernel_variant);
     break;
   }
   case LENS_T_P2P: {
@@ -93,6 +98,7 @@ static void parse_payload(struct lens_builder *b, uint32_t se, int type, const u
     o->p2p.launch_id = r.launch_id;
     o->p2p.peer = r.peer;
     o->p2p.n_channels = r.n_channels;
+    o->p2p.user_tag = r.user_tag;
     break;
   }
   case LENS_T_PROXY_OP: {
@@ -117,6 +123,15 @@ static void parse_payload(struct lens_builder *b, uint32_t se, int type, const u
     LOAD(r, pp, avail);
     o->kernel_ch.start_gpu_ns = r.start_gpu_ns;
     o->kernel_ch.channel = r.channel;
+    break;
+  }
+  case LENS_T_KERNEL_PHASE: {
+    struct lens_p_kernel_phase r;
+    LOAD(r, pp, avail);
+    o->kernel_phase.start_gpu_ns = r.start_gpu_ns;
+    o->kernel_phase.name = str(b, se, r.name);
+    o->kernel_phase.channel = r.channel;
+    o->kernel_phase.phase_id = r.phase_id;
     break;
   }
   case LENS_T_NET_PLUGIN: {
@@ -144,6 +159,7 @@ static void parse_payload(struct lens_builder *b, uint32_t se, int type, const u
     o->ce_coll.batch_size = r.batch_size;
     o->ce_coll.num_batches = r.num_batches;
     o->ce_coll.ce_seq_num = r.ce_seq_num;
+    o->ce_coll.user_tag = r.user_tag;
     break;
   }
   case LENS_T_CE_SYNC: {
@@ -291,6 +307,8 @@ int lens_apply_pending(struct lens_builder *b) {
     t->s = (struct lens_state_ev){.ts_mono_ns = q->ts, .arg = q->arg, .state = q->state, .has_args = q->has_args};
     if (e->type == LENS_T_KERNEL_CH && q->state == 22 && q->has_args && !e->p.kernel_ch.stop_gpu_ns)
       e->p.kernel_ch.stop_gpu_ns = q->arg;
+    if (e->type == LENS_T_KERNEL_PHASE && q->state == 31 && q->has_args && !e->p.kernel_phase.stop_gpu_ns)
+      e->p.kernel_phase.stop_gpu_ns = q->arg;
   }
   b->n_pend = 0;
   for (size_t s = 0; s < b->n_sess && b->proc >= 0; s++) {
