@@ -35,6 +35,9 @@ int lens_writer_submit(uint16_t chunk_type, void *payload, uint32_t payload_len)
 void lens_drops_add_cupti(uint64_t n);
 /* Current host time, CLOCK_MONOTONIC ns (not for the hot path). */
 uint64_t lens_now_mono_ns(void);
+/* Which NCCL thread reports KernelCh in this process (nccl_lib.c): LENS_ROLE_PROFILER
+ * on NCCL >= 2.31 (its profiler thread), LENS_ROLE_PROXY before (the proxy). */
+extern uint32_t lens_kernel_ch_role;
 
 /* The emitter functions are declared weak: the core calls setup only if it
  * is linked in, and the hot-path hooks only while the emitter has set its

@@ -65,15 +65,17 @@ static struct op_slot *op_find(struct proxy_state *pt, uint64_t id) {
 }
 
 /* Names the thread the first time a local communicator's ProxyCtrl or
- * KernelCh arrives on it. One gettid per proxy thread, ever. */
-static void name_thread(struct proxy_state *pt, uint64_t context) {
+ * KernelCh arrives on it. One gettid per proxy thread, ever. NCCL 2.31's
+ * profiler thread (KernelCh, never ProxyCtrl) gets its own row name,
+ * "NCCL Profiler r0/8 comm". */
+static void name_thread(struct proxy_state *pt, uint64_t context, const char *prefix) {
   if (pt->named) return;
   const struct lens_comm_info *c = context ? lens_comm_lookup(context) : NULL;
   if (!c) return; /* foreign or unknown: wait for a local one */
   pt->named = 1;
   struct lens_text t;
   lens_text_init(&t, pt->msg, sizeof(pt->msg));
-  lens_text_str(&t, "NCCL Progress r");
+  lens_text_str(&t, prefix);
   lens_text_i64(&t, c->rank);
   lens_text_char(&t, '/');
   lens_text_i64(&t, c->nranks);
@@ -233,9 +235,9 @@ void lens_nvtx_proxy_start(const struct lens_rec_start *rec) {
   switch (rec->h.type) {
   case LENS_T_PROXY_OP: op_start(pt, rec); break;
   case LENS_T_PROXY_STEP: step_start(pt, rec); break;
-  case LENS_T_PROXY_CTRL: name_thread(pt, rec->context); break;
+  case LENS_T_PROXY_CTRL: name_thread(pt, rec->context, "NCCL Progress r"); break;
   case LENS_T_KERNEL_CH:
-    name_thread(pt, rec->context);
+    name_thread(pt, rec->context, lens_kernel_ch_role == LENS_ROLE_PROFILER ? "NCCL Profiler r" : "NCCL Progress r");
     kernel_ch_start(pt, rec);
     break;
   default: break;

@@ -14,6 +14,7 @@
 
 int lens_nvtx_active;
 int lens_cupti_active;
+uint32_t lens_kernel_ch_role = LENS_ROLE_PROXY; /* the core sets it per NCCL version; tests may change it */
 int fake_log_lines;
 
 static struct lens_comm_info comms[FAKE_MAX_COMMS];

@@ -77,6 +77,7 @@ static void meta(struct ctx *x, const char *what, uint32_t pid, uint32_t tid, co
 
 static const char *role_label(uint32_t roles) {
   if (roles & LENS_ROLE_PROXY) return "proxy";
+  if (roles & LENS_ROLE_PROFILER) return "profiler";
   if (roles & LENS_ROLE_HOSTCB) return "host-callback";
   if (roles & LENS_ROLE_APP) return "app";
   if (roles & LENS_ROLE_NET) return "net";
@@ -104,7 +105,7 @@ static void write_metadata(struct ctx *x) {
     snprintf(buf, sizeof buf, "%s (%s, tid %u)", th->name[0] ? th->name : "thread", role_label(th->roles), th->tid);
     meta(x, "thread_name", x->cpid[th->proc], track(m, (int32_t)t), buf, 0);
     meta(x, "thread_sort_index", x->cpid[th->proc], track(m, (int32_t)t), NULL,
-         th->roles & LENS_ROLE_PROXY ? 10 : th->roles & LENS_ROLE_HOSTCB ? 5 : 0);
+         th->roles & (LENS_ROLE_PROXY | LENS_ROLE_PROFILER) ? 10 : th->roles & LENS_ROLE_HOSTCB ? 5 : 0);
   }
 }
 
@@ -163,8 +164,12 @@ static const char *op_func(const struct lens_model *m, const struct lens_event *
 static void write_op(struct ctx *x, const struct lens_event *e, size_t idx, uint32_t pid, uint32_t tid) {
   const struct lens_model *m = x->m;
   const char *func = op_func(m, e);
-  char name[96];
-  snprintf(name, sizeof name, "%s", func ? func : lens_type_name(e->type));
+  char name[96], tbuf[32];
+  uint64_t tag = lens_event_user_tag(e);
+  if (tag) /* "AllReduce, backward": the call's user tag (NCCL 2.31+) */
+    snprintf(name, sizeof name, "%s, %s", func ? func : lens_type_name(e->type), lens_tag_label(tag, tbuf, sizeof tbuf));
+  else
+    snprintf(name, sizeof name, "%s", func ? func : lens_type_name(e->type));
   /* host part: enqueue on the calling thread */
   complete(x, name, lens_type_name(e->type), pid, tid, e->start_mono_ns, e->stop_mono_ns, e);
   int src = LENS_TS_HOST_NOTICE;
@@ -228,6 +233,8 @@ static void write_kernel_ch(struct ctx *x, const struct lens_event *e, uint32_t 
   size_t comm = x->comm_slots > 1 ? (size_t)(e->comm + 1) : 0;
   size_t bit = ((size_t)e->thread * x->comm_slots + comm) * 256 + (size_t)ch;
   uint32_t ptid = m->threads[e->thread].tid;
+  /* the thread that polled it: the proxy, or NCCL 2.31's profiler thread */
+  const char *poller = m->threads[e->thread].roles & LENS_ROLE_PROFILER ? "profiler" : "proxy";
   char fmt[200];
   const char *cname = e->comm >= 0 && m->comms[e->comm].name[0] ? m->comms[e->comm].name : "-";
   int mapped = e->acc.gpu_start_mono_ns && e->acc.gpu_stop_mono_ns;
@@ -237,12 +244,12 @@ static void write_kernel_ch(struct ctx *x, const struct lens_event *e, uint32_t 
   uint32_t tid;
   if (start < x->gpu_last[bit]) {
     tid = TID_GPU_OVERLAP + (uint32_t)bit;
-    snprintf(fmt, sizeof fmt, "GPU channels: ch %%d overlapping, comm %.64s (proxy tid %%u)", cname);
+    snprintf(fmt, sizeof fmt, "GPU channels: ch %%d overlapping, comm %.64s (%s tid %%u)", cname, poller);
     name_track(x, x->ovl_named, bit, pid, tid, fmt, ch, ptid, 200 + ch);
     x->c->gpu_overlaps++;
   } else {
     tid = TID_GPU + (uint32_t)bit;
-    snprintf(fmt, sizeof fmt, "GPU channels: ch %%d comm %.64s (proxy tid %%u)", cname);
+    snprintf(fmt, sizeof fmt, "GPU channels: ch %%d comm %.64s (%s tid %%u)", cname, poller);
     name_track(x, x->gpu_named, bit, pid, tid, fmt, ch, ptid, 100 + ch);
     x->gpu_last[bit] = stop;
   }
@@ -274,6 +281,11 @@ static void write_event(struct ctx *x, size_t i) {
   case LENS_T_NET_PLUGIN:
     async_pair(x, "NetPlugin", "NetPlugin", pid, tid, i + 1, e->start_mono_ns, stop, e, NULL);
     break;
+  case LENS_T_KERNEL_PHASE: /* host notice times on the reporting thread; the pTimers are in args */
+    snprintf(name, sizeof name, "KernelPhase %s ch %d", e->p.kernel_phase.name ? e->p.kernel_phase.name : "?",
+             e->p.kernel_phase.channel);
+    complete(x, name, "KernelPhase", pid, tid, e->start_mono_ns, stop, e);
+    break;
   default: {
     const char *func = op_func(m, e);
     snprintf(name, sizeof name, "%s%s%s", lens_type_name(e->type), func ? " " : "", func ? func : "");
@@ -289,7 +301,7 @@ static void write_starvation(struct ctx *x) {
   if (!named) return;
   for (size_t t = 0; t < m->n_threads; t++) {
     const struct lens_thread *th = &m->threads[t];
-    if (!(th->roles & LENS_ROLE_PROXY) || th->proc < 0) continue;
+    if (!(th->roles & (LENS_ROLE_PROXY | LENS_ROLE_PROFILER)) || th->proc < 0) continue;
     uint32_t pid = x->cpid[th->proc], tid = TID_SCHED + (uint32_t)t;
     for (size_t i = 0; i < m->n_sched; i++) {
       const struct lens_sched_sample *s = &m->sched[i].s;

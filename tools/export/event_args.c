@@ -25,6 +25,14 @@ void lens_json_flag_list(FILE *f, uint32_t flags, const char *(*name)(uint32_t))
   fputc(']', f);
 }
 
+/* v7 user tag: the number and its name (NCCL_LENS_TAG_NAMES / --tag-names); nothing when untagged. */
+static void user_tag(FILE *f, uint64_t tag) {
+  if (!tag) return;
+  char buf[32];
+  KU("user_tag", tag);
+  KS("user_tag_name", lens_tag_label(tag, buf, sizeof buf));
+}
+
 static void payload(FILE *f, const struct lens_event *e) {
   const struct lens_payload *p = &e->p;
   switch (e->type) {
@@ -39,6 +47,7 @@ static void payload(FILE *f, const struct lens_event *e) {
     KI("root", p->coll_api.root);
     KH("stream", p->coll_api.stream);
     KI("graph_captured", p->coll_api.graph_captured);
+    user_tag(f, p->coll_api.user_tag);
     break;
   case LENS_T_P2P_API:
     KS("func", p->p2p_api.func);
@@ -46,6 +55,7 @@ static void payload(FILE *f, const struct lens_event *e) {
     KS("datatype", p->p2p_api.datatype);
     KH("stream", p->p2p_api.stream);
     KI("graph_captured", p->p2p_api.graph_captured);
+    user_tag(f, p->p2p_api.user_tag);
     break;
   case LENS_T_KERNEL_LAUNCH:
     KH("stream", p->kernel_launch.stream);
@@ -66,6 +76,11 @@ static void payload(FILE *f, const struct lens_event *e) {
     KS("proto", p->coll.proto);
     KH("parent_group", p->coll.parent_group);
     KH("launch_id", p->coll.launch_id);
+    if (p->coll.kernel_variant || p->coll.is_sym_coll) {
+      KS("kernel_variant", p->coll.kernel_variant);
+      KI("is_sym_coll", p->coll.is_sym_coll);
+    }
+    user_tag(f, p->coll.user_tag);
     break;
   case LENS_T_P2P:
     KS("func", p->p2p.func);
@@ -76,6 +91,7 @@ static void payload(FILE *f, const struct lens_event *e) {
     KI("n_channels", p->p2p.n_channels);
     KH("parent_group", p->p2p.parent_group);
     KH("launch_id", p->p2p.launch_id);
+    user_tag(f, p->p2p.user_tag);
     break;
   case LENS_T_PROXY_OP:
     KI("pid", p->proxy_op.pid);
@@ -90,6 +106,13 @@ static void payload(FILE *f, const struct lens_event *e) {
     KI("channel", p->kernel_ch.channel);
     KU("start_ptimer_gpu_ns", p->kernel_ch.start_gpu_ns);
     KU("stop_ptimer_gpu_ns", p->kernel_ch.stop_gpu_ns);
+    break;
+  case LENS_T_KERNEL_PHASE:
+    KI("channel", p->kernel_phase.channel);
+    KI("phase_id", p->kernel_phase.phase_id);
+    KS("phase", p->kernel_phase.name);
+    KU("start_ptimer_gpu_ns", p->kernel_phase.start_gpu_ns);
+    KU("stop_ptimer_gpu_ns", p->kernel_phase.stop_gpu_ns);
     break;
   case LENS_T_NET_PLUGIN:
     KH("plugin_id", (uint64_t)p->net_plugin.plugin_id);
@@ -115,6 +138,7 @@ static void payload(FILE *f, const struct lens_event *e) {
     KU("num_batches", p->ce_coll.num_batches);
     KU("ce_seq_num", p->ce_coll.ce_seq_num);
     KH("stream", p->ce_coll.stream);
+    user_tag(f, p->ce_coll.user_tag);
     break;
   case LENS_T_CE_SYNC:
     KI("is_complete", p->ce_sync.is_complete);

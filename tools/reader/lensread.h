@@ -259,6 +259,13 @@ uint64_t lens_event_bytes(const struct lens_model *m, const struct lens_event *e
 size_t lens_datatype_size(const char *datatype);
 /* The v7 user tag an event carries (CollApi, P2pApi, Coll, P2p, CeColl), 0 = none. */
 uint64_t lens_event_user_tag(const struct lens_event *e);
+/* Tag names (tag_names.c): "1:forward,2:backward" (tags are integers > 0, names
+ * 1-31 characters). set: 0, or -1 for a bad spec (the table is unchanged).
+ * from_env: NCCL_LENS_TAG_NAMES, read on the first label unless set before.
+ * label: "" for 0, the name when known, else "tag N" written into buf. */
+int lens_tag_names_set(const char *spec);
+int lens_tag_names_from_env(void);
+const char *lens_tag_label(uint64_t tag, char *buf, size_t cap);
 /* Index of the event with this id in process proc (pid match), -1 if none. */
 int32_t lens_model_find(const struct lens_model *m, int32_t proc, uint64_t id);
 /* The same within one session of the process (ids are unique per session). */

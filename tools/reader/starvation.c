@@ -186,7 +186,7 @@ long lens_analyze_starvation(struct lens_model *m, uint64_t min_wait_ns) {
   struct tsamples *per = calloc(m->n_threads, sizeof *per);
   if (!per) return -1;
   for (size_t t = 0; t < m->n_threads; t++) {
-    if (!(m->threads[t].roles & LENS_ROLE_PROXY)) continue;
+    if (!(m->threads[t].roles & (LENS_ROLE_PROXY | LENS_ROLE_PROFILER))) continue;
     if (collect(m, (int32_t)t, min_wait_ns, &per[t]) != 0 ||
         (per[t].n && collect_polls(m, (int32_t)t, &per[t]) != 0)) {
       for (size_t k = 0; k <= t; k++) {

@@ -15,8 +15,8 @@ extern "C" {
 /* api: which ncclProfiler_vN symbol to drive. */
 enum {
   LENS_REPLAY_API_NCCL2289 = 0, /* default: as NCCL 2.28.9 does, _v5 then _v4 */
-  LENS_REPLAY_API_AUTO = -1,    /* newest found: _v6, _v5, _v4 */
-  /* 4, 5, 6: exactly that symbol */
+  LENS_REPLAY_API_AUTO = -1,    /* as NCCL 2.31.2: _v7, _v6, _v5, _v4 */
+  /* 4, 5, 6, 7: exactly that symbol (7: driven as NCCL 2.31.2) */
 };
 
 struct lens_replay_opts {
@@ -25,7 +25,7 @@ struct lens_replay_opts {
   int ranks_per_node;   /* local ranks (fake GPUs) per process; default 2 */
   int nodes;            /* processes; > 1 forks one child per node; default 1 */
   int iters;            /* scenario iterations; default 3 */
-  int api;              /* see enum above, or 4/5/6 */
+  int api;              /* see enum above, or 4/5/6/7 */
   const char *out_dir;  /* sets NCCL_LENS_OUTPUT_DIR before the plugin is loaded */
   const char *truth;    /* ground-truth JSON path, or NULL */
   uint64_t seed;        /* clock offsets, drifts, jitter; default 1 */
@@ -37,7 +37,7 @@ struct lens_replay_opts {
 };
 
 struct lens_replay_result {
-  int api;               /* version driven (4, 5 or 6); 0 when nothing was loaded */
+  int api;               /* version driven (4 to 7); 0 when nothing was loaded */
   int warn_count;        /* WARN lines the plugin logged, summed over processes */
   int init_failures;     /* init calls that returned non-zero */
   long calls;            /* plugin calls made (start+stop+record), summed over processes */

@@ -9,12 +9,13 @@
 
 static const char usage[] =
     "usage: nccl-lens replay [--plugin PATH|NAME] [--scenario NAME] [--ranks-per-node N] [--nodes N]\n"
-    "                        [--iters N] [--api 4|5|6|auto] [--out DIR] [--truth FILE] [--seed N]\n"
+    "                        [--iters N] [--api 4|5|6|7|auto] [--out DIR] [--truth FILE] [--seed N]\n"
     "                        [--no-finalize] [--reload] [--mask-change] [--quiet] [--verbose]\n"
-    "Drives a profiler plugin exactly as NCCL 2.28.9 would, without a GPU.\n"
+    "Drives a profiler plugin exactly as NCCL 2.28.9 would (2.31.2 with ncclProfiler_v7), without a GPU.\n"
     "  --plugin      a path, or a name X for libnccl-profiler-X.so (default: the lens plugin of this build)\n"
-    "  --scenario    allreduce (default), sendrecv, mixed, graph, pxn, starved, overrun, all\n"
-    "  --api         default: as NCCL 2.28.9 (ncclProfiler_v5, then _v4); auto: newest found\n"
+    "  --scenario    allreduce (default), sendrecv, mixed, graph, pxn, starved, overrun, tagged, symmetric,\n"
+    "                phases, all\n"
+    "  --api         default: as NCCL 2.28.9 (ncclProfiler_v5, then _v4); auto: as NCCL 2.31.2 (_v7, _v6, ...)\n"
     "  --out DIR     sets NCCL_LENS_OUTPUT_DIR for the plugin\n"
     "  --truth FILE  ground-truth JSON of what the driver did (docs/replay.md)\n";
 
@@ -79,8 +80,8 @@ int lens_replay_parse_args(int argc, char **argv, struct lens_replay_opts *o) {
       o->seed = s, i++;
     } else if (!strcmp(a, "--api")) {
       if (!strcmp(v, "auto")) o->api = LENS_REPLAY_API_AUTO;
-      else if (!parse_int(v, 4, 6, &x)) o->api = (int)x;
-      else return bad("--api: '%s' is not 4, 5, 6 or auto", v);
+      else if (!parse_int(v, 4, 7, &x)) o->api = (int)x;
+      else return bad("--api: '%s' is not 4, 5, 6, 7 or auto", v);
       i++;
     } else {
       return bad("unknown option '%s' (try --help)", a);

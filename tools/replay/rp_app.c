@@ -131,6 +131,7 @@ static struct rp_task *task_new(struct rp_node *n, struct rp_comm *c, int func, 
   t->peer = -1;
   t->group_api_h = n->app.group_api;
   t->graph = n->app.graph_capture;
+  t->user_tag = n->app.cfg_tag; /* nccl*Config(): the task carries the call's tag */
   t->op_id = -1;
   size_t bytes = count * esize;
   t->nChannels = bytes <= 65536 ? 1 : bytes <= (1u << 20) ? 2 : 4;
@@ -160,11 +161,13 @@ void rp_coll(struct rp_node *n, struct rp_comm *c, int func, size_t count, const
     d.collApi.root = root;
     d.collApi.stream = fake_stream(c);
     d.collApi.graphCaptured = a->graph_capture;
-    a->last_coll_api = rp_start(&n->plugin, c->ctx, &d);
+    struct rp_v7x x = {.user_tag = a->cfg_tag};
+    a->last_coll_api = rp_start7(&n->plugin, c->ctx, &d, &x);
     fresh = true;
   }
   struct rp_task *t = task_new(n, c, func, count, dtype, esize, snap);
   t->root = root;
+  t->sym_kernel = a->cfg_sym;
   t->api_h = a->last_coll_api; /* possibly stale: StopCollApiEvent never clears it */
   task_append(n, t);
   if (!fresh && a->last_coll_api) rp_truth_hazard(n->truth, "stale_collapi_stop", c->rank, n->iter);
@@ -186,7 +189,8 @@ void rp_p2p(struct rp_node *n, struct rp_comm *c, int func, size_t count, const 
     d.p2pApi.datatype = dtype;
     d.p2pApi.stream = fake_stream(c);
     d.p2pApi.graphCaptured = a->graph_capture;
-    a->last_p2p_api = rp_start(&n->plugin, c->ctx, &d);
+    struct rp_v7x x = {.user_tag = a->cfg_tag};
+    a->last_p2p_api = rp_start7(&n->plugin, c->ctx, &d, &x);
   }
   struct rp_task *t = task_new(n, c, func, count, dtype, esize, snap);
   t->peer = peer;

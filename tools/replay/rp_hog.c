@@ -72,7 +72,8 @@ static void app_leave(struct rp_hogs *hs, int cpu, long ncpu) {
   hs->app_pinned = pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
 }
 
-/* nhogs hogs (at most RP_TRUTH_MAX_HOGS) on the CPU of local rank 0's proxy. */
+/* nhogs hogs (at most RP_TRUTH_MAX_HOGS) on the CPU of local rank 0's KernelCh poller
+ * (its proxy, or on NCCL 2.31 its profiler thread: rp_kch_thread). */
 struct rp_hogs *rp_hogs_start(struct rp_node *n, int nhogs) {
   struct rp_hogs *hs = calloc(1, sizeof *hs);
   hs->n = n;
@@ -84,12 +85,12 @@ struct rp_hogs *rp_hogs_start(struct rp_node *n, int nhogs) {
   app_leave(hs, cpu, ncpu);
   for (int l = 0; l < n->rpn; l++) { /* the controls go with the app thread */
     if (l == 0) {
-      pin(n->proxy[l].thr, cpu);
-      n->proxy[l].pin_cpu = cpu;
+      pin(rp_kch_thread(n, l)->thr, cpu);
+      rp_kch_thread(n, l)->pin_cpu = cpu;
     } else if (hs->app_pinned) {
       cpu_set_t set;
       if (pthread_getaffinity_np(pthread_self(), sizeof set, &set) == 0)
-        pthread_setaffinity_np(n->proxy[l].thr, sizeof set, &set);
+        pthread_setaffinity_np(rp_kch_thread(n, l)->thr, sizeof set, &set);
     }
   }
   for (int k = 0; k < nhogs; k++) {
@@ -100,13 +101,13 @@ struct rp_hogs *rp_hogs_start(struct rp_node *n, int nhogs) {
   }
   for (int i = 0; i < hs->nhogs; i++)
     while (!atomic_load(&hs->hog[i].tid)) rp_sleep_ns(20000);
-  for (int l = 0; l < n->rpn; l++) atomic_store(&n->proxy[l].spin, true);
+  for (int l = 0; l < n->rpn; l++) atomic_store(&rp_kch_thread(n, l)->spin, true);
   int64_t t = rp_now();
   struct rp_truth_starve *s = rp_truth_starve_new(n->truth);
   hs->rec[0] = s;
   if (s) {
     s->rank = n->comms[0].rank;
-    s->proxy_tid = atomic_load(&n->proxy[0].tid);
+    s->proxy_tid = atomic_load(&rp_kch_thread(n, 0)->tid);
     s->cpu = cpu;
     s->start_ns = t;
     for (int k = 0; k < hs->nhogs; k++) s->hog_tids[s->nhogs++] = atomic_load(&hs->hog[k].tid);
@@ -121,9 +122,9 @@ void rp_hogs_stop(struct rp_hogs *hs) {
   for (int i = 0; i < hs->nhogs; i++) pthread_join(hs->hog[i].thr, NULL);
   if (hs->rec[0]) hs->rec[0]->end_ns = t;
   for (int l = 0; l < hs->n->rpn; l++) {
-    atomic_store(&hs->n->proxy[l].spin, false);
-    unpin(hs->n->proxy[l].thr);
-    hs->n->proxy[l].pin_cpu = -1;
+    atomic_store(&rp_kch_thread(hs->n, l)->spin, false);
+    unpin(rp_kch_thread(hs->n, l)->thr);
+    rp_kch_thread(hs->n, l)->pin_cpu = -1;
   }
   if (hs->app_pinned) pthread_setaffinity_np(pthread_self(), sizeof hs->app_mask, &hs->app_mask);
   free(hs);

@@ -30,9 +30,10 @@ void rp_sleep_ns(int64_t ns);
 struct rp_plugin {
   void *dl;
   char path[512];
-  int api; /* 4, 5, 6 */
+  int api; /* 4, 5, 6, 7 */
   const lens_nccl_profiler_v4_t *v4;
   const lens_nccl_profiler_v5_t *v5; /* also used for v6: same function signatures */
+  const lens_nccl_profiler_v7_t *v7; /* NCCL 2.31.2 mode (rp_v7.c) */
   int (*set_mask)(int);              /* ncclLensSetEventMask, when exported */
   atomic_long calls;
 };
@@ -45,8 +46,33 @@ void rp_plugin_unload(struct rp_plugin *p);
 int rp_plugin_init(struct rp_plugin *p, void **ctx, uint64_t commId, const char *name, int nNodes, int nranks,
                    int rank);
 void rp_plugin_finalize(struct rp_plugin *p, void *ctx);
-/* d is a zeroed v6 descriptor; v4 plugins get NCCL's v4 adapter behaviour. */
+/* d is a zeroed v6 descriptor; v4 plugins get NCCL's v4 adapter behaviour,
+ * v7 plugins the same members in a v7 descriptor (plus x, rp_start7). */
 void *rp_start(struct rp_plugin *p, void *ctx, lens_nccl_descr_v6_t *d);
+
+/* ---- NCCL 2.31.2 (rp_v7.c): what v7 adds, the profiler thread, RAS ---- */
+struct rp_v7x {
+  uint64_t user_tag;          /* CollApi, P2pApi, Coll, P2p */
+  const char *kernel_variant; /* Coll of a symmetric kernel */
+  bool is_sym;
+};
+#define RP_NCCL_VERSION_2289 22809
+#define RP_NCCL_VERSION_2312 23102
+extern int rp_nccl_version; /* what ncclGetVersion() answers in this process */
+void *rp_start7(struct rp_plugin *p, void *ctx, lens_nccl_descr_v6_t *d, const struct rp_v7x *x);
+void *rp_start_v5v6(struct rp_plugin *p, void *ctx, lens_nccl_descr_v6_t *d); /* v4-v6 (rp_plugin.c), uncounted */
+/* KernelPhase (v7 only): start, 31 with the stop pTimer, stop; the handle is not kept. */
+void rp_kernel_phase(struct rp_plugin *p, void *ctx, void *kch, int channel, int phase, uint64_t start_ptimer,
+                     uint64_t stop_ptimer);
+extern const char *const rp_phase_names[3];
+/* A symmetric kernel's name without its collective: "AllReduce_AGxLL_R" -> "AGxLL_R" (static storage). */
+const char *rp_sym_algo(const char *kernel);
+/* After each plugin init: KernelPhase needs KernelCh, and a RAS mask is re-applied. */
+void rp_mask_after_init(void);
+struct rp_node;
+/* ncclProfilerSetRasOverride: the job-wide mask, stored now and after every later init. */
+void rp_ras_override(struct rp_node *n, int mask);
+void rp_ras_reset(void); /* a new replay process (or run, in-process) starts without one */
 void rp_stop(struct rp_plugin *p, void *h);     /* skips NULL, as NCCL core does */
 void rp_stop_raw(struct rp_plugin *p, void *h); /* NetPlugin path: calls even with NULL */
 void rp_record(struct rp_plugin *p, void *h, int state, lens_nccl_state_args_v5_t *args);
@@ -126,6 +152,7 @@ struct rp_proxy {
   atomic_llong stall_until; /* overrun scenario: the proxy is busy elsewhere */
   int pin_cpu;              /* starved (local rank 0): -1 = not pinned */
   atomic_bool spin;         /* hog phases: NCCL's own loop (sched_yield, never nap) */
+  bool is_profiler;         /* NCCL 2.31's profiler thread: KernelCh ops only, no ProxyCtrl */
   /* counters (proxy thread writes, read after join or via atomics) */
   atomic_long ops_started, ops_stopped, steps_started, steps_stopped, ctrl_events, kch_started, kch_stopped,
       dup_starts;
@@ -163,6 +190,8 @@ struct rp_task {
   int root, peer;
   int nChannels;
   int mask;
+  uint64_t user_tag;      /* ncclCollConfig_t.userProfilerTag of the call (2.31), 0 = none */
+  const char *sym_kernel; /* a symmetric kernel's name ("AllReduce_AGxLL_R"), NULL = regular kernel */
   void *api_h, *group_api_h, *h;
   struct rp_task *pair; /* p2p: the send/recv partner sharing GPU items */
   int op_id;
@@ -176,6 +205,8 @@ struct rp_appstate { /* NCCL's thread-local group state */
   void *last_coll_api, *last_p2p_api;
   bool graph_capture;
   struct rp_task *pending; /* tasks of the current group, in call order */
+  uint64_t cfg_tag;        /* per-call config of the next call (nccl*Config, 2.31); consumed by it */
+  const char *cfg_sym;     /* the next collective runs as this symmetric kernel */
 };
 
 struct rp_graph_plan {
@@ -197,6 +228,8 @@ struct rp_node {
   int ncomms;
   struct rp_gpu gpu[RP_MAX_LOCAL];
   struct rp_proxy proxy[RP_MAX_LOCAL];
+  struct rp_proxy prof[RP_MAX_LOCAL]; /* NCCL 2.31's profiler threads (one per rank's shared resources) */
+  bool prof_threads;                  /* the profiler threads report KernelCh (2.31 mode: v7 driven) */
   struct rp_appstate app;
   int app_tid;
   int iter;
@@ -219,6 +252,10 @@ struct rp_node {
 };
 
 const char *rp_func_name(int func);
+/* The thread that polls local rank l's KernelCh: its profiler thread on 2.31, its proxy before. */
+static inline struct rp_proxy *rp_kch_thread(struct rp_node *n, int l) {
+  return n->prof_threads ? &n->prof[l] : &n->proxy[l];
+}
 
 void rp_app_init(struct rp_node *n);
 void rp_group_start(struct rp_node *n);
@@ -236,7 +273,10 @@ void rp_cb_start(struct rp_node *n);
 void rp_cb_drain(struct rp_node *n);
 void rp_cb_stop(struct rp_node *n);
 
-/* ---- scenarios (rp_scenarios.c) ---- */
+/* ---- scenarios (rp_scenarios.c; the 2.31 ones in rp_scen_v7.c) ---- */
+bool rp_scen_v7_known(const char *name);
+bool rp_scen_v7_run(struct rp_node *n, const char *name, int iters); /* false: not one of them */
+void rp_scen_v7_in_all(struct rp_node *n);
 int rp_scenario_ncomm_sets(const char *name);
 bool rp_scenario_known(const char *name);
 void rp_scenario_run(struct rp_node *n, const char *name, int iters);

@@ -63,6 +63,14 @@ static void threads_start(struct rp_node *n) {
     px->ctx = n->comms[l].ctx; /* proxyState->profilerContext: comm set 0 created it */
     atomic_store(&px->tid, 0);
     rp_proxy_start(px);
+    if (!n->prof_threads) continue;
+    struct rp_proxy *pt = &n->prof[l]; /* ncclProfilerThreadCreate: one per rank's shared resources */
+    pt->node = n;
+    pt->local = l;
+    pt->ctx = px->ctx;
+    pt->is_profiler = true;
+    atomic_store(&pt->tid, 0);
+    rp_proxy_start(pt);
   }
   atomic_store(&n->cb_tid, 0);
   rp_cb_start(n);
@@ -70,7 +78,10 @@ static void threads_start(struct rp_node *n) {
 
 static void threads_stop(struct rp_node *n) {
   rp_cb_stop(n);
-  for (int l = 0; l < n->rpn; l++) rp_proxy_stop(&n->proxy[l]);
+  for (int l = 0; l < n->rpn; l++) {
+    rp_proxy_stop(&n->proxy[l]);
+    if (n->prof_threads) rp_proxy_stop(&n->prof[l]);
+  }
 }
 
 void rp_sync(struct rp_node *n) {
@@ -80,7 +91,10 @@ void rp_sync(struct rp_node *n) {
     if (n->comms[i].stream_free > last) last = n->comms[i].stream_free;
   int64_t now = rp_now();
   if (last > now) rp_sleep_ns(last - now);
-  for (int l = 0; l < n->rpn; l++) rp_proxy_drain(&n->proxy[l]);
+  for (int l = 0; l < n->rpn; l++) {
+    rp_proxy_drain(&n->proxy[l]);
+    if (n->prof_threads) rp_proxy_drain(&n->prof[l]);
+  }
 }
 
 static void setup_model(struct rp_node *n) {
@@ -98,6 +112,7 @@ static void setup_model(struct rp_node *n) {
       atomic_store(&g->published[ch], 0);
     }
     n->proxy[l].pin_cpu = -1;
+    n->prof[l].pin_cpu = -1;
   }
   /* commName may be NULL; the third set (scenario all) is non-blocking */
   static const char *names[RP_MAX_COMMSETS] = {"replay-world", NULL, "replay-nonblocking"};
@@ -124,6 +139,7 @@ static int round_load(struct rp_node *n, struct lens_replay_result *res) {
     fprintf(stderr, "nccl-lens replay: cannot load plugin: %s\n", err);
     return -1;
   }
+  n->prof_threads = n->plugin.api == 7; /* 2.31.2 polls KernelCh from its profiler thread */
   res->init_failures += init_all(n);
   threads_start(n);
   rp_app_init(n);
@@ -137,7 +153,7 @@ static void round_end(struct rp_node *n, bool finalize, struct lens_replay_resul
   res->calls += calls;
   if (finalize) n->calls_before += calls; /* the next load starts counting at 0 */
   for (int l = 0; l < n->rpn; l++) {
-    res->kernel_ch += atomic_load(&n->proxy[l].kch_started);
+    res->kernel_ch += atomic_load(&rp_kch_thread(n, l)->kch_started);
   }
   if (!finalize) return;
   for (int i = 0; i < n->ncomms; i++) /* lazily, all from the last ncclCommDestroy */
@@ -158,6 +174,7 @@ int rp_node_run(const struct lens_replay_opts *o, int node, FILE *truth, struct 
   rp_verbose = o->verbose;
   __atomic_store_n(&rp_event_mask, 0, __ATOMIC_RELAXED); /* NCCL's global starts at 0 */
   atomic_store(&rp_warn_count, 0);
+  rp_ras_reset();
   /* Foreign handles (PXN from another process) point into a page nobody may touch. */
   n->foreign_base = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (o->out_dir) setenv("NCCL_LENS_OUTPUT_DIR", o->out_dir, 1);

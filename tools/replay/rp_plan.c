@@ -134,6 +134,13 @@ static int truth_op_for(struct rp_node *n, struct rp_task *t, int replay) {
   op->bytes = t->count * t->esize;
   op->algo = t->is_p2p ? NULL : "RING";
   op->proto = t->is_p2p ? NULL : proto_for(op->bytes);
+  op->user_tag = t->user_tag;
+  if (t->sym_kernel) { /* NCCL overwrites algo with the variant's algorithm part and clears proto */
+    op->is_sym = true;
+    op->kernel_variant = t->sym_kernel;
+    op->algo = rp_sym_algo(t->sym_kernel);
+    op->proto = "";
+  }
   op->seq = -1;
   op->proxy_rank = -1;
   op->tid = rp_gettid();
@@ -250,7 +257,7 @@ static void post_ops(struct rp_node *n, struct rp_task *t) {
         k->op = t->op_id;
         k->counter = op->base;
       }
-      rp_proxy_post(&n->proxy[own], op);
+      rp_proxy_post(rp_kch_thread(n, own), op); /* 2.31: the profiler thread, from the host callback */
     }
   }
   if (n->hazard_collnet && !t->is_p2p) { /* a collnet-like op: started, never stopped */
@@ -300,8 +307,8 @@ void rp_plan_host_task(struct rp_node *n, struct rp_plan *p, int replay, bool po
       d.coll.datatype = desc_dtype(t);
       d.coll.nChannels = (uint8_t)t->nChannels;
       d.coll.nWarps = 16;
-      d.coll.algo = "RING";
-      d.coll.proto = proto_for(t->count * t->esize);
+      d.coll.algo = t->sym_kernel ? rp_sym_algo(t->sym_kernel) : "RING";
+      d.coll.proto = t->sym_kernel ? "" : proto_for(t->count * t->esize);
       d.coll.parentGroup = hg;
     } else {
       if (!rp_gate(LENS_EV_P2P, t->mask)) continue;
@@ -314,7 +321,8 @@ void rp_plan_host_task(struct rp_node *n, struct rp_plan *p, int replay, bool po
       d.p2p.nChannels = (uint8_t)t->nChannels;
       d.p2p.parentGroup = hg;
     }
-    t->h = rp_start(&n->plugin, c->ctx, &d);
+    struct rp_v7x x = {.user_tag = t->user_tag, .kernel_variant = t->sym_kernel, .is_sym = t->sym_kernel != NULL};
+    t->h = rp_start7(&n->plugin, c->ctx, &d, &x);
     if (op) op->emitted = true;
   }
   if (post) /* uploadProxyOps + ncclProxyStart */

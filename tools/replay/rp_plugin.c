@@ -1,6 +1,7 @@
 /* Loading a profiler plugin and calling it the way NCCL 2.28.9 does
  * (spec §1.2, §1.5, §1.7): name rules, symbol order, init argument order per
- * version, the logger, and the v4 adapter's filtering and field mapping. */
+ * version, the logger, and the v4 adapter's filtering and field mapping.
+ * A v7 plugin is driven as NCCL 2.31.2 drives it (rp_v7.c). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -55,8 +56,8 @@ int rp_plugin_load(struct rp_plugin *p, const char *name, int api_choice, char *
   }
   p->dl = open_by_nccl_rules(name, p->path, sizeof p->path, err, errlen);
   if (!p->dl) return -1;
-  /* 2.28.9 looks up _v5 then older; HEAD starts at _v6. */
-  static const int order_2289[] = {5, 4, 0}, order_auto[] = {6, 5, 4, 0};
+  /* 2.28.9 looks up _v5 then older; 2.31.2 starts at _v7, then _v6. */
+  static const int order_2289[] = {5, 4, 0}, order_auto[] = {7, 6, 5, 4, 0};
   int forced[2] = {api_choice, 0};
   const int *order = api_choice == LENS_REPLAY_API_NCCL2289 ? order_2289
                      : api_choice == LENS_REPLAY_API_AUTO   ? order_auto
@@ -69,6 +70,8 @@ int rp_plugin_load(struct rp_plugin *p, const char *name, int api_choice, char *
     p->api = order[i];
     if (p->api == 4)
       p->v4 = s;
+    else if (p->api == 7)
+      p->v7 = s;
     else
       p->v5 = s; /* v5 and v6 tables have the same function signatures */
     break;
@@ -80,6 +83,7 @@ int rp_plugin_load(struct rp_plugin *p, const char *name, int api_choice, char *
     return -1;
   }
   p->set_mask = (int (*)(int))dlsym(p->dl, "ncclLensSetEventMask");
+  rp_nccl_version = p->api == 7 ? RP_NCCL_VERSION_2312 : RP_NCCL_VERSION_2289;
   return 0;
 }
 
@@ -88,18 +92,28 @@ void rp_plugin_unload(struct rp_plugin *p) {
   p->dl = NULL;
   p->v4 = NULL;
   p->v5 = NULL;
+  p->v7 = NULL;
   p->set_mask = NULL;
 }
 
 int rp_plugin_init(struct rp_plugin *p, void **ctx, uint64_t commId, const char *name, int nNodes, int nranks,
                    int rank) {
-  if (p->api == 4) return p->v4->init(ctx, &rp_event_mask, name, commId, nNodes, nranks, rank, rp_logger);
-  return p->v5->init(ctx, commId, &rp_event_mask, name, nNodes, nranks, rank, rp_logger);
+  int rc;
+  if (p->api == 4)
+    rc = p->v4->init(ctx, &rp_event_mask, name, commId, nNodes, nranks, rank, rp_logger);
+  else if (p->api == 7)
+    rc = p->v7->init(ctx, commId, &rp_event_mask, name, nNodes, nranks, rank, rp_logger);
+  else
+    rc = p->v5->init(ctx, commId, &rp_event_mask, name, nNodes, nranks, rank, rp_logger);
+  if (p->api == 7) rp_mask_after_init();
+  return rc;
 }
 
 void rp_plugin_finalize(struct rp_plugin *p, void *ctx) {
   if (p->api == 4)
     p->v4->finalize(ctx);
+  else if (p->api == 7)
+    p->v7->finalize(ctx);
   else
     p->v5->finalize(ctx);
 }
@@ -167,8 +181,9 @@ static void *start_v4(struct rp_plugin *p, void *ctx, const lens_nccl_descr_v6_t
   return h;
 }
 
-void *rp_start(struct rp_plugin *p, void *ctx, lens_nccl_descr_v6_t *d) {
-  atomic_fetch_add_explicit(&p->calls, 1, memory_order_relaxed);
+void *rp_start(struct rp_plugin *p, void *ctx, lens_nccl_descr_v6_t *d) { return rp_start7(p, ctx, d, NULL); }
+
+void *rp_start_v5v6(struct rp_plugin *p, void *ctx, lens_nccl_descr_v6_t *d) {
   if (p->api == 4) return start_v4(p, ctx, d);
   void *h = NULL;
   /* v5 and v6 share every v5 member at the same offsets (spec §1.6). */
@@ -180,6 +195,8 @@ void rp_stop_raw(struct rp_plugin *p, void *h) {
   atomic_fetch_add_explicit(&p->calls, 1, memory_order_relaxed);
   if (p->api == 4)
     p->v4->stopEvent(h);
+  else if (p->api == 7)
+    p->v7->stopEvent(h);
   else
     p->v5->stopEvent(h);
 }
@@ -202,5 +219,8 @@ void rp_record(struct rp_plugin *p, void *h, int state, lens_nccl_state_args_v5_
     return;
   }
   atomic_fetch_add_explicit(&p->calls, 1, memory_order_relaxed);
-  p->v5->recordEventState(h, (lens_nccl_state_t)state, args);
+  if (p->api == 7)
+    p->v7->recordEventState(h, (lens_nccl_state_t)state, args);
+  else
+    p->v5->recordEventState(h, (lens_nccl_state_t)state, args);
 }

@@ -22,9 +22,12 @@ enum { PH_NONE, PH_SEND_GPUWAIT, PH_SEND_PEERWAIT, PH_SEND_SENT, PH_RECV_WAIT, P
 
 static struct rp_plugin *plug(struct rp_proxy *px) { return &px->node->plugin; }
 
+/* ProxyCtrl is the proxy's: NCCL 2.31's profiler thread never reports it. */
+static bool ctrl_on(struct rp_proxy *px) { return !px->is_profiler && rp_gate(LENS_EV_PROXY_CTRL, rp_mask_load()); }
+
 /* One ProxyCtrl episode: start, one state, stop. The mask is read live. */
 static void ctrl_event(struct rp_proxy *px, int state, int appended) {
-  if (!rp_gate(LENS_EV_PROXY_CTRL, rp_mask_load())) return;
+  if (!ctrl_on(px)) return;
   lens_nccl_descr_v6_t d = {0};
   d.type = LENS_EV_PROXY_CTRL;
   void *h = rp_start(plug(px), px->ctx, &d);
@@ -213,6 +216,27 @@ static bool progress_recv(struct rp_proxy *px, struct rp_op *op, int64_t now) {
   return did;
 }
 
+/* NCCL 2.31 (profilerFireKernelPhaseEvents): with KernelPhase in the task's
+ * mask, the phases of the item whose stop is reported, back to back, just
+ * before the KernelCh stop: initial sync, compute, final sync, from the
+ * kernel's phase stamps (here: 12 % of the item at either end is sync). */
+static void kernel_phases(struct rp_proxy *px, struct rp_op *op, uint64_t counter, int kch_truth) {
+  if (plug(px)->api != 7 || !(op->mask & LENS_EV_KERNEL_PHASE) || !op->h) return;
+  struct rp_gpu *g = &px->node->gpu[op->local];
+  struct rp_item *it = rp_gpu_item(g, op->channel, counter);
+  if (!it) return;
+  int64_t s = atomic_load(&it->start), e = atomic_load(&it->end);
+  int64_t sync = (e - s) * 12 / 100;
+  int64_t b[4] = {s, s + sync, e - sync, e};
+  for (int ph = 0; ph < 3; ph++) {
+    uint64_t t0 = (uint64_t)rp_gpu_time(g, b[ph]), t1 = (uint64_t)rp_gpu_time(g, b[ph + 1]);
+    if (t0 == t1) continue; /* zero-length phases are skipped */
+    rp_kernel_phase(plug(px), op->ctx, op->h, op->channel, ph, t0, t1);
+    struct rp_truth_phase *tp = rp_truth_phase_new(px->node->truth);
+    if (tp) *tp = (struct rp_truth_phase){kch_truth, op->rank, op->channel, ph, atomic_load(&px->tid), t0, t1};
+  }
+}
+
 /* profilerProxyProgress: independent start and stop checks against the
  * rings, reporting whatever item the slot holds (overrun, §3). */
 static bool progress_profiler(struct rp_proxy *px, struct rp_op *op, int64_t now) {
@@ -251,6 +275,7 @@ static bool progress_profiler(struct rp_proxy *px, struct rp_op *op, int64_t now
         tk->notice_stop_ns = rp_now();
         tk->stopped = true;
       }
+      kernel_phases(px, op, c, op->kch_truth);
       rp_record(plug(px), op->h, LENS_ST_KERNEL_CH_STOP, &a);
       rp_stop(plug(px), op->h);
       atomic_fetch_add(&px->kch_stopped, 1);
@@ -265,6 +290,7 @@ static bool progress_profiler(struct rp_proxy *px, struct rp_op *op, int64_t now
     tk->true_start_gpu = (uint64_t)rp_gpu_time(g, tk->true_start_ns);
     tk->true_stop_gpu = (uint64_t)rp_gpu_time(g, tk->true_stop_ns);
     tk->proxy_tid = atomic_load(&px->tid);
+    tk->by_profiler = px->is_profiler;
     tk->overrun = tk->start_counter != op->base || tk->stop_counter != op->base;
   }
   return did;
@@ -340,7 +366,7 @@ static int get_posted(struct rp_proxy *px, int nactive, struct rp_op ***tail, bo
     pthread_mutex_unlock(&px->mu);
     /* Sleep episode: start, 15, block, 16, stop. */
     void *h = NULL;
-    bool on = rp_gate(LENS_EV_PROXY_CTRL, rp_mask_load());
+    bool on = ctrl_on(px);
     if (on) {
       lens_nccl_descr_v6_t d = {0};
       d.type = LENS_EV_PROXY_CTRL;
@@ -375,7 +401,7 @@ static int get_posted(struct rp_proxy *px, int nactive, struct rp_op ***tail, bo
   pthread_mutex_unlock(&px->mu);
 
   void *h = NULL;
-  bool on = rp_gate(LENS_EV_PROXY_CTRL, rp_mask_load());
+  bool on = ctrl_on(px);
   if (on) {
     lens_nccl_descr_v6_t d = {0};
     d.type = LENS_EV_PROXY_CTRL;

@@ -30,7 +30,7 @@ static int check_opts(const struct lens_replay_opts *o) {
   else if (o->ranks_per_node < 1 || o->ranks_per_node > RP_MAX_LOCAL) why = "--ranks-per-node must be 1..8";
   else if (o->nodes < 1 || o->nodes > 16) why = "--nodes must be 1..16";
   else if (o->iters < 1 || o->iters > 1000) why = "--iters must be 1..1000";
-  else if (o->api != 0 && o->api != -1 && (o->api < 4 || o->api > 6)) why = "--api must be 4, 5, 6 or auto";
+  else if (o->api != 0 && o->api != -1 && (o->api < 4 || o->api > 7)) why = "--api must be 4, 5, 6, 7 or auto";
   if (why) fprintf(stderr, "nccl-lens replay: %s\n", why);
   return why ? 2 : 0;
 }

@@ -14,7 +14,7 @@ static const char *const scenarios[] = {"allreduce", "sendrecv", "mixed", "graph
 bool rp_scenario_known(const char *name) {
   for (int i = 0; scenarios[i]; i++)
     if (!strcmp(name, scenarios[i])) return true;
-  return false;
+  return rp_scen_v7_known(name);
 }
 
 int rp_scenario_ncomm_sets(const char *name) {
@@ -188,7 +188,7 @@ static void sc_pxn(struct rp_node *n, int iters) {
 static void sc_overrun(struct rp_node *n, int iters) {
   for (int it = 0; it < iters; it++) {
     n->iter = it;
-    atomic_store(&n->proxy[0].stall_until, rp_now() + 10 * 1000000000LL);
+    atomic_store(&rp_kch_thread(n, 0)->stall_until, rp_now() + 10 * 1000000000LL);
     for (int k = 0; k < 72; k++) coll_all_ranks(n, 0, RP_ALLREDUCE, 256, 0);
     int64_t last = 0;
     for (int i = 0; i < n->ncomms; i++)
@@ -196,7 +196,7 @@ static void sc_overrun(struct rp_node *n, int iters) {
     int64_t now = rp_now();
     if (last > now) rp_sleep_ns(last - now);
     rp_truth_hazard(n->truth, "proxy_stall", n->comms[0].rank, 72);
-    atomic_store(&n->proxy[0].stall_until, 0);
+    atomic_store(&rp_kch_thread(n, 0)->stall_until, 0);
     rp_sync(n);
   }
 }
@@ -275,10 +275,12 @@ static void sc_all(struct rp_node *n, int iters) {
   }
   rp_sync(n);
   rp_hogs_stop(h);
+  rp_scen_v7_in_all(n);
 }
 
 void rp_scenario_run(struct rp_node *n, const char *name, int iters) {
-  if (!strcmp(name, "allreduce")) sc_allreduce(n, iters);
+  if (rp_scen_v7_run(n, name, iters)) (void)0;
+  else if (!strcmp(name, "allreduce")) sc_allreduce(n, iters);
   else if (!strcmp(name, "sendrecv")) sc_sendrecv(n, iters);
   else if (!strcmp(name, "mixed")) sc_mixed(n, iters);
   else if (!strcmp(name, "graph")) sc_graph(n, iters);

@@ -12,6 +12,7 @@ struct rp_truth *rp_truth_new(void) {
   t->ops = calloc(RP_TRUTH_MAX_OPS, sizeof *t->ops);
   t->kch = calloc(RP_TRUTH_MAX_KCH, sizeof *t->kch);
   t->haz = calloc(RP_TRUTH_MAX_HAZ, sizeof *t->haz);
+  t->phase = calloc(RP_TRUTH_MAX_PHASE, sizeof *t->phase);
   return t;
 }
 
@@ -20,6 +21,7 @@ void rp_truth_free(struct rp_truth *t) {
   free(t->ops);
   free(t->kch);
   free(t->haz);
+  free(t->phase);
   free(t);
 }
 
@@ -38,6 +40,11 @@ struct rp_truth_op *rp_truth_op_at(struct rp_truth *t, int id) {
 int rp_truth_kch_new(struct rp_truth *t) { return take(&t->nkch, RP_TRUTH_MAX_KCH, &t->drops); }
 struct rp_truth_kch *rp_truth_kch_at(struct rp_truth *t, int id) {
   return id >= 0 && id < RP_TRUTH_MAX_KCH ? &t->kch[id] : NULL;
+}
+
+struct rp_truth_phase *rp_truth_phase_new(struct rp_truth *t) {
+  int i = take(&t->nphase, RP_TRUTH_MAX_PHASE, &t->drops);
+  return i < 0 ? NULL : &t->phase[i];
 }
 
 void rp_truth_hazard(struct rp_truth *t, const char *kind, int rank, int64_t detail) {
@@ -95,11 +102,16 @@ static void write_ranks(struct rp_node *n, FILE *f) {
   fputs("\"ranks\":[", f);
   for (int l = 0; l < n->rpn; l++) {
     struct rp_proxy *px = &n->proxy[l];
+    if (n->prof_threads) /* 2.31: the profiler thread that reported this rank's KernelCh */
+      fprintf(f, "%s\n {\"rank\":%d,\"local\":%d,\"profiler_tid\":%d,\"profiler\":{\"kernel_ch_started\":%ld,"
+                 "\"kernel_ch_stopped\":%ld},",
+              l ? "," : "", n->node * n->rpn + l, l, atomic_load(&n->prof[l].tid), atomic_load(&n->prof[l].kch_started),
+              atomic_load(&n->prof[l].kch_stopped));
     fprintf(f,
-            "%s\n {\"rank\":%d,\"local\":%d,\"gpu_offset_ns\":%" PRId64 ",\"gpu_drift_ppm\":%.3f,\"proxy_tid\":%d,"
+            "%s%s\"rank\":%d,\"local\":%d,\"gpu_offset_ns\":%" PRId64 ",\"gpu_drift_ppm\":%.3f,\"proxy_tid\":%d,"
             "\"proxy\":{\"ops_started\":%ld,\"ops_stopped\":%ld,\"steps_started\":%ld,\"steps_stopped\":%ld,"
             "\"ctrl_events\":%ld,\"kernel_ch_started\":%ld,\"kernel_ch_stopped\":%ld,\"dup_step_starts\":%ld}}",
-            l ? "," : "", n->node * n->rpn + l, l, n->gpu[l].offset_ns, n->gpu[l].drift_ppm, atomic_load(&px->tid),
+            n->prof_threads || !l ? "" : ",", n->prof_threads ? "" : "\n {", n->node * n->rpn + l, l, n->gpu[l].offset_ns, n->gpu[l].drift_ppm, atomic_load(&px->tid),
             atomic_load(&px->ops_started), atomic_load(&px->ops_stopped), atomic_load(&px->steps_started),
             atomic_load(&px->steps_stopped), atomic_load(&px->ctrl_events), atomic_load(&px->kch_started),
             atomic_load(&px->kch_stopped), atomic_load(&px->dup_starts));
@@ -122,9 +134,13 @@ static void write_ops(struct rp_truth *t, FILE *f) {
     fprintf(f,
             ",\"nChannels\":%d,\"root\":%d,\"peer\":%d,\"seqNumber\":%" PRId64 ",\"iter\":%d,\"graph_replay\":%d,"
             "\"mask\":%d,\"emitted\":%s,\"tid\":%d,\"launch_start_ns\":%" PRId64 ",\"launch_end_ns\":%" PRId64
-            ",\"kernel_start_ns\":%" PRId64 ",\"kernel_end_ns\":%" PRId64 ",\"net_ops\":%d,\"proxy_rank\":%d}",
+            ",\"kernel_start_ns\":%" PRId64 ",\"kernel_end_ns\":%" PRId64 ",\"net_ops\":%d,\"proxy_rank\":%d",
             o->nChannels, o->root, o->peer, o->seq, o->iter, o->graph_replay, o->mask, o->emitted ? "true" : "false",
             o->tid, o->launch_start, o->launch_end, o->kernel_start, o->kernel_end, o->net_ops, o->proxy_rank);
+    /* added for NCCL 2.31 */
+    fprintf(f, ",\"userTag\":%" PRIu64 ",\"isSymColl\":%s,\"kernelVariant\":", o->user_tag, o->is_sym ? "true" : "false");
+    jstr(f, o->kernel_variant);
+    fputc('}', f);
   }
   fputs("],\n", f);
 }
@@ -140,11 +156,21 @@ static void write_kch(struct rp_truth *t, FILE *f) {
             ",\"true_start_gpu\":%" PRIu64 ",\"true_stop_gpu\":%" PRIu64 ",\"true_start_ns\":%" PRId64
             ",\"true_stop_ns\":%" PRId64 ",\"notice_start_ns\":%" PRId64 ",\"notice_stop_ns\":%" PRId64
             ",\"posted_ns\":%" PRId64 ",\"appended_ns\":%" PRId64
-            ",\"proxy_tid\":%d,\"started\":%s,\"stopped\":%s,\"overrun\":%s}",
+            ",\"proxy_tid\":%d,\"started\":%s,\"stopped\":%s,\"overrun\":%s,\"reporter\":\"%s\"}",
             i ? "," : "", k->rank, k->channel, k->op, k->counter, k->start_counter, k->stop_counter, k->start_ptimer,
             k->stop_ptimer, k->true_start_gpu, k->true_stop_gpu, k->true_start_ns, k->true_stop_ns,
             k->notice_start_ns, k->notice_stop_ns, k->posted_ns, k->appended_ns, k->proxy_tid, k->started ? "true" : "false",
-            k->stopped ? "true" : "false", k->overrun ? "true" : "false");
+            k->stopped ? "true" : "false", k->overrun ? "true" : "false", k->by_profiler ? "profiler" : "proxy");
+  }
+  fputs("],\n\"kernel_phase\":[", f);
+  int np = atomic_load(&t->nphase);
+  for (int i = 0; i < np; i++) {
+    struct rp_truth_phase *p = &t->phase[i];
+    fprintf(f,
+            "%s\n {\"kch\":%d,\"rank\":%d,\"channel\":%d,\"phase\":%d,\"name\":\"%s\",\"start_ptimer\":%" PRIu64
+            ",\"stop_ptimer\":%" PRIu64 ",\"tid\":%d}",
+            i ? "," : "", p->kch, p->rank, p->channel, p->phase, rp_phase_names[p->phase], p->start_ptimer,
+            p->stop_ptimer, p->tid);
   }
   fputs("],\n", f);
 }
@@ -180,8 +206,8 @@ static void write_misc(struct rp_truth *t, FILE *f) {
 }
 
 void rp_truth_write_process(struct rp_node *n, FILE *f) {
-  fprintf(f, "{\"node\":%d,\"pid\":%d,\"app_tid\":%d,\"host_cb_tid\":%d,\"api\":%d,\"plugin\":", n->node,
-          (int)getpid(), n->app_tid, atomic_load(&n->cb_tid), n->plugin.api);
+  fprintf(f, "{\"node\":%d,\"pid\":%d,\"app_tid\":%d,\"host_cb_tid\":%d,\"api\":%d,\"nccl_version\":%d,\"plugin\":",
+          n->node, (int)getpid(), n->app_tid, atomic_load(&n->cb_tid), n->plugin.api, rp_nccl_version);
   jstr(f, n->plugin.path);
   fprintf(f, ",\"warn_count\":%d,\"calls\":%ld,\"finalized\":%s,\"reloaded\":%s,\"final_mask\":%d,\n",
           atomic_load(&rp_warn_count), n->calls_before + (n->o->no_finalize ? atomic_load(&n->plugin.calls) : 0),

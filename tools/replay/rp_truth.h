@@ -15,10 +15,14 @@
 #define RP_TRUTH_MAX_STARVE 64
 #define RP_TRUTH_MAX_MASK 64
 #define RP_TRUTH_MAX_HOGS 8
+#define RP_TRUTH_MAX_PHASE 65536
 
 struct rp_truth_op {
   int comm, rank, func, iter, graph_replay, mask, nChannels, root, peer, tid;
   bool is_p2p, emitted; /* emitted: a Coll/P2p start was made */
+  bool is_sym;          /* a symmetric kernel (2.31): algo = the variant's algorithm, proto = "" */
+  const char *kernel_variant; /* its name, NULL otherwise */
+  uint64_t user_tag;    /* the call's userProfilerTag, 0 = untagged */
   const char *datatype; /* as in the Coll/P2p descriptor (after NCCL's rewrite) */
   uint64_t count;       /* as in the Coll/P2p descriptor */
   uint64_t bytes;
@@ -38,6 +42,13 @@ struct rp_truth_kch {
   int64_t notice_start_ns, notice_stop_ns;       /* when the proxy made the calls */
   int64_t posted_ns, appended_ns;                /* pseudo-op posted by the app; taken in an Append window */
   bool overrun, started, stopped;
+  bool by_profiler; /* reported by NCCL 2.31's profiler thread (proxy_tid is its tid), else by the proxy */
+};
+
+/* One KernelPhase reported (2.31, mask bit 15): under kernel_ch[kch]. */
+struct rp_truth_phase {
+  int kch, rank, channel, phase, tid;
+  uint64_t start_ptimer, stop_ptimer;
 };
 
 struct rp_truth_haz {
@@ -60,13 +71,14 @@ struct rp_truth_mask {
 };
 
 struct rp_truth {
-  atomic_int nops, nkch, nhaz, nstarve, nmask;
+  atomic_int nops, nkch, nhaz, nstarve, nmask, nphase;
   atomic_int drops;
   struct rp_truth_op *ops;
   struct rp_truth_kch *kch;
   struct rp_truth_haz *haz;
   struct rp_truth_starve starve[RP_TRUTH_MAX_STARVE];
   struct rp_truth_mask mask[RP_TRUTH_MAX_MASK];
+  struct rp_truth_phase *phase;
 };
 
 struct rp_truth *rp_truth_new(void);
@@ -75,6 +87,7 @@ int rp_truth_op_new(struct rp_truth *t); /* -1 when full */
 struct rp_truth_op *rp_truth_op_at(struct rp_truth *t, int id);
 int rp_truth_kch_new(struct rp_truth *t);
 struct rp_truth_kch *rp_truth_kch_at(struct rp_truth *t, int id);
+struct rp_truth_phase *rp_truth_phase_new(struct rp_truth *t); /* NULL when full */
 void rp_truth_hazard(struct rp_truth *t, const char *kind, int rank, int64_t detail);
 struct rp_truth_starve *rp_truth_starve_new(struct rp_truth *t);
 void rp_truth_mask_change(struct rp_truth *t, int iter, int old_mask, int new_mask, const char *via);

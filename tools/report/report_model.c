@@ -119,7 +119,7 @@ static int starvation(const struct lens_model *m, struct lens_report *r) {
   if (!slot) return -1;
   for (size_t t = 0; t < m->n_threads; t++) {
     slot[t] = -1;
-    if (!(m->threads[t].roles & LENS_ROLE_PROXY)) continue;
+    if (!(m->threads[t].roles & (LENS_ROLE_PROXY | LENS_ROLE_PROFILER))) continue;
     void *p = realloc(r->starve, (r->n_starve + 1) * sizeof *r->starve);
     if (!p) {
       free(slot);

@@ -192,7 +192,7 @@ struct reg_ctx {
 static void reg_thread(void *c, uint32_t tid, uint32_t outer_tid, uint32_t roles) {
   struct reg_ctx *r = c;
   (void)outer_tid; /* outermost as the plugin saw it; only our own /proc knows the host tid */
-  if (!(roles & LENS_ROLE_PROXY) || r->n_want >= LENS_SCHED_MAX_TIDS) return;
+  if (!(roles & (LENS_ROLE_PROXY | LENS_ROLE_PROFILER)) || r->n_want >= LENS_SCHED_MAX_TIDS) return;
   for (size_t i = 0; i < r->n_want; i++)
     if (r->want[i].ns_tid == tid) {
       r->want[i].roles |= roles;

@@ -41,7 +41,8 @@ int lens_sched_maps_plugin(int host_pid);
  * prefixed with /proc/<pid>/root. */
 void lens_sched_registry_path(int host_pid, uint32_t ns_pid, const char *registry_dir, char *out, size_t len);
 
-/* Fills t->tids from its registry (threads with LENS_ROLE_PROXY), or with
+/* Fills t->tids from its registry (threads with LENS_ROLE_PROXY or, on NCCL >= 2.31,
+ * LENS_ROLE_PROFILER: the thread that polls KernelCh), or with
  * every thread of the process when all_threads. Returns the number of tids,
  * or -1 when there is no registry (and !all_threads) or the process is gone;
  * why in err. Cheap when called often: an unchanged registry is matched
