@@ -26,6 +26,7 @@ static void defaults(struct lens_config *c) {
   c->nvtx = 1;
   c->cupti = LENS_CUPTI_OFF; /* CUPTI adds ~10 us to each NCCL launch on an H100: opt in (docs/gpu-check.md) */
   strcpy(c->registry_dir, LENS_REGISTRY_DEFAULT_DIR);
+  c->flush_timeout_ms = 1000;
 }
 
 static const struct {
@@ -188,6 +189,7 @@ int lens_config_parse(struct lens_config *c) {
   }
   parse_dir("NCCL_LENS_REGISTRY_DIR", c->registry_dir, sizeof c->registry_dir, "\"" LENS_REGISTRY_DEFAULT_DIR "\"",
             &nbad);
+  parse_u32_range("NCCL_LENS_FLUSH_TIMEOUT_MS", &c->flush_timeout_ms, 0, 600000, "1000 (allowed 0..600000)", &nbad);
   return nbad;
 }
 

@@ -18,6 +18,7 @@ struct lens_config {
   int nvtx;                   /* NCCL_LENS_NVTX (1) */
   enum lens_cupti_mode cupti; /* NCCL_LENS_CUPTI (off) */
   char registry_dir[512];     /* NCCL_LENS_REGISTRY_DIR (/tmp/nccl-lens) */
+  uint32_t flush_timeout_ms;  /* NCCL_LENS_FLUSH_TIMEOUT_MS (1000): longest finalize/exit waits for the writer */
 };
 
 /* Valid after the first init; never NULL. */

@@ -49,7 +49,7 @@ static int g_session_pid;     /* pid that opened the session (exit/fork checks) 
 static int g_process_setup;   /* once per process (per fork child) */
 static int g_pinned, g_pin_tried, g_atexit_done, g_atfork_done;
 static int g_slots_ok;
-static int g_fail_once, g_table_full_once, g_fini_bad_once;
+static int g_fail_once, g_table_full_once, g_fini_bad_once, g_flush_once;
 
 static void pin_self(void) {
   if (g_pin_tried) return;
@@ -63,6 +63,12 @@ static void pin_self(void) {
     if (h) {
       g_pinned = 1;
       dlclose(h); /* drops the reference NOLOAD took; NODELETE stays */
+      return;
+    }
+    /* A reference of our own that is never dropped pins us just as well:
+     * the writer thread then outlives NCCL's dlclose safely. */
+    if (dlopen(info.dli_fname, RTLD_NOW | RTLD_NODELETE)) {
+      g_pinned = 1;
       return;
     }
   }
@@ -106,7 +112,7 @@ static void write_session_chunk(int api_version, const struct lens_config *c, in
   s.lib_version = lens_lib.version;
   s.lib_kind = lens_lib.kind;
   s.lib_flags = lens_lib.flags;
-  lens_tf_write(LENS_CHUNK_SESSION, &s, sizeof s);
+  lens_writer_open_session(c, host, (int)s.pid, &s, sizeof s); /* the writer opens the file, not us */
 }
 
 static int clip_mask(int api_version, int mask) {
@@ -131,31 +137,39 @@ static void session_open(int api_version, int mask, lens_nccl_logger_t logfn) {
   char host[64] = "unknown";
   gethostname(host, sizeof host);
   host[sizeof host - 1] = 0;
-  lens_tf_open(c->out_dir, host, lens_self_pid);
-  uint32_t session = lens_tf_session();
   /* Emitters first, so SESSION says whether they are on. */
   if (lens_nvtx_setup) lens_nvtx_setup();
   if (lens_cupti_setup) lens_cupti_setup();
   write_session_chunk(api_version, c, mask, host);
-  lens_registry_begin(c->registry_dir, lens_self_pid, lens_tf_path());
-  atomic_store_explicit(&lens_slots.changed, 1, memory_order_relaxed);
-  lens_writer_start(c, session);
 }
 
-/* Last finalize, or exit without finalize (lock held). */
-static void session_close(uint32_t reason, unsigned timeout_ms) {
+/* Last finalize, or exit without finalize (lock held). The writer does the
+ * final drain, FINI and close; we wait for it at most NCCL_LENS_FLUSH_TIMEOUT_MS
+ * (a stalled output file system must not hang NCCL's finalize or the exit),
+ * then carry on and let it finish on its own. */
+static void session_close(uint32_t reason) {
+  const struct lens_config *c = lens_config_get();
   if (reason == 1) {
     if (lens_nvtx_teardown) lens_nvtx_teardown();
     if (lens_cupti_teardown) lens_cupti_teardown();
   } else if (lens_cupti_at_exit) {
     lens_cupti_at_exit();
   }
-  lens_writer_stop(reason, timeout_ms); /* drains, removes the registry, DROPS, FINI */
-  lens_tf_close();
+  int done = lens_writer_close_session(reason, c->flush_timeout_ms) == 0;
+  if (!done)
+    lens_log_once(&g_flush_once, LENS_LOG_WARN,
+                  "nccl-lens: the trace writer did not finish within %u ms (NCCL_LENS_FLUSH_TIMEOUT_MS; is the file "
+                  "system of %s stalled?); NCCL goes on and the writer finishes the trace when its I/O returns",
+                  c->flush_timeout_ms, c->out_dir);
   lens_mask_ptr = NULL;
   if (reason == 1) {
-    lens_tslots_release_pages();
-    if (!g_pinned) lens_tslots_forget_key();
+    /* Ring pages go back only once the writer has drained them; a writer
+     * still blocked in write() may yet read them. */
+    if (done) lens_tslots_release_pages();
+    if (!g_pinned) {
+      lens_writer_shutdown(reason, c->flush_timeout_ms);
+      lens_tslots_forget_key();
+    }
   }
 }
 
@@ -182,7 +196,7 @@ lens_nccl_result_t lens_session_init(int api_version, void **context, uint64_t c
   if (lens_comm_add(comm_id, name, rank, nranks, nnodes, &ci) != 0) {
     lens_log_once(&g_table_full_once, LENS_LOG_WARN,
                   "nccl-lens: more than %d communicators alive; ignoring the events of the new ones", LENS_MAX_COMMS);
-    if (g_refcount == 0) session_close(1, 0);
+    if (g_refcount == 0) session_close(1);
     pthread_mutex_unlock(&g_life_mu);
     return LENS_NCCL_SUCCESS;
   }
@@ -198,7 +212,7 @@ lens_nccl_result_t lens_session_init(int api_version, void **context, uint64_t c
   r.init_mono_ns = lens_mono_ns();
   r.api_version = (uint32_t)api_version;
   snprintf(r.name, sizeof r.name, "%s", name ? name : "");
-  lens_tf_write(LENS_CHUNK_COMM, &r, sizeof r);
+  lens_writer_post(LENS_CHUNK_COMM, &r, sizeof r);
   if (lens_nvtx_comm_init) lens_nvtx_comm_init(ci);
   if (mask) {
     __atomic_store_n(mask, m, __ATOMIC_RELAXED);
@@ -227,8 +241,8 @@ lens_nccl_result_t lens_session_finalize(void *context) {
     return LENS_NCCL_SUCCESS;
   }
   struct lens_comm_fini f = {ctx, lens_mono_ns(), ci->comm_index, 0};
-  lens_tf_write(LENS_CHUNK_COMM_FINI, &f, sizeof f);
-  if (--g_refcount == 0) session_close(1, 0);
+  lens_writer_post(LENS_CHUNK_COMM_FINI, &f, sizeof f);
+  if (--g_refcount == 0) session_close(1);
   pthread_mutex_unlock(&g_life_mu);
   return LENS_NCCL_SUCCESS;
 }
@@ -240,7 +254,7 @@ static void at_exit(void) {
   for (int i = 0; i < 200 && !(locked = pthread_mutex_trylock(&g_life_mu) == 0); i++) usleep(5000);
   if (g_refcount > 0 && g_session_pid == getpid()) {
     g_refcount = 0;
-    session_close(2, 5000);
+    session_close(2);
   }
   if (locked) pthread_mutex_unlock(&g_life_mu);
 }

@@ -66,6 +66,23 @@ static void scan_existing(int fd, uint64_t size, int *had_chunks, uint32_t *max_
   g_end = off;
 }
 
+/* The file header, written when the file is new, and retried before every
+ * chunk until it is in: a disk that is full when the trace is opened and has
+ * room later must not leave chunks behind no header (lock held). */
+static int ensure_header(void) {
+  if (g_end != 0) return 0;
+  struct lens_file_hdr fh;
+  lens_file_hdr_init(&fh, LENS_PRODUCER_PLUGIN, lens_real_ns());
+  ssize_t w = write(g_fd, &fh, sizeof fh);
+  if (w == (ssize_t)sizeof fh) {
+    g_end = sizeof fh;
+    return 0;
+  }
+  if (w > 0 && ftruncate(g_fd, 0) != 0) {
+  }
+  return -1;
+}
+
 int lens_tf_open(const char *dir, const char *host, int pid) {
   pthread_mutex_lock(&g_mu);
   g_chunks = 0;
@@ -89,10 +106,13 @@ int lens_tf_open(const char *dir, const char *host, int pid) {
   }
   if (!realpath(file, g_path)) snprintf(g_path, sizeof g_path, "%s", file);
   struct stat st;
-  uint64_t size = fstat(fd, &st) == 0 ? (uint64_t)st.st_size : 0;
+  int regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  uint64_t size = regular ? (uint64_t)st.st_size : 0;
   int had = 0;
   uint32_t maxs = 0;
-  int rfd = open(file, O_RDONLY | O_CLOEXEC);
+  g_seq = 0;
+  g_end = 0;
+  int rfd = regular ? open(file, O_RDONLY | O_CLOEXEC) : -1; /* a pipe or device: nothing to scan */
   if (rfd >= 0) {
     scan_existing(rfd, size, &had, &maxs);
     close(rfd);
@@ -103,13 +123,8 @@ int lens_tf_open(const char *dir, const char *host, int pid) {
   g_fd = fd;
   g_session = had ? maxs + 1 : 0;
   if (g_end == 0) {
-    struct lens_file_hdr fh;
-    lens_file_hdr_init(&fh, LENS_PRODUCER_PLUGIN, lens_real_ns());
-    if (write(fd, &fh, sizeof fh) == (ssize_t)sizeof fh)
-      g_end = sizeof fh;
-    else
-      atomic_fetch_add(&lens_cnt.write_errors, 1);
     g_seq = 0;
+    if (ensure_header() != 0) atomic_fetch_add(&lens_cnt.write_errors, 1); /* retried before each chunk */
   }
   pthread_mutex_unlock(&g_mu);
   return 0;
@@ -150,6 +165,14 @@ int lens_tf_write_parts(uint16_t type, const struct iovec *parts, int n) {
     atomic_fetch_add_explicit(&lens_cnt.write_errors, 1, memory_order_relaxed);
     return -1;
   }
+  if (ensure_header() != 0) {
+    g_seq++; /* the lost chunk leaves a gap in the numbers: the reader counts it */
+    atomic_fetch_add_explicit(&lens_cnt.write_errors, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&g_mu);
+    lens_log_once(&g_err_once, LENS_LOG_WARN, "nccl-lens: writing the header of %s failed; dropping data, counted",
+                  g_path);
+    return -1;
+  }
   struct lens_chunk_hdr h;
   chunk_hdr(&h, type, len, crc);
   struct iovec iov[6];
@@ -165,6 +188,9 @@ int lens_tf_write_parts(uint16_t type, const struct iovec *parts, int n) {
     /* Cut a partial chunk so later chunks stay readable. */
     if (w > 0 && ftruncate(g_fd, (off_t)g_end) != 0) {
     }
+    /* Its number is used up all the same: a reader sees the gap and counts
+     * the loss even when the DROPS and FINI that would report it fail too. */
+    g_seq++;
     atomic_fetch_add_explicit(&lens_cnt.write_errors, 1, memory_order_relaxed);
     pthread_mutex_unlock(&g_mu);
     lens_log_once(&g_err_once, LENS_LOG_WARN, "nccl-lens: writing %s failed (%s); dropping data, counted",

@@ -2,8 +2,12 @@
  * An existing file (a re-init in the same process) is scanned so chunk
  * numbers continue and the new session gets the next number; a torn tail
  * (a process killed mid-write) is cut so appended chunks stay readable.
- * All writes are whole chunks under one mutex (writer thread, init,
- * finalize, exit). Errors are counted and logged once; never fatal. */
+ * Only the writer thread calls these (and unit tests, with no writer): no
+ * NCCL thread ever waits on this file's I/O. All writes are whole chunks.
+ * A chunk that fails still uses up its number, so losses show as gaps in
+ * the chunk numbers even when the DROPS that counts them is lost too; the
+ * file header is retried until it is written. Errors are counted and logged
+ * once; never fatal. */
 #ifndef NCCL_LENS_PLUGIN_TRACE_FILE_H
 #define NCCL_LENS_PLUGIN_TRACE_FILE_H
 

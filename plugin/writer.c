@@ -33,9 +33,7 @@ static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_cv;
 static int g_cv_ok;
 static pthread_t g_thr;
-static int g_running;
-static int g_stop;
-static uint32_t g_reason;
+static int g_running; /* the thread exists (under g_mu) */
 static uint32_t g_session;
 static uint32_t g_period_us;
 static uint64_t g_events; /* this session */
@@ -309,6 +307,187 @@ static void final_pass(uint32_t reason) {
   lens_tf_write(LENS_CHUNK_FINI, &f, sizeof f);
 }
 
+/* ---- the control queue: NCCL's threads ask, the writer does the I/O ----
+ *
+ * init and finalize never touch the file: opening the trace (mkdir, open,
+ * the header), the SESSION/COMM/COMM_FINI chunks, the final drain and FINI
+ * all run on the writer thread. A hung NFS or Lustre mount then stalls only
+ * the writer; NCCL's threads post here (a short critical section the writer
+ * never holds across I/O) and wait for a close at most flush_timeout_ms. */
+enum { CTL_OPEN = 1, CTL_CHUNK, CTL_CLOSE, CTL_EXIT };
+struct ctl_open {
+  char out_dir[512], registry_dir[512], host[64];
+  int pid;
+  uint32_t period_us;
+};
+struct ctl {
+  int kind;
+  uint16_t chunk_type;
+  uint32_t reason, len;
+  void *payload; /* malloc'd; freed by the writer */
+  uint64_t ticket;
+};
+#define CTL_CAP 1024u
+#define CTL_RESERVE 16u /* kept for OPEN/CLOSE: a flood of COMM records never blocks a close */
+static struct ctl g_ctl[CTL_CAP];
+static uint64_t g_ctl_head, g_ctl_tail; /* under g_mu */
+static uint64_t g_ticket_next = 1, g_ticket_done; /* under g_mu */
+static pthread_cond_t g_done_cv;
+static int g_open;     /* writer-private: a session's file is open */
+static int g_full_once, g_nothr_once;
+
+/* Lock held. */
+static int post_locked(int kind, uint16_t type, uint32_t reason, void *payload, uint32_t len, uint64_t *ticket) {
+  uint64_t used = g_ctl_tail - g_ctl_head;
+  uint64_t limit = kind == CTL_CHUNK ? CTL_CAP - CTL_RESERVE : CTL_CAP;
+  if (!g_running || used >= limit) {
+    free(payload);
+    atomic_fetch_add_explicit(&lens_cnt.blob_queue_full, 1, memory_order_relaxed);
+    return -1;
+  }
+  struct ctl *c = &g_ctl[g_ctl_tail++ % CTL_CAP];
+  *c = (struct ctl){kind, type, reason, len, payload, g_ticket_next++};
+  if (ticket) *ticket = c->ticket;
+  pthread_cond_signal(&g_cv);
+  return 0;
+}
+
+static int post(int kind, uint16_t type, uint32_t reason, void *payload, uint32_t len, uint64_t *ticket) {
+  pthread_mutex_lock(&g_mu);
+  int running = g_running;
+  int rc = post_locked(kind, type, reason, payload, len, ticket);
+  pthread_mutex_unlock(&g_mu);
+  if (rc && running)
+    lens_log_once(&g_full_once, LENS_LOG_WARN,
+                  "nccl-lens: the writer's control queue is full (is the trace file system stalled?); "
+                  "communicator records are dropped, counted");
+  return rc;
+}
+
+static int ctl_pop(struct ctl *out) {
+  pthread_mutex_lock(&g_mu);
+  int got = g_ctl_head != g_ctl_tail;
+  if (got) *out = g_ctl[g_ctl_head++ % CTL_CAP];
+  pthread_mutex_unlock(&g_mu);
+  return got;
+}
+
+static void ctl_done(uint64_t ticket) {
+  pthread_mutex_lock(&g_mu);
+  g_ticket_done = ticket;
+  pthread_cond_broadcast(&g_done_cv);
+  pthread_mutex_unlock(&g_mu);
+}
+
+/* The SESSION record and the live COMM records of the open session, kept by
+ * the writer so that it can write them again when their chunks were lost
+ * (a disk full when the trace was opened, with room later): without them the
+ * events that do get written could not be attributed. Writer-private. */
+static void *g_sess_rec;
+static uint32_t g_sess_len;
+static struct lens_comm_rec *g_meta_comms;
+static uint32_t g_meta_n, g_meta_cap;
+static int g_meta_lost;
+
+static void meta_keep(struct ctl *c) {
+  if (c->chunk_type == LENS_CHUNK_SESSION) {
+    free(g_sess_rec);
+    g_sess_rec = c->payload; /* ownership moves here */
+    g_sess_len = c->len;
+    c->payload = NULL;
+    return;
+  }
+  if (c->chunk_type != LENS_CHUNK_COMM && c->chunk_type != LENS_CHUNK_COMM_FINI) return;
+  if (c->len < sizeof(uint64_t)) return;
+  uint64_t ctx;
+  memcpy(&ctx, c->payload, sizeof ctx); /* both records start with the context */
+  uint32_t i = 0;
+  while (i < g_meta_n && g_meta_comms[i].context != ctx) i++;
+  if (c->chunk_type == LENS_CHUNK_COMM_FINI) {
+    if (i < g_meta_n) g_meta_comms[i] = g_meta_comms[--g_meta_n];
+    return;
+  }
+  if (i == g_meta_n) {
+    if (g_meta_n == g_meta_cap) {
+      uint32_t cap = g_meta_cap ? g_meta_cap * 2 : 16;
+      struct lens_comm_rec *n = cap <= 4096 ? realloc(g_meta_comms, cap * sizeof *n) : NULL;
+      if (!n) return; /* only the re-send after a loss would miss it */
+      g_meta_comms = n;
+      g_meta_cap = cap;
+    }
+    g_meta_n++;
+  }
+  memset(&g_meta_comms[i], 0, sizeof g_meta_comms[i]);
+  memcpy(&g_meta_comms[i], c->payload, c->len < sizeof g_meta_comms[i] ? c->len : sizeof g_meta_comms[i]);
+}
+
+/* Writes SESSION and the live COMMs again after one of them was lost. */
+static void meta_resend(void) {
+  int ok = !g_sess_rec || lens_tf_write(LENS_CHUNK_SESSION, g_sess_rec, g_sess_len) == 0;
+  for (uint32_t i = 0; ok && i < g_meta_n; i++)
+    ok = lens_tf_write(LENS_CHUNK_COMM, &g_meta_comms[i], sizeof g_meta_comms[i]) == 0;
+  if (ok) g_meta_lost = 0;
+}
+
+static void meta_forget(void) {
+  free(g_sess_rec);
+  g_sess_rec = NULL;
+  g_sess_len = 0;
+  g_meta_n = 0;
+  g_meta_lost = 0;
+}
+
+static void session_begin(const struct ctl_open *o) {
+  lens_tf_open(o->out_dir, o->host, o->pid); /* may block on a stalled mount: only this thread waits */
+  g_session = lens_tf_session();
+  g_period_us = o->period_us;
+  g_events = 0;
+  memset(&g_last_drops, 0, sizeof g_last_drops);
+  lens_strtab_reset();
+  lens_registry_begin(o->registry_dir, o->pid, lens_tf_path());
+  atomic_store_explicit(&lens_slots.changed, 1, memory_order_relaxed);
+  g_open = 1;
+}
+
+static void session_end(uint32_t reason) {
+  final_pass(reason); /* drains, removes the registry, DROPS, FINI */
+  lens_tf_close();
+  meta_forget();
+  g_open = 0;
+}
+
+/* Returns 1 when the thread must exit. */
+static int handle(struct ctl *c) {
+  int quit = 0;
+  if (g_open && g_meta_lost) meta_resend(); /* before what refers to them (COMM_FINI, FINI) */
+  switch (c->kind) {
+  case CTL_OPEN:
+    if (g_open) session_end(2); /* a lost CLOSE: end the old session first */
+    session_begin(c->payload);
+    break;
+  case CTL_CHUNK:
+    if (!g_open) {
+      atomic_fetch_add_explicit(&lens_cnt.write_errors, 1, memory_order_relaxed);
+      break;
+    }
+    if (lens_tf_write(c->chunk_type, c->payload, c->len) != 0 &&
+        (c->chunk_type == LENS_CHUNK_SESSION || c->chunk_type == LENS_CHUNK_COMM))
+      g_meta_lost = 1;
+    meta_keep(c);
+    break;
+  case CTL_CLOSE:
+    if (g_open) session_end(c->reason);
+    break;
+  case CTL_EXIT:
+    if (g_open) session_end(c->reason);
+    quit = 1;
+    break;
+  }
+  free(c->payload);
+  ctl_done(c->ticket);
+  return quit;
+}
+
 static void *writer_main(void *arg) {
   (void)arg;
   pthread_setname_np(pthread_self(), "nccl-lens-wr");
@@ -319,18 +498,25 @@ static void *writer_main(void *arg) {
    * Passes shrink until the writer has caught up, so it never spins on
    * empty rings: its CPU stays proportional to the events it writes. */
   uint64_t busy_bytes = lens_slots.ring_bytes / 64;
-  pthread_mutex_lock(&g_mu);
-  while (!g_stop) {
-    pthread_mutex_unlock(&g_mu);
-    uint64_t most = drain_all();
-    int blobs = drain_blobs();
-    uint64_t now = lens_mono_ns();
-    if (now - last_periodic >= 1000000000ull) {
-      last_periodic = now;
-      lens_clock_refine();
-      write_drops(0);
+  for (;;) {
+    struct ctl c;
+    int quit = 0;
+    while (!quit && ctl_pop(&c)) quit = handle(&c);
+    if (quit) break;
+    uint64_t most = 0;
+    int blobs = 0;
+    if (g_open) { /* between sessions the rings belong to nobody: leave them */
+      if (g_meta_lost) meta_resend();
+      most = drain_all();
+      blobs = drain_blobs();
+      uint64_t now = lens_mono_ns();
+      if (now - last_periodic >= 1000000000ull) {
+        last_periodic = now;
+        lens_clock_refine();
+        write_drops(0);
+      }
+      if (atomic_exchange_explicit(&lens_slots.changed, 0, memory_order_relaxed)) lens_registry_write();
     }
-    if (atomic_exchange_explicit(&lens_slots.changed, 0, memory_order_relaxed)) lens_registry_write();
     uint64_t sleep_us;
     if (most >= busy_bytes)
       sleep_us = 0; /* a ring is filling fast: go round again */
@@ -341,7 +527,7 @@ static void *writer_main(void *arg) {
     else
       sleep_us = idle_us = idle_us * 2 > g_period_us ? g_period_us : idle_us * 2;
     pthread_mutex_lock(&g_mu);
-    if (sleep_us && !g_stop) {
+    if (sleep_us && g_ctl_head == g_ctl_tail) {
       struct timespec ts;
       clock_gettime(CLOCK_MONOTONIC, &ts);
       uint64_t ns = (uint64_t)ts.tv_nsec + sleep_us * 1000;
@@ -349,85 +535,137 @@ static void *writer_main(void *arg) {
       ts.tv_nsec = (long)(ns % 1000000000ull);
       pthread_cond_timedwait(&g_cv, &g_mu, &ts);
     }
+    pthread_mutex_unlock(&g_mu);
   }
-  uint32_t reason = g_reason;
-  pthread_mutex_unlock(&g_mu);
-  final_pass(reason);
   return NULL;
 }
 
-static void init_cv(void) {
+static void init_cvs(void) {
   if (g_cv_ok) return;
   pthread_condattr_t a;
   pthread_condattr_init(&a);
   pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
   pthread_cond_init(&g_cv, &a);
+  pthread_cond_init(&g_done_cv, &a);
   pthread_condattr_destroy(&a);
   g_cv_ok = 1;
 }
 
-int lens_writer_start(const struct lens_config *c, uint32_t session) {
-  init_cv();
-  g_session = session;
-  g_period_us = c->writer_period_us;
-  g_events = 0;
-  memset(&g_last_drops, 0, sizeof g_last_drops);
-  lens_strtab_reset();
+/* Lock held. The thread lives until the process exits (the plugin is pinned
+ * in memory) or until lens_writer_shutdown. */
+static int start_locked(void) {
+  if (g_running) return 0;
   if (!g_populated && lens_slots.n) {
     g_populated = calloc(lens_slots.n, sizeof *g_populated); /* NULL: rings fault in on their own */
     g_populated_n = g_populated ? lens_slots.n : 0;
   }
-  g_stop = 0;
+  if (g_period_us == 0) g_period_us = 10000;
   /* The writer must not inherit signals meant for the application. */
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
   int rc = pthread_create(&g_thr, NULL, writer_main, NULL);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (rc != 0) {
-    lens_log(LENS_LOG_WARN, "nccl-lens: cannot start the writer thread (%s); events will be dropped", strerror(rc));
-    g_running = 0;
-    return -1;
-  }
+  if (rc != 0) return rc;
   g_running = 1;
   return 0;
 }
 
-void lens_writer_stop(uint32_t reason, unsigned timeout_ms) {
-  if (!g_running) {
-    final_pass(reason);
-    return;
+int lens_writer_open_session(const struct lens_config *c, const char *host, int pid, const void *session_rec,
+                             uint32_t len) {
+  struct ctl_open *o = calloc(1, sizeof *o);
+  void *rec = malloc(len ? len : 1);
+  if (!o || !rec) {
+    free(o);
+    free(rec);
+    return -1;
+  }
+  snprintf(o->out_dir, sizeof o->out_dir, "%s", c->out_dir);
+  snprintf(o->registry_dir, sizeof o->registry_dir, "%s", c->registry_dir);
+  snprintf(o->host, sizeof o->host, "%s", host);
+  o->pid = pid;
+  o->period_us = c->writer_period_us;
+  memcpy(rec, session_rec, len);
+  init_cvs();
+  pthread_mutex_lock(&g_mu);
+  int rc = start_locked();
+  if (rc == 0) {
+    if (post_locked(CTL_OPEN, 0, 0, o, 0, NULL) == 0)
+      post_locked(CTL_CHUNK, LENS_CHUNK_SESSION, 0, rec, len, NULL);
+    else
+      free(rec);
+  } else {
+    free(o);
+    free(rec);
+  }
+  pthread_mutex_unlock(&g_mu);
+  if (rc != 0) {
+    lens_log_once(&g_nothr_once, LENS_LOG_WARN,
+                  "nccl-lens: cannot start the writer thread (%s); events will be dropped, counted", strerror(rc));
+    return -1;
+  }
+  return 0;
+}
+
+int lens_writer_post(uint16_t chunk_type, const void *payload, uint32_t len) {
+  void *copy = malloc(len ? len : 1);
+  if (!copy) return -1;
+  memcpy(copy, payload, len);
+  return post(CTL_CHUNK, chunk_type, 0, copy, len, NULL);
+}
+
+/* Posts kind and waits until the writer has done it, at most timeout_ms. */
+static int post_and_wait(int kind, uint32_t reason, unsigned timeout_ms) {
+  init_cvs();
+  struct timespec dl;
+  clock_gettime(CLOCK_MONOTONIC, &dl);
+  uint64_t ns = (uint64_t)dl.tv_nsec + (uint64_t)timeout_ms * 1000000ull;
+  dl.tv_sec += (time_t)(ns / 1000000000ull);
+  dl.tv_nsec = (long)(ns % 1000000000ull);
+  uint64_t t = 0;
+  pthread_mutex_lock(&g_mu);
+  if (post_locked(kind, 0, reason, NULL, 0, &t) != 0) {
+    pthread_mutex_unlock(&g_mu);
+    return -1;
+  }
+  while (g_ticket_done < t)
+    if (pthread_cond_timedwait(&g_done_cv, &g_mu, &dl) == ETIMEDOUT) break;
+  int done = g_ticket_done >= t;
+  pthread_mutex_unlock(&g_mu);
+  return done ? 0 : -1;
+}
+
+int lens_writer_close_session(uint32_t reason, unsigned timeout_ms) {
+  return post_and_wait(CTL_CLOSE, reason, timeout_ms);
+}
+
+void lens_writer_shutdown(uint32_t reason, unsigned timeout_ms) {
+  pthread_mutex_lock(&g_mu);
+  int running = g_running;
+  pthread_mutex_unlock(&g_mu);
+  if (!running) return;
+  if (post_and_wait(CTL_EXIT, reason, timeout_ms) == 0) {
+    pthread_join(g_thr, NULL); /* it has left its loop */
+  } else {
+    lens_log(LENS_LOG_WARN, "nccl-lens: the writer did not stop within %u ms; left running detached", timeout_ms);
+    pthread_detach(g_thr);
   }
   pthread_mutex_lock(&g_mu);
-  g_stop = 1;
-  g_reason = reason;
-  pthread_cond_signal(&g_cv);
-  pthread_mutex_unlock(&g_mu);
-  if (timeout_ms) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += timeout_ms / 1000;
-    ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000L;
-    }
-    if (pthread_timedjoin_np(g_thr, NULL, &ts) != 0) {
-      lens_log(LENS_LOG_WARN, "nccl-lens: the writer did not finish within %u ms at exit", timeout_ms);
-      pthread_detach(g_thr);
-    }
-  } else {
-    pthread_join(g_thr, NULL);
-  }
   g_running = 0;
+  pthread_mutex_unlock(&g_mu);
 }
 
 void lens_writer_reset_after_fork(void) {
+  /* The child has no writer thread; the parent's queued requests and the
+   * parent's file are not the child's. */
   pthread_mutex_init(&g_mu, NULL);
   g_cv_ok = 0;
-  init_cv();
+  init_cvs();
   g_running = 0;
-  g_stop = 0;
+  g_open = 0;
+  g_ctl_head = g_ctl_tail = 0;
+  g_ticket_next = 1;
+  g_ticket_done = 0;
 }
 
 uint64_t lens_writer_events(void) { return g_events; }

@@ -348,6 +348,20 @@ static int body_fork_inherit(const char *dir) {
   if (plugin_open(&g_p, plugin_path())) return 50;
   if (g_p.v5->init(&g_ctx[0], 9, &g_mask, "parent", 1, 1, 0, test_logger)) return 51;
   for (int k = 0; k < 20; k++) emit_collective(&g_p, g_ctx[0]);
+  /* Let the writer go idle first: under ASan a fork while another thread is
+   * inside malloc leaves the child's allocator locked, and LeakSanitizer
+   * then hangs at the child's exit (glibc's malloc is fork-safe; ASan's is
+   * not). The plugin's writer allocates while it opens the session. */
+  char path[256];
+  trace_path_for(path, sizeof path, dir, getpid());
+  off_t last = -1;
+  for (int i = 0; i < 200; i++) {
+    struct stat st;
+    off_t now = stat(path, &st) == 0 ? st.st_size : -1;
+    if (now > 0 && now == last) break;
+    last = now;
+    usleep(20000);
+  }
   pid_t c = fork();
   if (c == 0) {
     /* the child: no writer thread, the parent's context and threads are gone */

@@ -32,11 +32,13 @@ struct lens_sess *lens_builder_session(struct lens_builder *b, uint32_t number) 
 static int on_session(struct lens_builder *b, uint32_t session, const uint8_t *p, uint32_t len) {
   struct lens_sess *s = lens_builder_session(b, session);
   if (!s) return lens_builder_oom(b);
+  int again = s->has_session; /* the writer re-sends SESSION after losing a chunk */
   copy_in(&s->s, sizeof s->s, p, len);
   s->s.host[sizeof s->s.host - 1] = 0;
   s->s.plugin_version[sizeof s->s.plugin_version - 1] = 0;
   s->has_session = 1;
   struct lens_file *f = &b->m->files[b->file];
+  if (again) return 0;
   f->n_sessions++;
   f->clean_end = 0;
   if (b->proc < 0) return 0;

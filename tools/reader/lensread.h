@@ -169,6 +169,7 @@ struct lens_file {
   uint64_t size_bytes;
   uint64_t truncated_bytes; /* bytes after the last valid chunk (0 = intact) */
   const char *truncation;   /* why reading stopped early, NULL if intact */
+  uint64_t lost_chunks;     /* gaps in the chunk numbers: chunks the writer failed to write */
   uint32_t n_sessions;
   int clean_end;            /* last session ended with FINI */
   uint32_t fini_reason;     /* of the last FINI: 1 finalize, 2 exit */

@@ -77,6 +77,8 @@ static int walk_chunks(struct lens_builder *b, struct lens_file *f, const uint8_
   *views = NULL;
   *n_views = 0;
   const char *why = NULL;
+  uint64_t expect_seq = 0;
+  f->lost_chunks = 0;
   while (off < size) {
     struct lens_chunk_hdr h;
     if (size - off < sizeof h) {
@@ -104,6 +106,10 @@ static int walk_chunks(struct lens_builder *b, struct lens_file *f, const uint8_
     (*views)[*n_views].len = h.payload_len;
     (*n_views)++;
     off += sizeof h + need;
+    /* The writer numbers every chunk it tries, written or not: a jump is
+     * a loss (disk full) that its own DROPS chunk may not have survived. */
+    if (h.seq > expect_seq) f->lost_chunks += h.seq - expect_seq;
+    expect_seq = h.seq + 1;
   }
   f->truncated_bytes = size - off;
   f->truncation = why;

@@ -285,8 +285,15 @@ static void losses(FILE *f, const struct lens_model *m, const struct lens_report
               fl->truncated_bytes);
       cut++;
     }
+    if (fl->lost_chunks) {
+      fprintf(f, "- lost: `%s`: %" PRIu64 " chunks were never written (write errors: disk full?)\n", fl->path,
+              fl->lost_chunks);
+      cut++;
+    }
     if (!fl->clean_end && fl->producer != LENS_PRODUCER_SCHED)
-      fprintf(f, "- no clean end (FINI) in `%s`: the process may have been killed\n", fl->path);
+      fprintf(f, "- no clean end (FINI) in `%s`: %s\n", fl->path,
+              fl->lost_chunks ? "its end marker may be among the lost chunks, or the process was killed"
+                              : "the process may have been killed");
   }
   if (!cut) fprintf(f, "- all %zu files intact\n", m->n_files);
   for (int b = 0; b < 32; b++)

@@ -79,8 +79,16 @@ static void print_drops_text(FILE *f, const struct lens_model *m) {
               fl->truncated_bytes);
       cut = 1;
     }
+    if (fl->lost_chunks) {
+      fprintf(f, "  lost: %s: %" PRIu64 " chunks were never written (write errors: disk full?); the counts above "
+                 "miss their events\n",
+              fl->path, fl->lost_chunks);
+      cut = 1;
+    }
     if (!fl->clean_end && fl->producer != LENS_PRODUCER_SCHED)
-      fprintf(f, "  no clean end (FINI) in %s: the process may have been killed\n", fl->path);
+      fprintf(f, "  no clean end (FINI) in %s: %s\n", fl->path,
+              fl->lost_chunks ? "its end marker may be among the lost chunks, or the process was killed"
+                              : "the process may have been killed");
   }
   if (!cut) fprintf(f, "  all %zu files intact\n", m->n_files);
 }
@@ -170,7 +178,8 @@ void lens_summary_print_json(FILE *f, const struct lens_model *m, const struct l
     fprintf(f, ",\"producer\":%u,\"size_bytes\":%" PRIu64 ",\"truncated_bytes\":%" PRIu64 ",\"truncation\":",
             fl->producer, fl->size_bytes, fl->truncated_bytes);
     lens_json_str(f, fl->truncation);
-    fprintf(f, ",\"sessions\":%u,\"clean_end\":%s}", fl->n_sessions, fl->clean_end ? "true" : "false");
+    fprintf(f, ",\"lost_chunks\":%" PRIu64 ",\"sessions\":%u,\"clean_end\":%s}", fl->lost_chunks, fl->n_sessions,
+            fl->clean_end ? "true" : "false");
   }
   fprintf(f, "],\"processes\":%zu,\"events\":%zu,\"communicators\":[", m->n_procs, m->n_events);
   size_t *o = row_order(s);
