@@ -32,6 +32,11 @@ static int parse_one(const char *cmd, int *i, int argc, char **argv, struct lens
     c->min_wait_ns = us * 1000;
     return 0;
   }
+  if (!strcmp(a, "--tag-names")) { /* overrides NCCL_LENS_TAG_NAMES */
+    if (!has_val || lens_tag_names_set(argv[++*i]))
+      return lens_cli_error(cmd, "--tag-names wants TAG:NAME[,TAG:NAME]... (tags > 0), e.g. 1:forward,2:backward");
+    return 0;
+  }
   if (extra) {
     int r = extra(ctx, i, argc, argv);
     if (r < 0) return 1;

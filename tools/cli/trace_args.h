@@ -1,6 +1,7 @@
 /* The command line shared by subcommands that read traces (summary, export,
  * report): -h/--help, -o/--output FILE, --cupti-buffer FILE (repeatable),
- * --min-wait-us N, positional TRACE.lens paths; plus opening and finishing
+ * --min-wait-us N, --tag-names TAG:NAME,... (user tag names, NCCL 2.31+),
+ * positional TRACE.lens paths; plus opening and finishing
  * the output file. One place, so every command words its errors the same. */
 #ifndef NCCL_LENS_TRACE_ARGS_H
 #define NCCL_LENS_TRACE_ARGS_H

@@ -18,7 +18,9 @@ static void usage(FILE *f) {
           "  -o, --output FILE    output file (default: standard output)\n"
           "  --format chrome      the only format\n"
           "  --cupti-buffer FILE  raw CUPTI activity buffer saved on the GPU machine (repeatable)\n"
-          "  --min-wait-us N      starvation: ignore scheduler waits shorter than N us (default 0)\n");
+          "  --min-wait-us N      starvation: ignore scheduler waits shorter than N us (default 0)\n"
+          "  --tag-names T:NAME,...  names of user tags (NCCL 2.31+), e.g. 1:forward,2:backward\n"
+          "                       (default: NCCL_LENS_TAG_NAMES)\n");
 }
 
 /* --format: the only export-specific option. */

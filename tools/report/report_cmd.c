@@ -15,7 +15,8 @@
 #define CMD "report"
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: nccl-lens report [-o REPORT.md] [--cupti-buffer FILE]... [--min-wait-us N] TRACE.lens...\n"
+  fprintf(f, "usage: nccl-lens report [-o REPORT.md] [--cupti-buffer FILE]... [--min-wait-us N]\n"
+             "       [--tag-names T:NAME,...] TRACE.lens...\n"
              "  One Markdown report of a run: what was recorded, per-communicator operations, completion vs\n"
              "  enqueue and rank arrival, GPU timing accuracy, proxy threads and starvation, data losses,\n"
              "  and what to look at next. Without -o it goes to standard output.\n");

@@ -56,14 +56,15 @@ static int outliers(FILE *f, const struct lens_report *r) {
     }
     if (!best) break;
     prev_max = best->completion.max;
-    char size[32], a[32], mx[32], lb[48];
+    char size[32], a[32], mx[32], lb[48], fl[96], al[96];
     lens_size_bucket_label(best->bucket, size, sizeof size);
     lens_report_fmt_ns(avg(&best->completion), a, sizeof a);
     lens_report_fmt_ns((double)best->completion.max, mx, sizeof mx);
     fprintf(f, "- **Stragglers: %s %s/%s %s on %s**: slowest completion %s is %.0fx the average %s over %" PRIu64
                " operations. Find that operation in the timeline (`nccl-lens export`) and see what its ranks and "
                "proxy thread were doing.\n",
-            nz(best->func), nz(best->algo), nz(best->proto), size,
+            lens_summary_func_label(best, fl, sizeof fl), lens_summary_algo_label(best, al, sizeof al),
+            nz(best->proto), size,
             lens_report_comm_label(s->groups[best->group].name, s->groups[best->group].comm_id, lb, sizeof lb), mx,
             (double)best->completion.max / avg(&best->completion), a, best->completion.n);
     n++;

@@ -81,6 +81,8 @@ static int cmp_row(const void *a, const void *b) {
   if (x->group != y->group) return x->group < y->group ? -1 : 1;
   int c = strcmp(nz(x->func), nz(y->func));
   if (!c) c = strcmp(nz(x->algo), nz(y->algo));
+  if (!c && x->user_tag != y->user_tag) c = x->user_tag < y->user_tag ? -1 : 1;
+  if (!c) c = strcmp(nz(x->kernel_variant), nz(y->kernel_variant));
   if (!c) c = strcmp(nz(x->proto), nz(y->proto));
   return c ? c : (x->bucket > y->bucket) - (x->bucket < y->bucket);
 }
@@ -111,7 +113,7 @@ static void collectives(FILE *f, const struct lens_summary *s) {
                  "completion max | algbw GB/s | ch GPU avg | proxy ops/steps/bytes | graph ops |\n"
                  "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n");
     }
-    char size[32], comp_avg[24] = "-", comp_max[24] = "-", ch[24] = "-";
+    char size[32], comp_avg[24] = "-", comp_max[24] = "-", ch[24] = "-", fl[96], al[96];
     lens_size_bucket_label(r->bucket, size, sizeof size);
     if (r->completion.n) {
       snprintf(comp_avg, sizeof comp_avg, "%.3f", avg(&r->completion) / 1e3);
@@ -120,7 +122,8 @@ static void collectives(FILE *f, const struct lens_summary *s) {
     if (r->gpu_channel.n) snprintf(ch, sizeof ch, "%.3f", avg(&r->gpu_channel) / 1e3);
     fprintf(f, "| %s | %s | %s | %s | %" PRIu64 " | %" PRIu64 " | %.3f | %.3f | %s | %s | %.3f | %s | %" PRIu64
                "/%" PRIu64 "/%" PRIu64 " | %" PRIu64 " |\n",
-            nz(r->func), nz(r->algo), nz(r->proto), size, r->count, r->bytes, avg(&r->enqueue) / 1e3,
+            lens_summary_func_label(r, fl, sizeof fl), lens_summary_algo_label(r, al, sizeof al), nz(r->proto), size,
+            r->count, r->bytes, avg(&r->enqueue) / 1e3,
             (double)r->enqueue.max / 1e3, comp_avg, comp_max, lens_summary_algbw(r), ch, r->proxy_ops, r->proxy_steps,
             r->proxy_bytes, r->graph);
   }

@@ -10,7 +10,8 @@
 #define CMD "summary"
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: nccl-lens summary [--json] [-o FILE] [--cupti-buffer FILE]... [--min-wait-us N] TRACE.lens...\n"
+  fprintf(f, "usage: nccl-lens summary [--json] [-o FILE] [--cupti-buffer FILE]... [--min-wait-us N] [--tag-names T:NAME,...]\n"
+             "       TRACE.lens...\n"
              "  Per communicator and operation (func, algo, proto, size): counts, bytes, enqueue and completion\n"
              "  times, algorithm bandwidth, GPU time per channel, proxy activity; then drops, accuracy flags and\n"
              "  starvation. --json prints the same numbers as one JSON object.\n");

@@ -66,12 +66,12 @@ static int32_t group_of(const struct lens_model *m, struct lens_summary *s, int3
 /* Rows are few (tens): a linear search keyed on the last hit is fast enough
  * for millions of ops because consecutive ops mostly share a row. */
 static struct lens_sum_row *row_of(struct lens_summary *s, int32_t group, const char *func, const char *algo,
-                                   const char *proto, int bucket, size_t *last) {
+                                   const char *proto, int bucket, uint64_t tag, const char *variant, size_t *last) {
   for (size_t k = 0; k < s->n_rows; k++) {
     size_t i = (*last + k) % s->n_rows;
     struct lens_sum_row *r = &s->rows[i];
-    if (r->group == group && r->bucket == bucket && streq(r->func, func) && streq(r->algo, algo) &&
-        streq(r->proto, proto)) {
+    if (r->group == group && r->bucket == bucket && r->user_tag == tag && streq(r->func, func) &&
+        streq(r->algo, algo) && streq(r->proto, proto) && streq(r->kernel_variant, variant)) {
       *last = i;
       return r;
     }
@@ -84,6 +84,8 @@ static struct lens_sum_row *row_of(struct lens_summary *s, int32_t group, const 
   r->algo = algo;
   r->proto = proto;
   r->bucket = bucket;
+  r->user_tag = tag;
+  r->kernel_variant = variant;
   *last = s->n_rows++;
   return r;
 }
@@ -208,7 +210,10 @@ int lens_summary_build(const struct lens_model *m, struct lens_summary *s, int a
     const char *func = e->type == LENS_T_COLL ? e->p.coll.func : e->p.p2p.func;
     const char *algo = e->type == LENS_T_COLL ? e->p.coll.algo : NULL;
     const char *proto = e->type == LENS_T_COLL ? e->p.coll.proto : NULL;
-    struct lens_sum_row *r = g < 0 ? NULL : row_of(s, g, func, algo, proto, bucket_of(lens_event_bytes(m, e)), &last);
+    const char *variant = e->type == LENS_T_COLL ? e->p.coll.kernel_variant : NULL;
+    struct lens_sum_row *r = g < 0 ? NULL
+                                   : row_of(s, g, func, algo, proto, bucket_of(lens_event_bytes(m, e)),
+                                            lens_event_user_tag(e), variant, &last);
     if (!r) {
       free(cache);
       return -1;
@@ -217,6 +222,21 @@ int lens_summary_build(const struct lens_model *m, struct lens_summary *s, int a
   }
   free(cache);
   return proxies(m, s);
+}
+
+const char *lens_summary_func_label(const struct lens_sum_row *r, char *buf, size_t len) {
+  const char *func = r->func && *r->func ? r->func : "-";
+  if (!r->user_tag) return func;
+  char tb[32];
+  snprintf(buf, len, "%s, %s", func, lens_tag_label(r->user_tag, tb, sizeof tb));
+  return buf;
+}
+
+const char *lens_summary_algo_label(const struct lens_sum_row *r, char *buf, size_t len) {
+  const char *algo = r->algo && *r->algo ? r->algo : "-";
+  if (!r->kernel_variant) return algo;
+  snprintf(buf, len, "sym %s", algo);
+  return buf;
 }
 
 void lens_summary_free(struct lens_summary *s) {

@@ -10,10 +10,12 @@
 
 struct lens_stat { uint64_t n, sum, max; };
 
-/* One row: communicator x (func, algo, proto, size bucket). */
+/* One row: communicator x (func, user tag, algo or symmetric kernel, proto, size bucket). */
 struct lens_sum_row {
   int32_t group;            /* index into lens_summary.groups */
   const char *func, *algo, *proto;
+  uint64_t user_tag;        /* NCCL 2.31+ userProfilerTag, 0 = untagged */
+  const char *kernel_variant; /* a symmetric kernel's name (algo is then its algorithm part, proto ""), or NULL */
   int bucket;               /* floor(log2(bytes)), -1 for 0 bytes */
   uint64_t count, bytes;
   struct lens_stat enqueue;    /* API start (or op start) -> op stop */
@@ -54,5 +56,10 @@ int lens_summary_build(const struct lens_model *m, struct lens_summary *s, int a
 void lens_summary_free(struct lens_summary *s);
 /* "1 MiB-2 MiB" */
 void lens_size_bucket_label(int bucket, char *buf, size_t len);
+/* How every view names a row: "AllReduce, backward" (func and user tag name,
+ * NCCL_LENS_TAG_NAMES / --tag-names), and "sym AGxLL_R" for a symmetric
+ * kernel's algorithm (the full name is in kernel_variant). */
+const char *lens_summary_func_label(const struct lens_sum_row *r, char *buf, size_t len);
+const char *lens_summary_algo_label(const struct lens_sum_row *r, char *buf, size_t len);
 
 #endif

@@ -37,7 +37,9 @@ static int cmp_row(const void *a, const void *b) {
   if (x->group != y->group) return x->group < y->group ? -1 : 1;
   int c = strcmp(nz(x->func), nz(y->func));
   if (c) return c;
+  if (x->user_tag != y->user_tag) return x->user_tag < y->user_tag ? -1 : 1;
   if ((c = strcmp(nz(x->algo), nz(y->algo)))) return c;
+  if ((c = strcmp(nz(x->kernel_variant), nz(y->kernel_variant)))) return c;
   if ((c = strcmp(nz(x->proto), nz(y->proto)))) return c;
   return (x->bucket > y->bucket) - (x->bucket < y->bucket);
 }
@@ -98,6 +100,15 @@ void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct l
           m->n_comms, m->n_events);
   size_t *o = row_order(s);
   int32_t cur = -1;
+  /* func and algo columns as wide as their longest label ("AllReduce, backward", "sym RSxLD_AGxST") */
+  int wf = 14, wa = 8;
+  char fl[96], al[96];
+  for (size_t k = 0; k < s->n_rows; k++) {
+    int lf = (int)strlen(lens_summary_func_label(&s->rows[k], fl, sizeof fl));
+    int la = (int)strlen(lens_summary_algo_label(&s->rows[k], al, sizeof al));
+    if (lf > wf) wf = lf;
+    if (la > wa) wa = la;
+  }
   for (size_t k = 0; o && k < s->n_rows; k++) {
     const struct lens_sum_row *r = &s->rows[o[k]];
     if (r->group != cur) {
@@ -105,7 +116,7 @@ void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct l
       const struct lens_sum_group *g = &s->groups[cur];
       fprintf(f, "\ncommunicator %s (id 0x%" PRIx64 ", %d ranks, %d seen)\n", g->name[0] ? g->name : "-", g->comm_id,
               g->nranks, g->ranks_seen);
-      fprintf(f, "  %-14s %-8s %-7s %-14s %7s %10s %19s %21s %10s %14s %21s\n", "func", "algo", "proto", "size",
+      fprintf(f, "  %-*s %-*s %-7s %-14s %7s %10s %19s %21s %10s %14s %21s\n", wf, "func", wa, "algo", "proto", "size",
               "count", "bytes", "enqueue avg/max us", "completion avg/max us", "algbw GB/s", "ch GPU avg us",
               "proxy ops/steps/bytes");
     }
@@ -120,8 +131,9 @@ void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct l
     if (r->gpu_channel.n) snprintf(ch, sizeof ch, "%.3f", avg_us(&r->gpu_channel));
     char pr[64];
     snprintf(pr, sizeof pr, "%" PRIu64 "/%" PRIu64 "/%s", r->proxy_ops, r->proxy_steps, pbytes);
-    fprintf(f, "  %-14s %-8s %-7s %-14s %7" PRIu64 " %10s %19s %21s %10.3f %14s %21s\n", nz(r->func), nz(r->algo),
-            nz(r->proto), size, r->count, bytes, enq, comp, lens_summary_algbw(r), ch, pr);
+    fprintf(f, "  %-*s %-*s %-7s %-14s %7" PRIu64 " %10s %19s %21s %10.3f %14s %21s\n", wf,
+            lens_summary_func_label(r, fl, sizeof fl), wa, lens_summary_algo_label(r, al, sizeof al), nz(r->proto),
+            size, r->count, bytes, enq, comp, lens_summary_algbw(r), ch, pr);
   }
   free(o);
   if (!s->n_rows) fprintf(f, "\nno collective or point-to-point operations in these traces\n");
@@ -202,6 +214,15 @@ void lens_summary_print_json(FILE *f, const struct lens_model *m, const struct l
       lens_json_str(f, r->algo);
       fputs(",\"proto\":", f);
       lens_json_str(f, r->proto);
+      if (r->kernel_variant) {
+        fputs(",\"kernel_variant\":", f);
+        lens_json_str(f, r->kernel_variant);
+      }
+      if (r->user_tag) {
+        char tb[32];
+        fprintf(f, ",\"user_tag\":%" PRIu64 ",\"user_tag_name\":", r->user_tag);
+        lens_json_str(f, lens_tag_label(r->user_tag, tb, sizeof tb));
+      }
       fprintf(f, ",\"size_bucket\":\"%s\",\"size_log2\":%d,\"count\":%" PRIu64 ",\"bytes\":%" PRIu64
                  ",\"graph_ops\":%" PRIu64,
               size, r->bucket, r->count, r->bytes, r->graph);

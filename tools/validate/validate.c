@@ -17,6 +17,7 @@
 static void usage(FILE *f) {
   fprintf(f,
           "usage: nccl-lens validate TRACE.lens... [--cupti-buffer FILE]... [--json] [--limit N]\n"
+          "       [--tag-names T:NAME,...]\n"
           "  --cupti-buffer FILE  raw CUPTI activity buffer saved on the GPU machine (repeatable)\n"
           "  --json               machine-readable output\n"
           "  --limit N            list at most N launches in detail (default: 20 as text, all with --json;\n"
@@ -40,6 +41,11 @@ int lens_cmd_validate(int argc, char **argv) {
       goto out;
     } else if (!strcmp(argv[i], "--json")) {
       o.json = 1;
+    } else if (!strcmp(argv[i], "--tag-names")) { /* as summary/export/report: overrides NCCL_LENS_TAG_NAMES */
+      if (i + 1 >= argc || lens_tag_names_set(argv[++i])) {
+        rc = lens_cli_error("validate", "--tag-names wants TAG:NAME[,TAG:NAME]... (tags > 0), e.g. 1:forward");
+        goto out;
+      }
     } else if (!strcmp(argv[i], "--cupti-buffer") || !strcmp(argv[i], "--limit")) {
       if (i + 1 >= argc) {
         rc = lens_cli_error("validate", "%s needs a value", argv[i]);

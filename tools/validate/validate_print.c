@@ -43,9 +43,14 @@ static uint64_t op_launch(const struct lens_event *op) {
   return op->type == LENS_T_COLL ? op->p.coll.launch_id : op->type == LENS_T_P2P ? op->p.p2p.launch_id : 0;
 }
 
-static const char *op_func(const struct lens_event *op) {
+/* "AllReduce", or with the op's user tag (NCCL 2.31+) "AllReduce, backward". */
+static const char *op_func(const struct lens_event *op, char *buf, size_t len) {
   const char *f = op->type == LENS_T_COLL ? op->p.coll.func : op->type == LENS_T_P2P ? op->p.p2p.func : NULL;
-  return f ? f : "?";
+  uint64_t tag = lens_event_user_tag(op);
+  if (!tag) return f ? f : "?";
+  char tb[32];
+  snprintf(buf, len, "%s, %s", f ? f : "?", lens_tag_label(tag, tb, sizeof tb));
+  return buf;
 }
 
 /* One KernelCh: text line or JSON object. kstart: kernel start for relative
@@ -58,6 +63,8 @@ static void print_channel(FILE *f, const struct lens_model *m, const struct lens
   int checked = k && k->start_mono_ns && !k->graph_id && a->gpu_start_mono_ns;
   const char *inside = !checked ? "unknown" : (a->flags & LENS_ACC_OUTSIDE_KERNEL) ? "no" : "yes";
   int overrun = (a->flags & (LENS_ACC_RING_OVERRUN | LENS_ACC_SHARED_TIMER)) != 0;
+  char ob[96];
+  const char *func = op_func(op, ob, sizeof ob);
   if (json) {
     char fn[128];
     flags_text(a->flags, fl, sizeof(fl), "\",\"");
@@ -66,7 +73,7 @@ static void print_channel(FILE *f, const struct lens_model *m, const struct lens
             ",\"stop_gpu_ns\":%" PRIu64 ",\"start_mono_ns\":%" PRIu64 ",\"stop_mono_ns\":%" PRIu64
             ",\"notice_lag_ns\":%" PRId64 ",\"time_source\":\"%s\",\"inside_kernel\":\"%s\",\"overrun_suspected\":%s"
             ",\"flags\":[%s%s%s]}",
-            first ? "" : ",", e->id, e->p.kernel_ch.channel, lens_type_name(op->type), json_str(op_func(op), fn, sizeof(fn)),
+            first ? "" : ",", e->id, e->p.kernel_ch.channel, lens_type_name(op->type), json_str(func, fn, sizeof(fn)),
             e->p.kernel_ch.start_gpu_ns, e->p.kernel_ch.stop_gpu_ns, a->gpu_start_mono_ns, a->gpu_stop_mono_ns,
             a->notice_lag_ns, source_name(a->time_source), inside, overrun ? "true" : "false", fl[0] ? "\"" : "", fl,
             fl[0] ? "\"" : "");
@@ -81,7 +88,7 @@ static void print_channel(FILE *f, const struct lens_model *m, const struct lens
              checked ? " from kernel start" : "");
   }
   fprintf(f, "    ch %3d %-4s %-14s span %s  inside %s  notice lag %.3f us  source %s  overrun %s  flags %s\n",
-          e->p.kernel_ch.channel, lens_type_name(op->type), op_func(op), span, inside, (double)a->notice_lag_ns / 1e3,
+          e->p.kernel_ch.channel, lens_type_name(op->type), func, span, inside, (double)a->notice_lag_ns / 1e3,
           source_name(a->time_source), overrun ? "suspected" : "no", fl[0] ? fl : "-");
 }
 
