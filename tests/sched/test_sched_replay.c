@@ -9,7 +9,10 @@
  *   - waits on the starved proxy with one of its hogs as culprit, inside the
  *     hog interval;
  *   - the KernelCh starvation flags against the truth: recall and precision
- *     at least 0.90 (docs/sched.md). */
+ *     at least 0.90 (docs/sched.md).
+ * Twice: as NCCL 2.28.9 (the proxy polls KernelCh) and as NCCL 2.31.2 (--api 7:
+ * its profiler thread polls KernelCh; that thread is the one starved, in the
+ * registry with the profiler role, watched by `sched`, and blamed). */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <setjmp.h>
@@ -44,7 +47,7 @@ struct starve { long proxy_tid, hog[8], nhogs; long long start_ns, end_ns; };
 static struct starve st[MAX_STARVE];
 static int n_st;
 static long replay_pid;
-static long proxy_tids[16]; /* every proxy thread of the replay (ranks[].proxy_tid) */
+static long proxy_tids[16]; /* every proxy (and 2.31 profiler) thread of the replay (ranks[].proxy_tid, profiler_tid) */
 static int n_proxies;
 
 /* A KernelCh as the driver played it: when the GPU really stopped, when the proxy noticed. */
@@ -114,6 +117,9 @@ static void parse_truth(const char *text) {
   assert_non_null(r_end);
   for (const char *q = strstr(r, "\"proxy_tid\":"); q && q < r_end && n_proxies < 16; q = strstr(q + 1, "\"proxy_tid\":"))
     proxy_tids[n_proxies++] = strtol(q + 12, NULL, 10);
+  for (const char *q = strstr(r, "\"profiler_tid\":"); q && q < r_end && n_proxies < 16;
+       q = strstr(q + 1, "\"profiler_tid\":"))
+    proxy_tids[n_proxies++] = strtol(q + 15, NULL, 10);
 
   const char *k = strstr(procs, "\"kernel_ch\":[");
   assert_non_null(k);
@@ -219,8 +225,8 @@ static int list_traces(const char *dir, char paths[][512], int max) {
   return n;
 }
 
-static void test_starved_scenario(void **state) {
-  (void)state;
+static void run_starved(const char *api) {
+  n_st = n_kch = n_proxies = 0;
   const char *why = sched_test_cannot_probe();
   if (why) {
     printf("skip: %s\n", why);
@@ -245,7 +251,7 @@ static void test_starved_scenario(void **state) {
   /* The replay's plugin publishes its registry where the loader looks. */
   setenv("NCCL_LENS_REGISTRY_DIR", regdir, 1);
   char *rargv[] = {LENS_CLI, "replay", "--scenario", "starved", "--iters", "8", "--truth", truth, "--out", outdir,
-                   "--quiet", NULL};
+                   "--quiet", "--api", (char *)api, NULL};
   static char rerr[65536], rout[65536];
   int rrc = sched_run(rargv, 0, rerr, sizeof rerr, rout, sizeof rout);
   if (rrc != 0) {
@@ -311,6 +317,22 @@ static void test_starved_scenario(void **state) {
     assert_true(hog_blamed[i] >= 1);
   }
   assert_int_equal(hog_outside, 0);
+  /* The starved thread is the one that polls KernelCh: as the plugin saw it,
+   * the profiler thread on 2.31 (never a proxy role), the proxy before. */
+  for (int i = 0; i < n_st; i++) {
+    int found = 0;
+    for (size_t t = 0; t < m->n_threads; t++) {
+      if (m->threads[t].tid != (uint32_t)st[i].proxy_tid) continue;
+      found = 1;
+      if (!strcmp(api, "7")) {
+        assert_true(m->threads[t].roles & LENS_ROLE_PROFILER);
+        assert_false(m->threads[t].roles & LENS_ROLE_PROXY);
+      } else {
+        assert_true(m->threads[t].roles & LENS_ROLE_PROXY);
+      }
+    }
+    assert_true(found);
+  }
 
   /* 2. Starvation flags vs the truth. Per KernelCh the driver records when
    * the GPU really started and stopped it, when the app thread posted its
@@ -402,7 +424,18 @@ static void test_starved_scenario(void **state) {
   rmdir(outdir);
 }
 
+static void test_starved_scenario(void **state) {
+  (void)state;
+  run_starved("5");
+}
+
+static void test_starved_profiler_thread_2_31(void **state) {
+  (void)state;
+  run_starved("7");
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_starved_scenario)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_starved_scenario),
+                                     cmocka_unit_test(test_starved_profiler_thread_2_31)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
