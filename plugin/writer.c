@@ -14,6 +14,7 @@
 
 #include "blobq.h"
 #include "clock.h"
+#include "clock_evidence.h"
 #include "counters.h"
 #include "hooks.h"
 #include "log.h"
@@ -297,6 +298,7 @@ static void final_pass(uint32_t reason) {
   }
   drain_blobs();
   lens_registry_remove();
+  lens_clock_evidence_write(0);
   write_drops(1);
   struct lens_fini f;
   memset(&f, 0, sizeof f);
@@ -447,6 +449,7 @@ static void session_begin(const struct ctl_open *o) {
   lens_registry_begin(o->registry_dir, o->pid, lens_tf_path());
   atomic_store_explicit(&lens_slots.changed, 1, memory_order_relaxed);
   g_open = 1;
+  lens_clock_evidence_write(1);
 }
 
 static void session_end(uint32_t reason) {
@@ -513,6 +516,7 @@ static void *writer_main(void *arg) {
       if (now - last_periodic >= 1000000000ull) {
         last_periodic = now;
         lens_clock_refine();
+        lens_clock_evidence_write(0);
         write_drops(0);
       }
       if (atomic_exchange_explicit(&lens_slots.changed, 0, memory_order_relaxed)) lens_registry_write();

@@ -72,6 +72,7 @@ enum lens_chunk_type {
   LENS_CHUNK_NOTE = 10,      /* struct lens_note_hdr + UTF-8 text: a logged condition */
   LENS_CHUNK_COMM_FINI = 11, /* struct lens_comm_fini */
   LENS_CHUNK_SCHED_HIST = 12,/* struct lens_sched_hist */
+  LENS_CHUNK_CLOCK = 13,     /* struct lens_clock_rec: evidence for aligning this host's clock */
 };
 
 /* ---- SESSION ---- */
@@ -323,6 +324,29 @@ struct lens_sched_hist {
   uint32_t host_tid;
   uint32_t kind;
   uint64_t buckets[32];   /* log2(us) buckets */
+};
+
+/* ---- CLOCK: evidence for putting this host's CLOCK_MONOTONIC on a job time
+ * base. Written by the writer thread (never NCCL's) when a session starts,
+ * about every second, and at its end. CLOCK_REALTIME is read between two
+ * CLOCK_MONOTONIC reads, so real_ns - mono is known within half their gap;
+ * adjtimex says how far REALTIME itself may be off (NTP). ---- */
+#define LENS_CLOCK_F_NTP_SYNCED 0x1  /* adjtimex: not STA_UNSYNC, and maxerror is meaningful */
+#define LENS_CLOCK_F_NTP_UNKNOWN 0x2 /* adjtimex failed */
+#define LENS_CLOCK_F_TIMENS 0x4      /* timens_mono_offset_ns was read (a time namespace may apply) */
+struct lens_clock_rec {
+  uint64_t mono_before_ns;        /* CLOCK_MONOTONIC, just before real_ns */
+  uint64_t real_ns;               /* CLOCK_REALTIME */
+  uint64_t mono_after_ns;         /* CLOCK_MONOTONIC, just after real_ns */
+  uint64_t boottime_ns;           /* CLOCK_BOOTTIME right after (grows faster than MONOTONIC across suspend) */
+  int64_t timens_mono_offset_ns;  /* this process's time namespace's MONOTONIC offset (0: none or unknown) */
+  int64_t ntp_offset_ns;          /* adjtimex offset: REALTIME's current correction by NTP */
+  uint64_t ntp_maxerror_ns;       /* adjtimex maxerror: REALTIME's error is at most this (when synced) */
+  uint64_t ntp_esterror_ns;       /* adjtimex esterror */
+  uint32_t ntp_status;            /* adjtimex status bits */
+  uint32_t flags;                 /* LENS_CLOCK_F_* */
+  char boot_id[40];               /* /proc/sys/kernel/random/boot_id: one value per host boot */
+  char host[64];                  /* gethostname (UTS namespace) */
 };
 
 /* ---- NOTE: a condition worth telling the reader (log line mirror) ---- */

@@ -184,6 +184,17 @@ static int on_drops(struct lens_builder *b, uint32_t session, const uint8_t *p, 
   return 0;
 }
 
+static int on_clock(struct lens_builder *b, const uint8_t *p, uint32_t len) {
+  if (b->proc < 0) return 0;
+  struct lens_clock_sample *c = LENS_VEC_PUSH(b, b->m->clocks, b->m->n_clocks, cap_clocks);
+  if (!c) return lens_builder_oom(b);
+  c->proc = b->proc;
+  copy_in(&c->r, sizeof c->r, p, len);
+  c->r.boot_id[sizeof c->r.boot_id - 1] = 0;
+  c->r.host[sizeof c->r.host - 1] = 0;
+  return 0;
+}
+
 static int on_note(struct lens_builder *b, const uint8_t *p, uint32_t len) {
   struct lens_note_hdr h;
   if (len < sizeof h) return 0;
@@ -262,6 +273,7 @@ int lens_read_meta_chunk(struct lens_builder *b, const struct lens_chunk_hdr *hp
   case LENS_CHUNK_STRINGS: return on_strings(b, h.session, p, len);
   case LENS_CHUNK_DROPS: return on_drops(b, h.session, p, len);
   case LENS_CHUNK_NOTE: return on_note(b, p, len);
+  case LENS_CHUNK_CLOCK: return on_clock(b, p, len);
   case LENS_CHUNK_CUPTI: return on_cupti(b, p, len);
   case LENS_CHUNK_SCHED: return on_sched(b, p, len);
   case LENS_CHUNK_SCHED_HIST: return on_sched_hist(b, p, len);

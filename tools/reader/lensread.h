@@ -175,6 +175,12 @@ struct lens_file {
   uint32_t fini_reason;     /* of the last FINI: 1 finalize, 2 exit */
 };
 
+/* A CLOCK chunk: clock evidence of the process's host (see trace_format.h). */
+struct lens_clock_sample {
+  int32_t proc;
+  struct lens_clock_rec r;
+};
+
 /* One process (a plugin trace file; sessions of the same file share it). */
 struct lens_proc {
   int32_t file;
@@ -240,6 +246,7 @@ struct lens_model {
   void *priv;               /* reader-owned storage */
   /* Added after v1 of this API. */
   uint64_t bad_records;     /* records inside valid chunks that could not be parsed (skipped) */
+  struct lens_clock_sample *clocks; size_t n_clocks; /* CLOCK chunks, in file order per proc */
 };
 
 /* Load files into a new model. Returns NULL on error and writes a one-line

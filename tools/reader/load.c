@@ -273,6 +273,7 @@ void lens_model_free(struct lens_model *m) {
   free(m->cupti);
   free(m->sched);
   free(m->sched_hist);
+  free(m->clocks);
   free(m->kernels);
   free(m->clock_maps);
   free(m);

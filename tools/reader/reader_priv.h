@@ -48,7 +48,7 @@ struct lens_builder {
   struct lens_model *m;
   struct lens_reader_priv *priv;
   size_t cap_files, cap_procs, cap_comms, cap_threads, cap_events, cap_notes, cap_cupti, cap_sched,
-      cap_sched_hist;
+      cap_sched_hist, cap_clocks;
   struct lens_state_tmp *states; size_t n_states, cap_states;
   struct lens_pending *pend; size_t n_pend, cap_pend;
   struct lens_sess *sess; size_t n_sess, cap_sess; /* of the current file */

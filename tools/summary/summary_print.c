@@ -154,6 +154,7 @@ void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct l
     }
   }
   print_drops_text(f, m);
+  lens_summary_print_clocks_text(f, m);
   int any = 0;
   for (int b = 0; b < 32; b++)
     if (s->evf_counts[b] && lens_evf_name(1u << b)) {
@@ -289,6 +290,7 @@ void lens_summary_print_json(FILE *f, const struct lens_model *m, const struct l
                "}}",
             s->time_source[0], s->time_source[1], s->time_source[2]);
   }
+  lens_summary_print_clocks_json(f, m);
   if (m->n_sched) {
     fputs(",\"starvation\":", f);
     if (lens_json_starvation) lens_json_starvation(f, m);

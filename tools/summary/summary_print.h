@@ -8,6 +8,9 @@
 
 void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct lens_summary *s);
 void lens_summary_print_json(FILE *f, const struct lens_model *m, const struct lens_summary *s);
+/* Clock placement per process (summary_clocks.c), from CLOCK chunks. */
+void lens_summary_print_clocks_text(FILE *f, const struct lens_model *m);
+void lens_summary_print_clocks_json(FILE *f, const struct lens_model *m); /* ,"clocks":[...] */
 /* Algorithm bandwidth of a row in GB/s (bytes / completion ns); 0 if unknown. */
 double lens_summary_algbw(const struct lens_sum_row *r);
 
