@@ -639,8 +639,23 @@ static int post_and_wait(int kind, uint32_t reason, unsigned timeout_ms) {
   return done ? 0 : -1;
 }
 
+/* The ticket of a close that was not done in time: while the writer has
+ * not got past it, it is known to be stuck, and a later close does not wait
+ * again (a job that creates and destroys communicators in a loop on a
+ * stalled file system would otherwise pay the timeout each time). */
+static uint64_t g_stuck_ticket; /* under g_mu */
+
 int lens_writer_close_session(uint32_t reason, unsigned timeout_ms) {
-  return post_and_wait(CTL_CLOSE, reason, timeout_ms);
+  pthread_mutex_lock(&g_mu);
+  int stuck = g_stuck_ticket && g_ticket_done < g_stuck_ticket;
+  pthread_mutex_unlock(&g_mu);
+  int rc = post_and_wait(CTL_CLOSE, reason, stuck ? 0 : timeout_ms);
+  if (rc != 0 && !stuck) {
+    pthread_mutex_lock(&g_mu);
+    g_stuck_ticket = g_ticket_next - 1;
+    pthread_mutex_unlock(&g_mu);
+  }
+  return rc;
 }
 
 void lens_writer_shutdown(uint32_t reason, unsigned timeout_ms) {
@@ -670,6 +685,7 @@ void lens_writer_reset_after_fork(void) {
   g_ctl_head = g_ctl_tail = 0;
   g_ticket_next = 1;
   g_ticket_done = 0;
+  g_stuck_ticket = 0;
 }
 
 uint64_t lens_writer_events(void) { return g_events; }
