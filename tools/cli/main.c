@@ -14,6 +14,7 @@ W int lens_cmd_bench(int argc, char **argv);
 W int lens_cmd_validate(int argc, char **argv);
 W int lens_cmd_sched(int argc, char **argv);
 W int lens_cmd_report(int argc, char **argv);
+W int lens_cmd_net(int argc, char **argv);
 
 static const struct {
   const char *name;
@@ -27,6 +28,7 @@ static const struct {
     {"validate", lens_cmd_validate, "join CUPTI kernel records, map GPU clocks, check accuracy"},
     {"sched", lens_cmd_sched, "eBPF probe: scheduling delays of NCCL proxy threads"},
     {"report", lens_cmd_report, "write a report of a run"},
+    {"net", lens_cmd_net, "the network: per link and step, where the time goes (GPU, peer, wire)"},
     {"bench", lens_cmd_bench, "measure the plugin's cost per callback"},
 };
 

@@ -135,6 +135,13 @@ struct rp_op {
   } st[RP_STEPS];
   int kch_truth;     /* index into truth kernel_ch */
   int64_t posted_ns; /* when the op became visible to the proxy (ncclProxyStart) */
+  /* network scenarios (rp_net.c): injected delays and per-step truth */
+  int64_t wire_extra_ns;    /* send: isend -> test() done longer; recv: the data arrives that much later */
+  int64_t peer_hold_ns;     /* send: no credit (isend gives no request) for this long after the data is ready */
+  int64_t consume_extra_ns; /* recv: the GPU consumes the data this much later */
+  struct rp_netsim *net_truth; /* non-NULL: record step truth; its steps are paced from t0 (all
+                                * peers of a group concurrently, as one NCCL p2p kernel runs them) */
+  int nt[RP_STEPS];            /* step truth entry per step slot, -1 */
 };
 
 struct rp_proxy {
@@ -218,6 +225,7 @@ struct rp_graph_plan {
 
 struct rp_truth;
 struct rp_cb;
+struct rp_netsim;
 #define RP_MAX_CAPTURED 32
 
 struct rp_node {
@@ -249,6 +257,7 @@ struct rp_node {
   void *foreign_base; /* PROT_NONE page: foreign contexts/parents point here */
   struct rp_truth *truth;
   long calls_before; /* plugin calls of earlier loads (--reload) */
+  struct rp_netsim *netsim; /* network scenarios (rp_net.c), NULL otherwise */
 };
 
 const char *rp_func_name(int func);

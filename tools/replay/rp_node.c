@@ -12,6 +12,7 @@
 
 #include "replay/rp_node.h"
 #include "replay/rp_plan.h"
+#include "replay/rp_net.h"
 #include "replay/rp_truth.h"
 
 static uint64_t mix64(uint64_t z) {
@@ -205,6 +206,7 @@ out:
     for (int ch = 0; ch < RP_MAX_CH; ch++) free(n->gpu[l].items[ch]);
   if (n->foreign_base != MAP_FAILED) munmap(n->foreign_base, 4096);
   rp_truth_free(n->truth);
+  rp_net_free(n);
   free(n);
   return rc;
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "replay/rp_plan.h"
+#include "replay/rp_net.h"
 #include "replay/rp_truth.h"
 
 #define LAUNCH_LAT_NS 6000   /* launch call -> kernel start */
@@ -235,6 +236,7 @@ static void post_ops(struct rp_node *n, struct rp_task *t) {
       op->step_bytes = np.step_bytes;
       op->step_ns = (dur - 4000) / (np.nSteps > 0 ? np.nSteps : 1);
       if (op->step_ns < 500) op->step_ns = 500;
+      rp_net_shape_op(n, op, dir == 1);
       if (dir == 0 && n->hazard_dup_recv) {
         op->dup_recv_start = true;
         n->hazard_dup_recv = false;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "replay/rp_internal.h"
+#include "replay/rp_net.h"
 #include "replay/rp_truth.h"
 
 #define POLL_NS 8000     /* pause between passes while ops are active (NCCL spins) */
@@ -43,7 +44,7 @@ static void ctrl_event(struct rp_proxy *px, int state, int appended) {
 /* Time base of a network op: its GPU item's start, or t0 for ops that came
  * from another process (PXN) and have no item here. */
 static int64_t op_t0(struct rp_proxy *px, struct rp_op *op) {
-  if (op->foreign) return op->t0;
+  if (op->foreign || op->net_truth) return op->t0;
   struct rp_item *it = rp_gpu_item(&px->node->gpu[op->local], op->channel, op->base);
   return it ? atomic_load_explicit(&it->start, memory_order_acquire) : op->t0;
 }
@@ -56,7 +57,9 @@ static void step_start(struct rp_proxy *px, struct rp_op *op, int k) {
     d.parentObj = op->h;
     d.rank = op->rank;
     d.proxyStep.step = k;
+    int64_t before = rp_now();
     h = rp_start(plug(px), op->ctx, &d);
+    rp_net_step_mark(op, k, 0, before, rp_now());
     atomic_fetch_add(&px->steps_started, 1);
   }
   op->st[k % RP_STEPS].h = h;
@@ -69,13 +72,17 @@ static void step_record(struct rp_proxy *px, struct rp_op *op, int k, int state,
   if (!op->h) return;
   lens_nccl_state_args_v5_t a = {0};
   a.proxyStep.transSize = trans;
+  int64_t before = rp_now();
   rp_record(plug(px), op->st[k % RP_STEPS].h, state, &a);
+  rp_net_step_mark(op, k, state, before, rp_now());
 }
 
 static void step_stop(struct rp_proxy *px, struct rp_op *op, int k) {
   void *h = op->st[k % RP_STEPS].h;
   if (h) atomic_fetch_add(&px->steps_stopped, 1);
+  int64_t before = rp_now();
   rp_stop(plug(px), h);
+  if (h) rp_net_step_mark(op, k, -1, before, rp_now());
   op->st[k % RP_STEPS].phase = PH_DONE;
 }
 
@@ -124,12 +131,13 @@ static bool progress_send(struct rp_proxy *px, struct rp_op *op, int64_t now) {
       if (now >= t0 + (int64_t)(k + 1) * o->step_ns) {
         step_record(px, o, k, LENS_ST_PROXY_STEP_SEND_PEER_WAIT, o->trans);
         o->st[s].phase = PH_SEND_PEERWAIT;
+        o->st[s].t = now;
         did = true;
       }
       break;
     case PH_SEND_PEERWAIT:
-      if (o->st[s].extra20 > 0) { /* isend gave no request yet: 20 again */
-        o->st[s].extra20--;
+      if (o->st[s].extra20 > 0 || now < o->st[s].t + o->peer_hold_ns) { /* isend gave no request yet: 20 again */
+        if (o->st[s].extra20 > 0) o->st[s].extra20--;
         step_record(px, o, k, LENS_ST_PROXY_STEP_SEND_PEER_WAIT, o->trans);
       } else {
         o->trans = o->step_bytes;
@@ -141,7 +149,7 @@ static bool progress_send(struct rp_proxy *px, struct rp_op *op, int64_t now) {
       did = true;
       break;
     case PH_SEND_SENT:
-      if (now >= o->st[s].t + NET_LAT_NS) {
+      if (now >= o->st[s].t + NET_LAT_NS + o->wire_extra_ns) {
         net_event(px, o, k, true);
         step_stop(px, o, k);
         did = true;
@@ -171,7 +179,7 @@ static bool progress_recv(struct rp_proxy *px, struct rp_op *op, int64_t now) {
     int s = k % RP_STEPS;
     switch (op->st[s].phase) {
     case PH_RECV_WAIT:
-      if (now >= t0 + (int64_t)(k + 1) * op->step_ns + NET_LAT_NS) {
+      if (now >= t0 + (int64_t)(k + 1) * op->step_ns + NET_LAT_NS + op->wire_extra_ns) {
         op->trans = op->step_bytes;
         step_record(px, op, k, LENS_ST_PROXY_STEP_RECV_FLUSH_WAIT, op->trans);
         net_event(px, op, k, false);
@@ -187,7 +195,7 @@ static bool progress_recv(struct rp_proxy *px, struct rp_op *op, int64_t now) {
       did = true;
       break;
     case PH_RECV_GPU:
-      if (now >= op->st[s].t + GPU_LAT_NS) {
+      if (now >= op->st[s].t + GPU_LAT_NS + op->consume_extra_ns) {
         step_stop(px, op, k);
         did = true;
       }

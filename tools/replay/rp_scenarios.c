@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "replay/rp_internal.h"
+#include "replay/rp_net.h"
 #include "replay/rp_truth.h"
 
 static const char *const scenarios[] = {"allreduce", "sendrecv", "mixed", "graph", "pxn",
@@ -14,7 +15,7 @@ static const char *const scenarios[] = {"allreduce", "sendrecv", "mixed", "graph
 bool rp_scenario_known(const char *name) {
   for (int i = 0; scenarios[i]; i++)
     if (!strcmp(name, scenarios[i])) return true;
-  return rp_scen_v7_known(name);
+  return rp_scen_v7_known(name) || rp_net_scenario_known(name);
 }
 
 int rp_scenario_ncomm_sets(const char *name) {
@@ -288,5 +289,6 @@ void rp_scenario_run(struct rp_node *n, const char *name, int iters) {
   else if (!strcmp(name, "starved")) sc_starved(n, iters);
   else if (!strcmp(name, "overrun")) sc_overrun(n, iters);
   else if (!strcmp(name, "all")) sc_all(n, iters);
+  else if (rp_net_scenario_known(name)) rp_net_run(n, name, iters);
   rp_sync(n);
 }

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "replay/rp_internal.h"
+#include "replay/rp_net.h"
 #include "replay/rp_truth.h"
 
 struct rp_truth *rp_truth_new(void) {
@@ -218,5 +219,6 @@ void rp_truth_write_process(struct rp_node *n, FILE *f) {
   write_ops(n->truth, f);
   write_kch(n->truth, f);
   write_misc(n->truth, f);
+  rp_net_truth_write(n, f);
   fputs("}", f);
 }

@@ -1,0 +1,489 @@
+/* The network view (tools/reader/net_*.c, `nccl-lens net`) against the
+ * replay's ground truth of every proxy step (docs/replay.md, "Network
+ * scenarios"): bytes per link exact; every step's phases within 2 % or 1 us
+ * (plus the truth's own bracket); the injected slow link ranked first with
+ * "wire"; the GPU-bound sender and the slow receiver named by their phases;
+ * nothing stands out when nothing was injected; IB QPs as the driver posted
+ * them; starved steps not blamed. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_run.h"
+#include "mini_json.h"
+#include "reader/net_analysis.h"
+
+enum { EVEN, SLOW_LINK, GPU_BOUND, SLOW_RECV, IB, NRUNS };
+static const char *const scen[NRUNS] = {"net-even", "net-slow-link", "net-gpu-bound", "net-slow-recv", "net-ib"};
+
+struct run {
+  char dir[512], truth[512], json[512];
+  struct mj *t, *j;
+  struct lens_model *m;
+  struct lens_net *n;
+  char *paths[16];
+  size_t npaths;
+};
+static struct run runs[NRUNS];
+static struct cli_result res;
+
+static const char *const phase_keys[LENS_NET_UNKNOWN] = {"send_gpu_wait_ns", "send_peer_wait_ns", "wire_ns",
+                                                         "recv_data_wait_ns", "recv_flush_ns", "recv_gpu_wait_ns"};
+
+static int load_run(int i) {
+  struct run *r = &runs[i];
+  snprintf(r->dir, sizeof r->dir, "%s/%s", cli_tmpdir(), scen[i]);
+  snprintf(r->truth, sizeof r->truth, "%s/%s.truth.json", cli_tmpdir(), scen[i]);
+  snprintf(r->json, sizeof r->json, "%s/%s.net.json", cli_tmpdir(), scen[i]);
+  const char *rp[] = {"replay", "--scenario", scen[i], "--nodes", "2", "--ranks-per-node", "2", "--out", r->dir,
+                      "--truth", r->truth, "--quiet", NULL};
+  if (cli_run(&res, rp) || res.status) {
+    fprintf(stderr, "replay %s failed (%d): %s\n", scen[i], res.status, res.err);
+    return -1;
+  }
+  const char *nj[] = {"net", "--json", "-o", r->json, r->dir, NULL};
+  if (cli_run(&res, nj) || res.status) {
+    fprintf(stderr, "net --json failed (%d): %s\n", res.status, res.err);
+    return -1;
+  }
+  DIR *d = opendir(r->dir);
+  if (!d) return -1;
+  struct dirent *de;
+  while ((de = readdir(d)) && r->npaths < 16)
+    if (strstr(de->d_name, ".lens")) {
+      char p[1024];
+      snprintf(p, sizeof p, "%s/%s", r->dir, de->d_name);
+      r->paths[r->npaths++] = strdup(p);
+    }
+  closedir(d);
+  char err[256];
+  r->m = lens_model_load((const char *const *)r->paths, r->npaths, err, sizeof err, NULL);
+  r->n = r->m ? lens_net_build(r->m) : NULL;
+  r->t = mj_parse_file(r->truth);
+  r->j = mj_parse_file(r->json);
+  if (!r->m || !r->n || !r->t || !r->j) {
+    fprintf(stderr, "%s: load failed (%s)\n", scen[i], r->m ? "" : err);
+    return -1;
+  }
+  return 0;
+}
+
+static int setup(void **state) {
+  (void)state;
+  for (int i = 0; i < NRUNS; i++)
+    if (load_run(i)) return -1;
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  for (int i = 0; i < NRUNS; i++) {
+    struct run *r = &runs[i];
+    lens_net_free(r->n);
+    if (r->m) lens_model_free(r->m);
+    mj_free(r->t);
+    mj_free(r->j);
+    for (size_t k = 0; k < r->npaths; k++) free(r->paths[k]);
+  }
+  cli_cleanup();
+  return 0;
+}
+
+/* Every truth step of a run, calling fn(step, ctx). */
+static void each_truth_step(const struct run *r, void (*fn)(const struct mj *s, void *ctx), void *ctx) {
+  const struct mj *procs = mj_get(r->t, "processes");
+  assert_non_null(procs);
+  for (size_t p = 0; p < procs->n; p++) {
+    const struct mj *net = mj_get(mj_at(procs, p), "net");
+    assert_non_null(net);
+    assert_int_equal(mj_int(net, "step_drops", -1), 0);
+    const struct mj *steps = mj_get(net, "steps");
+    for (size_t i = 0; i < steps->n; i++) fn(mj_at(steps, i), ctx);
+  }
+}
+static int is_send(const struct mj *s) { return !strcmp(mj_str(s, "dir"), "send"); }
+
+/* ---- per link: the JSON contract against the truth's sums ---- */
+struct link_sum {
+  int rank, peer, channel, send;
+  uint64_t steps, bytes, err;
+  int64_t phase[LENS_NET_UNKNOWN];
+};
+struct sums { struct link_sum l[256]; size_t n; };
+static void add_sum(const struct mj *s, void *ctx) {
+  struct sums *S = ctx;
+  int rank = (int)mj_int(s, "rank", -1), peer = (int)mj_int(s, "peer", -1), ch = (int)mj_int(s, "channel", -1),
+      send = is_send(s);
+  size_t i = 0;
+  while (i < S->n && !(S->l[i].rank == rank && S->l[i].peer == peer && S->l[i].channel == ch && S->l[i].send == send)) i++;
+  if (i == S->n) {
+    assert_true(S->n < 256);
+    S->l[S->n++] = (struct link_sum){.rank = rank, .peer = peer, .channel = ch, .send = send};
+  }
+  struct link_sum *L = &S->l[i];
+  L->steps++;
+  L->bytes += mj_uint(s, "bytes", 0);
+  L->err += mj_uint(s, "err_ns", 0);
+  for (int p = 0; p < LENS_NET_UNKNOWN; p++) L->phase[p] += mj_int(s, phase_keys[p], 0);
+}
+
+static void check_links(int run) {
+  struct run *r = &runs[run];
+  struct sums *S = calloc(1, sizeof *S);
+  each_truth_step(r, add_sum, S);
+  const struct mj *links = mj_get(r->j, "links");
+  assert_non_null(links);
+  assert_int_equal(links->n, S->n);
+  for (size_t i = 0; i < links->n; i++) {
+    const struct mj *l = mj_at(links, i);
+    /* the contract's keys */
+    static const char *const keys[] = {"rank", "peer", "channel", "dir", "steps", "bytes", "gpu_wait_ns",
+                                       "peer_wait_ns", "wire_ns", "gbps", "p99_step_ns"};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) assert_non_null(mj_get(l, keys[k]));
+    int send = !strcmp(mj_str(l, "dir"), "send");
+    const struct link_sum *L = NULL;
+    for (size_t k = 0; k < S->n; k++)
+      if (S->l[k].rank == mj_int(l, "rank", -2) && S->l[k].peer == mj_int(l, "peer", -2) &&
+          S->l[k].channel == mj_int(l, "channel", -2) && S->l[k].send == send)
+        L = &S->l[k];
+    assert_non_null(L);
+    assert_int_equal(mj_uint(l, "steps", 0), L->steps);
+    assert_int_equal(mj_uint(l, "bytes", 0), L->bytes); /* exact */
+    const struct mj *ph = mj_get(l, "phases_ns");
+    for (int p = 0; p < LENS_NET_UNKNOWN; p++) {
+      int64_t got = mj_int(ph, lens_net_phase_name(p), -1), want = L->phase[p];
+      int64_t tol = (int64_t)(0.02 * (double)want);
+      int64_t abs_tol = (int64_t)(1000 * L->steps + L->err);
+      if (tol < abs_tol) tol = abs_tol;
+      if (llabs(got - want) > tol)
+        fail_msg("%s: r%d->r%d ch%d %s %s: %" PRId64 " ns, truth %" PRId64 " (tolerance %" PRId64 ")", scen[run],
+                 L->rank, L->peer, L->channel, send ? "send" : "recv", lens_net_phase_name(p), got, want, tol);
+    }
+    assert_int_equal(mj_int(ph, "unknown", -1), 0);
+    /* the contract's waits are the direction's phases */
+    assert_int_equal(mj_int(l, "gpu_wait_ns", -1), mj_int(ph, send ? "send_gpu_wait" : "recv_gpu_wait", -2));
+    assert_int_equal(mj_int(l, "peer_wait_ns", -1), mj_int(ph, send ? "send_peer_wait" : "recv_data_wait", -2));
+    assert_int_equal(mj_int(l, "wire_ns", -1), send ? mj_int(ph, "wire", -2) : 0);
+  }
+  free(S);
+}
+
+static void test_links_match_truth(void **state) {
+  (void)state;
+  for (int i = 0; i < NRUNS; i++) check_links(i);
+}
+
+/* ---- per step: every ProxyStep against its truth step ---- */
+struct step_match {
+  const struct run *r;
+  uint64_t matched, checked;
+};
+static void match_step(const struct mj *s, void *ctx) {
+  struct step_match *M = ctx;
+  const struct lens_model *m = M->r->m;
+  int64_t start = mj_int(s, "start_ns", 0);
+  int32_t best = -1;
+  int64_t bestd = INT64_MAX;
+  for (size_t i = 0; i < m->n_events; i++) {
+    const struct lens_event *e = &m->events[i];
+    if (e->type != LENS_T_PROXY_STEP || e->parent < 0 || e->p.proxy_step.step != mj_int(s, "step", -1)) continue;
+    const struct lens_event *op = &m->events[e->parent];
+    if (op->rank != mj_int(s, "rank", -1) || op->p.proxy_op.peer != mj_int(s, "peer", -1) ||
+        op->p.proxy_op.channel != mj_int(s, "channel", -1) || op->p.proxy_op.is_send != is_send(s))
+      continue;
+    int64_t d = llabs((int64_t)e->start_mono_ns - start);
+    if (d < bestd) bestd = d, best = (int32_t)i;
+  }
+  /* a preempted driver widens its bracket; the plugin's time lies inside it */
+  if (best < 0 || bestd > 20000 + 2 * mj_int(s, "err_ns", 0)) fail_msg("truth step without its ProxyStep (start %" PRId64 ", nearest %" PRId64 " ns away)", start, best < 0 ? -1 : bestd);
+  M->matched++;
+  struct lens_net_step st;
+  assert_int_equal(lens_net_step_split(m, best, &st), 1);
+  assert_int_equal(st.bytes, mj_uint(s, "bytes", 0));
+  int64_t err = mj_int(s, "err_ns", 0), whole = 0;
+  for (int p = 0; p < LENS_NET_UNKNOWN; p++) {
+    int64_t want = mj_int(s, phase_keys[p], 0), got = (int64_t)st.phase_ns[p];
+    int64_t tol = (int64_t)(0.02 * (double)want);
+    if (tol < 1000 + err) tol = 1000 + err;
+    if (llabs(got - want) > tol)
+      fail_msg("r%d->r%d ch%d step %d %s: %" PRId64 " ns, truth %" PRId64 " (tolerance %" PRId64 ")",
+               (int)mj_int(s, "rank", -1), (int)mj_int(s, "peer", -1), (int)mj_int(s, "channel", -1),
+               (int)mj_int(s, "step", -1), lens_net_phase_name(p), got, want, tol);
+    whole += got;
+    M->checked++;
+  }
+  assert_int_equal(whole, (int64_t)(st.stop_ns - st.start_ns)); /* phases add up to the step */
+}
+
+static void test_steps_match_truth(void **state) {
+  (void)state;
+  for (int i = 0; i < NRUNS; i++) {
+    if (i != SLOW_LINK && i != SLOW_RECV) continue; /* O(steps x events): two runs are enough here */
+    struct step_match M = {.r = &runs[i]};
+    each_truth_step(&runs[i], match_step, &M);
+    assert_true(M.matched > 100);
+    assert_int_equal(M.matched, runs[i].n->total.steps);
+  }
+}
+
+/* ---- ranking and naming ---- */
+static const struct mj *injected(const struct run *r) {
+  return mj_get(mj_get(mj_at(mj_get(r->t, "processes"), 0), "net"), "injected");
+}
+
+static void test_even_nothing_stands_out(void **state) {
+  (void)state;
+  for (int i = 0; i < NRUNS; i++) {
+    if (i != EVEN && i != IB) continue;
+    const struct lens_net *n = runs[i].n;
+    assert_true(n->n_conns >= 8); /* 2 x 2: every rank to both ranks of the other node, 2 channels */
+    for (size_t c = 0; c < n->n_conns; c++)
+      if (n->conns[c].stands_out)
+        fail_msg("%s: r%d -> r%d ch%d stands out (score %.2f) with nothing injected", scen[i], n->conns[c].src,
+                 n->conns[c].dst, n->conns[c].channel, n->conns[c].score);
+  }
+}
+
+static void test_slow_link_first_on_wire(void **state) {
+  (void)state;
+  const struct run *r = &runs[SLOW_LINK];
+  const struct mj *inj = injected(r);
+  assert_non_null(inj);
+  assert_string_equal(mj_str(inj, "phase"), "wire");
+  int src = (int)mj_int(inj, "src", -1), dst = (int)mj_int(inj, "dst", -1);
+  const struct lens_net *n = r->n;
+  int standing = 0;
+  for (size_t c = 0; c < n->n_conns; c++) {
+    const struct lens_net_conn *k = &n->conns[c];
+    int injected_link = k->src == src && k->dst == dst;
+    if (c == 0) assert_true(injected_link);
+    if (injected_link) {
+      assert_true(k->stands_out);
+      assert_int_equal(k->dominant, LENS_NET_SEND_WIRE);
+      assert_true(k->reverse >= 0);
+      assert_false(n->conns[k->reverse].stands_out); /* one direction only */
+      assert_true(k->asymmetry >= 2.0);
+      assert_int_equal(n->links[k->send_link].dominant, LENS_NET_SEND_WIRE);
+      standing++;
+    } else if (k->stands_out) {
+      fail_msg("r%d -> r%d ch%d stands out (score %.2f) beside the injected link", k->src, k->dst, k->channel, k->score);
+    }
+  }
+  assert_int_equal(standing, 2); /* both channels of the link */
+  /* the JSON lists the same link first, send side first */
+  const struct mj *l0 = mj_at(mj_get(r->j, "links"), 0);
+  assert_int_equal(mj_int(l0, "rank", -1), src);
+  assert_int_equal(mj_int(l0, "peer", -1), dst);
+  assert_string_equal(mj_str(l0, "dir"), "send");
+  assert_string_equal(mj_str(l0, "dominant"), "wire");
+}
+
+static void test_gpu_bound_named(void **state) {
+  (void)state;
+  const struct run *r = &runs[GPU_BOUND];
+  int src = (int)mj_int(injected(r), "src", -1);
+  assert_string_equal(mj_str(injected(r), "phase"), "send_gpu_wait");
+  const struct lens_net *n = r->n;
+  assert_int_equal(n->conns[0].src, src);
+  assert_int_equal(n->conns[0].dominant, LENS_NET_SEND_GPU_WAIT);
+  int standing = 0;
+  for (size_t c = 0; c < n->n_conns; c++) {
+    if (!n->conns[c].stands_out) continue;
+    assert_int_equal(n->conns[c].src, src);
+    assert_int_equal(n->conns[c].dominant, LENS_NET_SEND_GPU_WAIT);
+    standing++;
+  }
+  assert_int_equal(standing, 4); /* to both ranks of the other node, 2 channels each */
+  /* per instance: the sender's Send instances say so too (the job view's
+   * question), and their GPU wait per step is well above the other ranks' */
+  int seen = 0, named = 0;
+  double own = 0, others = 0;
+  int n_others = 0;
+  for (size_t i = 0; i < r->m->n_events; i++) {
+    const struct lens_event *e = &r->m->events[i];
+    if (e->type != LENS_T_P2P || !e->p.p2p.func || strcmp(e->p.p2p.func, "Send")) continue;
+    int rank = e->comm >= 0 ? r->m->comms[e->comm].rank : e->rank;
+    struct lens_net_split s;
+    if (!lens_net_instance_split(r->m, (int32_t)i, &s)) continue;
+    assert_true(s.steps > 0);
+    double per_step = (double)s.phase_ns[LENS_NET_SEND_GPU_WAIT] / (double)s.steps;
+    if (rank == src) {
+      named += lens_net_split_dominant(&s) == LENS_NET_SEND_GPU_WAIT;
+      own += per_step;
+      seen++;
+    } else {
+      others += per_step;
+      n_others++;
+    }
+  }
+  assert_true(seen >= 4 && n_others >= 4);
+  assert_true(named * 4 >= seen * 3); /* a few instances may be dominated by a descheduled proxy */
+  assert_true(own / seen > 3 * (others / n_others));
+}
+
+static void test_slow_recv_named(void **state) {
+  (void)state;
+  const struct run *r = &runs[SLOW_RECV];
+  int dst = (int)mj_int(injected(r), "dst", -1);
+  assert_string_equal(mj_str(injected(r), "phase"), "recv_gpu_wait");
+  const struct lens_net *n = r->n;
+  assert_int_equal(n->conns[0].dst, dst);
+  assert_int_equal(n->conns[0].dominant, LENS_NET_RECV_GPU_WAIT);
+  int standing = 0;
+  for (size_t c = 0; c < n->n_conns; c++) {
+    const struct lens_net_conn *k = &n->conns[c];
+    if (k->dst == dst) {
+      assert_true(k->stands_out);
+      assert_int_equal(k->dominant, LENS_NET_RECV_GPU_WAIT);
+      assert_int_equal(n->links[k->recv_link].dominant, LENS_NET_RECV_GPU_WAIT);
+      assert_int_equal(n->links[k->send_link].dominant, LENS_NET_SEND_PEER_WAIT); /* its senders wait for credit */
+      standing++;
+    } else {
+      assert_false(k->stands_out);
+    }
+  }
+  assert_int_equal(standing, 4);
+}
+
+/* ---- NetPlugin: per QP as the driver posted them ---- */
+struct qp_truth { int rank, device, qp; uint64_t events, bytes; };
+struct qps { struct qp_truth q[64]; size_t n; };
+static void add_qp(const struct mj *s, void *ctx) {
+  struct qps *Q = ctx;
+  int rank = (int)mj_int(s, "rank", -1), dev = (int)mj_int(s, "device", -1), qp = (int)mj_int(s, "qp", -1);
+  size_t i = 0;
+  while (i < Q->n && !(Q->q[i].rank == rank && Q->q[i].device == dev && Q->q[i].qp == qp)) i++;
+  if (i == Q->n) Q->q[Q->n++] = (struct qp_truth){rank, dev, qp, 0, 0};
+  Q->q[i].events++;
+  Q->q[i].bytes += mj_uint(s, "bytes", 0);
+}
+static void test_ib_qps(void **state) {
+  (void)state;
+  const struct run *r = &runs[IB];
+  struct qps Q = {0};
+  each_truth_step(r, add_qp, &Q);
+  const struct lens_net *n = r->n;
+  assert_true(n->net_plugin_events > 0);
+  assert_int_equal(n->net_plugin_unparented, 0);
+  assert_int_equal(n->n_qps, Q.n);
+  for (size_t i = 0; i < n->n_qps; i++) {
+    const struct lens_net_qp *q = &n->qps[i];
+    assert_int_equal(q->transport, LENS_NET_TRANSPORT_IB);
+    const struct qp_truth *t = NULL;
+    for (size_t k = 0; k < Q.n; k++)
+      if (Q.q[k].rank == q->rank && Q.q[k].device == q->device && Q.q[k].qp == q->qp_num) t = &Q.q[k];
+    assert_non_null(t);
+    assert_int_equal(q->events, t->events); /* one work request per step */
+    assert_int_equal(q->bytes, t->bytes);
+    assert_int_equal(q->timed, q->events);
+    assert_true(q->p50_ns <= q->max_ns);
+  }
+  for (size_t l = 0; l < n->n_links; l++) assert_int_equal(n->links[l].transport, LENS_NET_TRANSPORT_IB);
+  /* and not in the runs without NetPlugin */
+  assert_int_equal(runs[EVEN].n->net_plugin_events, 0);
+  assert_int_equal(runs[EVEN].n->links[0].transport, LENS_NET_TRANSPORT_NET);
+}
+
+/* ---- per instance: the instance splits partition the links' steps ---- */
+static void test_instances_partition(void **state) {
+  (void)state;
+  for (int i = 0; i < NRUNS; i++) {
+    const struct lens_model *m = runs[i].m;
+    struct lens_net_split sum, s;
+    memset(&sum, 0, sizeof sum);
+    for (size_t e = 0; e < m->n_events; e++) {
+      int t = m->events[e].type;
+      if ((t == LENS_T_COLL || t == LENS_T_P2P) && lens_net_instance_split(m, (int32_t)e, &s)) {
+        sum.ops += s.ops;
+        sum.steps += s.steps;
+        sum.bytes += s.bytes;
+        for (int p = 0; p < LENS_NET_NPHASES; p++) sum.phase_ns[p] += s.phase_ns[p];
+      }
+    }
+    const struct lens_net_split *tot = &runs[i].n->total;
+    assert_int_equal(sum.ops, tot->ops);
+    assert_int_equal(sum.steps, tot->steps);
+    assert_int_equal(sum.bytes, tot->bytes);
+    for (int p = 0; p < LENS_NET_NPHASES; p++) assert_int_equal(sum.phase_ns[p], tot->phase_ns[p]);
+  }
+}
+
+/* ---- starvation: a starved step keeps its time but is not blamed ---- */
+static void test_starved_steps_not_blamed(void **state) {
+  (void)state;
+  struct run *r = &runs[SLOW_LINK];
+  const struct mj *inj = injected(r);
+  int src = (int)mj_int(inj, "src", -1), dst = (int)mj_int(inj, "dst", -1);
+  /* As lens_analyze_starvation would: the proxies of the slow link were starved
+   * through every one of its steps. */
+  uint64_t flagged = 0;
+  for (size_t i = 0; i < r->m->n_events; i++) {
+    struct lens_event *e = &r->m->events[i];
+    if (e->type != LENS_T_PROXY_STEP || e->parent < 0) continue;
+    const struct lens_event *op = &r->m->events[e->parent];
+    int from = op->p.proxy_op.is_send ? op->rank : op->p.proxy_op.peer;
+    int to = op->p.proxy_op.is_send ? op->p.proxy_op.peer : op->rank;
+    if (from == src && to == dst && e->stop_mono_ns) {
+      e->acc.flags |= LENS_ACC_STARVED;
+      flagged++;
+    }
+  }
+  struct lens_net *n = lens_net_build(r->m);
+  assert_non_null(n);
+  assert_int_equal(n->total.starved_steps, flagged);
+  assert_int_equal(n->total.phase_ns[LENS_NET_SEND_WIRE], r->n->total.phase_ns[LENS_NET_SEND_WIRE]); /* kept */
+  for (size_t c = 0; c < n->n_conns; c++) {
+    const struct lens_net_conn *k = &n->conns[c];
+    if (k->src != src || k->dst != dst) continue;
+    assert_false(k->stands_out);
+    assert_int_equal(k->dominant, -1); /* nothing left to blame */
+    assert_int_equal(n->links[k->send_link].t.starved_steps, n->links[k->send_link].t.steps);
+    assert_int_equal(n->links[k->send_link].t.blame_ns[LENS_NET_SEND_WIRE], 0);
+  }
+  lens_net_free(n);
+  for (size_t i = 0; i < r->m->n_events; i++) r->m->events[i].acc.flags &= ~LENS_ACC_STARVED;
+}
+
+/* ---- the command's text ---- */
+static void test_text_fits_a_screen(void **state) {
+  (void)state;
+  const char *args[] = {"net", runs[SLOW_LINK].dir, NULL};
+  assert_int_equal(cli_run(&res, args), 0);
+  assert_int_equal(res.status, 0);
+  int lines = 0;
+  for (const char *p = res.out; *p; p++) lines += *p == '\n';
+  assert_true(lines <= 45);
+  const char *row = strstr(res.out, "\n   1  ");
+  assert_non_null(row);
+  const char *eol = strchr(row + 1, '\n');
+  char first[512];
+  snprintf(first, sizeof first, "%.*s", (int)(eol - row - 1), row + 1);
+  assert_non_null(strstr(first, "r1 -> r2"));
+  assert_non_null(strstr(first, "wire"));
+  assert_non_null(strstr(first, "!"));
+  assert_non_null(strstr(res.out, "asymmetry"));
+  /* bad input: one line, exit 1 */
+  const char *bad[] = {"net", "--top", "x", runs[SLOW_LINK].dir, NULL};
+  assert_int_equal(cli_run(&res, bad), 0);
+  assert_int_equal(res.status, 1);
+  assert_int_equal(res.err_lines, 1);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_links_match_truth),      cmocka_unit_test(test_steps_match_truth),
+      cmocka_unit_test(test_even_nothing_stands_out), cmocka_unit_test(test_slow_link_first_on_wire),
+      cmocka_unit_test(test_gpu_bound_named),         cmocka_unit_test(test_slow_recv_named),
+      cmocka_unit_test(test_ib_qps),                  cmocka_unit_test(test_instances_partition),
+      cmocka_unit_test(test_starved_steps_not_blamed), cmocka_unit_test(test_text_fits_a_screen),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}

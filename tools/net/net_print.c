@@ -1,0 +1,389 @@
+/* See net_print.h. Text and Markdown share one row builder, so the report's
+ * section and `nccl-lens net` never disagree. */
+#include "net/net_print.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export/json_out.h"
+#include "report/report_md.h"
+
+#define TOP_INSTANCES 5
+#define TOP_ASYM 5
+#define ASYM_RATIO 1.5 /* A->B at least this many times B->A's score */
+
+static double pct(uint64_t a, uint64_t b) { return b ? 100.0 * (double)a / (double)b : 0.0; }
+
+static void fmt_bytes(uint64_t b, char *buf, size_t len) {
+  if (b < 1024) snprintf(buf, len, "%" PRIu64 " B", b);
+  else if (b < (1u << 20)) snprintf(buf, len, "%.1f KiB", (double)b / 1024);
+  else if (b < (1u << 30)) snprintf(buf, len, "%.1f MiB", (double)b / (1 << 20));
+  else snprintf(buf, len, "%.2f GiB", (double)b / (1u << 30));
+}
+
+static const char *comm_label(const struct lens_model *m, int32_t comm, uint64_t comm_id, char *buf, size_t len) {
+  const char *name = comm >= 0 && (size_t)comm < m->n_comms ? m->comms[comm].name : NULL;
+  if (name && *name) return name;
+  snprintf(buf, len, "0x%" PRIx64, comm_id);
+  return buf;
+}
+
+/* Time shares of a split's own step time, by phase. */
+static double share(const struct lens_net_split *s, int phase) { return pct(s->phase_ns[phase], s->step_ns); }
+
+/* One connection as table cells. */
+struct conn_row {
+  char comm[128], link[40], bytes[24], gbps[16], p50[20], p99[20], send[40], recv[40], dom[48];
+  uint64_t steps;
+  int ch;
+  double score;
+  int stands_out;
+};
+
+static void conn_row(const struct lens_model *m, const struct lens_net *n, const struct lens_net_conn *c,
+                     struct conn_row *r) {
+  memset(r, 0, sizeof *r);
+  const struct lens_net_link *s = c->send_link >= 0 ? &n->links[c->send_link] : NULL;
+  const struct lens_net_link *v = c->recv_link >= 0 ? &n->links[c->recv_link] : NULL;
+  const struct lens_net_link *a = s ? s : v;
+  char cb[32];
+  snprintf(r->comm, sizeof r->comm, "%s", comm_label(m, c->comm, c->comm_id, cb, sizeof cb));
+  snprintf(r->link, sizeof r->link, "r%d -> r%d", c->src, c->dst);
+  r->ch = c->channel;
+  r->steps = a->t.steps;
+  fmt_bytes(a->t.bytes, r->bytes, sizeof r->bytes);
+  if (a->gbps > 0) snprintf(r->gbps, sizeof r->gbps, "%.2f", a->gbps);
+  else snprintf(r->gbps, sizeof r->gbps, "-");
+  lens_report_fmt_ns((double)a->p50_step_ns, r->p50, sizeof r->p50);
+  lens_report_fmt_ns((double)a->p99_step_ns, r->p99, sizeof r->p99);
+  if (s)
+    snprintf(r->send, sizeof r->send, "%.0f/%.0f/%.0f", share(&s->t, LENS_NET_SEND_GPU_WAIT),
+             share(&s->t, LENS_NET_SEND_PEER_WAIT), share(&s->t, LENS_NET_SEND_WIRE));
+  else snprintf(r->send, sizeof r->send, "-");
+  if (v)
+    snprintf(r->recv, sizeof r->recv, "%.0f/%.0f/%.0f", share(&v->t, LENS_NET_RECV_DATA_WAIT),
+             share(&v->t, LENS_NET_RECV_FLUSH), share(&v->t, LENS_NET_RECV_GPU_WAIT));
+  else snprintf(r->recv, sizeof r->recv, "-");
+  snprintf(r->dom, sizeof r->dom, "%s", lens_net_phase_name(c->dominant));
+  r->score = c->score;
+  r->stands_out = c->stands_out;
+}
+
+static size_t count_standing_out(const struct lens_net *n) {
+  size_t k = 0;
+  for (size_t i = 0; i < n->n_conns; i++) k += n->conns[i].stands_out;
+  return k;
+}
+
+static void headline(FILE *f, const struct lens_net *n, const char *pre) {
+  char b[24];
+  fmt_bytes(n->total.bytes, b, sizeof b);
+  fprintf(f, "%s%zu links (%zu directed connections) of %d ranks: %" PRIu64 " network ops, %" PRIu64
+             " steps timed, %s",
+          pre, n->n_links, n->n_conns, n->n_ranks, n->total.ops, n->total.steps, b);
+  if (n->total.untimed_steps) fprintf(f, ", %" PRIu64 " steps not timed (never stopped or restarted)", n->total.untimed_steps);
+  fputs("\n", f);
+  const struct lens_net_split *s = &n->send_total, *r = &n->recv_total;
+  fprintf(f, "%ssend time: GPU %.1f%%, peer %.1f%%, wire %.1f%%", pre, share(s, LENS_NET_SEND_GPU_WAIT),
+          share(s, LENS_NET_SEND_PEER_WAIT), share(s, LENS_NET_SEND_WIRE));
+  if (s->phase_ns[LENS_NET_UNKNOWN]) fprintf(f, ", unsplit %.1f%%", share(s, LENS_NET_UNKNOWN));
+  fprintf(f, "; receive time: waiting for data %.1f%%, flush %.1f%%, GPU %.1f%%", share(r, LENS_NET_RECV_DATA_WAIT),
+          share(r, LENS_NET_RECV_FLUSH), share(r, LENS_NET_RECV_GPU_WAIT));
+  if (r->phase_ns[LENS_NET_UNKNOWN]) fprintf(f, ", unsplit %.1f%%", share(r, LENS_NET_UNKNOWN));
+  fputs("\n", f);
+}
+
+static void starvation_line(FILE *f, const struct lens_net *n, const char *pre) {
+  if (!n->starvation_known) {
+    fprintf(f, "%sstarvation: not measured (no scheduler probe trace given; `nccl-lens sched` records one)\n", pre);
+    return;
+  }
+  char t[24];
+  lens_report_fmt_ns((double)n->total.starved_ns, t, sizeof t);
+  fprintf(f, "%s%" PRIu64 " steps (%s) overlapped a starved proxy thread: flagged and left out of the ranking, "
+             "not blamed on the network\n",
+          pre, n->total.starved_steps, t);
+}
+
+static size_t shown(const struct lens_net *n, int top) { return top <= 0 || (size_t)top > n->n_conns ? n->n_conns : (size_t)top; }
+
+/* Asymmetric pairs, each listed once from its slower side. */
+static void asymmetry(FILE *f, const struct lens_net *n, int md) {
+  int k = 0;
+  for (size_t i = 0; i < n->n_conns && k < TOP_ASYM; i++) {
+    const struct lens_net_conn *c = &n->conns[i];
+    if (c->reverse < 0 || c->asymmetry < ASYM_RATIO) continue;
+    const struct lens_net_conn *r = &n->conns[c->reverse];
+    if (!k++) fprintf(f, md ? "\nAsymmetry (A -> B against B -> A on the same channel):\n\n"
+                            : "\nasymmetry (A -> B against B -> A on the same channel)\n");
+    fprintf(f, "%sr%d -> r%d ch %d: %.1fx as slow as r%d -> r%d (score %.2f vs %.2f; %s vs %s)\n", md ? "- " : "  ",
+            c->src, c->dst, c->channel, c->asymmetry, r->src, r->dst, c->score, r->score,
+            lens_net_phase_name(c->dominant), lens_net_phase_name(r->dominant));
+  }
+  if (!k) fprintf(f, md ? "\nNo asymmetry: every pair's directions are within %.1fx of each other.\n"
+                        : "\nasymmetry: none (every pair's directions within %.1fx)\n", ASYM_RATIO);
+}
+
+/* Instances of Coll/P2p with the most step time on the network. */
+struct inst { int32_t ev; struct lens_net_split s; };
+static int by_step_ns(const void *a, const void *b) {
+  const struct inst *x = a, *y = b;
+  return x->s.step_ns < y->s.step_ns ? 1 : x->s.step_ns > y->s.step_ns ? -1 : (x->ev > y->ev) - (x->ev < y->ev);
+}
+static struct inst *instances(const struct lens_model *m, size_t *count) {
+  size_t k = 0, cap = 0;
+  struct inst *v = NULL;
+  for (size_t i = 0; i < m->n_events; i++) {
+    int t = m->events[i].type;
+    if (t != LENS_T_COLL && t != LENS_T_P2P) continue;
+    struct lens_net_split s;
+    if (!lens_net_instance_split(m, (int32_t)i, &s)) continue;
+    if (k == cap) {
+      cap = cap ? cap * 2 : 64;
+      struct inst *nv = realloc(v, cap * sizeof *v);
+      if (!nv) break;
+      v = nv;
+    }
+    v[k++] = (struct inst){(int32_t)i, s};
+  }
+  *count = k;
+  return v;
+}
+static int32_t inst_rank(const struct lens_model *m, const struct lens_event *e) {
+  return e->comm >= 0 ? m->comms[e->comm].rank : e->rank;
+}
+static const char *inst_func(const struct lens_event *e) {
+  const char *f = e->type == LENS_T_COLL ? e->p.coll.func : e->p.p2p.func;
+  return f ? f : "?";
+}
+
+static void top_instances(FILE *f, const struct lens_model *m, int md) {
+  size_t k = 0;
+  struct inst *v = instances(m, &k);
+  if (!k) {
+    free(v);
+    return;
+  }
+  qsort(v, k, sizeof *v, by_step_ns);
+  size_t show = k < TOP_INSTANCES ? k : TOP_INSTANCES;
+  if (md)
+    fprintf(f, "\nCollective instances with the most network step time (%zu of %zu; each rank's ops):\n\n"
+               "| rank | op | seq | steps | step time | GPU | peer | wire | recv data | recv GPU | dominant |\n"
+               "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+            show, k);
+  else
+    fprintf(f, "\ncollective instances with the most network step time (%zu of %zu; each rank's ops)\n"
+               "  rank  op              seq   steps  step time   GPU%%  peer%%  wire%%  rdata%%  rGPU%%  dominant\n",
+            show, k);
+  for (size_t i = 0; i < show; i++) {
+    const struct lens_event *e = &m->events[v[i].ev];
+    const struct lens_net_split *s = &v[i].s;
+    char t[24];
+    lens_report_fmt_ns((double)s->step_ns, t, sizeof t);
+    char seq[24] = "-"; /* p2p has no seqNumber */
+    if (e->type == LENS_T_COLL) snprintf(seq, sizeof seq, "%" PRIu64, e->p.coll.seq);
+    if (md)
+      fprintf(f, "| %d | %s | %s | %" PRIu64 " | %s | %.0f%% | %.0f%% | %.0f%% | %.0f%% | %.0f%% | %s |\n",
+              inst_rank(m, e), inst_func(e), seq, s->steps, t, share(s, 0), share(s, 1), share(s, 2), share(s, 3),
+              share(s, 5), lens_net_phase_name(lens_net_split_dominant(s)));
+    else
+      fprintf(f, "  %4d  %-14s %4s  %6" PRIu64 "  %-10s %5.0f  %5.0f  %5.0f  %6.0f  %5.0f  %s\n", inst_rank(m, e),
+              inst_func(e), seq, s->steps, t, share(s, 0), share(s, 1), share(s, 2), share(s, 3), share(s, 5),
+              lens_net_phase_name(lens_net_split_dominant(s)));
+  }
+  free(v);
+}
+
+static void qps(FILE *f, const struct lens_net *n, int md) {
+  if (!n->net_plugin_events) {
+    fprintf(f, md ? "\nNo NetPlugin events (NCCL reports them only when built with NET_PROFILER=1, and "
+                    "`NCCL_LENS_EVENT_MASK` must include `net`).\n"
+                  : "\nNetPlugin: no events (NCCL reports them only when built with NET_PROFILER=1; "
+                    "NCCL_LENS_EVENT_MASK must include net)\n");
+    return;
+  }
+  fprintf(f, md ? "\nNetPlugin events: %" PRIu64 " on %zu QPs/sockets%s\n\n"
+                  "| rank | transport | dev | qp/fd | peer | ch | dir | events | bytes | p50 | max |\n"
+                  "|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---:|\n"
+                : "\nNetPlugin: %" PRIu64 " events on %zu QPs/sockets%s\n"
+                  "  rank  transport  dev  qp/fd  peer  ch  dir   events  bytes        p50        max\n",
+          n->net_plugin_events, n->n_qps, n->net_plugin_unparented ? " (some not under a known step)" : "");
+  size_t show = n->n_qps < 16 ? n->n_qps : 16;
+  for (size_t i = 0; i < show; i++) {
+    const struct lens_net_qp *q = &n->qps[i];
+    char b[24], p50[20], mx[20];
+    fmt_bytes(q->bytes, b, sizeof b);
+    lens_report_fmt_ns((double)q->p50_ns, p50, sizeof p50);
+    lens_report_fmt_ns((double)q->max_ns, mx, sizeof mx);
+    const char *dir = q->dir == LENS_NET_DIR_SEND ? "send" : q->dir == LENS_NET_DIR_RECV ? "recv" : "-";
+    if (md)
+      fprintf(f, "| %d | %s | %d | %d | %d | %d | %s | %" PRIu64 " | %s | %s | %s |\n", q->rank,
+              lens_net_transport_name(q->transport), q->device, q->qp_num, q->peer, q->channel, dir, q->events, b,
+              p50, mx);
+    else
+      fprintf(f, "  %4d  %-9s  %3d  %5d  %4d  %2d  %-4s  %6" PRIu64 "  %-11s  %-9s  %s\n", q->rank,
+              lens_net_transport_name(q->transport), q->device, q->qp_num, q->peer, q->channel, dir, q->events, b,
+              p50, mx);
+  }
+  if (show < n->n_qps) fprintf(f, md ? "\n(%zu more in `nccl-lens net --json`)\n" : "  (%zu more: --json)\n", n->n_qps - show);
+}
+
+void lens_net_print_text(FILE *f, const struct lens_model *m, const struct lens_net *n, int top) {
+  if (!n->n_links) {
+    fprintf(f, "network: no ProxyOp events (no network transport, or the mask left out proxyop/proxystep)\n");
+    return;
+  }
+  headline(f, n, "");
+  starvation_line(f, n, "");
+  size_t show = shown(n, top), out = count_standing_out(n);
+  fprintf(f, "\nslowest connections first: %zu of %zu stand out (score >= %.1f: steps %.1fx the typical time of "
+             "steps of their size)\n",
+          out, n->n_conns, LENS_NET_STANDOUT, LENS_NET_STANDOUT);
+  fprintf(f, "   #  comm                link          ch   steps  bytes       Gbit/s  p50 step    p99 step    "
+             "send g/p/w%%  recv d/f/g%%  score   dominant\n");
+  for (size_t i = 0; i < show; i++) {
+    struct conn_row r;
+    conn_row(m, n, &n->conns[i], &r);
+    fprintf(f, "  %2zu  %-18.18s  %-12s  %2d  %6" PRIu64 "  %-10s  %6s  %-10s  %-10s  %-11s  %-11s  %5.2f%s  %s\n",
+            i + 1, r.comm, r.link, r.ch, r.steps, r.bytes, r.gbps, r.p50, r.p99, r.send, r.recv, r.score,
+            r.stands_out ? " !" : "  ", r.dom);
+  }
+  if (show < n->n_conns) fprintf(f, "  (%zu more: --top N or --json)\n", n->n_conns - show);
+  asymmetry(f, n, 0);
+  top_instances(f, m, 0);
+  qps(f, n, 0);
+}
+
+void lens_net_print_md(FILE *f, const struct lens_model *m, const struct lens_net *n, int top) {
+  fprintf(f, "## Network\n\n");
+  if (!n->n_links) {
+    fprintf(f, "No ProxyOp events: no network transport was used, or the event mask left out ProxyOp and "
+               "ProxyStep.\n\n");
+    return;
+  }
+  headline(f, n, "");
+  fputs("\n", f);
+  starvation_line(f, n, "");
+  size_t show = shown(n, top), out = count_standing_out(n);
+  fprintf(f, "\nSlowest connections first (%zu of %zu shown; %zu stand out, marked !, with steps at least %.1fx "
+             "the typical time for their size). Send: GPU/peer/wire %% of the sender's step time; receive: "
+             "data/flush/GPU %% of the receiver's; `nccl-lens net` has the rest.\n\n"
+             "| # | comm | link | ch | steps | bytes | Gbit/s | p50 step | p99 step | send g/p/w | recv d/f/g | score | "
+             "dominant |\n|---:|---|---|---:|---:|---:|---:|---:|---:|---|---|---:|---|\n",
+          show, n->n_conns, out, LENS_NET_STANDOUT);
+  for (size_t i = 0; i < show; i++) {
+    struct conn_row r;
+    conn_row(m, n, &n->conns[i], &r);
+    fprintf(f, "| %zu | %s | %s | %d | %" PRIu64 " | %s | %s | %s | %s | %s | %s | %.2f%s | %s |\n", i + 1, r.comm,
+            r.link, r.ch, r.steps, r.bytes, r.gbps, r.p50, r.p99, r.send, r.recv, r.score, r.stands_out ? " !" : "",
+            r.dom);
+  }
+  asymmetry(f, n, 1);
+  top_instances(f, m, 1);
+  qps(f, n, 1);
+  fputs("\n", f);
+}
+
+/* ---- JSON ---- */
+static void jsplit(FILE *f, const struct lens_net_split *s) {
+  fprintf(f, "\"ops\":%" PRIu64 ",\"steps\":%" PRIu64 ",\"untimed_steps\":%" PRIu64 ",\"bytes\":%" PRIu64
+             ",\"step_ns\":%" PRIu64,
+          s->ops, s->steps, s->untimed_steps, s->bytes, s->step_ns);
+  fputs(",\"phases_ns\":{", f);
+  for (int p = 0; p < LENS_NET_NPHASES; p++)
+    fprintf(f, "%s\"%s\":%" PRIu64, p ? "," : "", lens_net_phase_name(p), s->phase_ns[p]);
+  fputc('}', f);
+  fprintf(f, ",\"starved_steps\":%" PRIu64 ",\"starved_ns\":%" PRIu64, s->starved_steps, s->starved_ns);
+}
+
+static void jlink(FILE *f, const struct lens_model *m, const struct lens_net *n, size_t i) {
+  const struct lens_net_link *l = &n->links[i];
+  const struct lens_net_split *s = &l->t;
+  int send = l->dir == LENS_NET_DIR_SEND;
+  /* The contract's three waits, per direction (docs/net.md). */
+  uint64_t gpu = send ? s->phase_ns[LENS_NET_SEND_GPU_WAIT] : s->phase_ns[LENS_NET_RECV_GPU_WAIT];
+  uint64_t peer = send ? s->phase_ns[LENS_NET_SEND_PEER_WAIT] : s->phase_ns[LENS_NET_RECV_DATA_WAIT];
+  uint64_t wire = send ? s->phase_ns[LENS_NET_SEND_WIRE] : 0;
+  fprintf(f, "{\"rank\":%d,\"peer\":%d,\"channel\":%d,\"dir\":\"%s\",\"comm\":", l->rank, l->peer, l->channel,
+          send ? "send" : "recv");
+  lens_json_hex(f, l->comm_id);
+  fputs(",\"comm_name\":", f);
+  lens_json_str(f, l->comm >= 0 && (size_t)l->comm < m->n_comms && m->comms[l->comm].name[0] ? m->comms[l->comm].name
+                                                                                             : NULL);
+  fprintf(f, ",\"transport\":\"%s\",", lens_net_transport_name(l->transport));
+  jsplit(f, s);
+  fprintf(f, ",\"gpu_wait_ns\":%" PRIu64 ",\"peer_wait_ns\":%" PRIu64 ",\"wire_ns\":%" PRIu64, gpu, peer, wire);
+  fputs(",\"gpu_share\":", f);
+  lens_json_double(f, s->step_ns ? (double)gpu / (double)s->step_ns : 0);
+  fputs(",\"peer_share\":", f);
+  lens_json_double(f, s->step_ns ? (double)peer / (double)s->step_ns : 0);
+  fputs(",\"wire_share\":", f);
+  lens_json_double(f, s->step_ns ? (double)wire / (double)s->step_ns : 0);
+  fputs(",\"gbps\":", f);
+  if (l->gbps > 0) lens_json_double(f, l->gbps);
+  else fputs("null", f);
+  fprintf(f, ",\"gbps_from\":\"%s\"", send ? "own wire time" : l->gbps > 0 ? "sender's wire time" : "none");
+  fprintf(f, ",\"p50_step_ns\":%" PRIu64 ",\"p99_step_ns\":%" PRIu64 ",\"max_step_ns\":%" PRIu64 ",\"dominant\":\"%s\"",
+          l->p50_step_ns, l->p99_step_ns, l->max_step_ns, lens_net_phase_name(l->dominant));
+  fputs(",\"score\":", f);
+  lens_json_double(f, l->score);
+  fprintf(f, ",\"connection\":%d,\"order\":%zu}", l->conn, i);
+}
+
+void lens_net_print_json(FILE *f, const struct lens_model *m, const struct lens_net *n) {
+  fputs("{\"links\":[", f);
+  for (size_t i = 0; i < n->n_links; i++) {
+    fputs(i ? ",\n" : "\n", f);
+    jlink(f, m, n, i);
+  }
+  fputs("],\n\"connections\":[", f);
+  for (size_t i = 0; i < n->n_conns; i++) {
+    const struct lens_net_conn *c = &n->conns[i];
+    fprintf(f, "%s{\"comm\":", i ? ",\n" : "\n");
+    lens_json_hex(f, c->comm_id);
+    fprintf(f, ",\"src\":%d,\"dst\":%d,\"channel\":%d,\"send_link\":%d,\"recv_link\":%d,\"reverse\":%d,"
+               "\"dominant\":\"%s\",\"score\":",
+            c->src, c->dst, c->channel, c->send_link, c->recv_link, c->reverse, lens_net_phase_name(c->dominant));
+    lens_json_double(f, c->score);
+    fputs(",\"asymmetry\":", f);
+    if (c->reverse >= 0) lens_json_double(f, c->asymmetry);
+    else fputs("null", f);
+    fprintf(f, ",\"stands_out\":%s,\"order\":%d}", c->stands_out ? "true" : "false", c->order);
+  }
+  fputs("],\n\"instances\":[", f);
+  size_t k = 0;
+  struct inst *v = instances(m, &k);
+  for (size_t i = 0; i < k; i++) {
+    const struct lens_event *e = &m->events[v[i].ev];
+    fprintf(f, "%s{\"event\":%d,\"comm\":", i ? ",\n" : "\n", v[i].ev);
+    lens_json_hex(f, e->comm >= 0 ? m->comms[e->comm].comm_id : 0);
+    fprintf(f, ",\"rank\":%d,\"kind\":\"%s\",\"func\":", inst_rank(m, e), e->type == LENS_T_COLL ? "coll" : "p2p");
+    lens_json_str(f, inst_func(e));
+    if (e->type == LENS_T_COLL) fprintf(f, ",\"seq\":%" PRIu64, e->p.coll.seq);
+    else fprintf(f, ",\"seq\":null,\"peer\":%d", e->p.p2p.peer);
+    fputc(',', f);
+    jsplit(f, &v[i].s);
+    fprintf(f, ",\"dominant\":\"%s\"}", lens_net_phase_name(lens_net_split_dominant(&v[i].s)));
+  }
+  free(v);
+  fprintf(f, "],\n\"net_plugin\":{\"events\":%" PRIu64 ",\"unparented\":%" PRIu64 ",\"qps\":[", n->net_plugin_events,
+          n->net_plugin_unparented);
+  for (size_t i = 0; i < n->n_qps; i++) {
+    const struct lens_net_qp *q = &n->qps[i];
+    fprintf(f,
+            "%s{\"rank\":%d,\"transport\":\"%s\",\"device\":%d,\"qp\":%d,\"peer\":%d,\"channel\":%d,\"dir\":%s,"
+            "\"events\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"timed\":%" PRIu64 ",\"total_ns\":%" PRIu64
+            ",\"p50_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64 "}",
+            i ? ",\n" : "\n", q->rank, lens_net_transport_name(q->transport), q->device, q->qp_num, q->peer, q->channel,
+            q->dir == LENS_NET_DIR_SEND ? "\"send\"" : q->dir == LENS_NET_DIR_RECV ? "\"recv\"" : "null", q->events,
+            q->bytes, q->timed, q->total_ns, q->p50_ns, q->max_ns);
+  }
+  fputs("]},\n\"totals\":{", f);
+  jsplit(f, &n->total);
+  fprintf(f, ",\"links\":%zu,\"connections\":%zu,\"ranks\":%d,\"steps_without_op\":%" PRIu64
+             ",\"starvation_measured\":%s,\"standout_score\":",
+          n->n_links, n->n_conns, n->n_ranks, n->proxy_ops_unresolved, n->starvation_known ? "true" : "false");
+  lens_json_double(f, LENS_NET_STANDOUT);
+  fputs("}}\n", f);
+}

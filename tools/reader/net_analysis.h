@@ -1,0 +1,165 @@
+/* The network view: where each proxy step's time goes, per link, per
+ * collective instance and per NetPlugin connection (docs/net.md).
+ *
+ * A view over the reader's model (lensread.h); it reads ProxyOp, ProxyStep
+ * and NetPlugin events and the states NCCL recorded on them (spec §2.5,
+ * NCCL 2.28.9 src/transport/net.cc), and changes nothing in the model.
+ *
+ * Phases of one step. Every boundary is a host time (CLOCK_MONOTONIC ns of
+ * the process that ran the proxy), so a step's phases need no clock
+ * alignment, and they add up to its whole time (stop - start):
+ *
+ *   send  start(+8 SendGPUWait, buffer posted to the GPU)
+ *           -- gpu_wait  --> first 20 SendPeerWait (the GPU produced the data)
+ *           -- peer_wait --> 9 SendWait (isend accepted: the receiver's credit
+ *                            came; 20 repeats while it does not)
+ *           -- wire      --> stop (test() done: the network finished it)
+ *   recv  start(+10 RecvWait, irecv posted)
+ *           -- data_wait --> 11 RecvFlushWait (data received; the receiver
+ *                            cannot tell the sender's waits from the wire's)
+ *           -- flush     --> 12 RecvGPUWait (flush done or not needed)
+ *           -- gpu_wait  --> stop (the GPU consumed the data)
+ *
+ * "Done" is the stop itself: it ends the step and lasts no time. A boundary
+ * that was not recorded (dropped, or a ProxyOp without a handle, which makes
+ * NCCL record no step states) turns the time around it into `unknown`,
+ * never into a guess. A step whose timing overlaps a starvation interval of
+ * its proxy thread (LENS_ACC_STARVED, tools/reader/starvation.c) keeps its
+ * split but is counted apart and left out of the blame (ranking, dominant
+ * phase): a late proxy is not a slow network. */
+#ifndef NCCL_LENS_NET_ANALYSIS_H
+#define NCCL_LENS_NET_ANALYSIS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lensread.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum lens_net_phase {
+  LENS_NET_SEND_GPU_WAIT = 0,  /* send: waiting for the GPU to produce the data */
+  LENS_NET_SEND_PEER_WAIT = 1, /* send: data ready, waiting for the peer's credit */
+  LENS_NET_SEND_WIRE = 2,      /* send: in flight on the network */
+  LENS_NET_RECV_DATA_WAIT = 3, /* recv: posted, waiting for the data */
+  LENS_NET_RECV_FLUSH = 4,     /* recv: flushing */
+  LENS_NET_RECV_GPU_WAIT = 5,  /* recv: waiting for the GPU to consume it */
+  LENS_NET_UNKNOWN = 6,        /* a boundary was not recorded */
+  LENS_NET_NPHASES = 7
+};
+
+/* Short names used in text and JSON: "send_gpu_wait", "send_peer_wait",
+ * "wire", "recv_data_wait", "recv_flush", "recv_gpu_wait", "unknown". */
+const char *lens_net_phase_name(int phase);
+/* What a phase means, for a reader: "waiting for the sender's GPU", ... */
+const char *lens_net_phase_text(int phase);
+
+enum { LENS_NET_DIR_RECV = 0, LENS_NET_DIR_SEND = 1 };
+enum { LENS_NET_TRANSPORT_NET = 0, LENS_NET_TRANSPORT_IB = 1, LENS_NET_TRANSPORT_SOCKET = 2 };
+const char *lens_net_transport_name(int transport); /* "net" (not reported), "ib", "socket" */
+
+/* The split of one ProxyStep event. Returns 1 when the step is timed (it was
+ * started and stopped and not superseded by a second start of the same
+ * step), else 0 and *out zeroed. */
+struct lens_net_step {
+  uint64_t start_ns, stop_ns; /* CLOCK_MONOTONIC of the proxy's host */
+  uint64_t phase_ns[LENS_NET_NPHASES];
+  uint64_t bytes;             /* transSize at 9 (send) or 11 (recv); 0 unknown */
+  int bytes_known;
+  int dir;                    /* LENS_NET_DIR_*, from the parent ProxyOp; -1 parent unknown */
+  int starved;                /* LENS_ACC_STARVED set on the step */
+};
+int lens_net_step_split(const struct lens_model *m, int32_t step_event, struct lens_net_step *out);
+
+/* Time of network ops summed: one collective instance, a link, or anything. */
+struct lens_net_split {
+  uint64_t ops, steps;        /* ProxyOp events; timed steps */
+  uint64_t untimed_steps;     /* never stopped, or superseded */
+  uint64_t bytes;
+  uint64_t step_ns;           /* sum of the whole times of the timed steps */
+  uint64_t phase_ns[LENS_NET_NPHASES];
+  uint64_t starved_steps, starved_ns; /* steps overlapping a starved proxy thread, their time */
+  uint64_t blame_ns[LENS_NET_NPHASES]; /* phase_ns of the steps that were not starved */
+  uint64_t first_start_ns, last_stop_ns; /* 0 when no timed step */
+};
+
+/* Per collective instance: the split summed over the network ops of one Coll
+ * or P2p event (its ProxyOp children, which under PXN may be recorded in
+ * another process: the reader links them across processes). Returns the
+ * number of ProxyOps found (0: the instance had no network op, or its proxy
+ * events were not recorded). The job view calls this per rank and instance
+ * to tell "slow link" (wire, peer) from "late rank" (the sender's GPU wait).
+ * Works on a model alone; lens_net_build is not needed. */
+int lens_net_instance_split(const struct lens_model *m, int32_t coll_event, struct lens_net_split *out);
+/* The phase with the most blamed time (wire, peer, gpu...), -1 when none.
+ * A receive's data_wait is the sender's and the wire's time seen from the
+ * receiver; it is named only when no send-side phase has time. */
+int lens_net_split_dominant(const struct lens_net_split *s);
+
+/* ---- Links ---- */
+struct lens_net_link {
+  uint64_t comm_id;           /* 0 when the communicator is unknown (foreign PXN op) */
+  int32_t comm;               /* index into model->comms, -1 */
+  int32_t rank, peer, channel, dir;
+  int32_t transport;          /* LENS_NET_TRANSPORT_*, from NetPlugin events under its steps */
+  int32_t proc;               /* process that ran the proxy (first seen) */
+  struct lens_net_split t;
+  uint64_t p50_step_ns, p99_step_ns, max_step_ns; /* over timed steps */
+  double gbps;                /* send: bytes*8 / wire ns (Gbit/s); recv: the matching send side's, 0 none */
+  int32_t conn;               /* index into lens_net.conns */
+  int32_t dominant;           /* phase, -1 */
+  double score;               /* median over its unstarved steps of (step time / the typical time of steps
+                               * of that direction and size over all links): 1.0 = typical. A median, so a
+                               * few steps delayed by something else (a descheduled proxy) do not make a
+                               * link stand out; a slow link slows all its steps. */
+};
+
+/* A directed connection src -> dst on one channel of one communicator: the
+ * sender's send link and the receiver's recv link, either may be missing
+ * when its trace was not given. */
+struct lens_net_conn {
+  uint64_t comm_id;
+  int32_t comm, src, dst, channel;
+  int32_t send_link, recv_link; /* indexes into lens_net.links, -1 */
+  int32_t reverse;              /* the connection dst -> src on the same channel, -1 */
+  int32_t dominant;             /* phase over both sides; with both known, the sender's peer_wait and the
+                                 * receiver's data_wait are each the other side's time and are not named */
+  double score;                 /* max of the sides' scores */
+  double asymmetry;             /* score / reverse's score, 0 without a reverse */
+  int stands_out;               /* score >= LENS_NET_STANDOUT */
+  int32_t order;                /* 0 = slowest */
+};
+
+struct lens_net_qp {
+  int32_t rank, proc;
+  int32_t transport;            /* IB or SOCKET */
+  int32_t device, qp_num;       /* IB: device index, QP number; socket: fd in qp_num, device -1 */
+  int32_t peer, channel, dir;   /* of the first step it carried, -1 */
+  uint64_t events, bytes;       /* bytes: the lengths the plugin reported (IB recv: not reported) */
+  uint64_t timed, total_ns, p50_ns, max_ns; /* start (WR posted) -> stop (completion) */
+};
+
+#define LENS_NET_STANDOUT 2.0   /* a connection whose steps take 2x the typical time stands out */
+
+struct lens_net {
+  struct lens_net_link *links; size_t n_links;   /* sorted: slowest connection first, send side first */
+  struct lens_net_conn *conns; size_t n_conns;   /* sorted slowest first */
+  struct lens_net_qp *qps; size_t n_qps;         /* sorted by rank, device, qp */
+  struct lens_net_split total;
+  struct lens_net_split send_total, recv_total;
+  uint64_t net_plugin_events, net_plugin_unparented;
+  uint64_t proxy_ops_unresolved;                 /* steps whose ProxyOp parent was not found */
+  int32_t n_ranks;                               /* distinct ranks with links */
+  int starvation_known;                          /* the model had scheduler samples */
+};
+
+/* Builds the network view. Returns NULL only when out of memory. */
+struct lens_net *lens_net_build(const struct lens_model *m);
+void lens_net_free(struct lens_net *n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,189 @@
+/* The network view, step level: one ProxyStep's time split into the phases
+ * of NCCL's ProxyStep state machine, and the split summed per collective
+ * instance (net_analysis.h has the phase boundaries). */
+#include <string.h>
+
+#include "net_analysis.h"
+#include "net_priv.h"
+
+/* NCCL's state values (spec §1.4). */
+enum { ST_SEND_GPU_WAIT = 8, ST_SEND_WAIT = 9, ST_RECV_WAIT = 10, ST_RECV_FLUSH_WAIT = 11, ST_RECV_GPU_WAIT = 12,
+       ST_SEND_PEER_WAIT = 20 };
+
+static const char *const phase_names[LENS_NET_NPHASES] = {
+    "send_gpu_wait", "send_peer_wait", "wire", "recv_data_wait", "recv_flush", "recv_gpu_wait", "unknown"};
+static const char *const phase_texts[LENS_NET_NPHASES] = {
+    "waiting for the sender's GPU to produce the data",
+    "waiting for the peer's credit (the receiver)",
+    "in flight on the network",
+    "posted, waiting for the data (the sender and the wire)",
+    "flushing received data",
+    "waiting for the receiver's GPU to consume the data",
+    "not split (a state was not recorded)"};
+
+const char *lens_net_phase_name(int phase) {
+  return phase >= 0 && phase < LENS_NET_NPHASES ? phase_names[phase] : "none";
+}
+const char *lens_net_phase_text(int phase) {
+  return phase >= 0 && phase < LENS_NET_NPHASES ? phase_texts[phase] : "no network time";
+}
+const char *lens_net_transport_name(int transport) {
+  return transport == LENS_NET_TRANSPORT_IB ? "ib" : transport == LENS_NET_TRANSPORT_SOCKET ? "socket" : "net";
+}
+
+static uint64_t span(uint64_t from, uint64_t to) { return to > from ? to - from : 0; }
+
+/* The earliest record of a state on event e: NCCL repeats 20 on every pass
+ * while isend gives no request, and the phase starts at the first. */
+static int first_state(const struct lens_model *m, const struct lens_event *e, uint32_t state, uint64_t *ts,
+                       uint64_t *arg, int *has_arg) {
+  int found = 0;
+  for (uint32_t i = 0; i < e->n_states; i++) {
+    const struct lens_state_ev *s = &m->states[e->first_state + i];
+    if (s->state != state || (found && s->ts_mono_ns >= *ts)) continue;
+    *ts = s->ts_mono_ns;
+    if (arg) *arg = s->arg;
+    if (has_arg) *has_arg = (int)s->has_args;
+    found = 1;
+  }
+  return found;
+}
+
+/* Splits [start, stop] at two ordered boundaries b1 <= b2 into phases p0
+ * (start..b1), p1 (b1..b2), p2 (b2..stop). A missing boundary merges the
+ * phases on both sides of it into `unknown`; the parts always add up to
+ * stop - start (boundaries are clamped into the step). */
+static void split3(struct lens_net_step *o, int have1, uint64_t b1, int have2, uint64_t b2, int p0, int p1, int p2) {
+  uint64_t s = o->start_ns, e = o->stop_ns;
+  if (have1) b1 = b1 < s ? s : b1 > e ? e : b1;
+  if (have2) b2 = b2 < s ? s : b2 > e ? e : b2;
+  if (have1 && have2 && b2 < b1) b2 = b1;
+  if (have1 && have2) {
+    o->phase_ns[p0] += span(s, b1);
+    o->phase_ns[p1] += span(b1, b2);
+    o->phase_ns[p2] += span(b2, e);
+  } else if (have1) {
+    o->phase_ns[p0] += span(s, b1);
+    o->phase_ns[LENS_NET_UNKNOWN] += span(b1, e);
+  } else if (have2) {
+    o->phase_ns[LENS_NET_UNKNOWN] += span(s, b2);
+    o->phase_ns[p2] += span(b2, e);
+  } else {
+    o->phase_ns[LENS_NET_UNKNOWN] += span(s, e);
+  }
+}
+
+int lens_net_step_split(const struct lens_model *m, int32_t step_event, struct lens_net_step *out) {
+  memset(out, 0, sizeof *out);
+  out->dir = -1;
+  if (!m || step_event < 0 || (size_t)step_event >= m->n_events) return 0;
+  const struct lens_event *e = &m->events[step_event];
+  if (e->type != LENS_T_PROXY_STEP) return 0;
+  if (e->parent >= 0 && m->events[e->parent].type == LENS_T_PROXY_OP)
+    out->dir = m->events[e->parent].p.proxy_op.is_send ? LENS_NET_DIR_SEND : LENS_NET_DIR_RECV;
+  if (!e->stop_mono_ns || (e->flags & (LENS_EVF_SUPERSEDED | LENS_EVF_NO_STOP)) || e->stop_mono_ns < e->start_mono_ns)
+    return 0;
+  out->start_ns = e->start_mono_ns;
+  out->stop_ns = e->stop_mono_ns;
+  out->starved = (e->acc.flags & LENS_ACC_STARVED) != 0;
+  /* Without the parent the direction still shows in the states. */
+  uint64_t t1 = 0, t2 = 0, arg = 0;
+  int h1, h2, ha = 0;
+  if (out->dir < 0) {
+    uint64_t t;
+    if (first_state(m, e, ST_SEND_GPU_WAIT, &t, NULL, NULL) || first_state(m, e, ST_SEND_WAIT, &t, NULL, NULL))
+      out->dir = LENS_NET_DIR_SEND;
+    else if (first_state(m, e, ST_RECV_WAIT, &t, NULL, NULL) || first_state(m, e, ST_RECV_FLUSH_WAIT, &t, NULL, NULL))
+      out->dir = LENS_NET_DIR_RECV;
+  }
+  if (out->dir == LENS_NET_DIR_SEND) {
+    h1 = first_state(m, e, ST_SEND_PEER_WAIT, &t1, NULL, NULL);
+    h2 = first_state(m, e, ST_SEND_WAIT, &t2, &arg, &ha);
+    split3(out, h1, t1, h2, t2, LENS_NET_SEND_GPU_WAIT, LENS_NET_SEND_PEER_WAIT, LENS_NET_SEND_WIRE);
+  } else if (out->dir == LENS_NET_DIR_RECV) {
+    h1 = first_state(m, e, ST_RECV_FLUSH_WAIT, &t1, &arg, &ha);
+    h2 = first_state(m, e, ST_RECV_GPU_WAIT, &t2, NULL, NULL);
+    split3(out, h1, t1, h2, t2, LENS_NET_RECV_DATA_WAIT, LENS_NET_RECV_FLUSH, LENS_NET_RECV_GPU_WAIT);
+  } else {
+    out->phase_ns[LENS_NET_UNKNOWN] = span(out->start_ns, out->stop_ns);
+  }
+  if (ha) {
+    out->bytes = arg;
+    out->bytes_known = 1;
+  }
+  return 1;
+}
+
+/* Adds one step event (timed or not) to a split. */
+void lens_net_split_add_step(struct lens_net_split *s, const struct lens_net_step *st, int timed) {
+  if (!timed) {
+    s->untimed_steps++;
+    return;
+  }
+  s->steps++;
+  s->bytes += st->bytes;
+  uint64_t whole = st->stop_ns - st->start_ns;
+  s->step_ns += whole;
+  for (int p = 0; p < LENS_NET_NPHASES; p++) {
+    s->phase_ns[p] += st->phase_ns[p];
+    if (!st->starved) s->blame_ns[p] += st->phase_ns[p];
+  }
+  if (st->starved) {
+    s->starved_steps++;
+    s->starved_ns += whole;
+  }
+  if (!s->first_start_ns || st->start_ns < s->first_start_ns) s->first_start_ns = st->start_ns;
+  if (st->stop_ns > s->last_stop_ns) s->last_stop_ns = st->stop_ns;
+}
+
+void lens_net_split_merge(struct lens_net_split *into, const struct lens_net_split *s) {
+  into->ops += s->ops;
+  into->steps += s->steps;
+  into->untimed_steps += s->untimed_steps;
+  into->bytes += s->bytes;
+  into->step_ns += s->step_ns;
+  for (int p = 0; p < LENS_NET_NPHASES; p++) {
+    into->phase_ns[p] += s->phase_ns[p];
+    into->blame_ns[p] += s->blame_ns[p];
+  }
+  into->starved_steps += s->starved_steps;
+  into->starved_ns += s->starved_ns;
+  if (s->first_start_ns && (!into->first_start_ns || s->first_start_ns < into->first_start_ns))
+    into->first_start_ns = s->first_start_ns;
+  if (s->last_stop_ns > into->last_stop_ns) into->last_stop_ns = s->last_stop_ns;
+}
+
+int lens_net_instance_split(const struct lens_model *m, int32_t coll_event, struct lens_net_split *out) {
+  memset(out, 0, sizeof *out);
+  if (!m || coll_event < 0 || (size_t)coll_event >= m->n_events) return 0;
+  int ops = 0;
+  for (int32_t c = m->events[coll_event].first_child; c >= 0; c = m->events[c].next_sibling) {
+    if (m->events[c].type != LENS_T_PROXY_OP) continue;
+    ops++;
+    out->ops++;
+    for (int32_t s = m->events[c].first_child; s >= 0; s = m->events[s].next_sibling) {
+      if (m->events[s].type != LENS_T_PROXY_STEP) continue;
+      struct lens_net_step st;
+      lens_net_split_add_step(out, &st, lens_net_step_split(m, s, &st));
+    }
+  }
+  return ops;
+}
+
+int lens_net_split_dominant(const struct lens_net_split *s) {
+  /* A receive's data_wait is the sender's and the wire's time seen from the
+   * other end: a candidate only when no send-side phase has time. */
+  const uint64_t *b = s->blame_ns;
+  int sends = b[LENS_NET_SEND_GPU_WAIT] || b[LENS_NET_SEND_PEER_WAIT] || b[LENS_NET_SEND_WIRE];
+  int best = -1;
+  uint64_t most = 0;
+  for (int p = 0; p < LENS_NET_UNKNOWN; p++) {
+    if (p == LENS_NET_RECV_DATA_WAIT && sends) continue;
+    if (b[p] > most) {
+      most = b[p];
+      best = p;
+    }
+  }
+  if (best < 0 && b[LENS_NET_UNKNOWN]) best = LENS_NET_UNKNOWN;
+  return best;
+}
