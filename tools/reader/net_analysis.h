@@ -110,10 +110,11 @@ struct lens_net_link {
   double gbps;                /* send: bytes*8 / wire ns (Gbit/s); recv: the matching send side's, 0 none */
   int32_t conn;               /* index into lens_net.conns */
   int32_t dominant;           /* phase, -1 */
-  double score;               /* median over its unstarved steps of (step time / the typical time of steps
-                               * of that direction and size over all links): 1.0 = typical. A median, so a
-                               * few steps delayed by something else (a descheduled proxy) do not make a
-                               * link stand out; a slow link slows all its steps. */
+  double score;               /* median over its steps of (step time / the typical time of steps of that
+                               * direction and size over all links): 1.0 = typical. A median, so a few
+                               * steps delayed by something else do not make a link stand out, while a
+                               * slow link slows all its steps. Steps that overlapped a starved proxy
+                               * thread are left out (0: no other step, nothing to blame). */
 };
 
 /* A directed connection src -> dst on one channel of one communicator: the

@@ -48,11 +48,6 @@ static int by_link_ns(const void *pa, const void *pb) {
   int c = cmp_i32(a->link, b->link);
   return c ? c : cmp_u64(a->ns, b->ns);
 }
-static int by_cls_ns(const void *pa, const void *pb) {
-  const struct step_rec *a = pa, *b = pb;
-  int c = a->cls < b->cls ? -1 : a->cls > b->cls;
-  return c ? c : cmp_u64(a->ns, b->ns);
-}
 
 static uint32_t size_class(int dir, uint64_t bytes) {
   uint32_t l = 0;
@@ -79,30 +74,35 @@ static int by_link_ratio(const void *pa, const void *pb) {
   if (a->starved != b->starved) return a->starved - b->starved; /* unstarved first */
   return a->ratio < b->ratio ? -1 : a->ratio > b->ratio;
 }
+static int by_cls_ns(const void *pa, const void *pb) {
+  const struct step_rec *a = pa, *b = pb;
+  int c = a->cls < b->cls ? -1 : a->cls > b->cls;
+  return c ? c : cmp_u64(a->ns, b->ns);
+}
 
-/* Typical time of a step of each class: the median over every link's
- * unstarved steps. A link's score is the median of its steps' times over
- * that, so links carrying different sizes compare fairly and a few
- * outlying steps do not move it. */
+
+/* Typical time of a step of each class: the median over every link's steps
+ * (all of them: long steps overlap starvation more often, so leaving the
+ * starved ones out would make "typical" too short). A link's score is the
+ * median of its steps' times over that, so links carrying different sizes
+ * compare fairly and a few outlying steps do not move it; it leaves out the
+ * link's steps that overlapped a starved proxy thread (0 when no other step
+ * is left: nothing to blame). */
 static void score_links(struct lens_net *n, struct step_rec *st, size_t ns) {
   qsort(st, ns, sizeof *st, by_cls_ns);
   for (size_t i = 0; i < ns;) {
-    size_t j = i, u = 0;
-    while (j < ns && st[j].cls == st[i].cls) u += !st[j++].starved;
-    uint64_t med = 0;
-    size_t want = (u + 1) / 2, seen = 0;
-    for (size_t k = i; k < j && u; k++)
-      if (!st[k].starved && ++seen == want) {
-        med = st[k].ns;
-        break;
-      }
+    size_t j = i;
+    while (j < ns && st[j].cls == st[i].cls) j++;
+    uint64_t med = st[i + (j - i - 1) / 2].ns;
     for (size_t k = i; k < j; k++) st[k].ratio = med ? (double)st[k].ns / (double)med : 0;
     i = j;
   }
   qsort(st, ns, sizeof *st, by_link_ratio);
   for (size_t i = 0; i < ns;) {
-    size_t j = i, u = 0;
-    while (j < ns && st[j].link == st[i].link) u += !st[j++].starved;
+    size_t j = i;
+    while (j < ns && st[j].link == st[i].link) j++;
+    size_t u = 0; /* unstarved first */
+    while (i + u < j && !st[i + u].starved) u++;
     n->links[st[i].link].score = u ? st[i + (u - 1) / 2].ratio : 0;
     i = j;
   }

@@ -257,7 +257,7 @@ struct rp_node {
   void *foreign_base; /* PROT_NONE page: foreign contexts/parents point here */
   struct rp_truth *truth;
   long calls_before; /* plugin calls of earlier loads (--reload) */
-  struct rp_netsim *netsim; /* network scenarios (rp_net.c), NULL otherwise */
+  struct rp_netsim *_Atomic netsim; /* network scenarios (rp_net.c), NULL otherwise; proxies poll it */
 };
 
 const char *rp_func_name(int func);

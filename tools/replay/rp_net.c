@@ -1,4 +1,7 @@
-/* Network scenarios and their per-step ground truth (rp_net.h). */
+/* Network scenarios and their per-step ground truth (rp_net.h). Times are
+ * in ms, not the us of a real network: the phases must stand well above the
+ * scheduling noise of a loaded 2-core CI machine, where a proxy thread can
+ * miss the CPU for several ms. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,14 +9,16 @@
 #include "replay/rp_net.h"
 #include "replay/rp_truth.h"
 
-#define NET_STEP_NS 200000LL    /* the GPU produces one step every 200 us (per op) */
+#define NET_STEP_NS 2000000LL   /* the GPU produces one step every 2 ms (per op) */
 #define NET_COUNT (512u << 10)  /* floats per send: 2 MiB, 2 channels, 8 + 1 steps of 128 KiB */
-#define SLOW_WIRE_NS 5000000LL  /* net-slow-link: every step 5 ms longer on the wire */
-#define SLOW_GPU_NS 1000000LL   /* net-gpu-bound: the sender's GPU takes 1 ms more per step */
-#define SLOW_CONSUME_NS 5000000LL /* net-slow-recv: the receiver's GPU takes 5 ms more per step */
-#define CREDIT_WAIT_NS 2500000LL /* ... and its senders wait this long for each credit */
+#define SLOW_WIRE_NS 40000000LL /* net-slow-link: every step 40 ms longer on the wire */
+#define SLOW_GPU_NS 10000000LL  /* net-gpu-bound: the sender's GPU takes 10 ms more per step */
+#define SLOW_CONSUME_NS 40000000LL /* net-slow-recv: the receiver's GPU takes 40 ms more per step */
+#define CREDIT_WAIT_NS 20000000LL /* ... and its senders wait this long for each credit */
 #define NET_ROUNDS 4            /* exchanges per iteration */
 #define MAX_STEP_TRUTH 65536    /* per process; more are counted as drops */
+#define GAP_NS 200000LL         /* a proxy pass this late: the thread was not running */
+#define MAX_GAPS 4096
 
 enum { NET_EVEN, NET_SLOW_LINK, NET_GPU_BOUND, NET_SLOW_RECV, NET_IB, NET_NKINDS };
 static const char *const kinds[NET_NKINDS] = {"net-even", "net-slow-link", "net-gpu-bound", "net-slow-recv",
@@ -35,7 +40,31 @@ struct rp_netsim {
   const char *phase; /* the phase the injection lengthens */
   atomic_int n, drops;
   struct step_truth *steps;
+  /* proxy gaps, per local rank (written by that proxy thread only) */
+  int64_t last_pass[RP_MAX_LOCAL];
+  int last_active[RP_MAX_LOCAL];
+  atomic_int ngaps, gap_drops;
+  struct { int rank, tid; int64_t start, end; } gaps[MAX_GAPS];
 };
+
+void rp_net_pass(struct rp_proxy *px, int64_t now, int nactive) {
+  struct rp_netsim *s = px->node->netsim;
+  int l = px->local;
+  if (s->last_active[l] && s->last_pass[l] && now - s->last_pass[l] > GAP_NS) {
+    int i = atomic_fetch_add(&s->ngaps, 1);
+    if (i < MAX_GAPS) {
+      s->gaps[i].rank = px->node->node * px->node->rpn + l;
+      s->gaps[i].tid = atomic_load(&px->tid);
+      s->gaps[i].start = s->last_pass[l];
+      s->gaps[i].end = now;
+    } else {
+      atomic_fetch_sub(&s->ngaps, 1);
+      atomic_fetch_add(&s->gap_drops, 1);
+    }
+  }
+  s->last_pass[l] = now;
+  s->last_active[l] = nactive > 0;
+}
 
 static int kind_of(const char *name) {
   for (int i = 0; i < NET_NKINDS; i++)
@@ -180,7 +209,12 @@ void rp_net_truth_write(struct rp_node *n, FILE *f) {
   else
     fputs("null", f);
   int cnt = atomic_load(&s->n);
-  fprintf(f, ",\"step_drops\":%d,\"steps\":[", atomic_load(&s->drops));
+  int ng = atomic_load(&s->ngaps);
+  fprintf(f, ",\"gap_drops\":%d,\"proxy_gaps\":[", atomic_load(&s->gap_drops));
+  for (int i = 0; i < ng; i++)
+    fprintf(f, "%s{\"rank\":%d,\"tid\":%d,\"start_ns\":%" PRId64 ",\"end_ns\":%" PRId64 "}", i ? "," : "",
+            s->gaps[i].rank, s->gaps[i].tid, s->gaps[i].start, s->gaps[i].end);
+  fprintf(f, "],\"step_drops\":%d,\"steps\":[", atomic_load(&s->drops));
   int w = 0;
   for (int i = 0; i < cnt; i++) {
     const struct step_truth *t = &s->steps[i];

@@ -461,6 +461,7 @@ static void *proxy_main(void *arg) {
     /* progressOps: one pass over the active ops */
     bool did = false;
     int64_t now = rp_now();
+    if (px->node->netsim) rp_net_pass(px, now, nactive);
     tail = &active;
     for (struct rp_op **pp = &active; *pp;) {
       struct rp_op *op = *pp;
