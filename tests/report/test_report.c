@@ -78,7 +78,7 @@ static void test_sections(void **state) {
   static const char *const sections[] = {
       "# nccl-lens report\n", "\n## What was recorded\n", "\n## Collectives and point-to-point, per communicator\n",
       "\n## Completion vs enqueue\n", "\n## Timing accuracy (GPU analysis)\n", "\n## Proxy threads and starvation\n",
-      "\n## Data losses\n", "\n## What to look at next\n"};
+      "\n## Hang diagnosis\n", "\n## Data losses\n", "\n## What to look at next\n"};
   const char *prev = md;
   for (size_t i = 0; i < sizeof sections / sizeof *sections; i++) {
     const char *at = strstr(md, sections[i]);
@@ -86,6 +86,7 @@ static void test_sections(void **state) {
     assert_true(at >= prev); /* in this order */
     prev = at;
   }
+  assert_non_null(strstr(md, "## Hang diagnosis\n\nEvery collective recorded completed: nothing hung.\n")); /* a healthy run */
   /* The hints section has findings (the replay has ring overruns and shared timers). */
   const char *h = strstr(md, "## What to look at next\n\n- ");
   assert_non_null(h);

@@ -15,6 +15,7 @@ W int lens_cmd_validate(int argc, char **argv);
 W int lens_cmd_sched(int argc, char **argv);
 W int lens_cmd_report(int argc, char **argv);
 W int lens_cmd_net(int argc, char **argv);
+W int lens_cmd_hang(int argc, char **argv);
 
 static const struct {
   const char *name;
@@ -29,6 +30,7 @@ static const struct {
     {"sched", lens_cmd_sched, "eBPF probe: scheduling delays of NCCL proxy threads"},
     {"report", lens_cmd_report, "write a report of a run"},
     {"net", lens_cmd_net, "the network: per link and step, where the time goes (GPU, peer, wire)"},
+    {"hang", lens_cmd_hang, "hang diagnosis: where the ranks part, what each stuck rank waits for"},
     {"bench", lens_cmd_bench, "measure the plugin's cost per callback"},
 };
 

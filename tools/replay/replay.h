@@ -34,6 +34,7 @@ struct lens_replay_opts {
   bool mask_change;     /* store new masks into the shared int between iterations */
   bool quiet;           /* no summary line on stdout */
   bool verbose;         /* print the plugin's INFO/WARN log lines on stderr */
+  int hang_exit_ms;     /* hang-* scenarios: end without finalize this long after the hang (default 2000) */
 };
 
 struct lens_replay_result {

@@ -11,10 +11,12 @@ static const char usage[] =
     "usage: nccl-lens replay [--plugin PATH|NAME] [--scenario NAME] [--ranks-per-node N] [--nodes N]\n"
     "                        [--iters N] [--api 4|5|6|7|auto] [--out DIR] [--truth FILE] [--seed N]\n"
     "                        [--no-finalize] [--reload] [--mask-change] [--quiet] [--verbose]\n"
+    "                        [--hang-exit-after SECONDS]\n"
     "Drives a profiler plugin exactly as NCCL 2.28.9 would (2.31.2 with ncclProfiler_v7), without a GPU.\n"
     "  --plugin      a path, or a name X for libnccl-profiler-X.so (default: the lens plugin of this build)\n"
     "  --scenario    allreduce (default), sendrecv, mixed, graph, pxn, starved, overrun, tagged, symmetric,\n"
-    "                phases, all\n"
+    "                phases, all; hang-missing, hang-proxy, hang-graph (a collective that never completes)\n"
+    "  --hang-exit-after  hang scenarios: end without finalize, as a killed job, this long after the hang (2)\n"
     "  --api         default: as NCCL 2.28.9 (ncclProfiler_v5, then _v4); auto: as NCCL 2.31.2 (_v7, _v6, ...)\n"
     "  --out DIR     sets NCCL_LENS_OUTPUT_DIR for the plugin\n"
     "  --truth FILE  ground-truth JSON of what the driver did (docs/replay.md)\n";
@@ -72,6 +74,12 @@ int lens_replay_parse_args(int argc, char **argv, struct lens_replay_opts *o) {
     } else if (!strcmp(a, "--iters")) {
       if (parse_int(v, 1, 1000, &x)) return bad("--iters: '%s' is not 1..1000", v);
       o->iters = (int)x, i++;
+    } else if (!strcmp(a, "--hang-exit-after")) {
+      char *end;
+      errno = 0;
+      double s = strtod(v, &end);
+      if (errno || end == v || *end || s <= 0 || s > 3600) return bad("--hang-exit-after: '%s' is not 0..3600 s", v);
+      o->hang_exit_ms = (int)(s * 1000 + 0.5), i++;
     } else if (!strcmp(a, "--seed")) {
       char *end;
       errno = 0;

@@ -36,16 +36,19 @@ void rp_graph_capture_plan(struct rp_node *n, struct rp_plan *p) {
 
 void rp_graph_launch(struct rp_node *n, int replay) {
   struct rp_plan plans[RP_MAX_CAPTURED];
-  int np = n->ncaptured;
+  int np = 0;
+  const struct rp_graph_plan *cap[RP_MAX_CAPTURED];
+  for (int i = 0; i < n->ncaptured; i++) /* hang-graph: the missing rank never launches this replay */
+    if (!n->hang.now || n->captured[i].comm->rank != n->hang.missing_rank) cap[np++] = &n->captured[i];
   for (int i = 0; i < np; i++) {
-    plans[i].comm = n->captured[i].comm;
-    plans[i].tasks = rp_tasks_clone(n->captured[i].tasks);
+    plans[i].comm = cap[i]->comm;
+    plans[i].tasks = rp_tasks_clone(cap[i]->tasks);
     plans[i].kstart = 0;
     rp_plan_gpu(n, &plans[i], replay);
   }
   rp_plan_finish(n, plans, np);
   for (int i = 0; i < np; i++) {
-    if (!n->captured[i].has_proxy_ops) { /* nothing fires at replay */
+    if (!cap[i]->has_proxy_ops) { /* nothing fires at replay */
       rp_tasks_free(plans[i].tasks);
       continue;
     }

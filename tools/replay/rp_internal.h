@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "nccl-lens/nccl_profiler_abi.h"
@@ -142,6 +143,10 @@ struct rp_op {
   struct rp_netsim *net_truth; /* non-NULL: record step truth; its steps are paced from t0 (all
                                 * peers of a group concurrently, as one NCCL p2p kernel runs them) */
   int nt[RP_STEPS];            /* step truth entry per step slot, -1 */
+  /* hang scenarios (rp_hang.c): step stall_step sits in stall_state for ever
+   * and no later step is posted; freeze: the proxy stops once it sits there */
+  int stall_step, stall_state;
+  bool freeze;
 };
 
 struct rp_proxy {
@@ -159,6 +164,7 @@ struct rp_proxy {
   atomic_llong stall_until; /* overrun scenario: the proxy is busy elsewhere */
   int pin_cpu;              /* starved (local rank 0): -1 = not pinned */
   atomic_bool spin;         /* hog phases: NCCL's own loop (sched_yield, never nap) */
+  atomic_bool frozen;       /* hang-proxy scenario: the thread stopped cycling (no pass, no record) */
   bool is_profiler;         /* NCCL 2.31's profiler thread: KernelCh ops only, no ProxyCtrl */
   /* counters (proxy thread writes, read after join or via atomics) */
   atomic_long ops_started, ops_stopped, steps_started, steps_stopped, ctrl_events, kch_started, kch_stopped,
@@ -204,6 +210,7 @@ struct rp_task {
   int op_id;
   uint64_t items[RP_MAX_CH];
   bool graph;
+  bool hang; /* the hung collective of a hang scenario (rp_hang.c): its kernel never ends */
 };
 
 struct rp_appstate { /* NCCL's thread-local group state */
@@ -226,6 +233,28 @@ struct rp_graph_plan {
 struct rp_truth;
 struct rp_cb;
 struct rp_netsim;
+
+/* Hang scenarios (rp_hang.c): one collective that never completes, with what
+ * each stuck proxy op waits for kept as ground truth. */
+enum rp_hang_kind { RP_HANG_NONE, RP_HANG_MISSING, RP_HANG_PROXY, RP_HANG_GRAPH };
+#define RP_HANG_MAX_WAIT 64
+struct rp_hang_wait {
+  int rank, peer, channel, step, state;
+  bool is_send;
+};
+struct rp_hang {
+  enum rp_hang_kind kind;
+  bool now;          /* the collective being launched is the hung one */
+  int missing_rank;  /* never calls it, -1 none */
+  int frozen_rank;   /* its proxy stops cycling, -1 none */
+  int step;          /* where ops not facing the missing rank (or the frozen proxy) stall */
+  int func;
+  int64_t seq, start_ns;
+  uint64_t comm_id;
+  struct rp_hang_wait wait[RP_HANG_MAX_WAIT];
+  atomic_int nwait;
+  atomic_llong frozen_ns; /* when the frozen proxy stopped, 0 not yet */
+};
 #define RP_MAX_CAPTURED 32
 
 struct rp_node {
@@ -258,6 +287,7 @@ struct rp_node {
   struct rp_truth *truth;
   long calls_before; /* plugin calls of earlier loads (--reload) */
   struct rp_netsim *_Atomic netsim; /* network scenarios (rp_net.c), NULL otherwise; proxies poll it */
+  struct rp_hang hang;
 };
 
 const char *rp_func_name(int func);
@@ -290,6 +320,15 @@ int rp_scenario_ncomm_sets(const char *name);
 bool rp_scenario_known(const char *name);
 void rp_scenario_run(struct rp_node *n, const char *name, int iters);
 void rp_mask_change(struct rp_node *n, int newmask);
+
+/* ---- hang scenarios (rp_hang.c) ---- */
+bool rp_hang_known(const char *name);
+bool rp_hang_run(struct rp_node *n, const char *name, int iters); /* false: not one of them */
+/* post_ops: the stall of a net op of the hung collective (peer, send or recv). */
+void rp_hang_stall_op(struct rp_node *n, struct rp_op *op, bool is_send);
+/* The proxy loop: an op that reached its stall; freezes the proxy when asked. */
+void rp_hang_op_stalled(struct rp_proxy *px, struct rp_op *op);
+void rp_hang_truth_write(struct rp_node *n, FILE *f);
 
 /* ---- CPU hogs (rp_hog.c) ---- */
 struct rp_hogs;

@@ -188,6 +188,14 @@ int rp_node_run(const struct lens_replay_opts *o, int node, FILE *truth, struct 
   }
   res->api = n->plugin.api;
   rp_scenario_run(n, o->scenario, o->iters);
+  if (n->hang.kind != RP_HANG_NONE) {
+    /* A killed job: no teardown, no finalize. The proxies still run and use
+     * n, so nothing is freed: the caller (a forked child) _exits now. */
+    if (truth) rp_truth_write_process(n, truth);
+    res->calls += atomic_load(&n->plugin.calls);
+    res->warn_count += atomic_load(&rp_warn_count);
+    return 0;
+  }
   if (o->reload) { /* batched finalize, dlclose, re-dlopen, once more */
     round_end(n, true, res);
     rp_truth_hazard(n->truth, "reload", -1, 0);

@@ -158,6 +158,7 @@ void rp_plan_gpu(struct rp_node *n, struct rp_plan *p, int replay) {
   pair_p2p(p);
   int64_t off = 0;
   for (struct rp_task *t = p->tasks; t; t = t->next) {
+    t->hang = n->hang.now;
     int id = truth_op_for(n, t, replay);
     struct rp_truth_op *op = rp_truth_op_at(n->truth, id);
     if (op) op->kernel_start = ks + off;
@@ -187,6 +188,7 @@ void rp_plan_finish_set(struct rp_node *n, struct rp_plan *plans, int np, int se
         continue;
       }
       int64_t end = s + off + task_dur_ns(n, t);
+      if (t->hang) continue; /* its kernel waits for a peer for ever: no end published */
       for (int ch = 0; ch < t->nChannels; ch++) {
         struct rp_item *it = rp_gpu_item(g, ch, t->items[ch]);
         if (it) atomic_store_explicit(&it->end, end + ch * CH_SKEW_NS, memory_order_release);
@@ -245,6 +247,7 @@ static void post_ops(struct rp_node *n, struct rp_task *t) {
         op->net_null_stop = true;
         n->hazard_net_null = false;
       }
+      if (t->hang) rp_hang_stall_op(n, op, dir == 1);
       if (via != own) rp_truth_hazard(n->truth, "pxn_same_process", c->rank, via);
       rp_proxy_post(&n->proxy[via], op);
       nets++;

@@ -128,6 +128,10 @@ static bool progress_send(struct rp_proxy *px, struct rp_op *op, int64_t now) {
     int s = k % RP_STEPS;
     switch (o->st[s].phase) {
     case PH_SEND_GPUWAIT:
+      if (o->stall_state == LENS_ST_PROXY_STEP_SEND_GPU_WAIT && k == o->stall_step) { /* the GPU never gets there */
+        rp_hang_op_stalled(px, o);
+        break;
+      }
       if (now >= t0 + (int64_t)(k + 1) * o->step_ns) {
         step_record(px, o, k, LENS_ST_PROXY_STEP_SEND_PEER_WAIT, o->trans);
         o->st[s].phase = PH_SEND_PEERWAIT;
@@ -136,6 +140,13 @@ static bool progress_send(struct rp_proxy *px, struct rp_op *op, int64_t now) {
       }
       break;
     case PH_SEND_PEERWAIT:
+      if (o->stall_state == LENS_ST_PROXY_STEP_SEND_PEER_WAIT && k == o->stall_step) {
+        /* no credit from the peer: isend() gives no request, and net.cc
+         * records SendPeerWait again on every pass */
+        step_record(px, o, k, LENS_ST_PROXY_STEP_SEND_PEER_WAIT, o->trans);
+        rp_hang_op_stalled(px, o);
+        break;
+      }
       if (o->st[s].extra20 > 0 || now < o->st[s].t + o->peer_hold_ns) { /* isend gave no request yet: 20 again */
         if (o->st[s].extra20 > 0) o->st[s].extra20--;
         step_record(px, o, k, LENS_ST_PROXY_STEP_SEND_PEER_WAIT, o->trans);
@@ -160,7 +171,8 @@ static bool progress_send(struct rp_proxy *px, struct rp_op *op, int64_t now) {
     }
   }
   while (op->done < op->posted && op->st[op->done % RP_STEPS].phase == PH_DONE) op->done++;
-  if (op->posted < op->nSteps && op->posted - op->done < RP_STEPS) { /* one new step per pass */
+  bool stalled = op->stall_state && op->posted > op->stall_step; /* nothing after the stalled step */
+  if (!stalled && op->posted < op->nSteps && op->posted - op->done < RP_STEPS) { /* one new step per pass */
     int k = op->posted++;
     step_start(px, op, k);
     step_record(px, op, k, LENS_ST_PROXY_STEP_SEND_GPU_WAIT, op->trans); /* previous transSize */
@@ -179,6 +191,10 @@ static bool progress_recv(struct rp_proxy *px, struct rp_op *op, int64_t now) {
     int s = k % RP_STEPS;
     switch (op->st[s].phase) {
     case PH_RECV_WAIT:
+      if (op->stall_state == LENS_ST_PROXY_STEP_RECV_WAIT && k == op->stall_step) { /* no data ever comes */
+        rp_hang_op_stalled(px, op);
+        break;
+      }
       if (now >= t0 + (int64_t)(k + 1) * op->step_ns + NET_LAT_NS + op->wire_extra_ns) {
         op->trans = op->step_bytes;
         step_record(px, op, k, LENS_ST_PROXY_STEP_RECV_FLUSH_WAIT, op->trans);
@@ -205,7 +221,8 @@ static bool progress_recv(struct rp_proxy *px, struct rp_op *op, int64_t now) {
     }
   }
   while (op->done < op->posted && op->st[op->done % RP_STEPS].phase == PH_DONE) op->done++;
-  if (op->posted < op->nSteps && op->posted - op->done < RP_STEPS) {
+  bool stalled = op->stall_state && op->posted > op->stall_step;
+  if (!stalled && op->posted < op->nSteps && op->posted - op->done < RP_STEPS) {
     int k = op->posted;
     step_start(px, op, k);
     did = true;
@@ -453,6 +470,10 @@ static void *proxy_main(void *arg) {
   bool prev_idle = true;
   unsigned iter = 0;
   for (;;) {
+    if (atomic_load_explicit(&px->frozen, memory_order_relaxed)) { /* hang-proxy: no pass, no record */
+      rp_sleep_ns(10000000);
+      continue;
+    }
     int64_t stall = atomic_load(&px->stall_until);
     if (stall > rp_now()) { /* overrun scenario: the proxy is elsewhere */
       rp_sleep_ns(200000);
@@ -515,6 +536,7 @@ void rp_proxy_start(struct rp_proxy *px) {
   atomic_store(&px->active_n, 0);
   atomic_store(&px->stall_until, 0);
   atomic_store(&px->spin, false);
+  atomic_store(&px->frozen, false);
   pthread_create(&px->thr, NULL, proxy_main, px);
   while (!atomic_load(&px->tid)) rp_sleep_ns(10000);
 }

@@ -15,7 +15,7 @@ static const char *const scenarios[] = {"allreduce", "sendrecv", "mixed", "graph
 bool rp_scenario_known(const char *name) {
   for (int i = 0; scenarios[i]; i++)
     if (!strcmp(name, scenarios[i])) return true;
-  return rp_scen_v7_known(name) || rp_net_scenario_known(name);
+  return rp_scen_v7_known(name) || rp_net_scenario_known(name) || rp_hang_known(name);
 }
 
 int rp_scenario_ncomm_sets(const char *name) {
@@ -280,6 +280,7 @@ static void sc_all(struct rp_node *n, int iters) {
 }
 
 void rp_scenario_run(struct rp_node *n, const char *name, int iters) {
+  if (rp_hang_run(n, name, iters)) return; /* never synced: its collective never completes */
   if (rp_scen_v7_run(n, name, iters)) (void)0;
   else if (!strcmp(name, "allreduce")) sc_allreduce(n, iters);
   else if (!strcmp(name, "sendrecv")) sc_sendrecv(n, iters);

@@ -220,5 +220,6 @@ void rp_truth_write_process(struct rp_node *n, FILE *f) {
   write_kch(n->truth, f);
   write_misc(n->truth, f);
   rp_net_truth_write(n, f);
+  rp_hang_truth_write(n, f);
   fputs("}", f);
 }

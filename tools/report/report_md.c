@@ -2,6 +2,8 @@
  * from the summary model (the same numbers as `summary --json`) or from
  * report_model.c. */
 #include "report/report_md.h"
+#include "hang/hang_print.h"
+#include "reader/hang_analysis.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -305,6 +307,25 @@ static void losses(FILE *f, const struct lens_model *m, const struct lens_report
   fputc('\n', f);
 }
 
+/* `nccl-lens hang`'s diagnosis, when a collective never completed. */
+static void hang_section(FILE *f, const struct lens_model *m) {
+  fprintf(f, "## Hang diagnosis\n\n");
+  struct lens_hang_report h;
+  if (lens_hang_analyze(m, &h) != 0) {
+    fprintf(f, "Not computed (out of memory).\n\n");
+    return;
+  }
+  if (!h.n_stuck_comms) {
+    fprintf(f, "Every collective recorded completed: nothing hung.\n\n");
+  } else {
+    fprintf(f, "%zu communicator(s) with a collective that never completed (`nccl-lens hang` for JSON):\n\n```\n",
+            h.n_stuck_comms);
+    lens_hang_print_text(f, m, &h);
+    fprintf(f, "```\n\n");
+  }
+  lens_hang_free(&h);
+}
+
 void lens_report_print_md(FILE *f, const struct lens_model *m, const struct lens_report *r) {
   fprintf(f, "# nccl-lens report\n\n");
   recorded(f, m, r);
@@ -312,6 +333,7 @@ void lens_report_print_md(FILE *f, const struct lens_model *m, const struct lens
   completion_vs_enqueue(f, m, r);
   accuracy(f, m, r);
   proxies(f, m, r);
+  hang_section(f, m);
   losses(f, m, r);
   fprintf(f, "## What to look at next\n\n");
   if (!lens_report_print_hints(f, m, r)) fprintf(f, "- Nothing stands out in these numbers.\n");

@@ -1,0 +1,171 @@
+/* `nccl-lens hang` against the replay's hang scenarios: each replay ends
+ * without finalize a moment after its collective hangs, as a killed job;
+ * the diagnosis must name the stuck collective and the missing rank, and
+ * every stuck proxy op's rank, peer, channel, step and state exactly as the
+ * driver's ground truth has them. Healthy runs (including NCCL's
+ * never-stopped collnet ProxyOp of `mixed`) must show nothing stuck. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mini_json.h"
+#include "../lens_test_tmp.h"
+
+struct run {
+  struct mj *truth, *hang;
+  char report[1 << 16]; /* the report's start: its hang section */
+};
+
+static void run(struct run *r, const char *scenario, const char *extra) {
+  char dir[400], cmd[4096], path[600];
+  lens_test_tmpdir(dir, sizeof dir, scenario);
+  snprintf(cmd, sizeof cmd,
+           "mkdir -p %s && %s/bin/nccl-lens replay --quiet --scenario %s --nodes 2 %s --out %s --truth %s/truth.json"
+           " && %s/bin/nccl-lens hang --json -o %s/hang.json %s && %s/bin/nccl-lens report -o %s/report.md %s/*.lens",
+           dir, LENS_BUILD_DIR, scenario, extra, dir, dir, LENS_BUILD_DIR, dir, dir, LENS_BUILD_DIR, dir, dir);
+  assert_int_equal(system(cmd), 0);
+  snprintf(path, sizeof path, "%s/truth.json", dir);
+  r->truth = mj_parse_file(path);
+  snprintf(path, sizeof path, "%s/hang.json", dir);
+  r->hang = mj_parse_file(path);
+  snprintf(path, sizeof path, "%s/report.md", dir);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  size_t n = fread(r->report, 1, sizeof r->report - 1, f);
+  r->report[n] = 0;
+  fclose(f);
+  assert_non_null(r->truth);
+  assert_non_null(r->hang);
+}
+
+static void done(struct run *r) {
+  mj_free(r->truth);
+  mj_free(r->hang);
+}
+
+static const struct mj *comm_by_id(const struct mj *hang, uint64_t id) {
+  const struct mj *cs = mj_get(hang, "communicators");
+  for (size_t i = 0; cs && i < cs->n; i++)
+    if (mj_uint(mj_at(cs, i), "comm_id", 0) == id) return mj_at(cs, i);
+  return NULL;
+}
+
+static int has_int(const struct mj *arr, int64_t v) {
+  for (size_t i = 0; arr && i < arr->n; i++)
+    if (mj_at(arr, i)->i == v) return 1;
+  return 0;
+}
+
+static const struct mj *find_wait(const struct mj *waiting, const struct mj *t) {
+  for (size_t i = 0; waiting && i < waiting->n; i++) {
+    const struct mj *w = mj_at(waiting, i);
+    if (mj_int(w, "rank", -9) == mj_int(t, "rank", -8) && mj_int(w, "peer", -9) == mj_int(t, "peer", -8) &&
+        mj_int(w, "channel", -9) == mj_int(t, "channel", -8))
+      return w;
+  }
+  return NULL;
+}
+
+static const struct mj *proxy_of(const struct mj *hang, int64_t rank) {
+  const struct mj *ps = mj_get(hang, "proxies");
+  for (size_t i = 0; ps && i < ps->n; i++)
+    if (mj_int(mj_at(ps, i), "rank", -9) == rank) return mj_at(ps, i);
+  return NULL;
+}
+
+static void check_hang(const char *scenario) {
+  static struct run r;
+  run(&r, scenario, "--hang-exit-after 2");
+  const struct mj *procs = mj_get(r.truth, "processes");
+  assert_non_null(procs);
+  const struct mj *th = mj_get(mj_at(procs, 0), "hang");
+  assert_non_null(th);
+  const struct mj *c = comm_by_id(r.hang, mj_uint(th, "comm_id", 0));
+  assert_non_null(c);
+  assert_true(mj_get(c, "stuck")->num == 1);
+  assert_int_equal(mj_int(c, "stuck_seq", -1), mj_int(th, "seq", -2));
+  assert_string_equal(mj_str(c, "stuck_func"), mj_str(th, "func"));
+  char line[128]; /* the report has the same diagnosis */
+  snprintf(line, sizeof line, "STUCK at %s seq %d\n", mj_str(th, "func"), (int)mj_int(th, "seq", -1));
+  assert_non_null(strstr(r.report, line));
+  const struct mj *missing = mj_get(c, "missing_ranks");
+  int64_t m = mj_int(th, "missing_rank", -1);
+  assert_int_equal(missing->n, m >= 0 ? 1 : 0);
+  if (m >= 0) assert_true(has_int(missing, m));
+  /* every stuck op of the truth, exactly; nothing else */
+  const struct mj *waiting = mj_get(c, "waiting");
+  size_t n_truth = 0;
+  for (size_t p = 0; p < procs->n; p++) {
+    const struct mj *tw = mj_get(mj_get(mj_at(procs, p), "hang"), "waiting");
+    for (size_t i = 0; tw && i < tw->n; i++, n_truth++) {
+      const struct mj *t = mj_at(tw, i), *w = find_wait(waiting, t);
+      if (!w) fail_msg("%s: rank %d peer %d channel %d not reported", scenario, (int)mj_int(t, "rank", -1),
+                       (int)mj_int(t, "peer", -1), (int)mj_int(t, "channel", -1));
+      assert_int_equal(mj_int(w, "step", -1), mj_int(t, "step", -2));
+      assert_string_equal(mj_str(w, "state"), mj_str(t, "state"));
+      if (!strcmp(mj_str(t, "state"), "SendPeerWait")) {
+        /* NCCL records it on every pass: many records, and the proxy counts as cycling */
+        assert_true(mj_uint(w, "state_repeats", 0) > 10);
+        const struct mj *px = proxy_of(r.hang, mj_int(t, "rank", -1));
+        assert_non_null(px);
+        assert_true(mj_get(px, "recording")->num == 1);
+      }
+    }
+  }
+  assert_true(n_truth > 0);
+  assert_int_equal(waiting->n, n_truth);
+  /* every rank that entered it has a channel whose kernel never stopped */
+  const struct mj *kch = mj_get(c, "kernel_channels");
+  for (int64_t rank = 0; rank < mj_int(c, "nranks", 0); rank++) {
+    if (rank == m) continue;
+    int seen = 0;
+    for (size_t i = 0; i < kch->n; i++) seen |= mj_int(mj_at(kch, i), "rank", -1) == rank;
+    assert_true(seen);
+  }
+  int64_t frozen = mj_int(th, "frozen_rank", -1);
+  if (frozen >= 0) {
+    const struct mj *px = proxy_of(r.hang, frozen);
+    assert_non_null(px);
+    assert_true(mj_get(px, "recording")->num == 0);
+    assert_true(mj_uint(px, "silent_ns", 0) > 500000000ull);
+  }
+  done(&r);
+}
+
+static void test_missing_rank(void **s) { (void)s; check_hang("hang-missing"); }
+static void test_frozen_proxy(void **s) { (void)s; check_hang("hang-proxy"); }
+static void test_graph_replay(void **s) { (void)s; check_hang("hang-graph"); }
+
+static void check_healthy(const char *scenario) {
+  static struct run r;
+  run(&r, scenario, "--iters 2");
+  const struct mj *cs = mj_get(r.hang, "communicators");
+  assert_true(cs && cs->n > 0);
+  for (size_t i = 0; i < cs->n; i++) {
+    assert_true(mj_get(mj_at(cs, i), "stuck")->num == 0);
+    assert_int_equal(mj_get(mj_at(cs, i), "missing_ranks")->n, 0);
+  }
+  done(&r);
+}
+
+static void test_healthy(void **s) {
+  (void)s;
+  check_healthy("allreduce");
+  check_healthy("mixed");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_missing_rank),
+      cmocka_unit_test(test_frozen_proxy),
+      cmocka_unit_test(test_graph_replay),
+      cmocka_unit_test(test_healthy),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

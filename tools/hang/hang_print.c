@@ -1,0 +1,156 @@
+/* Text and JSON forms of the hang diagnosis. JSON contract in docs/hang.md. */
+#include "hang/hang_print.h"
+
+#include <inttypes.h>
+
+#include "export/json_out.h"
+
+static uint32_t pid_of(const struct lens_model *m, int32_t proc) {
+  return proc >= 0 && (size_t)proc < m->n_procs ? m->procs[proc].pid : 0;
+}
+static uint32_t tid_of(const struct lens_model *m, int32_t thread) {
+  return thread >= 0 && (size_t)thread < m->n_threads ? m->threads[thread].tid : 0;
+}
+
+static void ranks_list(FILE *f, const int32_t *r, size_t n) {
+  for (size_t i = 0; i < n; i++) fprintf(f, "%s%d", i ? ", " : "", r[i]);
+}
+
+static double secs(uint64_t a, uint64_t b) { return a > b ? (double)(a - b) / 1e9 : 0.0; }
+
+static void comm_text(FILE *f, const struct lens_model *m, const struct lens_hang_comm *c) {
+  fprintf(f, "communicator %s (id 0x%016" PRIx64 ", %d ranks): ", c->name[0] ? c->name : "(unnamed)", c->comm_id,
+          c->nranks);
+  if (!c->stuck) {
+    fprintf(f, "no collective left in flight\n");
+    return;
+  }
+  int fi = c->stuck_func;
+  const char *func = fi >= 0 ? c->funcs[fi] : "?";
+  fprintf(f, "STUCK at %s seq %" PRId64 "\n", func, c->stuck_seq);
+  if (c->n_missing) {
+    fprintf(f, "  never entered it: rank%s ", c->n_missing > 1 ? "s" : "");
+    ranks_list(f, c->missing, c->n_missing);
+    fputc('\n', f);
+  }
+  if (c->n_untraced) {
+    fprintf(f, "  no trace loaded for rank%s ", c->n_untraced > 1 ? "s" : "");
+    ranks_list(f, c->untraced, c->n_untraced);
+    fputc('\n', f);
+  }
+  fprintf(f, "  %-6s %-8s %-14s %-16s %s\n", "rank", "pid", "last started", "last completed", func);
+  for (int32_t r = 0; r < c->nranks; r++) {
+    const struct lens_hang_rank *x = &c->ranks[r];
+    if (x->proc < 0) continue;
+    fprintf(f, "  %-6d %-8u %-14" PRId64 " %-16" PRId64 " %s\n", r, pid_of(m, x->proc), fi >= 0 ? x->last_started[fi] : -1,
+            fi >= 0 ? x->last_completed[fi] : -1, x->stuck ? "stuck in it" : x->entered ? "entered" : "NEVER ENTERED");
+  }
+  for (size_t i = 0; i < c->n_kch; i++) {
+    const struct lens_hang_kch *k = &c->kch[i];
+    fprintf(f, "  rank %d channel %d: kernel never stopped\n", k->rank, k->channel);
+  }
+  for (size_t i = 0; i < c->n_waiting; i++) {
+    const struct lens_hang_wait *w = &c->waiting[i];
+    fprintf(f, "  rank %d %s peer %d, channel %d: step %d, %s (%s)", w->rank, w->is_send ? "send to" : "recv from",
+            w->peer, w->channel, w->step, w->state ? lens_state_name(w->state) : "-",
+            lens_hang_state_meaning(w->state, w->is_send, w->step_started));
+    if (w->state_repeats > 1)
+      fprintf(f, ", recorded %" PRIu64 " times over %.3f s", w->state_repeats, secs(w->state_last_ns, w->state_since_ns));
+    fputc('\n', f);
+  }
+}
+
+void lens_hang_print_text(FILE *f, const struct lens_model *m, const struct lens_hang_report *h) {
+  if (!h->n_comms) fprintf(f, "no communicators in these traces\n");
+  for (size_t i = 0; i < h->n_comms; i++) comm_text(f, m, &h->comms[i]);
+  if (!h->n_proxies) return;
+  fprintf(f, "proxy threads of the processes with stuck ranks:\n");
+  for (size_t i = 0; i < h->n_proxies; i++) {
+    const struct lens_hang_proxy *p = &h->proxies[i];
+    fprintf(f, "  pid %u tid %u (rank %d): ", pid_of(m, p->proc), tid_of(m, p->thread), p->rank);
+    if (!p->last_record_ns)
+      fprintf(f, "recorded nothing\n");
+    else if (p->recording)
+      fprintf(f, "still recording %.3f s before the end of its trace: cycling\n", secs(p->trace_end_ns, p->last_record_ns));
+    else
+      fprintf(f, "silent for the last %.3f s of its trace: stopped, or polling receives (NCCL records nothing then)\n",
+              secs(p->trace_end_ns, p->last_record_ns));
+  }
+}
+
+static void per_func(FILE *f, const struct lens_hang_comm *c, const struct lens_hang_rank *r, int completed) {
+  fputc('{', f);
+  for (size_t i = 0; i < c->n_funcs; i++) {
+    if (i) fputc(',', f);
+    lens_json_key(f, c->funcs[i]);
+    fprintf(f, "%" PRId64, completed ? r->last_completed[i] : r->last_started[i]);
+  }
+  fputc('}', f);
+}
+
+static void ints(FILE *f, const int32_t *v, size_t n) {
+  fputc('[', f);
+  for (size_t i = 0; i < n; i++) fprintf(f, "%s%d", i ? "," : "", v[i]);
+  fputc(']', f);
+}
+
+static void comm_json(FILE *f, const struct lens_model *m, const struct lens_hang_comm *c) {
+  fprintf(f, "{\"comm_id\":%" PRIu64 ",\"name\":", c->comm_id);
+  lens_json_str(f, c->name[0] ? c->name : NULL);
+  fprintf(f, ",\"nranks\":%d,\"stuck\":%s,\"stuck_func\":", c->nranks, c->stuck ? "true" : "false");
+  lens_json_str(f, c->stuck_func >= 0 ? c->funcs[c->stuck_func] : NULL);
+  if (c->stuck) fprintf(f, ",\"stuck_seq\":%" PRId64, c->stuck_seq);
+  else fputs(",\"stuck_seq\":null", f);
+  fputs(",\"missing_ranks\":", f);
+  ints(f, c->missing, c->n_missing);
+  fputs(",\"untraced_ranks\":", f);
+  ints(f, c->untraced, c->n_untraced);
+  fputs(",\"ranks\":[", f);
+  int first = 1;
+  for (int32_t r = 0; r < c->nranks; r++) {
+    const struct lens_hang_rank *x = &c->ranks[r];
+    if (x->proc < 0) continue;
+    fprintf(f, "%s{\"rank\":%d,\"pid\":%u,\"last_started\":", first ? "" : ",", r, pid_of(m, x->proc));
+    per_func(f, c, x, 0);
+    fputs(",\"last_completed\":", f);
+    per_func(f, c, x, 1);
+    fprintf(f, ",\"entered\":%s,\"stuck\":%s}", x->entered ? "true" : "false", x->stuck ? "true" : "false");
+    first = 0;
+  }
+  fputs("],\"waiting\":[", f);
+  for (size_t i = 0; i < c->n_waiting; i++) {
+    const struct lens_hang_wait *w = &c->waiting[i];
+    fprintf(f, "%s{\"rank\":%d,\"peer\":%d,\"channel\":%d,\"step\":%d,\"state\":", i ? "," : "", w->rank, w->peer,
+            w->channel, w->step);
+    lens_json_str(f, w->state ? lens_state_name(w->state) : NULL);
+    fputs(",\"meaning\":", f);
+    lens_json_str(f, lens_hang_state_meaning(w->state, w->is_send, w->step_started));
+    fprintf(f, ",\"is_send\":%s,\"step_started\":%s,\"state_since_ns\":%" PRIu64 ",\"state_last_ns\":%" PRIu64
+               ",\"state_repeats\":%" PRIu64 ",\"pid\":%u,\"tid\":%u}",
+            w->is_send ? "true" : "false", w->step_started ? "true" : "false", w->state_since_ns, w->state_last_ns,
+            w->state_repeats, pid_of(m, w->proc), tid_of(m, w->thread));
+  }
+  fputs("],\"kernel_channels\":[", f);
+  for (size_t i = 0; i < c->n_kch; i++)
+    fprintf(f, "%s{\"rank\":%d,\"channel\":%d,\"start_ns\":%" PRIu64 ",\"pid\":%u}", i ? "," : "", c->kch[i].rank,
+            c->kch[i].channel, c->kch[i].start_ns, pid_of(m, c->kch[i].proc));
+  fputs("]}", f);
+}
+
+void lens_hang_print_json(FILE *f, const struct lens_model *m, const struct lens_hang_report *h) {
+  fputs("{\"clock\":\"CLOCK_MONOTONIC_ns of the recording host\",\"communicators\":[", f);
+  for (size_t i = 0; i < h->n_comms; i++) {
+    if (i) fputs(",\n", f);
+    comm_json(f, m, &h->comms[i]);
+  }
+  fputs("],\n\"proxies\":[", f);
+  for (size_t i = 0; i < h->n_proxies; i++) {
+    const struct lens_hang_proxy *p = &h->proxies[i];
+    fprintf(f, "%s{\"pid\":%u,\"tid\":%u,\"rank\":%d,\"last_record_ns\":%" PRIu64 ",\"trace_end_ns\":%" PRIu64
+               ",\"silent_ns\":%" PRIu64 ",\"recording\":%s}",
+            i ? "," : "", pid_of(m, p->proc), tid_of(m, p->thread), p->rank, p->last_record_ns, p->trace_end_ns,
+            p->trace_end_ns > p->last_record_ns ? p->trace_end_ns - p->last_record_ns : 0,
+            p->recording ? "true" : "false");
+  }
+  fputs("]}\n", f);
+}

@@ -1,0 +1,164 @@
+/* Hang scenarios with ground truth. After `iters` healthy AllReduces on comm
+ * set 0 one more AllReduce (sequence number S = iters) never completes:
+ *
+ *   hang-missing  rank M (the first rank of the last node) never calls it;
+ *                 the others enter it, their kernels never end, and each net
+ *                 proxy op stalls: facing M at step 0 (a send waits for M's
+ *                 credit, recording SendPeerWait on every pass as NCCL 2.28.9's
+ *                 net.cc does while isend() gives no request; a receive has
+ *                 posted its buffer and gets no data), the others at step
+ *                 `step` (a send whose GPU produces nothing more, a receive with
+ *                 no data);
+ *   hang-proxy    every rank enters it; rank P's proxy thread stops cycling
+ *                 (no pass, no record) once its op sits at step `step`; P's
+ *                 peer's send waits for P's credit at that step;
+ *   hang-graph    as hang-missing, inside a CUDA-graph replay: the graph
+ *                 replays twice per iteration, then M skips one replay.
+ *
+ * Then the process waits --hang-exit-after seconds and ends without
+ * finalize, as a killed job does (the node's proxies are still running: the
+ * caller _exits). The truth object "hang" lists the missing rank, the frozen
+ * proxy, and every stuck op with its peer, channel, step and state. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "replay/rp_plan.h"
+#include "replay/rp_truth.h"
+
+#define HANG_STEP 2 /* the step where ops not facing the cause stall */
+
+static const char *const hang_scenarios[] = {"hang-missing", "hang-proxy", "hang-graph", NULL};
+
+bool rp_hang_known(const char *name) {
+  for (int i = 0; hang_scenarios[i]; i++)
+    if (!strcmp(name, hang_scenarios[i])) return true;
+  return false;
+}
+
+static struct rp_comm *comm0(struct rp_node *n, int local) { return &n->comms[local]; }
+
+/* The culprit: the first rank of the last node, so that with two or more
+ * nodes the previous node's last rank sends to it over the network. */
+static int culprit(const struct rp_node *n) { return (n->nodes - 1) * n->rpn; }
+
+static void allreduce_ranks(struct rp_node *n, int skip_rank) {
+  if (n->rpn > 1) rp_group_start(n);
+  for (int l = 0; l < n->rpn; l++)
+    if (comm0(n, l)->rank != skip_rank) rp_coll(n, comm0(n, l), RP_ALLREDUCE, 1 << 16, "ncclFloat32", 4, 0);
+  if (n->rpn > 1) rp_group_end(n);
+}
+
+static void hang_begin(struct rp_node *n) {
+  n->hang.func = RP_ALLREDUCE;
+  n->hang.seq = (int64_t)comm0(n, 0)->seq[RP_ALLREDUCE]; /* every rank has made the same calls so far */
+  n->hang.comm_id = comm0(n, 0)->commId;
+  n->hang.start_ns = rp_now();
+  n->hang.now = true;
+}
+
+void rp_hang_stall_op(struct rp_node *n, struct rp_op *op, bool is_send) {
+  struct rp_hang *h = &n->hang;
+  int cause = h->missing_rank >= 0 ? h->missing_rank : h->frozen_rank;
+  bool facing = op->peer == cause;
+  if (h->kind == RP_HANG_PROXY && op->rank == h->frozen_rank) facing = false;
+  op->stall_step = facing && h->missing_rank >= 0 ? 0 : h->step;
+  if (op->stall_step >= op->nSteps) op->stall_step = op->nSteps - 1;
+  if (is_send)
+    op->stall_state = facing ? LENS_ST_PROXY_STEP_SEND_PEER_WAIT : LENS_ST_PROXY_STEP_SEND_GPU_WAIT;
+  else
+    op->stall_state = LENS_ST_PROXY_STEP_RECV_WAIT;
+  op->freeze = h->kind == RP_HANG_PROXY && op->rank == h->frozen_rank;
+  int i = atomic_fetch_add(&h->nwait, 1);
+  if (i < RP_HANG_MAX_WAIT)
+    h->wait[i] = (struct rp_hang_wait){op->rank, op->peer, op->channel, op->stall_step, op->stall_state, is_send};
+}
+
+void rp_hang_op_stalled(struct rp_proxy *px, struct rp_op *op) {
+  /* freeze once the stalled step is the op's lowest unfinished one, so that
+   * the truth's step is what the trace shows */
+  if (!op->freeze || op->done < op->stall_step || atomic_load(&px->frozen)) return;
+  long long zero = 0;
+  atomic_compare_exchange_strong(&px->node->hang.frozen_ns, &zero, (long long)rp_now());
+  atomic_store(&px->frozen, true);
+}
+
+static void healthy_allreduces(struct rp_node *n, int iters) {
+  for (int it = 0; it < iters; it++) {
+    n->iter = it;
+    allreduce_ranks(n, -1);
+    rp_sync(n);
+  }
+  n->iter = iters;
+}
+
+static void hang_wait_exit(struct rp_node *n) {
+  int64_t ms = n->o->hang_exit_ms > 0 ? n->o->hang_exit_ms : 2000;
+  rp_sleep_ns(ms * 1000000LL);
+}
+
+bool rp_hang_run(struct rp_node *n, const char *name, int iters) {
+  if (!rp_hang_known(name)) return false;
+  struct rp_hang *h = &n->hang;
+  h->missing_rank = h->frozen_rank = -1;
+  h->step = HANG_STEP;
+  if (!strcmp(name, "hang-missing")) {
+    h->kind = RP_HANG_MISSING;
+    h->missing_rank = culprit(n);
+    healthy_allreduces(n, iters);
+    hang_begin(n);
+    allreduce_ranks(n, h->missing_rank);
+  } else if (!strcmp(name, "hang-proxy")) {
+    h->kind = RP_HANG_PROXY;
+    h->frozen_rank = culprit(n);
+    healthy_allreduces(n, iters);
+    hang_begin(n);
+    allreduce_ranks(n, -1);
+  } else {
+    h->kind = RP_HANG_GRAPH;
+    h->missing_rank = culprit(n);
+    n->iter = 0;
+    rp_capture_begin(n);
+    allreduce_ranks(n, -1);
+    rp_capture_end(n);
+    for (int it = 0; it < iters; it++) {
+      n->iter = it;
+      for (int r = 0; r < 2; r++) rp_graph_launch(n, it * 2 + r);
+      rp_sync(n);
+    }
+    n->iter = iters;
+    hang_begin(n);
+    rp_graph_launch(n, iters * 2); /* skips the missing rank's plan */
+    rp_cb_drain(n);                /* the host callbacks post the replay's proxy ops */
+  }
+  n->hang.now = false;
+  hang_wait_exit(n);
+  return true;
+}
+
+static const char *state_name(int st) {
+  switch (st) {
+  case LENS_ST_PROXY_STEP_SEND_GPU_WAIT: return "SendGPUWait";
+  case LENS_ST_PROXY_STEP_SEND_PEER_WAIT: return "SendPeerWait";
+  case LENS_ST_PROXY_STEP_RECV_WAIT: return "RecvWait";
+  default: return "?";
+  }
+}
+
+void rp_hang_truth_write(struct rp_node *n, FILE *f) {
+  struct rp_hang *h = &n->hang;
+  if (h->kind == RP_HANG_NONE) return;
+  static const char *const kinds[] = {"none", "missing", "proxy", "graph"};
+  fprintf(f, ",\n\"hang\":{\"kind\":\"%s\",\"comm_id\":%llu,\"func\":\"%s\",\"seq\":%lld,\"missing_rank\":%d,"
+             "\"frozen_rank\":%d,\"frozen_ns\":%lld,\"start_ns\":%lld,\"exit_after_ms\":%d,\"waiting\":[",
+          kinds[h->kind], (unsigned long long)h->comm_id, rp_func_name(h->func), (long long)h->seq, h->missing_rank,
+          h->frozen_rank, (long long)atomic_load(&h->frozen_ns), (long long)h->start_ns,
+          n->o->hang_exit_ms > 0 ? n->o->hang_exit_ms : 2000);
+  int nw = atomic_load(&h->nwait);
+  if (nw > RP_HANG_MAX_WAIT) nw = RP_HANG_MAX_WAIT;
+  for (int i = 0; i < nw; i++) {
+    const struct rp_hang_wait *w = &h->wait[i];
+    fprintf(f, "%s{\"rank\":%d,\"peer\":%d,\"channel\":%d,\"step\":%d,\"state\":\"%s\",\"is_send\":%s}", i ? "," : "",
+            w->rank, w->peer, w->channel, w->step, state_name(w->state), w->is_send ? "true" : "false");
+  }
+  fputs("]}", f);
+}
