@@ -475,6 +475,32 @@ static void test_text_fits_a_screen(void **state) {
   }
   assert_int_equal(rows, 2);
   assert_non_null(strstr(res.out, "asymmetry"));
+  /* the report's Network section: the same rows, one screen, and a hint */
+  char paths[4][1024];
+  const char *rep[8] = {"report"};
+  size_t k = 0;
+  for (; k < runs[SLOW_LINK].npaths && k < 4; k++) {
+    snprintf(paths[k], sizeof paths[k], "%s", runs[SLOW_LINK].paths[k]);
+    rep[k + 1] = paths[k];
+  }
+  rep[k + 1] = NULL;
+  assert_int_equal(cli_run(&res, rep), 0);
+  assert_int_equal(res.status, 0);
+  const char *sec = strstr(res.out, "\n## Network\n"), *end = sec ? strstr(sec, "\n## Data losses\n") : NULL;
+  assert_non_null(sec);
+  assert_non_null(end);
+  int sec_lines = 0, link_rows = 0;
+  for (const char *p = sec; p < end; p++) sec_lines += *p == '\n';
+  assert_true(sec_lines <= 45);
+  for (const char *p = strstr(sec, "| r1 -> r2 |"); p && p < end; p = strstr(p + 1, "| r1 -> r2 |")) {
+    const char *eol = strchr(p, '\n');
+    char line[512];
+    snprintf(line, sizeof line, "%.*s", (int)(eol - p), p);
+    assert_non_null(strstr(line, "| wire |"));
+    link_rows++;
+  }
+  assert_int_equal(link_rows, 2);
+  assert_non_null(strstr(res.out, "- **Network connection r1 -> r2"));
   /* bad input: one line, exit 1 */
   const char *bad[] = {"net", "--top", "x", runs[SLOW_LINK].dir, NULL};
   assert_int_equal(cli_run(&res, bad), 0);

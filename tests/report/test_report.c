@@ -78,7 +78,7 @@ static void test_sections(void **state) {
   static const char *const sections[] = {
       "# nccl-lens report\n", "\n## What was recorded\n", "\n## Collectives and point-to-point, per communicator\n",
       "\n## Completion vs enqueue\n", "\n## Timing accuracy (GPU analysis)\n", "\n## Proxy threads and starvation\n",
-      "\n## Hang diagnosis\n", "\n## Data losses\n", "\n## What to look at next\n"};
+      "\n## Hang diagnosis\n", "\n## Network\n", "\n## Data losses\n", "\n## What to look at next\n"};
   const char *prev = md;
   for (size_t i = 0; i < sizeof sections / sizeof *sections; i++) {
     const char *at = strstr(md, sections[i]);

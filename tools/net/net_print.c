@@ -262,9 +262,8 @@ void lens_net_print_md(FILE *f, const struct lens_model *m, const struct lens_ne
                "ProxyStep.\n\n");
     return;
   }
-  headline(f, n, "");
-  fputs("\n", f);
-  starvation_line(f, n, "");
+  headline(f, n, "- ");
+  starvation_line(f, n, "- ");
   size_t show = shown(n, top), out = count_standing_out(n);
   fprintf(f, "\nSlowest connections first (%zu of %zu shown; %zu stand out, marked !, with steps at least %.1fx "
              "the typical time for their size). Send: GPU/peer/wire %% of the sender's step time; receive: "

@@ -191,8 +191,26 @@ static int mask_gaps(FILE *f, const struct lens_model *m) {
   return n;
 }
 
+/* Connections that stand out in the network view (steps >= 2x the typical
+ * time for their size), named by their dominant phase. At most three. */
+static int slow_links(FILE *f, const struct lens_report *r) {
+  const struct lens_net *net = r->net;
+  int n = 0;
+  for (size_t i = 0; net && i < net->n_conns && n < 3; i++) {
+    const struct lens_net_conn *c = &net->conns[i];
+    if (!c->stands_out) continue;
+    fprintf(f, "- **Network connection r%d -> r%d (channel %d): steps %.1fx the typical time**, mostly %s (`%s`)%s. "
+               "`nccl-lens net` splits every step of it.\n",
+            c->src, c->dst, c->channel, c->score, lens_net_phase_text(c->dominant), lens_net_phase_name(c->dominant),
+            c->reverse >= 0 && c->asymmetry >= 1.5 ? "; the other direction is not" : "");
+    n++;
+  }
+  return n;
+}
+
 int lens_report_print_hints(FILE *f, const struct lens_model *m, const struct lens_report *r) {
   int n = late_ranks(f, r);
+  n += slow_links(f, r);
   n += starved(f, m, r);
   n += outliers(f, r);
   n += launch_bound(f, r);

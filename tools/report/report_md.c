@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "net/net_print.h"
 #include "summary/summary_print.h"
 #include "validate/validate_print.h"
 
@@ -23,6 +24,8 @@ void lens_report_fmt_ns(double ns, char *buf, size_t len) {
 }
 
 static const char *nz(const char *s) { return s && *s ? s : "-"; }
+
+#define REPORT_NET_TOP 10 /* connections in the Network section: one screen */
 
 const char *lens_report_comm_label(const char *name, uint64_t comm_id, char *buf, size_t len) {
   if (name && *name) return name;
@@ -334,6 +337,7 @@ void lens_report_print_md(FILE *f, const struct lens_model *m, const struct lens
   accuracy(f, m, r);
   proxies(f, m, r);
   hang_section(f, m);
+  lens_net_print_md(f, m, r->net, REPORT_NET_TOP);
   losses(f, m, r);
   fprintf(f, "## What to look at next\n\n");
   if (!lens_report_print_hints(f, m, r)) fprintf(f, "- Nothing stands out in these numbers.\n");

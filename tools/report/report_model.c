@@ -171,6 +171,7 @@ int lens_report_build(const struct lens_model *m, struct lens_report *r, int gpu
     }
   }
   if (lateness(m, r) || starvation(m, r)) goto oom;
+  if (!(r->net = lens_net_build(m))) goto oom;
   return 0;
 oom:
   lens_report_free(r);
@@ -182,5 +183,6 @@ void lens_report_free(struct lens_report *r) {
   free(r->procs);
   free(r->late);
   free(r->starve);
+  lens_net_free(r->net);
   memset(r, 0, sizeof *r);
 }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "reader/lensread.h"
+#include "reader/net_analysis.h"
 #include "summary/summary_model.h"
 
 /* Recorded span of one process: first event start .. last event stop. */
@@ -40,6 +41,7 @@ struct lens_report {
   uint64_t kernel_ch, kernel_ch_starved;
   uint64_t lag_n, lag_sum_ns, lag_max_ns; /* KernelCh notice lag behind mapped GPU stop */
   int gpu_ran;                          /* the GPU analysis ran */
+  struct lens_net *net;                 /* the network view (docs/net.md) */
 };
 
 /* 0, or -1 (out of memory). */
