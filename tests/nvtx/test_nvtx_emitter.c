@@ -298,6 +298,38 @@ static void *proxy_thread(void *arg) {
   return NULL;
 }
 
+/* NCCL 2.31's profiler thread: KernelCh only, never ProxyCtrl. */
+static void *profiler_thread(void *arg) {
+  uint32_t *tid = arg;
+  *tid = (uint32_t)syscall(SYS_gettid);
+  struct fake_rec r;
+  const unsigned slot = 5;
+  for (int i = 0; i < 2; i++) {
+    struct lens_p_kernel_ch kc = {mono_now() + OFF_GPU, (uint8_t)i, {0}};
+    uint64_t ch = fake_id(LENS_T_KERNEL_CH, slot);
+    lens_nvtx_on_start(fake_rec(&r, LENS_T_KERNEL_CH, ch, 0x77, CTX_A, 0, &kc, sizeof(kc)));
+    proxy_state(ch, 22, mono_now() + OFF_GPU - 1000000);
+    lens_nvtx_on_stop(ch);
+  }
+  return NULL;
+}
+
+/* On NCCL >= 2.31 the thread that reports KernelCh gets its own row name. */
+static void test_profiler_thread_named(void **state) {
+  (void)state;
+  uint64_t from = L->count;
+  lens_kernel_ch_role = LENS_ROLE_PROFILER;
+  uint32_t tid = 0;
+  pthread_t t;
+  pthread_create(&t, NULL, profiler_thread, &tid);
+  pthread_join(t, NULL);
+  lens_kernel_ch_role = LENS_ROLE_PROXY;
+  const struct nvtx_ev *name = find_after(from, NVTX_EV_NAME_THREAD, -1, NULL);
+  assert_non_null(name);
+  assert_int_equal(name->id, tid);
+  assert_string_equal(name->msg, "NCCL Profiler r0/2 commA");
+}
+
 static void test_proxy_thread(void **state) {
   uint64_t from = L->count;
   struct proxy_result res = {0};
@@ -425,6 +457,7 @@ int main(void) {
       cmocka_unit_test(test_two_comms_in_one_group_get_their_own_ops),
       cmocka_unit_test(test_groups_without_group_api),
       cmocka_unit_test(test_proxy_thread),
+      cmocka_unit_test(test_profiler_thread_named),
       cmocka_unit_test(test_slot_ownership),
       cmocka_unit_test(test_ranges_well_formed),
       cmocka_unit_test(test_teardown_stops_emitting),

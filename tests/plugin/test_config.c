@@ -85,6 +85,11 @@ static void test_mask_forms(void **state) {
   assert_int_equal(m, 0x7F7E | 0x8000);
   assert_int_equal(lens_parse_mask("coll,kernelphase", &m), 0);
   assert_int_equal(m, 0x2 | 0x40 | 0x8000);
+  /* README's production mask for NCCL 2.31.2 (KernelCh costs the GPU there, NCCL #2355): default less KernelCh */
+  assert_int_equal(lens_parse_mask("groupapi,collapi,p2papi,kernellaunch,coll,p2p,proxyop,proxystep,proxyctrl,"
+                                   "cecoll,cesync,cebatch", &m), 0);
+  assert_int_equal(m, 0x7F7E & ~LENS_EV_KERNEL_CH);
+  assert_int_equal(m, 0x7F3E);
   assert_int_equal(lens_parse_mask("0xFFFF", &m), 0);
   assert_int_equal(m, 0xFFFF);
   assert_int_equal(lens_parse_mask("coll,bogus", &m), -1);

@@ -73,7 +73,33 @@ struct kch_args {
   const lens_nccl_profiler_v7_t *t;
   void *ctx, *coll;
   int phases;
+  const char *reg_dir;  /* registry to look in while the thread lives */
+  uint32_t want_role;   /* the role it must have there */
+  int reg_ok;
 };
+
+/* The registry (include/nccl-lens/registry.h) lists this thread with want
+ * role within 2 s: what `nccl-lens sched --follow` watches. */
+static int registry_lists_me(const char *dir, uint32_t want) {
+  char path[400], line[256];
+  snprintf(path, sizeof path, "%s/%d.reg", dir, (int)getpid());
+  unsigned self = (unsigned)gettid();
+  for (int tries = 0; tries < 400; tries++) {
+    FILE *f = fopen(path, "r");
+    if (f) {
+      while (fgets(line, sizeof line, f)) {
+        unsigned tid, outer, roles;
+        if (sscanf(line, "thread %u %u %x", &tid, &outer, &roles) == 3 && tid == self && (roles & want)) {
+          fclose(f);
+          return 1;
+        }
+      }
+      fclose(f);
+    }
+    usleep(5000);
+  }
+  return 0;
+}
 
 /* The profiler thread (or, before 2.31, the proxy): KernelCh, its phases
  * (start, 31, stop, back to back), then 22 and stop. */
@@ -102,12 +128,13 @@ static void *kernel_ch_thread(void *arg) {
   lens_nccl_state_args_v7_t s = {.kernelCh.pTimer = 1400};
   a->t->recordEventState(kch, LENS_ST_KERNEL_CH_STOP, &s);
   a->t->stopEvent(kch);
+  a->reg_ok = registry_lists_me(a->reg_dir, a->want_role);
   return NULL;
 }
 
 /* One tagged symmetric AllReduce, one tagged Send, one tagged CeColl, the
  * KernelCh (+ 3 phases) from another thread. Returns 0 when all went. */
-static int child_body(int version, int mask) {
+static int child_body(int version, int mask, const char *dir) {
   g_version = version;
   struct plugin p;
   if (plugin_open(&p, plugin_path())) return 10;
@@ -173,10 +200,16 @@ static int child_body(int version, int mask) {
   SET_TAG(d, ceColl, 4);
   t->startEvent(ctx, &ce, d);
   free(d);
-  struct kch_args ka = {t, ctx, coll, 3};
+#ifdef LENS_TEST_RCCL
+  uint32_t want = LENS_ROLE_PROXY; /* RCCL: no profiler thread is known of; KernelCh stays a proxy's */
+#else
+  uint32_t want = version >= 23100 ? LENS_ROLE_PROFILER : LENS_ROLE_PROXY;
+#endif
+  struct kch_args ka = {t, ctx, coll, 3, dir, want, 0};
   pthread_t th;
   pthread_create(&th, NULL, kernel_ch_thread, &ka);
   pthread_join(th, NULL);
+  if (!ka.reg_ok) return 14;
   t->stopEvent(ce);
   t->stopEvent(p2p);
   t->stopEvent(papi);
@@ -193,7 +226,8 @@ static struct lens_model *run(int version, int mask, char *dir, size_t cap) {
   if (pid == 0) {
     setenv("NCCL_LENS_OUTPUT_DIR", dir, 1);
     setenv("NCCL_LENS_REGISTRY_DIR", dir, 1);
-    _exit(child_body(version, mask));
+    setenv("NCCL_LENS_WRITER_PERIOD_US", "2000", 1);
+    _exit(child_body(version, mask, dir));
   }
   int st = 0;
   waitpid(pid, &st, 0);
