@@ -44,8 +44,8 @@ static int load_run(int i) {
   snprintf(r->dir, sizeof r->dir, "%s/%s", cli_tmpdir(), scen[i]);
   snprintf(r->truth, sizeof r->truth, "%s/%s.truth.json", cli_tmpdir(), scen[i]);
   snprintf(r->json, sizeof r->json, "%s/%s.net.json", cli_tmpdir(), scen[i]);
-  const char *rp[] = {"replay", "--scenario", scen[i], "--nodes", "2", "--ranks-per-node", "2", "--out", r->dir,
-                      "--truth", r->truth, "--quiet", NULL};
+  const char *rp[] = {"replay", "--scenario", scen[i], "--nodes",    "2",      "--ranks-per-node", "2", "--iters",
+                      "2",      "--out",      r->dir,  "--truth", r->truth, "--quiet",          NULL};
   if (cli_run(&res, rp) || res.status) {
     fprintf(stderr, "replay %s failed (%d): %s\n", scen[i], res.status, res.err);
     return -1;
@@ -186,16 +186,38 @@ static void test_links_match_truth(void **state) {
 struct step_match {
   const struct run *r;
   uint64_t matched, checked;
+  int32_t *steps; /* ProxyStep event indexes, sorted by step number */
+  size_t n;
 };
+static const struct lens_model *sort_model;
+static int by_step(const void *a, const void *b) {
+  int x = sort_model->events[*(const int32_t *)a].p.proxy_step.step, y = sort_model->events[*(const int32_t *)b].p.proxy_step.step;
+  return (x > y) - (x < y);
+}
+static void index_steps(struct step_match *M) {
+  const struct lens_model *m = M->r->m;
+  M->steps = malloc(m->n_events * sizeof *M->steps);
+  for (size_t i = 0; i < m->n_events; i++)
+    if (m->events[i].type == LENS_T_PROXY_STEP && m->events[i].parent >= 0) M->steps[M->n++] = (int32_t)i;
+  sort_model = m;
+  qsort(M->steps, M->n, sizeof *M->steps, by_step);
+}
 static void match_step(const struct mj *s, void *ctx) {
   struct step_match *M = ctx;
   const struct lens_model *m = M->r->m;
   int64_t start = mj_int(s, "start_ns", 0);
   int32_t best = -1;
   int64_t bestd = INT64_MAX;
-  for (size_t i = 0; i < m->n_events; i++) {
+  int want = (int)mj_int(s, "step", -1);
+  size_t lo = 0, hi = M->n;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (m->events[M->steps[mid]].p.proxy_step.step < want) lo = mid + 1;
+    else hi = mid;
+  }
+  for (size_t x = lo; x < M->n && m->events[M->steps[x]].p.proxy_step.step == want; x++) {
+    size_t i = (size_t)M->steps[x];
     const struct lens_event *e = &m->events[i];
-    if (e->type != LENS_T_PROXY_STEP || e->parent < 0 || e->p.proxy_step.step != mj_int(s, "step", -1)) continue;
     const struct lens_event *op = &m->events[e->parent];
     if (op->rank != mj_int(s, "rank", -1) || op->p.proxy_op.peer != mj_int(s, "peer", -1) ||
         op->p.proxy_op.channel != mj_int(s, "channel", -1) || op->p.proxy_op.is_send != is_send(s))
@@ -227,9 +249,10 @@ static void match_step(const struct mj *s, void *ctx) {
 static void test_steps_match_truth(void **state) {
   (void)state;
   for (int i = 0; i < NRUNS; i++) {
-    if (i != SLOW_LINK && i != SLOW_RECV) continue; /* O(steps x events): two runs are enough here */
     struct step_match M = {.r = &runs[i]};
+    index_steps(&M);
     each_truth_step(&runs[i], match_step, &M);
+    free(M.steps);
     assert_true(M.matched > 100);
     assert_int_equal(M.matched, runs[i].n->total.steps);
   }

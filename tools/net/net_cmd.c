@@ -50,6 +50,14 @@ static int net_option(void *ctx, int *i, int argc, char **argv) {
 
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+/* Options whose next argument is their value, never a trace directory. */
+static int takes_value(const char *arg) {
+  static const char *const v[] = {"-o", "--output", "--cupti-buffer", "--min-wait-us", "--top"};
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+    if (!strcmp(arg, v[i])) return 1;
+  return 0;
+}
+
 /* argv with every directory replaced by its *.lens files, sorted. Strings
  * it made are listed in *owned for freeing. NULL after one error line. */
 static char **expand_dirs(int argc, char **argv, int *out_argc, char ***owned, size_t *n_owned) {
@@ -59,7 +67,9 @@ static char **expand_dirs(int argc, char **argv, int *out_argc, char ***owned, s
   if (!v) return NULL;
   for (int i = 0; i < argc; i++) {
     struct stat sb;
-    DIR *d = i > 0 && argv[i][0] != '-' && !stat(argv[i], &sb) && S_ISDIR(sb.st_mode) ? opendir(argv[i]) : NULL;
+    int is_value = i > 1 && takes_value(argv[i - 1]);
+    DIR *d = i > 0 && !is_value && argv[i][0] != '-' && !stat(argv[i], &sb) && S_ISDIR(sb.st_mode) ? opendir(argv[i])
+                                                                                                     : NULL;
     if (!d) {
       if (n + 1 >= cap) {
         cap *= 2;
