@@ -185,6 +185,20 @@ static void test_export_starvation(void **state) {
   assert_int_equal(cli_run(&r, sargs), 0);
   assert_int_equal(r.status, 0);
   assert_non_null(strstr(r.out, "\"starvation\":{"));
+  const char *acc = strstr(r.out, "\"accuracy\":{");
+  assert_non_null(acc);
+  const char *st = strstr(acc, "\"starved\":");
+  assert_non_null(st);
+  long in_summary = atol(st + strlen("\"starved\":"));
+  /* validate flags the same KernelCh starved (it ran no starvation analysis: 0). */
+  const char *vargs[] = {"validate", "--json", sample, probe, NULL};
+  assert_int_equal(cli_run(&r, vargs), 0);
+  st = strstr(r.out, "\"starved\":");
+  assert_non_null(st);
+  long in_validate = atol(st + strlen("\"starved\":"));
+  printf("starved: %ld KernelCh in validate, %ld events in summary\n", in_validate, in_summary);
+  assert_true(in_validate > 0);
+  assert_true(in_validate <= in_summary);
 }
 
 int main(void) {

@@ -178,6 +178,29 @@ static void expect_bad(const char *const *args, const char *needle) {
   assert_int_equal(res.out[0], 0);
 }
 
+/* Proxy-thread shares partition the thread's time: a thread cannot be both
+ * asleep and active (the replay's proxies sleep without an Idle record). */
+static void test_proxy_shares_partition(void **state) {
+  (void)state;
+  struct mj *s = mj_parse_file(json);
+  assert_non_null(s);
+  const struct mj *px = mj_get(s, "proxy_threads");
+  assert_non_null(px);
+  assert_true(px->n >= 2);
+  int slept = 0;
+  for (const struct mj *p = px->child; p; p = p->next) {
+    double a = mj_get(p, "active_fraction")->num, sl = mj_get(p, "sleep_fraction")->num,
+           id = mj_get(p, "idle_fraction")->num, ap = mj_get(p, "append_fraction")->num;
+    printf("proxy tid %" PRIu64 ": active %.3f sleep %.3f idle %.3f (sum %.3f) append %.3f\n", mj_uint(p, "tid", 0), a,
+           sl, id, a + sl + id, ap);
+    assert_true(a + sl + id <= 1.0 + 1e-9);
+    assert_true(ap <= a + id + 1e-9);
+    slept += sl > 0.01;
+  }
+  assert_true(slept > 0); /* the check saw sleeping threads */
+  mj_free(s);
+}
+
 static void test_bad_input(void **state) {
   (void)state;
   char notrace[256];
@@ -202,6 +225,7 @@ static void test_bad_input(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_sections), cmocka_unit_test(test_numbers_match_summary),
+                                     cmocka_unit_test(test_proxy_shares_partition),
                                      cmocka_unit_test(test_bad_input)};
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <inttypes.h>
 
 #include <cmocka.h>
 
@@ -146,6 +147,24 @@ static uint64_t prev_pass_brute(uint64_t start) {
   }
 }
 
+/* One wait under a ProxyOp, its ProxyStep and a KernelCh: each event is
+ * flagged with the whole wait, but the thread was starved for it once. */
+static void test_nested_events_count_the_wait_once(void **state) {
+  (void)state;
+  reset();
+  add_sample(LENS_SCHED_RUNQ_WAIT, 100, 101, 101, 1000, 2000, 200, "hog");
+  add_sample(LENS_SCHED_RUNQ_WAIT, 100, 101, 101, 9000, 9500, 200, "hog"); /* no event open: not counted */
+  add_event(LENS_T_PROXY_OP, 0, 500, 3000);
+  add_event(LENS_T_PROXY_STEP, 0, 600, 2900);
+  add_event(LENS_T_PROXY_STEP, 0, 700, 2800);
+  assert_int_equal(lens_analyze_starvation(&model, 0), 3);
+  uint64_t sum = 0;
+  for (size_t i = 0; i < model.n_events; i++) sum += events[i].acc.starved_ns;
+  assert_int_equal(sum, 3000);
+  assert_int_equal(threads[0].starved_ns, 1000);
+  assert_int_equal(threads[1].starved_ns, 0);
+}
+
 /* Random non-overlapping waits per thread, random events; compare with brute force. */
 static void test_random_against_brute_force(void **state) {
   (void)state;
@@ -197,6 +216,35 @@ static void test_random_against_brute_force(void **state) {
     assert_int_equal(!!(e->acc.flags & LENS_ACC_STARVED), want > 0);
   }
   assert_int_equal(n, expect);
+  /* The thread's starved time: ns inside a wait and inside an event window, each counted once. */
+  uint64_t span = 0;
+  for (size_t k = 0; k < model.n_sched; k++)
+    if (sched[k].s.end_mono_ns > span) span = sched[k].s.end_mono_ns;
+  for (size_t i = 0; i < model.n_events; i++)
+    if (events[i].stop_mono_ns > span) span = events[i].stop_mono_ns;
+  unsigned char *in = calloc(span + 1, 1);
+  assert_non_null(in);
+  for (size_t i = 0; i < model.n_events; i++) {
+    const struct lens_event *e = &events[i];
+    if (e->thread != 0 || (e->type != LENS_T_KERNEL_CH && e->type != LENS_T_PROXY_OP && e->type != LENS_T_PROXY_STEP))
+      continue;
+    uint64_t from = e->type == LENS_T_KERNEL_CH ? prev_pass_brute(e->start_mono_ns) : e->start_mono_ns;
+    uint64_t to = e->stop_mono_ns > e->start_mono_ns ? e->stop_mono_ns : e->start_mono_ns;
+    for (uint64_t x = from; x < to; x++) in[x] = 1;
+  }
+  uint64_t union_ns = 0, sum_ns = 0;
+  for (size_t k = 0; k < model.n_sched; k++) {
+    const struct lens_sched_sample *s = &sched[k].s;
+    if (s->host_tid != 101 || s->kind == LENS_SCHED_OFFCPU || s->end_mono_ns - s->start_mono_ns < min_wait) continue;
+    for (uint64_t x = s->start_mono_ns; x < s->end_mono_ns; x++) union_ns += in[x], in[x] = 0;
+  }
+  free(in);
+  for (size_t i = 0; i < model.n_events; i++)
+    if (events[i].thread == 0) sum_ns += events[i].acc.starved_ns;
+  printf("random: thread starved %" PRIu64 " ns (union), events' overlaps sum to %" PRIu64 " ns\n", threads[0].starved_ns,
+         sum_ns);
+  assert_int_equal(threads[0].starved_ns, union_ns);
+  assert_true(union_ns > 0);
   printf("random: %ld of %zu events flagged, %d KernelCh windows opened at an earlier pass\n", expect,
          model.n_events, extended);
   assert_true(expect > 50); /* the draw must exercise both outcomes */
@@ -239,6 +287,7 @@ static void test_printers(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_flags_and_amounts),
+      cmocka_unit_test(test_nested_events_count_the_wait_once),
       cmocka_unit_test(test_random_against_brute_force),
       cmocka_unit_test(test_printers),
   };

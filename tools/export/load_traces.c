@@ -30,6 +30,9 @@ struct lens_model *lens_cli_load(const char *cmd, const char *const *paths, size
     lens_cli_error(cmd, "%s", err);
     return NULL;
   }
+  for (size_t i = 0; i < m->n_same_traces; i++)
+    fprintf(stderr, "nccl-lens %s: note: %s is %s %s: read once\n", cmd, m->same_traces[i].path,
+            m->same_traces[i].same_file ? "the same file as" : "a copy of the trace in", m->same_traces[i].same_as);
   /* A cut file is still read up to its last whole chunk (a killed job's
    * trace is exactly that): say so once per file, and go on. */
   for (size_t i = 0; i < m->n_files; i++)

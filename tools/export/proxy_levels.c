@@ -21,8 +21,15 @@ int lens_proxy_levels(const struct lens_model *m, lens_proxy_level_cb cb, void *
         if (th->level >= 0 && s->ts_mono_ns > th->since) cb(arg, e->thread, th->level, th->since, s->ts_mono_ns);
         th->level = s->state == 14 ? LENS_PL_ACTIVE : LENS_PL_IDLE;
         th->since = s->ts_mono_ns;
-      } else if ((s->state == 15 || s->state == 17) && next > s->ts_mono_ns) {
-        cb(arg, e->thread, s->state == 15 ? LENS_PL_SLEEP : LENS_PL_APPEND, s->ts_mono_ns, next);
+      } else if (s->state == 15 && next > s->ts_mono_ns) {
+        /* Asleep is neither active nor idle-awake, whatever the last 13/14
+         * said (a proxy may sleep without recording Idle first): the sleep
+         * cuts the level, which goes on after the wakeup. */
+        if (th->level >= 0 && s->ts_mono_ns > th->since) cb(arg, e->thread, th->level, th->since, s->ts_mono_ns);
+        cb(arg, e->thread, LENS_PL_SLEEP, s->ts_mono_ns, next);
+        if (next > th->since) th->since = next;
+      } else if (s->state == 17 && next > s->ts_mono_ns) {
+        cb(arg, e->thread, LENS_PL_APPEND, s->ts_mono_ns, next);
       }
     }
     if (stop > th->last) th->last = stop;

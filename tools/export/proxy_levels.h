@@ -2,7 +2,8 @@
  * proxy thread's state is a level that holds between them: Active/Idle from
  * one record 14/13 to the next on the same thread; Sleep from record 15 to
  * its Wakeup (16); Append from 17 to AppendEnd (18). This walks those
- * intervals per thread. */
+ * intervals per thread. Active, Idle and Sleep partition the thread's time
+ * (a Sleep cuts the Active/Idle level around it); Append lies inside them. */
 #ifndef NCCL_LENS_PROXY_LEVELS_H
 #define NCCL_LENS_PROXY_LEVELS_H
 

@@ -140,6 +140,10 @@ struct lens_thread {
   int32_t proxy_comm;  /* index into model->comms, -1 */
   uint64_t first_mono_ns;
   char name[16];
+  /* Set by lens_analyze_starvation: time the probe saw this thread runnable
+   * but not running while its events were open, each ns counted once (the
+   * union, not the sum of nested events' overlaps). */
+  uint64_t starved_ns;
 };
 
 struct lens_comm {
@@ -179,6 +183,13 @@ struct lens_file {
 struct lens_clock_sample {
   int32_t proc;
   struct lens_clock_rec r;
+};
+
+/* An input not read because it is the same trace as another input. */
+struct lens_same_trace {
+  const char *path;    /* as given */
+  const char *same_as; /* the input read in its place */
+  int same_file;       /* 1: the same file (path, link, glob); 0: a copy */
 };
 
 /* One process (a plugin trace file; sessions of the same file share it). */
@@ -247,6 +258,8 @@ struct lens_model {
   /* Added after v1 of this API. */
   uint64_t bad_records;     /* records inside valid chunks that could not be parsed (skipped) */
   struct lens_clock_sample *clocks; size_t n_clocks; /* CLOCK chunks, in file order per proc */
+  /* Inputs named twice or copied: read once, listed here (paths owned by the model). */
+  struct lens_same_trace *same_traces; size_t n_same_traces;
 };
 
 /* Load files into a new model. Returns NULL on error and writes a one-line

@@ -223,8 +223,35 @@ struct lens_model *lens_model_load(const char *const *paths, size_t n_paths, cha
     lens_builder_oom(&b);
     goto bad;
   }
-  for (size_t i = 0; i < n_paths; i++)
-    if (load_file(&b, paths[i], &done, total, progress)) goto bad;
+  {
+    size_t *keep = malloc(n_paths * sizeof *keep), n_keep = 0, n_dups = 0;
+    m->same_traces = calloc(n_paths, sizeof *m->same_traces);
+    if (!keep || !m->same_traces || lens_same_trace_select(paths, n_paths, keep, &n_keep, m->same_traces, &n_dups)) {
+      free(keep);
+      lens_builder_oom(&b);
+      goto bad;
+    }
+    /* Paths as the model's own strings: the caller's array may go first. */
+    for (size_t i = 0; i < n_dups; i++) {
+      struct lens_same_trace *d = &m->same_traces[i];
+      d->path = lens_arena_strndup(&priv->arena, d->path, strlen(d->path));
+      d->same_as = lens_arena_strndup(&priv->arena, d->same_as, strlen(d->same_as));
+      if (!d->path || !d->same_as) {
+        free(keep);
+        lens_builder_oom(&b);
+        goto bad;
+      }
+    }
+    m->n_same_traces = n_dups;
+    for (size_t k = 0; k < n_keep; k++) {
+      const char *path = paths[keep[k]];
+      if (load_file(&b, path, &done, total, progress)) {
+        free(keep);
+        goto bad;
+      }
+    }
+    free(keep);
+  }
   if (lens_resolve_model(&b)) goto bad;
   if (progress) progress(total, total);
   free(b.states);
@@ -276,5 +303,6 @@ void lens_model_free(struct lens_model *m) {
   free(m->clocks);
   free(m->kernels);
   free(m->clock_maps);
+  free(m->same_traces);
   free(m);
 }

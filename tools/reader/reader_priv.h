@@ -77,6 +77,10 @@ int32_t lens_builder_new_thread(struct lens_builder *b, uint32_t session, uint32
 /* records.c: pass B. */
 int lens_read_events_chunk(struct lens_builder *b, const struct lens_chunk_hdr *h, const uint8_t *p, uint32_t len);
 int lens_apply_pending(struct lens_builder *b);
+/* same_trace.c: which inputs to read. keep gets the indexes of the inputs to
+ * read, in order; dups (room for n) the others. 0, or -1 (out of memory). */
+int lens_same_trace_select(const char *const *paths, size_t n, size_t *keep, size_t *n_keep,
+                           struct lens_same_trace *dups, size_t *n_dups);
 /* resolve.c: joins after every file is read. */
 int lens_resolve_model(struct lens_builder *b);
 

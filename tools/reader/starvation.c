@@ -169,10 +169,68 @@ static uint64_t overlap(const struct lens_model *m, const struct tsamples *ts, u
   return total;
 }
 
-static int flag_event(const struct lens_model *m, struct lens_event *e, const struct tsamples *ts) {
+/* Windows of a thread's events (what starvation can distort), kept to count
+ * the thread's starved time once: nested ProxyOp, ProxyStep and KernelCh
+ * windows cover the same wait many times over. */
+struct windows { uint64_t (*w)[2]; size_t n, cap; };
+
+static int add_window(struct windows *ws, uint64_t from, uint64_t to) {
+  if (ws->n == ws->cap) {
+    size_t c = ws->cap ? ws->cap * 2 : 64;
+    void *g = realloc(ws->w, c * sizeof *ws->w);
+    if (!g) return -1;
+    ws->w = g;
+    ws->cap = c;
+  }
+  ws->w[ws->n][0] = from;
+  ws->w[ws->n][1] = to;
+  ws->n++;
+  return 0;
+}
+
+static int by_from(const void *a, const void *b) {
+  uint64_t x = (*(const uint64_t(*)[2])a)[0], y = (*(const uint64_t(*)[2])b)[0];
+  return x < y ? -1 : x > y;
+}
+
+/* |union of the thread's waits ∩ union of its event windows|: sweeps both
+ * sorted lists once, merging each as it goes. */
+static uint64_t union_starved(const struct lens_model *m, const struct tsamples *ts, struct windows *ws) {
+  if (!ws->n || !ts->n) return 0;
+  qsort(ws->w, ws->n, sizeof *ws->w, by_from);
+  size_t n = 0; /* merge windows in place */
+  for (size_t i = 0; i < ws->n; i++) {
+    if (n && ws->w[i][0] <= ws->w[n - 1][1]) {
+      if (ws->w[i][1] > ws->w[n - 1][1]) ws->w[n - 1][1] = ws->w[i][1];
+    } else {
+      ws->w[n][0] = ws->w[i][0];
+      ws->w[n][1] = ws->w[i][1];
+      n++;
+    }
+  }
+  uint64_t total = 0, covered_to = 0; /* waits may overlap: count each ns once */
+  size_t k = 0;
+  for (size_t i = 0; i < ts->n; i++) {
+    const struct lens_sched_sample *s = &m->sched[ts->idx[i]].s;
+    uint64_t a = s->start_mono_ns > covered_to ? s->start_mono_ns : covered_to, b = s->end_mono_ns;
+    if (b <= a) continue;
+    covered_to = b;
+    while (k < n && ws->w[k][1] <= a) k++;
+    for (size_t j = k; j < n && ws->w[j][0] < b; j++) {
+      uint64_t x = ws->w[j][0] > a ? ws->w[j][0] : a, y = ws->w[j][1] < b ? ws->w[j][1] : b;
+      if (y > x) total += y - x;
+    }
+  }
+  return total;
+}
+
+static int flag_event(const struct lens_model *m, struct lens_event *e, const struct tsamples *ts,
+                      struct windows *ws) {
   uint64_t from[2], to[2], total = 0, best = 0;
   int32_t best_i = -1;
   int n = event_spans(e, ts, from, to);
+  for (int k = 0; k < n; k++)
+    if (to[k] > from[k] && add_window(ws, from[k], to[k])) return -1;
   for (int k = 0; k < n; k++) total += overlap(m, ts, from[k], to[k], &best, &best_i);
   if (!total) return 0;
   e->acc.flags |= LENS_ACC_STARVED;
@@ -198,19 +256,25 @@ long lens_analyze_starvation(struct lens_model *m, uint64_t min_wait_ns) {
     }
   }
   long flagged = 0;
-  for (size_t i = 0; i < m->n_events; i++) {
+  struct windows *ws = calloc(m->n_threads, sizeof *ws);
+  if (!ws) flagged = -1;
+  for (size_t i = 0; i < m->n_events && flagged >= 0; i++) {
     struct lens_event *e = &m->events[i];
     if (e->type != LENS_T_KERNEL_CH && e->type != LENS_T_PROXY_OP && e->type != LENS_T_PROXY_STEP) continue;
     e->acc.flags &= ~LENS_ACC_STARVED;
     e->acc.starved_ns = 0;
     e->acc.sched_sample = -1;
     if (e->thread < 0 || (size_t)e->thread >= m->n_threads || !per[e->thread].n) continue;
-    flagged += flag_event(m, e, &per[e->thread]);
+    int r = flag_event(m, e, &per[e->thread], &ws[e->thread]);
+    flagged = r < 0 ? -1 : flagged + r;
   }
   for (size_t t = 0; t < m->n_threads; t++) {
+    if (flagged >= 0) m->threads[t].starved_ns = union_starved(m, &per[t], &ws[t]);
+    if (ws) free(ws[t].w);
     free(per[t].idx);
     free(per[t].polls);
   }
+  free(ws);
   free(per);
   return flagged;
 }

@@ -235,7 +235,8 @@ static void proxies(FILE *f, const struct lens_model *m, const struct lens_repor
   const struct lens_summary *s = &r->sum;
   fprintf(f, "## Proxy threads and starvation\n\n");
   if (s->n_proxies) {
-    fprintf(f, "Share of the time from the thread's first to its last ProxyCtrl (idle includes sleep).\n\n"
+    fprintf(f, "Share of the time from the thread's first to its last ProxyCtrl. Active, sleep and idle (awake, no work) "
+               "do not overlap; append is time within active or idle.\n\n"
                "| thread | name | ops | steps | bytes | active | sleep | idle | append |\n"
                "|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
     for (size_t i = 0; i < s->n_proxies; i++) {
@@ -303,6 +304,9 @@ static void losses(FILE *f, const struct lens_model *m, const struct lens_report
               fl->lost_chunks ? "its end marker may be among the lost chunks, or the process was killed"
                               : "the process may have been killed");
   }
+  for (size_t i = 0; i < m->n_same_traces; i++)
+    fprintf(f, "- read once: `%s` is %s `%s`\n", m->same_traces[i].path,
+            m->same_traces[i].same_file ? "the same file as" : "a copy of the trace in", m->same_traces[i].same_as);
   if (!cut) fprintf(f, "- all %zu files intact\n", m->n_files);
   for (int b = 0; b < 32; b++)
     if (r->sum.evf_counts[b] && lens_evf_name(1u << b))

@@ -127,7 +127,9 @@ static int starvation(const struct lens_model *m, struct lens_report *r) {
     }
     r->starve = p;
     slot[t] = (int32_t)r->n_starve;
-    r->starve[r->n_starve++] = (struct lens_rep_starve){.thread = (int32_t)t};
+    /* The thread's starved time counted once: summing the events' overlaps
+     * counts one wait once per nested ProxyOp, ProxyStep and KernelCh. */
+    r->starve[r->n_starve++] = (struct lens_rep_starve){.thread = (int32_t)t, .starved_ns = m->threads[t].starved_ns};
   }
   for (size_t i = 0; i < m->n_events; i++) {
     const struct lens_event *e = &m->events[i];
@@ -146,7 +148,6 @@ static int starvation(const struct lens_model *m, struct lens_report *r) {
       s->proxy++;
       s->proxy_starved += starved;
     }
-    s->starved_ns += e->acc.starved_ns;
   }
   free(slot);
   return 0;

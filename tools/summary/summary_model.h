@@ -37,7 +37,7 @@ struct lens_sum_group {
 struct lens_sum_proxy {
   int32_t thread;
   uint64_t ops, steps, bytes;
-  uint64_t state_ns[4]; /* enum lens_proxy_level: active, sleep, idle (includes sleep), append */
+  uint64_t state_ns[4]; /* enum lens_proxy_level: active, sleep, idle (awake), append (within active/idle) */
   uint64_t first_ns, last_ns, span_ns; /* first ProxyCtrl start -> last stop */
 };
 

@@ -55,7 +55,8 @@ static size_t *row_order(const struct lens_summary *s) {
 
 static const char *const proxy_state_names[4] = {"active", "sleep", "idle", "append"};
 
-/* Fractions of the thread's ProxyCtrl span (idle includes sleep). */
+/* Fractions of the thread's ProxyCtrl span: active + sleep + idle <= 1 (the rest is before its first
+ * Active/Idle record); append is part of active or idle. */
 static uint64_t proxy_total(const struct lens_sum_proxy *p) { return p->span_ns; }
 
 static void print_drops_text(FILE *f, const struct lens_model *m) {
@@ -92,6 +93,9 @@ static void print_drops_text(FILE *f, const struct lens_model *m) {
               fl->lost_chunks ? "its end marker may be among the lost chunks, or the process was killed"
                               : "the process may have been killed");
   }
+  for (size_t i = 0; i < m->n_same_traces; i++)
+    fprintf(f, "  read once: %s is %s %s\n", m->same_traces[i].path,
+            m->same_traces[i].same_file ? "the same file as" : "a copy of the trace in", m->same_traces[i].same_as);
   if (!cut) fprintf(f, "  all %zu files intact\n", m->n_files);
 }
 
@@ -138,7 +142,8 @@ void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct l
   free(o);
   if (!s->n_rows) fprintf(f, "\nno collective or point-to-point operations in these traces\n");
   if (s->n_proxies) {
-    fprintf(f, "\nproxy threads (share of time from first to last ProxyCtrl; idle includes sleep)\n");
+    fprintf(f, "\nproxy threads (share of time from first to last ProxyCtrl: active, sleep and idle (awake) do not overlap;\n"
+               "append is time within active or idle)\n");
     fprintf(f, "  %-28s %-16s %8s %8s %10s %7s %7s %7s %7s\n", "thread", "name", "ops", "steps", "bytes", "active%",
             "sleep%", "idle%", "append%");
     for (size_t i = 0; i < s->n_proxies; i++) {

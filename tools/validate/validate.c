@@ -79,6 +79,9 @@ int lens_cmd_validate(int argc, char **argv) {
     rc = lens_cli_error("validate", "%s", err[0] ? err : "cannot load traces");
     goto out;
   }
+  for (size_t i = 0; i < m->n_same_traces; i++)
+    fprintf(stderr, "nccl-lens validate: note: %s is %s %s: read once\n", m->same_traces[i].path,
+            m->same_traces[i].same_file ? "the same file as" : "a copy of the trace in", m->same_traces[i].same_as);
   for (size_t i = 0; i < n_buffers; i++)
     if (lens_model_add_cupti_file(m, buffers[i], err, sizeof(err))) {
       rc = lens_cli_error("validate", "%s", err);
@@ -86,6 +89,12 @@ int lens_cmd_validate(int argc, char **argv) {
     }
   if (lens_analyze_gpu(m, err, sizeof(err))) {
     rc = lens_cli_error("validate", "%s", err);
+    goto free_model;
+  }
+  /* The same starvation flags as summary and report (their default
+   * --min-wait-us 0), so the commands agree on the same files. */
+  if (m->n_sched && lens_analyze_starvation(m, 0) < 0) {
+    rc = lens_cli_error("validate", "out of memory in the starvation analysis");
     goto free_model;
   }
   rc = lens_validate_print(stdout, m, &o);
