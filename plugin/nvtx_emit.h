@@ -112,5 +112,7 @@ void lens_nvtx_task_start(const struct lens_rec_start *rec);     /* Coll, P2p: t
 void lens_nvtx_proxy_start(const struct lens_rec_start *rec);    /* ProxyOp, ProxyStep, ProxyCtrl, KernelCh */
 void lens_nvtx_proxy_stop(uint64_t id);
 void lens_nvtx_proxy_state(uint64_t id, uint32_t state, uint64_t arg, int has_args);
+/* At the last finalize: end every proxy range still open (Active, Sleep, ProxyOps). */
+void lens_nvtx_proxy_close_all(void);
 
 #endif

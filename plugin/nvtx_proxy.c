@@ -8,7 +8,9 @@
  * range per ProxyStep: steps are summarised into their op's end payload and
  * into the steps-in-flight counter. Some transports start ProxyOps they never
  * stop (spec §2.5); the proxy only sleeps with no op active, so any range
- * still open at Sleep is an orphan: it is ended there and counted.
+ * still open at Sleep is an orphan: it is ended there and counted. What is
+ * still open at the last finalize (a proxy that ended in Active) is ended
+ * there (lens_nvtx_proxy_close_all).
  *
  * All state is in the proxy thread's entry of a fixed per-slot table (see
  * lens_nvtx_slot_state), in tables keyed by event id: ProxyOp, its steps and
@@ -283,5 +285,24 @@ void lens_nvtx_proxy_state(uint64_t id, uint32_t state, uint64_t arg, int has_ar
     if (has_args && LENS_ID_TYPE(id) == LENS_T_KERNEL_CH) kernel_ch_stop_state(pt, id, arg);
     break;
   default: break;
+  }
+}
+
+/* The last finalize: NCCL has joined its proxy threads (spec: finalize runs
+ * after ncclProxyDestroy), but a proxy can end in Active, or with ProxyOps
+ * never stopped, and nothing would end those ranges: an NVTX tool would
+ * show them open to the end of the process. End them here. Emitting is
+ * already off (lens_nvtx_active = 0), so no hook races this walk on a live
+ * proxy of this load. */
+void lens_nvtx_proxy_close_all(void) {
+  for (int s = 0; s < LENS_NVTX_MAX_SLOTS; s++) {
+    struct proxy_state *pt = &proxy_states[s];
+    period_end(&pt->active_range, &pt->active);
+    period_end(&pt->sleep_range, &pt->sleeping);
+    for (int i = 0; i < LENS_NVTX_MAX_OPEN_OPS; i++) {
+      if (!pt->ops[i].id) continue;
+      op_end(pt, &pt->ops[i]);
+      lens_nvtx_drop(&lens_nvtx_g.drops.proxy_ops_orphaned);
+    }
   }
 }

@@ -145,6 +145,7 @@ void lens_nvtx_setup(void) {
 void lens_nvtx_teardown(void) {
   __atomic_store_n(&lens_nvtx_active, 0, __ATOMIC_RELEASE);
   if (!setup_ok) return;
+  lens_nvtx_proxy_close_all();
   const struct lens_nvtx_drops *d = &lens_nvtx_g.drops;
   uint64_t cap = __atomic_load_n(&d->proxy_ops_over_cap, __ATOMIC_RELAXED);
   uint64_t orph = __atomic_load_n(&d->proxy_ops_orphaned, __ATOMIC_RELAXED);

@@ -178,7 +178,8 @@ int synth_build(struct synth *s, const struct synth_opts *o) {
     le->p.kernel_launch.ext_corr_id = o->with_cupti ? le->id : 0;
     uint64_t lid = le->id;
     int64_t k0 = t + 5000, k1 = t + 25000;
-    if (o->with_cupti) cupti_launch(&b, lid, t, t + 3000, k0, k1, an != SYN_NO_KERNEL, o->channels);
+    if (o->with_cupti)
+      cupti_launch(&b, lid, t, t + 3000, k0, an == SYN_SHORT_KERNEL ? k0 + 2000 : k1, an != SYN_NO_KERNEL, o->channels);
     if (an == SYN_NO_KERNEL) s->expect_flags[l] |= LENS_ACC_NO_KERNEL_RECORD;
     int nops = an == SYN_P2P_PAIR ? 2 : 1;
     int64_t ch_t0[64], ch_t1[64];
@@ -200,6 +201,7 @@ int synth_build(struct synth *s, const struct synth_opts *o) {
         int32_t e = add_kch(&b, op, c, ch_t0[c], ch_t1[c], &rs);
         struct lens_event *ev = &m->events[e];
         if (an == SYN_NO_KERNEL) s->expect_flags[e] |= LENS_ACC_NO_KERNEL_RECORD;
+        if (an == SYN_SHORT_KERNEL && o->with_cupti) s->expect_flags[e] |= LENS_ACC_OUTSIDE_KERNEL;
         if (an == SYN_OUTSIDE_KERNEL && c == 0) {
           uint64_t shift = 60000;
           ev->p.kernel_ch.start_gpu_ns += shift;

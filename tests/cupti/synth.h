@@ -22,6 +22,7 @@ enum synth_anomaly {
   SYN_NO_KERNEL,      /* no kernel record for this launch */
   SYN_STOP_BEFORE_START,
   SYN_P2P_PAIR,       /* a send/recv pair sharing timers (legitimate) */
+  SYN_SHORT_KERNEL,   /* the joined kernel record lasts 2 us: it cannot contain its ~17 us of channels */
 };
 
 struct synth_opts {

@@ -112,6 +112,59 @@ static void test_notice_fit(void **state) {
   synth_free(&s);
 }
 
+/* A short real run: one collective, so one CUPTI kernel per GPU. Its
+ * bounds fix the offset (slope 1) within a few us; notice times would give
+ * a map of milliseconds. */
+static void test_one_kernel_gives_a_cupti_map(void **state) {
+  (void)state;
+  struct synth_opts o;
+  synth_default(&o);
+  o.launches = 1;
+  struct synth s;
+  assert_int_equal(synth_build(&s, &o), 0);
+  char err[256];
+  assert_int_equal(lens_analyze_gpu(&s.m, err, sizeof(err)), 0);
+  assert_int_equal(s.m.n_clock_maps, 1);
+  const struct lens_clock_map *c = &s.m.clock_maps[0];
+  printf("  one kernel: source %s, slope %.9f, bound %.0f ns\n", lens_time_source_name(c->source), c->slope,
+         c->error_bound_ns);
+  assert_int_equal(c->source, LENS_TS_CUPTI);
+  assert_true(c->slope == 1.0);
+  assert_true(c->error_bound_ns <= 2000); /* channels sit 200-2000 ns inside their 20 us kernel */
+  /* Every channel inside its kernel, placed within the bound (+ a tick). */
+  check_mapping(&s, c->error_bound_ns + 64, -c->error_bound_ns - 64, c->error_bound_ns + 64, 100.0);
+  check_flags(&s);
+  lens_gpu_release(&s.m);
+  synth_free(&s);
+}
+
+/* A 2 us kernel joined to ~17 us of channels: flagged, not absorbed into the
+ * map's bound (alone, and among good kernels). */
+static void test_contradictory_join_flagged(void **state) {
+  (void)state;
+  for (int launches = 1; launches <= 200; launches += 199) {
+    struct synth_opts o;
+    synth_default(&o);
+    o.launches = launches;
+    o.anomaly_at[0] = SYN_SHORT_KERNEL, o.anomaly_launch[0] = launches / 2;
+    o.n_anomalies = 1;
+    struct synth s;
+    assert_int_equal(synth_build(&s, &o), 0);
+    char err[256];
+    assert_int_equal(lens_analyze_gpu(&s.m, err, sizeof(err)), 0);
+    const struct lens_gpu_report *r = lens_gpu_report_get(&s.m);
+    assert_int_equal(r->kernels_contradict, 1);
+    check_flags(&s); /* its channels: outside_kernel */
+    for (size_t i = 0; i < s.m.n_clock_maps; i++) {
+      printf("  %d launches: map %zu source %s bound %.0f ns\n", launches, i,
+             lens_time_source_name(s.m.clock_maps[i].source), s.m.clock_maps[i].error_bound_ns);
+      if (s.m.clock_maps[i].source == LENS_TS_CUPTI) assert_true(s.m.clock_maps[i].error_bound_ns <= 2000);
+    }
+    lens_gpu_release(&s.m);
+    synth_free(&s);
+  }
+}
+
 static void test_anomalies_flagged(void **state) {
   (void)state;
   struct synth_opts o;
@@ -219,6 +272,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_cupti_fit),
       cmocka_unit_test(test_notice_fit),
+      cmocka_unit_test(test_one_kernel_gives_a_cupti_map),
+      cmocka_unit_test(test_contradictory_join_flagged),
       cmocka_unit_test(test_anomalies_flagged),
       cmocka_unit_test(test_graph_join),
       cmocka_unit_test(test_stale_state_not_reused),

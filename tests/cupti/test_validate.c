@@ -154,6 +154,41 @@ static void test_cli_json_and_text(void **st) {
   synth_free(&s);
 }
 
+/* A short run, one kernel per GPU, CUPTI given: a CUPTI map, every channel
+ * inside, and no advice to enable what was given. A kernel that cannot
+ * contain its channels makes the verdict unreliable and says why. */
+static void test_cli_short_run(void **st) {
+  (void)st;
+  static char out[1 << 20];
+  char tp[512], args[1024];
+  for (int contradict = 0; contradict < 2; contradict++) {
+    struct synth_opts o;
+    synth_default(&o);
+    o.launches = 1;
+    if (contradict) o.anomaly_at[0] = SYN_SHORT_KERNEL, o.anomaly_launch[0] = 0, o.n_anomalies = 1;
+    struct synth s;
+    assert_int_equal(synth_build(&s, &o), 0);
+    path(tp, sizeof(tp), contradict ? "short-bad.lens" : "short.lens");
+    assert_int_equal(synth_write_trace(&s, tp, 1, 1 << 20), 0);
+    snprintf(args, sizeof(args), "%s", tp);
+    assert_int_equal(run_cli(args, out, sizeof(out)), 0);
+    printf("%s", strstr(out, "verdict") ? strstr(out, "verdict") : out);
+    assert_null(strstr(out, "enable CUPTI"));
+    if (!contradict) {
+      assert_non_null(strstr(out, "source cupti"));
+      assert_non_null(strstr(out, "inside yes"));
+      assert_null(strstr(out, "inside no"));
+      assert_null(strstr(out, "verdict: unreliable"));
+    } else {
+      assert_non_null(strstr(out, "verdict: unreliable"));
+      assert_non_null(strstr(out, "shorter than the span of their channels"));
+      assert_non_null(strstr(out, "inside no"));
+      assert_null(strstr(out, "inside yes"));
+    }
+    synth_free(&s);
+  }
+}
+
 static void test_cli_bad_input(void **st) {
   (void)st;
   static char out[1 << 16];
@@ -193,7 +228,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_reader_and_analysis),
       cmocka_unit_test(test_cli_json_and_text),
-      cmocka_unit_test(test_cli_bad_input),
+      cmocka_unit_test(test_cli_short_run), cmocka_unit_test(test_cli_bad_input),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

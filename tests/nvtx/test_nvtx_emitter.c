@@ -437,6 +437,53 @@ static void test_ranges_well_formed(void **state) {
   assert_int_equal(L->dropped, 0);
 }
 
+/* A proxy that ends in Active (under load the last transition can be 14 with
+ * no Sleep after it) with an op never stopped: both ranges stay open until
+ * the last finalize ends them. */
+static void *proxy_ends_active(void *arg) {
+  (void)arg;
+  struct fake_rec r;
+  const unsigned slot = 3;
+  uint64_t ctrl = fake_id(LENS_T_PROXY_CTRL, slot);
+  lens_nvtx_on_start(fake_rec(&r, LENS_T_PROXY_CTRL, ctrl, 0, CTX_A, 0, NULL, 0));
+  proxy_state(ctrl, 14, 0); /* Active, and the thread exits */
+  lens_nvtx_on_stop(ctrl);
+  struct lens_p_proxy_op p = {getpid(), 1, 4, 1 << 19, 1, 0, {0}};
+  lens_nvtx_on_start(fake_rec(&r, LENS_T_PROXY_OP, fake_id(LENS_T_PROXY_OP, slot), 0x77, CTX_A, 0, &p, sizeof(p)));
+  return NULL;
+}
+
+static void count_ranges(uint64_t from, int *starts, int *ends) {
+  *starts = *ends = 0;
+  for (uint64_t i = from; i < L->count; i++) {
+    if (L->ev[i].domain != dom) continue;
+    *starts += L->ev[i].kind == NVTX_EV_START;
+    *ends += L->ev[i].kind == NVTX_EV_END;
+  }
+}
+
+static void test_finalize_ends_open_periods(void **state) {
+  uint64_t from = L->count;
+  pthread_t t;
+  pthread_create(&t, NULL, proxy_ends_active, NULL);
+  pthread_join(t, NULL);
+  int starts, ends;
+  count_ranges(from, &starts, &ends);
+  assert_int_equal(starts, 2); /* Proxy active + the op */
+  assert_int_equal(ends, 0);
+  uint64_t orphans = lens_nvtx_g.drops.proxy_ops_orphaned;
+  lens_nvtx_teardown(); /* the last finalize */
+  count_ranges(from, &starts, &ends);
+  assert_int_equal(ends, 2);
+  assert_int_equal(lens_nvtx_g.drops.proxy_ops_orphaned, orphans + 1);
+  struct nvtx_range_stats st;
+  char err[256] = "";
+  if (nvtx_check_ranges(L, dom, &st, err, sizeof(err))) fail_msg("%s", err);
+  assert_int_equal(st.starts, st.ends); /* nothing left open in the whole log */
+  lens_nvtx_setup();
+  assert_int_equal(lens_nvtx_active, 1);
+}
+
 static void test_teardown_stops_emitting(void **state) {
   lens_nvtx_teardown();
   assert_int_equal(lens_nvtx_active, 0);
@@ -460,6 +507,7 @@ int main(void) {
       cmocka_unit_test(test_profiler_thread_named),
       cmocka_unit_test(test_slot_ownership),
       cmocka_unit_test(test_ranges_well_formed),
+      cmocka_unit_test(test_finalize_ends_open_periods),
       cmocka_unit_test(test_teardown_stops_emitting),
   };
   return cmocka_run_group_tests(tests, setup_all, NULL);

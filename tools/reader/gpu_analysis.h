@@ -20,6 +20,7 @@
 #define LENS_GPU_K_GRAPH 0x4          /* launched from a CUDA graph (graphId != 0) */
 #define LENS_GPU_K_GRAPH_NODE_JOIN 0x8 /* joined to a capture-time launch by graph node order */
 #define LENS_GPU_K_NO_TIMES 0x10      /* start/end 0: CUPTI could not time it (forced flush) */
+#define LENS_GPU_K_CONTRADICT 0x20    /* shorter than the span of the channels joined to it: a wrong join */
 
 /* An exact clock-map segment: host = ref_host + a + b * (gpu - ref_gpu). */
 struct lens_gpu_seg {
@@ -44,6 +45,7 @@ struct lens_gpu_report {
   /* KernelCh totals. */
   size_t kch, kch_mapped, kch_cupti_checked;
   size_t flag_counts[16];  /* per LENS_ACC_* bit */
+  size_t kernels_contradict; /* joined kernels that cannot contain their channels (LENS_GPU_K_CONTRADICT) */
 };
 
 /* The report of the last lens_analyze_gpu on m, NULL before. */
@@ -77,6 +79,8 @@ uint8_t *lens_gpu_fit_exclusions(const struct lens_model *m);
 void lens_gpu_flag(struct lens_model *m, struct lens_gpu_report *r);
 
 /* Helpers shared by the files. */
+/* 1 if the KernelCh lasts longer (pTimer) than kernel k (a contradictory join). */
+int lens_gpu_kch_longer_than_kernel(const struct lens_event *e, const struct lens_kernel *k);
 /* The Coll/P2p whose launch_id is this launch's id, iterated: returns the
  * next after index `after` (-1 to start), -1 at the end. */
 int32_t lens_gpu_next_op_of_launch(const struct lens_model *m, int32_t launch, int32_t after);

@@ -199,15 +199,28 @@ static int kch_usable(const struct lens_event *e) {
   return s && (!t || t >= s);
 }
 
-/* CUPTI points of one proxy thread: one per (kernel, thread). */
-static int cupti_points(const struct lens_model *m, const uint8_t *ex, int32_t thread, struct pt **v, size_t *n,
-                        size_t *cap) {
+/* A channel that lasts longer than its kernel cannot be inside it, at any
+ * offset: the join (or the record) is wrong. Slack: timer ticks, and clocks
+ * that drift by up to 100 ppm against each other. */
+int lens_gpu_kch_longer_than_kernel(const struct lens_event *e, const struct lens_kernel *k) {
+  uint64_t s = e->p.kernel_ch.start_gpu_ns, t = e->p.kernel_ch.stop_gpu_ns;
+  if (!t || t < s || k->end_mono_ns < k->start_mono_ns) return 0;
+  uint64_t gpu = t - s, host = k->end_mono_ns - k->start_mono_ns;
+  return gpu > host + 100 + gpu / 10000;
+}
+
+/* CUPTI points of one proxy thread: one per (kernel, thread). A kernel
+ * shorter than one of its channels is flagged (LENS_GPU_K_CONTRADICT) and
+ * kept out: absorbed into the fit it would only widen every channel's bound. */
+static int cupti_points(const struct lens_model *m, struct lens_gpu_report *r, const uint8_t *ex, int32_t thread,
+                        struct pt **v, size_t *n, size_t *cap) {
   for (size_t i = 0; i < m->n_events; i++) {
     const struct lens_event *l = &m->events[i];
     if (l->type != LENS_T_KERNEL_LAUNCH || l->acc.cupti_kernel < 0) continue;
     const struct lens_kernel *k = &m->kernels[l->acc.cupti_kernel];
     if (k->graph_id || !k->start_mono_ns || k->end_mono_ns < k->start_mono_ns) continue;
     struct pt p = {UINT64_MAX, 0, k->start_mono_ns, k->end_mono_ns, 0};
+    int contradict = 0;
     for (int32_t op = lens_gpu_next_op_of_launch(m, (int32_t)i, -1); op >= 0;
          op = lens_gpu_next_op_of_launch(m, (int32_t)i, op))
       for (int32_t c = m->events[op].first_child; c >= 0; c = m->events[c].next_sibling) {
@@ -215,9 +228,17 @@ static int cupti_points(const struct lens_model *m, const uint8_t *ex, int32_t t
         if (e->type != LENS_T_KERNEL_CH || e->thread != thread || !kch_usable(e) || !e->p.kernel_ch.stop_gpu_ns ||
             (ex && ex[c]))
           continue;
+        contradict |= lens_gpu_kch_longer_than_kernel(e, k);
         if (e->p.kernel_ch.start_gpu_ns < p.x0) p.x0 = e->p.kernel_ch.start_gpu_ns;
         if (e->p.kernel_ch.stop_gpu_ns > p.x1) p.x1 = e->p.kernel_ch.stop_gpu_ns;
       }
+    if (p.x1 && contradict) {
+      if (r->kernel_flags && !(r->kernel_flags[l->acc.cupti_kernel] & LENS_GPU_K_CONTRADICT)) {
+        r->kernel_flags[l->acc.cupti_kernel] |= LENS_GPU_K_CONTRADICT;
+        r->kernels_contradict++;
+      }
+      continue;
+    }
     if (p.x1 && add_pt(v, n, cap, p)) return -1;
   }
   return 0;
@@ -271,8 +292,11 @@ static int fit_thread(struct lens_model *m, struct lens_gpu_report *r, const uin
   struct pt *v = NULL;
   size_t n = 0, cap = 0;
   uint32_t source = LENS_TS_CUPTI;
-  if (cupti_points(m, ex, thread, &v, &n, &cap)) goto oom;
-  if (n < 2) { /* too few joined kernels: fall back to notice times */
+  if (cupti_points(m, r, ex, thread, &v, &n, &cap)) goto oom;
+  /* One joined kernel is enough: its bounds fix the offset (slope held at 1,
+   * least_squares keeps 1 for a single point) within the room it leaves
+   * around its channels, far tighter than notice times. */
+  if (n < 1) { /* no joined kernel: fall back to notice times */
     n = 0;
     source = LENS_TS_GPU_PTIMER;
     if (notice_points(m, ex, thread, &v, &n, &cap)) goto oom;

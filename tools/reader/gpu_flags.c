@@ -138,7 +138,9 @@ void lens_gpu_flag(struct lens_model *m, struct lens_gpu_report *r) {
     e->acc.cupti_kernel = k;
     if (k >= 0 && !m->kernels[k].graph_id && m->kernels[k].start_mono_ns) {
       r->kch_cupti_checked++;
-      if (outside(e->acc.gpu_start_mono_ns, e->acc.gpu_stop_mono_ns, &m->kernels[k], cm->error_bound_ns))
+      /* A kernel shorter than its channels holds none of them, whatever the map says. */
+      if (lens_gpu_kch_longer_than_kernel(e, &m->kernels[k]) ||
+          outside(e->acc.gpu_start_mono_ns, e->acc.gpu_stop_mono_ns, &m->kernels[k], cm->error_bound_ns))
         e->acc.flags |= LENS_ACC_OUTSIDE_KERNEL;
     }
   }

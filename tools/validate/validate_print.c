@@ -53,6 +53,20 @@ static const char *op_func(const struct lens_event *op, char *buf, size_t len) {
   return buf;
 }
 
+/* "yes" only when the channel is inside its kernel by more than the map's
+ * error bound on both sides: under a map of milliseconds (notice times) the
+ * bound is wider than what is judged, and the answer is "unknown". The
+ * "no" comes from LENS_ACC_OUTSIDE_KERNEL (outside by more than the bound,
+ * or a kernel shorter than its channels). */
+static const char *inside_kernel(const struct lens_model *m, const struct lens_event *e, const struct lens_kernel *k) {
+  int32_t map = lens_gpu_map_for(m, e->thread, e->p.kernel_ch.start_gpu_ns);
+  if (map < 0) return "unknown";
+  double tol = m->clock_maps[map].error_bound_ns - 50; /* 50 ns: %globaltimer quantisation */
+  double before = (double)(int64_t)(e->acc.gpu_start_mono_ns - k->start_mono_ns);
+  double after = e->acc.gpu_stop_mono_ns ? (double)(int64_t)(k->end_mono_ns - e->acc.gpu_stop_mono_ns) : before;
+  return before >= tol && after >= tol ? "yes" : "unknown";
+}
+
 /* One KernelCh: text line or JSON object. kstart: kernel start for relative
  * times (0 none). */
 static void print_channel(FILE *f, const struct lens_model *m, const struct lens_event *e, const struct lens_event *op,
@@ -61,7 +75,7 @@ static void print_channel(FILE *f, const struct lens_model *m, const struct lens
   char fl[256];
   const struct lens_kernel *k = a->cupti_kernel >= 0 ? &m->kernels[a->cupti_kernel] : NULL;
   int checked = k && k->start_mono_ns && !k->graph_id && a->gpu_start_mono_ns;
-  const char *inside = !checked ? "unknown" : (a->flags & LENS_ACC_OUTSIDE_KERNEL) ? "no" : "yes";
+  const char *inside = !checked ? "unknown" : (a->flags & LENS_ACC_OUTSIDE_KERNEL) ? "no" : inside_kernel(m, e, k);
   int overrun = (a->flags & (LENS_ACC_RING_OVERRUN | LENS_ACC_SHARED_TIMER)) != 0;
   char ob[96];
   const char *func = op_func(op, ob, sizeof ob);

@@ -16,7 +16,7 @@ struct lens_validate_opts {
 
 struct lens_validate_verdict {
   const char *level; /* "trusted", "mostly trusted", "unreliable", "unmapped" */
-  char text[256];
+  char text[512];
 };
 
 /* Judges the analysed model (after lens_analyze_gpu). */

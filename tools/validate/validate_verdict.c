@@ -33,20 +33,41 @@ void lens_validate_judge(const struct lens_model *m, struct lens_validate_verdic
     cupti_maps += m->clock_maps[i].source == LENS_TS_CUPTI;
   }
   const char *basis = cupti_maps ? "CUPTI kernel records" : "proxy notice times (biased late by the least polling delay)";
+  const struct lens_gpu_report *r = lens_gpu_report_get(m);
+  size_t contradict = r ? r->kernels_contradict : 0;
+  /* What to do for better absolute times depends on what was given. */
+  char advice[160];
+  if (!r || !r->kernel_records)
+    snprintf(advice, sizeof advice, "enable CUPTI (NCCL_LENS_CUPTI=on) for absolute times");
+  else if (!r->kernels_joined)
+    snprintf(advice, sizeof advice,
+             "CUPTI gave %zu kernel records but none joined a launch (no external ids of this run's launches)",
+             r->kernel_records);
+  else
+    snprintf(advice, sizeof advice, "%zu CUPTI kernels joined, none usable for a clock map%s", r->kernels_joined,
+             contradict ? " (they contradict their channels)" : " (graph replays or untimed records)");
   if (!kch) {
     v->level = "unmapped";
     snprintf(v->text, sizeof(v->text), "no KernelCh events: enable KernelCh in NCCL_LENS_EVENT_MASK to time kernels");
   } else if (unmapped == kch) {
     v->level = "unmapped";
     snprintf(v->text, sizeof(v->text), "no clock map: %zu KernelCh timers stay in raw GPU time", kch);
+  } else if (contradict) {
+    /* Not an error bound to widen: a kernel shorter than its channels means
+     * the join or the records are wrong, and nothing measured with it holds. */
+    v->level = "unreliable";
+    snprintf(v->text, sizeof(v->text),
+             "%zu joined CUPTI kernel(s) are shorter than the span of their channels, so the join contradicts the "
+             "timers (their channels are flagged outside_kernel); %zu of %zu KernelCh have suspect timers",
+             contradict, bad, kch);
   } else if (!cupti_maps) {
     /* Without CUPTI the absolute placement is only as good as the proxy's
      * quickest notice; durations (pTimer differences) are GPU-exact. */
     v->level = bad * 100 < kch ? "durations trusted" : "unreliable";
     snprintf(v->text, sizeof(v->text),
              "%zu of %zu KernelCh have suspect timers; durations are GPU-exact, absolute times from %s, spread %.0f ns: "
-             "enable CUPTI (NCCL_LENS_CUPTI=on) for absolute times",
-             bad, kch, basis, worst_bound);
+             "%s",
+             bad, kch, basis, worst_bound, advice);
   } else if (bad * 100 >= kch) {
     v->level = "unreliable";
     snprintf(v->text, sizeof(v->text),
