@@ -207,12 +207,12 @@ static void accuracy(FILE *f, const struct lens_model *m, const struct lens_repo
     char a[32], b[32];
     lens_report_fmt_ns((double)r->lag_sum_ns / (double)r->lag_n, a, sizeof a);
     lens_report_fmt_ns((double)r->lag_max_ns, b, sizeof b);
-    fprintf(f, " The proxy noticed kernel channel completion %s after it on average (max %s, %" PRIu64 " channels).", a,
+    fprintf(f, " The thread that polls KernelCh (the proxy; on NCCL >= 2.31 its profiler thread) noticed kernel channel completion %s after it on average (max %s, %" PRIu64 " channels).", a,
             b, r->lag_n);
   }
   fprintf(f, "\n\n");
   if (m->n_clock_maps) {
-    fprintf(f, "| GPU (proxy thread) | rank | source | points | slope | residual | error bound |\n"
+    fprintf(f, "| GPU (KernelCh thread) | rank | source | points | slope | residual | error bound |\n"
                "|---|---:|---|---:|---:|---:|---:|\n");
     for (size_t i = 0; i < m->n_clock_maps; i++) {
       const struct lens_clock_map *c = &m->clock_maps[i];
