@@ -17,6 +17,7 @@
 #include "clock_evidence.h"
 #include "counters.h"
 #include "hooks.h"
+#include "live.h"
 #include "log.h"
 #include "registry_file.h"
 #include "ring.h"
@@ -218,6 +219,7 @@ static uint64_t drain_slot(struct lens_tslot *s) {
         break;
       }
       if (bytes + size > limit || !lens_strtab_room()) break;
+      lens_live_on_record(h); /* live aggregates (live_agg.c): ring form, before conversion */
       convert_in_place(h);
       bytes += size;
       eh.count++;
@@ -447,6 +449,7 @@ static void session_begin(const struct ctl_open *o) {
   memset(&g_last_drops, 0, sizeof g_last_drops);
   lens_strtab_reset();
   lens_registry_begin(o->registry_dir, o->pid, lens_tf_path());
+  lens_live_begin(o->registry_dir, o->pid, o->host);
   atomic_store_explicit(&lens_slots.changed, 1, memory_order_relaxed);
   g_open = 1;
   lens_clock_evidence_write(1);
@@ -454,6 +457,7 @@ static void session_begin(const struct ctl_open *o) {
 
 static void session_end(uint32_t reason) {
   final_pass(reason); /* drains, removes the registry, DROPS, FINI */
+  lens_live_end();     /* the live page keeps the final totals */
   lens_tf_close();
   meta_forget();
   g_open = 0;
@@ -476,6 +480,7 @@ static int handle(struct ctl *c) {
     if (lens_tf_write(c->chunk_type, c->payload, c->len) != 0 &&
         (c->chunk_type == LENS_CHUNK_SESSION || c->chunk_type == LENS_CHUNK_COMM))
       g_meta_lost = 1;
+    lens_live_on_chunk(c->chunk_type, c->payload, c->len);
     meta_keep(c);
     break;
   case CTL_CLOSE:
@@ -520,6 +525,7 @@ static void *writer_main(void *arg) {
         write_drops(0);
       }
       if (atomic_exchange_explicit(&lens_slots.changed, 0, memory_order_relaxed)) lens_registry_write();
+      lens_live_tick(now);
     }
     uint64_t sleep_us;
     if (most >= busy_bytes)

@@ -11,6 +11,8 @@ W int lens_cmd_export(int argc, char **argv);
 W int lens_cmd_summary(int argc, char **argv);
 W int lens_cmd_demo(int argc, char **argv);
 W int lens_cmd_bench(int argc, char **argv);
+W int lens_cmd_agent(int argc, char **argv);
+W int lens_cmd_top(int argc, char **argv);
 W int lens_cmd_validate(int argc, char **argv);
 W int lens_cmd_sched(int argc, char **argv);
 W int lens_cmd_report(int argc, char **argv);
@@ -32,6 +34,8 @@ static const struct {
     {"net", lens_cmd_net, "the network: per link and step, where the time goes (GPU, peer, wire)"},
     {"hang", lens_cmd_hang, "hang diagnosis: where the ranks part, what each stuck rank waits for"},
     {"bench", lens_cmd_bench, "measure the plugin's cost per callback"},
+    {"agent", lens_cmd_agent, "node agent: live metrics for Prometheus, textfiles and OTLP"},
+    {"top", lens_cmd_top, "live terminal view of this node's ranks"},
 };
 
 static void usage(FILE *f) {

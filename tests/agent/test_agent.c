@@ -1,0 +1,366 @@
+/* nccl-lens agent and top against the plugin driven by the replay: the live
+ * pages' counts and bytes equal `summary --json` of the same run, in the
+ * exposition, through a real Prometheus server that scraped the agent during
+ * the replay, and in the OTLP/HTTP JSON push decoded by a protobuf receiver;
+ * promtool accepts every exposition; top shows the ranks under tmux and quits
+ * on 'q'. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "lens_test_tmp.h"
+
+#define CLI LENS_BUILD_DIR "/bin/nccl-lens"
+#define CHECK_PY LENS_SOURCE_DIR "/tests/agent/agent_check.py"
+/* Debian's python3 (python3-protobuf is installed for it), not a pyenv shim's. */
+#define PY (access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3")
+
+static char g_dir[256];
+
+/* Starts argv with stdout to out_path (NULL: /dev/null), env "K=V" pairs added. */
+static pid_t spawn(const char *const *argv, const char *out_path, const char *const *env) {
+  pid_t p = fork();
+  if (p == 0) {
+    int fd = open(out_path ? out_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) dup2(fd, 1);
+    int nul = open("/dev/null", O_RDONLY);
+    if (nul >= 0) dup2(nul, 0);
+    for (int i = 0; env && env[i]; i++) putenv((char *)env[i]);
+    execvp(argv[0], (char *const *)argv);
+    _exit(127);
+  }
+  return p;
+}
+
+static int wait_status(pid_t p) {
+  int st = 0;
+  if (waitpid(p, &st, 0) < 0) return -1;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int run(const char *const *argv, const char *out_path, const char *const *env) {
+  return wait_status(spawn(argv, out_path, env));
+}
+
+static int have(const char *prog) {
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", prog);
+  return system(cmd) == 0;
+}
+
+static int have_py_protobuf(void) {
+  char cmd[200];
+  snprintf(cmd, sizeof cmd, "%s -c 'import google.protobuf' 2>/dev/null", PY);
+  return system(cmd) == 0;
+}
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return NULL;
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap);
+  for (size_t got; buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0;) {
+    n += got;
+    if (cap - n - 1 == 0) buf = realloc(buf, cap *= 2);
+  }
+  fclose(f);
+  if (buf) buf[n] = 0;
+  return buf;
+}
+
+static void path_of(char *out, size_t cap, const char *name) { snprintf(out, cap, "%s/%s", g_dir, name); }
+
+/* One replay whose pages land in <dir>/reg and trace in <dir>/out; then the
+ * summary's per-(communicator, function) lines in <dir>/want.txt. */
+static void replay_and_summary(const char *iters, char *want, size_t cap) {
+  char reg[300], out[300], env_reg[320], sum[300], trace_glob[400];
+  path_of(reg, sizeof reg, "reg");
+  path_of(out, sizeof out, "out");
+  snprintf(env_reg, sizeof env_reg, "NCCL_LENS_REGISTRY_DIR=%s", reg);
+  /* The page's final totals come from the writer's last pass: give it time on a loaded machine. */
+  const char *env[] = {env_reg, "NCCL_LENS_LIVE_PERIOD_MS=100", "NCCL_LENS_FLUSH_TIMEOUT_MS=30000", NULL};
+  const char *rp[] = {CLI, "replay", "--scenario", "mixed", "--ranks-per-node", "4", "--iters", iters,
+                      "--out", out, "--quiet", NULL};
+  assert_int_equal(run(rp, NULL, env), 0);
+  path_of(sum, sizeof sum, "summary.json");
+  snprintf(trace_glob, sizeof trace_glob, "%s/out", g_dir);
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "%s summary --json %s/*.lens > %s && %s %s summary %s > %s/want.txt", CLI, trace_glob,
+           sum, PY, CHECK_PY, sum, g_dir);
+  assert_int_equal(system(cmd), 0);
+  char wp[300];
+  path_of(wp, sizeof wp, "want.txt");
+  char *w = slurp(wp);
+  assert_non_null(w);
+  assert_true(strstr(w, "AllReduce") != NULL); /* the replay's collectives are there */
+  snprintf(want, cap, "%s", w);
+  free(w);
+}
+
+static void test_exposition_matches_summary(void **state) {
+  (void)state;
+  lens_test_tmpdir(g_dir, sizeof g_dir, "agent-expo");
+  char want[8192];
+  replay_and_summary("20", want, sizeof want);
+  char reg[300], prom[300];
+  path_of(reg, sizeof reg, "reg");
+  path_of(prom, sizeof prom, "m.prom");
+  const char *ag[] = {CLI, "agent", "--once", "--dir", reg, NULL};
+  assert_int_equal(run(ag, prom, NULL), 0);
+  char cmd[1000], got_path[300];
+  path_of(got_path, sizeof got_path, "got.txt");
+  snprintf(cmd, sizeof cmd, "%s %s prom %s > %s", PY, CHECK_PY, prom, got_path);
+  assert_int_equal(system(cmd), 0);
+  char *got = slurp(got_path);
+  assert_non_null(got);
+  assert_string_equal(got, want);
+  free(got);
+  /* The job view: four local ranks of one communicator, every instance split:
+   * the last rank never waits, and per function the instances are the
+   * collectives of one rank. */
+  char *e = slurp(prom);
+  assert_non_null(e);
+  assert_non_null(strstr(e, "nccl_collective_exec_time_seconds_count{"));
+  assert_non_null(strstr(e, "partial=\"false\""));
+  free(e);
+  snprintf(cmd, sizeof cmd,
+           "python3 - %s <<'EOF'\n"
+           "import re,sys,collections\n"
+           "t=open(sys.argv[1]).read()\n"
+           "ex={}\n"
+           "for l,v in re.findall(r'^nccl_collective_exec_time_seconds_count\\{(.*)\\} (\\S+)$',t,re.M):\n"
+           "  d=dict(re.findall(r'(\\w+)=\"([^\"]*)\"',l)); ex[(d['comm_id'],d['function'])]=int(v)\n"
+           "ops=collections.Counter()\n"
+           "for l,v in re.findall(r'^nccl_lens_collectives_total\\{(.*)\\} (\\S+)$',t,re.M):\n"
+           "  d=dict(re.findall(r'(\\w+)=\"([^\"]*)\"',l))\n"
+           "  if d['rank']=='0': ops[(d['comm_id'],d['function'])]+=int(v)\n"
+           "assert ex, 'no split'\n"
+           "for k,n in ex.items(): assert n==ops[k], (k,n,ops[k])\n"
+           "last=sum(int(v) for v in re.findall(r'^nccl_lens_last_rank_total\\{.*\\} (\\S+)$',t,re.M))\n"
+           "assert last==sum(ex.values()), (last, ex)\n"
+           "EOF",
+           prom);
+  assert_int_equal(system(cmd), 0);
+  if (have("promtool")) {
+    snprintf(cmd, sizeof cmd, "promtool check metrics < %s", prom);
+    assert_int_equal(system(cmd), 0);
+  }
+  /* textfile: node-exporter's file appears whole */
+  char tf[300], tfile[400];
+  path_of(tf, sizeof tf, "textfile");
+  mkdir(tf, 0755);
+  const char *ag2[] = {CLI, "agent", "--once", "--dir", reg, "--textfile", tf, NULL};
+  assert_int_equal(run(ag2, NULL, NULL), 0);
+  snprintf(tfile, sizeof tfile, "%s/nccl_lens.prom", tf);
+  snprintf(cmd, sizeof cmd, "%s %s prom %s > %s", PY, CHECK_PY, tfile, got_path);
+  assert_int_equal(system(cmd), 0);
+  got = slurp(got_path);
+  assert_string_equal(got, want);
+  free(got);
+}
+
+static int free_port(void) {
+  /* a port the kernel hands out and we release; the agent binds it right after */
+  char cmd[] = "python3 -c 'import socket;s=socket.socket();s.bind((\"127.0.0.1\",0));print(s.getsockname()[1])'";
+  FILE *f = popen(cmd, "r");
+  int port = 0;
+  if (f && fscanf(f, "%d", &port) != 1) port = 0;
+  if (f) pclose(f);
+  return port;
+}
+
+static void test_prometheus_scrapes_agent(void **state) {
+  (void)state;
+  if (!have("prometheus")) {
+    print_message("skipped: Debian's prometheus is not installed (scripts/setup.sh installs it)\n");
+    skip();
+  }
+  lens_test_tmpdir(g_dir, sizeof g_dir, "agent-prom");
+  char reg[300], cfg[300], tsdb[300], listen[64], plisten[64], dump[300];
+  path_of(reg, sizeof reg, "reg");
+  mkdir(reg, 0755);
+  path_of(cfg, sizeof cfg, "prometheus.yml");
+  path_of(tsdb, sizeof tsdb, "tsdb");
+  int port = free_port(), pport = free_port();
+  assert_true(port > 0 && pport > 0 && port != pport);
+  snprintf(listen, sizeof listen, "127.0.0.1:%d", port);
+  snprintf(plisten, sizeof plisten, "127.0.0.1:%d", pport);
+  FILE *f = fopen(cfg, "w");
+  assert_non_null(f);
+  fprintf(f, "global:\n  scrape_interval: 2s\n  scrape_timeout: 2s\nscrape_configs:\n  - job_name: nccl-lens\n"
+             "    static_configs:\n      - targets: ['%s']\n", listen);
+  fclose(f);
+  const char *ag[] = {CLI, "agent", "--listen", listen, "--dir", reg, "--duration", "90", NULL};
+  pid_t agent = spawn(ag, NULL, NULL);
+  char cfg_arg[400], tsdb_arg[400], web_arg[100];
+  snprintf(cfg_arg, sizeof cfg_arg, "--config.file=%s", cfg);
+  snprintf(tsdb_arg, sizeof tsdb_arg, "--storage.tsdb.path=%s", tsdb);
+  snprintf(web_arg, sizeof web_arg, "--web.listen-address=%s", plisten);
+  const char *pr[] = {"prometheus", cfg_arg, tsdb_arg, web_arg, "--log.level=error", NULL};
+  pid_t prom = spawn(pr, NULL, NULL);
+  char url[128], cmd[1200];
+  snprintf(url, sizeof url, "http://%s", plisten);
+  int up = 0;
+  for (int i = 0; i < 60 && !up; i++) { /* bounded: 30 s */
+    snprintf(cmd, sizeof cmd, "python3 -c 'import urllib.request;urllib.request.urlopen(\"%s/-/ready\",timeout=1)' 2>/dev/null", url);
+    up = system(cmd) == 0;
+    if (!up) usleep(500000);
+    if (waitpid(prom, NULL, WNOHANG) == prom) break;
+  }
+  if (!up) {
+    kill(agent, SIGTERM), wait_status(agent);
+    kill(prom, SIGKILL), wait_status(prom);
+    print_message("skipped: prometheus could not start on loopback within 30 s\n");
+    skip();
+  }
+  char want[8192];
+  replay_and_summary("200", want, sizeof want); /* ~3 s: scraped while it runs */
+  path_of(dump, sizeof dump, "got.txt");
+  char *got = NULL;
+  for (int i = 0; i < 40; i++) { /* bounded: 20 s for the last scrapes to land */
+    snprintf(cmd, sizeof cmd, "%s %s query %s > %s 2>/dev/null", PY, CHECK_PY, url, dump);
+    if (system(cmd) == 0) {
+      free(got);
+      got = slurp(dump);
+      if (got && !strcmp(got, want)) break;
+    }
+    usleep(500000);
+  }
+  kill(prom, SIGTERM);
+  kill(agent, SIGTERM);
+  assert_int_equal(wait_status(agent), 0);
+  wait_status(prom);
+  assert_non_null(got);
+  assert_string_equal(got, want);
+  free(got);
+}
+
+static void test_otlp_push_decodes(void **state) {
+  (void)state;
+  if (!have("protoc") || !have_py_protobuf()) {
+    print_message("skipped: protoc or python3-protobuf missing (scripts/setup.sh installs them)\n");
+    skip();
+  }
+  lens_test_tmpdir(g_dir, sizeof g_dir, "agent-otlp");
+  char want[8192];
+  replay_and_summary("10", want, sizeof want);
+  char cmd[1000], proto[300], portf[300];
+  path_of(proto, sizeof proto, "otlp_metrics.proto");
+  snprintf(cmd, sizeof cmd, "cp %s/tests/agent/otlp_metrics.proto %s", LENS_SOURCE_DIR, proto);
+  assert_int_equal(system(cmd), 0);
+  const char *rc[] = {PY, CHECK_PY, "receiver", g_dir, NULL};
+  pid_t recv = spawn(rc, NULL, NULL);
+  path_of(portf, sizeof portf, "port");
+  char *port = NULL;
+  for (int i = 0; i < 100 && !(port = slurp(portf)); i++) usleep(100000);
+  assert_non_null(port);
+  char ep[128], reg[300];
+  snprintf(ep, sizeof ep, "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:%d", atoi(port));
+  free(port);
+  path_of(reg, sizeof reg, "reg");
+  const char *env[] = {ep, "OTEL_EXPORTER_OTLP_HEADERS=x-lens-test=a%20b", "OTEL_EXPORTER_OTLP_TIMEOUT=5000", NULL};
+  const char *ag[] = {CLI, "agent", "--once", "--otlp", "--dir", reg, NULL};
+  int st = run(ag, NULL, env);
+  assert_int_equal(wait_status(recv), 0);
+  char err[300];
+  path_of(err, sizeof err, "otlp_error.txt");
+  char *e = slurp(err);
+  if (e) print_message("receiver: %s\n", e);
+  assert_null(e);
+  assert_int_equal(st, 0);
+  char res[300];
+  path_of(res, sizeof res, "otlp.txt");
+  char *got = slurp(res);
+  assert_non_null(got);
+  assert_non_null(strstr(got, "path /v1/metrics\n"));
+  assert_non_null(strstr(got, "header a b\n"));
+  assert_non_null(strstr(got, "kinds gauge,histogram,sum\n"));
+  char *lines = strstr(got, "sum\n") + 4;
+  assert_string_equal(lines, want);
+  free(got);
+}
+
+static void test_top_under_tmux(void **state) {
+  (void)state;
+  if (!have("tmux")) {
+    print_message("skipped: tmux missing\n");
+    skip();
+  }
+  lens_test_tmpdir(g_dir, sizeof g_dir, "agent-top");
+  char reg[300], sock[300], cmd[1500], cap[300];
+  path_of(reg, sizeof reg, "reg");
+  mkdir(reg, 0755);
+  path_of(sock, sizeof sock, "tmux.sock");
+  path_of(cap, sizeof cap, "pane.txt");
+  snprintf(cmd, sizeof cmd,
+           "tmux -S %s new-session -d -x 160 -y 40 '%s top --dir %s --period 0.5 --duration 60; echo TOP-EXIT=$? > %s/exit; sleep 30'",
+           sock, CLI, reg, g_dir);
+  assert_int_equal(system(cmd), 0);
+  char env_reg[320];
+  snprintf(env_reg, sizeof env_reg, "NCCL_LENS_REGISTRY_DIR=%s", reg);
+  const char *rp[] = {CLI, "replay", "--scenario", "mixed", "--ranks-per-node", "4", "--iters", "200", "--quiet", NULL};
+  char outd[300], outarg[320];
+  path_of(outd, sizeof outd, "out");
+  snprintf(outarg, sizeof outarg, "NCCL_LENS_OUTPUT_DIR=%s", outd);
+  const char *env2[] = {env_reg, "NCCL_LENS_LIVE_PERIOD_MS=100", outarg, NULL};
+  pid_t replay = spawn(rp, NULL, env2);
+  /* While it runs, the pane shows four ranks, one with a positive rate. */
+  int seen = 0;
+  for (int i = 0; i < 40 && !seen; i++) { /* bounded: 20 s */
+    usleep(500000);
+    snprintf(cmd, sizeof cmd, "tmux -S %s capture-pane -p > %s", sock, cap);
+    if (system(cmd) != 0) continue;
+    snprintf(cmd, sizeof cmd,
+             "python3 - %s <<'EOF'\n"
+             "import sys\n"
+             "rows=[l.split() for l in open(sys.argv[1]) if l.split() and l.split()[0].isdigit()]\n"
+             "ranks=sorted(set(r[1] for r in rows))\n"
+             "ok=ranks==['0','1','2','3'] and any(float(r[3])>0 for r in rows)\n"
+             "sys.exit(0 if ok else 1)\n"
+             "EOF",
+             cap);
+    seen = system(cmd) == 0;
+  }
+  assert_int_equal(wait_status(replay), 0);
+  snprintf(cmd, sizeof cmd, "tmux -S %s send-keys q", sock);
+  assert_int_equal(system(cmd), 0);
+  char exitf[300];
+  path_of(exitf, sizeof exitf, "exit");
+  char *ex = NULL;
+  for (int i = 0; i < 50 && !(ex = slurp(exitf)); i++) usleep(100000);
+  snprintf(cmd, sizeof cmd, "tmux -S %s kill-server 2>/dev/null", sock);
+  system(cmd);
+  if (!seen) {
+    char *pane = slurp(cap);
+    print_message("pane:\n%s\n", pane ? pane : "(none)");
+    free(pane);
+  }
+  assert_true(seen);
+  assert_non_null(ex);
+  assert_string_equal(ex, "TOP-EXIT=0\n");
+  free(ex);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_exposition_matches_summary),
+      cmocka_unit_test(test_prometheus_scrapes_agent),
+      cmocka_unit_test(test_otlp_push_decodes),
+      cmocka_unit_test(test_top_under_tmux),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

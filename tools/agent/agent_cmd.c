@@ -1,0 +1,190 @@
+/* nccl-lens agent: one per node, no privileges. Reads every local rank's live
+ * page and serves /metrics (libmicrohttpd), writes node-exporter textfiles
+ * and pushes OTLP/HTTP JSON (docs/metrics.md). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "agent_model.h"
+#include "cli/cli.h"
+#include "nccl-lens/registry.h"
+#include "otlp_json.h"
+#include "prom_text.h"
+
+static volatile sig_atomic_t g_stop;
+static void on_signal(int sig) {
+  (void)sig;
+  g_stop = 1;
+}
+
+struct agent {
+  pthread_mutex_t mu;
+  struct agent_model *m;
+  const char *dir;
+  unsigned keep_s;
+  char host[256];
+  uint64_t scrapes;
+};
+
+static void render_locked(struct agent *a, struct strbuf *b) {
+  agent_model_refresh(a->m, a->dir, a->keep_s);
+  prom_render(a->m, a->host, b);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *upload, size_t *upload_len, void **state) {
+  (void)version, (void)upload, (void)upload_len, (void)state;
+  struct agent *a = cls;
+  struct MHD_Response *r;
+  unsigned status = MHD_HTTP_OK;
+  if (strcmp(method, "GET") != 0 || strcmp(url, "/metrics") != 0) {
+    static const char nf[] = "nccl-lens agent: GET /metrics\n";
+    status = strcmp(url, "/metrics") ? MHD_HTTP_NOT_FOUND : MHD_HTTP_METHOD_NOT_ALLOWED;
+    r = MHD_create_response_from_buffer(sizeof nf - 1, (void *)nf, MHD_RESPMEM_PERSISTENT);
+  } else {
+    struct strbuf b = {0};
+    pthread_mutex_lock(&a->mu);
+    render_locked(a, &b);
+    a->scrapes++;
+    pthread_mutex_unlock(&a->mu);
+    if (b.oom) {
+      sb_free(&b);
+      return MHD_NO;
+    }
+    r = MHD_create_response_from_buffer(b.len, b.s, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(r, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+  }
+  if (!r) return MHD_NO;
+  enum MHD_Result rc = MHD_queue_response(c, status, r);
+  MHD_destroy_response(r);
+  return rc;
+}
+
+/* node-exporter's textfile collector reads *.prom: written whole, renamed. */
+static int write_textfile(struct agent *a, const char *dir) {
+  struct strbuf b = {0};
+  pthread_mutex_lock(&a->mu);
+  render_locked(a, &b);
+  pthread_mutex_unlock(&a->mu);
+  char tmp[4096], path[4096];
+  snprintf(path, sizeof path, "%s/nccl_lens.prom", dir);
+  snprintf(tmp, sizeof tmp, "%s/.nccl_lens.prom.%d", dir, (int)getpid());
+  FILE *f = b.oom ? NULL : fopen(tmp, "we");
+  int ok = f && fwrite(b.s, 1, b.len, f) == b.len;
+  if (f && fclose(f) != 0) ok = 0;
+  if (ok && rename(tmp, path) != 0) ok = 0;
+  if (!ok) unlink(tmp);
+  sb_free(&b);
+  return ok ? 0 : -1;
+}
+
+static int parse_listen(const char *s, struct sockaddr_in *sa) {
+  char host[64];
+  const char *colon = strrchr(s, ':');
+  if (!colon || (size_t)(colon - s) >= sizeof host) return -1;
+  memcpy(host, s, (size_t)(colon - s));
+  host[colon - s] = 0;
+  char *end;
+  long port = strtol(colon + 1, &end, 10);
+  if (*end || port < 0 || port > 65535) return -1;
+  memset(sa, 0, sizeof *sa);
+  sa->sin_family = AF_INET;
+  sa->sin_port = htons((uint16_t)port);
+  if (!*host) strcpy(host, "127.0.0.1");
+  return inet_pton(AF_INET, host, &sa->sin_addr) == 1 ? 0 : -1;
+}
+
+static const char usage[] =
+    "usage: nccl-lens agent [--listen ADDR:PORT] [--textfile DIR] [--otlp] [--dir DIR] [--interval S]\n"
+    "                       [--keep S] [--duration S] [--once]\n";
+
+int lens_cmd_agent(int argc, char **argv) {
+  const char *listen_on = NULL, *textfile = NULL, *dir = getenv("NCCL_LENS_REGISTRY_DIR");
+  int otlp = 0, once = 0;
+  double interval = 10, duration = 0;
+  unsigned keep = 300;
+  if (!dir || !*dir) dir = LENS_REGISTRY_DEFAULT_DIR;
+  for (int i = 1; i < argc; i++) {
+    const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(o, "--listen") && v) listen_on = v, i++;
+    else if (!strcmp(o, "--textfile") && v) textfile = v, i++;
+    else if (!strcmp(o, "--dir") && v) dir = v, i++;
+    else if (!strcmp(o, "--interval") && v) interval = atof(v), i++;
+    else if (!strcmp(o, "--keep") && v) keep = (unsigned)atoi(v), i++;
+    else if (!strcmp(o, "--duration") && v) duration = atof(v), i++;
+    else if (!strcmp(o, "--otlp")) otlp = 1;
+    else if (!strcmp(o, "--once")) once = 1;
+    else if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+      fputs(usage, stdout);
+      return 0;
+    } else {
+      fputs(usage, stderr);
+      return lens_cli_error("agent", "unknown or incomplete option '%s'", o);
+    }
+  }
+  if (interval < 0.05) interval = 0.05;
+  struct agent a = {.dir = dir, .keep_s = keep};
+  pthread_mutex_init(&a.mu, NULL);
+  if (gethostname(a.host, sizeof a.host - 1) != 0) strcpy(a.host, "unknown");
+  a.m = calloc(1, sizeof *a.m);
+  if (!a.m) return lens_cli_error("agent", "out of memory");
+  int rc = 0;
+  if (once) { /* one exposition on stdout (and one textfile / push when asked) */
+    struct strbuf b = {0};
+    render_locked(&a, &b);
+    if (!b.oom) fwrite(b.s, 1, b.len, stdout);
+    sb_free(&b);
+    if (textfile && write_textfile(&a, textfile) != 0) rc = lens_cli_error("agent", "cannot write %s", textfile);
+    if (otlp && otlp_push(a.m, a.host) != 0) rc = 1;
+    agent_model_free(a.m);
+    free(a.m);
+    return rc;
+  }
+  struct MHD_Daemon *d = NULL;
+  if (listen_on) {
+    struct sockaddr_in sa;
+    if (parse_listen(listen_on, &sa) != 0) return lens_cli_error("agent", "bad --listen '%s' (ADDR:PORT)", listen_on);
+    d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, &a,
+                         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
+                         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
+    if (!d) return lens_cli_error("agent", "cannot listen on %s: %s", listen_on, strerror(errno));
+    fprintf(stderr, "nccl-lens agent: serving http://%s/metrics from %s\n", listen_on, dir);
+  }
+  signal(SIGINT, on_signal);
+  signal(SIGTERM, on_signal);
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  double next = 0;
+  while (!g_stop) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    double el = (double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9;
+    if (duration > 0 && el >= duration) break;
+    if (el >= next) {
+      next = el + interval;
+      if (textfile && write_textfile(&a, textfile) != 0) fprintf(stderr, "nccl-lens agent: cannot write %s\n", textfile);
+      if (otlp) {
+        pthread_mutex_lock(&a.mu);
+        agent_model_refresh(a.m, a.dir, a.keep_s);
+        otlp_push(a.m, a.host);
+        pthread_mutex_unlock(&a.mu);
+      }
+    }
+    struct timespec nap = {0, 50000000};
+    nanosleep(&nap, NULL);
+  }
+  if (d) MHD_stop_daemon(d);
+  agent_model_free(a.m);
+  free(a.m);
+  return rc;
+}

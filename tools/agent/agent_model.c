@@ -1,0 +1,180 @@
+/* The agent's model: pages plus the job view's split across local ranks
+ * (agent_model.h). */
+#include "agent_model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define PENDING_EXPIRE_NS 10000000000ull
+
+void agent_size_label(int bucket, char *buf, size_t len) {
+  static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (bucket < 0 || bucket > 63) {
+    snprintf(buf, len, "0B");
+    return;
+  }
+  snprintf(buf, len, "%llu%s", 1ull << (bucket % 10), unit[bucket / 10]);
+}
+
+static uint64_t real_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int local_ranks(const struct agent_model *m, uint64_t comm_id, int *nranks) {
+  int n = 0;
+  for (size_t i = 0; i < m->pages.n; i++) {
+    const struct lens_live_page *p = m->pages.procs[i].page;
+    for (uint32_t c = 0; c < p->n_comms; c++)
+      if (p->comms[c].comm_id == comm_id) {
+        n++;
+        *nranks = p->comms[c].nranks;
+      }
+  }
+  return n;
+}
+
+static struct agent_split *split_of(struct agent_model *m, uint64_t comm_id, const char *func, const char *name) {
+  for (uint32_t i = 0; i < m->n_splits; i++)
+    if (m->splits[i].comm_id == comm_id && !strcmp(m->splits[i].func, func)) return &m->splits[i];
+  if (m->n_splits == AGENT_SPLITS) return NULL;
+  struct agent_split *s = &m->splits[m->n_splits++];
+  memset(s, 0, sizeof *s);
+  s->comm_id = comm_id;
+  snprintf(s->func, sizeof s->func, "%s", func);
+  snprintf(s->comm_name, sizeof s->comm_name, "%s", name);
+  s->last_rank = -1;
+  return s;
+}
+
+static struct agent_rank *rank_of(struct agent_model *m, uint64_t comm_id, int32_t rank, uint32_t pid) {
+  for (uint32_t i = 0; i < m->n_ranks; i++)
+    if (m->ranks[i].comm_id == comm_id && m->ranks[i].rank == rank) return &m->ranks[i];
+  if (m->n_ranks == AGENT_RANKS) return NULL;
+  struct agent_rank *r = &m->ranks[m->n_ranks++];
+  memset(r, 0, sizeof *r);
+  r->comm_id = comm_id;
+  r->rank = rank;
+  r->pid = pid;
+  return r;
+}
+
+/* nccl-tests' bus bandwidth factor and size (docs/job.md). */
+static double busbw_gbs(const char *func, uint64_t bytes, int n, uint64_t exec_ns) {
+  if (!exec_ns || n < 1) return 0;
+  double f = 1, size = (double)bytes;
+  if (!strcmp(func, "AllReduce"))
+    f = 2.0 * (n - 1) / n;
+  else if (!strcmp(func, "AllGather") || !strcmp(func, "ReduceScatter")) {
+    f = (double)(n - 1) / n;
+    size *= n;
+  } else if (!strcmp(func, "AllToAll") || !strcmp(func, "AlltoAll"))
+    f = (double)(n - 1) / n;
+  return size * f / (double)exec_ns; /* bytes per ns = GB/s */
+}
+
+static void complete(struct agent_model *m, struct agent_pending *q) {
+  struct agent_split *s = &m->splits[q->split];
+  uint64_t exec = UINT64_MAX;
+  int last = 0;
+  for (int i = 0; i < q->n; i++)
+    if (q->span[i] < exec) {
+      exec = q->span[i];
+      last = i;
+    }
+  s->instances++;
+  s->exec.count++;
+  s->exec.sum_ns += exec;
+  s->exec.bucket[lens_live_time_bucket(exec)]++;
+  s->last_rank = q->rank[last];
+  s->last_busbw_gbs = busbw_gbs(s->func, q->bytes, s->nranks, exec);
+  for (int i = 0; i < q->n; i++) {
+    struct agent_rank *r = rank_of(m, q->comm_id, q->rank[i], q->pid[i]);
+    if (!r) continue;
+    r->wait_ns += q->span[i] - exec;
+    r->exec_ns += exec;
+    if (i == last) r->last_count++;
+  }
+  *q = m->pending[--m->n_pending];
+}
+
+static void add_instance(struct agent_model *m, uint32_t pid, const struct lens_live_page *p,
+                         const struct lens_live_instance *in, uint64_t now) {
+  if (in->series >= p->n_series || in->comm >= p->n_comms || in->gpu_stop_ns <= in->gpu_start_ns) return;
+  int nranks = 0, local = local_ranks(m, in->comm_id, &nranks);
+  if (local < 2) return; /* one rank: no split to make on this node */
+  if (local > 8) local = 8;
+  const struct lens_live_series *se = &p->series[in->series];
+  struct agent_split *s = split_of(m, in->comm_id, se->func, p->comms[in->comm].name);
+  if (!s) return;
+  s->nranks = nranks;
+  s->local_ranks = local;
+  uint16_t si = (uint16_t)(s - m->splits);
+  struct agent_pending *q = NULL;
+  for (uint32_t i = 0; i < m->n_pending && !q; i++)
+    if (m->pending[i].comm_id == in->comm_id && m->pending[i].split == si && m->pending[i].seq == in->seq)
+      q = &m->pending[i];
+  if (!q) {
+    if (m->n_pending == AGENT_PENDING) return;
+    q = &m->pending[m->n_pending++];
+    memset(q, 0, sizeof *q);
+    q->comm_id = in->comm_id;
+    q->seq = in->seq;
+    q->split = si;
+    q->first_real_ns = now;
+    q->bytes = in->bytes;
+  }
+  for (int i = 0; i < q->n; i++)
+    if (q->rank[i] == in->rank) return; /* seen (a page read twice) */
+  if (q->n < 8) {
+    q->rank[q->n] = in->rank;
+    q->pid[q->n] = pid;
+    q->span[q->n] = in->gpu_stop_ns - in->gpu_start_ns;
+    q->n++;
+  }
+  if (q->n >= local) complete(m, q);
+}
+
+static struct agent_cursor *cursor_of(struct agent_model *m, const struct lens_live_page *p) {
+  for (uint32_t i = 0; i < m->n_cursors; i++)
+    if (m->cursors[i].pid == p->pid) {
+      if (m->cursors[i].start_real_ns != p->start_real_ns) { /* a new session (or pid reuse) */
+        m->cursors[i].start_real_ns = p->start_real_ns;
+        m->cursors[i].consumed = 0;
+      }
+      return &m->cursors[i];
+    }
+  if (m->n_cursors == AGENT_CURSORS) return NULL;
+  struct agent_cursor *c = &m->cursors[m->n_cursors++];
+  *c = (struct agent_cursor){p->pid, p->start_real_ns, 0};
+  return c;
+}
+
+int agent_model_refresh(struct agent_model *m, const char *dir, unsigned keep_s) {
+  live_set_free(&m->pages);
+  if (live_read_dir(dir, keep_s, &m->pages) != 0) return -1;
+  m->refreshes++;
+  uint64_t now = real_ns();
+  for (size_t i = 0; i < m->pages.n; i++) {
+    const struct lens_live_page *p = m->pages.procs[i].page;
+    struct agent_cursor *c = cursor_of(m, p);
+    if (!c) continue;
+    uint64_t from = c->consumed;
+    if (p->recent_total - from > LENS_LIVE_RECENT) from = p->recent_total - LENS_LIVE_RECENT;
+    for (uint64_t k = from; k < p->recent_total; k++)
+      add_instance(m, p->pid, p, &p->recent[k % LENS_LIVE_RECENT], now);
+    c->consumed = p->recent_total;
+  }
+  for (uint32_t i = 0; i < m->n_pending;)
+    if (now - m->pending[i].first_real_ns > PENDING_EXPIRE_NS) {
+      m->expired++;
+      m->pending[i] = m->pending[--m->n_pending];
+    } else
+      i++;
+  return 0;
+}
+
+void agent_model_free(struct agent_model *m) { live_set_free(&m->pages); }

@@ -1,0 +1,145 @@
+/* nccl-lens top: a live terminal view of this node's ranks from the same
+ * pages as the agent (agent_model.h), refreshed each second: operation rate,
+ * bandwidth of the bytes started, mean span, execution and wait (job view,
+ * where the node holds several ranks of a communicator), how often the rank
+ * was last, drops. 'q' or Ctrl-C quits. */
+#define _GNU_SOURCE
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent_model.h"
+#include "cli/cli.h"
+#include "nccl-lens/registry.h"
+
+static volatile sig_atomic_t g_stop;
+static void on_signal(int sig) {
+  (void)sig;
+  g_stop = 1;
+}
+
+struct prev {
+  uint32_t pid;
+  uint64_t comm_id;
+  uint64_t ops, bytes, wait_ns, exec_ns, last;
+};
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static struct prev *prev_of(struct prev *v, size_t *n, size_t cap, uint32_t pid, uint64_t comm_id) {
+  for (size_t i = 0; i < *n; i++)
+    if (v[i].pid == pid && v[i].comm_id == comm_id) return &v[i];
+  if (*n == cap) return NULL;
+  memset(&v[*n], 0, sizeof v[*n]);
+  v[*n].pid = pid;
+  v[*n].comm_id = comm_id;
+  return &v[(*n)++];
+}
+
+static void draw(const struct agent_model *m, struct prev *pv, size_t *npv, size_t cap, double dt, int first,
+                 const char *dir) {
+  printf("\033[H\033[2Jnccl-lens top  %s  %zu process(es)  (q quits)\n", dir, m->pages.n);
+  printf("%-8s %-5s %-20s %10s %10s %10s %10s %10s %6s %8s %s\n", "PID", "RANK", "COMM", "OPS/S", "GB/S", "SPAN_US",
+         "EXEC_US", "WAIT_US", "LAST%", "DROPS", "STATE");
+  for (size_t pi = 0; pi < m->pages.n; pi++) {
+    const struct lens_live_page *p = m->pages.procs[pi].page;
+    for (uint32_t c = 0; c < p->n_comms; c++) {
+      const struct lens_live_comm *lc = &p->comms[c];
+      uint64_t ops = 0, bytes = 0, span_n = 0, span_ns = 0;
+      for (uint32_t s = 0; s < p->n_series; s++)
+        if (p->series[s].comm == c) {
+          ops += p->series[s].count;
+          bytes += p->series[s].bytes;
+          span_n += p->series[s].span.count;
+          span_ns += p->series[s].span.sum_ns;
+        }
+      const struct agent_rank *r = NULL;
+      for (uint32_t i = 0; i < m->n_ranks; i++)
+        if (m->ranks[i].comm_id == lc->comm_id && m->ranks[i].rank == lc->rank) r = &m->ranks[i];
+      uint64_t inst = 0;
+      for (uint32_t i = 0; i < m->n_splits; i++)
+        if (m->splits[i].comm_id == lc->comm_id) inst += m->splits[i].instances;
+      struct prev *q = prev_of(pv, npv, cap, p->pid, lc->comm_id);
+      double rate = 0, gbs = 0;
+      if (q && !first && dt > 0) {
+        rate = (double)(ops - q->ops) / dt;
+        gbs = (double)(bytes - q->bytes) / dt / 1e9;
+      }
+      char exec[16] = "-", wait[16] = "-", last[16] = "-";
+      if (r && inst) {
+        snprintf(exec, sizeof exec, "%.1f", (double)r->exec_ns / 1e3 / (double)inst);
+        snprintf(wait, sizeof wait, "%.1f", (double)r->wait_ns / 1e3 / (double)inst);
+        snprintf(last, sizeof last, "%.0f", 100.0 * (double)r->last_count / (double)inst);
+      }
+      printf("%-8u %-5d %-20.20s %10.1f %10.3f %10.1f %10s %10s %6s %8llu %s\n", p->pid, lc->rank,
+             *lc->name ? lc->name : "-", rate, gbs, span_n ? (double)span_ns / 1e3 / (double)span_n : 0.0, exec, wait,
+             last, (unsigned long long)p->drops,
+             m->pages.procs[pi].alive ? "running" : p->state == LENS_LIVE_FINISHED ? "finished" : "gone");
+      if (q) q->ops = ops, q->bytes = bytes;
+    }
+  }
+  printf("starved threads: run `nccl-lens sched` for scheduling delays (not shown live yet)\n");
+  fflush(stdout);
+}
+
+int lens_cmd_top(int argc, char **argv) {
+  const char *dir = getenv("NCCL_LENS_REGISTRY_DIR");
+  double duration = 0, period = 1;
+  if (!dir || !*dir) dir = LENS_REGISTRY_DEFAULT_DIR;
+  for (int i = 1; i < argc; i++) {
+    const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(o, "--dir") && v) dir = v, i++;
+    else if (!strcmp(o, "--duration") && v) duration = atof(v), i++;
+    else if (!strcmp(o, "--period") && v) period = atof(v), i++;
+    else {
+      fprintf(stderr, "usage: nccl-lens top [--dir DIR] [--period S] [--duration S]\n");
+      return lens_cli_error("top", "unknown or incomplete option '%s'", o);
+    }
+  }
+  if (period < 0.1) period = 0.1;
+  struct agent_model *m = calloc(1, sizeof *m);
+  size_t cap = 4096, npv = 0;
+  struct prev *pv = calloc(cap, sizeof *pv);
+  if (!m || !pv) return lens_cli_error("top", "out of memory");
+  struct termios old;
+  int tty = isatty(0) && tcgetattr(0, &old) == 0;
+  if (tty) {
+    struct termios raw = old;
+    raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+    tcsetattr(0, TCSANOW, &raw);
+  }
+  signal(SIGINT, on_signal);
+  signal(SIGTERM, on_signal);
+  double t0 = now_s(), prev_t = t0;
+  int first = 1, stdin_open = 1;
+  while (!g_stop) {
+    agent_model_refresh(m, dir, 300);
+    double t = now_s();
+    draw(m, pv, &npv, cap, t - prev_t, first, dir);
+    first = 0;
+    prev_t = t;
+    if (duration > 0 && t - t0 >= duration) break;
+    struct pollfd pfd = {stdin_open ? 0 : -1, POLLIN, 0}; /* fd -1: just the timeout */
+    if (poll(&pfd, 1, (int)(period * 1000)) > 0) {
+      char ch = 0;
+      ssize_t n = read(0, &ch, 1);
+      if (n <= 0) stdin_open = 0; /* end of input: keep refreshing until the duration or a signal */
+      else if (ch == 'q' || ch == 'Q') break;
+    }
+  }
+  if (tty) tcsetattr(0, TCSANOW, &old);
+  printf("\n");
+  agent_model_free(m);
+  free(m);
+  free(pv);
+  return 0;
+}
