@@ -103,9 +103,12 @@ void lens_live_begin(const char *registry_dir, int pid, const char *host) {
 
 /* ---- communicators ---- */
 
+/* Finalized communicators match too: their last records are drained after
+ * the COMM_FINI that the writer handles first (contexts carry a generation,
+ * so a reused table entry is a different value). */
 static int comm_of(uint64_t ctx) {
   for (uint32_t i = 0; i < g_p->n_comms; i++)
-    if (g_ctx[i] == ctx && g_p->comms[i].live) return (int)i;
+    if (g_ctx[i] == ctx) return (int)i;
   return -1;
 }
 
