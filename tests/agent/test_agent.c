@@ -307,7 +307,7 @@ static void test_top_under_tmux(void **state) {
   path_of(sock, sizeof sock, "tmux.sock");
   path_of(cap, sizeof cap, "pane.txt");
   snprintf(cmd, sizeof cmd,
-           "tmux -S %s new-session -d -x 160 -y 40 '%s top --dir %s --period 0.5 --duration 60; echo TOP-EXIT=$? > %s/exit; sleep 30'",
+           "tmux -S %s new-session -d -x 160 -y 40 '%s top --dir %s --period 0.5 --duration 150; echo TOP-EXIT=$? > %s/exit; sleep 60'",
            sock, CLI, reg, g_dir);
   assert_int_equal(system(cmd), 0);
   char env_reg[320];
@@ -336,11 +336,13 @@ static void test_top_under_tmux(void **state) {
     seen = system(cmd) == 0;
   }
   assert_int_equal(wait_status(replay), 0);
-  snprintf(cmd, sizeof cmd, "tmux -S %s send-keys q", sock);
-  assert_int_equal(system(cmd), 0);
   char exitf[300];
   path_of(exitf, sizeof exitf, "exit");
-  char *ex = NULL;
+  char *ex = slurp(exitf);
+  if (ex) print_message("top ended before 'q': %s", ex); /* fails below */
+  assert_null(ex);
+  snprintf(cmd, sizeof cmd, "tmux -S %s send-keys q", sock);
+  assert_int_equal(system(cmd), 0);
   for (int i = 0; i < 50 && !(ex = slurp(exitf)); i++) usleep(100000);
   snprintf(cmd, sizeof cmd, "tmux -S %s kill-server 2>/dev/null", sock);
   system(cmd);
