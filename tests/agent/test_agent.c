@@ -158,7 +158,11 @@ static void test_exposition_matches_summary(void **state) {
   if (have("promtool")) {
     snprintf(cmd, sizeof cmd, "promtool check metrics < %s", prom);
     assert_int_equal(system(cmd), 0);
+    /* the straggler recording rules shipped beside the dashboard */
+    assert_int_equal(system("promtool check rules " LENS_SOURCE_DIR "/deploy/nccl-lens-rules.yml > /dev/null"), 0);
   }
+  snprintf(cmd, sizeof cmd, "%s -m json.tool %s/deploy/grafana-nccl-lens.json > /dev/null", PY, LENS_SOURCE_DIR);
+  assert_int_equal(system(cmd), 0);
   /* textfile: node-exporter's file appears whole */
   char tf[300], tfile[400];
   path_of(tf, sizeof tf, "textfile");

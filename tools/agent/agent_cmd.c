@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include "agent_model.h"
@@ -106,11 +107,11 @@ static int parse_listen(const char *s, struct sockaddr_in *sa) {
 
 static const char usage[] =
     "usage: nccl-lens agent [--listen ADDR:PORT] [--textfile DIR] [--otlp] [--dir DIR] [--interval S]\n"
-    "                       [--keep S] [--duration S] [--once]\n";
+    "                       [--keep S] [--duration S] [--once] [--bench N]\n";
 
 int lens_cmd_agent(int argc, char **argv) {
   const char *listen_on = NULL, *textfile = NULL, *dir = getenv("NCCL_LENS_REGISTRY_DIR");
-  int otlp = 0, once = 0;
+  int otlp = 0, once = 0, bench = 0;
   double interval = 10, duration = 0;
   unsigned keep = 300;
   if (!dir || !*dir) dir = LENS_REGISTRY_DEFAULT_DIR;
@@ -124,6 +125,7 @@ int lens_cmd_agent(int argc, char **argv) {
     else if (!strcmp(o, "--duration") && v) duration = atof(v), i++;
     else if (!strcmp(o, "--otlp")) otlp = 1;
     else if (!strcmp(o, "--once")) once = 1;
+    else if (!strcmp(o, "--bench") && v) bench = atoi(v), i++;
     else if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
       fputs(usage, stdout);
       return 0;
@@ -139,6 +141,32 @@ int lens_cmd_agent(int argc, char **argv) {
   a.m = calloc(1, sizeof *a.m);
   if (!a.m) return lens_cli_error("agent", "out of memory");
   int rc = 0;
+  if (bench > 0) { /* the budget figures: CPU per scrape of the pages in --dir */
+    struct rusage r0, r1;
+    struct timespec w0, w1;
+    size_t bytes = 0;
+    getrusage(RUSAGE_SELF, &r0);
+    clock_gettime(CLOCK_MONOTONIC, &w0);
+    for (int i = 0; i < bench; i++) {
+      struct strbuf b = {0};
+      render_locked(&a, &b);
+      bytes = b.len;
+      sb_free(&b);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &w1);
+    getrusage(RUSAGE_SELF, &r1);
+    double cpu = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec + r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) +
+                 (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec + r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) / 1e6;
+    double wall = (double)(w1.tv_sec - w0.tv_sec) + (double)(w1.tv_nsec - w0.tv_nsec) / 1e9;
+    size_t series = 0;
+    for (size_t i = 0; i < a.m->pages.n; i++) series += a.m->pages.procs[i].page->n_series;
+    printf("agent bench: %zu page(s), %zu series, exposition %zu bytes; per scrape: %.3f ms CPU, %.3f ms wall; "
+           "at one scrape per 15 s: %.4f %% of a core\n",
+           a.m->pages.n, series, bytes, cpu * 1e3 / bench, wall * 1e3 / bench, cpu / bench / 15.0 * 100.0);
+    agent_model_free(a.m);
+    free(a.m);
+    return 0;
+  }
   if (once) { /* one exposition on stdout (and one textfile / push when asked) */
     struct strbuf b = {0};
     render_locked(&a, &b);
