@@ -255,6 +255,11 @@ static void at_exit(void) {
   if (g_refcount > 0 && g_session_pid == getpid()) {
     g_refcount = 0;
     session_close(2);
+  } else if (g_session_pid == getpid()) {
+    /* The last finalize stopped waiting for a slow writer; the process ends
+     * now and would cut the trace short: give the writer one more bounded
+     * wait to write the end of the trace. */
+    lens_writer_wait_done(lens_config_get()->flush_timeout_ms);
   }
   if (locked) pthread_mutex_unlock(&g_life_mu);
 }

@@ -664,6 +664,22 @@ int lens_writer_close_session(uint32_t reason, unsigned timeout_ms) {
   return rc;
 }
 
+int lens_writer_wait_done(unsigned timeout_ms) {
+  init_cvs();
+  struct timespec dl;
+  clock_gettime(CLOCK_MONOTONIC, &dl);
+  uint64_t ns = (uint64_t)dl.tv_nsec + (uint64_t)timeout_ms * 1000000ull;
+  dl.tv_sec += (time_t)(ns / 1000000000ull);
+  dl.tv_nsec = (long)(ns % 1000000000ull);
+  pthread_mutex_lock(&g_mu);
+  uint64_t t = g_ticket_next - 1;
+  while (g_running && g_ticket_done < t)
+    if (pthread_cond_timedwait(&g_done_cv, &g_mu, &dl) == ETIMEDOUT) break;
+  int done = !g_running || g_ticket_done >= t;
+  pthread_mutex_unlock(&g_mu);
+  return done ? 0 : -1;
+}
+
 void lens_writer_shutdown(uint32_t reason, unsigned timeout_ms) {
   pthread_mutex_lock(&g_mu);
   int running = g_running;

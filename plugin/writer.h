@@ -28,6 +28,9 @@ int lens_writer_post(uint16_t chunk_type, const void *payload, uint32_t len);
  * and waits at most timeout_ms (0: do not wait). 0 done, -1 not done yet (the
  * writer finishes it on its own when its I/O comes back). */
 int lens_writer_close_session(uint32_t reason, unsigned timeout_ms);
+/* Waits at most timeout_ms until every request posted so far is done (the
+ * exit handler, after a finalize that stopped waiting). 0 done, -1 not yet. */
+int lens_writer_wait_done(unsigned timeout_ms);
 /* Ends the thread (only when the plugin could not be pinned): closes an open
  * session, joins within timeout_ms or detaches it. */
 void lens_writer_shutdown(uint32_t reason, unsigned timeout_ms);

@@ -244,6 +244,62 @@ static void test_stalled_write_recovers(void **state) {
   assert_int_equal(run_child(body_stalled_write), 0);
 }
 
+/* ---- a slow file system: finalize stops waiting, the process exits at
+ * once, and the exit handler gives the writer one more bounded wait so the
+ * trace still ends with its FINI. The parent is the slow reader. ---- */
+static int g_to_parent[2], g_to_child[2];
+
+static int body_slow_then_exit(void) {
+  setenv("NCCL_LENS_FLUSH_TIMEOUT_MS", "2000", 1);
+  make_fifo();
+  char c = 'f';
+  if (write(g_to_parent[1], &c, 1) != 1 || read(g_to_child[0], &c, 1) != 1) return 1; /* parent has the read end */
+  struct plugin p;
+  if (plugin_open(&p, plugin_path())) return 2;
+  void *ctx = NULL;
+  if (p.v5->init(&ctx, 8, &g_mask, "slow", 1, 1, 0, test_logger) || !ctx) return 3;
+  emit_colls(&p, ctx, 20000);
+  usleep(200000); /* the writer fills the pipe and blocks */
+  if (p.v5->finalize(ctx)) return 4;
+  if (test_log_count("did not finish within") != 1) return 5;
+  c = 'd';
+  if (write(g_to_parent[1], &c, 1) != 1) return 6; /* the parent starts reading now */
+  return 0; /* and we exit at once */
+}
+
+static void test_exit_after_slow_finalize_completes_trace(void **state) {
+  (void)state;
+  make_tmp_dir(g_dir, sizeof g_dir, "stall-slow");
+  assert_int_equal(pipe(g_to_parent), 0);
+  assert_int_equal(pipe(g_to_child), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    child_env();
+    exit(body_slow_then_exit());
+  }
+  char c;
+  assert_int_equal(read(g_to_parent[0], &c, 1), 1);
+  char path[512];
+  trace_path_for(path, sizeof path, g_dir, pid);
+  int rfd = open(path, O_RDONLY | O_NONBLOCK);
+  assert_true(rfd >= 0);
+  assert_int_equal(write(g_to_child[1], &c, 1), 1);
+  assert_int_equal(read(g_to_parent[0], &c, 1), 1); /* finalize has returned */
+  fcntl(rfd, F_SETFL, 0);
+  struct capture cap = {rfd, "", 0};
+  snprintf(cap.out, sizeof cap.out, "%s/captured.lens", g_dir);
+  capture_thread(&cap); /* until the writer closes the file, or the child is gone */
+  int st;
+  waitpid(pid, &st, 0);
+  assert_true(WIFEXITED(st));
+  assert_int_equal(WEXITSTATUS(st), 0);
+  struct trace_tally t;
+  assert_int_equal(trace_walk(cap.out, &t), 0);
+  assert_int_equal(t.fini_reason[1], 1); /* the end of the trace was written before the process ended */
+  assert_int_equal(t.starts_by_type[LENS_T_COLL], 20000);
+  close(rfd);
+}
+
 /* ---- a disk that stays full: losses show as gaps in the chunk numbers,
  * which the reader reports even when the DROPS chunk is lost too ---- */
 static int body_disk_stays_full(void) {
@@ -342,6 +398,7 @@ int main(void) {
       cmocka_unit_test(test_stalled_open_never_blocks),
       cmocka_unit_test(test_exit_while_stalled),
       cmocka_unit_test(test_stalled_write_recovers),
+      cmocka_unit_test(test_exit_after_slow_finalize_completes_trace),
       cmocka_unit_test(test_disk_full_gaps_are_counted),
       cmocka_unit_test(test_header_written_when_space_returns),
   };
