@@ -35,6 +35,11 @@ struct lens_replay_opts {
   bool quiet;           /* no summary line on stdout */
   bool verbose;         /* print the plugin's INFO/WARN log lines on stderr */
   int hang_exit_ms;     /* hang-* scenarios: end without finalize this long after the hang (default 2000) */
+  /* job scenarios (job-*): */
+  int straggler;        /* rank made late (or the slow link's sender); -1 = rank 1 */
+  int delay_us;         /* injected lateness; 0 = 3000 */
+  int node;             /* -1: run every node; >= 0: run only this node of `nodes` (a "host") */
+  const char *board;    /* with node >= 0: the file all hosts share to couple their GPUs */
 };
 
 struct lens_replay_result {

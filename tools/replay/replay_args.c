@@ -11,12 +11,15 @@ static const char usage[] =
     "usage: nccl-lens replay [--plugin PATH|NAME] [--scenario NAME] [--ranks-per-node N] [--nodes N]\n"
     "                        [--iters N] [--api 4|5|6|7|auto] [--out DIR] [--truth FILE] [--seed N]\n"
     "                        [--no-finalize] [--reload] [--mask-change] [--quiet] [--verbose]\n"
-    "                        [--hang-exit-after SECONDS]\n"
+    "                        [--hang-exit-after SECONDS] [--straggler RANK] [--delay-us N] [--node I --board FILE]\n"
     "Drives a profiler plugin exactly as NCCL 2.28.9 would (2.31.2 with ncclProfiler_v7), without a GPU.\n"
     "  --plugin      a path, or a name X for libnccl-profiler-X.so (default: the lens plugin of this build)\n"
     "  --scenario    allreduce (default), sendrecv, mixed, graph, pxn, starved, overrun, tagged, symmetric,\n"
-    "                phases, all; hang-missing, hang-proxy, hang-graph (a collective that never completes)\n"
+    "                phases, all; hang-missing, hang-proxy, hang-graph (a collective that never completes);\n"
+    "                job-none, job-late-app, job-slow-launch, job-gpu-busy, job-slow-link (coupled GPUs)\n"
     "  --hang-exit-after  hang scenarios: end without finalize, as a killed job, this long after the hang (2)\n"
+    "  --straggler   job-*: the late rank, or the slow link's sender (default 1); --delay-us its lateness\n"
+    "  --node I      run only node I of --nodes as one \"host\"; --board FILE couples the hosts' GPUs\n"
     "  --api         default: as NCCL 2.28.9 (ncclProfiler_v5, then _v4); auto: as NCCL 2.31.2 (_v7, _v6, ...)\n"
     "  --out DIR     sets NCCL_LENS_OUTPUT_DIR for the plugin\n"
     "  --truth FILE  ground-truth JSON of what the driver did (docs/replay.md)\n";
@@ -86,6 +89,17 @@ int lens_replay_parse_args(int argc, char **argv, struct lens_replay_opts *o) {
       unsigned long long s = strtoull(v, &end, 0);
       if (errno || end == v || *end) return bad("--seed: '%s' is not a number", v);
       o->seed = s, i++;
+    } else if (!strcmp(a, "--straggler")) {
+      if (parse_int(v, 0, 127, &x)) return bad("--straggler: '%s' is not a rank 0..127", v);
+      o->straggler = (int)x, i++;
+    } else if (!strcmp(a, "--delay-us")) {
+      if (parse_int(v, 1, 1000000, &x)) return bad("--delay-us: '%s' is not 1..1000000", v);
+      o->delay_us = (int)x, i++;
+    } else if (!strcmp(a, "--node")) {
+      if (parse_int(v, 0, 15, &x)) return bad("--node: '%s' is not 0..15", v);
+      o->node = (int)x, i++;
+    } else if (!strcmp(a, "--board")) {
+      o->board = v, i++;
     } else if (!strcmp(a, "--api")) {
       if (!strcmp(v, "auto")) o->api = LENS_REPLAY_API_AUTO;
       else if (!parse_int(v, 4, 7, &x)) o->api = (int)x;

@@ -255,6 +255,8 @@ struct rp_hang {
   atomic_int nwait;
   atomic_llong frozen_ns; /* when the frozen proxy stopped, 0 not yet */
 };
+struct rp_board;
+struct rp_couple;
 #define RP_MAX_CAPTURED 32
 
 struct rp_node {
@@ -288,6 +290,12 @@ struct rp_node {
   long calls_before; /* plugin calls of earlier loads (--reload) */
   struct rp_netsim *_Atomic netsim; /* network scenarios (rp_net.c), NULL otherwise; proxies poll it */
   struct rp_hang hang;
+  /* job scenarios (rp_job.c): coupled GPUs through a board shared by all processes */
+  struct rp_board *board;  /* NULL: launches couple only within a process (rp_plan_finish_set) */
+  int64_t board_delta;     /* board ns - CLOCK_MONOTONIC ns of this process */
+  struct rp_couple *couple;
+  int64_t job_base;        /* nominal kernel start of the current step */
+  int job_kind, job_gen;
 };
 
 const char *rp_func_name(int func);

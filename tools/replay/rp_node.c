@@ -10,6 +10,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "replay/rp_couple.h"
+#include "replay/rp_job.h"
 #include "replay/rp_node.h"
 #include "replay/rp_plan.h"
 #include "replay/rp_net.h"
@@ -21,6 +23,8 @@ static uint64_t mix64(uint64_t z) {
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
   return z ^ (z >> 31);
 }
+
+uint64_t rp_comm_id(uint64_t seed, int set) { return mix64(seed ^ (0xC0FFEEULL + (uint64_t)set)); }
 
 struct init_arg {
   struct rp_node *n;
@@ -87,6 +91,7 @@ static void threads_stop(struct rp_node *n) {
 
 void rp_sync(struct rp_node *n) {
   rp_cb_drain(n);
+  rp_couple_settle(n); /* coupled GPUs: the other ranks' arrivals fix our ends */
   int64_t last = 0;
   for (int i = 0; i < n->ncomms; i++)
     if (n->comms[i].stream_free > last) last = n->comms[i].stream_free;
@@ -128,7 +133,7 @@ static void setup_model(struct rp_node *n) {
       c->rank = n->node * n->rpn + l;
       c->nranks = n->nranks;
       c->nNodes = n->nodes;
-      c->commId = mix64(o->seed ^ (0xC0FFEEULL + (uint64_t)s)); /* commHash: equal on every rank */
+      c->commId = rp_comm_id(o->seed, s); /* commHash: equal on every rank */
       c->name = names[s];
       c->nonblocking = s == 2;
     }
@@ -181,6 +186,15 @@ int rp_node_run(const struct lens_replay_opts *o, int node, FILE *truth, struct 
   if (o->out_dir) setenv("NCCL_LENS_OUTPUT_DIR", o->out_dir, 1);
   rp_warm_nvtx();
   setup_model(n);
+  n->job_kind = rp_job_kind_of(o->scenario);
+  n->board = rp_board_current;
+  if (n->board) {
+    n->board_delta = rp_board_delta();
+    if (node < RP_BOARD_NODES) {
+      gethostname(n->board->host[node], sizeof n->board->host[node] - 1);
+      n->board->delta[node] = n->board_delta;
+    }
+  }
   int rc = 0;
   if (round_load(n, res) != 0) {
     rc = 1;
@@ -208,6 +222,8 @@ int rp_node_run(const struct lens_replay_opts *o, int node, FILE *truth, struct 
   round_end(n, !o->no_finalize, res);
   if (truth) rp_truth_write_process(n, truth);
 out:
+  rp_couple_free(n);
+  if (n->board) atomic_fetch_add(&n->board->procs_done, 1);
   res->warn_count += atomic_load(&rp_warn_count);
   for (int i = 0; i < atomic_load(&n->truth->nkch); i++) res->overruns += n->truth->kch[i].overrun;
   for (int l = 0; l < RP_MAX_LOCAL; l++)

@@ -7,6 +7,9 @@
 
 #include "replay/rp_internal.h"
 
+/* commId of communicator set `set` (equal on every rank). */
+uint64_t rp_comm_id(uint64_t seed, int set);
+
 int rp_node_run(const struct lens_replay_opts *o, int node, FILE *truth, struct lens_replay_result *res);
 
 #endif

@@ -10,6 +10,8 @@
 
 #include "replay/rp_plan.h"
 #include "replay/rp_net.h"
+#include "replay/rp_couple.h"
+#include "replay/rp_job.h"
 #include "replay/rp_truth.h"
 
 #define LAUNCH_LAT_NS 6000   /* launch call -> kernel start */
@@ -72,7 +74,7 @@ static struct net_plan net_plan_for(const struct rp_node *n, const struct rp_tas
 }
 
 /* True duration of a task's work on each channel. */
-static int64_t task_dur_ns(const struct rp_node *n, const struct rp_task *t) {
+int64_t rp_task_dur_ns(const struct rp_node *n, const struct rp_task *t) {
   double bytes = (double)t->count * (double)t->esize, N = t->comm->nranks;
   double traffic = t->func == RP_ALLREDUCE   ? 2 * (N - 1) / N * bytes
                    : t->is_p2p || t->func == RP_BROADCAST ? bytes
@@ -80,6 +82,8 @@ static int64_t task_dur_ns(const struct rp_node *n, const struct rp_task *t) {
   double bw = n->nodes > 1 ? 12.0 : 40.0; /* bytes per ns per channel */
   return 5000 + (int64_t)(traffic / t->nChannels / bw);
 }
+
+int rp_task_net_steps(const struct rp_node *n, const struct rp_task *t) { return net_plan_for(n, t).nSteps; }
 
 bool rp_plan_has_proxy_ops(struct rp_node *n, const struct rp_plan *p) {
   for (const struct rp_task *t = p->tasks; t; t = t->next) {
@@ -105,7 +109,7 @@ static void pair_p2p(struct rp_plan *p) {
   }
 }
 
-static bool pair_follower(const struct rp_task *t, const struct rp_plan *p) {
+bool rp_plan_task_follows(const struct rp_task *t, const struct rp_plan *p) {
   if (!t->pair) return false;
   for (const struct rp_task *u = p->tasks; u; u = u->next) {
     if (u == t) return false; /* t comes first: it leads */
@@ -162,13 +166,13 @@ void rp_plan_gpu(struct rp_node *n, struct rp_plan *p, int replay) {
     int id = truth_op_for(n, t, replay);
     struct rp_truth_op *op = rp_truth_op_at(n->truth, id);
     if (op) op->kernel_start = ks + off;
-    if (pair_follower(t, p)) {
+    if (rp_plan_task_follows(t, p)) {
       memcpy(t->items, t->pair->items, sizeof t->items);
       if (op) op->kernel_start = rp_truth_op_at(n->truth, t->pair->op_id)->kernel_start;
       continue;
     }
     for (int ch = 0; ch < t->nChannels; ch++) t->items[ch] = rp_gpu_new_item(g, ch, id, ks + off + ch * CH_SKEW_NS);
-    off += task_dur_ns(n, t);
+    off += rp_task_dur_ns(n, t);
   }
 }
 
@@ -183,18 +187,18 @@ void rp_plan_finish_set(struct rp_node *n, struct rp_plan *plans, int np, int se
     int64_t off = 0, s = sync[p->comm->set];
     for (struct rp_task *t = p->tasks; t; t = t->next) {
       struct rp_truth_op *op = rp_truth_op_at(n->truth, t->op_id);
-      if (pair_follower(t, p)) {
+      if (rp_plan_task_follows(t, p)) {
         if (op) op->kernel_end = rp_truth_op_at(n->truth, t->pair->op_id)->kernel_end;
         continue;
       }
-      int64_t end = s + off + task_dur_ns(n, t);
+      int64_t end = s + off + rp_task_dur_ns(n, t);
       if (t->hang) continue; /* its kernel waits for a peer for ever: no end published */
       for (int ch = 0; ch < t->nChannels; ch++) {
         struct rp_item *it = rp_gpu_item(g, ch, t->items[ch]);
         if (it) atomic_store_explicit(&it->end, end + ch * CH_SKEW_NS, memory_order_release);
       }
       if (op) op->kernel_end = end + (t->nChannels - 1) * CH_SKEW_NS;
-      off += task_dur_ns(n, t);
+      off += rp_task_dur_ns(n, t);
     }
     if (s + off > p->comm->stream_free) p->comm->stream_free = s + off + (int64_t)CH_SKEW_NS * RP_MAX_CH;
   }
@@ -225,7 +229,7 @@ static void post_ops(struct rp_node *n, struct rp_task *t) {
   struct net_plan np = net_plan_for(n, t);
   int own = c->local;
   int via = n->pxn && n->rpn > 1 ? (own + 1) % n->rpn : own; /* PXN: another local rank's proxy */
-  int64_t dur = task_dur_ns(n, t);
+  int64_t dur = rp_task_dur_ns(n, t);
   int nets = 0;
   for (int ch = 0; ch < t->nChannels; ch++) {
     for (int dir = 0; dir < 2; dir++) { /* recv op, then send op, per channel */
@@ -239,6 +243,7 @@ static void post_ops(struct rp_node *n, struct rp_task *t) {
       op->step_ns = (dur - 4000) / (np.nSteps > 0 ? np.nSteps : 1);
       if (op->step_ns < 500) op->step_ns = 500;
       rp_net_shape_op(n, op, dir == 1);
+      if (n->board) op->step_ns = rp_job_step_ns(n, c, dir == 1, peer, op->step_ns);
       if (dir == 0 && n->hazard_dup_recv) {
         op->dup_recv_start = true;
         n->hazard_dup_recv = false;
@@ -398,7 +403,11 @@ void rp_launch_tasks(struct rp_node *n, struct rp_task *tasks, bool capture) {
     }
     int64_t t0 = rp_now();
     rp_standin_launch();
-    if (!capture) {
+    if (!capture && n->board) { /* coupled GPUs (job scenarios): the board fixes the ends */
+      rp_job_launch_hold(n, p->comm);
+      rp_plan_gpu(n, p, RP_EAGER);
+      rp_couple_arrive(n, p);
+    } else if (!capture) {
       rp_plan_gpu(n, p, RP_EAGER);
       /* The last rank of a communicator to launch fixes when all of them end:
        * publish the ends now, as the GPUs would reach them. */

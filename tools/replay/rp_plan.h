@@ -26,6 +26,12 @@ void rp_plan_finish_set(struct rp_node *n, struct rp_plan *plans, int np, int se
 void rp_plan_host_task(struct rp_node *n, struct rp_plan *p, int replay, bool post);
 bool rp_plan_has_proxy_ops(struct rp_node *n, const struct rp_plan *p);
 void rp_tasks_free(struct rp_task *t);
+/* True work of a task on each channel, ns. */
+int64_t rp_task_dur_ns(const struct rp_node *n, const struct rp_task *t);
+/* Steps of each net proxy op of a task. */
+int rp_task_net_steps(const struct rp_node *n, const struct rp_task *t);
+/* A p2p task that shares its pair's GPU items (the pair comes first in p). */
+bool rp_plan_task_follows(const struct rp_task *t, const struct rp_plan *p);
 struct rp_task *rp_tasks_clone(const struct rp_task *t);
 
 /* Under capture: keeps the plan for replays (rp_graph.c). */

@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "replay/rp_couple.h"
+#include "replay/rp_job.h"
 #include "replay/rp_node.h"
 
 void lens_replay_opts_init(struct lens_replay_opts *o) {
@@ -21,6 +23,8 @@ void lens_replay_opts_init(struct lens_replay_opts *o) {
   o->iters = 3;
   o->api = LENS_REPLAY_API_NCCL2289;
   o->seed = 1;
+  o->straggler = -1;
+  o->node = -1;
 }
 
 static int check_opts(const struct lens_replay_opts *o) {
@@ -31,6 +35,9 @@ static int check_opts(const struct lens_replay_opts *o) {
   else if (o->nodes < 1 || o->nodes > 16) why = "--nodes must be 1..16";
   else if (o->iters < 1 || o->iters > 1000) why = "--iters must be 1..1000";
   else if (o->api != 0 && o->api != -1 && (o->api < 4 || o->api > 7)) why = "--api must be 4, 5, 6, 7 or auto";
+  else if (o->node >= o->nodes) why = "--node must be below --nodes";
+  else if ((o->node >= 0) != (o->board != NULL)) why = "--node and --board go together";
+  else if (o->board && rp_job_kind_of(o->scenario) == RP_JOB_OFF) why = "--board needs a job-* scenario";
   if (why) fprintf(stderr, "nccl-lens replay: %s\n", why);
   return why ? 2 : 0;
 }
@@ -133,16 +140,34 @@ int lens_replay_run(const struct lens_replay_opts *o, struct lens_replay_result 
     truth_header(o, truth);
   }
   int rc;
-  if (o->nodes == 1 && !rp_hang_known(o->scenario)) { /* a hang ends its process: always a child */
+  /* Job scenarios couple the GPUs of every process through one board. */
+  bool job = rp_job_kind_of(o->scenario) != RP_JOB_OFF;
+  char err[600] = "";
+  rp_board_current = !job ? NULL : o->board ? rp_board_file(o->board, err, sizeof err) : rp_board_anon();
+  if (job && !rp_board_current) {
+    fprintf(stderr, "nccl-lens replay: %s\n", err[0] ? err : "no shared memory for the board");
+    if (truth) fclose(truth);
+    return 1;
+  }
+  if ((o->nodes == 1 && !rp_hang_known(o->scenario)) || o->node >= 0) { /* a hang ends its process: always a child */
     struct lens_replay_result r = {0};
-    rc = rp_node_run(o, 0, truth, &r);
+    rc = rp_node_run(o, o->node >= 0 ? o->node : 0, truth, &r);
     add_result(res, &r);
   } else {
     rc = run_forked(o, truth, res);
   }
   if (truth) {
-    fputs("\n]}\n", truth);
+    fputs("\n]", truth);
+    if (rp_board_current && o->node <= 0) {
+      /* node 0 of a multi-host run writes the instances once every host is done */
+      for (int i = 0; i < 60000 && o->node == 0 && atomic_load(&rp_board_current->procs_done) < o->nodes; i++)
+        usleep(1000);
+      rp_couple_write_instances(rp_board_current, o, truth);
+    }
+    fputs("}\n", truth);
     fclose(truth);
   }
+  rp_board_unmap(rp_board_current);
+  rp_board_current = NULL;
   return rc;
 }

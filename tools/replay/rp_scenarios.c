@@ -7,6 +7,7 @@
 
 #include "replay/rp_internal.h"
 #include "replay/rp_net.h"
+#include "replay/rp_job.h"
 #include "replay/rp_truth.h"
 
 static const char *const scenarios[] = {"allreduce", "sendrecv", "mixed", "graph", "pxn",
@@ -15,7 +16,8 @@ static const char *const scenarios[] = {"allreduce", "sendrecv", "mixed", "graph
 bool rp_scenario_known(const char *name) {
   for (int i = 0; scenarios[i]; i++)
     if (!strcmp(name, scenarios[i])) return true;
-  return rp_scen_v7_known(name) || rp_net_scenario_known(name) || rp_hang_known(name);
+  return rp_scen_v7_known(name) || rp_net_scenario_known(name) || rp_hang_known(name) ||
+         rp_job_kind_of(name) != RP_JOB_OFF;
 }
 
 int rp_scenario_ncomm_sets(const char *name) {
@@ -291,5 +293,6 @@ void rp_scenario_run(struct rp_node *n, const char *name, int iters) {
   else if (!strcmp(name, "overrun")) sc_overrun(n, iters);
   else if (!strcmp(name, "all")) sc_all(n, iters);
   else if (rp_net_scenario_known(name)) rp_net_run(n, name, iters);
+  else if (rp_job_kind_of(name) != RP_JOB_OFF) rp_job_run(n, iters);
   rp_sync(n);
 }

@@ -210,6 +210,10 @@ void rp_truth_write_process(struct rp_node *n, FILE *f) {
   fprintf(f, "{\"node\":%d,\"pid\":%d,\"app_tid\":%d,\"host_cb_tid\":%d,\"api\":%d,\"nccl_version\":%d,\"plugin\":",
           n->node, (int)getpid(), n->app_tid, atomic_load(&n->cb_tid), n->plugin.api, rp_nccl_version);
   jstr(f, n->plugin.path);
+  char host[64] = "";
+  gethostname(host, sizeof host - 1);
+  fputs(",\"host\":", f);
+  jstr(f, host);
   fprintf(f, ",\"warn_count\":%d,\"calls\":%ld,\"finalized\":%s,\"reloaded\":%s,\"final_mask\":%d,\n",
           atomic_load(&rp_warn_count), n->calls_before + (n->o->no_finalize ? atomic_load(&n->plugin.calls) : 0),
           n->o->no_finalize ? "false" : "true",

@@ -5,6 +5,8 @@
 #include "hang/hang_print.h"
 #include "reader/hang_analysis.h"
 
+#include "job/job_print.h"
+
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,7 +97,8 @@ static int cmp_row(const void *a, const void *b) {
 static void collectives(FILE *f, const struct lens_summary *s) {
   fprintf(f, "## Collectives and point-to-point, per communicator\n\n"
              "Times in us. enqueue: API call start → Coll/P2p stop (host). completion: Coll/P2p start → its last "
-             "ProxyOp/KernelCh stop. algbw: bytes / completion time. ch GPU: per-channel kernel time.\n\n");
+             "ProxyOp/KernelCh stop, on each rank: it includes the rank's wait for the last rank to arrive (the job "
+             "view above splits it). algbw: bytes / completion time. ch GPU: per-channel kernel time.\n\n");
   if (!s->n_rows) {
     fprintf(f, "No collective or point-to-point operations in these traces.\n\n");
     return;
@@ -336,6 +339,11 @@ static void hang_section(FILE *f, const struct lens_model *m) {
 void lens_report_print_md(FILE *f, const struct lens_model *m, const struct lens_report *r) {
   fprintf(f, "# nccl-lens report\n\n");
   recorded(f, m, r);
+  struct lens_job j; /* the job view leads whenever a communicator has more than one rank loaded */
+  if (!lens_job_build(m, &j, 0)) {
+    if (j.comms_multi) lens_job_print_md(f, m, &j);
+    lens_job_free(&j);
+  }
   collectives(f, &r->sum);
   completion_vs_enqueue(f, m, r);
   accuracy(f, m, r);

@@ -5,6 +5,7 @@
 #include "cli/cli.h"
 #include "cli/trace_args.h"
 #include "reader/analyses.h"
+#include "job/job_print.h"
 #include "summary/summary_print.h"
 
 #define CMD "summary"
@@ -39,8 +40,20 @@ int lens_cmd_summary(int argc, char **argv) {
   }
   FILE *f = lens_trace_cli_open_out(CMD, &c);
   if (f) {
-    if (json) lens_summary_print_json(f, m, &s);
-    else lens_summary_print_text(f, m, &s);
+    if (json) {
+      lens_summary_print_json(f, m, &s);
+    } else {
+      struct lens_job j; /* the job view leads whenever a communicator has more than one rank loaded */
+      if (!lens_job_build(m, &j, 0)) {
+        if (j.comms_multi) {
+          fprintf(f, "nccl-lens summary: the job (nccl-lens job has the instances and causes)\n");
+          lens_job_print_headline(f, m, &j);
+          fputc('\n', f);
+        }
+        lens_job_free(&j);
+      }
+      lens_summary_print_text(f, m, &s);
+    }
     rc = lens_trace_cli_close_out(CMD, &c, f, 0);
   }
   lens_summary_free(&s);

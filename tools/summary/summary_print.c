@@ -140,6 +140,9 @@ void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct l
             size, r->count, bytes, enq, comp, lens_summary_algbw(r), ch, pr);
   }
   free(o);
+  if (s->n_rows)
+    fprintf(f, "  completion: Coll start -> last channel/proxy stop on each rank, so it includes the rank's wait for "
+               "the last rank (the job view splits it)\n");
   if (!s->n_rows) fprintf(f, "\nno collective or point-to-point operations in these traces\n");
   if (s->n_proxies) {
     fprintf(f, "\nproxy threads (share of time from first to last ProxyCtrl: active, sleep and idle (awake) do not overlap;\n"

@@ -1,0 +1,181 @@
+/* See job_truth.h. The job view measures every duration on each GPU's own
+ * clock; the truth is in host ns. So the expected values are the truth's
+ * spans read on each rank's simulated GPU clock (x (1 + drift)), which is
+ * what a perfect analysis would report. */
+#include "job_truth.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mini_json.h"
+
+#define THRESHOLD_NS 20000.0 /* LENS_JOB_MIN_WAIT_NS */
+
+int job_machine_overloaded(void) {
+  double l = 0;
+  FILE *f = fopen("/proc/loadavg", "r");
+  if (f) {
+    if (fscanf(f, "%lf", &l) != 1) l = 0;
+    fclose(f);
+  }
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  if (l > 3.0 * (double)(n > 0 ? n : 1)) {
+    fprintf(stderr, "load %.1f on %ld CPUs: naming rates not asserted (the simulated proxies stall)\n", l, n);
+    return 1;
+  }
+  return 0;
+}
+
+int job_run_replay(const char *dir, const char *scenario, int nodes, int rpn, int iters, int delay_us) {
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd,
+           "%s/bin/nccl-lens replay --scenario %s --nodes %d --ranks-per-node %d --iters %d --delay-us %d --out %s "
+           "--truth %s/truth.json --quiet",
+           LENS_BUILD_DIR, scenario, nodes, rpn, iters, delay_us, dir, dir);
+  return system(cmd);
+}
+
+static const struct mj *more; /* processes of the other hosts (job_check_dir's more_truth) */
+
+static double drift_of(const struct mj *truth, int rank) {
+  for (int t = 0; t < 2; t++) {
+  const struct mj *procs = mj_get(t ? more : truth, "processes");
+  for (size_t p = 0; procs && p < procs->n; p++) {
+    const struct mj *rs = mj_get(mj_at(procs, p), "ranks");
+    for (size_t i = 0; rs && i < rs->n; i++) {
+      const struct mj *r = mj_at(rs, i);
+      if (mj_int(r, "rank", -1) == rank) return mj_get(r, "gpu_drift_ppm")->num;
+    }
+  }
+  }
+  return 0;
+}
+
+/* The truth op of rank `rank` for collective seq on communicator set 0. */
+static const struct mj *truth_op(const struct mj *truth, int rank, int64_t seq) {
+  const struct mj *procs = mj_get(truth, "processes");
+  for (size_t p = 0; procs && p < procs->n; p++) {
+    const struct mj *ops = mj_get(mj_at(procs, p), "ops");
+    for (size_t i = 0; ops && i < ops->n; i++) {
+      const struct mj *o = mj_at(ops, i);
+      if (mj_int(o, "rank", -1) == rank && mj_int(o, "seqNumber", -2) == seq && mj_int(o, "comm", -1) < 8) return o;
+    }
+  }
+  return NULL;
+}
+
+/* What really made the straggler late, from the driver's own record of its
+ * launch bracket and kernel start (host ns): the injected cause, unless the
+ * machine added a bigger delay of another kind (a launch call preempted for
+ * ms on a loaded machine is a slow launch, whatever was injected). Same
+ * rule as docs/job.md: the stage explaining at least half the lateness. */
+static const char *actual_cause(const struct mj *truth, int rank, int64_t seq, double late, const char *injected) {
+  const struct mj *o = truth_op(truth, rank, seq);
+  if (!o) return injected;
+  double launch = (double)(mj_int(o, "launch_end_ns", 0) - mj_int(o, "launch_start_ns", 0));
+  double gpu = (double)(mj_int(o, "kernel_start_ns", 0) - mj_int(o, "launch_end_ns", 0));
+  if (launch >= gpu && 2 * launch >= late) return "slow_launch";
+  if (2 * gpu >= late) return "gpu_busy";
+  return "late_app_call";
+}
+
+static const struct mj *find_coll(const struct mj *job, uint64_t comm, int64_t seq) {
+  const struct mj *cs = mj_get(job, "collectives");
+  for (size_t i = 0; cs && i < cs->n; i++) {
+    const struct mj *c = mj_at(cs, i);
+    if (mj_int(c, "seq", -2) == seq && strtoull(mj_str(c, "comm_id"), NULL, 16) == comm) return c;
+  }
+  return NULL;
+}
+
+static int64_t rank_field(const struct mj *ranks, int rank, const char *key) {
+  for (size_t i = 0; ranks && i < ranks->n; i++)
+    if (mj_int(mj_at(ranks, i), "rank", -1) == rank) return mj_int(mj_at(ranks, i), key, -1);
+  return -1;
+}
+
+int job_check_dir(const char *dir, const char *truth_path, const char *more_truth, struct job_check *c) {
+  memset(c, 0, sizeof *c);
+  c->top_straggler = -1;
+  char cmd[1024], jp[600];
+  snprintf(jp, sizeof jp, "%s/job.json", dir);
+  snprintf(cmd, sizeof cmd, "%s/bin/nccl-lens job --json -o %s %s", LENS_BUILD_DIR, jp, dir);
+  if (system(cmd) != 0) return -1;
+  struct mj *truth = mj_parse_file(truth_path), *job = mj_parse_file(jp);
+  struct mj *other = more_truth ? mj_parse_file(more_truth) : NULL;
+  more = other;
+  if (!truth || !job) {
+    mj_free(truth), mj_free(job);
+    return -1;
+  }
+  const struct mj *insts = mj_get(truth, "instances");
+  const struct mj *st = mj_get(job, "stragglers");
+  if (st && st->n) c->top_straggler = (int)mj_int(mj_at(st, 0), "rank", -1);
+  for (size_t i = 0; insts && i < insts->n; i++) {
+    const struct mj *t = mj_at(insts, i);
+    c->instances++;
+    snprintf(c->cause, sizeof c->cause, "%s", mj_str(t, "cause"));
+    c->straggler = (int)mj_int(t, "straggler", -1);
+    c->peer = (int)mj_int(t, "link_peer", -1);
+    const struct mj *j = find_coll(job, strtoull(mj_str(t, "comm_id"), NULL, 16), mj_int(t, "seq", -1));
+    const struct mj *tr = mj_get(t, "ranks");
+    if (!j || mj_int(j, "ranks_seen", 0) != (int64_t)tr->n) continue;
+    c->matched++;
+    int last = (int)mj_int(t, "last_rank", -1);
+    double dl = drift_of(truth, last) * 1e-6;
+    double exec = (double)mj_int(t, "exec_ns", 0) * (1 + dl);
+    double got = (double)mj_int(j, "exec_ns", -1);
+    if (fabs(got - exec) <= fmax(2000, 0.01 * exec)) c->exec_ok++;
+    int waits_ok = 1;
+    double max_wait = 0;
+    for (size_t k = 0; k < tr->n; k++) {
+      const struct mj *r = mj_at(tr, k);
+      int rank = (int)mj_int(r, "rank", -1);
+      double span = (double)mj_int(r, "span_ns", 0) * (1 + drift_of(truth, rank) * 1e-6);
+      double want = span - exec;
+      if (want < 0) want = 0;
+      if (want > max_wait) max_wait = want;
+      if (fabs((double)rank_field(mj_get(j, "ranks"), rank, "wait_ns") - want) > 2000) waits_ok = 0;
+    }
+    c->wait_ok += waits_ok;
+    const char *cause = mj_str(j, "cause");
+    int crank = (int)mj_int(j, "cause_rank", -1);
+    if (!strcmp(c->cause, "slow_link")) {
+      if (!strcmp(cause, "slow_link") && crank == c->straggler && mj_int(j, "cause_peer", -1) == c->peer)
+        c->link_named++;
+      else if (!strcmp(cause, "slow_link"))
+        c->link_wrong++;
+      if (strcmp(cause, "slow_link") || crank != c->straggler || mj_int(j, "cause_peer", -1) != c->peer)
+        fprintf(stderr, "  seq %lld: named %s %d->%lld (x%.1f), truth slow link %d->%d, max wait %.0f ns\n",
+                (long long)mj_int(t, "seq", -1), cause, crank, (long long)mj_int(j, "cause_peer", -1),
+                (double)mj_int(j, "cause_excess_ns", 0) / 1000, c->straggler, c->peer, max_wait);
+    } else if (c->straggler >= 0 && last == c->straggler && max_wait >= THRESHOLD_NS) {
+      c->truth_last_x++;
+      const char *want = actual_cause(truth, last, mj_int(t, "seq", -1), max_wait, c->cause);
+      c->injected_named += !strcmp(cause, c->cause) && crank == c->straggler;
+      if (!strcmp(cause, want) && crank == c->straggler) c->named_right++;
+      else if (!strcmp(cause, "unknown") && crank == c->straggler) c->undecided++;
+      if (strcmp(cause, want) || crank != c->straggler)
+        fprintf(stderr, "  seq %lld: named %s rank %d (excess %lld ns), truth %s (injected %s) rank %d, wait %.0f ns\n",
+                (long long)mj_int(t, "seq", -1), cause, crank, (long long)mj_int(j, "cause_excess_ns", 0), want, c->cause,
+                c->straggler, max_wait);
+    }
+    if (max_wait < THRESHOLD_NS / 2 && strcmp(c->cause, "slow_link")) {
+      c->quiet++;
+      if (strcmp(cause, "none")) {
+        c->quiet_named++;
+        fprintf(stderr, "  seq %lld: no straggler (max wait %.0f ns) but named %s %d->%lld (%lld)\n",
+                (long long)mj_int(t, "seq", -1), max_wait, cause, crank, (long long)mj_int(j, "cause_peer", -1),
+                (long long)mj_int(j, "cause_excess_ns", 0));
+      }
+    }
+  }
+  mj_free(truth);
+  mj_free(job);
+  mj_free(other);
+  more = NULL;
+  return 0;
+}

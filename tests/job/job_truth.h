@@ -1,0 +1,38 @@
+/* Runs a job-* replay and `nccl-lens job --json` on its traces, and checks
+ * the job view against the replay's per-instance ground truth. */
+#ifndef NCCL_LENS_TESTS_JOB_TRUTH_H
+#define NCCL_LENS_TESTS_JOB_TRUTH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct job_check {
+  size_t instances;       /* truth instances */
+  size_t matched;         /* found in the job view with every rank */
+  size_t exec_ok, wait_ok; /* within 1 % or 2 us / every rank within 2 us */
+  size_t truth_last_x;    /* truth: the injected rank was last (arrival causes) */
+  size_t named_right;     /* ... and the job view named it with the cause that really made it late */
+  size_t injected_named;  /* ... named with the injected cause */
+  size_t undecided;       /* ... named with cause "unknown" (the trace could not decide) */
+  size_t quiet;           /* truth: no straggler (max wait below half the threshold) */
+  size_t quiet_named;     /* ... yet the job view named one */
+  size_t link_named;      /* slow link: the right sender -> receiver named */
+  size_t link_wrong;      /* ... another link named */
+  int top_straggler;      /* first of "stragglers" (-1 none) */
+  char cause[32];         /* the truth's injected cause */
+  int straggler, peer;    /* truth: injected rank, link receiver */
+};
+
+/* Runs `nccl-lens replay --scenario SC ...` into dir; job_check_dir runs
+ * `nccl-lens job --json` on dir and checks it against the truth. 0 ok. */
+int job_run_replay(const char *dir, const char *scenario, int nodes, int rpn, int iters, int delay_us);
+/* The replay's proxies and GPU clock maps are real threads on this machine:
+ * with more than 3 runnable threads per CPU (other builds beside the tests)
+ * a proxy stalls for tens of ms and its steps and notices stop meaning
+ * anything. Then the rates that depend on them are not asserted (said on
+ * stderr); the decomposition and "never a wrong cause" always are. */
+int job_machine_overloaded(void);
+/* more_truth: another host's truth file (its processes' GPU drifts), or NULL. */
+int job_check_dir(const char *dir, const char *truth_path, const char *more_truth, struct job_check *c);
+
+#endif

@@ -1,0 +1,271 @@
+/* See job_print.h. All durations are differences on one clock: GPU spans
+ * on each GPU's own globaltimer, stages on each host's CLOCK_MONOTONIC. */
+#include "job/job_print.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export/json_out.h"
+#include "summary/summary_model.h"
+
+static const char *const flag_names[] = {"partial", "host_spans", "approx_rule", "ends_apart",
+                                         "no_span", "by_order",   "graph"};
+
+static unsigned pid_of(const struct lens_model *m, int32_t proc) {
+  return proc >= 0 && (size_t)proc < m->n_procs ? m->procs[proc].pid : 0;
+}
+
+static void cause_text(const struct lens_job_inst *in, char *buf, size_t len) {
+  switch (in->cause) {
+  case LENS_CAUSE_NONE: snprintf(buf, len, "-"); break;
+  case LENS_CAUSE_SLOW_LINK:
+    snprintf(buf, len, "slow link %d->%d (%.1fx the other links' step time)", in->cause_rank, in->cause_peer,
+             (double)in->cause_excess_ns / 1000.0);
+    break;
+  case LENS_CAUSE_STARVED_PROXY: snprintf(buf, len, "starved proxy on rank %d", in->cause_rank); break;
+  case LENS_CAUSE_LATE_APP:
+    snprintf(buf, len, "rank %d: late app call (enqueue, launch and GPU start on time; %.1f us late)", in->cause_rank,
+             (double)in->cause_excess_ns / 1e3);
+    break;
+  case LENS_CAUSE_UNKNOWN:
+    snprintf(buf, len, "rank %d: late app call or busy GPU (no GPU clock map; %.1f us late)", in->cause_rank,
+             (double)in->cause_excess_ns / 1e3);
+    break;
+  default:
+    snprintf(buf, len, "rank %d: %s (+%.1f us over the other ranks)", in->cause_rank, lens_job_cause_name(in->cause),
+             (double)in->cause_excess_ns / 1e3);
+  }
+}
+
+static void comm_head(FILE *f, const struct lens_model *m, uint64_t comm_id) {
+  const char *name = "-";
+  int nranks = 0;
+  for (size_t i = 0; i < m->n_comms; i++)
+    if (m->comms[i].comm_id == comm_id) {
+      if (m->comms[i].name[0]) name = m->comms[i].name;
+      nranks = m->comms[i].nranks;
+    }
+  fprintf(f, "\ncommunicator %s (id 0x%" PRIx64 ", %d ranks)\n", name, comm_id, nranks);
+}
+
+void lens_job_print_headline(FILE *f, const struct lens_model *m, const struct lens_job *j) {
+  if (!j->n_rows) return;
+  fprintf(f, "\njob view: execution = span of the rank that started last (ranks end together); wait = a rank's span "
+             "- execution;\n  durations on each GPU's own clock (KernelCh pTimer), no cross-host clock. busbw from "
+             "the execution (nccl-tests factors).\n");
+  uint64_t cur = 0;
+  int any = 0;
+  for (size_t i = 0; i < j->n_rows; i++) {
+    const struct lens_job_row *r = &j->rows[i];
+    if (!any || r->comm_id != cur) {
+      cur = r->comm_id;
+      any = 1;
+      comm_head(f, m, cur);
+      fprintf(f, "  %-14s %-14s %6s %27s %19s %10s %14s\n", "func", "size", "count", "execution avg/p50/p99 us",
+              "wait avg/max us", "busbw GB/s", "last rank (n)");
+    }
+    char size[32], ex[48] = "-", wt[40] = "-", bw[16] = "-", last[32] = "-";
+    lens_size_bucket_label(r->bucket, size, sizeof size);
+    if (r->decomposed) {
+      snprintf(ex, sizeof ex, "%.1f/%.1f/%.1f", r->exec_avg / 1e3, r->exec_p50 / 1e3, r->exec_p99 / 1e3);
+      snprintf(wt, sizeof wt, "%.1f/%.1f", r->wait_avg / 1e3, r->wait_max / 1e3);
+      snprintf(bw, sizeof bw, "%.2f", r->busbw_gbps);
+    }
+    if (r->top_last_rank >= 0)
+      snprintf(last, sizeof last, "%d (%" PRIu64 "/%" PRIu64 ")", r->top_last_rank, r->top_last_count, r->count);
+    fprintf(f, "  %-14s %-14s %6" PRIu64 " %27s %19s %10s %14s\n", r->func ? r->func : "-", size, r->count, ex, wt, bw,
+            last);
+  }
+  if (!j->n_stragglers) {
+    fprintf(f, "\nstragglers: none (no rank made the others wait >= %.1f us and >= %.0f%% of the execution)\n",
+            j->min_wait_ns / 1e3, LENS_JOB_MIN_WAIT_FRAC * 100);
+    return;
+  }
+  fprintf(f, "\nstragglers (ranks that started last, by the others' total wait; threshold %.1f us / %.0f%% of exec)\n",
+          j->min_wait_ns / 1e3, LENS_JOB_MIN_WAIT_FRAC * 100);
+  fprintf(f, "  %-18s %5s %-24s %16s %10s  %s\n", "communicator", "rank", "host:pid", "wait caused ms", "times last",
+          "causes");
+  for (size_t i = 0; i < j->n_stragglers; i++) {
+    const struct lens_job_straggler *s = &j->stragglers[i];
+    char who[96], causes[160] = "";
+    snprintf(who, sizeof who, "%s:%u", lens_job_host(m, s->proc), pid_of(m, s->proc));
+    size_t o = 0;
+    for (int c = 1; c < 8; c++)
+      if (s->cause_count[c] && o < sizeof causes)
+        o += (size_t)snprintf(causes + o, sizeof causes - o, "%s%s %" PRIu64, o ? ", " : "", lens_job_cause_name(c),
+                              s->cause_count[c]);
+    fprintf(f, "  0x%-16" PRIx64 " %5d %-24s %16.3f %10" PRIu64 "  %s\n", s->comm_id, s->rank, who,
+            s->wait_caused_ns / 1e6, s->times_last, causes);
+  }
+}
+
+static const struct lens_job *sort_j;
+static int by_wait(const void *a, const void *b) {
+  const struct lens_job_inst *x = &sort_j->insts[*(const size_t *)a], *y = &sort_j->insts[*(const size_t *)b];
+  if (x->max_wait_ns != y->max_wait_ns) return x->max_wait_ns > y->max_wait_ns ? -1 : 1;
+  return (*(const size_t *)a > *(const size_t *)b) - (*(const size_t *)a < *(const size_t *)b);
+}
+
+void lens_job_print_text(FILE *f, const struct lens_model *m, const struct lens_job *j, size_t max_list) {
+  fprintf(f, "nccl-lens job: %zu files, %zu processes, %zu instances: %zu matched on all ranks, %zu on some, %zu on "
+             "one\n",
+          m->n_files, m->n_procs, j->n_insts, j->matched_all, j->matched_some, j->matched_one);
+  size_t host = 0, apart = 0, links = 0;
+  for (size_t i = 0; i < j->n_insts; i++) {
+    host += !!(j->insts[i].flags & LENS_JOB_HOST_SPANS);
+    apart += !!(j->insts[i].flags & LENS_JOB_ENDS_APART);
+    links += j->insts[i].cause == LENS_CAUSE_SLOW_LINK;
+  }
+  if (host)
+    fprintf(f, "note: %zu instances had no KernelCh on some rank: host-side spans (Coll start -> completion) used "
+               "for them\n",
+            host);
+  if (apart)
+    fprintf(f, "note: %zu instances: ranks of one host did not end together on the mapped clock; not decomposed\n",
+            apart);
+  if (!j->have_clock_map)
+    fprintf(f, "note: no GPU clock map: a late rank's GPU-start stage is unknown (late app vs busy GPU undecided)\n");
+  lens_job_print_headline(f, m, j);
+  if (links) fprintf(f, "\nslow links: %zu instances with arrivals aligned and one link slow (see below)\n", links);
+  size_t *o = malloc((j->n_insts + 1) * sizeof *o);
+  if (!o) return;
+  size_t n = 0;
+  for (size_t i = 0; i < j->n_insts; i++)
+    if (j->insts[i].exec_ns && (j->insts[i].cause != LENS_CAUSE_NONE)) o[n++] = i;
+  sort_j = j;
+  qsort(o, n, sizeof *o, by_wait);
+  if (n) {
+    fprintf(f, "\ninstances with a straggler or a slow link (longest wait first%s)\n", max_list && n > max_list ? "" : "");
+    fprintf(f, "  %-18s %8s %-13s %10s %11s %6s %12s  %s\n", "communicator", "seq", "func", "bytes", "exec us", "last",
+            "max wait us", "cause");
+  }
+  for (size_t k = 0; k < n && (!max_list || k < max_list); k++) {
+    const struct lens_job_inst *in = &j->insts[o[k]];
+    char c[160];
+    cause_text(in, c, sizeof c);
+    fprintf(f, "  0x%-16" PRIx64 " %8" PRId64 " %-13s %10" PRIu64 " %11.1f %6d %12.1f  %s\n", in->comm_id, in->seq,
+            in->func ? in->func : "-", in->bytes, in->exec_ns / 1e3, in->last_rank, in->max_wait_ns / 1e3, c);
+  }
+  if (max_list && n > max_list) fprintf(f, "  ... %zu more (--all lists every one; --json has all)\n", n - max_list);
+  free(o);
+}
+
+static void json_flags(FILE *f, uint32_t flags) {
+  fputc('[', f);
+  int k = 0;
+  for (unsigned b = 0; b < sizeof flag_names / sizeof flag_names[0]; b++)
+    if (flags & (1u << b)) {
+      if (k++) fputc(',', f);
+      lens_json_str(f, flag_names[b]);
+    }
+  fputc(']', f);
+}
+
+void lens_job_print_json(FILE *f, const struct lens_model *m, const struct lens_job *j) {
+  fprintf(f, "{\"schema\":\"nccl-lens-job/1\",\"threshold_ns\":%" PRIu64 ",\"min_wait_frac\":%.3f,", j->min_wait_ns,
+          LENS_JOB_MIN_WAIT_FRAC);
+  fprintf(f, "\"clock_map\":%s,\"matched\":{\"all\":%zu,\"some\":%zu,\"one\":%zu},\n\"collectives\":[",
+          j->have_clock_map ? "true" : "false", j->matched_all, j->matched_some, j->matched_one);
+  for (size_t i = 0; i < j->n_insts; i++) {
+    const struct lens_job_inst *in = &j->insts[i];
+    fprintf(f, "%s\n{\"comm_id\":", i ? "," : "");
+    lens_json_hex(f, in->comm_id);
+    fprintf(f, ",\"seq\":%" PRId64 ",\"func\":", in->seq);
+    lens_json_str(f, in->func);
+    fprintf(f, ",\"algo\":");
+    lens_json_str(f, in->algo);
+    fprintf(f, ",\"bytes\":%" PRIu64 ",\"nranks\":%d,\"ranks_seen\":%d,", in->bytes, in->nranks, in->ranks_seen);
+    if (in->is_p2p) fprintf(f, "\"sender\":%d,\"receiver\":%d,", in->peer_lo, in->peer_hi);
+    if (in->exec_ns) {
+      fprintf(f, "\"exec_ns\":%" PRIu64 ",\"busbw_gbps\":", in->exec_ns);
+      lens_json_double(f, in->busbw_gbps);
+      fprintf(f, ",\"last_rank\":%d,\"max_wait_ns\":%" PRIu64 ",", in->last_rank, in->max_wait_ns);
+    } else {
+      fputs("\"exec_ns\":null,\"busbw_gbps\":null,\"last_rank\":null,\"max_wait_ns\":null,", f);
+    }
+    fputs("\"span_source\":", f);
+    lens_json_str(f, in->flags & LENS_JOB_HOST_SPANS ? "host" : "gpu_ptimer");
+    fputs(",\"flags\":", f);
+    json_flags(f, in->flags);
+    fputs(",\"cause\":", f);
+    lens_json_str(f, lens_job_cause_name(in->cause));
+    fprintf(f, ",\"cause_rank\":%d,\"cause_peer\":%d,\"cause_excess_ns\":%" PRId64 ",\"ranks\":[", in->cause_rank,
+            in->cause_peer, in->cause_excess_ns);
+    for (size_t k = 0; k < in->n_ranks; k++) {
+      const struct lens_job_rank *r = &j->ranks[in->first_rank + k];
+      fprintf(f, "%s{\"rank\":%d,\"host\":", k ? "," : "", r->rank);
+      lens_json_str(f, lens_job_host(m, r->proc));
+      fprintf(f, ",\"pid\":%u,\"span_ns\":%" PRIu64 ",", pid_of(m, r->proc), r->span_ns);
+      if (in->exec_ns) fprintf(f, "\"wait_ns\":%" PRIu64 "}", r->wait_ns);
+      else fputs("\"wait_ns\":null}", f);
+    }
+    fputs("]}", f);
+  }
+  fputs("],\n\"stragglers\":[", f);
+  for (size_t i = 0; i < j->n_stragglers; i++) {
+    const struct lens_job_straggler *s = &j->stragglers[i];
+    fprintf(f, "%s\n{\"comm_id\":", i ? "," : "");
+    lens_json_hex(f, s->comm_id);
+    fprintf(f, ",\"rank\":%d,\"host\":", s->rank);
+    lens_json_str(f, lens_job_host(m, s->proc));
+    fprintf(f, ",\"pid\":%u,\"wait_caused_ns\":%" PRIu64 ",\"times_last\":%" PRIu64 ",\"causes\":{", pid_of(m, s->proc),
+            s->wait_caused_ns, s->times_last);
+    int k = 0;
+    for (int c = 1; c < 8; c++)
+      if (s->cause_count[c]) fprintf(f, "%s\"%s\":%" PRIu64, k++ ? "," : "", lens_job_cause_name(c), s->cause_count[c]);
+    fputs("}}", f);
+  }
+  fputs("],\n\"rows\":[", f);
+  for (size_t i = 0; i < j->n_rows; i++) {
+    const struct lens_job_row *r = &j->rows[i];
+    fprintf(f, "%s\n{\"comm_id\":", i ? "," : "");
+    lens_json_hex(f, r->comm_id);
+    fputs(",\"func\":", f);
+    lens_json_str(f, r->func);
+    fprintf(f, ",\"size_log2\":%d,\"count\":%" PRIu64 ",\"decomposed\":%" PRIu64 ",\"exec_avg_ns\":%" PRIu64
+               ",\"exec_p50_ns\":%" PRIu64 ",\"exec_p99_ns\":%" PRIu64 ",\"wait_avg_ns\":%" PRIu64
+               ",\"wait_max_ns\":%" PRIu64 ",\"busbw_gbps\":",
+            r->bucket, r->count, r->decomposed, r->exec_avg, r->exec_p50, r->exec_p99, r->wait_avg, r->wait_max);
+    lens_json_double(f, r->busbw_gbps);
+    fprintf(f, ",\"top_last_rank\":%d,\"top_last_count\":%" PRIu64 ",\"with_straggler\":%" PRIu64 "}", r->top_last_rank,
+            r->top_last_count, r->with_straggler);
+  }
+  fputs("]}\n", f);
+}
+
+void lens_job_print_md(FILE *f, const struct lens_model *m, const struct lens_job *j) {
+  if (!j->n_rows) return;
+  fprintf(f, "## The job: execution and waiting\n\n");
+  fprintf(f, "Execution = GPU span of the rank that started last (the ranks end together); wait = a rank's span "
+             "minus the execution; bus bandwidth from the execution. Durations on each GPU's own clock (KernelCh "
+             "pTimer). %zu instances: %zu matched on all ranks, %zu on some, %zu on one.\n\n",
+          j->n_insts, j->matched_all, j->matched_some, j->matched_one);
+  fprintf(f, "| communicator | func | size | count | exec avg / p50 / p99 us | wait avg / max us | busbw GB/s | "
+             "last rank (n) |\n|---|---|---|---:|---:|---:|---:|---|\n");
+  for (size_t i = 0; i < j->n_rows; i++) {
+    const struct lens_job_row *r = &j->rows[i];
+    char size[32];
+    lens_size_bucket_label(r->bucket, size, sizeof size);
+    fprintf(f, "| 0x%" PRIx64 " | %s | %s | %" PRIu64 " | %.1f / %.1f / %.1f | %.1f / %.1f | %.2f | ", r->comm_id,
+            r->func ? r->func : "-", size, r->count, r->exec_avg / 1e3, r->exec_p50 / 1e3, r->exec_p99 / 1e3,
+            r->wait_avg / 1e3, r->wait_max / 1e3, r->busbw_gbps);
+    if (r->top_last_rank >= 0) fprintf(f, "%d (%" PRIu64 "/%" PRIu64 ") |\n", r->top_last_rank, r->top_last_count, r->count);
+    else fprintf(f, "- |\n");
+  }
+  fprintf(f, "\n");
+  if (!j->n_stragglers) {
+    fprintf(f, "No straggler: no rank made the others wait %.1f us or more.\n\n", j->min_wait_ns / 1e3);
+    return;
+  }
+  fprintf(f, "| communicator | rank | host:pid | wait caused ms | times last | causes |\n|---|---:|---|---:|---:|---|\n");
+  for (size_t i = 0; i < j->n_stragglers; i++) {
+    const struct lens_job_straggler *s = &j->stragglers[i];
+    fprintf(f, "| 0x%" PRIx64 " | %d | %s:%u | %.3f | %" PRIu64 " | ", s->comm_id, s->rank, lens_job_host(m, s->proc),
+            pid_of(m, s->proc), s->wait_caused_ns / 1e6, s->times_last);
+    for (int c = 1; c < 8; c++)
+      if (s->cause_count[c]) fprintf(f, "%s %" PRIu64 " ", lens_job_cause_name(c), s->cause_count[c]);
+    fprintf(f, "|\n");
+  }
+  fprintf(f, "\n");
+}

@@ -1,0 +1,21 @@
+/* Printing the job view (tools/reader/job.h): text tables, the JSON contract
+ * of `nccl-lens job --json` (docs/job.md), and the headline tables that
+ * summary and report lead with. */
+#ifndef NCCL_LENS_JOB_PRINT_H
+#define NCCL_LENS_JOB_PRINT_H
+
+#include <stdio.h>
+
+#include "reader/job.h"
+
+/* Headline tables (one per communicator with > 1 rank loaded) and the
+ * straggler ranking. Prints nothing when no communicator has 2 ranks. */
+void lens_job_print_headline(FILE *f, const struct lens_model *m, const struct lens_job *j);
+/* The whole job report: headline, matching counts, instances (max_list
+ * listed, the longest waits first; 0 = all). */
+void lens_job_print_text(FILE *f, const struct lens_model *m, const struct lens_job *j, size_t max_list);
+void lens_job_print_json(FILE *f, const struct lens_model *m, const struct lens_job *j);
+/* Markdown headline for `nccl-lens report`. */
+void lens_job_print_md(FILE *f, const struct lens_model *m, const struct lens_job *j);
+
+#endif

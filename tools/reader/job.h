@@ -1,0 +1,126 @@
+/* The job view (docs/job.md): every collective instance matched across the
+ * ranks of its communicator and decomposed into execution and waiting, using
+ * only durations measured on each GPU's own clock (KernelCh pTimer), so it
+ * works across hosts with no common clock. Causes for late ranks, slow links,
+ * straggler ranking and the headline rows summary/report lead with.
+ *
+ * A view over the reader's model: lens_job_build() reads events, never
+ * changes them. Memory: one row per (instance, rank) plus one record per
+ * instance; ProxyStep times are folded per instance and link. */
+#ifndef NCCL_LENS_JOB_H
+#define NCCL_LENS_JOB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lensread.h"
+
+/* Instance flags */
+#define LENS_JOB_PARTIAL 0x1      /* not every rank of the communicator was seen: exec is an upper bound */
+#define LENS_JOB_HOST_SPANS 0x2   /* some rank had no KernelCh: host spans (Coll start -> completion) used */
+#define LENS_JOB_APPROX_RULE 0x4  /* the ranks do not end together by design (Broadcast/Reduce chain) */
+#define LENS_JOB_ENDS_APART 0x8   /* ranks of one host ended apart on the mapped clock: the rule does not hold */
+#define LENS_JOB_NO_SPAN 0x10     /* no rank had a span: nothing decomposed */
+#define LENS_JOB_BY_ORDER 0x20    /* matched by order (no sequence number: v4, p2p) */
+#define LENS_JOB_GRAPH 0x40       /* graph replay */
+
+/* What made the last rank late, or the execution long. */
+enum lens_job_cause {
+  LENS_CAUSE_NONE = 0,      /* no straggler: waits below the threshold */
+  LENS_CAUSE_LATE_APP,      /* the application called NCCL late */
+  LENS_CAUSE_SLOW_ENQUEUE,  /* API call -> launch took long */
+  LENS_CAUSE_SLOW_LAUNCH,   /* the KernelLaunch itself took long */
+  LENS_CAUSE_GPU_BUSY,      /* kernel started long after its launch (stream busy) */
+  LENS_CAUSE_STARVED_PROXY, /* the rank's proxy thread was starved (sched traces) */
+  LENS_CAUSE_SLOW_LINK,     /* arrivals aligned, one link's steps far slower than the others */
+  LENS_CAUSE_UNKNOWN,       /* late, but no stage explains it (e.g. no clock map for the GPU gap) */
+};
+const char *lens_job_cause_name(int cause);
+
+struct lens_job_rank {
+  int32_t rank, proc, event; /* event: the Coll/P2p on that rank */
+  uint64_t span_ns;          /* first channel start -> last channel stop (GPU clock), or host span */
+  uint64_t wait_ns;          /* span - exec */
+  /* stages on the rank's host clock (0 = unknown) */
+  uint64_t api_ns, launch_start_ns, launch_stop_ns;
+  uint64_t kstart_mono_ns, kstop_mono_ns; /* mapped GPU times (clock map), 0 = unknown */
+  uint64_t map_err_ns;       /* error bound of that mapping */
+  uint64_t kstart_notice_ns; /* host time its first KernelCh start was noticed (>= the GPU start) */
+  uint32_t host_span;        /* 1: span is host-side (no KernelCh) */
+  uint32_t starved;          /* its KernelCh/ProxyStep overlapped a starvation of its proxy */
+};
+
+struct lens_job_inst {
+  uint64_t comm_id;
+  int64_t seq;               /* seqNumber, or the order index when matched by order */
+  const char *func, *algo, *proto;
+  int is_p2p, peer_lo, peer_hi; /* p2p: sender and receiver */
+  int nranks, ranks_seen;
+  uint64_t bytes;            /* nccl-tests "size" (AllGather/ReduceScatter: count x nranks) */
+  uint64_t exec_ns;          /* 0 when not decomposed */
+  double busbw_gbps;         /* from exec, nccl-tests factor */
+  int32_t last_rank;         /* -1 none */
+  uint64_t max_wait_ns;      /* the earliest rank's wait: how late the last rank was */
+  uint64_t wait_sum_ns;      /* sum of all ranks' waits (rank-time lost to this last rank) */
+  uint32_t flags;            /* LENS_JOB_* */
+  int cause;                 /* enum lens_job_cause */
+  int cause_rank, cause_peer; /* straggler; slow link sender/receiver */
+  int64_t cause_excess_ns;   /* the stage's excess over the other ranks' median (or link ratio x1000) */
+  int link_snd, link_rcv;    /* the instance's slowest link against its proxies' other links */
+  double link_ratio;         /* ... and how much slower (0 = no proxy steps) */
+  size_t first_rank, n_ranks; /* rows in lens_job.ranks */
+};
+
+/* Headline row: communicator x func x size bucket. */
+struct lens_job_row {
+  uint64_t comm_id;
+  const char *func;
+  int bucket;                /* floor(log2(bytes)) */
+  uint64_t count, decomposed;
+  uint64_t exec_avg, exec_p50, exec_p99;
+  uint64_t wait_avg, wait_max; /* over ranks and instances */
+  double busbw_gbps;         /* sum(bytes x factor) / sum(exec) */
+  int32_t top_last_rank;     /* most frequent last rank (instances with a straggler), -1 none */
+  uint64_t top_last_count, with_straggler;
+};
+
+struct lens_job_straggler {
+  uint64_t comm_id;
+  int32_t rank, proc;
+  uint64_t wait_caused_ns;   /* sum over instances where it was last of the others' waits */
+  uint64_t times_last;       /* instances where it was last with a wait above the threshold */
+  uint64_t cause_count[8];   /* per enum lens_job_cause */
+};
+
+struct lens_job {
+  struct lens_job_inst *insts; size_t n_insts;
+  struct lens_job_rank *ranks; size_t n_ranks;
+  struct lens_job_row *rows; size_t n_rows;
+  struct lens_job_straggler *stragglers; size_t n_stragglers; /* per comm, most wait caused first */
+  size_t matched_all, matched_some, matched_one;
+  uint64_t min_wait_ns;      /* straggler threshold used */
+  int comms_multi;           /* communicators with more than one rank loaded */
+  int have_clock_map;        /* GPU starts mapped to host time (GPU-busy stage known) */
+};
+
+/* Default straggler threshold: a last rank is named when the earliest rank
+ * waited at least max(LENS_JOB_MIN_WAIT_NS, LENS_JOB_MIN_WAIT_FRAC x exec). */
+#define LENS_JOB_MIN_WAIT_NS 20000ULL
+#define LENS_JOB_MIN_WAIT_FRAC 0.02
+/* A link is slow when its ops, at both ends, move steps at least this many
+ * times slower than the same proxies move their other links (pace: first to
+ * last step completion over the steps), in at least half of its
+ * communicator's instances; it is then named in every instance where it is
+ * still the slowest link by LENS_JOB_SLOW_LINK_CONFIRM. */
+#define LENS_JOB_SLOW_LINK_RATIO 2.5
+#define LENS_JOB_SLOW_LINK_CONFIRM 1.5
+
+/* min_wait_ns 0 = default. Returns 0, -1 on allocation failure. */
+int lens_job_build(const struct lens_model *m, struct lens_job *j, uint64_t min_wait_ns);
+void lens_job_free(struct lens_job *j);
+/* nccl-tests bus bandwidth factor of func for n ranks. */
+double lens_job_busbw_factor(const char *func, int nranks);
+/* Hostname of a process ("" unknown). */
+const char *lens_job_host(const struct lens_model *m, int32_t proc);
+
+#endif

@@ -1,0 +1,406 @@
+/* The job view, part 2: why the last rank was late (or the execution slow),
+ * the straggler ranking per communicator and the headline rows
+ * (docs/job.md).
+ *
+ * A late rank's own pipeline is measured on its own host clock (late_cause
+ * below): a stage is the cause when it explains at least half of the
+ * lateness; when no stage after the API call does, the application called
+ * late. Instances without
+ * a straggler are checked for a starved proxy (sched traces) and for a slow
+ * link: one sender->receiver link whose ProxySteps take far longer than the
+ * other links' in the same instance (docs/job.md). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "job.h"
+#include "job_priv.h"
+
+const char *lens_job_cause_name(int c) {
+  static const char *const n[] = {"none",          "late_app_call", "slow_enqueue", "slow_launch",
+                                  "gpu_busy",      "starved_proxy", "slow_link",    "unknown"};
+  return c >= 0 && c < (int)(sizeof n / sizeof n[0]) ? n[c] : "unknown";
+}
+
+static uint64_t threshold(const struct lens_job *j, const struct lens_job_inst *in) {
+  uint64_t f = (uint64_t)((double)in->exec_ns * LENS_JOB_MIN_WAIT_FRAC);
+  return f > j->min_wait_ns ? f : j->min_wait_ns;
+}
+
+enum { ST_ENQUEUE, ST_LAUNCH };
+
+/* A host-side stage's duration: API call -> launch start, the launch. */
+static int stage(const struct lens_job_rank *r, int s, int64_t *v) {
+  switch (s) {
+  case ST_ENQUEUE:
+    if (!r->api_ns || !r->launch_start_ns) return 0;
+    *v = (int64_t)(r->launch_start_ns - r->api_ns);
+    return 1;
+  default:
+    if (!r->launch_start_ns || !r->launch_stop_ns) return 0;
+    *v = (int64_t)(r->launch_stop_ns - r->launch_start_ns);
+    return 1;
+  }
+}
+
+static int cmp_i64(const void *x, const void *y) {
+  int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+  return a < b ? -1 : a > b;
+}
+
+static int64_t median_i64(int64_t *v, size_t n) {
+  if (!n) return 0;
+  qsort(v, n, sizeof *v, cmp_i64);
+  return v[n / 2];
+}
+
+/* Where the last rank lost its time, on its own host clock. The kernel
+ * starts when both the launch has returned and the stream is free, so the
+ * stage that binds is found against the rank's own kernel start: a kernel
+ * that started long after its launch returned waited for a busy GPU;
+ * otherwise the host side was late -- a slow enqueue or launch (against the
+ * other ranks' durations), or the API call itself (the application). The
+ * API call is not compared with other ranks' calls: applications run ahead
+ * of their GPUs, so an early peer says nothing about being on time. */
+static void late_cause(struct lens_job_inst *in, struct lens_job_rank *r, int64_t *tmp) {
+  const struct lens_job_rank *L = NULL;
+  for (size_t i = 0; i < in->n_ranks; i++)
+    if (r[i].rank == in->last_rank) L = &r[i];
+  int64_t late = (int64_t)in->max_wait_ns; /* against the first rank to arrive */
+  in->cause_rank = in->last_rank;
+  in->cause = LENS_CAUSE_UNKNOWN;
+  in->cause_excess_ns = late;
+  if (!L) return;
+  int64_t ex[2] = {INT64_MIN, INT64_MIN}; /* enqueue, launch: excess over the other ranks' median */
+  for (int s = 0; s < 2; s++) {
+    int64_t v;
+    size_t k = 0;
+    if (!stage(L, s, &v)) continue;
+    for (size_t i = 0; i < in->n_ranks; i++)
+      if (&r[i] != L && stage(&r[i], s, &tmp[k])) k++;
+    ex[s] = v - median_i64(tmp, k);
+  }
+  /* GPU wait after the launch returned, as an interval: the mapped GPU
+   * start +- its clock map's error bound, and the proxy's notice of the
+   * start as a further upper bound. A cause is named only when the
+   * interval decides it. */
+  int64_t gpu_lo = INT64_MIN, gpu_hi = INT64_MAX;
+  if (L->launch_stop_ns && L->kstart_mono_ns) {
+    int64_t g = (int64_t)L->kstart_mono_ns - (int64_t)L->launch_stop_ns;
+    gpu_lo = g - (int64_t)L->map_err_ns;
+    gpu_hi = g + (int64_t)L->map_err_ns;
+  }
+  if (L->launch_stop_ns && L->kstart_notice_ns) {
+    int64_t g = (int64_t)L->kstart_notice_ns - (int64_t)L->launch_stop_ns;
+    if (g < gpu_hi) gpu_hi = g;
+  }
+  int64_t host_best = ex[0] > ex[1] ? ex[0] : ex[1];
+  if (2 * host_best >= late && gpu_lo < host_best) {
+    in->cause = ex[1] >= ex[0] ? LENS_CAUSE_SLOW_LAUNCH : LENS_CAUSE_SLOW_ENQUEUE;
+    in->cause_excess_ns = host_best;
+  } else if (gpu_lo != INT64_MIN && 2 * gpu_lo >= late) {
+    in->cause = LENS_CAUSE_GPU_BUSY;
+    in->cause_excess_ns = gpu_lo;
+  } else if (gpu_hi != INT64_MAX && 2 * gpu_hi < late && L->api_ns) {
+    in->cause = LENS_CAUSE_LATE_APP; /* every stage after the API call was on time */
+  } /* else: the GPU clock map is too coarse to tell a busy GPU from a late app */
+}
+
+struct step { int32_t snd, rcv, rank, proc; uint64_t dur; }; /* one proxy op: its link, who ran it, its pace */
+
+/* How much slower op o is than the rank's other links (a proxy that is slow
+ * is slow on all its links; a slow link is slow at both its ends while the
+ * same proxies move the other links' data at their usual pace). With no
+ * other link on that rank, the other links of its process (proxies sharing
+ * its CPUs), then of the instance, are the base. */
+static double op_ratio(const struct step *s, size_t n, size_t o) {
+  uint64_t own = UINT64_MAX, proc = UINT64_MAX, any = UINT64_MAX;
+  for (size_t q = 0; q < n; q++) {
+    if (s[q].snd == s[o].snd && s[q].rcv == s[o].rcv) continue;
+    if (s[q].dur < any) any = s[q].dur;
+    if (s[q].proc == s[o].proc && s[q].dur < proc) proc = s[q].dur;
+    if (s[q].rank == s[o].rank && s[q].dur < own) own = s[q].dur;
+  }
+  uint64_t base = own != UINT64_MAX ? own : proc != UINT64_MAX ? proc : any;
+  return base && base != UINT64_MAX ? (double)s[o].dur / (double)base : 0;
+}
+
+/* Slow link: the link whose ops, at both ends, are far slower than the
+ * other links handled by the same proxies (docs/job.md). */
+static int slow_link(const struct lens_model *m, struct lens_job_inst *in, const struct lens_job_rank *r, struct step **buf,
+                     size_t *cap) {
+  size_t n = 0;
+  for (size_t i = 0; i < in->n_ranks; i++) {
+    const struct lens_event *e = &m->events[r[i].event];
+    for (int32_t c = e->first_child; c >= 0; c = m->events[c].next_sibling) {
+      const struct lens_event *op = &m->events[c];
+      if (op->type != LENS_T_PROXY_OP || op->p.proxy_op.peer < 0) continue;
+      int32_t snd = op->p.proxy_op.is_send ? r[i].rank : op->p.proxy_op.peer;
+      int32_t rcv = op->p.proxy_op.is_send ? op->p.proxy_op.peer : r[i].rank;
+      /* An op's pace: first to last step completion over its steps. A
+       * step's own start->stop also holds the wait for the GPU to produce
+       * the data (steps are posted ahead), and single intervals come in
+       * bursts (one proxy pass completes several steps). */
+      uint64_t lo = UINT64_MAX, hi = 0, k = 0;
+      for (int32_t d = op->first_child; d >= 0; d = m->events[d].next_sibling) {
+        const struct lens_event *st = &m->events[d];
+        if (st->type != LENS_T_PROXY_STEP || !st->stop_mono_ns) continue;
+        if (st->stop_mono_ns < lo) lo = st->stop_mono_ns;
+        if (st->stop_mono_ns > hi) hi = st->stop_mono_ns;
+        k++;
+      }
+      if (k < 4) continue;
+      if (n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 256;
+        struct step *nb = realloc(*buf, nc * sizeof *nb);
+        if (!nb) return -1;
+        *buf = nb, *cap = nc;
+      }
+      (*buf)[n++] = (struct step){snd, rcv, r[i].rank, r[i].proc, (hi - lo) / (k - 1)};
+    }
+  }
+  if (n < 2) return 0;
+  struct step *s = *buf;
+  double best = 0;
+  int32_t bs = -1, br = -1;
+  for (size_t o = 0; o < n; o++) {
+    /* the link's ratio: the least slow of its ops, each against its own
+     * proxy's other links (every end must show it: a stalled proxy is slow on
+     * all its links alike and does not stand out) */
+    double lr = -1;
+    for (size_t q = 0; q < n; q++)
+      if (s[q].snd == s[o].snd && s[q].rcv == s[o].rcv) {
+        double x = op_ratio(s, n, q);
+        if (lr < 0 || x < lr) lr = x;
+      }
+    if (lr > best) best = lr, bs = s[o].snd, br = s[o].rcv;
+  }
+  in->link_snd = bs;
+  in->link_rcv = br;
+  in->link_ratio = best;
+  return 0;
+}
+
+/* A link slow in one instance may be a proxy stalled at both ends; a slow
+ * link is slow in most instances. Named where it is slow job-wide. */
+struct link_vote { uint64_t comm_id; int32_t snd, rcv; uint32_t strong, measured; }; /* measured: per link, then per comm */
+static int vote_cmp(const void *x, const void *y) {
+  const struct link_vote *a = x, *b = y;
+  if (a->comm_id != b->comm_id) return a->comm_id < b->comm_id ? -1 : 1;
+  if (a->snd != b->snd) return a->snd < b->snd ? -1 : 1;
+  return (a->rcv > b->rcv) - (a->rcv < b->rcv);
+}
+
+static int confirm_links(struct lens_job *j) {
+  struct link_vote *v = calloc(j->n_insts ? j->n_insts : 1, sizeof *v);
+  if (!v) return -1;
+  size_t n = 0;
+  for (size_t i = 0; i < j->n_insts; i++)
+    if (j->insts[i].link_ratio > 0)
+      v[n++] = (struct link_vote){j->insts[i].comm_id, j->insts[i].link_snd, j->insts[i].link_rcv,
+                                  j->insts[i].link_ratio >= LENS_JOB_SLOW_LINK_RATIO, 0};
+  qsort(v, n, sizeof *v, vote_cmp);
+  size_t nv = 0;
+  for (size_t i = 0; i < n;) { /* one entry per link: instances where it was strongly the slowest */
+    size_t k = i;
+    uint32_t strong = 0;
+    while (k < n && !vote_cmp(&v[i], &v[k])) strong += v[k++].strong;
+    v[nv] = v[i];
+    v[nv].strong = strong;
+    v[nv++].measured = (uint32_t)(k - i);
+    i = k;
+  }
+  for (size_t i = 0; i < nv;) { /* per communicator: instances with steps measured */
+    size_t k = i;
+    uint32_t total = 0;
+    while (k < nv && v[k].comm_id == v[i].comm_id) total += v[k++].measured;
+    for (size_t q = i; q < k; q++) v[q].measured = total;
+    i = k;
+  }
+  for (size_t i = 0; i < j->n_insts; i++) {
+    struct lens_job_inst *in = &j->insts[i];
+    if (in->cause != LENS_CAUSE_NONE || in->link_ratio < LENS_JOB_SLOW_LINK_CONFIRM) continue;
+    struct link_vote key = {in->comm_id, in->link_snd, in->link_rcv, 0, 0};
+    const struct link_vote *lv = bsearch(&key, v, nv, sizeof *v, vote_cmp);
+    if (!lv || 2 * lv->strong < lv->measured) continue;
+    in->cause = LENS_CAUSE_SLOW_LINK;
+    in->cause_rank = in->link_snd;
+    in->cause_peer = in->link_rcv;
+    in->cause_excess_ns = (int64_t)(in->link_ratio * 1000);
+  }
+  free(v);
+  return 0;
+}
+
+static int causes(const struct lens_model *m, struct lens_job *j) {
+  size_t maxr = 1;
+  for (size_t i = 0; i < j->n_insts; i++)
+    if (j->insts[i].n_ranks > maxr) maxr = j->insts[i].n_ranks;
+  int64_t *tmp = malloc(maxr * sizeof *tmp);
+  struct step *buf = NULL;
+  size_t cap = 0;
+  if (!tmp) return -1;
+  int rc = 0;
+  for (size_t i = 0; i < j->n_insts && !rc; i++) {
+    struct lens_job_inst *in = &j->insts[i];
+    struct lens_job_rank *r = j->ranks + in->first_rank;
+    in->cause = LENS_CAUSE_NONE;
+    in->cause_rank = in->cause_peer = -1;
+    if (!in->exec_ns || in->n_ranks < 2) continue;
+    if (in->max_wait_ns >= threshold(j, in)) {
+      late_cause(in, r, tmp);
+      continue;
+    }
+    for (size_t k = 0; k < in->n_ranks; k++)
+      if (r[k].starved) {
+        in->cause = LENS_CAUSE_STARVED_PROXY;
+        in->cause_rank = r[k].rank;
+        break;
+      }
+    if (in->cause == LENS_CAUSE_NONE) rc = slow_link(m, in, r, &buf, &cap);
+  }
+  free(tmp);
+  free(buf);
+  return rc ? rc : confirm_links(j);
+}
+
+/* ---- straggler ranking per communicator ---- */
+static int strag_cmp(const void *x, const void *y) {
+  const struct lens_job_straggler *a = x, *b = y;
+  if (a->comm_id != b->comm_id) return a->comm_id < b->comm_id ? -1 : 1;
+  if (a->wait_caused_ns != b->wait_caused_ns) return a->wait_caused_ns > b->wait_caused_ns ? -1 : 1;
+  return a->rank - b->rank;
+}
+
+static int stragglers(struct lens_job *j) {
+  j->stragglers = calloc(j->n_insts ? j->n_insts : 1, sizeof *j->stragglers);
+  if (!j->stragglers) return -1;
+  for (size_t i = 0; i < j->n_insts; i++) {
+    const struct lens_job_inst *in = &j->insts[i];
+    if (!in->exec_ns || in->max_wait_ns < threshold(j, in) || in->last_rank < 0) continue;
+    struct lens_job_straggler *s = NULL;
+    for (size_t k = 0; k < j->n_stragglers && !s; k++) /* few stragglers per job: linear is fine */
+      if (j->stragglers[k].comm_id == in->comm_id && j->stragglers[k].rank == in->last_rank) s = &j->stragglers[k];
+    if (!s) {
+      s = &j->stragglers[j->n_stragglers++];
+      s->comm_id = in->comm_id;
+      s->rank = in->last_rank;
+      s->proc = -1;
+      for (size_t k = 0; k < in->n_ranks; k++)
+        if (j->ranks[in->first_rank + k].rank == in->last_rank) s->proc = j->ranks[in->first_rank + k].proc;
+    }
+    s->wait_caused_ns += in->wait_sum_ns;
+    s->times_last++;
+    if (in->cause >= 0 && in->cause < 8) s->cause_count[in->cause]++;
+  }
+  qsort(j->stragglers, j->n_stragglers, sizeof *j->stragglers, strag_cmp);
+  return 0;
+}
+
+/* ---- headline rows ---- */
+static int bucket_of(uint64_t b) {
+  int k = -1;
+  while (b) b >>= 1, k++;
+  return k;
+}
+
+static int cmp_i32(const void *x, const void *y) {
+  int32_t a = *(const int32_t *)x, b = *(const int32_t *)y;
+  return a < b ? -1 : a > b;
+}
+
+static const struct lens_job_inst *sort_base;
+static int row_cmp(const void *x, const void *y) {
+  const struct lens_job_inst *a = &sort_base[*(const size_t *)x], *b = &sort_base[*(const size_t *)y];
+  if (a->comm_id != b->comm_id) return a->comm_id < b->comm_id ? -1 : 1;
+  int f = strcmp(a->func ? a->func : "", b->func ? b->func : "");
+  if (f) return f;
+  return bucket_of(a->bytes) - bucket_of(b->bytes);
+}
+
+static int rows(struct lens_job *j) {
+  size_t n = j->n_insts;
+  size_t *idx = malloc((n ? n : 1) * sizeof *idx);
+  uint64_t *ex = malloc((n ? n : 1) * sizeof *ex);
+  j->rows = calloc(n ? n : 1, sizeof *j->rows);
+  int32_t *last = malloc((n ? n : 1) * sizeof *last);
+  if (!idx || !ex || !j->rows || !last) {
+    free(idx), free(ex), free(last);
+    return -1;
+  }
+  for (size_t i = 0; i < n; i++) idx[i] = i;
+  sort_base = j->insts; /* single-threaded analysis */
+  qsort(idx, n, sizeof *idx, row_cmp);
+  for (size_t i = 0; i < n;) {
+    size_t k = i;
+    while (k < n && !row_cmp(&idx[i], &idx[k])) k++;
+    const struct lens_job_inst *first = &j->insts[idx[i]];
+    if (first->nranks < 2 || first->ranks_seen < 2) {
+      i = k;
+      continue;
+    }
+    struct lens_job_row *row = &j->rows[j->n_rows++];
+    row->comm_id = first->comm_id;
+    row->func = first->func;
+    row->bucket = bucket_of(first->bytes);
+    row->top_last_rank = -1;
+    size_t ne = 0, nl = 0, nw = 0;
+    double moved = 0, exec_sum = 0, wsum = 0;
+    for (size_t q = i; q < k; q++) {
+      const struct lens_job_inst *in = &j->insts[idx[q]];
+      row->count++;
+      if (!in->exec_ns) continue;
+      row->decomposed++;
+      ex[ne++] = in->exec_ns;
+      exec_sum += (double)in->exec_ns;
+      moved += (double)in->bytes * lens_job_busbw_factor(in->func, in->nranks);
+      for (size_t t = 0; t < in->n_ranks; t++) {
+        uint64_t w = j->ranks[in->first_rank + t].wait_ns;
+        wsum += (double)w, nw++;
+        if (w > row->wait_max) row->wait_max = w;
+      }
+      if (in->max_wait_ns >= threshold(j, in) && in->last_rank >= 0) last[nl++] = in->last_rank;
+    }
+    if (ne) {
+      row->exec_avg = (uint64_t)(exec_sum / (double)ne);
+      qsort(ex, ne, sizeof *ex, cmp_i64); /* exec values fit int64 */
+      row->exec_p50 = ex[(ne - 1) / 2];
+      row->exec_p99 = ex[(size_t)ceil(0.99 * (double)ne) - 1];
+      row->busbw_gbps = exec_sum > 0 ? moved / exec_sum : 0;
+    }
+    if (nw) row->wait_avg = (uint64_t)(wsum / (double)nw);
+    row->with_straggler = nl;
+    qsort(last, nl, sizeof *last, cmp_i32);
+    for (size_t q = 0; q < nl;) { /* the mode: most frequent last rank */
+      size_t e = q;
+      while (e < nl && last[e] == last[q]) e++;
+      if (e - q > row->top_last_count) row->top_last_count = e - q, row->top_last_rank = last[q];
+      q = e;
+    }
+    i = k;
+  }
+  free(idx), free(ex), free(last);
+  return 0;
+}
+
+int lens_job_build(const struct lens_model *m, struct lens_job *j, uint64_t min_wait_ns) {
+  memset(j, 0, sizeof *j);
+  j->min_wait_ns = min_wait_ns ? min_wait_ns : LENS_JOB_MIN_WAIT_NS;
+  for (size_t i = 0; i < m->n_clock_maps; i++) j->have_clock_map = 1;
+  if (lens_job_match(m, j) || causes(m, j) || stragglers(j) || rows(j)) {
+    lens_job_free(j);
+    return -1;
+  }
+  /* communicators with more than one rank loaded */
+  for (size_t i = 0; i < j->n_insts; i++)
+    if (j->insts[i].ranks_seen > 1 && (!i || j->insts[i - 1].comm_id != j->insts[i].comm_id)) j->comms_multi++;
+  return 0;
+}
+
+void lens_job_free(struct lens_job *j) {
+  free(j->insts);
+  free(j->ranks);
+  free(j->rows);
+  free(j->stragglers);
+  memset(j, 0, sizeof *j);
+}

@@ -1,0 +1,67 @@
+/* Coupling of the simulated GPUs of one communicator (docs/replay.md, "Job
+ * scenarios"): a collective's kernels end together, after the last rank
+ * arrived, as on real hardware. Every rank's launch posts its kernel start on
+ * a board shared by all processes of the run (anonymous shared memory across
+ * fork, or a file for separately started "hosts"); the rank that completes an
+ * instance fixes its end; each process then publishes the ends to its own
+ * simulated GPUs. Board times are CLOCK_REALTIME-based ("board ns"), because
+ * the processes of a multi-host replay each have their own CLOCK_MONOTONIC
+ * (time namespaces): each process converts with its own measured offset. */
+#ifndef NCCL_LENS_RP_COUPLE_H
+#define NCCL_LENS_RP_COUPLE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "replay/rp_plan.h"
+
+#define RP_BOARD_RANKS 128   /* 16 nodes x 8 local ranks */
+#define RP_BOARD_INST 4096   /* instances per communicator set */
+#define RP_BOARD_NODES 16
+
+struct rp_board_inst {
+  atomic_int arrived;
+  atomic_int func, nch, is_set; /* is_set: the descriptor fields below were written */
+  atomic_llong seq, bytes, dur;  /* dur: the work itself, ns */
+  atomic_llong extra;            /* added to the work by an injected slow link */
+  atomic_llong kstart[RP_BOARD_RANKS]; /* board ns; 0 = not arrived */
+  atomic_llong s;                /* board ns the work starts everywhere (last arrival + extra); 0 = open */
+  atomic_int last_rank;
+};
+
+struct rp_board {
+  uint64_t magic;
+  atomic_int nranks, nodes, procs_done;
+  atomic_int bar_n[4];      /* start barrier per scenario run (--reload runs twice) */
+  atomic_llong bar_max[4], bar_t[4];
+  char host[RP_BOARD_NODES][64];
+  int64_t delta[RP_BOARD_NODES]; /* each node's board - monotonic offset */
+  struct rp_board_inst inst[RP_MAX_COMMSETS][RP_BOARD_INST];
+};
+
+/* The board of this run (set before nodes start; NULL outside job scenarios). */
+extern struct rp_board *rp_board_current;
+
+/* A board in anonymous shared memory (inherited across fork). */
+struct rp_board *rp_board_anon(void);
+/* A board in a file shared by separately started processes (created if absent). */
+struct rp_board *rp_board_file(const char *path, char *err, size_t errlen);
+void rp_board_unmap(struct rp_board *b);
+
+/* This process's offset board ns - CLOCK_MONOTONIC ns (measured, ~100 ns). */
+int64_t rp_board_delta(void);
+
+/* The launch of plan p reached the GPU (kstart set by rp_plan_gpu): post the
+ * arrival; the plan's ends are published by rp_couple_settle. */
+void rp_couple_arrive(struct rp_node *n, struct rp_plan *p);
+/* Waits until every posted arrival of this process was completed by the
+ * other ranks and publishes the kernel ends (items, truth, stream_free).
+ * App thread only. */
+void rp_couple_settle(struct rp_node *n);
+void rp_couple_free(struct rp_node *n);
+
+/* Writes ,"instances":[...] for the whole run from the board (docs/replay.md). */
+void rp_couple_write_instances(const struct rp_board *b, const struct lens_replay_opts *o, FILE *f);
+
+#endif

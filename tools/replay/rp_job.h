@@ -1,0 +1,34 @@
+/* Job scenarios (docs/replay.md, "Job scenarios"): AllReduces on coupled
+ * GPUs with one injected straggler or slow link, and the ground truth of
+ * each instance's cause. */
+#ifndef NCCL_LENS_RP_JOB_H
+#define NCCL_LENS_RP_JOB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "replay/rp_internal.h"
+
+enum rp_job_kind { RP_JOB_OFF, RP_JOB_NONE, RP_JOB_LATE_APP, RP_JOB_SLOW_LAUNCH, RP_JOB_GPU_BUSY, RP_JOB_SLOW_LINK };
+
+struct rp_job_cause {
+  const char *cause; /* "none", "late_app_call", "slow_launch", "gpu_busy", "slow_link" */
+  int rank, peer;    /* straggler (or the slow link's sender) and the link's receiver; -1 */
+  int64_t ns;        /* injected delay */
+};
+
+/* RP_JOB_OFF for the other scenarios. */
+enum rp_job_kind rp_job_kind_of(const char *scenario);
+void rp_job_run(struct rp_node *n, int iters);
+struct rp_job_cause rp_job_truth_cause(const struct lens_replay_opts *o, int nranks);
+uint64_t rp_job_comm_id(const struct lens_replay_opts *o, int set);
+
+/* Hooks of the launch path (only with a board): */
+/* Work added to an instance by the injected slow link (the sender's arrival). */
+int64_t rp_job_extra_ns(struct rp_node *n, const struct rp_comm *c, int64_t dur, int nsteps);
+/* A slow launch: the launch call holds until the injected delay has passed. */
+void rp_job_launch_hold(struct rp_node *n, const struct rp_comm *c);
+/* Net step time of a proxy op: slower on the injected link, either side. */
+int64_t rp_job_step_ns(struct rp_node *n, const struct rp_comm *c, bool send, int peer, int64_t step_ns);
+
+#endif
