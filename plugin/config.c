@@ -27,6 +27,9 @@ static void defaults(struct lens_config *c) {
   c->cupti = LENS_CUPTI_OFF; /* CUPTI adds ~10 us to each NCCL launch on an H100: opt in (docs/gpu-check.md) */
   strcpy(c->registry_dir, LENS_REGISTRY_DEFAULT_DIR);
   c->flush_timeout_ms = 1000;
+  c->recorder = 0;
+  c->recorder_bytes = 64u << 20;
+  c->hang_timeout_s = 60;
 }
 
 static const struct {
@@ -190,6 +193,20 @@ int lens_config_parse(struct lens_config *c) {
   parse_dir("NCCL_LENS_REGISTRY_DIR", c->registry_dir, sizeof c->registry_dir, "\"" LENS_REGISTRY_DEFAULT_DIR "\"",
             &nbad);
   parse_u32_range("NCCL_LENS_FLUSH_TIMEOUT_MS", &c->flush_timeout_ms, 0, 600000, "1000 (allowed 0..600000)", &nbad);
+  if ((v = getenv("NCCL_LENS_MODE")) != NULL) {
+    if (!strcasecmp(v, "recorder"))
+      c->recorder = 1;
+    else if (strcasecmp(v, "trace"))
+      bad("NCCL_LENS_MODE", v, "trace", &nbad);
+  }
+  if ((v = getenv("NCCL_LENS_RECORDER_SIZE")) != NULL) {
+    uint64_t x;
+    if (lens_parse_size(v, &x) != 0 || x < (1u << 20) || x > (64ull << 30))
+      bad("NCCL_LENS_RECORDER_SIZE", v, "64M (allowed 1M..64G)", &nbad);
+    else
+      c->recorder_bytes = x;
+  }
+  parse_u32_range("NCCL_LENS_HANG_TIMEOUT", &c->hang_timeout_s, 1, 86400, "60 (allowed 1..86400 s)", &nbad);
   return nbad;
 }
 

@@ -19,6 +19,9 @@ struct lens_config {
   enum lens_cupti_mode cupti; /* NCCL_LENS_CUPTI (off) */
   char registry_dir[512];     /* NCCL_LENS_REGISTRY_DIR (/tmp/nccl-lens) */
   uint32_t flush_timeout_ms;  /* NCCL_LENS_FLUSH_TIMEOUT_MS (1000): longest finalize/exit waits for the writer */
+  int recorder;               /* NCCL_LENS_MODE (trace): recorder = keep the last events in memory, dump on demand */
+  uint64_t recorder_bytes;    /* NCCL_LENS_RECORDER_SIZE (64M): the recorder's bound */
+  uint32_t hang_timeout_s;    /* NCCL_LENS_HANG_TIMEOUT (60): no progress with work in flight this long = a hang */
 };
 
 /* Valid after the first init; never NULL. */

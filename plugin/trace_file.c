@@ -17,6 +17,7 @@
 #include "counters.h"
 #include "lens_chunk.h"
 #include "log.h"
+#include "recorder.h"
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static int g_fd = -1;
@@ -83,9 +84,28 @@ static int ensure_header(void) {
   return -1;
 }
 
+/* Recorder mode (recorder.h): chunks go to the in-memory store; a dump
+ * writes them to <dir>/nccl-lens-<host>-<pid>-dump<N>.lens. */
+static int g_mem;             /* the open session writes to the store */
+static uint32_t g_mem_sessions, g_dumps;
+static char g_mem_dir[512], g_mem_host[64];
+static int g_mem_pid;
+
+static int mem_open(const char *dir, const char *host, int pid) {
+  g_session = g_mem_sessions++;
+  g_mem = 1;
+  g_path[0] = 0;
+  snprintf(g_mem_dir, sizeof g_mem_dir, "%s", dir);
+  snprintf(g_mem_host, sizeof g_mem_host, "%s", host);
+  g_mem_pid = pid;
+  pthread_mutex_unlock(&g_mu);
+  return 0;
+}
+
 int lens_tf_open(const char *dir, const char *host, int pid) {
   pthread_mutex_lock(&g_mu);
   g_chunks = 0;
+  if (lens_rec_on() && g_fd < 0) return mem_open(dir, host, pid);
   if (g_fd >= 0) { /* still open: a new session in the same file */
     g_session++;
     pthread_mutex_unlock(&g_mu);
@@ -160,6 +180,12 @@ int lens_tf_write_parts(uint16_t type, const struct iovec *parts, int n) {
     len += (uint32_t)parts[i].iov_len;
   }
   pthread_mutex_lock(&g_mu);
+  if (g_mem) {
+    int rc = lens_rec_store(type, g_session, parts, n);
+    g_chunks += rc == 0;
+    pthread_mutex_unlock(&g_mu);
+    return rc;
+  }
   if (g_fd < 0) {
     pthread_mutex_unlock(&g_mu);
     atomic_fetch_add_explicit(&lens_cnt.write_errors, 1, memory_order_relaxed);
@@ -218,6 +244,10 @@ uint64_t lens_tf_chunks(void) {
 
 void lens_tf_close(void) {
   pthread_mutex_lock(&g_mu);
+  if (g_mem) {
+    g_mem = 0;
+    lens_rec_clear();
+  }
   if (g_fd >= 0) close(g_fd);
   g_fd = -1;
   pthread_mutex_unlock(&g_mu);
@@ -225,8 +255,49 @@ void lens_tf_close(void) {
 
 const char *lens_tf_path(void) { return g_path; }
 
+struct dump_ctx {
+  int fd, failed;
+  uint64_t seq;
+};
+
+static void dump_chunk(void *ctx, uint16_t type, uint32_t session, const void *payload, uint32_t len) {
+  static const uint8_t zeros[8];
+  struct dump_ctx *d = ctx;
+  if (d->failed) return;
+  struct lens_chunk_hdr h;
+  lens_chunk_hdr_init(&h, type, session, d->seq++, payload, len);
+  uint32_t pad = lens_chunk_padding(len);
+  struct iovec iov[3] = {{&h, sizeof h}, {(void *)payload, len}, {(void *)zeros, pad}};
+  ssize_t w = writev(d->fd, iov, 3);
+  if (w != (ssize_t)(sizeof h + len + pad)) d->failed = 1;
+}
+
+int lens_tf_dump(char *path, size_t cap) {
+  pthread_mutex_lock(&g_mu);
+  int ok = g_mem && mkdir_p(g_mem_dir) == 0 &&
+           snprintf(path, cap, "%s/nccl-lens-%s-%d-dump%u.lens", g_mem_dir, g_mem_host, g_mem_pid, g_dumps++) <
+               (int)cap;
+  int fd = ok ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
+  struct dump_ctx d = {fd, fd < 0, 0};
+  if (fd >= 0) {
+    struct lens_file_hdr fh;
+    lens_file_hdr_init(&fh, LENS_PRODUCER_PLUGIN, lens_real_ns());
+    d.failed = write(fd, &fh, sizeof fh) != (ssize_t)sizeof fh;
+    lens_rec_foreach(dump_chunk, &d);
+    d.failed |= close(fd) != 0;
+  }
+  pthread_mutex_unlock(&g_mu);
+  if (d.failed) {
+    atomic_fetch_add_explicit(&lens_cnt.write_errors, 1, memory_order_relaxed);
+    lens_log_once(&g_err_once, LENS_LOG_WARN, "nccl-lens: writing the recorder's dump %s failed", path);
+    return -1;
+  }
+  return 0;
+}
+
 void lens_tf_reset_after_fork(void) {
   pthread_mutex_init(&g_mu, NULL);
+  g_mem = 0; /* the store is the parent's: the child's writer starts empty */
   if (g_fd >= 0) close(g_fd);
   g_fd = -1;
   g_path[0] = 0;

@@ -28,6 +28,10 @@ int lens_tf_write_parts(uint16_t type, const struct iovec *parts, int n);
 uint64_t lens_tf_chunks(void);
 void lens_tf_close(void);
 const char *lens_tf_path(void); /* absolute path, "" when none */
+/* Recorder mode: writes the store as <dir>/nccl-lens-<host>-<pid>-dump<N>.lens
+ * (path returned). 0 ok, -1 failed (counted, logged once). */
+#include <stddef.h>
+int lens_tf_dump(char *path, size_t cap);
 /* Fork child: forget the parent's descriptor without touching its file. */
 void lens_tf_reset_after_fork(void);
 

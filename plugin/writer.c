@@ -20,10 +20,12 @@
 #include "live.h"
 #include "log.h"
 #include "registry_file.h"
+#include "recorder.h"
 #include "ring.h"
 #include "strtab.h"
 #include "trace_file.h"
 #include "tslot.h"
+#include "watchdog.h"
 
 #ifdef MADV_POPULATE_WRITE
 #define LENS_MADV_POPULATE_WRITE MADV_POPULATE_WRITE
@@ -220,6 +222,7 @@ static uint64_t drain_slot(struct lens_tslot *s) {
       }
       if (bytes + size > limit || !lens_strtab_room()) break;
       lens_live_on_record(h); /* live aggregates (live_agg.c): ring form, before conversion */
+      if (lens_rec_on()) lens_wd_observe(h, h); /* recorder mode: the hang watchdog's view */
       convert_in_place(h);
       bytes += size;
       eh.count++;
@@ -288,6 +291,11 @@ static int drain_blobs(void) {
 static void write_drops(int force) {
   struct lens_drops d;
   lens_counters_snapshot(&d);
+  if (lens_rec_on()) {
+    struct lens_rec_stats rs;
+    lens_rec_stats(&rs);
+    d.recorder_evicted = rs.evicted_event_records;
+  }
   struct lens_drops cmp = d;
   cmp.at_mono_ns = g_last_drops.at_mono_ns;
   if (!force && memcmp(&cmp, &g_last_drops, sizeof cmp) == 0) return;
@@ -323,6 +331,9 @@ struct ctl_open {
   char out_dir[512], registry_dir[512], host[64];
   int pid;
   uint32_t period_us;
+  int recorder; /* NCCL_LENS_MODE=recorder (recorder.h) */
+  uint64_t recorder_bytes;
+  uint32_t hang_timeout_s;
 };
 struct ctl {
   int kind;
@@ -442,6 +453,8 @@ static void meta_forget(void) {
 }
 
 static void session_begin(const struct ctl_open *o) {
+  lens_rec_configure(o->recorder, o->recorder_bytes);
+  if (o->recorder) lens_wd_configure(o->hang_timeout_s, o->registry_dir, o->pid);
   lens_tf_open(o->out_dir, o->host, o->pid); /* may block on a stalled mount: only this thread waits */
   g_session = lens_tf_session();
   g_period_us = o->period_us;
@@ -455,9 +468,29 @@ static void session_begin(const struct ctl_open *o) {
   lens_clock_evidence_write(1);
 }
 
+/* Recorder mode: the store, with everything drained so far and a NOTE
+ * saying why, written as a .lens file. */
+static void recorder_dump(const char *why) {
+  for (int i = 0; i < 4 && drain_all() > 0; i++) {
+  }
+  drain_blobs();
+  write_drops(1);
+  char text[200];
+  int len = snprintf(text, sizeof text, "nccl-lens recorder dump: %s", why);
+  struct {
+    struct lens_note_hdr h;
+    char t[200];
+  } note = {{lens_mono_ns(), LENS_LOG_INFO, (uint32_t)len}, {0}};
+  memcpy(note.t, text, (size_t)len);
+  lens_tf_write(LENS_CHUNK_NOTE, &note, (uint32_t)(sizeof note.h + (size_t)len));
+  char path[1200];
+  if (lens_tf_dump(path, sizeof path) == 0) lens_log(LENS_LOG_WARN, "nccl-lens: recorder dump (%s): %s", why, path);
+}
+
 static void session_end(uint32_t reason) {
   final_pass(reason); /* drains, removes the registry, DROPS, FINI */
   lens_live_end();     /* the live page keeps the final totals */
+  if (lens_rec_on() && reason == 2) recorder_dump("process exit"); /* not at finalize: a healthy job writes nothing */
   lens_tf_close();
   meta_forget();
   g_open = 0;
@@ -526,6 +559,8 @@ static void *writer_main(void *arg) {
       }
       if (atomic_exchange_explicit(&lens_slots.changed, 0, memory_order_relaxed)) lens_registry_write();
       lens_live_tick(now);
+      const char *why = lens_rec_on() ? lens_wd_tick(now) : NULL;
+      if (why) recorder_dump(why);
     }
     uint64_t sleep_us;
     if (most >= busy_bytes)
@@ -595,6 +630,9 @@ int lens_writer_open_session(const struct lens_config *c, const char *host, int 
   snprintf(o->host, sizeof o->host, "%s", host);
   o->pid = pid;
   o->period_us = c->writer_period_us;
+  o->recorder = c->recorder;
+  o->recorder_bytes = c->recorder_bytes;
+  o->hang_timeout_s = c->hang_timeout_s;
   memcpy(rec, session_rec, len);
   init_cvs();
   pthread_mutex_lock(&g_mu);

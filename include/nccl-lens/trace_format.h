@@ -289,7 +289,8 @@ struct lens_drops {
   uint64_t write_errors;    /* chunks the writer failed to write (disk full...) */
   uint64_t cupti_records;   /* CUPTI records dropped (cuptiActivityGetNumDroppedRecords) */
   uint64_t blob_queue_full; /* CUPTI buffers dropped because the writer queue was full */
-  uint64_t reserved[4];
+  uint64_t recorder_evicted; /* event records the flight recorder evicted (NCCL_LENS_MODE=recorder) */
+  uint64_t reserved[3];
 };
 
 /* ---- CUPTI raw activity buffer ---- */

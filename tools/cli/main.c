@@ -19,6 +19,7 @@ W int lens_cmd_report(int argc, char **argv);
 W int lens_cmd_net(int argc, char **argv);
 W int lens_cmd_hang(int argc, char **argv);
 W int lens_cmd_job(int argc, char **argv);
+W int lens_cmd_dump(int argc, char **argv);
 
 static const struct {
   const char *name;
@@ -35,6 +36,7 @@ static const struct {
     {"net", lens_cmd_net, "the network: per link and step, where the time goes (GPU, peer, wire)"},
     {"hang", lens_cmd_hang, "hang diagnosis: where the ranks part, what each stuck rank waits for"},
     {"job", lens_cmd_job, "the whole job: execution vs waiting, stragglers and why, across ranks"},
+    {"dump", lens_cmd_dump, "ask processes in recorder mode to write their flight recorder now"},
     {"bench", lens_cmd_bench, "measure the plugin's cost per callback"},
     {"agent", lens_cmd_agent, "node agent: live metrics for Prometheus, textfiles and OTLP"},
     {"top", lens_cmd_top, "live terminal view of this node's ranks"},

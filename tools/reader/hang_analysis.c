@@ -1,5 +1,6 @@
 /* Hang diagnosis (hang_analysis.h): per communicator, where the ranks part
  * and what each stuck rank's channels and proxy ops wait for. */
+#define _GNU_SOURCE /* qsort_r */
 #include "hang_analysis.h"
 
 #include <stdio.h>
@@ -115,27 +116,38 @@ struct pass {
   struct lens_hang_report *r;
   uint64_t *max_done_start; /* per (lcomm, rank): latest start of a complete Coll */
   size_t *rank_base;        /* per lcomm: offset into max_done_start */
+  int32_t *lc_of;           /* per COMM record: its lcomm */
 };
 
 static int lcomm_of(const struct pass *p, int32_t comm) {
-  if (comm < 0) return -1;
-  uint64_t id = p->m->comms[comm].comm_id;
-  for (size_t i = 0; i < p->n_lc; i++)
-    if (p->lc[i].comm_id == id) return (int)i;
-  return -1;
+  return comm >= 0 && (size_t)comm < p->m->n_comms ? p->lc_of[comm] : -1;
+}
+
+static int by_comm_id(const void *a, const void *b, void *model) {
+  const struct lens_model *m = model;
+  const struct lens_comm *x = &m->comms[*(const int32_t *)a], *y = &m->comms[*(const int32_t *)b];
+  if (x->comm_id != y->comm_id) return x->comm_id < y->comm_id ? -1 : 1;
+  return *(const int32_t *)a - *(const int32_t *)b;
 }
 
 static int build_comms(struct pass *p) {
   const struct lens_model *m = p->m;
   p->lc = calloc(m->n_comms ? m->n_comms : 1, sizeof *p->lc);
-  if (!p->lc) return -1;
-  for (size_t i = 0; i < m->n_comms; i++) {
-    const struct lens_comm *c = &m->comms[i];
-    size_t k = 0;
-    while (k < p->n_lc && p->lc[k].comm_id != c->comm_id) k++;
-    if (k == p->n_lc) p->lc[p->n_lc++] = (struct lcomm){c->comm_id, c->nranks, (int32_t)i};
-    else if (c->nranks > p->lc[k].nranks) p->lc[k].nranks = c->nranks;
+  p->lc_of = calloc(m->n_comms ? m->n_comms : 1, sizeof *p->lc_of);
+  if (!p->lc || !p->lc_of) return -1;
+  /* COMM records by comm_id, sorted: one logical communicator per id */
+  int32_t *order = malloc((m->n_comms ? m->n_comms : 1) * sizeof *order);
+  if (!order) return -1;
+  for (size_t i = 0; i < m->n_comms; i++) order[i] = (int32_t)i;
+  qsort_r(order, m->n_comms, sizeof *order, by_comm_id, (void *)m);
+  for (size_t j = 0; j < m->n_comms; j++) {
+    const struct lens_comm *c = &m->comms[order[j]];
+    if (!p->n_lc || p->lc[p->n_lc - 1].comm_id != c->comm_id) p->lc[p->n_lc++] = (struct lcomm){c->comm_id, 0, order[j]};
+    struct lcomm *l = &p->lc[p->n_lc - 1];
+    if (c->nranks > l->nranks) l->nranks = c->nranks;
+    p->lc_of[order[j]] = (int32_t)(p->n_lc - 1);
   }
+  free(order);
   struct lens_hang_report *r = p->r;
   r->comms = calloc(p->n_lc ? p->n_lc : 1, sizeof *r->comms);
   p->rank_base = calloc(p->n_lc + 1, sizeof *p->rank_base);
@@ -280,7 +292,7 @@ static int proxies(struct pass *p) {
 
 int lens_hang_analyze(const struct lens_model *m, struct lens_hang_report *r) {
   memset(r, 0, sizeof *r);
-  struct pass p = {m, NULL, 0, r, NULL, NULL};
+  struct pass p = {m, NULL, 0, r, NULL, NULL, NULL};
   int32_t *first_stuck = NULL;
   int rc = build_comms(&p);
   size_t total = rc ? 0 : p.rank_base[p.n_lc];
@@ -322,6 +334,7 @@ int lens_hang_analyze(const struct lens_model *m, struct lens_hang_report *r) {
   free(p.lc);
   free(p.max_done_start);
   free(p.rank_base);
+  free(p.lc_of);
   if (rc) lens_hang_free(r);
   return rc;
 }

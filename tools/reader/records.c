@@ -331,6 +331,7 @@ int lens_apply_pending(struct lens_builder *b) {
       d->write_errors += x->write_errors;
       d->cupti_records += x->cupti_records;
       d->blob_queue_full += x->blob_queue_full;
+      d->recorder_evicted += x->recorder_evicted;
     }
   }
   return 0;

@@ -1,0 +1,24 @@
+/* The recorder's dump triggers, on the writer thread (never NCCL's):
+ *  - a hang: work in flight (a ProxyOp or KernelCh started and not stopped)
+ *    and no progress (no start or stop of any event but ProxyCtrl; repeated
+ *    states such as a SendPeerWait flood are not progress) for
+ *    NCCL_LENS_HANG_TIMEOUT seconds; once per hang, re-armed by progress;
+ *  - a user's request: the file <registry_dir>/<pid>.dump (made by
+ *    `nccl-lens dump`), polled every 100 ms and removed when taken.
+ * In flight is a count of starts minus stops: an op NCCL never stops (a
+ * collnet ProxyOp) keeps it above 0, so a job that then idles longer than
+ * the timeout gets one dump it did not need. */
+#ifndef NCCL_LENS_PLUGIN_WATCHDOG_H
+#define NCCL_LENS_PLUGIN_WATCHDOG_H
+
+#include <stdint.h>
+
+#include "nccl-lens/trace_format.h"
+
+void lens_wd_configure(uint32_t timeout_s, const char *registry_dir, int pid);
+/* Every record the writer drains (ring form). */
+void lens_wd_observe(const struct lens_rec_hdr *h, const void *rec);
+/* Returns the reason for a dump now ("hang watchdog", "user request"), or NULL. */
+const char *lens_wd_tick(uint64_t now_mono_ns);
+
+#endif

@@ -1,0 +1,142 @@
+/* NCCL_LENS_MODE=recorder through the replay: a healthy run writes no file;
+ * in each hang scenario every process dumps on its own (the watchdog,
+ * NCCL_LENS_HANG_TIMEOUT=1) within timeout + 1 s of the hang, and the dump
+ * gives `nccl-lens hang` the ground truth's stuck collective and missing
+ * rank; `nccl-lens dump --all` makes a process that is not (yet) hung dump. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lensread.h"
+#include "mini_json.h"
+#include "../lens_test_tmp.h"
+
+static size_t lens_files(const char *dir, char names[][600], size_t cap) {
+  size_t n = 0;
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  struct dirent *de;
+  while ((de = readdir(d)) && n < cap)
+    if (strstr(de->d_name, ".lens")) snprintf(names[n++], 600, "%s/%s", dir, de->d_name);
+  closedir(d);
+  return n;
+}
+
+static int sh(const char *fmt, ...) {
+  char cmd[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(cmd, sizeof cmd, fmt, ap);
+  va_end(ap);
+  return system(cmd);
+}
+
+static void test_healthy_writes_nothing(void **s) {
+  (void)s;
+  char dir[300], names[8][600];
+  lens_test_tmpdir(dir, sizeof dir, "rec-ok");
+  assert_int_equal(sh("NCCL_LENS_MODE=recorder NCCL_LENS_HANG_TIMEOUT=1 NCCL_LENS_REGISTRY_DIR=%s %s/bin/nccl-lens "
+                      "replay --quiet --scenario allreduce --nodes 2 --out %s",
+                      dir, LENS_BUILD_DIR, dir),
+                   0);
+  assert_int_equal(lens_files(dir, names, 8), 0);
+}
+
+static void check_watchdog(const char *scenario) {
+  char dir[300], names[8][600];
+  lens_test_tmpdir(dir, sizeof dir, scenario);
+  assert_int_equal(sh("NCCL_LENS_MODE=recorder NCCL_LENS_HANG_TIMEOUT=1 NCCL_LENS_REGISTRY_DIR=%s %s/bin/nccl-lens "
+                      "replay --quiet --scenario %s --nodes 2 --hang-exit-after 3.5 --out %s --truth %s/truth.json"
+                      " && %s/bin/nccl-lens hang --json -o %s/hang.json %s",
+                      dir, LENS_BUILD_DIR, scenario, dir, dir, LENS_BUILD_DIR, dir, dir),
+                   0);
+  size_t n = lens_files(dir, names, 8);
+  assert_int_equal(n, 2); /* one dump per process, none at the kill */
+  char tp[600];
+  snprintf(tp, sizeof tp, "%s/truth.json", dir);
+  struct mj *truth = mj_parse_file(tp);
+  assert_non_null(truth);
+  const struct mj *procs = mj_get(truth, "processes");
+  for (size_t i = 0; i < n; i++) {
+    const char *p[1] = {names[i]};
+    char err[256];
+    struct lens_model *m = lens_model_load(p, 1, err, sizeof err, NULL);
+    if (!m) fail_msg("%s: %s", names[i], err);
+    assert_int_equal(m->n_procs, 1);
+    const struct mj *hang = NULL;
+    for (size_t k = 0; k < procs->n; k++)
+      if (mj_uint(mj_at(procs, k), "pid", 0) == m->procs[0].pid) hang = mj_get(mj_at(procs, k), "hang");
+    assert_non_null(hang);
+    int dumped = 0;
+    for (size_t k = 0; k < m->n_notes; k++) {
+      if (!strstr(m->notes[k].text, "hang watchdog")) continue;
+      int64_t after = (int64_t)m->notes[k].at_mono_ns - mj_int(hang, "start_ns", 0);
+      assert_true(after >= 1000000000LL && after <= 2000000000LL); /* timeout .. timeout + 1 s */
+      dumped = 1;
+    }
+    assert_true(dumped);
+    lens_model_free(m);
+  }
+  snprintf(tp, sizeof tp, "%s/hang.json", dir);
+  struct mj *h = mj_parse_file(tp);
+  assert_non_null(h);
+  const struct mj *th = mj_get(mj_at(procs, 0), "hang"), *cs = mj_get(h, "communicators");
+  int found = 0;
+  for (size_t i = 0; i < cs->n; i++) {
+    const struct mj *c = mj_at(cs, i);
+    if (mj_uint(c, "comm_id", 0) != mj_uint(th, "comm_id", 1)) continue;
+    found = 1;
+    assert_int_equal(mj_int(c, "stuck_seq", -1), mj_int(th, "seq", -2));
+    int64_t miss = mj_int(th, "missing_rank", -1);
+    assert_int_equal(mj_get(c, "missing_ranks")->n, miss >= 0 ? 1 : 0);
+    if (miss >= 0) assert_int_equal(mj_at(mj_get(c, "missing_ranks"), 0)->i, miss);
+  }
+  assert_true(found);
+  mj_free(h);
+  mj_free(truth);
+}
+
+static void test_watchdog_missing(void **s) { (void)s; check_watchdog("hang-missing"); }
+static void test_watchdog_proxy(void **s) { (void)s; check_watchdog("hang-proxy"); }
+static void test_watchdog_graph(void **s) { (void)s; check_watchdog("hang-graph"); }
+
+/* A user's request: the watchdog's timeout is far away; `dump --all` asks. */
+static void test_dump_request(void **s) {
+  (void)s;
+  char dir[300], names[8][600];
+  lens_test_tmpdir(dir, sizeof dir, "rec-req");
+  assert_int_equal(sh("export NCCL_LENS_MODE=recorder NCCL_LENS_HANG_TIMEOUT=600 NCCL_LENS_REGISTRY_DIR=%s;"
+                      " %s/bin/nccl-lens replay --quiet --scenario hang-missing --nodes 2 --hang-exit-after 3 --out %s &"
+                      " sleep 1.5; %s/bin/nccl-lens dump --all --wait-s 1 > %s/dump.txt; rc=$?; wait; exit $rc",
+                      dir, LENS_BUILD_DIR, dir, LENS_BUILD_DIR, dir),
+                   0);
+  size_t n = lens_files(dir, names, 8);
+  assert_int_equal(n, 2);
+  for (size_t i = 0; i < n; i++) {
+    const char *p[1] = {names[i]};
+    char err[256];
+    struct lens_model *m = lens_model_load(p, 1, err, sizeof err, NULL);
+    assert_non_null(m);
+    int asked = 0;
+    for (size_t k = 0; k < m->n_notes; k++) asked |= strstr(m->notes[k].text, "user request") != NULL;
+    assert_true(asked);
+    assert_true(m->n_events > 0);
+    lens_model_free(m);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_healthy_writes_nothing), cmocka_unit_test(test_watchdog_missing),
+      cmocka_unit_test(test_watchdog_proxy),          cmocka_unit_test(test_watchdog_graph),
+      cmocka_unit_test(test_dump_request),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
