@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "analyses.h"
+#include "file_read.h"
 #include "gpu_state.h"
 
 static struct lens_gpu_state *states;
@@ -81,35 +82,14 @@ void lens_gpu_release(struct lens_model *m) {
   free(s);
 }
 
+/* Saved CUPTI buffers are a few MiB per rank; 4 GiB is far beyond any. */
+#define LENS_CUPTI_FILE_MAX (4ull << 30)
+
 int lens_model_add_cupti_file(struct lens_model *m, const char *path, char *err, size_t err_len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    snprintf(err, err_len, "cannot open CUPTI buffer %s", path);
-    return -1;
-  }
-  size_t cap = 1 << 16, len = 0;
-  uint8_t *data = malloc(cap);
-  size_t got;
-  while (data && (got = fread(data + len, 1, cap - len, f)) > 0) {
-    len += got;
-    if (len == cap) {
-      uint8_t *d = realloc(data, cap * 2);
-      if (!d) {
-        free(data);
-        data = NULL;
-      } else {
-        data = d;
-        cap *= 2;
-      }
-    }
-  }
-  int rerr = ferror(f);
-  fclose(f);
-  if (!data || rerr) {
-    free(data);
-    snprintf(err, err_len, "cannot read CUPTI buffer %s", path);
-    return -1;
-  }
+  uint8_t *data;
+  size_t len;
+  /* Bounded: /dev/zero as a buffer would otherwise be read for ever. */
+  if (lens_read_regular_file(path, LENS_CUPTI_FILE_MAX, "CUPTI buffer", &data, &len, err, err_len)) return -1;
   if (len == 0 || len % 8 != 0) {
     free(data);
     snprintf(err, err_len, "%s: %zu bytes is not a CUPTI activity buffer (records are 8-byte multiples)", path,

@@ -1,4 +1,4 @@
-/* lens_model_load: map each file, walk its chunks up to the first bad one,
+/* lens_model_load: read each file, walk its chunks up to the first bad one,
  * read metadata (pass A), then event records (pass B), then join. */
 #include <errno.h>
 #include <fcntl.h>
@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "file_read.h"
 #include "lens_chunk.h"
 #include "reader_priv.h"
 
@@ -119,24 +120,17 @@ static int walk_chunks(struct lens_builder *b, struct lens_file *f, const uint8_
 static int load_file(struct lens_builder *b, const char *path, uint64_t *done, uint64_t total,
                      void (*progress)(uint64_t, uint64_t)) {
   struct lens_model *m = b->m;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return fail(b, "cannot open %s: %s", path, strerror(errno));
-  struct stat st;
-  if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-    close(fd);
-    return fail(b, "%s is not a regular file", path);
-  }
-  size_t size = (size_t)st.st_size;
+  uint8_t *addr;
+  size_t size;
+  /* Read, not mapped: a live trace can shrink under us (SIGBUS on a map). */
+  if (lens_read_regular_file(path, UINT64_MAX, "trace", &addr, &size, b->err, b->err_len)) return -1;
   if (size < sizeof(struct lens_file_hdr)) {
-    close(fd);
+    free(addr);
     return fail(b, "%s is not a .lens trace (%zu bytes, shorter than the file header)", path, size);
   }
-  void *addr = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  close(fd);
-  if (addr == MAP_FAILED) return fail(b, "cannot map %s: %s", path, strerror(errno));
   struct lens_map *mp = LENS_VEC_PUSH(b, b->priv->maps, b->priv->n_maps, priv->cap_maps);
   if (!mp) {
-    munmap(addr, size);
+    free(addr);
     return lens_builder_oom(b);
   }
   mp->addr = addr;
@@ -283,7 +277,7 @@ void lens_model_free(struct lens_model *m) {
   if (lens_gpu_release) lens_gpu_release(m);
   struct lens_reader_priv *priv = m->priv;
   if (priv) {
-    for (size_t i = 0; i < priv->n_maps; i++) munmap(priv->maps[i].addr, priv->maps[i].len);
+    for (size_t i = 0; i < priv->n_maps; i++) free(priv->maps[i].addr);
     free(priv->maps);
     lens_arena_free(priv->arena);
     lens_hash_free(&priv->events);

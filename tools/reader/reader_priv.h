@@ -22,7 +22,7 @@ void lens_arena_free(struct lens_arena_block *head);
 /* While loading: the event has seen its STOP (cleared before the model is returned). */
 #define LENS_EVF_STOPPED_PRIV 0x80000000u
 
-struct lens_map { void *addr; size_t len; };
+struct lens_map { void *addr; size_t len; }; /* a file read whole (file_read.h), freed with the model */
 
 /* Storage the model keeps after loading (model->priv). */
 struct lens_reader_priv {

@@ -25,6 +25,7 @@ struct lens_replay_opts {
   int ranks_per_node;   /* local ranks (fake GPUs) per process; default 2 */
   int nodes;            /* processes; > 1 forks one child per node; default 1 */
   int iters;            /* scenario iterations; default 3 */
+  bool iters_given;     /* --iters was given (scenario all then runs each part that often) */
   int api;              /* see enum above, or 4/5/6/7 */
   const char *out_dir;  /* sets NCCL_LENS_OUTPUT_DIR before the plugin is loaded */
   const char *truth;    /* ground-truth JSON path, or NULL */

@@ -69,14 +69,14 @@ int lens_replay_parse_args(int argc, char **argv, struct lens_replay_opts *o) {
     } else if (!strcmp(a, "--truth")) {
       o->truth = v, i++;
     } else if (!strcmp(a, "--ranks-per-node")) {
-      if (parse_int(v, 1, 8, &x)) return bad("--ranks-per-node: '%s' is not 1..8", v);
+      if (parse_int(v, 1, 16, &x)) return bad("--ranks-per-node: '%s' is not 1..16", v);
       o->ranks_per_node = (int)x, i++;
     } else if (!strcmp(a, "--nodes")) {
       if (parse_int(v, 1, 16, &x)) return bad("--nodes: '%s' is not 1..16", v);
       o->nodes = (int)x, i++;
     } else if (!strcmp(a, "--iters")) {
       if (parse_int(v, 1, 1000, &x)) return bad("--iters: '%s' is not 1..1000", v);
-      o->iters = (int)x, i++;
+      o->iters = (int)x, o->iters_given = true, i++;
     } else if (!strcmp(a, "--hang-exit-after")) {
       char *end;
       errno = 0;

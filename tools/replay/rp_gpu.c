@@ -12,7 +12,7 @@ int64_t rp_gpu_time(const struct rp_gpu *g, int64_t host_ns) {
 
 uint64_t rp_gpu_new_item(struct rp_gpu *g, int ch, int op, int64_t start) {
   uint64_t n = atomic_load_explicit(&g->published[ch], memory_order_relaxed);
-  if (n >= RP_ITEMS_PER_CH) return 0;
+  if (n >= g->items_cap) return 0;
   struct rp_item *it = &g->items[ch][n];
   it->counter = n + 1;
   it->op = op;

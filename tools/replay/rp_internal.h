@@ -15,10 +15,11 @@
 #include "nccl-lens/nccl_profiler_abi.h"
 #include "replay/replay.h"
 
-#define RP_MAX_LOCAL 8      /* local ranks per process */
+#define RP_MAX_LOCAL 16     /* local ranks per process (HGX-2 class nodes have 16 GPUs) */
 #define RP_MAX_COMMSETS 3   /* communicators per rank (mixed: 2, all: 3) */
 #define RP_MAX_CH 8         /* channels a task may use (NCCL: 64) */
-#define RP_ITEMS_PER_CH 2048 /* simulated work items per channel per rank */
+#define RP_ITEMS_PER_CH 2048 /* simulated work items per channel per rank, plus RP_ITEMS_PER_ITER per iteration */
+#define RP_ITEMS_PER_ITER 64 /* more than any scenario launches per iteration and channel */
 #define RP_RING 64          /* NCCL's per-channel timestamp ring */
 #define RP_STEPS 8          /* NCCL_STEPS: outstanding steps per proxy op */
 #define RP_APPEND_BATCH 16  /* NCCL_PROXY_APPEND_BATCH_SIZE */
@@ -93,6 +94,7 @@ struct rp_gpu {
   int64_t offset_ns;
   double drift_ppm;
   struct rp_item *items[RP_MAX_CH]; /* items[ch][counter-1] */
+  uint64_t items_cap;               /* entries of each items[ch], sized from --iters */
   atomic_ullong published[RP_MAX_CH];
   int64_t stream_free; /* host time the previous kernel ended (stream order) */
 };

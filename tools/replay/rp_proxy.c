@@ -308,8 +308,8 @@ static bool progress_profiler(struct rp_proxy *px, struct rp_op *op, int64_t now
       did = true;
     }
   }
-  if (op->ch_stopped && tk) {
-    struct rp_item *it = rp_gpu_item(g, op->channel, op->base);
+  struct rp_item *it = op->ch_stopped && tk ? rp_gpu_item(g, op->channel, op->base) : NULL;
+  if (it) {
     tk->true_start_ns = atomic_load(&it->start);
     tk->true_stop_ns = atomic_load(&it->end);
     tk->true_start_gpu = (uint64_t)rp_gpu_time(g, tk->true_start_ns);

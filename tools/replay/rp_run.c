@@ -31,7 +31,7 @@ static int check_opts(const struct lens_replay_opts *o) {
   const char *why = NULL;
   if (!o->plugin || !*o->plugin) why = "no plugin given";
   else if (!o->scenario || !rp_scenario_known(o->scenario)) why = "unknown scenario";
-  else if (o->ranks_per_node < 1 || o->ranks_per_node > RP_MAX_LOCAL) why = "--ranks-per-node must be 1..8";
+  else if (o->ranks_per_node < 1 || o->ranks_per_node > RP_MAX_LOCAL) why = "--ranks-per-node must be 1..16";
   else if (o->nodes < 1 || o->nodes > 16) why = "--nodes must be 1..16";
   else if (o->iters < 1 || o->iters > 1000) why = "--iters must be 1..1000";
   else if (o->api != 0 && o->api != -1 && (o->api < 4 || o->api > 7)) why = "--api must be 4, 5, 6, 7 or auto";

@@ -221,7 +221,7 @@ static int items_left(struct rp_node *n) {
       uint64_t u = atomic_load(&n->gpu[l].published[ch]);
       if (u > used) used = u;
     }
-  return RP_ITEMS_PER_CH - (int)used;
+  return (int)(n->gpu[0].items_cap - used);
 }
 #define STARVE_PHASE_NS 100000000LL
 static void sc_starved(struct rp_node *n, int iters) {
@@ -260,14 +260,16 @@ static void sc_starved(struct rp_node *n, int iters) {
   }
 }
 
+/* Without --iters, the mix the demo and tests know; with it, every part
+ * runs that many iterations. */
 static void sc_all(struct rp_node *n, int iters) {
-  (void)iters;
-  sc_allreduce(n, 2);
-  sc_sendrecv(n, 1);
-  sc_mixed(n, 1);
-  sc_graph(n, 2);
-  sc_pxn(n, 1);
-  sc_overrun(n, 1);
+  int set = n->o->iters_given;
+  sc_allreduce(n, set ? iters : 2);
+  sc_sendrecv(n, set ? iters : 1);
+  sc_mixed(n, set ? iters : 1);
+  sc_graph(n, set ? iters : 2);
+  sc_pxn(n, set ? iters : 1);
+  sc_overrun(n, set ? iters : 1);
   for (int it = 0; it < 2; it++) /* a non-blocking communicator: launches on the async thread */
     coll_all_ranks(n, 2, RP_ALLREDUCE, 1 << 14, 0);
   rp_sync(n);

@@ -21,6 +21,7 @@
 #include "nccl-lens/registry.h"
 
 #define CMD "sched"
+#define LENS_SCHED_MAX_DURATION_S 2592000.0
 #define MAX_TARGETS 64
 #define MAX_WATCH 4096
 #define REFRESH_NS 50000000ull      /* registry poll: proxy threads appear as communicators start */
@@ -115,8 +116,10 @@ static int parse_opts(int argc, char **argv, struct opts *o) {
     case 'd': {
       char *e;
       o->duration_s = strtod(optarg, &e);
-      if (e == optarg || *e || o->duration_s <= 0)
-        return lens_cli_error(CMD, "bad --duration '%s' (seconds > 0)", optarg), -1;
+      /* Written so NaN fails too: nan never compares greater than 0. */
+      if (e == optarg || *e || !(o->duration_s > 0 && o->duration_s <= LENS_SCHED_MAX_DURATION_S))
+        return lens_cli_error(CMD, "bad --duration '%s' (seconds, more than 0 and at most 30 days = 2592000)",
+                              optarg), -1;
       break;
     }
     case 'm':
