@@ -69,7 +69,7 @@ int lens_replay_parse_args(int argc, char **argv, struct lens_replay_opts *o) {
     } else if (!strcmp(a, "--truth")) {
       o->truth = v, i++;
     } else if (!strcmp(a, "--ranks-per-node")) {
-      if (parse_int(v, 1, 16, &x)) return bad("--ranks-per-node: '%s' is not 1..16", v);
+      if (parse_int(v, 1, 8, &x)) return bad("--ranks-per-node: '%s' is not 1..8", v);
       o->ranks_per_node = (int)x, i++;
     } else if (!strcmp(a, "--nodes")) {
       if (parse_int(v, 1, 16, &x)) return bad("--nodes: '%s' is not 1..16", v);

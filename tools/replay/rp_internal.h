@@ -15,7 +15,7 @@
 #include "nccl-lens/nccl_profiler_abi.h"
 #include "replay/replay.h"
 
-#define RP_MAX_LOCAL 16     /* local ranks per process (HGX-2 class nodes have 16 GPUs) */
+#define RP_MAX_LOCAL 8      /* local ranks per process */
 #define RP_MAX_COMMSETS 3   /* communicators per rank (mixed: 2, all: 3) */
 #define RP_MAX_CH 8         /* channels a task may use (NCCL: 64) */
 #define RP_ITEMS_PER_CH 2048 /* simulated work items per channel per rank, plus RP_ITEMS_PER_ITER per iteration */
