@@ -1,0 +1,436 @@
+/* lens-gen-job: writes a synthetic job's traces for the scale benchmarks
+ * (docs/scale.md): N ranks on H hosts, one process per rank and one .lens
+ * file per process (as a real job writes them), a total event budget, one
+ * world communicator running AllReduce after AllReduce.
+ *
+ * Each rank and instance: GroupApi > CollApi > Coll, a KernelLaunch under the
+ * GroupApi, C KernelCh channel spans (pTimer on the rank's own GPU clock,
+ * state 22 carries the stop) and a send and a receive ProxyOp of K
+ * ProxySteps each. Every rank of an instance ends on the same true time (the
+ * ring's coupling), so the rank that arrived last has the shortest span.
+ *
+ * Injected: stragglers (a known rank calls the API late by a known time in a
+ * known instance) and per-host clocks: CLOCK_MONOTONIC = base + offset +
+ * (1 + drift) x true time, offset +-seconds, drift +-50 ppm; CLOCK_REALTIME
+ * within +-1 ms of the truth (NTP); CLOCK chunks about every second.
+ * The truth (hosts' offsets and drifts, the stragglers) goes to truth.json.
+ *
+ * The traces go through the one chunk framing (common/lens_chunk.h) and the
+ * public format (trace_format.h); files are written in parallel, one worker
+ * thread per core. */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lens_chunk.h"
+#include "nccl-lens/trace_format.h"
+
+struct cfg {
+  int ranks, hosts, channels, steps, stragglers, threads;
+  uint64_t events, seed, period_ns, exec_ns;
+  const char *out;
+};
+
+static struct cfg C = {.ranks = 1024, .hosts = 128, .channels = 2, .steps = 8, .stragglers = 16, .threads = 0,
+                       .events = 100000000ull, .seed = 1, .period_ns = 2000000, .exec_ns = 200000, .out = NULL};
+
+/* Derived, shared read-only by the workers. */
+static uint64_t n_inst;            /* instances of the collective */
+static uint64_t *kend_true;        /* per instance: true time every rank's kernel ends */
+static int64_t *host_off;          /* per host: MONOTONIC offset ns */
+static double *host_drift;         /* per host: drift (ppm x 1e-6) */
+static int64_t *host_ntp;          /* per host: REALTIME error ns */
+struct strag { uint64_t inst; int rank; uint64_t late_ns; };
+static struct strag *strags;
+static atomic_int next_rank;
+static atomic_uint_fast64_t events_written, bytes_written;
+
+#define MONO_BASE 1000000000000ull       /* 1000 s since boot */
+#define REAL_BASE 1790000000000000000ull /* 2026 */
+#define GPU_BASE 1700000000000000000ull
+#define COMM_ID 0x5ca1ab1e00000001ull
+#define EVENTS_PER_RANK_INST(c) (4u + (unsigned)(c).channels + 2u + 2u * (unsigned)(c).steps)
+
+static uint64_t mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+static uint64_t rnd3(uint64_t a, uint64_t b, uint64_t c) { return mix(mix(mix(C.seed ^ a) ^ b) ^ c); }
+
+/* Jitter of a rank's API call: 0-3 us, well under the straggler threshold. */
+static uint64_t jitter(uint64_t k, int r) { return rnd3(1, k, (uint64_t)r) % 3000; }
+static uint64_t late_of(uint64_t k, int r) {
+  for (int i = 0; i < C.stragglers; i++)
+    if (strags[i].inst == k && strags[i].rank == r) return strags[i].late_ns;
+  return 0;
+}
+/* Stage lengths (ns) on the true time line. */
+#define T_ENQ 3000   /* API call -> launch start */
+#define T_LAUNCH 4000 /* the launch */
+#define T_GPU 2000   /* launch return -> kernel start */
+#define T_LAG 1500   /* the proxy notices a timer this late */
+
+static uint64_t arrival(uint64_t k, int r) { return k * C.period_ns + 50000 + jitter(k, r) + late_of(k, r); }
+static uint64_t kstart_true(uint64_t k, int r) { return arrival(k, r) + T_ENQ + T_LAUNCH + T_GPU; }
+
+/* ---- one file ---- */
+struct ring { uint8_t *buf; size_t len; uint32_t count; }; /* one thread slot's EVENTS payload being filled */
+struct out {
+  FILE *f;
+  uint64_t seq;
+  struct ring ring[2]; /* slot 0: the application thread, slot 1: the proxy thread */
+  size_t cap;
+  uint32_t slot;       /* slot records go to */
+  uint64_t events;
+};
+
+static int put_chunk(struct out *o, uint16_t type, const void *p, uint32_t len) {
+  struct lens_chunk_hdr h;
+  lens_chunk_hdr_init(&h, type, 0, o->seq++, p, len);
+  static const uint8_t zero[8];
+  if (fwrite(&h, sizeof h, 1, o->f) != 1 || (len && fwrite(p, len, 1, o->f) != 1) ||
+      fwrite(zero, lens_chunk_padding(len), 1, o->f) != (lens_chunk_padding(len) ? 1u : 0u))
+    return -1;
+  atomic_fetch_add(&bytes_written, sizeof h + len + lens_chunk_padding(len));
+  return 0;
+}
+
+/* Drains one slot's records as an EVENTS chunk, as the writer drains a ring. */
+static int flush_slot(struct out *o, uint32_t slot) {
+  struct ring *g = &o->ring[slot];
+  if (!g->count) return 0;
+  struct lens_events_hdr eh = {.slot = slot, .count = g->count};
+  memcpy(g->buf, &eh, sizeof eh);
+  int rc = put_chunk(o, LENS_CHUNK_EVENTS, g->buf, (uint32_t)g->len);
+  g->len = sizeof eh;
+  g->count = 0;
+  return rc;
+}
+static int flush_events(struct out *o) { return flush_slot(o, 0) | flush_slot(o, 1); }
+
+/* Records go to slot's ring from now on; drained first if it could not take room more bytes. */
+static int begin_slot(struct out *o, uint32_t slot, size_t room) {
+  o->slot = slot;
+  return o->ring[slot].len + room > o->cap ? flush_slot(o, slot) : 0;
+}
+
+static void *rec(struct out *o, size_t size) {
+  struct ring *g = &o->ring[o->slot];
+  void *p = g->buf + g->len; /* begin_slot reserved the room */
+  memset(p, 0, size);
+  g->len += size;
+  g->count++;
+  return p;
+}
+
+static void start(struct out *o, int type, uint64_t id, uint64_t parent, uint64_t ctx, uint64_t ts, int rank,
+                  const void *pl, size_t pl_len) {
+  size_t size = sizeof(struct lens_rec_start) + ((pl_len + 7) & ~(size_t)7);
+  uint8_t *p = rec(o, size);
+  struct lens_rec_start s = {.h = {.size = (uint16_t)size, .kind = LENS_REC_START, .type = (uint8_t)type},
+                             .id = id, .parent = parent, .context = ctx, .ts = ts, .rank = rank};
+  memcpy(p, &s, sizeof s);
+  memcpy(p + sizeof s, pl, pl_len);
+  o->events++;
+}
+static void stop(struct out *o, uint64_t id, uint64_t ts) {
+  struct lens_rec_stop s = {.h = {.size = sizeof s, .kind = LENS_REC_STOP}, .id = id, .ts = ts};
+  memcpy(rec(o, sizeof s), &s, sizeof s);
+}
+static void state(struct out *o, uint64_t id, uint32_t st, uint64_t ts, uint64_t arg) {
+  struct lens_rec_state s = {.h = {.size = sizeof s, .kind = LENS_REC_STATE, .aux = st}, .id = id, .ts = ts,
+                             .arg = arg, .has_args = 1};
+  memcpy(rec(o, sizeof s), &s, sizeof s);
+}
+
+static void host_name(int h, char *buf, size_t len) { snprintf(buf, len, "gen-host%03d", h); }
+
+/* The host's CLOCK_MONOTONIC at true time t. */
+static uint64_t mono(int h, uint64_t t) {
+  return (uint64_t)((int64_t)MONO_BASE + host_off[h] + (int64_t)t + (int64_t)((double)t * host_drift[h]));
+}
+
+static int clock_chunk(struct out *o, int h, uint64_t t) {
+  struct lens_clock_rec c;
+  memset(&c, 0, sizeof c);
+  c.mono_before_ns = mono(h, t);
+  c.real_ns = (uint64_t)((int64_t)REAL_BASE + (int64_t)t + 100 + host_ntp[h]);
+  c.mono_after_ns = mono(h, t + 200);
+  c.boottime_ns = c.mono_after_ns;
+  c.ntp_maxerror_ns = 2000000;
+  c.ntp_esterror_ns = 1000000;
+  c.flags = LENS_CLOCK_F_NTP_SYNCED;
+  snprintf(c.boot_id, sizeof c.boot_id, "00000000-0000-4000-8000-%012x", h);
+  host_name(h, c.host, sizeof c.host);
+  return put_chunk(o, LENS_CHUNK_CLOCK, &c, sizeof c);
+}
+
+static int write_rank(int r) {
+  int rph = C.ranks / C.hosts, h = r / rph, local = r % rph;
+  char host[64], path[4096];
+  host_name(h, host, sizeof host);
+  uint32_t pid = 10000 + (uint32_t)local;
+  snprintf(path, sizeof path, "%s/nccl-lens-%s-%u.lens", C.out, host, pid);
+  struct out o = {.f = fopen(path, "wb"), .cap = 1u << 16, .slot = 0};
+  if (!o.f) {
+    fprintf(stderr, "lens-gen-job: cannot create %s: %s\n", path, strerror(errno));
+    return -1;
+  }
+  int rc = 0;
+  static __thread char iobuf[1 << 20];
+  setvbuf(o.f, iobuf, _IOFBF, sizeof iobuf);
+  for (int i = 0; i < 2; i++) {
+    o.ring[i].buf = malloc(o.cap);
+    o.ring[i].len = sizeof(struct lens_events_hdr);
+    if (!o.ring[i].buf) rc = -1;
+  }
+  struct lens_file_hdr fh;
+  lens_file_hdr_init(&fh, LENS_PRODUCER_TEST, REAL_BASE);
+  if (fwrite(&fh, sizeof fh, 1, o.f) != 1) rc = -1;
+
+  struct lens_session s;
+  memset(&s, 0, sizeof s);
+  s.pid = s.outer_pid = pid;
+  s.nccl_api_version = 5;
+  s.start_mono_ns = mono(h, 0);
+  s.start_real_ns = REAL_BASE + (uint64_t)host_ntp[h];
+  s.ts_clock = LENS_CLOCK_MONOTONIC;
+  s.hot_clock = LENS_CLOCK_MONOTONIC;
+  s.event_mask = 0xFFFF;
+  s.buffer_bytes = 1u << 20;
+  s.max_threads = 64;
+  memcpy(s.host, host, sizeof host);
+  snprintf(s.plugin_version, sizeof s.plugin_version, "lens-gen-job");
+  rc |= put_chunk(&o, LENS_CHUNK_SESSION, &s, sizeof s);
+  rc |= clock_chunk(&o, h, 0);
+  uint64_t ctx = 0x7f0000001000ull + (uint64_t)r * 0x100;
+  struct lens_comm_rec cr;
+  memset(&cr, 0, sizeof cr);
+  cr.context = ctx;
+  cr.comm_id = COMM_ID;
+  cr.rank = r;
+  cr.nranks = C.ranks;
+  cr.nnodes = C.hosts;
+  cr.init_mono_ns = mono(h, 0);
+  cr.api_version = 5;
+  snprintf(cr.name, sizeof cr.name, "world");
+  rc |= put_chunk(&o, LENS_CHUNK_COMM, &cr, sizeof cr);
+  struct lens_thread_rec tr[2];
+  memset(tr, 0, sizeof tr);
+  tr[0] = (struct lens_thread_rec){.slot = 0, .tid = pid, .outer_tid = pid, .roles = LENS_ROLE_APP | LENS_ROLE_INIT,
+                                   .proxy_rank = -1, .proxy_comm_index = UINT32_MAX, .first_mono_ns = mono(h, 0)};
+  snprintf(tr[0].name, sizeof tr[0].name, "python");
+  tr[1] = (struct lens_thread_rec){.slot = 1, .tid = pid + 1, .outer_tid = pid + 1, .roles = LENS_ROLE_PROXY,
+                                   .proxy_rank = r, .proxy_comm_index = 0, .first_mono_ns = mono(h, 0)};
+  snprintf(tr[1].name, sizeof tr[1].name, "ncclProxy");
+  rc |= put_chunk(&o, LENS_CHUNK_THREAD, &tr[0], sizeof tr[0]);
+  rc |= put_chunk(&o, LENS_CHUNK_THREAD, &tr[1], sizeof tr[1]);
+  /* strings: 1 AllReduce, 2 ncclFloat32, 3 RING, 4 SIMPLE */
+  {
+    uint8_t sb[96];
+    size_t n = 0;
+    const char *names[] = {"AllReduce", "ncclFloat32", "RING", "SIMPLE"};
+    for (uint32_t i = 0; i < 4; i++) {
+      uint32_t id = i + 1;
+      uint16_t l = (uint16_t)strlen(names[i]);
+      memcpy(sb + n, &id, 4), memcpy(sb + n + 4, &l, 2), memcpy(sb + n + 6, names[i], l);
+      n += 6u + l;
+    }
+    rc |= put_chunk(&o, LENS_CHUNK_STRINGS, sb, (uint32_t)n);
+  }
+
+  uint64_t app_seq = 1, px_seq = 1;
+  uint64_t gpu_off = GPU_BASE + (uint64_t)r * 1000000007ull;
+  int next = (r + 1) % C.ranks, prev = (r + C.ranks - 1) % C.ranks;
+  for (uint64_t k = 0; k < n_inst && !rc; k++) {
+    if (k && k % 500 == 0) rc |= flush_events(&o) | clock_chunk(&o, h, k * C.period_ns);
+    uint64_t a = arrival(k, r), ks = kstart_true(k, r), ke = kend_true[k];
+    /* app thread: GroupApi > CollApi > Coll, KernelLaunch */
+    rc |= begin_slot(&o, 0, 1024);
+    uint64_t g = LENS_ID_MAKE(LENS_T_GROUP_API, 0, app_seq++), ca = LENS_ID_MAKE(LENS_T_COLL_API, 0, app_seq++);
+    uint64_t co = LENS_ID_MAKE(LENS_T_COLL, 0, app_seq++), kl = LENS_ID_MAKE(LENS_T_KERNEL_LAUNCH, 0, app_seq++);
+    struct lens_p_group_api pg = {0, 1};
+    start(&o, LENS_T_GROUP_API, g, 0, ctx, mono(h, a - 500), r, &pg, sizeof pg);
+    struct lens_p_coll_api pa = {.func = 1, .count = 1u << 20, .datatype = 2, .stream = 0x5000, .root = -1};
+    start(&o, LENS_T_COLL_API, ca, g, ctx, mono(h, a), r, &pa, sizeof pa);
+    struct lens_p_coll pc = {.seq = k + 1, .func = 1, .send_buff = 0x1000, .recv_buff = 0x2000, .count = 1u << 20,
+                             .datatype = 2, .algo = 3, .proto = 4, .root = -1, .n_channels = (uint8_t)C.channels,
+                             .n_warps = 16};
+    start(&o, LENS_T_COLL, co, ca, ctx, mono(h, a + 1000), r, &pc, sizeof pc);
+    stop(&o, ca, mono(h, a + 2000));
+    struct lens_p_kernel_launch pk = {.stream = 0x5000};
+    start(&o, LENS_T_KERNEL_LAUNCH, kl, g, ctx, mono(h, a + T_ENQ), r, &pk, sizeof pk);
+    stop(&o, kl, mono(h, a + T_ENQ + T_LAUNCH));
+    stop(&o, g, mono(h, a + T_ENQ + T_LAUNCH + 500));
+    /* proxy thread: KernelCh per channel, send and recv ProxyOps with steps */
+    rc |= begin_slot(&o, 1, 16384);
+    for (int c = 0; c < C.channels; c++) {
+      uint64_t id = LENS_ID_MAKE(LENS_T_KERNEL_CH, 1, px_seq++);
+      uint64_t cs = ks + (uint64_t)c * 100, ce = ke - (uint64_t)c * 50;
+      struct lens_p_kernel_ch pkc = {.start_gpu_ns = gpu_off + cs, .channel = (uint8_t)c};
+      start(&o, LENS_T_KERNEL_CH, id, co, ctx, mono(h, cs + T_LAG), r, &pkc, sizeof pkc);
+      state(&o, id, 22, mono(h, ce + T_LAG), gpu_off + ce);
+      stop(&o, id, mono(h, ce + T_LAG + 200));
+    }
+    uint64_t step_ns = (ke - ks) / (uint64_t)(C.steps + 1);
+    for (int send = 1; send >= 0; send--) {
+      uint64_t op = LENS_ID_MAKE(LENS_T_PROXY_OP, 1, px_seq++);
+      struct lens_p_proxy_op po = {.pid = (int32_t)pid, .peer = send ? next : prev, .n_steps = C.steps,
+                                   .chunk_size = 131072, .is_send = send, .channel = 0};
+      start(&o, LENS_T_PROXY_OP, op, co, ctx, mono(h, ks + 300), r, &po, sizeof po);
+      for (int st = 0; st < C.steps; st++) {
+        uint64_t sid = LENS_ID_MAKE(LENS_T_PROXY_STEP, 1, px_seq++);
+        struct lens_p_proxy_step ps = {.step = st};
+        uint64_t t0 = ks + 500 + (uint64_t)st * step_ns, noise = rnd3(2, k, (uint64_t)r * 64 + (uint64_t)st) % 300;
+        start(&o, LENS_T_PROXY_STEP, sid, op, ctx, mono(h, t0), r, &ps, sizeof ps);
+        stop(&o, sid, mono(h, t0 + step_ns + noise));
+      }
+      stop(&o, op, mono(h, ke + 1000));
+    }
+    rc |= begin_slot(&o, 0, 64);
+    stop(&o, co, mono(h, ke + T_LAG + 300));
+  }
+  rc |= flush_events(&o);
+  struct lens_fini fi = {.at_mono_ns = mono(h, n_inst * C.period_ns), .events_written = o.events,
+                         .chunks_written = o.seq + 1, .reason = 1};
+  rc |= put_chunk(&o, LENS_CHUNK_FINI, &fi, sizeof fi);
+  if (fclose(o.f)) rc = -1;
+  free(o.ring[0].buf), free(o.ring[1].buf);
+  atomic_fetch_add(&events_written, o.events);
+  if (rc) fprintf(stderr, "lens-gen-job: write error on %s\n", path);
+  return rc;
+}
+
+static void *worker(void *arg) {
+  int *fail = arg;
+  for (;;) {
+    int r = atomic_fetch_add(&next_rank, 1);
+    if (r >= C.ranks) break;
+    if (write_rank(r)) *fail = 1;
+  }
+  return NULL;
+}
+
+static int write_truth(void) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/truth.json", C.out);
+  FILE *f = fopen(path, "w");
+  if (!f) return -1;
+  fprintf(f, "{\"generator\":\"lens-gen-job\",\"seed\":%" PRIu64 ",\"ranks\":%d,\"hosts\":%d,\"ranks_per_host\":%d,",
+          C.seed, C.ranks, C.hosts, C.ranks / C.hosts);
+  fprintf(f, "\"instances\":%" PRIu64 ",\"events\":%" PRIu64 ",\"comm_id\":\"0x%" PRIx64 "\",\"func\":\"AllReduce\",",
+          n_inst, (uint64_t)atomic_load(&events_written), (uint64_t)COMM_ID);
+  fprintf(f, "\"period_ns\":%" PRIu64 ",\n\"hosts_clock\":[", C.period_ns);
+  for (int h = 0; h < C.hosts; h++) {
+    char hn[64];
+    host_name(h, hn, sizeof hn);
+    fprintf(f, "%s\n {\"host\":\"%s\",\"mono_offset_ns\":%" PRId64 ",\"drift_ppm\":%.3f,\"realtime_error_ns\":%" PRId64
+               ",\"mono_at_true0_ns\":%" PRIu64 "}",
+            h ? "," : "", hn, host_off[h], host_drift[h] * 1e6, host_ntp[h], mono(h, 0));
+  }
+  fprintf(f, "],\n\"stragglers\":[");
+  for (int i = 0; i < C.stragglers; i++)
+    fprintf(f, "%s\n {\"seq\":%" PRIu64 ",\"rank\":%d,\"late_ns\":%" PRIu64 ",\"cause\":\"late_app_call\"}", i ? "," : "",
+            strags[i].inst + 1, strags[i].rank, strags[i].late_ns);
+  fprintf(f, "]}\n");
+  return fclose(f);
+}
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: lens-gen-job -o DIR [--ranks N] [--hosts H] [--events E] [--stragglers S] [--channels C]\n"
+             "                    [--steps K] [--seed X] [--threads T]\n"
+             "  Writes a synthetic job's .lens traces (one file per rank/process) and DIR/truth.json.\n"
+             "  Defaults: 1024 ranks on 128 hosts, 100000000 events, 16 stragglers, 2 channels, 8 steps per op.\n");
+}
+
+static int num(const char *s, uint64_t *v) {
+  char *e;
+  errno = 0;
+  unsigned long long x = strtoull(s, &e, 10);
+  if (errno || e == s || *e || s[0] == '-') return -1;
+  *v = x;
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    uint64_t v = 0;
+    const char *a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout), 0;
+    if (i + 1 >= argc) return usage(stderr), 2;
+    if (!strcmp(a, "-o")) {
+      C.out = argv[++i];
+      continue;
+    }
+    if (num(argv[++i], &v)) return fprintf(stderr, "lens-gen-job: %s needs a number\n", a), 2;
+    if (!strcmp(a, "--ranks")) C.ranks = (int)v;
+    else if (!strcmp(a, "--hosts")) C.hosts = (int)v;
+    else if (!strcmp(a, "--events")) C.events = v;
+    else if (!strcmp(a, "--stragglers")) C.stragglers = (int)v;
+    else if (!strcmp(a, "--channels")) C.channels = (int)v;
+    else if (!strcmp(a, "--steps")) C.steps = (int)v;
+    else if (!strcmp(a, "--seed")) C.seed = v;
+    else if (!strcmp(a, "--threads")) C.threads = (int)v;
+    else return usage(stderr), 2;
+  }
+  if (!C.out || C.ranks < 2 || C.hosts < 1 || C.ranks % C.hosts || C.channels < 1 || C.channels > 32 ||
+      C.steps < 4 || C.steps > 64 || C.ranks > 1 << 20 || C.hosts > 100000)
+    return fprintf(stderr, "lens-gen-job: need -o DIR, ranks a multiple of hosts, 1-32 channels, 4-64 steps\n"), 2;
+  if (mkdir(C.out, 0755) && errno != EEXIST)
+    return fprintf(stderr, "lens-gen-job: cannot create %s: %s\n", C.out, strerror(errno)), 1;
+  n_inst = C.events / ((uint64_t)C.ranks * EVENTS_PER_RANK_INST(C));
+  if (n_inst < 1) n_inst = 1;
+  if ((uint64_t)C.stragglers > n_inst) C.stragglers = (int)n_inst;
+  host_off = calloc((size_t)C.hosts, sizeof *host_off);
+  host_drift = calloc((size_t)C.hosts, sizeof *host_drift);
+  host_ntp = calloc((size_t)C.hosts, sizeof *host_ntp);
+  kend_true = calloc(n_inst, sizeof *kend_true);
+  strags = calloc((size_t)C.stragglers + 1, sizeof *strags);
+  if (!host_off || !host_drift || !host_ntp || !kend_true || !strags) return fprintf(stderr, "out of memory\n"), 1;
+  for (int h = 0; h < C.hosts; h++) {
+    host_off[h] = (int64_t)(rnd3(3, (uint64_t)h, 0) % 10000000000ull) - 5000000000ll; /* +-5 s */
+    host_drift[h] = ((double)(rnd3(4, (uint64_t)h, 0) % 100001) - 50000.0) * 1e-9;   /* +-50 ppm */
+    host_ntp[h] = (int64_t)(rnd3(5, (uint64_t)h, 0) % 2000001) - 1000000;            /* +-1 ms */
+  }
+  /* Stragglers: distinct instances spread over the run, a rank each, late
+   * 100-1000 us (well above the 20 us threshold, below the period). */
+  for (int i = 0; i < C.stragglers; i++) {
+    strags[i].inst = (uint64_t)i * n_inst / (uint64_t)C.stragglers + rnd3(6, (uint64_t)i, 0) % (n_inst / (uint64_t)C.stragglers);
+    strags[i].rank = (int)(rnd3(7, (uint64_t)i, 0) % (uint64_t)C.ranks);
+    strags[i].late_ns = 100000 + rnd3(8, (uint64_t)i, 0) % 900000;
+  }
+  for (uint64_t k = 0; k < n_inst; k++) {
+    uint64_t mx = 0;
+    for (int r = 0; r < C.ranks; r++) {
+      uint64_t s = kstart_true(k, r);
+      if (s > mx) mx = s;
+    }
+    kend_true[k] = mx + C.exec_ns;
+  }
+  int nt = C.threads > 0 ? C.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+  if (nt < 1) nt = 1;
+  pthread_t *th = calloc((size_t)nt, sizeof *th);
+  int *fail = calloc((size_t)nt, sizeof *fail);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (int i = 0; i < nt; i++) pthread_create(&th[i], NULL, worker, &fail[i]);
+  int bad = 0;
+  for (int i = 0; i < nt; i++) pthread_join(th[i], NULL), bad |= fail[i];
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  if (bad || write_truth()) return fprintf(stderr, "lens-gen-job: failed\n"), 1;
+  uint64_t ev = atomic_load(&events_written), by = atomic_load(&bytes_written);
+  printf("lens-gen-job: %d ranks on %d hosts, %" PRIu64 " instances, %" PRIu64 " events, %.1f MiB in %.2f s "
+         "(%d threads, %.2f M events/s)\n",
+         C.ranks, C.hosts, n_inst, ev, (double)by / 1048576.0, s, nt, (double)ev / s / 1e6);
+  return 0;
+}

@@ -1,0 +1,170 @@
+/* lens-read-bench: events/s per core of the reader (bytes -> model) and of
+ * `nccl-lens job` (docs/scale.md). Figures, not assertions.
+ *
+ *   lens-read-bench [--files-per-load N] [--job PATH-TO-nccl-lens] [--job-args "..."] TRACE|DIR...
+ *
+ * Reader: the traces are read once first (page cache warm, so the disk is
+ * not what is measured), then loaded into models of N files each (default 1:
+ * one process's trace per model, as the job's map step loads them), one after
+ * the other on this thread; CPU time from getrusage. Also prints the share
+ * of that time spent reading the bytes (pread) alone.
+ * Job: runs the nccl-lens binary given with --job on the same traces
+ * (--json to /dev/null) and prints wall time, CPU time over all its threads,
+ * events per CPU second and its max RSS. */
+#include <dirent.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "file_read.h"
+#include "lensread.h"
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+static double cpu_self(void) {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return (double)u.ru_utime.tv_sec + (double)u.ru_utime.tv_usec / 1e6 + (double)u.ru_stime.tv_sec +
+         (double)u.ru_stime.tv_usec / 1e6;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static char **paths;
+static size_t n_paths, cap_paths;
+static void add_path(const char *p) {
+  if (n_paths == cap_paths) {
+    cap_paths = cap_paths ? cap_paths * 2 : 256;
+    paths = realloc(paths, cap_paths * sizeof *paths);
+    if (!paths) exit(1);
+  }
+  paths[n_paths++] = strdup(p);
+}
+static void add_arg(const char *a) {
+  struct stat st;
+  DIR *d = stat(a, &st) == 0 && S_ISDIR(st.st_mode) ? opendir(a) : NULL;
+  if (!d) return add_path(a);
+  size_t first = n_paths;
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    size_t l = strlen(de->d_name);
+    if (l < 6 || strcmp(de->d_name + l - 5, ".lens")) continue;
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s/%s", a, de->d_name);
+    add_path(buf);
+  }
+  closedir(d);
+  qsort(paths + first, n_paths - first, sizeof *paths, cmp_str);
+}
+
+static int run_job(const char *exe, const char *extra, size_t *events) {
+  (void)events;
+  size_t argc = 0, cap = n_paths + 16;
+  char **argv = calloc(cap, sizeof *argv);
+  char *copy = extra ? strdup(extra) : NULL;
+  argv[argc++] = (char *)exe;
+  argv[argc++] = "job";
+  argv[argc++] = "--json";
+  argv[argc++] = "-o";
+  argv[argc++] = "/dev/null";
+  for (char *t = copy ? strtok(copy, " ") : NULL; t && argc < 12; t = strtok(NULL, " ")) argv[argc++] = t;
+  for (size_t i = 0; i < n_paths; i++) argv[argc++] = paths[i];
+  argv[argc] = NULL;
+  double t0 = now();
+  pid_t pid = fork();
+  if (pid == 0) {
+    execv(exe, argv);
+    perror("execv");
+    _exit(127);
+  }
+  int st = 0;
+  struct rusage u;
+  if (pid < 0 || wait4(pid, &st, 0, &u) < 0) return -1;
+  double wall = now() - t0;
+  double cpu = (double)u.ru_utime.tv_sec + (double)u.ru_utime.tv_usec / 1e6 + (double)u.ru_stime.tv_sec +
+               (double)u.ru_stime.tv_usec / 1e6;
+  free(argv);
+  free(copy);
+  if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+    fprintf(stderr, "lens-read-bench: %s job failed (status %d)\n", exe, st);
+    return -1;
+  }
+  printf("job:    %zu traces, %.2f s wall, %.2f s CPU (all threads), %.2f M events per CPU second, "
+         "%.2f M events/s wall, max RSS %.0f MiB\n",
+         n_paths, wall, cpu, (double)*events / cpu / 1e6, (double)*events / wall / 1e6, (double)u.ru_maxrss / 1024.0);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  size_t per = 1;
+  const char *job = NULL, *job_args = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--files-per-load") && i + 1 < argc) per = (size_t)strtoull(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--job") && i + 1 < argc) job = argv[++i];
+    else if (!strcmp(argv[i], "--job-args") && i + 1 < argc) job_args = argv[++i];
+    else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      printf("usage: lens-read-bench [--files-per-load N] [--job NCCL-LENS] [--job-args \"ARGS\"] TRACE|DIR...\n");
+      return 0;
+    } else add_arg(argv[i]);
+  }
+  if (!n_paths || !per) {
+    fprintf(stderr, "lens-read-bench: no traces given\n");
+    return 2;
+  }
+  char err[512];
+  uint64_t bytes = 0;
+  size_t events = 0, states = 0;
+  /* Warm the page cache and time the bytes alone. */
+  double c0 = cpu_self(), w0 = now();
+  for (size_t i = 0; i < n_paths; i++) {
+    uint8_t *d;
+    size_t len;
+    if (lens_read_regular_file(paths[i], UINT64_MAX, "trace", &d, &len, err, sizeof err)) {
+      fprintf(stderr, "lens-read-bench: %s\n", err);
+      return 1;
+    }
+    bytes += len;
+    free(d);
+  }
+  double read_cpu = cpu_self() - c0, read_wall = now() - w0;
+  double load_cpu = 0, load_wall = 0;
+  for (size_t i = 0; i < n_paths; i += per) {
+    size_t n = n_paths - i < per ? n_paths - i : per;
+    double a = cpu_self(), b = now();
+    struct lens_model *m = lens_model_load((const char *const *)paths + i, n, err, sizeof err, NULL);
+    if (!m) {
+      fprintf(stderr, "lens-read-bench: %s\n", err);
+      return 1;
+    }
+    events += m->n_events;
+    states += m->n_states;
+    lens_model_free(m);
+    load_cpu += cpu_self() - a;
+    load_wall += now() - b;
+  }
+  {
+    printf("reader: %zu traces, %.1f MiB, %zu events (+%zu states), %zu file(s) per model\n", n_paths,
+           (double)bytes / 1048576.0, events, states, per);
+    printf("reader: %.2f s CPU on one core: %.2f M events/s per core (%.0f MiB/s); the bytes alone (pread, warm "
+           "cache): %.2f s = %.0f%% of it\n",
+           load_cpu, (double)events / load_cpu / 1e6, (double)bytes / 1048576.0 / load_cpu, read_cpu,
+           100.0 * read_cpu / load_cpu);
+    (void)read_wall;
+    (void)load_wall;
+  }
+  if (job) {
+    if (run_job(job, job_args, &events)) return 1;
+  }
+  for (size_t i = 0; i < n_paths; i++) free(paths[i]);
+  free(paths);
+  return 0;
+}
