@@ -108,73 +108,110 @@ static void late_cause(struct lens_job_inst *in, struct lens_job_rank *r, int64_
 
 struct step { int32_t snd, rcv, rank, proc; uint64_t dur; }; /* one proxy op: its link, who ran it, its pace */
 
-/* How much slower op o is than the rank's other links (a proxy that is slow
- * is slow on all its links; a slow link is slow at both its ends while the
- * same proxies move the other links' data at their usual pace). With no
- * other link on that rank, the other links of its process (proxies sharing
- * its CPUs), then of the instance, are the base. */
-static double op_ratio(const struct step *s, size_t n, size_t o) {
-  uint64_t own = UINT64_MAX, proc = UINT64_MAX, any = UINT64_MAX;
-  for (size_t q = 0; q < n; q++) {
-    if (s[q].snd == s[o].snd && s[q].rcv == s[o].rcv) continue;
-    if (s[q].dur < any) any = s[q].dur;
-    if (s[q].proc == s[o].proc && s[q].dur < proc) proc = s[q].dur;
-    if (s[q].rank == s[o].rank && s[q].dur < own) own = s[q].dur;
+static uint64_t link_of(const struct step *s) { return (uint64_t)(uint32_t)s->snd << 32 | (uint32_t)s->rcv; }
+
+/* Ops ordered by a group (rank, proc, or one group for all), then index. */
+static const struct step *grp_steps;
+static int grp_field;
+static int32_t grp_of(const struct step *s) { return grp_field == 0 ? s->rank : grp_field == 1 ? s->proc : 0; }
+static int grp_cmp(const void *x, const void *y) {
+  size_t a = *(const size_t *)x, b = *(const size_t *)y;
+  int32_t ga = grp_of(&grp_steps[a]), gb = grp_of(&grp_steps[b]);
+  if (ga != gb) return ga < gb ? -1 : 1;
+  return (a > b) - (a < b);
+}
+
+/* For every op: the shortest pace among the ops of its group whose link is
+ * another one (UINT64_MAX: none). Per group, the shortest op and the
+ * shortest op of another link than that one's answer every op exactly. */
+static void min_other_link(const struct step *s, size_t n, int field, size_t *ord, uint64_t *out) {
+  for (size_t i = 0; i < n; i++) ord[i] = i;
+  grp_steps = s, grp_field = field; /* single-threaded reduce */
+  qsort(ord, n, sizeof *ord, grp_cmp);
+  for (size_t i = 0; i < n;) {
+    size_t e = i;
+    while (e < n && grp_of(&s[ord[e]]) == grp_of(&s[ord[i]])) e++;
+    uint64_t b1 = UINT64_MAX, b2 = UINT64_MAX, l1 = 0;
+    for (size_t q = i; q < e; q++)
+      if (s[ord[q]].dur < b1) b1 = s[ord[q]].dur, l1 = link_of(&s[ord[q]]);
+    for (size_t q = i; q < e; q++)
+      if (link_of(&s[ord[q]]) != l1 && s[ord[q]].dur < b2) b2 = s[ord[q]].dur;
+    for (size_t q = i; q < e; q++) out[ord[q]] = link_of(&s[ord[q]]) == l1 ? b2 : b1;
+    i = e;
   }
-  uint64_t base = own != UINT64_MAX ? own : proc != UINT64_MAX ? proc : any;
-  return base && base != UINT64_MAX ? (double)s[o].dur / (double)base : 0;
+}
+
+struct link_pick { uint64_t link; size_t first; double ratio; };
+static int pick_cmp(const void *x, const void *y) {
+  const struct link_pick *a = x, *b = y;
+  if (a->link != b->link) return a->link < b->link ? -1 : 1;
+  return (a->first > b->first) - (a->first < b->first);
 }
 
 /* Slow link: the link whose ops, at both ends, are far slower than the
- * other links handled by the same proxies (docs/job.md). */
-static int slow_link(const struct lens_model *m, struct lens_job_inst *in, const struct lens_job_rank *r, struct step **buf,
-                     size_t *cap) {
+ * other links handled by the same proxies (docs/job.md). An op's ratio is
+ * its pace over the fastest other link of its own rank (a proxy that is slow
+ * is slow on all its links; a slow link is slow at both its ends while the
+ * same proxies move the other links' data at their usual pace); with no
+ * other link on that rank, of its process (proxies sharing its CPUs), then
+ * of the instance. The link's ratio is its least slow op's (every end must
+ * show it: a stalled proxy is slow on all its links alike and does not stand
+ * out). Ties go to the link met first. The ops come from the map
+ * (lens_job_op). */
+static int slow_link(const struct lens_job_oprefs *o, struct lens_job_inst *in, const struct lens_job_rank *r,
+                     struct step **buf, size_t *cap) {
   size_t n = 0;
   for (size_t i = 0; i < in->n_ranks; i++) {
-    const struct lens_event *e = &m->events[r[i].event];
-    for (int32_t c = e->first_child; c >= 0; c = m->events[c].next_sibling) {
-      const struct lens_event *op = &m->events[c];
-      if (op->type != LENS_T_PROXY_OP || op->p.proxy_op.peer < 0) continue;
-      int32_t snd = op->p.proxy_op.is_send ? r[i].rank : op->p.proxy_op.peer;
-      int32_t rcv = op->p.proxy_op.is_send ? op->p.proxy_op.peer : r[i].rank;
-      /* An op's pace: first to last step completion over its steps. A
-       * step's own start->stop also holds the wait for the GPU to produce
-       * the data (steps are posted ahead), and single intervals come in
-       * bursts (one proxy pass completes several steps). */
-      uint64_t lo = UINT64_MAX, hi = 0, k = 0;
-      for (int32_t d = op->first_child; d >= 0; d = m->events[d].next_sibling) {
-        const struct lens_event *st = &m->events[d];
-        if (st->type != LENS_T_PROXY_STEP || !st->stop_mono_ns) continue;
-        if (st->stop_mono_ns < lo) lo = st->stop_mono_ns;
-        if (st->stop_mono_ns > hi) hi = st->stop_mono_ns;
-        k++;
-      }
-      if (k < 4) continue;
-      if (n == *cap) {
-        size_t nc = *cap ? *cap * 2 : 256;
-        struct step *nb = realloc(*buf, nc * sizeof *nb);
-        if (!nb) return -1;
-        *buf = nb, *cap = nc;
-      }
-      (*buf)[n++] = (struct step){snd, rcv, r[i].rank, r[i].proc, (hi - lo) / (k - 1)};
+    size_t row = in->first_rank + i;
+    const struct lens_job_part *p = &o->parts[o->part[row]];
+    const struct lens_job_prec *pr = &p->recs[o->rec[row]];
+    if (n + pr->n_ops > *cap) {
+      size_t nc = *cap ? *cap : 256;
+      while (nc < n + pr->n_ops) nc *= 2;
+      struct step *nb = realloc(*buf, nc * sizeof *nb);
+      if (!nb) return -1;
+      *buf = nb, *cap = nc;
+    }
+    for (uint32_t k = 0; k < pr->n_ops; k++) {
+      const struct lens_job_op *op = &p->ops[pr->first_op + k];
+      (*buf)[n++] = (struct step){op->snd, op->rcv, r[i].rank, r[i].proc, op->dur};
     }
   }
   if (n < 2) return 0;
-  struct step *s = *buf;
-  double best = 0;
-  int32_t bs = -1, br = -1;
-  for (size_t o = 0; o < n; o++) {
-    /* the link's ratio: the least slow of its ops, each against its own
-     * proxy's other links (every end must show it: a stalled proxy is slow on
-     * all its links alike and does not stand out) */
-    double lr = -1;
-    for (size_t q = 0; q < n; q++)
-      if (s[q].snd == s[o].snd && s[q].rcv == s[o].rcv) {
-        double x = op_ratio(s, n, q);
-        if (lr < 0 || x < lr) lr = x;
-      }
-    if (lr > best) best = lr, bs = s[o].snd, br = s[o].rcv;
+  const struct step *s = *buf;
+  size_t *ord = malloc(n * sizeof *ord);
+  uint64_t *own = malloc(n * sizeof *own), *proc = malloc(n * sizeof *proc), *any = malloc(n * sizeof *any);
+  struct link_pick *lp = malloc(n * sizeof *lp);
+  if (!ord || !own || !proc || !any || !lp) {
+    free(ord), free(own), free(proc), free(any), free(lp);
+    return -1;
   }
+  min_other_link(s, n, 0, ord, own);
+  min_other_link(s, n, 1, ord, proc);
+  min_other_link(s, n, 2, ord, any);
+  for (size_t q = 0; q < n; q++) {
+    uint64_t base = own[q] != UINT64_MAX ? own[q] : proc[q] != UINT64_MAX ? proc[q] : any[q];
+    lp[q] = (struct link_pick){link_of(&s[q]), q, base && base != UINT64_MAX ? (double)s[q].dur / (double)base : 0};
+  }
+  qsort(lp, n, sizeof *lp, pick_cmp);
+  double best = 0;
+  size_t best_first = SIZE_MAX;
+  int32_t bs = -1, br = -1;
+  for (size_t i = 0; i < n;) {
+    size_t e = i;
+    double lr = lp[i].ratio;
+    while (e < n && lp[e].link == lp[i].link) {
+      if (lp[e].ratio < lr) lr = lp[e].ratio;
+      e++;
+    }
+    /* lp[i].first: where the link first appears among the ops */
+    if (lr > best || (lr == best && lr > 0 && lp[i].first < best_first)) {
+      best = lr, best_first = lp[i].first;
+      bs = s[lp[i].first].snd, br = s[lp[i].first].rcv;
+    }
+    i = e;
+  }
+  free(ord), free(own), free(proc), free(any), free(lp);
   in->link_snd = bs;
   in->link_rcv = br;
   in->link_ratio = best;
@@ -232,7 +269,7 @@ static int confirm_links(struct lens_job *j) {
   return 0;
 }
 
-static int causes(const struct lens_model *m, struct lens_job *j) {
+static int causes(const struct lens_job_oprefs *o, struct lens_job *j) {
   size_t maxr = 1;
   for (size_t i = 0; i < j->n_insts; i++)
     if (j->insts[i].n_ranks > maxr) maxr = j->insts[i].n_ranks;
@@ -257,7 +294,7 @@ static int causes(const struct lens_model *m, struct lens_job *j) {
         in->cause_rank = r[k].rank;
         break;
       }
-    if (in->cause == LENS_CAUSE_NONE) rc = slow_link(m, in, r, &buf, &cap);
+    if (in->cause == LENS_CAUSE_NONE) rc = slow_link(o, in, r, &buf, &cap);
   }
   free(tmp);
   free(buf);
@@ -383,14 +420,8 @@ static int rows(struct lens_job *j) {
   return 0;
 }
 
-int lens_job_build(const struct lens_model *m, struct lens_job *j, uint64_t min_wait_ns) {
-  memset(j, 0, sizeof *j);
-  j->min_wait_ns = min_wait_ns ? min_wait_ns : LENS_JOB_MIN_WAIT_NS;
-  for (size_t i = 0; i < m->n_clock_maps; i++) j->have_clock_map = 1;
-  if (lens_job_match(m, j) || causes(m, j) || stragglers(j) || rows(j)) {
-    lens_job_free(j);
-    return -1;
-  }
+int lens_job_finish(struct lens_job *j, const struct lens_job_oprefs *o) {
+  if (causes(o, j) || stragglers(j) || rows(j)) return -1;
   /* communicators with more than one rank loaded */
   for (size_t i = 0; i < j->n_insts; i++)
     if (j->insts[i].ranks_seen > 1 && (!i || j->insts[i - 1].comm_id != j->insts[i].comm_id)) j->comms_multi++;

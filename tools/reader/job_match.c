@@ -1,5 +1,7 @@
-/* The job view, part 1: match every Coll/P2p instance across the ranks of
- * its communicator and decompose it (docs/job.md).
+/* The job view, part 1 (the map, job_part.h): every Coll/P2p of a model
+ * becomes a compact record carrying its match key, its rank's span and
+ * stages and its proxy ops' pace; job_reduce.c matches the records across
+ * ranks and decomposes each instance (docs/job.md).
  *
  * Matching keys: collectives by (communicator id, function, seqNumber);
  * when a rank's trace has no sequence numbers for a communicator (all zero),
@@ -18,15 +20,8 @@
 #include <string.h>
 
 #include "job.h"
+#include "job_part.h"
 #include "job_priv.h"
-
-struct key {
-  uint64_t comm_id;
-  int64_t seq;
-  int32_t kind; /* 0 coll, 1 p2p */
-  int32_t func, a, b, rank;
-  int32_t event;
-};
 
 static int func_id(const char *f) {
   static const char *const names[] = {"AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Reduce",
@@ -35,27 +30,6 @@ static int func_id(const char *f) {
   for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
     if (!strcmp(f, names[i])) return i;
   return 98;
-}
-
-static int key_cmp(const void *x, const void *y) {
-  const struct key *a = x, *b = y;
-#define C(f)                                                                                                           \
-  if (a->f != b->f) return a->f < b->f ? -1 : 1
-  C(comm_id);
-  C(kind);
-  C(func);
-  C(a);
-  C(b);
-  C(seq);
-  C(rank);
-  C(event);
-#undef C
-  return 0;
-}
-
-static int same_inst(const struct key *a, const struct key *b) {
-  return a->comm_id == b->comm_id && a->kind == b->kind && a->func == b->func && a->a == b->a && a->b == b->b &&
-         a->seq == b->seq;
 }
 
 const char *lens_job_host(const struct lens_model *m, int32_t proc) {
@@ -133,73 +107,26 @@ uint64_t lens_job_median(uint64_t *v, size_t n) {
   return v[n / 2];
 }
 
-/* exec, waits, last rank, flags of one instance. */
-static void decompose(const struct lens_model *m, struct lens_job *j, struct lens_job_inst *in) {
-  struct lens_job_rank *r = j->ranks + in->first_rank;
-  size_t gpu = 0;
-  for (size_t i = 0; i < in->n_ranks; i++) gpu += !r[i].host_span && r[i].span_ns;
-  int host = gpu < in->n_ranks;
-  if (host) {
-    in->flags |= LENS_JOB_HOST_SPANS;
-    for (size_t i = 0; i < in->n_ranks; i++) r[i].host_span = 1;
-  }
-  uint64_t exec = UINT64_MAX;
-  int32_t last = -1;
-  for (size_t i = 0; i < in->n_ranks; i++)
-    if (r[i].span_ns && r[i].span_ns < exec) exec = r[i].span_ns, last = r[i].rank;
-  if (last < 0) {
-    in->flags |= LENS_JOB_NO_SPAN;
-    in->last_rank = -1;
-    return;
-  }
-  /* Ranks of one host share CLOCK_MONOTONIC: with mapped GPU times, check
-   * that they really ended together before trusting the rule. */
-  uint64_t tol = exec / 10 > 50000 ? exec / 10 : 50000;
-  for (size_t i = 0; i < in->n_ranks && !host; i++)
-    for (size_t k = i + 1; k < in->n_ranks; k++) {
-      if (!r[i].kstop_mono_ns || !r[k].kstop_mono_ns || r[i].proc < 0 || r[k].proc < 0) continue;
-      if (strcmp(lens_job_host(m, r[i].proc), lens_job_host(m, r[k].proc))) continue;
-      uint64_t a = r[i].kstop_mono_ns, b = r[k].kstop_mono_ns;
-      if ((a > b ? a - b : b - a) > tol + r[i].map_err_ns + r[k].map_err_ns) in->flags |= LENS_JOB_ENDS_APART;
-    }
-  if (in->flags & LENS_JOB_ENDS_APART) { /* do not guess */
-    in->last_rank = -1;
-    return;
-  }
-  in->exec_ns = exec;
-  in->last_rank = last;
-  for (size_t i = 0; i < in->n_ranks; i++) {
-    r[i].wait_ns = r[i].span_ns > exec ? r[i].span_ns - exec : 0;
-    in->wait_sum_ns += r[i].wait_ns;
-    if (r[i].wait_ns > in->max_wait_ns) in->max_wait_ns = r[i].wait_ns;
-  }
-  if (exec) in->busbw_gbps = (double)in->bytes * lens_job_busbw_factor(in->func, in->nranks) / (double)exec;
-}
-
-static void inst_fill(const struct lens_model *m, struct lens_job_inst *in, const struct key *k, int by_order) {
-  const struct lens_event *e = &m->events[k->event];
+/* The instance's facts as this rank's event gives them (the reduce takes
+ * them from the lowest rank). */
+static void inst_fill(const struct lens_model *m, struct lens_job_prec *p, const struct lens_event *e, int by_order) {
   const struct lens_comm *c = &m->comms[e->comm];
-  in->comm_id = k->comm_id;
-  in->seq = k->seq;
-  in->nranks = c->nranks;
-  in->is_p2p = k->kind;
-  in->peer_lo = k->kind ? k->a : -1;
-  in->peer_hi = k->kind ? k->b : -1;
+  p->nranks = c->nranks;
   uint64_t bytes = lens_event_bytes(m, e);
-  if (k->kind) {
-    in->func = e->p.p2p.func;
+  if (p->kind) {
+    p->func_s = e->p.p2p.func;
   } else {
-    in->func = e->p.coll.func;
-    in->algo = e->p.coll.algo;
-    in->proto = e->p.coll.proto;
-    if (in->func && (!strcmp(in->func, "AllGather") || !strcmp(in->func, "ReduceScatter")))
+    p->func_s = e->p.coll.func;
+    p->algo_s = e->p.coll.algo;
+    p->proto_s = e->p.coll.proto;
+    if (p->func_s && (!strcmp(p->func_s, "AllGather") || !strcmp(p->func_s, "ReduceScatter")))
       bytes *= (uint64_t)(c->nranks > 0 ? c->nranks : 1);
-    if (in->func && (!strcmp(in->func, "Broadcast") || !strcmp(in->func, "Reduce")))
-      in->flags |= LENS_JOB_APPROX_RULE;
+    if (p->func_s && (!strcmp(p->func_s, "Broadcast") || !strcmp(p->func_s, "Reduce")))
+      p->iflags |= LENS_JOB_APPROX_RULE;
   }
-  in->bytes = bytes;
-  if (by_order || k->kind) in->flags |= LENS_JOB_BY_ORDER;
-  if (e->flags & LENS_EVF_GRAPH) in->flags |= LENS_JOB_GRAPH;
+  p->bytes = bytes;
+  if (by_order || p->kind) p->iflags |= LENS_JOB_BY_ORDER;
+  if (e->flags & LENS_EVF_GRAPH) p->iflags |= LENS_JOB_GRAPH;
 }
 
 /* Per (proc, comm): do its collectives carry sequence numbers? */
@@ -213,35 +140,92 @@ static char *comms_with_seq(const struct lens_model *m) {
   return has;
 }
 
-int lens_job_match(const struct lens_model *m, struct lens_job *j) {
+/* The rank's proxy ops under event e with their pace: first to last step
+ * completion over the steps. A step's own start->stop also holds the wait
+ * for the GPU to produce the data (steps are posted ahead), and single
+ * intervals come in bursts (one proxy pass completes several steps). */
+static int ops_of(const struct lens_model *m, const struct lens_event *e, int32_t rank, struct lens_job_part *p,
+                  size_t *cap) {
+  for (int32_t c = e->first_child; c >= 0; c = m->events[c].next_sibling) {
+    const struct lens_event *op = &m->events[c];
+    if (op->type != LENS_T_PROXY_OP || op->p.proxy_op.peer < 0) continue;
+    uint64_t lo = UINT64_MAX, hi = 0, k = 0;
+    for (int32_t d = op->first_child; d >= 0; d = m->events[d].next_sibling) {
+      const struct lens_event *st = &m->events[d];
+      if (st->type != LENS_T_PROXY_STEP || !st->stop_mono_ns) continue;
+      if (st->stop_mono_ns < lo) lo = st->stop_mono_ns;
+      if (st->stop_mono_ns > hi) hi = st->stop_mono_ns;
+      k++;
+    }
+    if (k < 4) continue;
+    if (p->n_ops == *cap) {
+      size_t nc = *cap ? *cap * 2 : 1024;
+      struct lens_job_op *nb = realloc(p->ops, nc * sizeof *nb);
+      if (!nb) return -1;
+      p->ops = nb, *cap = nc;
+    }
+    int32_t snd = op->p.proxy_op.is_send ? rank : op->p.proxy_op.peer;
+    int32_t rcv = op->p.proxy_op.is_send ? op->p.proxy_op.peer : rank;
+    p->ops[p->n_ops++] = (struct lens_job_op){snd, rcv, (hi - lo) / (k - 1)};
+  }
+  return 0;
+}
+
+static int part_meta(const struct lens_model *m, struct lens_job_part *p) {
+  p->files = calloc(m->n_files ? m->n_files : 1, sizeof *p->files);
+  p->procs = calloc(m->n_procs ? m->n_procs : 1, sizeof *p->procs);
+  p->comms = calloc(m->n_comms ? m->n_comms : 1, sizeof *p->comms);
+  if (!p->files || !p->procs || !p->comms) return -1;
+  for (size_t i = 0; i < m->n_files; i++, p->n_files++)
+    if (!(p->files[i] = strdup(m->files[i].path ? m->files[i].path : ""))) return -1;
+  for (size_t i = 0; i < m->n_procs; i++, p->n_procs++) {
+    p->procs[i].pid = m->procs[i].pid;
+    p->procs[i].outer_pid = m->procs[i].outer_pid;
+    memcpy(p->procs[i].host, m->procs[i].host, sizeof p->procs[i].host);
+  }
+  for (size_t i = 0; i < m->n_comms; i++, p->n_comms++) {
+    const struct lens_comm *c = &m->comms[i];
+    p->comms[i] = (struct lens_job_pcomm){.proc = c->proc, .rank = c->rank, .nranks = c->nranks, .comm_id = c->comm_id};
+    memcpy(p->comms[i].name, c->name, sizeof c->name);
+  }
+  p->have_clock_map = m->n_clock_maps > 0;
+  return 0;
+}
+
+int lens_job_map(const struct lens_model *m, struct lens_job_part *p) {
+  memset(p, 0, sizeof *p);
   size_t n = 0;
   for (size_t i = 0; i < m->n_events; i++) {
     const struct lens_event *e = &m->events[i];
     if ((e->type == LENS_T_COLL || e->type == LENS_T_P2P) && e->comm >= 0 && !(e->flags & LENS_EVF_REMOTE)) n++;
   }
-  struct key *keys = calloc(n ? n : 1, sizeof *keys);
+  p->recs = calloc(n ? n : 1, sizeof *p->recs);
   char *has_seq = comms_with_seq(m);
   /* order counters: per (comm index, func) for collectives without seq; per
    * (comm index, peer, func) for p2p -- kept in a small open hash */
   size_t hcap = 1024;
   while (hcap < 2 * n) hcap *= 2;
   struct ord { uint64_t k; int64_t n; } *ord = calloc(hcap, sizeof *ord);
-  if (!keys || !has_seq || !ord) {
-    free(keys), free(has_seq), free(ord);
-    return -1;
+  /* error bound of each proxy thread's GPU clock map (worst segment) */
+  double *map_err = calloc(m->n_threads ? m->n_threads : 1, sizeof *map_err);
+  size_t cap_ops = 0;
+  int rc = -1;
+  if (!p->recs || !has_seq || !ord || !map_err || part_meta(m, p)) goto out;
+  for (size_t i = 0; i < m->n_clock_maps; i++) {
+    const struct lens_clock_map *c = &m->clock_maps[i];
+    if (c->thread >= 0 && (size_t)c->thread < m->n_threads && c->error_bound_ns > map_err[c->thread])
+      map_err[c->thread] = c->error_bound_ns;
   }
-  size_t nk = 0;
   for (size_t i = 0; i < m->n_events; i++) {
     const struct lens_event *e = &m->events[i];
     if ((e->type != LENS_T_COLL && e->type != LENS_T_P2P) || e->comm < 0 || (e->flags & LENS_EVF_REMOTE)) continue;
     const struct lens_comm *c = &m->comms[e->comm];
-    struct key *k = &keys[nk++];
+    struct lens_job_prec *k = &p->recs[p->n_recs++];
     k->comm_id = c->comm_id;
-    k->rank = c->rank;
-    k->event = (int32_t)i;
     k->kind = e->type == LENS_T_P2P;
     k->a = k->b = -1;
-    uint64_t ok;
+    uint64_t ok = 0;
+    int by_seq = 0;
     if (k->kind) {
       int send = e->p.p2p.func && !strcmp(e->p.p2p.func, "Send");
       k->a = send ? c->rank : e->p.p2p.peer; /* sender */
@@ -252,62 +236,27 @@ int lens_job_match(const struct lens_model *m, struct lens_job *j) {
       k->func = func_id(e->p.coll.func);
       if (has_seq[e->comm]) {
         k->seq = (int64_t)e->p.coll.seq;
-        continue;
+        by_seq = 1;
       }
       ok = ((uint64_t)e->comm << 40) ^ (uint64_t)k->func;
     }
-    size_t h = (size_t)(ok * 0x9E3779B97F4A7C15ULL) & (hcap - 1);
-    while (ord[h].n && ord[h].k != ok) h = (h + 1) & (hcap - 1);
-    ord[h].k = ok;
-    k->seq = ord[h].n++; /* n counts from 1 once used: order index = previous n */
-  }
-  free(ord);
-  qsort(keys, nk, sizeof *keys, key_cmp);
-  /* error bound of each proxy thread's GPU clock map (worst segment) */
-  double *map_err = calloc(m->n_threads ? m->n_threads : 1, sizeof *map_err);
-  if (!map_err) {
-    free(keys), free(has_seq);
-    return -1;
-  }
-  for (size_t i = 0; i < m->n_clock_maps; i++) {
-    const struct lens_clock_map *c = &m->clock_maps[i];
-    if (c->thread >= 0 && (size_t)c->thread < m->n_threads && c->error_bound_ns > map_err[c->thread])
-      map_err[c->thread] = c->error_bound_ns;
-  }
-  size_t ni = 0;
-  for (size_t i = 0; i < nk; i++)
-    if (!i || !same_inst(&keys[i - 1], &keys[i])) ni++;
-  j->insts = calloc(ni ? ni : 1, sizeof *j->insts);
-  j->ranks = calloc(nk ? nk : 1, sizeof *j->ranks);
-  if (!j->insts || !j->ranks) {
-    free(keys), free(has_seq), free(map_err);
-    return -1;
-  }
-  struct lens_job_inst *in = NULL;
-  for (size_t i = 0; i < nk; i++) {
-    const struct key *k = &keys[i];
-    if (!i || !same_inst(&keys[i - 1], k)) {
-      in = &j->insts[j->n_insts++];
-      inst_fill(m, in, k, !k->kind && !has_seq[m->events[k->event].comm]);
-      in->first_rank = j->n_ranks;
-    } else if (keys[i - 1].rank == k->rank) {
-      continue; /* the same rank twice (two traces of one process): first kept */
+    if (!by_seq) {
+      size_t h = (size_t)(ok * 0x9E3779B97F4A7C15ULL) & (hcap - 1);
+      while (ord[h].n && ord[h].k != ok) h = (h + 1) & (hcap - 1);
+      ord[h].k = ok;
+      k->seq = ord[h].n++; /* n counts from 1 once used: order index = previous n */
     }
-    rank_row(m, map_err, k->event, k->rank, &j->ranks[j->n_ranks++]);
-    in->n_ranks++;
+    inst_fill(m, k, e, !k->kind && !has_seq[e->comm]);
+    rank_row(m, map_err, (int32_t)i, c->rank, &k->r);
+    k->first_op = p->n_ops;
+    if (ops_of(m, e, c->rank, p, &cap_ops)) goto out;
+    k->n_ops = (uint32_t)(p->n_ops - k->first_op);
   }
-  for (size_t i = 0; i < j->n_insts; i++) {
-    struct lens_job_inst *x = &j->insts[i];
-    x->ranks_seen = (int)x->n_ranks;
-    int want = x->is_p2p ? 2 : x->nranks;
-    if (x->ranks_seen < want) x->flags |= LENS_JOB_PARTIAL;
-    if (x->ranks_seen >= want) j->matched_all++;
-    else if (x->ranks_seen > 1) j->matched_some++;
-    else j->matched_one++;
-    decompose(m, j, x);
-  }
-  free(map_err);
-  free(keys);
+  rc = 0;
+out:
+  free(ord);
   free(has_seq);
-  return 0;
+  free(map_err);
+  if (rc) lens_job_part_free(p);
+  return rc;
 }

@@ -1,11 +1,26 @@
-/* Internals shared by the job view's files (job_match.c, job_causes.c). */
+/* Internals shared by the job view's files (job_match.c, job_reduce.c,
+ * job_causes.c, job_part_io.c). */
 #ifndef NCCL_LENS_JOB_PRIV_H
 #define NCCL_LENS_JOB_PRIV_H
 
 #include "job.h"
+#include "job_part.h"
 
-int lens_job_match(const struct lens_model *m, struct lens_job *j);
 /* Median of v (sorts v in place); 0 for n = 0. */
 uint64_t lens_job_median(uint64_t *v, size_t n);
+
+/* Where each row of j->ranks came from: partial part[i], record rec[i]
+ * (its proxy ops). */
+struct lens_job_oprefs {
+  const struct lens_job_part *parts;
+  uint32_t *part;
+  size_t *rec;
+};
+/* Causes, straggler ranking, headline rows of a matched and decomposed job. */
+int lens_job_finish(struct lens_job *j, const struct lens_job_oprefs *o);
+
+/* A partial's string storage. */
+const char *lens_job_part_intern(void **strings, const char *s);
+void lens_job_part_strings_free(void *strings);
 
 #endif

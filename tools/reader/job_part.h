@@ -1,0 +1,80 @@
+/* The job view as map and reduce (docs/scale.md).
+ *
+ * Map (job_match.c): one model -- the traces of one host, say -- becomes a
+ * partial: one compact record per (collective instance, rank) with the
+ * instance's match key, the rank's span and host-side stages, and its proxy
+ * ops' step pace; plus the few process and communicator facts the report
+ * prints. No event of the model is needed after that.
+ * Reduce (job_reduce.c): any number of partials are merged, matched by key
+ * and decomposed into the job view (lens_job); the causes, stragglers and
+ * rows follow (job_causes.c). lens_job_build(model) is map + reduce of one
+ * partial, so the single run and the map/reduce run share every line.
+ * Partial files (job_part_io.c): a partial written to disk, versioned. */
+#ifndef NCCL_LENS_JOB_PART_H
+#define NCCL_LENS_JOB_PART_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "job.h"
+
+/* One proxy op of a rank in an instance: its link and its pace (first to
+ * last step completion over the steps; ops with fewer than 4 steps are left
+ * out). */
+struct lens_job_op { int32_t snd, rcv; uint64_t dur; };
+
+/* One rank's side of one instance. */
+struct lens_job_prec {
+  /* match key */
+  uint64_t comm_id;
+  int64_t seq;
+  int32_t kind, func, a, b; /* kind 0 coll, 1 p2p; func id; p2p sender, receiver (-1 for collectives) */
+  int32_t nranks;
+  uint32_t iflags;          /* LENS_JOB_BY_ORDER | LENS_JOB_GRAPH | LENS_JOB_APPROX_RULE as this rank sees them */
+  const char *func_s, *algo_s, *proto_s;
+  uint64_t bytes;
+  uint64_t first_op;        /* into the partial's ops */
+  uint32_t n_ops, reserved;
+  struct lens_job_rank r;   /* r.proc: index into the partial's procs; r.event: in its model (order only) */
+};
+
+struct lens_job_pproc { uint32_t pid, outer_pid; char host[64]; };
+struct lens_job_pcomm { int32_t proc, rank, nranks, reserved; uint64_t comm_id; char name[128]; };
+
+struct lens_job_part {
+  char **files; size_t n_files;                 /* trace paths read (owned) */
+  struct lens_job_pproc *procs; size_t n_procs;
+  struct lens_job_pcomm *comms; size_t n_comms;
+  struct lens_job_prec *recs; size_t n_recs;
+  struct lens_job_op *ops; size_t n_ops;
+  int have_clock_map;
+  void *strings;                                /* storage of the strings of a partial read from a file */
+};
+
+/* Map: the partial of one model. Strings point into the model (keep it) --
+ * or copy them with lens_job_part_own_strings before freeing it. 0 / -1. */
+int lens_job_map(const struct lens_model *m, struct lens_job_part *p);
+int lens_job_part_own_strings(struct lens_job_part *p);
+void lens_job_part_free(struct lens_job_part *p);
+
+/* Reduce: the job view of the partials (which must outlive j: it points at
+ * their strings). Proc indexes in j are global: partial k's procs follow
+ * those of partials 0..k-1. 0 / -1 (out of memory). */
+int lens_job_reduce(const struct lens_job_part *parts, size_t n, struct lens_job *j, uint64_t min_wait_ns);
+
+/* A model holding only what the job report prints (files, procs, comms) of
+ * the partials, procs numbered as in lens_job_reduce. Free with
+ * lens_job_skeleton_free. NULL on no memory. */
+struct lens_model *lens_job_skeleton(const struct lens_job_part *parts, size_t n);
+void lens_job_skeleton_free(struct lens_model *m);
+
+/* Partial files. "NCCLJOBP" magic; see job_part_io.c for the layout. */
+#define LENS_JOB_PART_MAGIC "NCCLJOBP"
+#define LENS_JOB_PART_VERSION 1u
+int lens_job_part_write(FILE *f, const struct lens_job_part *p);
+/* 1 if the file starts with the partial magic, 0 if not, -1 unreadable. */
+int lens_job_part_is(const char *path);
+int lens_job_part_read(const char *path, struct lens_job_part *p, char *err, size_t err_len);
+
+#endif

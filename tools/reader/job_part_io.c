@@ -1,0 +1,321 @@
+/* Partial files (`nccl-lens job --partial -o FILE`), format version 1.
+ *
+ * All integers little-endian, structs naturally aligned (sizes asserted
+ * below):
+ *   header  32 bytes: magic "NCCLJOBP", u32 version (1), u32 header size
+ *           (32), u32 flags (bit 0: a GPU clock map was fitted), u32 and u64
+ *           reserved (0)
+ *   then sections, each: struct sec (24 bytes: u32 tag, u32 CRC-32C of the
+ *           payload, u64 count, u64 payload bytes, a multiple of 8) + payload
+ *     1 FILES    count strings: u32 length + bytes, padded to 8
+ *     2 PROCS    count x struct lens_job_pproc (pid, outer pid, host[64])
+ *     3 COMMS    count x struct lens_job_pcomm (proc, rank, nranks, 0, comm id, name[128])
+ *     4 STRINGS  count strings as in FILES; records name them by index + 1 (0 = none)
+ *     5 RECORDS  count x struct disk_rec: one rank's side of one instance
+ *     6 OPS      count x struct lens_job_op (sender, receiver, pace ns)
+ *     0 END      count 0, no payload
+ * A reader takes only the version it knows and refuses a file that fails a
+ * check; an unknown section tag is skipped (a newer writer may add one). */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "file_read.h"
+#include "job_part.h"
+#include "job_priv.h"
+#include "lens_chunk.h"
+
+struct fhdr { char magic[8]; uint32_t version, hdr_size, flags, reserved0; uint64_t reserved1; };
+struct sec { uint32_t tag, crc; uint64_t count, len; };
+enum { S_END = 0, S_FILES = 1, S_PROCS = 2, S_COMMS = 3, S_STRINGS = 4, S_RECORDS = 5, S_OPS = 6 };
+
+struct disk_rec {
+  uint64_t comm_id;
+  int64_t seq;
+  int32_t kind, func, a, b, nranks;
+  uint32_t iflags, func_i, algo_i, proto_i;
+  int32_t rank, proc, event;
+  uint64_t bytes, first_op;
+  uint32_t n_ops, host_span, starved, reserved;
+  uint64_t span_ns, api_ns, launch_start_ns, launch_stop_ns, kstart_mono_ns, kstop_mono_ns, map_err_ns,
+      kstart_notice_ns;
+};
+_Static_assert(sizeof(struct fhdr) == 32, "partial header");
+_Static_assert(sizeof(struct sec) == 24, "partial section");
+_Static_assert(sizeof(struct disk_rec) == 160, "partial record");
+_Static_assert(sizeof(struct lens_job_pproc) == 72, "partial proc");
+_Static_assert(sizeof(struct lens_job_pcomm) == 152, "partial comm");
+_Static_assert(sizeof(struct lens_job_op) == 16, "partial op");
+
+/* ---- writing ---- */
+struct buf { uint8_t *p; size_t len, cap; };
+static int put(struct buf *b, const void *d, size_t n) {
+  if (b->len + n > b->cap) {
+    size_t c = b->cap ? b->cap : 4096;
+    while (c < b->len + n) c *= 2;
+    uint8_t *q = realloc(b->p, c);
+    if (!q) return -1;
+    b->p = q, b->cap = c;
+  }
+  memcpy(b->p + b->len, d, n);
+  b->len += n;
+  return 0;
+}
+static int put_str(struct buf *b, const char *s) {
+  static const uint8_t zero[8];
+  uint32_t l = (uint32_t)strlen(s);
+  return put(b, &l, 4) || put(b, s, l) || put(b, zero, (8 - ((4 + l) & 7)) & 7);
+}
+static int section(FILE *f, uint32_t tag, uint64_t count, const void *p, size_t len) {
+  struct sec s = {tag, lens_crc32c(0, p, len), count, len};
+  return fwrite(&s, sizeof s, 1, f) != 1 || (len && fwrite(p, len, 1, f) != 1) ? -1 : 0;
+}
+
+/* String table: the distinct pointers of the records (few), linear lookup
+ * against the last ones seen. */
+struct stab { const char **s; size_t n, cap; };
+static uint32_t stab_id(struct stab *t, const char *s, int *oom) {
+  if (!s) return 0;
+  for (size_t i = t->n; i-- > 0;)
+    if (t->s[i] == s || !strcmp(t->s[i], s)) return (uint32_t)i + 1;
+  if (t->n == t->cap) {
+    size_t c = t->cap ? t->cap * 2 : 16;
+    const char **q = realloc(t->s, c * sizeof *q);
+    if (!q) return *oom = 1, 0;
+    t->s = q, t->cap = c;
+  }
+  t->s[t->n++] = s;
+  return (uint32_t)t->n;
+}
+
+int lens_job_part_write(FILE *f, const struct lens_job_part *p) {
+  struct fhdr h = {.version = LENS_JOB_PART_VERSION, .hdr_size = sizeof h, .flags = p->have_clock_map ? 1u : 0u};
+  memcpy(h.magic, LENS_JOB_PART_MAGIC, 8);
+  struct buf b = {0};
+  struct stab t = {0};
+  int oom = 0, rc = -1;
+  if (fwrite(&h, sizeof h, 1, f) != 1) goto out;
+  for (size_t i = 0; i < p->n_files; i++)
+    if (put_str(&b, p->files[i])) goto out;
+  if (section(f, S_FILES, p->n_files, b.p, b.len)) goto out;
+  if (section(f, S_PROCS, p->n_procs, p->procs, p->n_procs * sizeof *p->procs)) goto out;
+  if (section(f, S_COMMS, p->n_comms, p->comms, p->n_comms * sizeof *p->comms)) goto out;
+  /* records first into the buffer (they name the strings), strings then written before them */
+  struct buf rb = {0};
+  for (size_t i = 0; i < p->n_recs; i++) {
+    const struct lens_job_prec *x = &p->recs[i];
+    struct disk_rec d = {.comm_id = x->comm_id, .seq = x->seq, .kind = x->kind, .func = x->func, .a = x->a,
+                         .b = x->b, .nranks = x->nranks, .iflags = x->iflags,
+                         .func_i = stab_id(&t, x->func_s, &oom), .algo_i = stab_id(&t, x->algo_s, &oom),
+                         .proto_i = stab_id(&t, x->proto_s, &oom), .rank = x->r.rank, .proc = x->r.proc,
+                         .event = x->r.event, .bytes = x->bytes, .first_op = x->first_op, .n_ops = x->n_ops,
+                         .host_span = x->r.host_span, .starved = x->r.starved, .span_ns = x->r.span_ns,
+                         .api_ns = x->r.api_ns, .launch_start_ns = x->r.launch_start_ns,
+                         .launch_stop_ns = x->r.launch_stop_ns, .kstart_mono_ns = x->r.kstart_mono_ns,
+                         .kstop_mono_ns = x->r.kstop_mono_ns, .map_err_ns = x->r.map_err_ns,
+                         .kstart_notice_ns = x->r.kstart_notice_ns};
+    if (oom || put(&rb, &d, sizeof d)) {
+      free(rb.p);
+      goto out;
+    }
+  }
+  b.len = 0;
+  for (size_t i = 0; i < t.n; i++)
+    if (put_str(&b, t.s[i])) {
+      free(rb.p);
+      goto out;
+    }
+  if (section(f, S_STRINGS, t.n, b.p, b.len) || section(f, S_RECORDS, p->n_recs, rb.p, rb.len) ||
+      section(f, S_OPS, p->n_ops, p->ops, p->n_ops * sizeof *p->ops) || section(f, S_END, 0, NULL, 0)) {
+    free(rb.p);
+    goto out;
+  }
+  free(rb.p);
+  rc = 0;
+out:
+  free(b.p);
+  free(t.s);
+  return rc;
+}
+
+/* ---- reading ---- */
+int lens_job_part_is(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return -1;
+  char m[8];
+  int r = fread(m, 8, 1, f) == 1 && !memcmp(m, LENS_JOB_PART_MAGIC, 8);
+  fclose(f);
+  return r;
+}
+
+static int bad(char *err, size_t len, const char *path, const char *why) {
+  snprintf(err, len, "%s: not a valid job partial file (%s)", path, why);
+  return -1;
+}
+
+/* count strings from a FILES/STRINGS payload, interned into p->strings. */
+static int get_strs(struct lens_job_part *p, const uint8_t *d, size_t len, uint64_t count, const char ***out) {
+  const char **v = calloc(count ? count : 1, sizeof *v);
+  if (!v) return -1;
+  size_t off = 0;
+  char tmp[4096];
+  for (uint64_t i = 0; i < count; i++) {
+    uint32_t l;
+    if (len - off < 4) goto fail;
+    memcpy(&l, d + off, 4);
+    if (l >= sizeof tmp || l > len - off - 4) goto fail;
+    memcpy(tmp, d + off + 4, l);
+    tmp[l] = 0;
+    if (!(v[i] = lens_job_part_intern(&p->strings, tmp))) goto fail;
+    off += 4 + l + ((8 - ((4 + l) & 7)) & 7);
+    if (off > len) goto fail;
+  }
+  *out = v;
+  return 0;
+fail:
+  free(v);
+  return -1;
+}
+
+int lens_job_part_read(const char *path, struct lens_job_part *p, char *err, size_t err_len) {
+  memset(p, 0, sizeof *p);
+  uint8_t *d;
+  size_t size;
+  if (lens_read_regular_file(path, UINT64_MAX, "job partial", &d, &size, err, err_len)) return -1;
+  struct fhdr h;
+  const char **files = NULL, **strs = NULL;
+  uint64_t n_strs = 0;
+  int rc = -1, got_end = 0;
+  if (size < sizeof h) {
+    bad(err, err_len, path, "shorter than its header");
+    goto out;
+  }
+  memcpy(&h, d, sizeof h);
+  if (memcmp(h.magic, LENS_JOB_PART_MAGIC, 8) || h.hdr_size != sizeof h) {
+    bad(err, err_len, path, "bad magic or header size");
+    goto out;
+  }
+  if (h.version != LENS_JOB_PART_VERSION) {
+    snprintf(err, err_len, "%s: job partial format version %u (this reader knows %u)", path, h.version,
+             LENS_JOB_PART_VERSION);
+    goto out;
+  }
+  p->have_clock_map = h.flags & 1;
+  size_t off = sizeof h;
+  while (!got_end) {
+    struct sec s;
+    if (size - off < sizeof s) {
+      bad(err, err_len, path, "cut short (no END section)");
+      goto out;
+    }
+    memcpy(&s, d + off, sizeof s);
+    off += sizeof s;
+    if (s.len > size - off || lens_crc32c(0, d + off, (size_t)s.len) != s.crc) {
+      bad(err, err_len, path, "a section is cut short or fails its CRC");
+      goto out;
+    }
+    const uint8_t *q = d + off;
+    size_t l = (size_t)s.len;
+    off += l;
+#define FIXED(arr, n, T)                                                                                               \
+  do {                                                                                                                 \
+    if (s.count * sizeof(T) != l) {                                                                                    \
+      bad(err, err_len, path, "a section's size does not match its count");                                          \
+      goto out;                                                                                                        \
+    }                                                                                                                  \
+    if (!((arr) = malloc(l ? l : 1))) goto oom;                                                                        \
+    memcpy((arr), q, l);                                                                                               \
+    (n) = (size_t)s.count;                                                                                             \
+  } while (0)
+    switch (s.tag) {
+    case S_END: got_end = 1; break;
+    case S_FILES:
+      if (files || get_strs(p, q, l, s.count, &files)) goto badstr;
+      p->files = calloc(s.count ? s.count : 1, sizeof *p->files);
+      if (!p->files) goto oom;
+      for (uint64_t i = 0; i < s.count; i++, p->n_files++)
+        if (!(p->files[i] = strdup(files[i]))) goto oom;
+      break;
+    case S_STRINGS:
+      if (strs || get_strs(p, q, l, s.count, &strs)) goto badstr;
+      n_strs = s.count;
+      break;
+    case S_PROCS:
+      if (p->procs) goto dup;
+      FIXED(p->procs, p->n_procs, struct lens_job_pproc);
+      for (size_t i = 0; i < p->n_procs; i++) p->procs[i].host[sizeof p->procs[i].host - 1] = 0;
+      break;
+    case S_COMMS:
+      if (p->comms) goto dup;
+      FIXED(p->comms, p->n_comms, struct lens_job_pcomm);
+      for (size_t i = 0; i < p->n_comms; i++) p->comms[i].name[sizeof p->comms[i].name - 1] = 0;
+      break;
+    case S_OPS:
+      if (p->ops) goto dup;
+      FIXED(p->ops, p->n_ops, struct lens_job_op);
+      break;
+    case S_RECORDS: {
+      if (p->recs) goto dup;
+      if (s.count * sizeof(struct disk_rec) != l) {
+        bad(err, err_len, path, "a section's size does not match its count");
+        goto out;
+      }
+      p->recs = calloc(s.count ? s.count : 1, sizeof *p->recs);
+      if (!p->recs) goto oom;
+      for (uint64_t i = 0; i < s.count; i++) {
+        struct disk_rec x;
+        memcpy(&x, q + i * sizeof x, sizeof x);
+        if (x.func_i > n_strs || x.algo_i > n_strs || x.proto_i > n_strs) goto badstr;
+        struct lens_job_prec *r = &p->recs[p->n_recs++];
+        *r = (struct lens_job_prec){.comm_id = x.comm_id, .seq = x.seq, .kind = x.kind, .func = x.func, .a = x.a,
+                                    .b = x.b, .nranks = x.nranks, .iflags = x.iflags,
+                                    .func_s = x.func_i ? strs[x.func_i - 1] : NULL,
+                                    .algo_s = x.algo_i ? strs[x.algo_i - 1] : NULL,
+                                    .proto_s = x.proto_i ? strs[x.proto_i - 1] : NULL, .bytes = x.bytes,
+                                    .first_op = x.first_op, .n_ops = x.n_ops};
+        r->r = (struct lens_job_rank){.rank = x.rank, .proc = x.proc, .event = x.event, .span_ns = x.span_ns,
+                                      .api_ns = x.api_ns, .launch_start_ns = x.launch_start_ns,
+                                      .launch_stop_ns = x.launch_stop_ns, .kstart_mono_ns = x.kstart_mono_ns,
+                                      .kstop_mono_ns = x.kstop_mono_ns, .map_err_ns = x.map_err_ns,
+                                      .kstart_notice_ns = x.kstart_notice_ns, .host_span = x.host_span,
+                                      .starved = x.starved};
+      }
+      break;
+    }
+    default: break; /* a newer writer's section */
+    }
+#undef FIXED
+  }
+  /* references inside the partial must hold before anyone indexes with them */
+  for (size_t i = 0; i < p->n_recs; i++) {
+    const struct lens_job_prec *r = &p->recs[i];
+    if ((r->r.proc >= 0 && (size_t)r->r.proc >= p->n_procs) || r->first_op > p->n_ops ||
+        r->n_ops > p->n_ops - r->first_op) {
+      bad(err, err_len, path, "a record points past the processes or ops");
+      goto out;
+    }
+  }
+  for (size_t i = 0; i < p->n_comms; i++)
+    if (p->comms[i].proc >= 0 && (size_t)p->comms[i].proc >= p->n_procs) {
+      bad(err, err_len, path, "a communicator points past the processes");
+      goto out;
+    }
+  rc = 0;
+  goto out;
+dup:
+  bad(err, err_len, path, "a section appears twice");
+  goto out;
+badstr:
+  bad(err, err_len, path, "bad string table");
+  goto out;
+oom:
+  snprintf(err, err_len, "out of memory reading %s", path);
+out:
+  free(files);
+  free(strs);
+  free(d);
+  if (rc) lens_job_part_free(p);
+  return rc;
+}

@@ -1,0 +1,355 @@
+/* The job view, part 2 (the reduce, job_part.h): the records of any number
+ * of partials matched into instances and each instance decomposed.
+ *
+ * Matching keys: collectives by (communicator id, function, seqNumber);
+ * when a rank's trace has no sequence numbers for a communicator (all zero),
+ * by order of its collectives per function. P2p by (communicator, sender,
+ * receiver, function pair) and order: the k-th Send from a to b is the k-th
+ * Recv on b from a. Graph replays advance seqNumber per replay (with
+ * KernelCh), so they match by seqNumber too. The map computed the keys; the
+ * reduce sorts them.
+ *
+ * Decomposition: each rank's span is its first channel start to its last
+ * channel stop, both pTimer values on that rank's own GPU clock. The ranks
+ * of a ring/tree/NVLS/CollNet collective end together, so the rank with the
+ * shortest span started last and its span is the execution; every other
+ * rank's span minus the execution is its wait. No cross-host clock is
+ * used.
+ *
+ * Cost: one sort of the records, then linear per instance (the same-host
+ * end check keeps a min and max per host, not a test per pair), so 10^6-10^7
+ * records take seconds. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "job.h"
+#include "job_part.h"
+#include "job_priv.h"
+
+/* What the sort orders: the key, then the rank, then where the record came
+ * from (global proc, event), as the single model's event order had it. */
+struct rkey {
+  uint64_t comm_id;
+  int64_t seq;
+  int32_t kind, func, a, b, rank, proc, event;
+  uint32_t part;
+  size_t rec;
+};
+
+static int rkey_cmp(const void *x, const void *y) {
+  const struct rkey *a = x, *b = y;
+#define C(f)                                                                                                           \
+  if (a->f != b->f) return a->f < b->f ? -1 : 1
+  C(comm_id);
+  C(kind);
+  C(func);
+  C(a);
+  C(b);
+  C(seq);
+  C(rank);
+  C(proc);
+  C(event);
+#undef C
+  return 0;
+}
+
+static int same_inst(const struct rkey *a, const struct rkey *b) {
+  return a->comm_id == b->comm_id && a->kind == b->kind && a->func == b->func && a->a == b->a && a->b == b->b &&
+         a->seq == b->seq;
+}
+
+struct hostid { const char *host; int32_t proc; };
+static int hostid_cmp(const void *x, const void *y) {
+  const struct hostid *a = x, *b = y;
+  int c = strcmp(a->host, b->host);
+  return c ? c : a->proc - b->proc;
+}
+
+/* Global proc -> host number (procs on one host share CLOCK_MONOTONIC). */
+static int32_t *host_ids(const struct lens_job_part *parts, size_t n, size_t n_procs, size_t *n_hosts) {
+  struct hostid *h = malloc((n_procs ? n_procs : 1) * sizeof *h);
+  int32_t *id = malloc((n_procs ? n_procs : 1) * sizeof *id);
+  if (!h || !id) {
+    free(h), free(id);
+    return NULL;
+  }
+  size_t g = 0;
+  for (size_t k = 0; k < n; k++)
+    for (size_t i = 0; i < parts[k].n_procs; i++, g++) h[g] = (struct hostid){parts[k].procs[i].host, (int32_t)g};
+  qsort(h, g, sizeof *h, hostid_cmp);
+  int32_t cur = -1;
+  for (size_t i = 0; i < g; i++) {
+    if (!i || strcmp(h[i - 1].host, h[i].host)) cur++;
+    id[h[i].proc] = cur;
+  }
+  *n_hosts = (size_t)(cur + 1);
+  free(h);
+  return id;
+}
+
+/* exec, waits, last rank, flags of one instance. seen/lo/hi: scratch per
+ * host (seen holds the last instance that touched the host). */
+static void decompose(struct lens_job *j, struct lens_job_inst *in, const int32_t *host_of, size_t inst_no,
+                      size_t *seen, int64_t *lo, int64_t *hi) {
+  struct lens_job_rank *r = j->ranks + in->first_rank;
+  size_t gpu = 0;
+  for (size_t i = 0; i < in->n_ranks; i++) gpu += !r[i].host_span && r[i].span_ns;
+  int host = gpu < in->n_ranks;
+  if (host) {
+    in->flags |= LENS_JOB_HOST_SPANS;
+    for (size_t i = 0; i < in->n_ranks; i++) r[i].host_span = 1;
+  }
+  uint64_t exec = UINT64_MAX;
+  int32_t last = -1;
+  for (size_t i = 0; i < in->n_ranks; i++)
+    if (r[i].span_ns && r[i].span_ns < exec) exec = r[i].span_ns, last = r[i].rank;
+  if (last < 0) {
+    in->flags |= LENS_JOB_NO_SPAN;
+    in->last_rank = -1;
+    return;
+  }
+  /* Ranks of one host share CLOCK_MONOTONIC: with mapped GPU times, check
+   * that they really ended together before trusting the rule. Two ranks end
+   * apart when |a - b| > tol + err_a + err_b; some pair of a host does so
+   * exactly when max(stop - err) - min(stop + err) over the host > tol (a
+   * rank against itself gives -2 err <= 0 < tol). */
+  uint64_t tol = exec / 10 > 50000 ? exec / 10 : 50000;
+  for (size_t i = 0; i < in->n_ranks && !host; i++) {
+    if (!r[i].kstop_mono_ns || r[i].proc < 0) continue;
+    int32_t h = host_of[r[i].proc];
+    int64_t a = (int64_t)r[i].kstop_mono_ns - (int64_t)r[i].map_err_ns;
+    int64_t b = (int64_t)r[i].kstop_mono_ns + (int64_t)r[i].map_err_ns;
+    if (seen[h] != inst_no + 1) seen[h] = inst_no + 1, lo[h] = b, hi[h] = a;
+    if (b < lo[h]) lo[h] = b;
+    if (a > hi[h]) hi[h] = a;
+    if (hi[h] - lo[h] > (int64_t)tol) in->flags |= LENS_JOB_ENDS_APART;
+  }
+  if (in->flags & LENS_JOB_ENDS_APART) { /* do not guess */
+    in->last_rank = -1;
+    return;
+  }
+  in->exec_ns = exec;
+  in->last_rank = last;
+  for (size_t i = 0; i < in->n_ranks; i++) {
+    r[i].wait_ns = r[i].span_ns > exec ? r[i].span_ns - exec : 0;
+    in->wait_sum_ns += r[i].wait_ns;
+    if (r[i].wait_ns > in->max_wait_ns) in->max_wait_ns = r[i].wait_ns;
+  }
+  if (exec) in->busbw_gbps = (double)in->bytes * lens_job_busbw_factor(in->func, in->nranks) / (double)exec;
+}
+
+int lens_job_reduce(const struct lens_job_part *parts, size_t n, struct lens_job *j, uint64_t min_wait_ns) {
+  memset(j, 0, sizeof *j);
+  j->min_wait_ns = min_wait_ns ? min_wait_ns : LENS_JOB_MIN_WAIT_NS;
+  size_t nk = 0, n_procs = 0, n_hosts = 0;
+  for (size_t k = 0; k < n; k++) {
+    nk += parts[k].n_recs;
+    n_procs += parts[k].n_procs;
+    if (parts[k].have_clock_map) j->have_clock_map = 1;
+  }
+  struct rkey *keys = malloc((nk ? nk : 1) * sizeof *keys);
+  size_t *proc_base = malloc((n ? n : 1) * sizeof *proc_base);
+  int32_t *host_of = host_ids(parts, n, n_procs, &n_hosts);
+  size_t *seen = calloc(n_hosts ? n_hosts : 1, sizeof *seen);
+  int64_t *lo = malloc((n_hosts ? n_hosts : 1) * sizeof *lo), *hi = malloc((n_hosts ? n_hosts : 1) * sizeof *hi);
+  struct lens_job_oprefs o = {0};
+  int rc = -1;
+  if (!keys || !proc_base || !host_of || !seen || !lo || !hi) goto out;
+  size_t q = 0, base = 0;
+  for (size_t k = 0; k < n; k++) {
+    proc_base[k] = base;
+    for (size_t i = 0; i < parts[k].n_recs; i++) {
+      const struct lens_job_prec *p = &parts[k].recs[i];
+      keys[q++] = (struct rkey){p->comm_id, p->seq, p->kind, p->func, p->a, p->b, p->r.rank,
+                                p->r.proc < 0 ? -1 : (int32_t)(base + (size_t)p->r.proc), p->r.event, (uint32_t)k, i};
+    }
+    base += parts[k].n_procs;
+  }
+  qsort(keys, nk, sizeof *keys, rkey_cmp);
+  size_t ni = 0;
+  for (size_t i = 0; i < nk; i++)
+    if (!i || !same_inst(&keys[i - 1], &keys[i])) ni++;
+  j->insts = calloc(ni ? ni : 1, sizeof *j->insts);
+  j->ranks = calloc(nk ? nk : 1, sizeof *j->ranks);
+  o.parts = parts;
+  o.part = malloc((nk ? nk : 1) * sizeof *o.part);
+  o.rec = malloc((nk ? nk : 1) * sizeof *o.rec);
+  if (!j->insts || !j->ranks || !o.part || !o.rec) goto out;
+  struct lens_job_inst *in = NULL;
+  for (size_t i = 0; i < nk; i++) {
+    const struct rkey *k = &keys[i];
+    const struct lens_job_prec *p = &parts[k->part].recs[k->rec];
+    if (!i || !same_inst(&keys[i - 1], k)) {
+      in = &j->insts[j->n_insts++];
+      in->comm_id = p->comm_id;
+      in->seq = p->seq;
+      in->nranks = p->nranks;
+      in->is_p2p = p->kind;
+      in->peer_lo = p->kind ? p->a : -1;
+      in->peer_hi = p->kind ? p->b : -1;
+      in->func = p->func_s;
+      in->algo = p->algo_s;
+      in->proto = p->proto_s;
+      in->bytes = p->bytes;
+      in->flags = p->iflags;
+      in->first_rank = j->n_ranks;
+    } else if (keys[i - 1].rank == k->rank) {
+      continue; /* the same rank twice (two traces of one process): first kept */
+    }
+    struct lens_job_rank *r = &j->ranks[j->n_ranks];
+    *r = p->r;
+    r->proc = k->proc;
+    o.part[j->n_ranks] = k->part;
+    o.rec[j->n_ranks] = k->rec;
+    j->n_ranks++;
+    in->n_ranks++;
+  }
+  free(keys);
+  keys = NULL;
+  for (size_t i = 0; i < j->n_insts; i++) {
+    struct lens_job_inst *x = &j->insts[i];
+    x->ranks_seen = (int)x->n_ranks;
+    int want = x->is_p2p ? 2 : x->nranks;
+    if (x->ranks_seen < want) x->flags |= LENS_JOB_PARTIAL;
+    if (x->ranks_seen >= want) j->matched_all++;
+    else if (x->ranks_seen > 1) j->matched_some++;
+    else j->matched_one++;
+    decompose(j, x, host_of, i, seen, lo, hi);
+  }
+  rc = lens_job_finish(j, &o);
+out:
+  free(keys);
+  free(proc_base);
+  free(host_of);
+  free(seen);
+  free(lo);
+  free(hi);
+  free(o.part);
+  free(o.rec);
+  if (rc) lens_job_free(j);
+  return rc;
+}
+
+int lens_job_build(const struct lens_model *m, struct lens_job *j, uint64_t min_wait_ns) {
+  struct lens_job_part p;
+  if (lens_job_map(m, &p)) {
+    memset(j, 0, sizeof *j);
+    return -1;
+  }
+  int rc = lens_job_reduce(&p, 1, j, min_wait_ns);
+  lens_job_part_free(&p);
+  return rc;
+}
+
+/* ---- the partials' own storage ---- */
+struct str_block { struct str_block *next; size_t used; char data[]; };
+#define STR_BLOCK 65536
+
+static const char *own(struct str_block **head, const char *s) {
+  if (!s) return NULL;
+  size_t l = strlen(s) + 1;
+  struct str_block *b = *head;
+  if (!b || STR_BLOCK - b->used < l) {
+    size_t cap = l > STR_BLOCK ? l : STR_BLOCK;
+    b = malloc(sizeof *b + cap);
+    if (!b) return NULL;
+    b->next = *head, b->used = 0, *head = b;
+  }
+  char *d = b->data + b->used;
+  memcpy(d, s, l);
+  b->used += l;
+  return d;
+}
+
+/* Copies of the (few distinct) strings: consecutive records repeat them. */
+int lens_job_part_own_strings(struct lens_job_part *p) {
+  struct str_block *head = p->strings;
+  const char *last_in[3] = {0}, *last_out[3] = {0};
+  for (size_t i = 0; i < p->n_recs; i++) {
+    const char **f[3] = {&p->recs[i].func_s, &p->recs[i].algo_s, &p->recs[i].proto_s};
+    for (int k = 0; k < 3; k++) {
+      if (!*f[k]) continue;
+      if (*f[k] != last_in[k]) {
+        last_in[k] = *f[k];
+        if (!(last_out[k] = own(&head, *f[k]))) return p->strings = head, -1;
+      }
+      *f[k] = last_out[k];
+    }
+  }
+  p->strings = head;
+  return 0;
+}
+
+void lens_job_part_strings_free(void *strings) {
+  struct str_block *b = strings;
+  while (b) {
+    struct str_block *n = b->next;
+    free(b);
+    b = n;
+  }
+}
+
+const char *lens_job_part_intern(void **strings, const char *s) {
+  struct str_block *head = *strings;
+  const char *r = own(&head, s);
+  *strings = head;
+  return r;
+}
+
+void lens_job_part_free(struct lens_job_part *p) {
+  for (size_t i = 0; p->files && i < p->n_files; i++) free(p->files[i]);
+  free(p->files);
+  free(p->procs);
+  free(p->comms);
+  free(p->recs);
+  free(p->ops);
+  lens_job_part_strings_free(p->strings);
+  memset(p, 0, sizeof *p);
+}
+
+/* ---- what the report prints, without the events ---- */
+struct lens_model *lens_job_skeleton(const struct lens_job_part *parts, size_t n) {
+  struct lens_model *m = calloc(1, sizeof *m);
+  if (!m) return NULL;
+  size_t nf = 0, np = 0, nc = 0;
+  for (size_t k = 0; k < n; k++) nf += parts[k].n_files, np += parts[k].n_procs, nc += parts[k].n_comms;
+  m->files = calloc(nf ? nf : 1, sizeof *m->files);
+  m->procs = calloc(np ? np : 1, sizeof *m->procs);
+  m->comms = calloc(nc ? nc : 1, sizeof *m->comms);
+  if (!m->files || !m->procs || !m->comms) {
+    lens_job_skeleton_free(m);
+    return NULL;
+  }
+  size_t base = 0;
+  for (size_t k = 0; k < n; k++) {
+    const struct lens_job_part *p = &parts[k];
+    for (size_t i = 0; i < p->n_files; i++) m->files[m->n_files++].path = p->files[i];
+    for (size_t i = 0; i < p->n_procs; i++) {
+      struct lens_proc *q = &m->procs[m->n_procs++];
+      q->file = -1;
+      q->pid = p->procs[i].pid;
+      q->outer_pid = p->procs[i].outer_pid;
+      memcpy(q->host, p->procs[i].host, sizeof q->host);
+      q->host[sizeof q->host - 1] = 0;
+    }
+    for (size_t i = 0; i < p->n_comms; i++) {
+      struct lens_comm *c = &m->comms[m->n_comms++];
+      c->proc = p->comms[i].proc < 0 ? -1 : (int32_t)(base + (size_t)p->comms[i].proc);
+      c->comm_id = p->comms[i].comm_id;
+      c->rank = p->comms[i].rank;
+      c->nranks = p->comms[i].nranks;
+      memcpy(c->name, p->comms[i].name, sizeof c->name);
+      c->name[sizeof c->name - 1] = 0;
+    }
+    base += p->n_procs;
+  }
+  return m;
+}
+
+void lens_job_skeleton_free(struct lens_model *m) {
+  if (!m) return;
+  free(m->files);
+  free(m->procs);
+  free(m->comms);
+  free(m);
+}
