@@ -29,6 +29,21 @@ int job_machine_overloaded(void) {
   return 0;
 }
 
+int job_machine_quiet(void) {
+  double l = 0;
+  FILE *f = fopen("/proc/loadavg", "r");
+  if (f) {
+    if (fscanf(f, "%lf", &l) != 1) l = 0;
+    fclose(f);
+  }
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  if (l >= (double)(n > 0 ? n : 1)) {
+    fprintf(stderr, "load %.1f on %ld CPUs: the quiet-machine rates are printed, not asserted\n", l, n);
+    return 0;
+  }
+  return 1;
+}
+
 int job_run_replay(const char *dir, const char *scenario, int nodes, int rpn, int iters, int delay_us) {
   char cmd[2048];
   snprintf(cmd, sizeof cmd,

@@ -49,6 +49,25 @@ static void comm_head(FILE *f, const struct lens_model *m, uint64_t comm_id) {
   fprintf(f, "\ncommunicator %s (id 0x%" PRIx64 ", %d ranks)\n", name, comm_id, nranks);
 }
 
+static void straggler_rows(FILE *f, const struct lens_model *m, const struct lens_job_straggler *v, size_t n,
+                           int by_tag) {
+  fprintf(f, "  %-18s %s%5s %-24s %16s %10s  %s\n", "communicator", by_tag ? "  user tag " : "", "rank", "host:pid",
+          "wait caused ms", "times last", "causes");
+  for (size_t i = 0; i < n; i++) {
+    const struct lens_job_straggler *s = &v[i];
+    char who[96], causes[160] = "", tag[24] = "";
+    snprintf(who, sizeof who, "%s:%u", lens_job_host(m, s->proc), pid_of(m, s->proc));
+    if (by_tag) snprintf(tag, sizeof tag, "%10" PRIu64 " ", s->user_tag);
+    size_t o = 0;
+    for (int c = 1; c < 8; c++)
+      if (s->cause_count[c] && o < sizeof causes)
+        o += (size_t)snprintf(causes + o, sizeof causes - o, "%s%s %" PRIu64, o ? ", " : "", lens_job_cause_name(c),
+                              s->cause_count[c]);
+    fprintf(f, "  0x%-16" PRIx64 " %s%5d %-24s %16.3f %10" PRIu64 "  %s\n", s->comm_id, tag, s->rank, who,
+            s->wait_caused_ns / 1e6, s->times_last, causes);
+  }
+}
+
 void lens_job_print_headline(FILE *f, const struct lens_model *m, const struct lens_job *j) {
   if (!j->n_rows) return;
   fprintf(f, "\njob view: execution = span of the rank that started last (ranks end together); wait = a rank's span "
@@ -84,20 +103,10 @@ void lens_job_print_headline(FILE *f, const struct lens_model *m, const struct l
   }
   fprintf(f, "\nstragglers (ranks that started last, by the others' total wait; threshold %.1f us / %.0f%% of exec)\n",
           j->min_wait_ns / 1e3, LENS_JOB_MIN_WAIT_FRAC * 100);
-  fprintf(f, "  %-18s %5s %-24s %16s %10s  %s\n", "communicator", "rank", "host:pid", "wait caused ms", "times last",
-          "causes");
-  for (size_t i = 0; i < j->n_stragglers; i++) {
-    const struct lens_job_straggler *s = &j->stragglers[i];
-    char who[96], causes[160] = "";
-    snprintf(who, sizeof who, "%s:%u", lens_job_host(m, s->proc), pid_of(m, s->proc));
-    size_t o = 0;
-    for (int c = 1; c < 8; c++)
-      if (s->cause_count[c] && o < sizeof causes)
-        o += (size_t)snprintf(causes + o, sizeof causes - o, "%s%s %" PRIu64, o ? ", " : "", lens_job_cause_name(c),
-                              s->cause_count[c]);
-    fprintf(f, "  0x%-16" PRIx64 " %5d %-24s %16.3f %10" PRIu64 "  %s\n", s->comm_id, s->rank, who,
-            s->wait_caused_ns / 1e6, s->times_last, causes);
-  }
+  straggler_rows(f, m, j->stragglers, j->n_stragglers, 0);
+  if (!j->n_tag_stragglers) return;
+  fprintf(f, "\nstragglers per user tag (v7 userProfilerTag; tagged instances only)\n");
+  straggler_rows(f, m, j->tag_stragglers, j->n_tag_stragglers, 1);
 }
 
 static const struct lens_job *sort_j;
@@ -162,6 +171,25 @@ static void json_flags(FILE *f, uint32_t flags) {
   fputc(']', f);
 }
 
+static void json_stragglers(FILE *f, const struct lens_model *m, const char *key, const struct lens_job_straggler *v,
+                            size_t n, int by_tag) {
+  fprintf(f, "],\n\"%s\":[", key);
+  for (size_t i = 0; i < n; i++) {
+    const struct lens_job_straggler *s = &v[i];
+    fprintf(f, "%s\n{\"comm_id\":", i ? "," : "");
+    lens_json_hex(f, s->comm_id);
+    if (by_tag) fprintf(f, ",\"user_tag\":%" PRIu64, s->user_tag);
+    fprintf(f, ",\"rank\":%d,\"host\":", s->rank);
+    lens_json_str(f, lens_job_host(m, s->proc));
+    fprintf(f, ",\"pid\":%u,\"wait_caused_ns\":%" PRIu64 ",\"times_last\":%" PRIu64 ",\"causes\":{", pid_of(m, s->proc),
+            s->wait_caused_ns, s->times_last);
+    int k = 0;
+    for (int c = 1; c < 8; c++)
+      if (s->cause_count[c]) fprintf(f, "%s\"%s\":%" PRIu64, k++ ? "," : "", lens_job_cause_name(c), s->cause_count[c]);
+    fputs("}}", f);
+  }
+}
+
 void lens_job_print_json(FILE *f, const struct lens_model *m, const struct lens_job *j) {
   fprintf(f, "{\"schema\":\"nccl-lens-job/1\",\"threshold_ns\":%" PRIu64 ",\"min_wait_frac\":%.3f,", j->min_wait_ns,
           LENS_JOB_MIN_WAIT_FRAC);
@@ -175,7 +203,8 @@ void lens_job_print_json(FILE *f, const struct lens_model *m, const struct lens_
     lens_json_str(f, in->func);
     fprintf(f, ",\"algo\":");
     lens_json_str(f, in->algo);
-    fprintf(f, ",\"bytes\":%" PRIu64 ",\"nranks\":%d,\"ranks_seen\":%d,", in->bytes, in->nranks, in->ranks_seen);
+    fprintf(f, ",\"bytes\":%" PRIu64 ",\"nranks\":%d,\"ranks_seen\":%d,\"user_tag\":%" PRIu64 ",", in->bytes, in->nranks,
+            in->ranks_seen, in->user_tag);
     if (in->is_p2p) fprintf(f, "\"sender\":%d,\"receiver\":%d,", in->peer_lo, in->peer_hi);
     if (in->exec_ns) {
       fprintf(f, "\"exec_ns\":%" PRIu64 ",\"busbw_gbps\":", in->exec_ns);
@@ -202,20 +231,8 @@ void lens_job_print_json(FILE *f, const struct lens_model *m, const struct lens_
     }
     fputs("]}", f);
   }
-  fputs("],\n\"stragglers\":[", f);
-  for (size_t i = 0; i < j->n_stragglers; i++) {
-    const struct lens_job_straggler *s = &j->stragglers[i];
-    fprintf(f, "%s\n{\"comm_id\":", i ? "," : "");
-    lens_json_hex(f, s->comm_id);
-    fprintf(f, ",\"rank\":%d,\"host\":", s->rank);
-    lens_json_str(f, lens_job_host(m, s->proc));
-    fprintf(f, ",\"pid\":%u,\"wait_caused_ns\":%" PRIu64 ",\"times_last\":%" PRIu64 ",\"causes\":{", pid_of(m, s->proc),
-            s->wait_caused_ns, s->times_last);
-    int k = 0;
-    for (int c = 1; c < 8; c++)
-      if (s->cause_count[c]) fprintf(f, "%s\"%s\":%" PRIu64, k++ ? "," : "", lens_job_cause_name(c), s->cause_count[c]);
-    fputs("}}", f);
-  }
+  json_stragglers(f, m, "stragglers", j->stragglers, j->n_stragglers, 0);
+  json_stragglers(f, m, "stragglers_by_tag", j->tag_stragglers, j->n_tag_stragglers, 1);
   fputs("],\n\"rows\":[", f);
   for (size_t i = 0; i < j->n_rows; i++) {
     const struct lens_job_row *r = &j->rows[i];
@@ -263,6 +280,18 @@ void lens_job_print_md(FILE *f, const struct lens_model *m, const struct lens_jo
     const struct lens_job_straggler *s = &j->stragglers[i];
     fprintf(f, "| 0x%" PRIx64 " | %d | %s:%u | %.3f | %" PRIu64 " | ", s->comm_id, s->rank, lens_job_host(m, s->proc),
             pid_of(m, s->proc), s->wait_caused_ns / 1e6, s->times_last);
+    for (int c = 1; c < 8; c++)
+      if (s->cause_count[c]) fprintf(f, "%s %" PRIu64 " ", lens_job_cause_name(c), s->cause_count[c]);
+    fprintf(f, "|\n");
+  }
+  fprintf(f, "\n");
+  if (!j->n_tag_stragglers) return;
+  fprintf(f, "Per user tag (v7 userProfilerTag; tagged instances only):\n\n| communicator | user tag | rank | host:pid | "
+             "wait caused ms | times last | causes |\n|---|---:|---:|---|---:|---:|---|\n");
+  for (size_t i = 0; i < j->n_tag_stragglers; i++) {
+    const struct lens_job_straggler *s = &j->tag_stragglers[i];
+    fprintf(f, "| 0x%" PRIx64 " | %" PRIu64 " | %d | %s:%u | %.3f | %" PRIu64 " | ", s->comm_id, s->user_tag, s->rank,
+            lens_job_host(m, s->proc), pid_of(m, s->proc), s->wait_caused_ns / 1e6, s->times_last);
     for (int c = 1; c < 8; c++)
       if (s->cause_count[c]) fprintf(f, "%s %" PRIu64 " ", lens_job_cause_name(c), s->cause_count[c]);
     fprintf(f, "|\n");

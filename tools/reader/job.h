@@ -48,6 +48,7 @@ struct lens_job_rank {
   uint64_t kstart_notice_ns; /* host time its first KernelCh start was noticed (>= the GPU start) */
   uint32_t host_span;        /* 1: span is host-side (no KernelCh) */
   uint32_t starved;          /* its KernelCh/ProxyStep overlapped a starvation of its proxy */
+  uint64_t starved_ns;       /* ... the longest such overlap of one of them (acc.starved_ns) */
 };
 
 struct lens_job_inst {
@@ -66,6 +67,7 @@ struct lens_job_inst {
   int cause;                 /* enum lens_job_cause */
   int cause_rank, cause_peer; /* straggler; slow link sender/receiver */
   int64_t cause_excess_ns;   /* the stage's excess over the other ranks' median (or link ratio x1000) */
+  uint64_t user_tag;         /* v7 userProfilerTag of the call (the first rank's that has one), 0 = untagged */
   int link_snd, link_rcv;    /* the instance's slowest link against its proxies' other links */
   double link_ratio;         /* ... and how much slower (0 = no proxy steps) */
   size_t first_rank, n_ranks; /* rows in lens_job.ranks */
@@ -86,6 +88,7 @@ struct lens_job_row {
 
 struct lens_job_straggler {
   uint64_t comm_id;
+  uint64_t user_tag;         /* tag_stragglers: the instances' user tag (0 in stragglers) */
   int32_t rank, proc;
   uint64_t wait_caused_ns;   /* sum over instances where it was last of the others' waits */
   uint64_t times_last;       /* instances where it was last with a wait above the threshold */
@@ -97,6 +100,8 @@ struct lens_job {
   struct lens_job_rank *ranks; size_t n_ranks;
   struct lens_job_row *rows; size_t n_rows;
   struct lens_job_straggler *stragglers; size_t n_stragglers; /* per comm, most wait caused first */
+  /* per comm and user tag (tagged instances only; empty without v7 tags), most wait caused first */
+  struct lens_job_straggler *tag_stragglers; size_t n_tag_stragglers;
   size_t matched_all, matched_some, matched_one;
   uint64_t min_wait_ns;      /* straggler threshold used */
   int comms_multi;           /* communicators with more than one rank loaded */

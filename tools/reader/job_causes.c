@@ -288,11 +288,17 @@ static int causes(const struct lens_job_oprefs *o, struct lens_job *j) {
       late_cause(in, r, tmp);
       continue;
     }
+    /* A starved proxy: the rank whose proxy was kept longest from noticing
+     * one of the instance's events, if that is at least the straggler
+     * threshold (a proxy preempted for a few us on a busy host is not a
+     * cause of anything). */
+    uint64_t most = 0;
     for (size_t k = 0; k < in->n_ranks; k++)
-      if (r[k].starved) {
+      if (r[k].starved && r[k].starved_ns >= threshold(j, in) && r[k].starved_ns > most) {
+        most = r[k].starved_ns;
         in->cause = LENS_CAUSE_STARVED_PROXY;
         in->cause_rank = r[k].rank;
-        break;
+        in->cause_excess_ns = (int64_t)most;
       }
     if (in->cause == LENS_CAUSE_NONE) rc = slow_link(o, in, r, &buf, &cap);
   }
@@ -305,22 +311,29 @@ static int causes(const struct lens_job_oprefs *o, struct lens_job *j) {
 static int strag_cmp(const void *x, const void *y) {
   const struct lens_job_straggler *a = x, *b = y;
   if (a->comm_id != b->comm_id) return a->comm_id < b->comm_id ? -1 : 1;
+  if (a->user_tag != b->user_tag) return a->user_tag < b->user_tag ? -1 : 1;
   if (a->wait_caused_ns != b->wait_caused_ns) return a->wait_caused_ns > b->wait_caused_ns ? -1 : 1;
   return a->rank - b->rank;
 }
 
-static int stragglers(struct lens_job *j) {
-  j->stragglers = calloc(j->n_insts ? j->n_insts : 1, sizeof *j->stragglers);
-  if (!j->stragglers) return -1;
+/* The ranking per communicator (by_tag 0), or per communicator and user tag
+ * over the tagged instances (by_tag 1): the same sums, keyed finer. */
+static int rank_stragglers(struct lens_job *j, int by_tag, struct lens_job_straggler **out, size_t *n_out) {
+  struct lens_job_straggler *v = calloc(j->n_insts ? j->n_insts : 1, sizeof *v);
+  size_t n = 0;
+  if (!v) return -1;
   for (size_t i = 0; i < j->n_insts; i++) {
     const struct lens_job_inst *in = &j->insts[i];
     if (!in->exec_ns || in->max_wait_ns < threshold(j, in) || in->last_rank < 0) continue;
+    uint64_t tag = by_tag ? in->user_tag : 0;
+    if (by_tag && !tag) continue;
     struct lens_job_straggler *s = NULL;
-    for (size_t k = 0; k < j->n_stragglers && !s; k++) /* few stragglers per job: linear is fine */
-      if (j->stragglers[k].comm_id == in->comm_id && j->stragglers[k].rank == in->last_rank) s = &j->stragglers[k];
+    for (size_t k = 0; k < n && !s; k++) /* few stragglers per job: linear is fine */
+      if (v[k].comm_id == in->comm_id && v[k].user_tag == tag && v[k].rank == in->last_rank) s = &v[k];
     if (!s) {
-      s = &j->stragglers[j->n_stragglers++];
+      s = &v[n++];
       s->comm_id = in->comm_id;
+      s->user_tag = tag;
       s->rank = in->last_rank;
       s->proc = -1;
       for (size_t k = 0; k < in->n_ranks; k++)
@@ -330,8 +343,15 @@ static int stragglers(struct lens_job *j) {
     s->times_last++;
     if (in->cause >= 0 && in->cause < 8) s->cause_count[in->cause]++;
   }
-  qsort(j->stragglers, j->n_stragglers, sizeof *j->stragglers, strag_cmp);
+  qsort(v, n, sizeof *v, strag_cmp);
+  *out = v;
+  *n_out = n;
   return 0;
+}
+
+static int stragglers(struct lens_job *j) {
+  if (rank_stragglers(j, 0, &j->stragglers, &j->n_stragglers)) return -1;
+  return rank_stragglers(j, 1, &j->tag_stragglers, &j->n_tag_stragglers);
 }
 
 /* ---- headline rows ---- */
@@ -433,5 +453,6 @@ void lens_job_free(struct lens_job *j) {
   free(j->ranks);
   free(j->rows);
   free(j->stragglers);
+  free(j->tag_stragglers);
   memset(j, 0, sizeof *j);
 }

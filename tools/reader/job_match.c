@@ -56,10 +56,16 @@ static void rank_row(const struct lens_model *m, const double *map_err, int32_t 
   uint64_t s = UINT64_MAX, t = 0, ms = UINT64_MAX, mt = 0;
   for (int32_t c = e->first_child; c >= 0; c = m->events[c].next_sibling) {
     const struct lens_event *x = &m->events[c];
-    if (x->acc.flags & LENS_ACC_STARVED) r->starved = 1;
+    if (x->acc.flags & LENS_ACC_STARVED) {
+      r->starved = 1;
+      if (x->acc.starved_ns > r->starved_ns) r->starved_ns = x->acc.starved_ns;
+    }
     if (x->type == LENS_T_PROXY_OP)
       for (int32_t d = x->first_child; d >= 0; d = m->events[d].next_sibling)
-        if (m->events[d].acc.flags & LENS_ACC_STARVED) r->starved = 1;
+        if (m->events[d].acc.flags & LENS_ACC_STARVED) {
+          r->starved = 1;
+          if (m->events[d].acc.starved_ns > r->starved_ns) r->starved_ns = m->events[d].acc.starved_ns;
+        }
     if (x->type != LENS_T_KERNEL_CH || (x->acc.flags & ACC_BAD_TIMER)) continue;
     uint64_t a = x->p.kernel_ch.start_gpu_ns, b = x->p.kernel_ch.stop_gpu_ns;
     if (!a || !b || b < a) continue;
@@ -248,6 +254,7 @@ int lens_job_map(const struct lens_model *m, struct lens_job_part *p) {
     }
     inst_fill(m, k, e, !k->kind && !has_seq[e->comm]);
     rank_row(m, map_err, (int32_t)i, c->rank, &k->r);
+    k->user_tag = lens_event_user_tag(e);
     k->first_op = p->n_ops;
     if (ops_of(m, e, c->rank, p, &cap_ops)) goto out;
     k->n_ops = (uint32_t)(p->n_ops - k->first_op);

@@ -36,6 +36,7 @@ struct lens_job_prec {
   uint64_t bytes;
   uint64_t first_op;        /* into the partial's ops */
   uint32_t n_ops, reserved;
+  uint64_t user_tag;        /* v7 userProfilerTag of this rank's call, 0 = none */
   struct lens_job_rank r;   /* r.proc: index into the partial's procs; r.event: in its model (order only) */
 };
 

@@ -13,6 +13,9 @@
  *     4 STRINGS  count strings as in FILES; records name them by index + 1 (0 = none)
  *     5 RECORDS  count x struct disk_rec: one rank's side of one instance
  *     6 OPS      count x struct lens_job_op (sender, receiver, pace ns)
+ *     7 RECX     count x struct disk_recx (user tag, longest starvation ns), one
+ *                per record, in order, after RECORDS (added later: a file
+ *                without it reads as untagged and never starved that long)
  *     0 END      count 0, no payload
  * A reader takes only the version it knows and refuses a file that fails a
  * check; an unknown section tag is skipped (a newer writer may add one). */
@@ -29,7 +32,7 @@
 
 struct fhdr { char magic[8]; uint32_t version, hdr_size, flags, reserved0; uint64_t reserved1; };
 struct sec { uint32_t tag, crc; uint64_t count, len; };
-enum { S_END = 0, S_FILES = 1, S_PROCS = 2, S_COMMS = 3, S_STRINGS = 4, S_RECORDS = 5, S_OPS = 6 };
+enum { S_END = 0, S_FILES = 1, S_PROCS = 2, S_COMMS = 3, S_STRINGS = 4, S_RECORDS = 5, S_OPS = 6, S_RECX = 7 };
 
 struct disk_rec {
   uint64_t comm_id;
@@ -42,7 +45,9 @@ struct disk_rec {
   uint64_t span_ns, api_ns, launch_start_ns, launch_stop_ns, kstart_mono_ns, kstop_mono_ns, map_err_ns,
       kstart_notice_ns;
 };
+struct disk_recx { uint64_t user_tag, starved_ns; };
 _Static_assert(sizeof(struct fhdr) == 32, "partial header");
+_Static_assert(sizeof(struct disk_recx) == 16, "partial record extras");
 _Static_assert(sizeof(struct sec) == 24, "partial section");
 _Static_assert(sizeof(struct disk_rec) == 160, "partial record");
 _Static_assert(sizeof(struct lens_job_pproc) == 72, "partial proc");
@@ -127,7 +132,19 @@ int lens_job_part_write(FILE *f, const struct lens_job_part *p) {
       free(rb.p);
       goto out;
     }
-  if (section(f, S_STRINGS, t.n, b.p, b.len) || section(f, S_RECORDS, p->n_recs, rb.p, rb.len) ||
+  if (section(f, S_STRINGS, t.n, b.p, b.len) || section(f, S_RECORDS, p->n_recs, rb.p, rb.len)) {
+    free(rb.p);
+    goto out;
+  }
+  rb.len = 0;
+  for (size_t i = 0; i < p->n_recs; i++) {
+    struct disk_recx x = {p->recs[i].user_tag, p->recs[i].r.starved_ns};
+    if (put(&rb, &x, sizeof x)) {
+      free(rb.p);
+      goto out;
+    }
+  }
+  if (section(f, S_RECX, p->n_recs, rb.p, rb.len) ||
       section(f, S_OPS, p->n_ops, p->ops, p->n_ops * sizeof *p->ops) || section(f, S_END, 0, NULL, 0)) {
     free(rb.p);
     goto out;
@@ -284,6 +301,18 @@ int lens_job_part_read(const char *path, struct lens_job_part *p, char *err, siz
       }
       break;
     }
+    case S_RECX:
+      if (!p->recs || s.count != p->n_recs || s.count * sizeof(struct disk_recx) != l) {
+        bad(err, err_len, path, "record extras without their records, or of another count");
+        goto out;
+      }
+      for (uint64_t i = 0; i < s.count; i++) {
+        struct disk_recx x;
+        memcpy(&x, q + i * sizeof x, sizeof x);
+        p->recs[i].user_tag = x.user_tag;
+        p->recs[i].r.starved_ns = x.starved_ns;
+      }
+      break;
     default: break; /* a newer writer's section */
     }
 #undef FIXED

@@ -203,6 +203,7 @@ int lens_job_reduce(const struct lens_job_part *parts, size_t n, struct lens_job
     o.rec[j->n_ranks] = k->rec;
     j->n_ranks++;
     in->n_ranks++;
+    if (!in->user_tag) in->user_tag = p->user_tag; /* the first rank's that has one */
   }
   free(keys);
   keys = NULL;

@@ -250,7 +250,13 @@ void rp_couple_write_instances(const struct rp_board *b, const struct lens_repla
       fprintf(f, "\"exec_ns\":%lld,\"extra_ns\":%lld,\"last_rank\":%d,\"cause\":\"%s\",\"straggler\":%d,",
               (long long)(end - last), (long long)atomic_load(&in->extra), atomic_load(&in->last_rank), jc.cause,
               jc.rank);
-      fprintf(f, "\"link_peer\":%d,\"injected_ns\":%lld,\"ranks\":[", jc.peer, (long long)jc.ns);
+      fprintf(f, "\"link_peer\":%d,\"injected_ns\":%lld,", jc.peer, (long long)jc.ns);
+      /* job-starved-proxy: the instance ran (first arrival to end) while the
+       * hogs competed with the straggler's proxy */
+      struct rp_board *wb = (struct rp_board *)b;
+      int64_t s0 = atomic_load(&wb->starve_start), s1 = atomic_load(&wb->starve_end);
+      if (s0) fprintf(f, "\"in_starvation\":%s,", first < (s1 ? s1 : INT64_MAX) && end > s0 ? "true" : "false");
+      fputs("\"ranks\":[", f);
       for (int r = 0; r < nranks; r++) {
         int64_t t = atomic_load(&in->kstart[r]);
         fprintf(f, "%s{\"rank\":%d,\"arrival_ns\":%lld,\"span_ns\":%lld,\"wait_ns\":%lld}", r ? "," : "", r,

@@ -37,6 +37,7 @@ struct rp_board {
   atomic_llong bar_max[4], bar_t[4];
   char host[RP_BOARD_NODES][64];
   int64_t delta[RP_BOARD_NODES]; /* each node's board - monotonic offset */
+  atomic_llong starve_start, starve_end; /* job-starved-proxy: the hog phase, board ns (0 = none) */
   struct rp_board_inst inst[RP_MAX_COMMSETS][RP_BOARD_INST];
 };
 

@@ -25,6 +25,7 @@ static const struct {
     {"job-slow-launch", RP_JOB_SLOW_LAUNCH, "slow_launch"},
     {"job-gpu-busy", RP_JOB_GPU_BUSY, "gpu_busy"},
     {"job-slow-link", RP_JOB_SLOW_LINK, "slow_link"},
+    {"job-starved-proxy", RP_JOB_STARVED_PROXY, "starved_proxy"},
 };
 
 enum rp_job_kind rp_job_kind_of(const char *scenario) {
@@ -34,6 +35,7 @@ enum rp_job_kind rp_job_kind_of(const char *scenario) {
 }
 
 static int straggler(const struct lens_replay_opts *o, int nranks) {
+  if (rp_job_kind_of(o->scenario) == RP_JOB_STARVED_PROXY) return 0; /* node 0's local rank 0: rp_hogs_start */
   if (o->straggler >= 0 && o->straggler < nranks) return o->straggler;
   return nranks > 1 ? 1 : 0;
 }
@@ -52,6 +54,7 @@ struct rp_job_cause rp_job_truth_cause(const struct lens_replay_opts *o, int nra
     c.peer = (c.rank + 1) % nranks; /* the ring's next rank */
     c.ns = 0;                        /* per instance: extra_ns */
   }
+  if (k == RP_JOB_STARVED_PROXY) c.ns = 0; /* nothing is delayed: only noticed late */
   return c;
 }
 
@@ -94,7 +97,7 @@ static int64_t start_barrier(struct rp_node *n) {
   return t ? t - n->board_delta : rp_now();
 }
 
-static void job_step(struct rp_node *n, size_t count) {
+static void job_step(struct rp_node *n, size_t count, uint64_t tag) {
   int64_t base = 0;
   for (int l = 0; l < n->rpn; l++) {
     int64_t b = n->comms[l].stream_free + JOB_GAP_NS;
@@ -113,12 +116,41 @@ static void job_step(struct rp_node *n, size_t count) {
       struct rp_comm *c = &n->comms[l];
       if ((c->rank == x) != (pass == 1)) continue;
       if (pass == 1 && n->job_kind == RP_JOB_LATE_APP) rp_sleep_ns(base + delay_ns(n->o) - rp_now());
+      /* With a v7 plugin, each step's AllReduce carries its own userProfilerTag
+       * (as ncclAllReduce through ncclCollConfig_t would): the job view ranks stragglers per tag. */
+      n->app.cfg_tag = n->plugin.api == 7 ? tag : 0;
       rp_coll(n, c, RP_ALLREDUCE, count, "ncclFloat32", 4, 0);
+      n->app.cfg_tag = 0;
     }
   /* As a training loop does, the app runs ahead: it needs the others'
    * arrivals (the end is fixed then), not the end itself; so host-side
    * jitter shorter than the work + the compute does not make a rank late. */
   rp_couple_settle(n);
+  /* A starved proxy is a matter of host time: keep the app (and so the hog
+   * phase) within a step of the GPUs, not hundreds of ms ahead. */
+  if (n->job_kind == RP_JOB_STARVED_PROXY) rp_sleep_ns(base - rp_now());
+}
+
+/* job-starved-proxy: node 0 pins busy hogs onto its local rank 0's proxy
+ * CPU (rp_hog.c, as the `starved` scenario does) for 16 iterations in the
+ * middle of the run; the board keeps the phase for the truth's instances. The GPUs run on
+ * time, and the app thread leaves that CPU, so nothing is late: the proxy
+ * only notices late (docs/replay.md, "Job scenarios"). */
+#define JOB_STARVE_ITERS 16 /* ~75 ms: a proxy kept that long from its CPU falls behind, but not by the
+                             * 64 items of NCCL's work counter ring (its timers would be overwritten) */
+static struct rp_hogs *starve_phase(struct rp_node *n, struct rp_hogs *h, int it, int iters) {
+  if (n->job_kind != RP_JOB_STARVED_PROXY || n->node != 0) return h;
+  int from = iters > JOB_STARVE_ITERS ? (iters - JOB_STARVE_ITERS) / 2 : 0;
+  if (!h && it == from) {
+    h = rp_hogs_start(n, 1);
+    atomic_store(&n->board->starve_start, rp_now() + n->board_delta);
+  } else if (h && it == from + JOB_STARVE_ITERS) {
+    rp_couple_settle(n);
+    atomic_store(&n->board->starve_end, rp_now() + n->board_delta);
+    rp_hogs_stop(h);
+    h = NULL;
+  }
+  return h;
 }
 
 void rp_job_run(struct rp_node *n, int iters) {
@@ -126,11 +158,21 @@ void rp_job_run(struct rp_node *n, int iters) {
    * of 4 ms each: 48 ms per AllReduce, not 200). */
   static const size_t counts[] = {1u << 18, 1u << 22}, link_counts[] = {1u << 17, 3u << 16};
   const size_t *cn = n->job_kind == RP_JOB_SLOW_LINK ? link_counts : counts;
+  /* A follower (`nccl-lens sched --follow`) finds a new process within
+   * 50 ms: let it watch the proxies before the hogs start. */
+  if (n->job_kind == RP_JOB_STARVED_PROXY) rp_sleep_ns(100000000LL);
   int64_t t0 = start_barrier(n);
   for (int l = 0; l < n->rpn; l++) n->comms[l].stream_free = t0 - JOB_GAP_NS;
+  struct rp_hogs *h = NULL;
   for (int it = 0; it < iters; it++) {
     n->iter = it;
-    for (size_t k = 0; k < 2; k++) job_step(n, cn[k]);
+    h = starve_phase(n, h, it, iters);
+    for (size_t k = 0; k < 2; k++) job_step(n, cn[k], k + 1);
+  }
+  if (h) { /* iters < 2: the phase never ended */
+    rp_couple_settle(n);
+    atomic_store(&n->board->starve_end, rp_now() + n->board_delta);
+    rp_hogs_stop(h);
   }
   rp_sync(n);
 }

@@ -9,11 +9,12 @@
 
 #include "replay/rp_internal.h"
 
-enum rp_job_kind { RP_JOB_OFF, RP_JOB_NONE, RP_JOB_LATE_APP, RP_JOB_SLOW_LAUNCH, RP_JOB_GPU_BUSY, RP_JOB_SLOW_LINK };
+enum rp_job_kind { RP_JOB_OFF, RP_JOB_NONE, RP_JOB_LATE_APP, RP_JOB_SLOW_LAUNCH, RP_JOB_GPU_BUSY, RP_JOB_SLOW_LINK,
+                  RP_JOB_STARVED_PROXY };
 
 struct rp_job_cause {
-  const char *cause; /* "none", "late_app_call", "slow_launch", "gpu_busy", "slow_link" */
-  int rank, peer;    /* straggler (or the slow link's sender) and the link's receiver; -1 */
+  const char *cause; /* "none", "late_app_call", "slow_launch", "gpu_busy", "slow_link", "starved_proxy" */
+  int rank, peer;    /* straggler (the slow link's sender, the starved proxy's rank) and the link's receiver; -1 */
   int64_t ns;        /* injected delay */
 };
 
