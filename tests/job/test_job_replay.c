@@ -1,7 +1,8 @@
 /* nccl-lens job against the replay's ground truth (docs/job.md): for each
  * injected cause, the execution within 1 % or 2 us, every rank's wait
  * within 2 us, the straggler named with the right cause in >= 99 % of the
- * instances where it was last, no straggler named where none was. The
+ * instances where it was last on a quiet machine (200 instances; >= 90 %
+ * of 24 on a loaded one), no straggler named where none was. The
  * replay couples the simulated GPUs across processes (2 processes x 2
  * ranks here), so every AllReduce ends together on all ranks. */
 #include <setjmp.h>
@@ -46,13 +47,17 @@ static void run(const char *sc, int nodes, int rpn, int iters, struct job_check 
  * 10 (docs/job.md). */
 static void arrival_cause(const char *sc) {
   struct job_check c;
-  run(sc, 2, 2, 12, &c);
+  /* On a quiet machine, the issue's >= 99 % over 200 instances (~5 s);
+   * else 24 instances and the fallback bars below. */
+  int quiet = job_machine_quiet();
+  run(sc, 2, 2, quiet ? 100 : 12, &c);
   assert_true(c.truth_last_x * 10 >= c.instances * 9);
   assert_int_equal(c.named_right + c.undecided, c.truth_last_x);
   assert_int_equal(c.top_straggler, c.straggler);
   if (job_machine_overloaded()) return;
   assert_true(c.named_right * 10 >= c.truth_last_x * 9);
   assert_true(c.injected_named * 10 >= c.truth_last_x * 8); /* the injection dominates */
+  if (quiet) assert_true(c.named_right * 100 >= c.truth_last_x * 99);
 }
 
 static void test_late_app(void **s) { (void)s, arrival_cause("job-late-app"); }
@@ -70,6 +75,17 @@ static void test_none(void **s) {
   assert_int_equal(c.quiet_named, 0);
 }
 
+/* The documented threshold at a larger layout: 2 processes x 4 ranks, no
+ * straggler injected; none named where the true waits were below half the
+ * threshold (docs/job.md). */
+static void test_none_2x4(void **s) {
+  (void)s;
+  struct job_check c;
+  run("job-none", 2, 4, 12, &c);
+  if (!job_machine_overloaded()) assert_true(c.quiet * 2 >= c.instances);
+  assert_int_equal(c.quiet_named, 0);
+}
+
 static void test_slow_link(void **s) {
   (void)s;
   struct job_check c;
@@ -78,12 +94,13 @@ static void test_slow_link(void **s) {
    * stalled for ms on a loaded machine can hide one end: docs/job.md) */
   assert_int_equal(c.link_wrong, 0);
   if (!job_machine_overloaded()) assert_true(c.link_named * 10 >= c.instances * 9);
+  if (job_machine_quiet()) assert_true(c.link_named * 100 >= c.instances * 99);
 }
 
 int main(void) {
   const struct CMUnitTest t[] = {
       cmocka_unit_test(test_late_app), cmocka_unit_test(test_slow_launch), cmocka_unit_test(test_gpu_busy),
-      cmocka_unit_test(test_none),     cmocka_unit_test(test_slow_link),
+      cmocka_unit_test(test_none),     cmocka_unit_test(test_none_2x4), cmocka_unit_test(test_slow_link),
   };
   return cmocka_run_group_tests(t, NULL, NULL);
 }
