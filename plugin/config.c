@@ -29,6 +29,7 @@ static void defaults(struct lens_config *c) {
   c->flush_timeout_ms = 1000;
   c->recorder = 0;
   c->recorder_bytes = 64u << 20;
+  c->compress = LENS_COMPRESS_DEFAULT;
   c->hang_timeout_s = 60;
 }
 
@@ -205,6 +206,16 @@ int lens_config_parse(struct lens_config *c) {
       bad("NCCL_LENS_RECORDER_SIZE", v, "64M (allowed 1M..64G)", &nbad);
     else
       c->recorder_bytes = x;
+  }
+  if ((v = getenv("NCCL_LENS_COMPRESS")) != NULL) {
+    if (!strcasecmp(v, "none"))
+      c->compress = LENS_COMPRESS_NONE;
+    else if (!strcasecmp(v, "packed"))
+      c->compress = LENS_COMPRESS_PACKED;
+    else if (!strcasecmp(v, "zstd"))
+      c->compress = LENS_COMPRESS_ZSTD;
+    else
+      bad("NCCL_LENS_COMPRESS", v, "zstd (allowed none, packed, zstd)", &nbad);
   }
   parse_u32_range("NCCL_LENS_HANG_TIMEOUT", &c->hang_timeout_s, 1, 86400, "60 (allowed 1..86400 s)", &nbad);
   return nbad;

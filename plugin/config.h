@@ -5,6 +5,10 @@
 
 #include <stdint.h>
 
+/* NCCL_LENS_COMPRESS: how the writer stores event records (docs/configuration.md). */
+enum lens_compress { LENS_COMPRESS_NONE = 0, LENS_COMPRESS_PACKED = 1, LENS_COMPRESS_ZSTD = 2 };
+#define LENS_COMPRESS_DEFAULT LENS_COMPRESS_ZSTD
+
 enum lens_cupti_mode { LENS_CUPTI_OFF = 0, LENS_CUPTI_AUTO = 1, LENS_CUPTI_ON = 2 };
 
 struct lens_config {
@@ -22,6 +26,7 @@ struct lens_config {
   int recorder;               /* NCCL_LENS_MODE (trace): recorder = keep the last events in memory, dump on demand */
   uint64_t recorder_bytes;    /* NCCL_LENS_RECORDER_SIZE (64M): the recorder's bound */
   uint32_t hang_timeout_s;    /* NCCL_LENS_HANG_TIMEOUT (60): no progress with work in flight this long = a hang */
+  int compress;               /* NCCL_LENS_COMPRESS (zstd): enum lens_compress */
 };
 
 /* Valid after the first init; never NULL. */

@@ -48,7 +48,7 @@ static void evict_one(void) {
   if (!g_data.head) g_data.tail = NULL;
   g_st.bytes -= cost(c);
   g_st.evicted_chunks++;
-  if (c->type == LENS_CHUNK_EVENTS && c->len >= sizeof(struct lens_events_hdr)) {
+  if ((c->type == LENS_CHUNK_EVENTS || c->type == LENS_CHUNK_EVENTS_PACKED) && c->len >= sizeof(struct lens_events_hdr)) {
     struct lens_events_hdr eh;
     memcpy(&eh, c->payload, sizeof eh);
     g_st.evicted_event_records += eh.count;

@@ -73,6 +73,7 @@ enum lens_chunk_type {
   LENS_CHUNK_COMM_FINI = 11, /* struct lens_comm_fini */
   LENS_CHUNK_SCHED_HIST = 12,/* struct lens_sched_hist */
   LENS_CHUNK_CLOCK = 13,     /* struct lens_clock_rec: evidence for aligning this host's clock */
+  LENS_CHUNK_EVENTS_PACKED = 14, /* struct lens_packed_hdr + the records of an EVENTS chunk, packed */
 };
 
 /* ---- SESSION ---- */
@@ -148,6 +149,22 @@ struct lens_thread_rec {
 struct lens_events_hdr {
   uint32_t slot;     /* thread slot that produced them */
   uint32_t count;    /* number of records */
+};
+
+/* ---- EVENTS_PACKED (NCCL_LENS_COMPRESS=packed|zstd) ----
+ * The same records as an EVENTS chunk, as a stream of varints predicted
+ * field by field (docs/trace-format.md "Packed events"; the codec is
+ * common/lens_pack.c), optionally compressed by zstd. Decoding gives back
+ * the fixed records byte for byte. The first 8 bytes are a lens_events_hdr. */
+#define LENS_PACK_CODEC_VARINT 1 /* body = the varint stream */
+#define LENS_PACK_CODEC_ZSTD 2   /* body = one zstd frame holding the varint stream */
+struct lens_packed_hdr {
+  uint32_t slot;       /* as lens_events_hdr */
+  uint32_t count;      /* records */
+  uint32_t raw_bytes;  /* the records' size in fixed form */
+  uint32_t body_bytes; /* the varint stream's size (after zstd decompression) */
+  uint32_t codec;      /* LENS_PACK_CODEC_* */
+  uint32_t reserved;
 };
 
 /* Event ids (the handle returned to NCCL is the id cast to void*):

@@ -205,6 +205,7 @@ static int body_disk_full(void) {
   setenv("NCCL_LENS_OUTPUT_DIR", g_dir, 1);
   setenv("NCCL_LENS_REGISTRY_DIR", g_dir, 1);
   setenv("NCCL_LENS_WRITER_PERIOD_US", "1000", 1);
+  setenv("NCCL_LENS_COMPRESS", "none", 1); /* the volumes below are in bytes of fixed records */
   signal(SIGXFSZ, SIG_IGN);
   struct rlimit rl = {96 * 1024, 96 * 1024};
   setrlimit(RLIMIT_FSIZE, &rl);

@@ -53,6 +53,10 @@ static void child_env(void) {
   char v[16];
   snprintf(v, sizeof v, "%d", FLUSH_MS);
   setenv("NCCL_LENS_FLUSH_TIMEOUT_MS", v, 1);
+  /* Fixed records: the volumes below (a 64 KiB pipe, a 96 KiB file limit)
+   * are sized in bytes of the fixed form; the I/O paths are the same for
+   * every NCCL_LENS_COMPRESS. */
+  setenv("NCCL_LENS_COMPRESS", "none", 1);
 }
 
 /* Runs body in a child that ends with exit() (so the plugin's exit handler

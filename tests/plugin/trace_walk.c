@@ -4,7 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <zstd.h>
+
 #include "lens_chunk.h"
+#include "lens_pack.h"
 
 static uint8_t *slurp(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
@@ -23,6 +26,70 @@ static uint8_t *slurp(const char *path, size_t *len) {
 }
 
 typedef void (*rec_fn)(const struct lens_rec_hdr *, uint32_t, void *);
+
+/* The fixed records of an EVENTS payload (lens_events_hdr + records). */
+static void walk_records(const uint8_t *p, size_t payload_len, uint32_t session, struct trace_tally *t, rec_fn fn,
+                         void *arg) {
+  const struct lens_events_hdr *eh = (const void *)p;
+  size_t q = sizeof *eh;
+  uint64_t prev_ts = 0;
+  for (uint32_t i = 0; i < eh->count && q + sizeof(struct lens_rec_hdr) <= payload_len; i++) {
+    const struct lens_rec_hdr *r = (const void *)(p + q);
+    if (r->size < 8 || q + r->size > payload_len) break;
+    uint64_t ts = 0;
+    t->records++;
+    if (r->kind == LENS_REC_START) {
+      t->starts++;
+      if (r->type < LENS_T_COUNT) t->starts_by_type[r->type]++;
+      ts = ((const struct lens_rec_start *)r)->ts;
+    } else if (r->kind == LENS_REC_STOP) {
+      t->stops++;
+      ts = ((const struct lens_rec_stop *)r)->ts;
+    } else if (r->kind == LENS_REC_STATE) {
+      t->states++;
+      ts = ((const struct lens_rec_state *)r)->ts;
+    }
+    if (ts < prev_ts) t->ts_nonmono++;
+    prev_ts = ts;
+    if (ts > t->last_ts) t->last_ts = ts;
+    if (ts < t->first_ts) t->first_ts = ts;
+    if (fn) fn(r, session, arg);
+    q += r->size;
+  }
+}
+
+/* An EVENTS_PACKED payload as an EVENTS payload in a malloc'd *out (NULL
+ * when it does not decode in full); returns its length. */
+static size_t unpack_chunk(const uint8_t *p, size_t len, uint8_t **out) {
+  struct lens_packed_hdr ph;
+  *out = NULL;
+  if (len < sizeof ph) return 0;
+  memcpy(&ph, p, sizeof ph);
+  const uint8_t *body = p + sizeof ph;
+  uint8_t *unz = NULL;
+  if (ph.codec == LENS_PACK_CODEC_ZSTD) {
+    unz = malloc(ph.body_bytes + 1);
+    if (!unz || ZSTD_decompress(unz, ph.body_bytes, body, len - sizeof ph) != ph.body_bytes) {
+      free(unz);
+      return 0;
+    }
+    body = unz;
+  } else if (ph.codec != LENS_PACK_CODEC_VARINT || ph.body_bytes != len - sizeof ph) {
+    return 0;
+  }
+  uint8_t *f = malloc(sizeof(struct lens_events_hdr) + ph.raw_bytes);
+  size_t flen = 0;
+  struct lens_events_hdr eh = {ph.slot, ph.count};
+  if (f && lens_unpack(body, ph.body_bytes, ph.count, f + sizeof eh, ph.raw_bytes, &flen) == ph.count &&
+      flen == ph.raw_bytes) {
+    memcpy(f, &eh, sizeof eh);
+    *out = f;
+  } else {
+    free(f);
+  }
+  free(unz);
+  return sizeof eh + flen;
+}
 
 static int walk(const char *path, struct trace_tally *t, rec_fn fn, void *arg) {
   size_t len;
@@ -62,33 +129,15 @@ static int walk(const char *path, struct trace_tally *t, rec_fn fn, void *arg) {
     }
     if (h->type == LENS_CHUNK_DROPS && h->payload_len >= sizeof(struct lens_drops))
       memcpy(&t->last_drops, p, sizeof t->last_drops);
-    if (h->type == LENS_CHUNK_EVENTS && h->payload_len >= sizeof(struct lens_events_hdr)) {
-      const struct lens_events_hdr *eh = (const void *)p;
-      size_t q = sizeof *eh;
-      uint64_t prev_ts = 0;
-      for (uint32_t i = 0; i < eh->count && q + sizeof(struct lens_rec_hdr) <= h->payload_len; i++) {
-        const struct lens_rec_hdr *r = (const void *)(p + q);
-        if (r->size < 8 || q + r->size > h->payload_len) break;
-        uint64_t ts = 0;
-        t->records++;
-        if (r->kind == LENS_REC_START) {
-          t->starts++;
-          if (r->type < LENS_T_COUNT) t->starts_by_type[r->type]++;
-          ts = ((const struct lens_rec_start *)r)->ts;
-        } else if (r->kind == LENS_REC_STOP) {
-          t->stops++;
-          ts = ((const struct lens_rec_stop *)r)->ts;
-        } else if (r->kind == LENS_REC_STATE) {
-          t->states++;
-          ts = ((const struct lens_rec_state *)r)->ts;
-        }
-        if (ts < prev_ts) t->ts_nonmono++;
-        prev_ts = ts;
-        if (ts > t->last_ts) t->last_ts = ts;
-        if (ts < t->first_ts) t->first_ts = ts;
-        if (fn) fn(r, h->session, arg);
-        q += r->size;
-      }
+    if (h->type == LENS_CHUNK_EVENTS && h->payload_len >= sizeof(struct lens_events_hdr))
+      walk_records(p, h->payload_len, h->session, t, fn, arg);
+    if (h->type == LENS_CHUNK_EVENTS_PACKED) {
+      /* the same records, packed (common/lens_pack.c): unpack, then as above */
+      uint8_t *fixed = NULL;
+      size_t flen = unpack_chunk(p, h->payload_len, &fixed);
+      if (fixed) walk_records(fixed, flen, h->session, t, fn, arg);
+      else t->bad_packed++;
+      free(fixed);
     }
     off = next;
   }

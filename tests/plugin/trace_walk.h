@@ -20,6 +20,7 @@ struct trace_tally {
   uint32_t max_session;
   uint64_t fini_reason[3];         /* FINI chunks by reason (1, 2) */
   uint64_t bad_tail_bytes;         /* bytes after the last valid chunk */
+  uint64_t bad_packed;             /* EVENTS_PACKED chunks that did not decode in full */
   uint64_t seq_gaps;               /* chunk seq not incrementing by 1 */
   uint64_t ts_nonmono;             /* records whose ts went back within a chunk */
   struct lens_drops last_drops;

@@ -174,6 +174,8 @@ static int load_file(struct lens_builder *b, const char *path, uint64_t *done, u
     b->chunk = (uint32_t)i;
     if (v[i].h->type == LENS_CHUNK_EVENTS && b->proc >= 0)
       rc = lens_read_events_chunk(b, v[i].h, v[i].payload, v[i].len);
+    else if (v[i].h->type == LENS_CHUNK_EVENTS_PACKED && b->proc >= 0)
+      rc = lens_read_packed_chunk(b, v[i].h, v[i].payload, v[i].len);
     step += v[i].len + sizeof(struct lens_chunk_hdr);
     if (progress && step > (16u << 20)) {
       *done += step;
@@ -255,6 +257,7 @@ struct lens_model *lens_model_load(const char *const *paths, size_t n_paths, cha
   lens_hash_free(&b.strings);
   lens_hash_free(&b.comms);
   lens_hash_free(&b.threads);
+  lens_packed_release(&b);
   return m;
 bad:
   free(b.states);
@@ -264,6 +267,7 @@ bad:
   lens_hash_free(&b.strings);
   lens_hash_free(&b.comms);
   lens_hash_free(&b.threads);
+  lens_packed_release(&b);
   lens_model_free(m);
   return NULL;
 }

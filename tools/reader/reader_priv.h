@@ -63,6 +63,7 @@ struct lens_builder {
   uint32_t chunk;           /* index of the chunk being read in the current file */
   int32_t file, proc;       /* current file; its proc or -1 (probe files) */
   char *err; size_t err_len;
+  uint8_t *unpack, *unzstd; size_t cap_unpack, cap_unzstd; /* packed.c's buffers */
 };
 
 /* A validated chunk inside a mapped file. */
@@ -77,6 +78,9 @@ int32_t lens_builder_new_thread(struct lens_builder *b, uint32_t session, uint32
 /* records.c: pass B. */
 int lens_read_events_chunk(struct lens_builder *b, const struct lens_chunk_hdr *h, const uint8_t *p, uint32_t len);
 int lens_apply_pending(struct lens_builder *b);
+/* packed.c: EVENTS_PACKED, decoded to fixed records and read as EVENTS. */
+int lens_read_packed_chunk(struct lens_builder *b, const struct lens_chunk_hdr *h, const uint8_t *p, uint32_t len);
+void lens_packed_release(struct lens_builder *b);
 /* same_trace.c: which inputs to read. keep gets the indexes of the inputs to
  * read, in order; dups (room for n) the others. 0, or -1 (out of memory). */
 int lens_same_trace_select(const char *const *paths, size_t n, size_t *keep, size_t *n_keep,
