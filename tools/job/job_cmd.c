@@ -13,6 +13,7 @@
 #include "cli/trace_args.h"
 #include "export/load_traces.h"
 #include "job/job_print.h"
+#include "reader/job_align.h"
 #include "reader/job.h"
 
 #define CMD "job"
@@ -25,18 +26,33 @@ static void usage(FILE *f) {
              "  rank that made the others wait and why. A directory means every .lens file in it.\n"
              "  --min-straggler-us N  name a last rank only when the others waited >= N us (default 20) and\n"
              "                        >= 2%% of the execution\n"
-             "  --all                 list every instance with a straggler (default: the 20 longest waits)\n");
+             "  --all                 list every instance with a straggler (default: the 20 longest waits)\n"
+             "  --end-spread-us N     hosts: how far apart the ranks of one collective may end (default 5; doubled\n"
+             "                        while the sync points contradict each other)\n"
+             "  --sync-only           hosts: offsets from the job's sync points alone, not CLOCK_REALTIME (a check)\n");
 }
 
 struct opts {
   int json, all;
   uint64_t min_ns;
+  struct lens_align_opts align;
 };
 
 static int job_option(void *ctx, int *i, int argc, char **argv) {
   struct opts *o = ctx;
   if (!strcmp(argv[*i], "--json")) return o->json = 1, 1;
   if (!strcmp(argv[*i], "--all")) return o->all = 1, 1;
+  if (!strcmp(argv[*i], "--sync-only")) return o->align.sync_only = 1, 1;
+  if (!strcmp(argv[*i], "--end-spread-us")) {
+    uint64_t us;
+    if (*i + 1 >= argc || lens_cli_parse_u64(argv[*i + 1], &us) || !us || us > 1000000) {
+      lens_cli_error(CMD, "--end-spread-us needs an integer 1..1000000");
+      return -1;
+    }
+    o->align.end_spread_ns = us * 1000;
+    ++*i;
+    return 1;
+  }
   if (!strcmp(argv[*i], "--min-straggler-us")) {
     uint64_t us;
     if (*i + 1 >= argc || lens_cli_parse_u64(argv[*i + 1], &us)) {
@@ -114,12 +130,20 @@ int lens_cmd_job(int argc, char **argv) {
     lens_model_free(m);
     goto out;
   }
+  struct lens_align al;
+  if (lens_align_build(m, &j, &o.align, &al)) {
+    lens_cli_error(CMD, "out of memory");
+    lens_job_free(&j);
+    lens_model_free(m);
+    goto out;
+  }
   FILE *f = lens_trace_cli_open_out(CMD, &c);
   if (f) {
-    if (o.json) lens_job_print_json(f, m, &j);
-    else lens_job_print_text(f, m, &j, o.all ? 0 : 20);
+    if (o.json) lens_job_print_json(f, m, &j, &al);
+    else lens_job_print_text(f, m, &j, o.all ? 0 : 20, &al);
     rc = lens_trace_cli_close_out(CMD, &c, f, 0);
   }
+  lens_align_free(&al);
   lens_job_free(&j);
   lens_model_free(m);
 out:

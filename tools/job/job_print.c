@@ -1,5 +1,6 @@
 /* See job_print.h. All durations are differences on one clock: GPU spans
  * on each GPU's own globaltimer, stages on each host's CLOCK_MONOTONIC. */
+#include "job/align_print.h"
 #include "job/job_print.h"
 
 #include <inttypes.h>
@@ -116,7 +117,8 @@ static int by_wait(const void *a, const void *b) {
   return (*(const size_t *)a > *(const size_t *)b) - (*(const size_t *)a < *(const size_t *)b);
 }
 
-void lens_job_print_text(FILE *f, const struct lens_model *m, const struct lens_job *j, size_t max_list) {
+void lens_job_print_text(FILE *f, const struct lens_model *m, const struct lens_job *j, size_t max_list,
+                         const struct lens_align *a) {
   fprintf(f, "nccl-lens job: %zu files, %zu processes, %zu instances: %zu matched on all ranks, %zu on some, %zu on "
              "one\n",
           m->n_files, m->n_procs, j->n_insts, j->matched_all, j->matched_some, j->matched_one);
@@ -158,6 +160,7 @@ void lens_job_print_text(FILE *f, const struct lens_model *m, const struct lens_
   }
   if (max_list && n > max_list) fprintf(f, "  ... %zu more (--all lists every one; --json has all)\n", n - max_list);
   free(o);
+  if (a) lens_align_print_text(f, m, a);
 }
 
 static void json_flags(FILE *f, uint32_t flags) {
@@ -190,7 +193,7 @@ static void json_stragglers(FILE *f, const struct lens_model *m, const char *key
   }
 }
 
-void lens_job_print_json(FILE *f, const struct lens_model *m, const struct lens_job *j) {
+void lens_job_print_json(FILE *f, const struct lens_model *m, const struct lens_job *j, const struct lens_align *a) {
   fprintf(f, "{\"schema\":\"nccl-lens-job/1\",\"threshold_ns\":%" PRIu64 ",\"min_wait_frac\":%.3f,", j->min_wait_ns,
           LENS_JOB_MIN_WAIT_FRAC);
   fprintf(f, "\"clock_map\":%s,\"matched\":{\"all\":%zu,\"some\":%zu,\"one\":%zu},\n\"collectives\":[",
@@ -248,7 +251,9 @@ void lens_job_print_json(FILE *f, const struct lens_model *m, const struct lens_
     fprintf(f, ",\"top_last_rank\":%d,\"top_last_count\":%" PRIu64 ",\"with_straggler\":%" PRIu64 "}", r->top_last_rank,
             r->top_last_count, r->with_straggler);
   }
-  fputs("]}\n", f);
+  fputc(']', f);
+  if (a) lens_align_print_json(f, m, a);
+  fputs("}\n", f);
 }
 
 void lens_job_print_md(FILE *f, const struct lens_model *m, const struct lens_job *j) {

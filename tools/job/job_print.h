@@ -7,14 +7,17 @@
 #include <stdio.h>
 
 #include "reader/job.h"
+#include "reader/job_align.h"
 
 /* Headline tables (one per communicator with > 1 rank loaded) and the
  * straggler ranking. Prints nothing when no communicator has 2 ranks. */
 void lens_job_print_headline(FILE *f, const struct lens_model *m, const struct lens_job *j);
 /* The whole job report: headline, matching counts, instances (max_list
  * listed, the longest waits first; 0 = all). */
-void lens_job_print_text(FILE *f, const struct lens_model *m, const struct lens_job *j, size_t max_list);
-void lens_job_print_json(FILE *f, const struct lens_model *m, const struct lens_job *j);
+/* a: the host alignment (may be NULL): its "hosts" table / JSON keys. */
+void lens_job_print_text(FILE *f, const struct lens_model *m, const struct lens_job *j, size_t max_list,
+                         const struct lens_align *a);
+void lens_job_print_json(FILE *f, const struct lens_model *m, const struct lens_job *j, const struct lens_align *a);
 /* Markdown headline for `nccl-lens report`. */
 void lens_job_print_md(FILE *f, const struct lens_model *m, const struct lens_job *j);
 

@@ -19,6 +19,9 @@ enum {
   /* 4, 5, 6, 7: exactly that symbol (7: driven as NCCL 2.31.2) */
 };
 
+/* --straggler rotate: job-late-app makes rank (iteration mod ranks) late. */
+#define LENS_REPLAY_STRAGGLER_ROTATE (-2)
+
 struct lens_replay_opts {
   const char *plugin;   /* path (contains '/') or NCCL name rule: X -> libnccl-profiler-X.so */
   const char *scenario; /* allreduce (default), sendrecv, mixed, graph, pxn, starved, overrun, all */
@@ -37,7 +40,7 @@ struct lens_replay_opts {
   bool verbose;         /* print the plugin's INFO/WARN log lines on stderr */
   int hang_exit_ms;     /* hang-* scenarios: end without finalize this long after the hang (default 2000) */
   /* job scenarios (job-*): */
-  int straggler;        /* rank made late (or the slow link's sender); -1 = rank 1 */
+  int straggler;        /* rank made late (or the slow link's sender); -1 = rank 1; LENS_REPLAY_STRAGGLER_ROTATE */
   int delay_us;         /* injected lateness; 0 = 3000 */
   int node;             /* -1: run every node; >= 0: run only this node of `nodes` (a "host") */
   const char *board;    /* with node >= 0: the file all hosts share to couple their GPUs */

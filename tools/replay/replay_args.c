@@ -19,7 +19,8 @@ static const char usage[] =
     "                job-none, job-late-app, job-slow-launch, job-gpu-busy, job-slow-link,\n"
     "                job-starved-proxy (coupled GPUs)\n"
     "  --hang-exit-after  hang scenarios: end without finalize, as a killed job, this long after the hang (2)\n"
-    "  --straggler   job-*: the late rank, or the slow link's sender (default 1); --delay-us its lateness\n"
+    "  --straggler   job-*: the late rank, or the slow link's sender (default 1); --delay-us its lateness;\n"
+    "                'rotate': job-late-app makes rank (iteration mod ranks) late (every host is late sometimes)\n"
     "  --node I      run only node I of --nodes as one \"host\"; --board FILE couples the hosts' GPUs\n"
     "  --api         default: as NCCL 2.28.9 (ncclProfiler_v5, then _v4); auto: as NCCL 2.31.2 (_v7, _v6, ...)\n"
     "  --out DIR     sets NCCL_LENS_OUTPUT_DIR for the plugin\n"
@@ -90,8 +91,10 @@ int lens_replay_parse_args(int argc, char **argv, struct lens_replay_opts *o) {
       unsigned long long s = strtoull(v, &end, 0);
       if (errno || end == v || *end) return bad("--seed: '%s' is not a number", v);
       o->seed = s, i++;
+    } else if (!strcmp(a, "--straggler") && v && !strcmp(v, "rotate")) {
+      o->straggler = LENS_REPLAY_STRAGGLER_ROTATE, i++;
     } else if (!strcmp(a, "--straggler")) {
-      if (parse_int(v, 0, 127, &x)) return bad("--straggler: '%s' is not a rank 0..127", v);
+      if (parse_int(v, 0, 127, &x)) return bad("--straggler: '%s' is not a rank 0..127 or 'rotate'", v);
       o->straggler = (int)x, i++;
     } else if (!strcmp(a, "--delay-us")) {
       if (parse_int(v, 1, 1000000, &x)) return bad("--delay-us: '%s' is not 1..1000000", v);

@@ -48,7 +48,7 @@ struct rp_job_cause rp_job_truth_cause(const struct lens_replay_opts *o, int nra
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
     if (kinds[i].kind == k) c.cause = kinds[i].cause;
   if (k == RP_JOB_NONE || k == RP_JOB_OFF) return c;
-  c.rank = straggler(o, nranks);
+  c.rank = o->straggler == LENS_REPLAY_STRAGGLER_ROTATE ? -1 : straggler(o, nranks); /* rotating: per instance */
   c.ns = delay_ns(o);
   if (k == RP_JOB_SLOW_LINK) {
     c.peer = (c.rank + 1) % nranks; /* the ring's next rank */
@@ -60,9 +60,13 @@ struct rp_job_cause rp_job_truth_cause(const struct lens_replay_opts *o, int nra
 
 uint64_t rp_job_comm_id(const struct lens_replay_opts *o, int set) { return rp_comm_id(o->seed, set); }
 
-static bool is_straggler(const struct rp_node *n, const struct rp_comm *c) {
-  return c->rank == straggler(n->o, n->nranks);
+/* The late rank now: rotating over the ranks with the iteration (late-app), or fixed. */
+static int straggler_now(const struct rp_node *n) {
+  if (n->o->straggler == LENS_REPLAY_STRAGGLER_ROTATE) return n->nranks > 0 ? n->iter % n->nranks : 0;
+  return straggler(n->o, n->nranks);
 }
+
+static bool is_straggler(const struct rp_node *n, const struct rp_comm *c) { return c->rank == straggler_now(n); }
 
 int64_t rp_job_extra_ns(struct rp_node *n, const struct rp_comm *c, int64_t dur, int nsteps) {
   if (n->job_kind != RP_JOB_SLOW_LINK || !is_straggler(n, c) || n->nodes < 2) return 0;
@@ -104,7 +108,7 @@ static void job_step(struct rp_node *n, size_t count, uint64_t tag) {
     if (b > base) base = b;
   }
   n->job_base = base;
-  int x = straggler(n->o, n->nranks);
+  int x = straggler_now(n);
   for (int l = 0; l < n->rpn; l++) {
     struct rp_comm *c = &n->comms[l];
     c->stream_free = base + (n->job_kind == RP_JOB_GPU_BUSY && c->rank == x ? delay_ns(n->o) : 0);

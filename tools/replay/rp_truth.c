@@ -1,9 +1,11 @@
 /* Ground-truth tables and their JSON (schema: docs/replay.md). */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "replay/rp_couple.h"
 #include "replay/rp_internal.h"
 #include "replay/rp_net.h"
 #include "replay/rp_truth.h"
@@ -206,6 +208,19 @@ static void write_misc(struct rp_truth *t, FILE *f) {
   fprintf(f, "],\n\"truth_drops\":%d", atomic_load(&t->drops));
 }
 
+/* Seconds and ns of "monotonic" in /proc/self/timens_offsets; 0 without time namespaces. */
+static int64_t timens_mono_offset(void) {
+  FILE *f = fopen("/proc/self/timens_offsets", "r");
+  if (!f) return 0;
+  char name[32];
+  long long s, ns;
+  int64_t off = 0;
+  while (fscanf(f, "%31s %lld %lld", name, &s, &ns) == 3)
+    if (!strcmp(name, "monotonic")) off = (int64_t)s * 1000000000LL + ns;
+  fclose(f);
+  return off;
+}
+
 void rp_truth_write_process(struct rp_node *n, FILE *f) {
   fprintf(f, "{\"node\":%d,\"pid\":%d,\"app_tid\":%d,\"host_cb_tid\":%d,\"api\":%d,\"nccl_version\":%d,\"plugin\":",
           n->node, (int)getpid(), n->app_tid, atomic_load(&n->cb_tid), n->plugin.api, rp_nccl_version);
@@ -214,6 +229,11 @@ void rp_truth_write_process(struct rp_node *n, FILE *f) {
   gethostname(host, sizeof host - 1);
   fputs(",\"host\":", f);
   jstr(f, host);
+  /* Ground truth for aligning "hosts" (time namespaces): this process's
+   * CLOCK_MONOTONIC = the machine's + timens_mono_offset_ns, exactly; and
+   * REALTIME - MONOTONIC as measured here (bracketed, ~100 ns). */
+  fprintf(f, ",\"timens_mono_offset_ns\":%" PRId64 ",\"realtime_minus_mono_ns\":%" PRId64, timens_mono_offset(),
+          rp_board_delta());
   fprintf(f, ",\"warn_count\":%d,\"calls\":%ld,\"finalized\":%s,\"reloaded\":%s,\"final_mask\":%d,\n",
           atomic_load(&rp_warn_count), n->calls_before + (n->o->no_finalize ? atomic_load(&n->plugin.calls) : 0),
           n->o->no_finalize ? "false" : "true",

@@ -6,6 +6,8 @@
 
 #include "export/json_out.h"
 #include "host_clock.h"
+#include "job/align_print.h"
+#include "reader/job.h"
 #include "summary/summary_print.h"
 
 static void fmt_ns(char *buf, size_t len, uint64_t ns) {
@@ -17,6 +19,17 @@ static void fmt_ns(char *buf, size_t len, uint64_t ns) {
     snprintf(buf, len, "%.1f ms", (double)ns / 1e6);
   else
     snprintf(buf, len, "%.1f s", (double)ns / 1e9);
+}
+
+/* The hosts aligned on one job time base (job_align.h), when the traces
+ * come from more than one host clock. 0 and *a filled, or -1. */
+static int aligned(const struct lens_model *m, struct lens_align *a) {
+  struct lens_job j;
+  if (lens_job_build(m, &j, 0)) return -1;
+  int rc = lens_align_build(m, &j, NULL, a);
+  lens_job_free(&j);
+  if (!rc && a->n_hosts < 2) lens_align_free(a), rc = -1;
+  return rc;
 }
 
 void lens_summary_print_clocks_text(FILE *f, const struct lens_model *m) {
@@ -38,6 +51,11 @@ void lens_summary_print_clocks_text(FILE *f, const struct lens_model *m) {
       fprintf(f, ", time namespace: MONOTONIC %+.9f s from its host's", (double)hc.timens_mono_offset_ns / 1e9);
     fputc('\n', f);
   }
+  struct lens_align a;
+  if (any && !aligned(m, &a)) {
+    lens_align_print_text(f, m, &a);
+    lens_align_free(&a);
+  }
 }
 
 void lens_summary_print_clocks_json(FILE *f, const struct lens_model *m) {
@@ -57,4 +75,9 @@ void lens_summary_print_clocks_json(FILE *f, const struct lens_model *m) {
             hc.ntp_synced ? "true" : "false", hc.timens_mono_offset_ns);
   }
   fputc(']', f);
+  struct lens_align a;
+  if (!aligned(m, &a)) {
+    lens_align_print_json(f, m, &a);
+    lens_align_free(&a);
+  }
 }

@@ -1,0 +1,434 @@
+/* The merged job timeline (job_export.h). */
+#include "export/job_export.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export/event_args.h"
+#include "export/json_out.h"
+#include "export/lanes.h"
+#include "job/align_print.h"
+
+enum { K_CALLS = 0, K_GPU = 1, K_PROXY = 2 };
+static const char *const kind_name[] = {"calls", "GPU", "proxy"};
+
+struct sl {
+  int64_t s, e;          /* job ns - origin */
+  int32_t proc, rank;    /* rank: in the event's communicator (-1 unknown) */
+  int32_t thread;        /* K_CALLS only (else -1) */
+  int32_t event;         /* model event */
+  int32_t inst, row;     /* K_GPU: job instance and rank row */
+  uint8_t kind;
+  int lane;
+  uint32_t track;
+};
+
+struct ctx {
+  FILE *f;
+  const struct lens_model *m;
+  const struct lens_job *j;
+  const struct lens_align *a;
+  const struct lens_job_export_opts *o;
+  struct lens_job_export_counts *c;
+  uint8_t *sel;          /* per proc: selected (placed, and in the selected communicator) */
+  int first;
+};
+
+static void sep(struct ctx *x) {
+  fputs(x->first ? "\n" : ",\n", x->f);
+  x->first = 0;
+}
+
+uint8_t *lens_job_export_parse_ranks(const char *s, size_t *n) {
+  size_t cap = 1;
+  for (const char *p = s; *p;) { /* first pass: the largest rank */
+    char *end;
+    unsigned long a = strtoul(p, &end, 10), b = a;
+    if (end == p || a > 1000000) return NULL;
+    p = end;
+    if (*p == '-') {
+      b = strtoul(++p, &end, 10);
+      if (end == p || b < a || b > 1000000) return NULL;
+      p = end;
+    }
+    if (*p == ',') p++;
+    else if (*p) return NULL;
+    if (b + 1 > cap) cap = b + 1;
+  }
+  uint8_t *v = calloc(cap, 1);
+  if (!v) return NULL;
+  for (const char *p = s; *p;) {
+    char *end;
+    unsigned long a = strtoul(p, &end, 10), b = a;
+    p = end;
+    if (*p == '-') b = strtoul(p + 1, &end, 10), p = end;
+    if (*p == ',') p++;
+    for (unsigned long r = a; r <= b; r++) v[r] = 1;
+  }
+  *n = cap;
+  return v;
+}
+
+/* Whether a process has a rank in the selected communicator (all do without --comm). */
+static int has_comm(const struct lens_model *m, int32_t p, const struct lens_job_export_opts *o) {
+  if (!o->have_comm) return 1;
+  for (size_t i = 0; i < m->n_comms; i++)
+    if (m->comms[i].proc == p && m->comms[i].comm_id == o->comm_id) return 1;
+  return 0;
+}
+
+/* An event's rank: its communicator's, else (a GroupApi) its first child's with one. */
+static int32_t event_rank(const struct lens_model *m, const struct lens_event *e) {
+  for (int d = 0; d < 3 && e; d++) {
+    if (e->comm >= 0) return m->comms[e->comm].rank;
+    e = e->first_child >= 0 ? &m->events[e->first_child] : NULL;
+  }
+  return -1;
+}
+
+static int rank_selected(const struct lens_job_export_opts *o, int32_t r) {
+  if (!o->ranks) return 1;
+  return r >= 0 && (size_t)r < o->n_ranks && o->ranks[r];
+}
+
+static int in_window(const struct lens_job_export_opts *o, int64_t s, int64_t e) {
+  if (o->have_since && e < o->since_ns) return 0;
+  if (o->have_until && s > o->until_ns) return 0;
+  return 1;
+}
+
+static int is_call(int type) {
+  switch (type) {
+  case LENS_T_GROUP_API: case LENS_T_COLL_API: case LENS_T_P2P_API: case LENS_T_KERNEL_LAUNCH:
+  case LENS_T_GROUP: case LENS_T_COLL: case LENS_T_P2P: case LENS_T_CE_COLL: case LENS_T_CE_SYNC:
+  case LENS_T_CE_BATCH: return 1;
+  default: return 0;
+  }
+}
+
+static int64_t job_of(const struct ctx *x, int32_t proc, uint64_t mono) {
+  int64_t t;
+  lens_align_to_job(x->a, proc, mono, &t, NULL);
+  return t;
+}
+
+static int cmp_sl(const void *pa, const void *pb) {
+  const struct sl *a = pa, *b = pb;
+#define C(f)                                                                                                           \
+  if (a->f != b->f) return a->f < b->f ? -1 : 1
+  C(proc);
+  C(rank);
+  C(kind);
+  C(thread);
+  C(s);
+#undef C
+  if (a->e != b->e) return a->e > b->e ? -1 : 1; /* the longer (the parent) first */
+  return (a->event > b->event) - (a->event < b->event);
+}
+
+struct vec {
+  struct sl *v;
+  size_t n, cap;
+};
+static int push(struct vec *v, struct sl s) {
+  if (v->n == v->cap) {
+    size_t nc = v->cap ? v->cap * 2 : 1024;
+    struct sl *nv = realloc(v->v, nc * sizeof *nv);
+    if (!nv) return -1;
+    v->v = nv, v->cap = nc;
+  }
+  v->v[v->n++] = s;
+  return 0;
+}
+
+/* The earliest aligned time of any placed process: the origin. */
+static int64_t origin_of(const struct ctx *x) {
+  int64_t o = INT64_MAX;
+  for (size_t i = 0; i < x->m->n_events; i++) {
+    const struct lens_event *e = &x->m->events[i];
+    if (e->proc < 0 || !x->sel[e->proc]) continue;
+    int64_t t = job_of(x, e->proc, e->start_mono_ns);
+    if (t < o) o = t;
+  }
+  if (o == INT64_MAX) return 0;
+  return o - ((o % 1000000) + 1000000) % 1000000;
+}
+
+static int collect(struct ctx *x, struct vec *v, int64_t origin) {
+  const struct lens_model *m = x->m;
+  const struct lens_job_export_opts *o = x->o;
+  for (size_t i = 0; i < m->n_events; i++) {
+    const struct lens_event *e = &m->events[i];
+    if (e->proc < 0 || !x->sel[e->proc]) continue;
+    int kind = is_call(e->type) ? K_CALLS : e->type == LENS_T_PROXY_OP ? K_PROXY : -1;
+    if (kind < 0) continue;
+    if (o->have_comm && (e->comm < 0 || m->comms[e->comm].comm_id != o->comm_id)) continue;
+    uint64_t stop = e->stop_mono_ns > e->start_mono_ns ? e->stop_mono_ns : e->start_mono_ns;
+    struct sl s = {job_of(x, e->proc, e->start_mono_ns) - origin, job_of(x, e->proc, stop) - origin, e->proc,
+                   event_rank(m, e), kind == K_CALLS ? e->thread : -1, (int32_t)i, -1, -1, (uint8_t)kind, 0, 0};
+    if (s.e < s.s) s.e = s.s;
+    if (rank_selected(o, s.rank) && in_window(o, s.s, s.e) && push(v, s)) return -1;
+  }
+  /* GPU: each instance's kernel span per rank (mapped GPU times; host times
+   * when the GPU has no clock map). */
+  for (size_t i = 0; x->j && i < x->j->n_insts; i++) {
+    const struct lens_job_inst *in = &x->j->insts[i];
+    if (o->have_comm && in->comm_id != o->comm_id) continue;
+    for (size_t k = 0; k < in->n_ranks; k++) {
+      const struct lens_job_rank *r = &x->j->ranks[in->first_rank + k];
+      if (r->proc < 0 || !x->sel[r->proc] || !rank_selected(o, r->rank)) continue;
+      uint64_t a = r->kstart_mono_ns, b = r->kstop_mono_ns;
+      if (!a || !b || b < a) {
+        const struct lens_event *e = &m->events[r->event];
+        a = e->start_mono_ns;
+        b = lens_event_completion(m, e, NULL);
+        if (b < a) b = a;
+      }
+      struct sl s = {job_of(x, r->proc, a) - origin, job_of(x, r->proc, b) - origin, r->proc, r->rank, -1, r->event,
+                     (int32_t)i, (int32_t)(in->first_rank + k), K_GPU, 0, 0};
+      if (s.e < s.s) s.e = s.s;
+      if (in_window(o, s.s, s.e) && push(v, s)) return -1;
+    }
+  }
+  return 0;
+}
+
+static void meta(struct ctx *x, const char *what, uint32_t pid, uint32_t tid, const char *name, int sort) {
+  sep(x);
+  fprintf(x->f, "{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%u,\"tid\":%u,\"args\":{", what, pid, tid);
+  if (name) {
+    lens_json_key(x->f, "name");
+    lens_json_str(x->f, name);
+  } else {
+    fprintf(x->f, "\"sort_index\":%d", sort);
+  }
+  fputs("}}", x->f);
+}
+
+static uint32_t pid_of(const struct ctx *x, int32_t proc) { return (uint32_t)x->a->host_of_proc[proc] + 1; }
+static uint32_t tid_of(const struct sl *s) { return s->track * LENS_LANES_MAX + (uint32_t)s->lane + 1; }
+
+/* Slices are sorted by process and rank: each host's ranks in order. */
+static void write_hosts_meta(struct ctx *x, const struct vec *v) {
+  for (size_t h = 0; h < x->a->n_hosts; h++) {
+    char buf[512];
+    int n = snprintf(buf, sizeof buf, "host %s: ranks", x->a->hosts[h].host);
+    int any = 0, last = -2;
+    for (size_t i = 0; i < v->n && n < (int)sizeof buf - 24; i++) {
+      const struct sl *s = &v->v[i];
+      if (x->a->host_of_proc[s->proc] != (int32_t)h || s->rank == last) continue;
+      last = s->rank;
+      n += snprintf(buf + n, sizeof buf - (size_t)n, "%s%d", any++ ? "," : " ", s->rank);
+    }
+    if (!any) continue;
+    meta(x, "process_name", (uint32_t)h + 1, 0, buf, 0);
+    meta(x, "process_sort_index", (uint32_t)h + 1, 0, NULL, (int)h);
+    const struct lens_align_host *ah = &x->a->hosts[h];
+    if (ah->source == LENS_ALIGN_REF)
+      snprintf(buf, sizeof buf, "job time base (reference host)");
+    else
+      snprintf(buf, sizeof buf, "aligned by %s, +-%.1f us", lens_align_source_name(ah->source),
+               (double)ah->bound_ns / 1e3);
+    sep(x);
+    fprintf(x->f, "{\"ph\":\"M\",\"name\":\"process_labels\",\"pid\":%zu,\"tid\":0,\"args\":{\"labels\":", h + 1);
+    lens_json_str(x->f, buf);
+    fputs("}}", x->f);
+  }
+}
+
+static void track_name(struct ctx *x, const struct sl *s, int lanes) {
+  const struct lens_model *m = x->m;
+  const struct lens_proc *pr = &m->procs[s->proc];
+  for (int l = 0; l < lanes; l++) {
+    char buf[256], who[64] = "";
+    if (s->kind == K_CALLS && s->thread >= 0) {
+      const struct lens_thread *th = &m->threads[s->thread];
+      snprintf(who, sizeof who, " %s (tid %u)", th->name[0] ? th->name : "thread", th->tid);
+    }
+    snprintf(buf, sizeof buf, "rank %d %s%s, pid %u%s", s->rank, kind_name[s->kind], who, pr->pid,
+             l ? " (overlapping)" : "");
+    if (l) {
+      size_t n = strlen(buf);
+      snprintf(buf + n, sizeof buf - n, " %d", l);
+    }
+    uint32_t tid = s->track * LENS_LANES_MAX + (uint32_t)l + 1;
+    meta(x, "thread_name", pid_of(x, s->proc), tid, buf, 0);
+    int r = s->rank >= 0 ? s->rank : 1000000;
+    meta(x, "thread_sort_index", pid_of(x, s->proc), tid, NULL, r * 256 + s->kind * 64 + l);
+  }
+}
+
+/* Groups of (proc, kind, thread) are tracks; lanes within them. */
+static void place(struct ctx *x, struct vec *v) {
+  struct lens_lanes lanes;
+  uint32_t track = 0;
+  for (size_t i = 0; i < v->n;) {
+    size_t e = i;
+    lens_lanes_reset(&lanes);
+    while (e < v->n && v->v[e].proc == v->v[i].proc && v->v[e].rank == v->v[i].rank &&
+           v->v[e].kind == v->v[i].kind && v->v[e].thread == v->v[i].thread) {
+      v->v[e].lane = lens_lanes_place(&lanes, v->v[e].s, v->v[e].e);
+      v->v[e].track = track;
+      e++;
+    }
+    x->c->lanes_extra += (size_t)(lanes.used - 1);
+    x->c->crowded += lanes.crowded;
+    track_name(x, &v->v[i], lanes.used);
+    track++;
+    i = e;
+  }
+}
+
+static void us(FILE *f, int64_t ns) { lens_json_us_signed(f, ns); }
+
+static void write_slice(struct ctx *x, const struct sl *s, int64_t origin) {
+  const struct lens_model *m = x->m;
+  const struct lens_event *e = &m->events[s->event];
+  char name[160];
+  const struct lens_job_inst *in = s->inst >= 0 ? &x->j->insts[s->inst] : NULL;
+  const struct lens_job_rank *r = s->row >= 0 ? &x->j->ranks[s->row] : NULL;
+  int last = in && in->last_rank >= 0 && r && r->rank == in->last_rank;
+  if (in)
+    snprintf(name, sizeof name, "%s #%" PRId64 "%s", in->func ? in->func : "?", in->seq, last ? " (last rank)" : "");
+  else if (s->kind == K_PROXY)
+    snprintf(name, sizeof name, "ProxyOp %s ch %d peer %d", e->p.proxy_op.is_send ? "send" : "recv",
+             e->p.proxy_op.channel, e->p.proxy_op.peer);
+  else {
+    const char *func = e->type == LENS_T_COLL ? e->p.coll.func : e->type == LENS_T_P2P ? e->p.p2p.func
+                       : e->type == LENS_T_COLL_API ? e->p.coll_api.func : e->type == LENS_T_P2P_API ? e->p.p2p_api.func
+                       : NULL;
+    snprintf(name, sizeof name, "%s%s%s", lens_type_name(e->type), func ? " " : "", func ? func : "");
+  }
+  sep(x);
+  fputs("{\"ph\":\"X\",\"name\":", x->f);
+  lens_json_str(x->f, name);
+  fprintf(x->f, ",\"cat\":\"%s\",\"pid\":%u,\"tid\":%u,\"ts\":", kind_name[s->kind], pid_of(x, s->proc), tid_of(s));
+  us(x->f, s->s);
+  fputs(",\"dur\":", x->f);
+  us(x->f, s->e - s->s);
+  uint64_t bound = 0;
+  int64_t job;
+  lens_align_to_job(x->a, s->proc, r && r->kstart_mono_ns ? r->kstart_mono_ns : e->start_mono_ns, &job, &bound);
+  fprintf(x->f, ",\"args\":{\"rank\":%d,\"host\":", s->rank);
+  lens_json_str(x->f, x->a->hosts[x->a->host_of_proc[s->proc]].host);
+  fprintf(x->f, ",\"pid\":%u,\"start_job_ns\":%" PRId64 ",\"align_bound_ns\":%" PRIu64, m->procs[s->proc].pid,
+          s->s + origin, bound);
+  if (in) {
+    fputs(",\"comm_id\":", x->f);
+    lens_json_hex(x->f, in->comm_id);
+    fprintf(x->f, ",\"seq\":%" PRId64 ",\"bytes\":%" PRIu64 ",\"gpu_time\":\"%s\",\"last_rank\":%d,\"is_last\":%s",
+            in->seq, in->bytes, r->kstart_mono_ns ? "GPU pTimer through its clock map" : "host (no clock map)",
+            in->last_rank, last ? "true" : "false");
+    if (in->exec_ns) fprintf(x->f, ",\"exec_ns\":%" PRIu64 ",\"wait_ns\":%" PRIu64, in->exec_ns, r->wait_ns);
+    fprintf(x->f, ",\"cause\":\"%s\"", lens_job_cause_name(in->cause));
+    x->c->last_marked += last;
+  } else {
+    fprintf(x->f, ",\"start_mono_ns\":%" PRIu64 ",", e->start_mono_ns);
+    lens_json_event_args(x->f, m, e);
+  }
+  fputs("}}", x->f);
+  x->c->slices++;
+}
+
+static const struct sl *sort_v;
+static int cmp_flow(const void *pa, const void *pb) {
+  const struct sl *a = &sort_v[*(const size_t *)pa], *b = &sort_v[*(const size_t *)pb];
+  if (a->inst != b->inst) return a->inst < b->inst ? -1 : 1;
+  int64_t ma = a->s + (a->e - a->s) / 2, mb = b->s + (b->e - b->s) / 2;
+  if (ma != mb) return ma < mb ? -1 : 1;
+  return (a->proc > b->proc) - (a->proc < b->proc);
+}
+
+/* One flow per instance through its ranks' GPU slices, each flow event at
+ * its slice's midpoint (bound to that enclosing slice). */
+static int write_flows(struct ctx *x, const struct vec *v) {
+  size_t n = 0, *ix = malloc((v->n + 1) * sizeof *ix);
+  if (!ix) return -1;
+  for (size_t i = 0; i < v->n; i++)
+    if (v->v[i].kind == K_GPU) ix[n++] = i;
+  sort_v = v->v;
+  qsort(ix, n, sizeof *ix, cmp_flow);
+  for (size_t i = 0; i < n;) {
+    size_t e = i;
+    while (e < n && v->v[ix[e]].inst == v->v[ix[i]].inst) e++;
+    if (e - i >= 2) {
+      const struct lens_job_inst *in = &x->j->insts[v->v[ix[i]].inst];
+      for (size_t k = i; k < e; k++) {
+        const struct sl *s = &v->v[ix[k]];
+        const char *ph = k == i ? "s" : k + 1 == e ? "f" : "t";
+        sep(x);
+        fprintf(x->f, "{\"ph\":\"%s\",\"name\":\"%s #%" PRId64 "\",\"cat\":\"instance\",\"id\":%d,\"pid\":%u,"
+                      "\"tid\":%u,\"ts\":",
+                ph, in->func ? in->func : "?", in->seq, v->v[ix[k]].inst + 1, pid_of(x, s->proc), tid_of(s));
+        us(x->f, s->s + (s->e - s->s) / 2);
+        fputs(",\"bp\":\"e\"}", x->f);
+        x->c->flows++;
+      }
+      x->c->instances_flowed++;
+    }
+    i = e;
+  }
+  free(ix);
+  return 0;
+}
+
+static void write_other(struct ctx *x, int64_t origin) {
+  FILE *f = x->f;
+  char tb[256];
+  lens_align_time_base_text(x->m, x->a, tb, sizeof tb);
+  fputs("\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"generator\":\"nccl-lens export --format job\","
+        "\"clock\":\"job time base: ts = (job time ns - origin_job_ns) / 1000, in us\",\"time_base\":", f);
+  lens_json_str(f, tb);
+  fprintf(f, ",\"origin_job_ns\":%" PRId64 ",\"slices\":%zu,\"flows\":%zu,\"instances_flowed\":%zu,"
+             "\"procs_unaligned_left_out\":%zu,\"lanes_extra\":%zu,\"crowded\":%zu,\"selection\":{",
+          origin, x->c->slices, x->c->flows, x->c->instances_flowed, x->c->procs_unaligned, x->c->lanes_extra,
+          x->c->crowded);
+  int k = 0;
+  if (x->o->have_comm) fprintf(f, "\"comm\":\"0x%" PRIx64 "\"", x->o->comm_id), k++;
+  if (x->o->ranks) {
+    fprintf(f, "%s\"ranks\":[", k++ ? "," : "");
+    int n = 0;
+    for (size_t r = 0; r < x->o->n_ranks; r++)
+      if (x->o->ranks[r]) fprintf(f, "%s%zu", n++ ? "," : "", r);
+    fputc(']', f);
+  }
+  if (x->o->have_since) fprintf(f, "%s\"since_ns\":%" PRId64, k++ ? "," : "", x->o->since_ns);
+  if (x->o->have_until) fprintf(f, "%s\"until_ns\":%" PRId64, k++ ? "," : "", x->o->until_ns);
+  fputc('}', f);
+  lens_align_print_json(f, x->m, x->a);
+  fputs("}\n}\n", f);
+}
+
+int lens_export_job(FILE *f, const struct lens_model *m, const struct lens_job *j, const struct lens_align *a,
+                    const struct lens_job_export_opts *o, struct lens_job_export_counts *c) {
+  struct lens_job_export_counts dummy;
+  struct lens_job_export_opts none = {0};
+  struct ctx x = {.f = f, .m = m, .j = j, .a = a, .o = o ? o : &none, .c = c ? c : &dummy, .first = 1};
+  memset(x.c, 0, sizeof *x.c);
+  x.sel = calloc(m->n_procs + 1, 1);
+  struct vec v = {0};
+  int rc = -1;
+  if (!x.sel) goto out;
+  for (size_t p = 0; p < m->n_procs; p++) {
+    int32_t h = p < a->n_procs ? a->host_of_proc[p] : -1;
+    int placed = h >= 0 && a->hosts[h].source != LENS_ALIGN_NONE;
+    if (!placed && m->files[m->procs[p].file].producer == LENS_PRODUCER_PLUGIN) x.c->procs_unaligned++;
+    x.sel[p] = placed && has_comm(m, (int32_t)p, x.o);
+  }
+  int64_t origin = origin_of(&x);
+  x.c->origin_job_ns = origin;
+  if (collect(&x, &v, origin)) goto out;
+  fputs("{\"traceEvents\":[", f);
+  qsort(v.v, v.n, sizeof *v.v, cmp_sl);
+  write_hosts_meta(&x, &v);
+  place(&x, &v);
+  for (size_t i = 0; i < v.n; i++) write_slice(&x, &v.v[i], origin);
+  if (write_flows(&x, &v)) goto out;
+  write_other(&x, origin);
+  rc = ferror(f) ? -1 : 0;
+out:
+  free(v.v);
+  free(x.sel);
+  return rc;
+}

@@ -1,0 +1,109 @@
+/* Host alignment tables and JSON (align_print.h). */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "export/json_out.h"
+#include "job/align_print.h"
+
+/* Seconds with every ns digit (a double would round ns away at 1e18). */
+static void fmt_s(char *buf, size_t len, int64_t ns) {
+  uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
+  snprintf(buf, len, "%s%" PRIu64 ".%09" PRIu64, ns < 0 ? "-" : "", a / 1000000000u, a % 1000000000u);
+}
+
+static void fmt_ns(char *buf, size_t len, uint64_t ns) {
+  if (ns == UINT64_MAX) snprintf(buf, len, "unknown");
+  else if (ns < 10000ull) snprintf(buf, len, "%" PRIu64 " ns", ns);
+  else if (ns < 10000000ull) snprintf(buf, len, "%.1f us", (double)ns / 1e3);
+  else if (ns < 10000000000ull) snprintf(buf, len, "%.1f ms", (double)ns / 1e6);
+  else snprintf(buf, len, "%.1f s", (double)ns / 1e9);
+}
+
+void lens_align_time_base_text(const struct lens_model *m, const struct lens_align *a, char *buf, size_t len) {
+  (void)m;
+  if (a->ref < 0) {
+    snprintf(buf, len, "each process's own CLOCK_MONOTONIC (no host to align)");
+    return;
+  }
+  const struct lens_align_host *r = &a->hosts[a->ref];
+  char b[32];
+  fmt_ns(b, sizeof b, a->ref_utc_bound_ns);
+  if (a->time_base_realtime)
+    snprintf(buf, len, "job time = UTC ns: host %s's CLOCK_MONOTONIC placed by its CLOCK_REALTIME (within %s of UTC)",
+             r->host, b);
+  else
+    snprintf(buf, len, "job time = host %s's CLOCK_MONOTONIC ns (no REALTIME evidence: not on UTC)", r->host);
+}
+
+void lens_align_print_text(FILE *f, const struct lens_model *m, const struct lens_align *a) {
+  if (a->n_hosts < 2) return;
+  char tb[256];
+  lens_align_time_base_text(m, a, tb, sizeof tb);
+  fprintf(f, "\nhosts (aligned: %s)\n", tb);
+  fprintf(f, "  %-24s %-8s %5s %5s %22s %10s %10s %9s  %-11s %5s\n", "host", "boot id", "procs", "ranks",
+          "offset s (job - mono)", "bound", "realtime", "drift ppm", "source", "syncs");
+  for (size_t h = 0; h < a->n_hosts; h++) {
+    const struct lens_align_host *x = &a->hosts[h];
+    char b[32], c[32], o[40];
+    fmt_ns(b, sizeof b, x->bound_ns);
+    fmt_ns(c, sizeof c, x->coarse_bound_ns);
+    fmt_s(o, sizeof o, x->offset_ns);
+    fprintf(f, "  %-24s %-8.8s %5u %5u %22s %10s %10s %9.2f  %-11s %5u\n", x->host, x->boot_id, x->n_procs,
+            x->n_ranks, o, b, c, x->drift_ppm, lens_align_source_name(x->source), x->n_sync);
+  }
+  double de = 0;
+  for (size_t h = 0; h < a->n_hosts; h++)
+    if (a->hosts[h].drift_err_ppm > de) de = a->hosts[h].drift_err_ppm;
+  fprintf(f, "  bound: against the job time base at the host's reference time; it grows by the drift's error "
+             "(at most %.1f ppm here) away from it\n", de);
+  if (a->sync_instances)
+    fprintf(f, "  sync points: %zu collective instances across hosts, ranks' ends within %.1f us of each other%s\n",
+            a->sync_instances, (double)a->end_spread_ns / 1e3, a->sync_dropped ? " (contradicting: not used)" : "");
+  else
+    fprintf(f, "  sync points: none (no ring/tree collective with KernelCh on ranks of two hosts): REALTIME alone\n");
+  if (a->rejected_points)
+    fprintf(f, "  note: %zu host ends left out: their ranks' own bounds contradicted each other\n", a->rejected_points);
+}
+
+void lens_align_print_json(FILE *f, const struct lens_model *m, const struct lens_align *a) {
+  char tb[256];
+  lens_align_time_base_text(m, a, tb, sizeof tb);
+  fputs(",\n\"time_base\":{\"clock\":", f);
+  lens_json_str(f, a->time_base_realtime ? "CLOCK_REALTIME" : a->ref >= 0 ? "CLOCK_MONOTONIC" : "none");
+  fputs(",\"reference_host\":", f);
+  lens_json_str(f, a->ref >= 0 ? a->hosts[a->ref].host : NULL);
+  fputs(",\"utc_bound_ns\":", f);
+  if (a->ref_utc_bound_ns == UINT64_MAX) fputs("null", f);
+  else fprintf(f, "%" PRIu64, a->ref_utc_bound_ns);
+  fprintf(f, ",\"end_spread_ns\":%" PRIu64 ",\"sync_instances\":%zu,\"sync_dropped\":%s,\"rejected_points\":%zu,"
+             "\"text\":",
+          a->end_spread_ns, a->sync_instances, a->sync_dropped ? "true" : "false", a->rejected_points);
+  lens_json_str(f, tb);
+  fputs("},\n\"hosts\":[", f);
+  for (size_t h = 0; h < a->n_hosts; h++) {
+    const struct lens_align_host *x = &a->hosts[h];
+    fprintf(f, "%s\n{\"host\":", h ? "," : "");
+    lens_json_str(f, x->host);
+    fputs(",\"boot_id\":", f);
+    lens_json_str(f, x->boot_id);
+    fprintf(f, ",\"timens_mono_offset_ns\":%" PRId64 ",\"procs\":%u,\"ranks\":%u,\"pids\":[", x->timens_mono_offset_ns,
+            x->n_procs, x->n_ranks);
+    int k = 0;
+    for (size_t p = 0; p < a->n_procs; p++)
+      if (a->host_of_proc[p] == (int32_t)h) fprintf(f, "%s%u", k++ ? "," : "", m->procs[p].pid);
+    fputs("],\"source\":", f);
+    lens_json_str(f, lens_align_source_name(x->source));
+    fprintf(f, ",\"ref_mono_ns\":%" PRIu64 ",\"offset_ns\":%" PRId64 ",\"drift_ppm\":", x->ref_mono_ns, x->offset_ns);
+    lens_json_double(f, x->drift_ppm);
+    fputs(",\"drift_err_ppm\":", f);
+    lens_json_double(f, x->drift_err_ppm);
+    fputs(",\"bound_ns\":", f);
+    if (x->bound_ns == UINT64_MAX) fputs("null", f);
+    else fprintf(f, "%" PRIu64, x->bound_ns);
+    fputs(",\"realtime_bound_ns\":", f);
+    if (x->coarse_bound_ns == UINT64_MAX) fputs("null", f);
+    else fprintf(f, "%" PRIu64, x->coarse_bound_ns);
+    fprintf(f, ",\"sync_points\":%u}", x->n_sync);
+  }
+  fputc(']', f);
+}

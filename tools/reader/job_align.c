@@ -1,0 +1,312 @@
+/* Host alignment (job_align.h): hosts from the clock evidence, coarse
+ * REALTIME intervals, sync points from the job view's instances, solved as
+ * difference constraints. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "host_clock.h"
+#include "job_align.h"
+
+const char *lens_align_source_name(int s) {
+  switch (s) {
+  case LENS_ALIGN_REF: return "reference";
+  case LENS_ALIGN_SYNC: return "sync points";
+  case LENS_ALIGN_REALTIME: return "realtime";
+  default: return "none";
+  }
+}
+
+#define point lens_align_point
+
+static int same_host(const struct lens_align_host *h, const char *host, const char *boot, int64_t tns) {
+  return !strcmp(h->host, host) && !strcmp(h->boot_id, boot) && h->timens_mono_offset_ns == tns;
+}
+
+/* Drift of a process's MONOTONIC against REALTIME from its first and last
+ * samples; the error is what the two brackets leave open. */
+static void drift_of(const struct lens_model *m, int32_t proc, double *ppm, double *err_ppm) {
+  const struct lens_clock_sample *f = NULL, *l = NULL;
+  for (size_t i = 0; i < m->n_clocks; i++) {
+    const struct lens_clock_sample *c = &m->clocks[i];
+    if (c->proc != proc || c->r.mono_after_ns < c->r.mono_before_ns) continue;
+    if (!f) f = c;
+    l = c;
+  }
+  *ppm = 0;
+  *err_ppm = LENS_ALIGN_DRIFT_UNKNOWN_PPM;
+  if (!f || f == l || l->r.mono_before_ns < f->r.mono_after_ns + LENS_ALIGN_DRIFT_MIN_SPAN_NS) return;
+  double fm = (double)f->r.mono_before_ns + (double)(f->r.mono_after_ns - f->r.mono_before_ns) / 2;
+  double lm = (double)l->r.mono_before_ns + (double)(l->r.mono_after_ns - l->r.mono_before_ns) / 2;
+  double span = lm - fm;
+  double dr = (double)((int64_t)l->r.real_ns - (int64_t)f->r.real_ns);
+  *ppm = (dr / span - 1.0) * 1e6;
+  double w = (double)(f->r.mono_after_ns - f->r.mono_before_ns + l->r.mono_after_ns - l->r.mono_before_ns) / 2 + 2;
+  *err_ppm = w / span * 1e6;
+}
+
+static int64_t corrected(const struct lens_align_host *h, uint64_t mono) {
+  double dt = (double)((int64_t)(mono - h->ref_mono_ns));
+  return (int64_t)mono + (int64_t)llround(dt * h->drift_ppm * 1e-6);
+}
+static uint64_t drift_slack(const struct lens_align_host *h, uint64_t mono) {
+  double dt = fabs((double)((int64_t)(mono - h->ref_mono_ns)));
+  return (uint64_t)(dt * h->drift_err_ppm * 1e-6) + 1;
+}
+
+static int hosts_of(const struct lens_model *m, struct lens_align *a) {
+  a->n_procs = m->n_procs;
+  a->host_of_proc = malloc((m->n_procs ? m->n_procs : 1) * sizeof *a->host_of_proc);
+  a->hosts = calloc(m->n_procs ? m->n_procs : 1, sizeof *a->hosts);
+  if (!a->host_of_proc || !a->hosts) return -1;
+  for (size_t p = 0; p < m->n_procs; p++) {
+    struct lens_host_clock hc;
+    int has = lens_host_clock_of(m, (int32_t)p, &hc) == 0;
+    const char *host = has && hc.host ? hc.host : m->procs[p].host;
+    const char *boot = has && hc.boot_id ? hc.boot_id : "";
+    int64_t tns = has ? hc.timens_mono_offset_ns : 0;
+    size_t h = 0;
+    while (h < a->n_hosts && !same_host(&a->hosts[h], host, boot, tns)) h++;
+    struct lens_align_host *x = &a->hosts[h];
+    if (h == a->n_hosts) {
+      a->n_hosts++;
+      x->host = host;
+      x->boot_id = boot;
+      x->timens_mono_offset_ns = tns;
+      x->first_proc = (int32_t)p;
+      x->coarse_bound_ns = UINT64_MAX;
+      x->drift_err_ppm = LENS_ALIGN_DRIFT_UNKNOWN_PPM;
+    }
+    a->host_of_proc[p] = (int32_t)h;
+    x->n_procs++;
+    for (size_t c = 0; c < m->n_comms; c++) x->n_ranks += m->comms[c].proc == (int32_t)p;
+    /* The process with the tightest REALTIME sample speaks for its host (they
+     * share its MONOTONIC); its samples give the drift. */
+    if (has && hc.bound_ns < x->coarse_bound_ns) {
+      x->has_clock = 1;
+      x->coarse_bound_ns = hc.bound_ns;
+      x->ref_mono_ns = hc.ref_mono_ns;
+      x->coarse_offset_ns = hc.real_minus_mono_ns;
+      drift_of(m, (int32_t)p, &x->drift_ppm, &x->drift_err_ppm);
+    }
+  }
+  return 0;
+}
+
+/* Sync points: every rank's end bracketed (lens_align_rank_end), the
+ * brackets carried along each GPU's own clock (lens_align_propagate), then
+ * per instance of a ring/tree collective and per host the latest lower and
+ * the earliest upper bound of its ranks' ends. */
+static int eligible(const struct lens_job_inst *in) {
+  return !in->is_p2p &&
+         !(in->flags & (LENS_JOB_APPROX_RULE | LENS_JOB_ENDS_APART | LENS_JOB_GRAPH | LENS_JOB_NO_SPAN));
+}
+
+static int cmp_end_inst(const void *pa, const void *pb) {
+  const struct lens_align_end *a = pa, *b = pb;
+  if (a->inst != b->inst) return a->inst < b->inst ? -1 : 1;
+  return (a->host > b->host) - (a->host < b->host);
+}
+
+static struct point *points_of(const struct lens_model *m, const struct lens_job *j, struct lens_align *a,
+                               size_t *n_out) {
+  size_t nr = j ? j->n_ranks : 0, ne = 0, n = 0;
+  struct lens_align_end *v = malloc((nr + 1) * sizeof *v);
+  struct point *p = malloc((nr + 1) * sizeof *p);
+  int64_t *slack = lens_align_map_slack(m, j);
+  if (!v || !p || !slack) return free(v), free(p), free(slack), NULL;
+  for (size_t i = 0; j && i < j->n_insts; i++) {
+    const struct lens_job_inst *in = &j->insts[i];
+    for (size_t k = 0; k < in->n_ranks; k++) {
+      const struct lens_job_rank *r = &j->ranks[in->first_rank + k];
+      struct lens_align_end x = {.inst = i, .eligible = eligible(in)};
+      if (r->proc < 0 || (size_t)r->proc >= a->n_procs || lens_align_rank_end(m, r, slack, &x)) continue;
+      x.host = a->host_of_proc[r->proc];
+      if (x.lo > x.hi) { /* its own bounds contradict: a rule they rest on was broken here */
+        a->rejected_points++;
+        continue;
+      }
+      v[ne++] = x;
+    }
+  }
+  a->rejected_points += lens_align_propagate(v, ne, LENS_ALIGN_GPU_RATE_PPM);
+  qsort(v, ne, sizeof *v, cmp_end_inst);
+  for (size_t s = 0; s < ne;) {
+    size_t e = s;
+    while (e < ne && v[e].inst == v[s].inst) e++;
+    size_t first = n;
+    for (size_t k = s; k < e; k++) {
+      if (!v[k].eligible || v[k].lo > v[k].hi) continue;
+      if (n > first && p[n - 1].host == v[k].host) {
+        if (v[k].lo > p[n - 1].lo) p[n - 1].lo = v[k].lo;
+        if (v[k].hi < p[n - 1].hi) p[n - 1].hi = v[k].hi;
+      } else {
+        p[n++] = (struct point){v[k].inst, v[k].host, v[k].lo, v[k].hi};
+      }
+    }
+    if (n - first < 2) n = first; /* one host alone says nothing about offsets */
+    else a->sync_instances++;
+    s = e;
+  }
+  free(v);
+  free(slack);
+  *n_out = n;
+  return p;
+}
+
+static void tighten(int64_t *ub, size_t nh, size_t x, size_t y, int64_t v) {
+  if (v < ub[x * nh + y]) ub[x * nh + y] = v;
+}
+
+/* The constraint matrix for a spread eps. */
+static void constraints(const struct lens_align *a, const struct point *p, size_t np, uint64_t eps, int with_sync,
+                        int with_coarse, int64_t *ub) {
+  size_t nh = a->n_hosts;
+  for (size_t i = 0; i < nh * nh; i++) ub[i] = INT64_MAX;
+  for (size_t h = 0; h < nh && with_coarse; h++)
+    for (size_t g = 0; g < nh; g++) {
+      const struct lens_align_host *x = &a->hosts[h], *y = &a->hosts[g];
+      if (h == g || !x->has_clock || !y->has_clock) continue;
+      tighten(ub, nh, h, g, x->coarse_offset_ns - y->coarse_offset_ns + (int64_t)(x->coarse_bound_ns + y->coarse_bound_ns));
+    }
+  /* x_h - x_g <= eps - lo_h + hi_g for two hosts' ends of one instance
+   * (times drift-corrected, widened by the drift's error). */
+  for (size_t s = 0; s < np && with_sync;) {
+    size_t e = s;
+    while (e < np && p[e].inst == p[s].inst) e++;
+    for (size_t u = s; u < e; u++)
+      for (size_t v = s; v < e; v++) {
+        if (u == v) { /* its own ranks' ends further apart than eps: x_h - x_h <= eps - lo + hi < 0 */
+          if (p[u].lo > p[u].hi && p[u].lo - p[u].hi > eps) ub[(size_t)p[u].host * nh + (size_t)p[u].host] = -1;
+          continue;
+        }
+        const struct lens_align_host *hu = &a->hosts[p[u].host], *hv = &a->hosts[p[v].host];
+        int64_t lo_u = corrected(hu, p[u].lo) - (int64_t)drift_slack(hu, p[u].lo);
+        int64_t hi_v = corrected(hv, p[v].hi) + (int64_t)drift_slack(hv, p[v].hi);
+        tighten(ub, nh, (size_t)p[u].host, (size_t)p[v].host, (int64_t)eps - lo_u + hi_v);
+      }
+    s = e;
+  }
+}
+
+int lens_align_build(const struct lens_model *m, const struct lens_job *j, const struct lens_align_opts *o,
+                     struct lens_align *a) {
+  memset(a, 0, sizeof *a);
+  a->ref = -1;
+  a->ref_utc_bound_ns = UINT64_MAX;
+  if (hosts_of(m, a)) return lens_align_free(a), -1;
+  /* Hosts with no sample: their drift is unknown, their reference is their first event. */
+  for (size_t h = 0; h < a->n_hosts; h++)
+    if (!a->hosts[h].has_clock) a->hosts[h].ref_mono_ns = m->procs[a->hosts[h].first_proc].start_mono_ns;
+  size_t np = 0;
+  struct point *p = points_of(m, j, a, &np);
+  if (!p) return lens_align_free(a), -1;
+  int rc = lens_align_resolve(a, p, np, o);
+  free(p);
+  if (rc) lens_align_free(a);
+  return rc;
+}
+
+int lens_align_resolve(struct lens_align *a, const struct lens_align_point *p, size_t np,
+                       const struct lens_align_opts *o) {
+  struct lens_align_opts def = {0};
+  if (!o) o = &def;
+  a->ref = -1;
+  a->ref_utc_bound_ns = UINT64_MAX;
+  size_t nh = a->n_hosts;
+  if (!nh) return 0;
+  for (size_t h = 0; h < nh; h++) a->hosts[h].n_sync = 0;
+  int64_t *ub = malloc(nh * nh * sizeof *ub), *lo = malloc(nh * sizeof *lo), *hi = malloc(nh * sizeof *hi);
+  int64_t *clo = malloc(nh * sizeof *clo), *chi = malloc(nh * sizeof *chi);
+  if (!ub || !lo || !hi || !clo || !chi) {
+    free(ub), free(lo), free(hi), free(clo), free(chi);
+    return -1;
+  }
+  for (size_t s = 0; s < np; s++) a->hosts[p[s].host].n_sync++;
+  /* Reference: the tightest REALTIME placement, else the most sync points. */
+  size_t ref = 0;
+  for (size_t h = 1; h < nh; h++) {
+    const struct lens_align_host *x = &a->hosts[h], *r = &a->hosts[ref];
+    if (x->coarse_bound_ns < r->coarse_bound_ns ||
+        (x->coarse_bound_ns == r->coarse_bound_ns && x->n_sync > r->n_sync))
+      ref = h;
+  }
+  a->ref = (int)ref;
+  struct lens_align_host *R = &a->hosts[ref];
+  a->time_base_realtime = R->has_clock;
+  if (R->has_clock) a->ref_utc_bound_ns = R->coarse_bound_ns;
+  int with_coarse = !o->sync_only;
+  /* The coarse solution alone: what the sync points are judged against. */
+  constraints(a, p, np, 0, 0, with_coarse, ub);
+  int crc = lens_align_solve(nh, ub, ref, clo, chi);
+  uint64_t eps = o->end_spread_ns ? o->end_spread_ns : LENS_ALIGN_END_SPREAD_NS;
+  int rc = -1;
+  for (; np && eps <= LENS_ALIGN_END_SPREAD_MAX_NS; eps *= 2) {
+    constraints(a, p, np, eps, 1, with_coarse, ub);
+    if ((rc = lens_align_solve(nh, ub, ref, lo, hi)) == 0) break;
+  }
+  /* A contradiction proved the assumed spread wrong; agreeing points do not
+   * prove the first spread that agrees right: keep twice that. */
+  if (!rc && eps != (o->end_spread_ns ? o->end_spread_ns : LENS_ALIGN_END_SPREAD_NS)) {
+    eps *= 2;
+    constraints(a, p, np, eps, 1, with_coarse, ub);
+    rc = lens_align_solve(nh, ub, ref, lo, hi);
+  }
+  if (rc) { /* no sync point, or they never agreed: REALTIME alone */
+    a->sync_dropped = np > 0;
+    for (size_t h = 0; h < nh; h++) {
+      lo[h] = crc ? INT64_MIN : clo[h];
+      hi[h] = crc ? INT64_MAX : chi[h];
+    }
+    eps = 0;
+  }
+  a->end_spread_ns = eps;
+  int64_t base = R->has_clock ? R->coarse_offset_ns : 0; /* the time base: ref on UTC by its REALTIME */
+  for (size_t h = 0; h < nh; h++) {
+    struct lens_align_host *x = &a->hosts[h];
+    if (!x->has_clock) x->drift_err_ppm = LENS_ALIGN_DRIFT_UNKNOWN_PPM, x->drift_ppm = 0;
+    if (h == ref) {
+      x->source = LENS_ALIGN_REF;
+      x->offset_ns = base;
+      x->bound_ns = 0;
+      continue;
+    }
+    if (lo[h] == INT64_MIN || hi[h] == INT64_MAX) {
+      x->source = LENS_ALIGN_NONE;
+      x->offset_ns = x->has_clock ? x->coarse_offset_ns : 0;
+      x->bound_ns = UINT64_MAX;
+      continue;
+    }
+    x->offset_ns = base + lo[h] + (hi[h] - lo[h]) / 2;
+    x->bound_ns = (uint64_t)(hi[h] - lo[h] + 1) / 2;
+    /* Sync points narrowed it when the interval is tighter than REALTIME's. */
+    int narrowed = crc || clo[h] == INT64_MIN || chi[h] == INT64_MAX || hi[h] - lo[h] < chi[h] - clo[h];
+    x->source = !rc && narrowed ? LENS_ALIGN_SYNC : LENS_ALIGN_REALTIME;
+  }
+  for (size_t h = 0; h < nh; h++)
+    a->hosts[h].coarse_bound_ns = a->hosts[h].has_clock && R->has_clock && h != ref
+                                      ? a->hosts[h].coarse_bound_ns + R->coarse_bound_ns
+                                      : h == ref ? 0 : UINT64_MAX;
+  free(ub), free(lo), free(hi), free(clo), free(chi);
+  return 0;
+}
+
+void lens_align_free(struct lens_align *a) {
+  free(a->hosts);
+  free(a->host_of_proc);
+  memset(a, 0, sizeof *a);
+  a->ref = -1;
+}
+
+int lens_align_to_job(const struct lens_align *a, int32_t proc, uint64_t mono_ns, int64_t *job, uint64_t *bound) {
+  int32_t h = proc >= 0 && (size_t)proc < a->n_procs ? a->host_of_proc[proc] : -1;
+  if (h < 0 || a->hosts[h].source == LENS_ALIGN_NONE) {
+    *job = (int64_t)mono_ns;
+    if (bound) *bound = UINT64_MAX;
+    return -1;
+  }
+  const struct lens_align_host *x = &a->hosts[h];
+  *job = corrected(x, mono_ns) + x->offset_ns;
+  if (bound) *bound = x->bound_ns + (x->source == LENS_ALIGN_REF ? 0 : drift_slack(x, mono_ns));
+  return 0;
+}

@@ -1,0 +1,146 @@
+/* Sync points for the host alignment: a rank's end of a collective,
+ * bracketed on its own host's CLOCK_MONOTONIC by hard bounds (job_align.h
+ * says which and why). */
+#include <stdlib.h>
+
+#include "gpu_analysis.h"
+#include "job_align.h"
+
+#define ACC_BAD_TIMER (LENS_ACC_STOP_BEFORE_START | LENS_ACC_RING_OVERRUN | LENS_ACC_SHARED_TIMER)
+
+/* GPU ns as host ns, with the rate margin on the side that keeps the bound. */
+static uint64_t rate_margin(uint64_t gpu_ns) { return (uint64_t)((double)gpu_ns * LENS_ALIGN_GPU_RATE_PPM * 1e-6) + 1; }
+
+/* The GPU (clock map) and pTimer range of a rank's channels; -1 none. */
+static int32_t rank_gpu(const struct lens_model *m, const struct lens_job_rank *r, uint64_t *s_out, uint64_t *t_out,
+                        int32_t *thread_out) {
+  if (r->host_span || r->event < 0) return -1;
+  const struct lens_event *e = &m->events[r->event];
+  uint64_t s = UINT64_MAX, t = 0;
+  int32_t thread = -1;
+  for (int32_t c = e->first_child; c >= 0; c = m->events[c].next_sibling) {
+    const struct lens_event *x = &m->events[c];
+    if (x->type != LENS_T_KERNEL_CH || (x->acc.flags & ACC_BAD_TIMER)) continue;
+    uint64_t a = x->p.kernel_ch.start_gpu_ns, b = x->p.kernel_ch.stop_gpu_ns;
+    if (!a || !b || b < a) continue;
+    if (a < s) s = a;
+    if (b > t) t = b;
+    thread = x->thread;
+  }
+  if (!t) return -1;
+  *s_out = s, *t_out = t, *thread_out = thread;
+  return 0;
+}
+
+int64_t *lens_align_map_slack(const struct lens_model *m, const struct lens_job *j) {
+  int64_t *b = malloc((m->n_clock_maps + 1) * sizeof *b);
+  if (!b) return NULL;
+  for (size_t i = 0; i <= m->n_clock_maps; i++) b[i] = INT64_MAX;
+  for (size_t k = 0; j && k < j->n_ranks; k++) {
+    const struct lens_job_rank *r = &j->ranks[k];
+    uint64_t s, t;
+    int32_t th;
+    if (!r->launch_start_ns || rank_gpu(m, r, &s, &t, &th)) continue;
+    int32_t mi = lens_gpu_map_for(m, th, s);
+    if (mi < 0 || (size_t)mi >= m->n_clock_maps || s < m->clock_maps[mi].gpu_from || s > m->clock_maps[mi].gpu_to)
+      continue;
+    int64_t d = (int64_t)lens_gpu_map_ns(m, mi, s) - (int64_t)r->launch_start_ns;
+    if (d < 0) d = 0; /* the map puts the start before the launch: no bias left to bound */
+    if (d < b[mi]) b[mi] = d;
+  }
+  return b;
+}
+
+int lens_align_rank_end(const struct lens_model *m, const struct lens_job_rank *r, const int64_t *map_slack,
+                        struct lens_align_end *out) {
+  if (r->host_span || r->event < 0) return -1;
+  const struct lens_event *e = &m->events[r->event];
+  uint64_t s = UINT64_MAX, t = 0;
+  for (int32_t c = e->first_child; c >= 0; c = m->events[c].next_sibling) {
+    const struct lens_event *x = &m->events[c];
+    if (x->type != LENS_T_KERNEL_CH || (x->acc.flags & ACC_BAD_TIMER)) continue;
+    uint64_t a = x->p.kernel_ch.start_gpu_ns, b = x->p.kernel_ch.stop_gpu_ns;
+    if (!a || !b || b < a) continue;
+    if (a < s) s = a;
+    if (b > t) t = b;
+  }
+  if (!t) return -1;
+  /* Upper: each channel's stop was noticed after the GPU wrote it, and the
+   * last channel stopped (t - its stop) of GPU time after that channel. */
+  uint64_t hi = UINT64_MAX, lo = 0;
+  int32_t thread = -1;
+  for (int32_t c = e->first_child; c >= 0; c = m->events[c].next_sibling) {
+    const struct lens_event *x = &m->events[c];
+    if (x->type != LENS_T_KERNEL_CH || (x->acc.flags & ACC_BAD_TIMER)) continue;
+    uint64_t a = x->p.kernel_ch.start_gpu_ns, b = x->p.kernel_ch.stop_gpu_ns;
+    if (!a || !b || b < a) continue;
+    uint64_t notice = lens_gpu_kch_stop_notice(m, x);
+    if (x->stop_mono_ns && x->stop_mono_ns < notice) notice = x->stop_mono_ns;
+    if (!notice) continue;
+    uint64_t d = t - b;
+    uint64_t u = notice + d + (d ? rate_margin(d) : 0);
+    if (u < hi) hi = u;
+    thread = x->thread;
+  }
+  /* Lower: the kernel started after its launch was called, and ran its span. */
+  if (r->launch_start_ns) lo = r->launch_start_ns + (t - s) - rate_margin(t - s);
+  /* The GPU's clock map: a CUPTI map bounds both ways, a map fitted from
+   * notices (lower envelope) only from above (it is late by the smallest
+   * polling delay, which no bound here knows). */
+  int32_t mi = thread >= 0 ? lens_gpu_map_for(m, thread, t) : -1;
+  if (mi >= 0 && (size_t)mi < m->n_clock_maps) {
+    const struct lens_clock_map *cm = &m->clock_maps[mi];
+    uint64_t mapped = lens_gpu_map_ns(m, mi, t);
+    uint64_t err = (uint64_t)cm->error_bound_ns + 1;
+    if (mapped && t >= cm->gpu_from && t <= cm->gpu_to) {
+      if (mapped + err < hi) hi = mapped + err;
+      if (cm->source == LENS_TS_CUPTI && mapped > err && mapped - err > lo) lo = mapped - err;
+      /* A notice map is late by its GPU's least polling delay d (unknown,
+       * >= 0), and a kernel starts after its launch: d <= mapped start -
+       * launch (+ err) for every kernel of that GPU, so the least of those
+       * (map_slack) bounds d, and with it every end from below. */
+      int64_t sl = map_slack ? map_slack[mi] : INT64_MAX;
+      if (cm->source != LENS_TS_CUPTI && sl != INT64_MAX && mapped > (uint64_t)sl + 2 * err &&
+          mapped - (uint64_t)sl - 2 * err > lo)
+        lo = mapped - (uint64_t)sl - 2 * err;
+    }
+  }
+  if (hi == UINT64_MAX || !lo) return -1;
+  out->lo = lo;
+  out->hi = hi;
+  out->gpu = thread;
+  out->gpu_end = t;
+  return 0;
+}
+
+static int cmp_gpu(const void *pa, const void *pb) {
+  const struct lens_align_end *a = pa, *b = pb;
+  if (a->gpu != b->gpu) return a->gpu < b->gpu ? -1 : 1;
+  return (a->gpu_end > b->gpu_end) - (a->gpu_end < b->gpu_end);
+}
+
+size_t lens_align_propagate(struct lens_align_end *v, size_t n, double rate_ppm) {
+  qsort(v, n, sizeof *v, cmp_gpu);
+  double lo_rate = 1.0 - rate_ppm * 1e-6, hi_rate = 1.0 + rate_ppm * 1e-6;
+  for (size_t s = 0; s < n;) {
+    size_t e = s;
+    while (e < n && v[e].gpu == v[s].gpu) e++;
+    /* forward: a later end is at least (dt x lo_rate) after, at most (dt x hi_rate) */
+    for (size_t k = s + 1; k < e; k++) {
+      double dt = (double)(v[k].gpu_end - v[k - 1].gpu_end);
+      uint64_t lo = v[k - 1].lo + (uint64_t)(dt * lo_rate), hi = v[k - 1].hi + (uint64_t)(dt * hi_rate) + 1;
+      if (lo > v[k].lo) v[k].lo = lo;
+      if (hi < v[k].hi) v[k].hi = hi;
+    }
+    for (size_t k = e - 1; k > s; k--) { /* backward */
+      double dt = (double)(v[k].gpu_end - v[k - 1].gpu_end);
+      uint64_t lo = v[k].lo - (uint64_t)(dt * hi_rate) - 1, hi = v[k].hi - (uint64_t)(dt * lo_rate);
+      if (lo > v[k - 1].lo) v[k - 1].lo = lo;
+      if (hi < v[k - 1].hi) v[k - 1].hi = hi;
+    }
+    s = e;
+  }
+  size_t closed = 0;
+  for (size_t k = 0; k < n; k++) closed += v[k].lo > v[k].hi;
+  return closed;
+}
