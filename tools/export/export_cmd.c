@@ -18,7 +18,7 @@
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: nccl-lens export [--format chrome|job] [-o OUT.json] [--cupti-buffer FILE]... [--min-wait-us N]\n"
+          "usage: nccl-lens export [--format chrome|job|perfetto] [-o OUT.json] [--cupti-buffer FILE]... [--min-wait-us N]\n"
           "                        [--comm ID] [--ranks LIST] [--since S] [--until S] TRACE.lens...\n"
           "  Writes Chrome Trace Event JSON; open it at https://ui.perfetto.dev or chrome://tracing.\n"
           "  -o, --output FILE    output file (default: standard output)\n"
@@ -26,6 +26,7 @@ static void usage(FILE *f) {
           "  --format job         the merged job timeline: every host on one job time base (aligned, with\n"
           "                       bounds), ranks grouped by host, a flow through the ranks of each collective\n"
           "                       instance, its last rank marked (docs/timeline.md); the options below imply it\n"
+          "  --format perfetto    the merged job timeline as Perfetto's protobuf (.pftrace; streamed, smaller)\n"
           "  --comm ID            only communicator ID (hex, as summary/job print it)\n"
           "  --ranks LIST         only these ranks, e.g. 0-7,64\n"
           "  --since S, --until S only events overlapping this window, seconds after the job's first event\n"
@@ -88,8 +89,9 @@ static int format_option(void *ctx, int *i, int argc, char **argv) {
 static int format_check(void *ctx) {
   struct xopts *o = ctx;
   if (!o->format) o->format = o->selection ? "job" : "chrome";
-  if (strcmp(o->format, "chrome") && strcmp(o->format, "job"))
-    return -lens_cli_error(CMD, "unknown format '%s' (chrome, job)", o->format);
+  if (strcmp(o->format, "chrome") && strcmp(o->format, "job") && strcmp(o->format, "perfetto"))
+    return -lens_cli_error(CMD, "unknown format '%s' (chrome, job, perfetto)", o->format);
+  o->job.perfetto = !strcmp(o->format, "perfetto");
   if (!strcmp(o->format, "chrome") && o->selection)
     return -lens_cli_error(CMD, "--comm, --ranks, --since and --until select the job timeline (--format job)");
   if (o->job.have_since && o->job.have_until && o->job.until_ns < o->job.since_ns)
@@ -131,7 +133,7 @@ int lens_cmd_export(int argc, char **argv) {
   }
   struct lens_chrome_counts cnt;
   struct lens_job_export_counts jc;
-  int job = !strcmp(o.format, "job");
+  int job = !strcmp(o.format, "job") || !strcmp(o.format, "perfetto");
   int wr = job ? export_job(f, m, &o, &jc) : lens_export_chrome(f, m, &cnt);
   if (lens_trace_cli_close_out(CMD, &c, f, wr)) {
     /* A half-written trace would load as a broken one: remove it, but only

@@ -8,6 +8,7 @@
 #include "export/event_args.h"
 #include "export/json_out.h"
 #include "export/lanes.h"
+#include "export/pb_write.h"
 #include "job/align_print.h"
 
 enum { K_CALLS = 0, K_GPU = 1, K_PROXY = 2 };
@@ -22,6 +23,8 @@ struct sl {
   uint8_t kind;
   int lane;
   uint32_t track;
+  uint32_t flow;         /* Perfetto: flow id (instance + 1) to the next rank's slice, 0 none */
+  uint8_t flow_end;      /* ... or this is the flow's last slice */
 };
 
 struct ctx {
@@ -33,7 +36,36 @@ struct ctx {
   struct lens_job_export_counts *c;
   uint8_t *sel;          /* per proc: selected (placed, and in the selected communicator) */
   int first;
+  int proto;             /* Perfetto protobuf instead of JSON */
+  struct pb out, pkt, sub, sub2;
 };
+
+/* One TracePacket (x->pkt) framed as Trace.packet = 1 and written. */
+static void pkt_flush(struct ctx *x) {
+  pb_varint(&x->pkt, 10, 1); /* trusted_packet_sequence_id: one sequence */
+  pb_reset(&x->out);
+  pb_msg(&x->out, 1, &x->pkt);
+  if (!x->out.oom) fwrite(x->out.b, 1, x->out.n, x->f);
+  pb_reset(&x->pkt);
+}
+
+/* A track: TrackDescriptor with a process (tid 0) or a thread. */
+static void pb_track(struct ctx *x, uint32_t pid, uint32_t tid, const char *name) {
+  pb_reset(&x->sub);
+  pb_reset(&x->sub2);
+  pb_varint(&x->sub, 1, tid ? 1000000ull + tid : pid);
+  pb_sint(&x->sub2, 1, pid);
+  if (tid) {
+    pb_sint(&x->sub2, 2, tid);
+    pb_str(&x->sub2, 5, name);
+    pb_msg(&x->sub, 4, &x->sub2);
+  } else {
+    pb_str(&x->sub2, 6, name);
+    pb_msg(&x->sub, 3, &x->sub2);
+  }
+  pb_msg(&x->pkt, 60, &x->sub);
+  pkt_flush(x);
+}
 
 static void sep(struct ctx *x) {
   fputs(x->first ? "\n" : ",\n", x->f);
@@ -166,7 +198,7 @@ static int collect(struct ctx *x, struct vec *v, int64_t origin) {
     if (o->have_comm && (e->comm < 0 || m->comms[e->comm].comm_id != o->comm_id)) continue;
     uint64_t stop = e->stop_mono_ns > e->start_mono_ns ? e->stop_mono_ns : e->start_mono_ns;
     struct sl s = {job_of(x, e->proc, e->start_mono_ns) - origin, job_of(x, e->proc, stop) - origin, e->proc,
-                   event_rank(m, e), kind == K_CALLS ? e->thread : -1, (int32_t)i, -1, -1, (uint8_t)kind, 0, 0};
+                   event_rank(m, e), kind == K_CALLS ? e->thread : -1, (int32_t)i, -1, -1, (uint8_t)kind, 0, 0, 0, 0};
     if (s.e < s.s) s.e = s.s;
     if (rank_selected(o, s.rank) && in_window(o, s.s, s.e) && push(v, s)) return -1;
   }
@@ -186,7 +218,7 @@ static int collect(struct ctx *x, struct vec *v, int64_t origin) {
         if (b < a) b = a;
       }
       struct sl s = {job_of(x, r->proc, a) - origin, job_of(x, r->proc, b) - origin, r->proc, r->rank, -1, r->event,
-                     (int32_t)i, (int32_t)(in->first_rank + k), K_GPU, 0, 0};
+                     (int32_t)i, (int32_t)(in->first_rank + k), K_GPU, 0, 0, 0, 0};
       if (s.e < s.s) s.e = s.s;
       if (in_window(o, s.s, s.e) && push(v, s)) return -1;
     }
@@ -195,6 +227,10 @@ static int collect(struct ctx *x, struct vec *v, int64_t origin) {
 }
 
 static void meta(struct ctx *x, const char *what, uint32_t pid, uint32_t tid, const char *name, int sort) {
+  if (x->proto) { /* names only: Perfetto orders tracks itself */
+    if (name) pb_track(x, pid, tid, name);
+    return;
+  }
   sep(x);
   fprintf(x->f, "{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%u,\"tid\":%u,\"args\":{", what, pid, tid);
   if (name) {
@@ -225,6 +261,7 @@ static void write_hosts_meta(struct ctx *x, const struct vec *v) {
     meta(x, "process_name", (uint32_t)h + 1, 0, buf, 0);
     meta(x, "process_sort_index", (uint32_t)h + 1, 0, NULL, (int)h);
     const struct lens_align_host *ah = &x->a->hosts[h];
+    if (x->proto) continue;
     if (ah->source == LENS_ALIGN_REF)
       snprintf(buf, sizeof buf, "job time base (reference host)");
     else
@@ -282,6 +319,25 @@ static void place(struct ctx *x, struct vec *v) {
 
 static void us(FILE *f, int64_t ns) { lens_json_us_signed(f, ns); }
 
+static void slice_name(const struct ctx *x, const struct sl *s, char *name, size_t len) {
+  const struct lens_model *m = x->m;
+  const struct lens_event *e = &m->events[s->event];
+  const struct lens_job_inst *in = s->inst >= 0 ? &x->j->insts[s->inst] : NULL;
+  const struct lens_job_rank *r = s->row >= 0 ? &x->j->ranks[s->row] : NULL;
+  int last = in && in->last_rank >= 0 && r && r->rank == in->last_rank;
+  if (in)
+    snprintf(name, len, "%s #%" PRId64 "%s", in->func ? in->func : "?", in->seq, last ? " (last rank)" : "");
+  else if (s->kind == K_PROXY)
+    snprintf(name, len, "ProxyOp %s ch %d peer %d", e->p.proxy_op.is_send ? "send" : "recv", e->p.proxy_op.channel,
+             e->p.proxy_op.peer);
+  else {
+    const char *func = e->type == LENS_T_COLL ? e->p.coll.func : e->type == LENS_T_P2P ? e->p.p2p.func
+                       : e->type == LENS_T_COLL_API ? e->p.coll_api.func : e->type == LENS_T_P2P_API ? e->p.p2p_api.func
+                       : NULL;
+    snprintf(name, len, "%s%s%s", lens_type_name(e->type), func ? " " : "", func ? func : "");
+  }
+}
+
 static void write_slice(struct ctx *x, const struct sl *s, int64_t origin) {
   const struct lens_model *m = x->m;
   const struct lens_event *e = &m->events[s->event];
@@ -289,17 +345,7 @@ static void write_slice(struct ctx *x, const struct sl *s, int64_t origin) {
   const struct lens_job_inst *in = s->inst >= 0 ? &x->j->insts[s->inst] : NULL;
   const struct lens_job_rank *r = s->row >= 0 ? &x->j->ranks[s->row] : NULL;
   int last = in && in->last_rank >= 0 && r && r->rank == in->last_rank;
-  if (in)
-    snprintf(name, sizeof name, "%s #%" PRId64 "%s", in->func ? in->func : "?", in->seq, last ? " (last rank)" : "");
-  else if (s->kind == K_PROXY)
-    snprintf(name, sizeof name, "ProxyOp %s ch %d peer %d", e->p.proxy_op.is_send ? "send" : "recv",
-             e->p.proxy_op.channel, e->p.proxy_op.peer);
-  else {
-    const char *func = e->type == LENS_T_COLL ? e->p.coll.func : e->type == LENS_T_P2P ? e->p.p2p.func
-                       : e->type == LENS_T_COLL_API ? e->p.coll_api.func : e->type == LENS_T_P2P_API ? e->p.p2p_api.func
-                       : NULL;
-    snprintf(name, sizeof name, "%s%s%s", lens_type_name(e->type), func ? " " : "", func ? func : "");
-  }
+  slice_name(x, s, name, sizeof name);
   sep(x);
   fputs("{\"ph\":\"X\",\"name\":", x->f);
   lens_json_str(x->f, name);
@@ -373,6 +419,99 @@ static int write_flows(struct ctx *x, const struct vec *v) {
   return 0;
 }
 
+/* Perfetto: each instance's GPU slices, in the order of their midpoints,
+ * carry flow_ids = instance + 1 to the next one; the last terminates it. */
+static int assign_flows(struct ctx *x, struct vec *v) {
+  size_t n = 0, *ix = malloc((v->n + 1) * sizeof *ix);
+  if (!ix) return -1;
+  for (size_t i = 0; i < v->n; i++)
+    if (v->v[i].kind == K_GPU) ix[n++] = i;
+  sort_v = v->v;
+  qsort(ix, n, sizeof *ix, cmp_flow);
+  for (size_t i = 0; i < n;) {
+    size_t e = i;
+    while (e < n && v->v[ix[e]].inst == v->v[ix[i]].inst) e++;
+    if (e - i >= 2) {
+      for (size_t k = i; k < e; k++) v->v[ix[k]].flow = (uint32_t)v->v[ix[k]].inst + 1, v->v[ix[k]].flow_end = k + 1 == e;
+      x->c->flows += e - i;
+      x->c->instances_flowed++;
+    }
+    i = e;
+  }
+  free(ix);
+  return 0;
+}
+
+struct pev {
+  int64_t t, other; /* other: the slice's other end */
+  size_t slice;
+  int begin;
+};
+
+/* At one time: ends before begins; inner ends (later begins) first; outer begins (later ends) first. */
+static int cmp_pev(const void *pa, const void *pb) {
+  const struct pev *a = pa, *b = pb;
+  if (a->t != b->t) return a->t < b->t ? -1 : 1;
+  if (a->begin != b->begin) return a->begin - b->begin;
+  if (a->other != b->other) return a->begin ? (a->other > b->other ? -1 : 1) : (a->other > b->other ? -1 : 1);
+  return (a->slice > b->slice) - (a->slice < b->slice);
+}
+
+static void pb_annot_u(struct ctx *x, const char *k, uint64_t v) {
+  pb_reset(&x->sub2);
+  pb_str(&x->sub2, 10, k);
+  pb_varint(&x->sub2, 3, v);
+  pb_msg(&x->sub, 4, &x->sub2);
+}
+static void pb_annot_s(struct ctx *x, const char *k, const char *v) {
+  pb_reset(&x->sub2);
+  pb_str(&x->sub2, 10, k);
+  pb_str(&x->sub2, 6, v);
+  pb_msg(&x->sub, 4, &x->sub2);
+}
+
+/* SLICE_BEGIN / SLICE_END pairs on each (track, lane), time-ordered. */
+static int write_perfetto_events(struct ctx *x, const struct vec *v, int64_t origin) {
+  struct pev *ev = malloc((2 * v->n + 1) * sizeof *ev);
+  if (!ev) return -1;
+  for (size_t i = 0; i < v->n; i++) {
+    ev[2 * i] = (struct pev){v->v[i].s, v->v[i].e, i, 1};
+    ev[2 * i + 1] = (struct pev){v->v[i].e, v->v[i].s, i, 0};
+  }
+  qsort(ev, 2 * v->n, sizeof *ev, cmp_pev);
+  for (size_t k = 0; k < 2 * v->n; k++) {
+    const struct sl *s = &v->v[ev[k].slice];
+    pb_reset(&x->sub);
+    pb_varint(&x->sub, 9, ev[k].begin ? 1 : 2);
+    pb_varint(&x->sub, 11, 1000000ull + tid_of(s));
+    if (ev[k].begin) {
+      char name[160];
+      slice_name(x, s, name, sizeof name);
+      pb_str(&x->sub, 23, name);
+      pb_str(&x->sub, 22, kind_name[s->kind]);
+      pb_annot_u(x, "rank", (uint64_t)(int64_t)s->rank);
+      pb_annot_s(x, "host", x->a->hosts[x->a->host_of_proc[s->proc]].host);
+      uint64_t bound = 0;
+      int64_t job;
+      lens_align_to_job(x->a, s->proc, x->m->events[s->event].start_mono_ns, &job, &bound);
+      pb_annot_u(x, "align_bound_ns", bound);
+      if (s->inst >= 0) {
+        const struct lens_job_inst *in = &x->j->insts[s->inst];
+        pb_annot_u(x, "seq", (uint64_t)in->seq);
+        pb_annot_u(x, "is_last", in->last_rank >= 0 && x->j->ranks[s->row].rank == in->last_rank);
+        x->c->last_marked += in->last_rank >= 0 && x->j->ranks[s->row].rank == in->last_rank;
+      }
+      if (s->flow) pb_fixed64(&x->sub, s->flow_end ? 48 : 47, s->flow);
+      x->c->slices++;
+    }
+    pb_varint(&x->pkt, 8, (uint64_t)(ev[k].t + origin));
+    pb_msg(&x->pkt, 11, &x->sub);
+    pkt_flush(x);
+  }
+  free(ev);
+  return 0;
+}
+
 static void write_other(struct ctx *x, int64_t origin) {
   FILE *f = x->f;
   char tb[256];
@@ -405,6 +544,7 @@ int lens_export_job(FILE *f, const struct lens_model *m, const struct lens_job *
   struct lens_job_export_counts dummy;
   struct lens_job_export_opts none = {0};
   struct ctx x = {.f = f, .m = m, .j = j, .a = a, .o = o ? o : &none, .c = c ? c : &dummy, .first = 1};
+  x.proto = x.o->perfetto;
   memset(x.c, 0, sizeof *x.c);
   x.sel = calloc(m->n_procs + 1, 1);
   struct vec v = {0};
@@ -419,8 +559,16 @@ int lens_export_job(FILE *f, const struct lens_model *m, const struct lens_job *
   int64_t origin = origin_of(&x);
   x.c->origin_job_ns = origin;
   if (collect(&x, &v, origin)) goto out;
-  fputs("{\"traceEvents\":[", f);
   qsort(v.v, v.n, sizeof *v.v, cmp_sl);
+  if (x.proto) {
+    pb_varint(&x.pkt, 13, 1); /* sequence_flags: SEQ_INCREMENTAL_STATE_CLEARED, on the first packet */
+    write_hosts_meta(&x, &v);
+    place(&x, &v);
+    if (assign_flows(&x, &v) || write_perfetto_events(&x, &v, origin)) goto out;
+    rc = ferror(f) || x.out.oom || x.pkt.oom || x.sub.oom || x.sub2.oom ? -1 : 0;
+    goto out;
+  }
+  fputs("{\"traceEvents\":[", f);
   write_hosts_meta(&x, &v);
   place(&x, &v);
   for (size_t i = 0; i < v.n; i++) write_slice(&x, &v.v[i], origin);
@@ -430,5 +578,6 @@ int lens_export_job(FILE *f, const struct lens_model *m, const struct lens_job *
 out:
   free(v.v);
   free(x.sel);
+  pb_free(&x.out), pb_free(&x.pkt), pb_free(&x.sub), pb_free(&x.sub2);
   return rc;
 }

@@ -15,7 +15,12 @@
  * each host's offset, drift and bound; each slice's args carry its
  * MONOTONIC time and its alignment bound. Hosts that could not be placed are
  * left out (counted). Selection by communicator, rank set and job-time
- * window keeps a 1,000-rank run within what a JSON viewer opens. */
+ * window keeps a 1,000-rank run within what a JSON viewer opens.
+ *
+ * --format perfetto writes the same tracks and slices as Perfetto's own
+ * protobuf (TracePacket / TrackDescriptor / TrackEvent, the subset declared
+ * in tools/export/perfetto_subset.proto), packet by packet: SLICE_BEGIN and
+ * SLICE_END at job-time ns, flows as flow_ids / terminating_flow_ids. */
 #ifndef NCCL_LENS_EXPORT_JOB_EXPORT_H
 #define NCCL_LENS_EXPORT_JOB_EXPORT_H
 
@@ -33,6 +38,7 @@ struct lens_job_export_opts {
   size_t n_ranks;
   int have_since, have_until;
   int64_t since_ns, until_ns; /* --since/--until: ns after the origin (job time) */
+  int perfetto;             /* --format perfetto: Perfetto's protobuf (perfetto_subset.proto), streamed */
 };
 
 struct lens_job_export_counts {
