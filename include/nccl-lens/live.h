@@ -24,10 +24,14 @@
 #include <stdint.h>
 
 #define LENS_LIVE_MAGIC 0x3156494C534E454Cull /* "LENSLIV1" little-endian */
-#define LENS_LIVE_VERSION 1
+#define LENS_LIVE_VERSION 2 /* 2: recent[] grew from 1024 to 8192 */
 #define LENS_LIVE_COMMS 64
 #define LENS_LIVE_SERIES 256
-#define LENS_LIVE_RECENT 1024 /* completed instances kept for the agent's execution/wait split */
+/* Completed instances kept for the agent's execution/wait split: a rank may
+ * complete this many between two reads of the agent (it follows the pages
+ * every second) and two publishes (NCCL_LENS_LIVE_PERIOD_MS) without a loss;
+ * 8192 covers ~8 k collectives/s per rank. A reader counts what it missed. */
+#define LENS_LIVE_RECENT 8192
 /* Time histograms: bucket i counts values <= 2^i microseconds (i < 22, up to
  * ~4.2 s); the last bucket is everything above. Not cumulative. */
 #define LENS_LIVE_TIME_BUCKETS 23

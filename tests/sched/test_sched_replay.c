@@ -34,6 +34,7 @@
 #include "reader/analyses.h"
 #include "reader/lensread.h"
 #include "reader/starvation.h"
+#include "sched/sched_page.h"
 #include "sched_test_util.h"
 #include "../lens_test_tmp.h"
 
@@ -225,6 +226,64 @@ static int list_traces(const char *dir, char paths[][512], int max) {
   return n;
 }
 
+/* The starvation page for the agent (tools/sched/sched_page.h): per thread,
+ * the trace's samples summed, exactly; and `nccl-lens agent` exports them. */
+static void check_page(const struct lens_model *m, const char *regdir, pid_t loader, const char *api) {
+  static struct lens_sched_page page;
+  char path[512];
+  snprintf(path, sizeof path, "%s/%d.sched", regdir, (int)loader);
+  uint32_t writer = 0;
+  uint64_t updated = 0;
+  assert_int_equal(lens_sched_page_read(path, &page, &writer, &updated), 0);
+  assert_int_equal(writer, (uint32_t)loader);
+  int starved_seen = 0;
+  for (size_t i = 0; i < page.n; i++) {
+    const struct lens_sched_page_thread *t = &page.t[i];
+    uint64_t runq = 0, pre = 0, nr = 0, np = 0;
+    for (size_t k = 0; k < m->n_sched; k++) {
+      const struct lens_sched_sample *s = &m->sched[k].s;
+      if (s->host_pid != t->pid || s->host_tid != t->tid) continue;
+      if (s->kind == LENS_SCHED_RUNQ_WAIT) runq += s->end_mono_ns - s->start_mono_ns, nr++;
+      if (s->kind == LENS_SCHED_PREEMPT) pre += s->end_mono_ns - s->start_mono_ns, np++;
+    }
+    assert_int_equal(t->runq_ns, runq);
+    assert_int_equal(t->preempt_ns, pre);
+    assert_int_equal(t->runq_waits, nr);
+    assert_int_equal(t->preempt_waits, np);
+    for (int k = 0; k < n_st; k++)
+      if ((long)t->tid == st[k].proxy_tid) {
+        starved_seen++;
+        assert_true(t->runq_ns + t->preempt_ns > 0);
+        assert_true(t->roles & (!strcmp(api, "7") ? LENS_ROLE_PROFILER : LENS_ROLE_PROXY));
+        /* the agent: the same seconds, labelled with the thread's role */
+        static char out[8 << 20], err[65536];
+        char keep[] = "600";
+        char *aargv[] = {LENS_CLI, "agent", "--once", "--dir", (char *)regdir, "--keep", keep, NULL};
+        assert_int_equal(sched_run(aargv, 0, err, sizeof err, out, sizeof out), 0);
+        double got = 0;
+        int lines = 0;
+        char needle[96];
+        snprintf(needle, sizeof needle, "tid=\"%u\",role=\"%s\"", t->tid, !strcmp(api, "7") ? "profiler" : "proxy");
+        for (char *l = strstr(out, "nccl_lens_thread_starved_seconds_total{"); l;
+             l = strstr(l + 1, "nccl_lens_thread_starved_seconds_total{")) {
+          char *eol = strchr(l, '\n'), *sp = strchr(l, ' ');
+          if (!eol || !sp || sp > eol) break;
+          *eol = 0;
+          if (strstr(l, needle)) got += atof(sp + 1), lines++;
+          *eol = '\n';
+        }
+        printf("starved thread %u: page %.6f s (runqueue %llu waits, preempted %llu), agent %.6f s in %d lines\n",
+               t->tid, (double)(t->runq_ns + t->preempt_ns) / 1e9, (unsigned long long)t->runq_waits,
+               (unsigned long long)t->preempt_waits, got, lines);
+        assert_int_equal(lines, 2);
+        assert_true(got > (double)(t->runq_ns + t->preempt_ns) / 1e9 - 1e-6);
+        assert_true(got < (double)(t->runq_ns + t->preempt_ns) / 1e9 + 1e-6);
+      }
+  }
+  assert_true(starved_seen >= 1);
+  unlink(path);
+}
+
 static void run_starved(const char *api) {
   n_st = n_kch = n_proxies = 0;
   const char *why = sched_test_cannot_probe();
@@ -333,6 +392,7 @@ static void run_starved(const char *api) {
     }
     assert_true(found);
   }
+  check_page(m, regdir, loader.pid, api);
 
   /* 2. Starvation flags vs the truth. Per KernelCh the driver records when
    * the GPU really started and stopped it, when the app thread posted its

@@ -107,12 +107,12 @@ static int parse_listen(const char *s, struct sockaddr_in *sa) {
 
 static const char usage[] =
     "usage: nccl-lens agent [--listen ADDR:PORT] [--textfile DIR] [--otlp] [--dir DIR] [--interval S]\n"
-    "                       [--keep S] [--duration S] [--once] [--bench N]\n";
+    "                       [--keep S] [--duration S] [--follow S] [--once] [--bench N]\n";
 
 int lens_cmd_agent(int argc, char **argv) {
   const char *listen_on = NULL, *textfile = NULL, *dir = getenv("NCCL_LENS_REGISTRY_DIR");
   int otlp = 0, once = 0, bench = 0;
-  double interval = 10, duration = 0;
+  double interval = 10, duration = 0, follow = 1;
   unsigned keep = 300;
   if (!dir || !*dir) dir = LENS_REGISTRY_DEFAULT_DIR;
   for (int i = 1; i < argc; i++) {
@@ -121,6 +121,7 @@ int lens_cmd_agent(int argc, char **argv) {
     else if (!strcmp(o, "--textfile") && v) textfile = v, i++;
     else if (!strcmp(o, "--dir") && v) dir = v, i++;
     else if (!strcmp(o, "--interval") && v) interval = atof(v), i++;
+    else if (!strcmp(o, "--follow") && v) follow = atof(v), i++;
     else if (!strcmp(o, "--keep") && v) keep = (unsigned)atoi(v), i++;
     else if (!strcmp(o, "--duration") && v) duration = atof(v), i++;
     else if (!strcmp(o, "--otlp")) otlp = 1;
@@ -135,6 +136,7 @@ int lens_cmd_agent(int argc, char **argv) {
     }
   }
   if (interval < 0.05) interval = 0.05;
+  if (!(follow >= 0.05 && follow <= 60)) return lens_cli_error("agent", "--follow must be 0.05 to 60 seconds");
   struct agent a = {.dir = dir, .keep_s = keep};
   pthread_mutex_init(&a.mu, NULL);
   if (gethostname(a.host, sizeof a.host - 1) != 0) strcpy(a.host, "unknown");
@@ -192,12 +194,21 @@ int lens_cmd_agent(int argc, char **argv) {
   signal(SIGTERM, on_signal);
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  double next = 0;
+  double next = 0, next_follow = 0;
   while (!g_stop) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     double el = (double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9;
     if (duration > 0 && el >= duration) break;
+    /* Follow the pages' rings of recent instances between scrapes, so the
+     * split sees every instance whatever the scrape interval (a rank may
+     * complete thousands a second; the ring holds LENS_LIVE_RECENT). */
+    if (el >= next_follow) {
+      next_follow = el + follow;
+      pthread_mutex_lock(&a.mu);
+      agent_model_refresh(a.m, a.dir, a.keep_s);
+      pthread_mutex_unlock(&a.mu);
+    }
     if (el >= next) {
       next = el + interval;
       if (textfile && write_textfile(&a, textfile) != 0) fprintf(stderr, "nccl-lens agent: cannot write %s\n", textfile);
@@ -212,6 +223,8 @@ int lens_cmd_agent(int argc, char **argv) {
     nanosleep(&nap, NULL);
   }
   if (d) MHD_stop_daemon(d);
+  /* the last state for the textfile collector: what a job that just ended left */
+  if (textfile && write_textfile(&a, textfile) != 0) fprintf(stderr, "nccl-lens agent: cannot write %s\n", textfile);
   agent_model_free(a.m);
   free(a.m);
   return rc;

@@ -8,6 +8,10 @@
 #include <time.h>
 
 #define PENDING_EXPIRE_NS 10000000000ull
+/* A communicator only partly on this node is split with the ranks that are
+ * here once its instance is this old: a page that appears late (a rank that
+ * started a moment after the others) still brings its instances in time. */
+#define PENDING_SETTLE_NS 1000000000ull
 
 void agent_size_label(int bucket, char *buf, size_t len) {
   static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
@@ -24,17 +28,32 @@ static uint64_t real_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static int local_ranks(const struct agent_model *m, uint64_t comm_id, int *nranks) {
-  int n = 0;
+/* The communicators of this node's pages and how many of their ranks are
+ * here: computed once per refresh (an instance needs it, thousands a second). */
+static void scan_comms(struct agent_model *m) {
+  m->n_comms = 0;
   for (size_t i = 0; i < m->pages.n; i++) {
     const struct lens_live_page *p = m->pages.procs[i].page;
-    for (uint32_t c = 0; c < p->n_comms; c++)
-      if (p->comms[c].comm_id == comm_id) {
-        n++;
-        *nranks = p->comms[c].nranks;
+    for (uint32_t c = 0; c < p->n_comms; c++) {
+      uint32_t k = 0;
+      while (k < m->n_comms && m->comms[k].comm_id != p->comms[c].comm_id) k++;
+      if (k == m->n_comms) {
+        if (m->n_comms == AGENT_SPLITS) continue;
+        m->comms[m->n_comms++] = (struct agent_comm){p->comms[c].comm_id, 0, 0};
       }
+      m->comms[k].local++;
+      m->comms[k].nranks = p->comms[c].nranks;
+    }
   }
-  return n;
+}
+
+static int local_ranks(const struct agent_model *m, uint64_t comm_id, int *nranks) {
+  for (uint32_t k = 0; k < m->n_comms; k++)
+    if (m->comms[k].comm_id == comm_id) {
+      *nranks = m->comms[k].nranks;
+      return m->comms[k].local;
+    }
+  return 0;
 }
 
 static struct agent_split *split_of(struct agent_model *m, uint64_t comm_id, const char *func, const char *name) {
@@ -76,6 +95,29 @@ static double busbw_gbs(const char *func, uint64_t bytes, int n, uint64_t exec_n
   return size * f / (double)exec_ns; /* bytes per ns = GB/s */
 }
 
+/* ---- pending instances: an open-addressing table keyed by (comm, split, seq) ---- */
+#define PENDING_MASK (AGENT_PENDING - 1u)
+
+static uint32_t pending_hash(uint64_t comm_id, uint16_t split, uint64_t seq) {
+  uint64_t h = (comm_id ^ (seq * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)split << 48)) * 0xFF51AFD7ED558CCDull;
+  return (uint32_t)(h >> 40) & PENDING_MASK;
+}
+
+/* Removes slot i, shifting later entries of its probe run back (no tombstones). */
+static void pending_remove(struct agent_model *m, uint32_t i) {
+  m->pending[i].first_real_ns = 0;
+  m->n_pending--;
+  for (uint32_t j = (i + 1) & PENDING_MASK; m->pending[j].first_real_ns; j = (j + 1) & PENDING_MASK) {
+    uint32_t home = pending_hash(m->pending[j].comm_id, m->pending[j].split, m->pending[j].seq);
+    /* j's entry may move to the hole i when its home is not in (i, j] (cyclically) */
+    if (((j - home) & PENDING_MASK) >= ((j - i) & PENDING_MASK)) {
+      m->pending[i] = m->pending[j];
+      m->pending[j].first_real_ns = 0;
+      i = j;
+    }
+  }
+}
+
 static void complete(struct agent_model *m, struct agent_pending *q) {
   struct agent_split *s = &m->splits[q->split];
   uint64_t exec = UINT64_MAX;
@@ -98,7 +140,7 @@ static void complete(struct agent_model *m, struct agent_pending *q) {
     r->exec_ns += exec;
     if (i == last) r->last_count++;
   }
-  *q = m->pending[--m->n_pending];
+  pending_remove(m, (uint32_t)(q - m->pending));
 }
 
 static void add_instance(struct agent_model *m, uint32_t pid, const struct lens_live_page *p,
@@ -114,12 +156,19 @@ static void add_instance(struct agent_model *m, uint32_t pid, const struct lens_
   s->local_ranks = local;
   uint16_t si = (uint16_t)(s - m->splits);
   struct agent_pending *q = NULL;
-  for (uint32_t i = 0; i < m->n_pending && !q; i++)
-    if (m->pending[i].comm_id == in->comm_id && m->pending[i].split == si && m->pending[i].seq == in->seq)
+  uint32_t i = pending_hash(in->comm_id, si, in->seq);
+  for (; m->pending[i].first_real_ns; i = (i + 1) & PENDING_MASK)
+    if (m->pending[i].comm_id == in->comm_id && m->pending[i].split == si && m->pending[i].seq == in->seq) {
       q = &m->pending[i];
+      break;
+    }
   if (!q) {
-    if (m->n_pending == AGENT_PENDING) return;
-    q = &m->pending[m->n_pending++];
+    if (m->n_pending >= AGENT_PENDING * 3 / 4) { /* keep probe runs short */
+      m->full++;
+      return;
+    }
+    q = &m->pending[i];
+    m->n_pending++;
     memset(q, 0, sizeof *q);
     q->comm_id = in->comm_id;
     q->seq = in->seq;
@@ -135,7 +184,14 @@ static void add_instance(struct agent_model *m, uint32_t pid, const struct lens_
     q->span[q->n] = in->gpu_stop_ns - in->gpu_start_ns;
     q->n++;
   }
-  if (q->n >= local) complete(m, q);
+  /* every rank of the communicator is here: nothing else can come */
+  if (q->n >= nranks || q->n >= 8) complete(m, q);
+}
+
+/* A page met for the first time: what its ring still holds is read; what
+ * left it before the agent came is not "missed" by the agent. */
+static uint64_t backlog_start(const struct lens_live_page *p) {
+  return p->recent_total > LENS_LIVE_RECENT ? p->recent_total - LENS_LIVE_RECENT : 0;
 }
 
 static struct agent_cursor *cursor_of(struct agent_model *m, const struct lens_live_page *p) {
@@ -143,38 +199,53 @@ static struct agent_cursor *cursor_of(struct agent_model *m, const struct lens_l
     if (m->cursors[i].pid == p->pid) {
       if (m->cursors[i].start_real_ns != p->start_real_ns) { /* a new session (or pid reuse) */
         m->cursors[i].start_real_ns = p->start_real_ns;
-        m->cursors[i].consumed = 0;
+        m->cursors[i].consumed = backlog_start(p);
       }
       return &m->cursors[i];
     }
   if (m->n_cursors == AGENT_CURSORS) return NULL;
   struct agent_cursor *c = &m->cursors[m->n_cursors++];
-  *c = (struct agent_cursor){p->pid, p->start_real_ns, 0};
+  *c = (struct agent_cursor){p->pid, p->start_real_ns, backlog_start(p), 0};
   return c;
 }
 
 int agent_model_refresh(struct agent_model *m, const char *dir, unsigned keep_s) {
-  live_set_free(&m->pages);
   if (live_read_dir(dir, keep_s, &m->pages) != 0) return -1;
   m->refreshes++;
   uint64_t now = real_ns();
+  agent_sched_refresh(m, dir, keep_s);
+  scan_comms(m);
   for (size_t i = 0; i < m->pages.n; i++) {
     const struct lens_live_page *p = m->pages.procs[i].page;
     struct agent_cursor *c = cursor_of(m, p);
     if (!c) continue;
     uint64_t from = c->consumed;
-    if (p->recent_total - from > LENS_LIVE_RECENT) from = p->recent_total - LENS_LIVE_RECENT;
+    if (p->recent_total - from > LENS_LIVE_RECENT) {
+      c->missed += p->recent_total - LENS_LIVE_RECENT - from; /* wrapped before we read: counted, not hidden */
+      from = p->recent_total - LENS_LIVE_RECENT;
+    }
     for (uint64_t k = from; k < p->recent_total; k++)
       add_instance(m, p->pid, p, &p->recent[k % LENS_LIVE_RECENT], now);
     c->consumed = p->recent_total;
   }
-  for (uint32_t i = 0; i < m->n_pending;)
-    if (now - m->pending[i].first_real_ns > PENDING_EXPIRE_NS) {
+  for (uint32_t i = 0; i < AGENT_PENDING;) {
+    struct agent_pending *q = &m->pending[i];
+    int nr = 0;
+    if (q->first_real_ns && now - q->first_real_ns > PENDING_SETTLE_NS &&
+        q->n >= local_ranks(m, q->comm_id, &nr) && q->n >= 2) {
+      complete(m, q); /* a later entry may have moved into i: look at it again */
+    } else if (q->first_real_ns && now - q->first_real_ns > PENDING_EXPIRE_NS) {
       m->expired++;
-      m->pending[i] = m->pending[--m->n_pending];
+      pending_remove(m, i);
     } else
       i++;
+  }
   return 0;
 }
 
-void agent_model_free(struct agent_model *m) { live_set_free(&m->pages); }
+void agent_model_free(struct agent_model *m) {
+  live_set_free(&m->pages);
+  free(m->sched);
+  m->sched = NULL;
+  m->n_sched = 0;
+}

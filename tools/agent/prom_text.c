@@ -116,6 +116,14 @@ static void per_function(struct strbuf *b, const struct agent_model *m, const ch
   }
 }
 
+/* The registry's roles of a thread the sched probe watched. */
+static const char *role_name(uint32_t roles) {
+  if ((roles & LENS_ROLE_PROXY) && (roles & LENS_ROLE_PROFILER)) return "proxy,profiler";
+  if (roles & LENS_ROLE_PROXY) return "proxy";
+  if (roles & LENS_ROLE_PROFILER) return "profiler";
+  return "";
+}
+
 void prom_render(const struct agent_model *m, const char *host, struct strbuf *b) {
   char l[1024], h[200];
   esc(host, h, sizeof h);
@@ -247,4 +255,34 @@ void prom_render(const struct agent_model *m, const char *host, struct strbuf *b
   family(b, "nccl_lens_agent_expired_instances_total", "counter",
          "Instances whose other local ranks never reported within 10 s (not in the split).");
   sb_printf(b, "nccl_lens_agent_expired_instances_total{host=\"%s\"} %llu\n", h, (unsigned long long)m->expired);
+  /* From `nccl-lens sched` (its <pid>.sched pages), when it runs on this node. */
+  family(b, "nccl_lens_thread_starved_seconds_total", "counter",
+         "Time a watched NCCL proxy or profiler thread waited for a CPU: kind runqueue (woken, not yet running) or "
+         "preempted (switched out while runnable); waits of at least nccl-lens sched --min-wait-us.");
+  for (size_t i = 0; i < m->n_sched; i++) {
+    const struct lens_sched_page_thread *t = &m->sched[i];
+    const char *role = role_name(t->roles);
+    sb_printf(b, "nccl_lens_thread_starved_seconds_total{host=\"%s\",pid=\"%u\",tid=\"%u\",role=\"%s\",kind=\"runqueue\"} %.9f\n",
+              h, t->pid, t->tid, role, (double)t->runq_ns / 1e9);
+    sb_printf(b, "nccl_lens_thread_starved_seconds_total{host=\"%s\",pid=\"%u\",tid=\"%u\",role=\"%s\",kind=\"preempted\"} %.9f\n",
+              h, t->pid, t->tid, role, (double)t->preempt_ns / 1e9);
+  }
+  family(b, "nccl_lens_thread_starved_waits_total", "counter",
+         "Waits for a CPU of a watched thread counted in nccl_lens_thread_starved_seconds_total.");
+  for (size_t i = 0; i < m->n_sched; i++) {
+    const struct lens_sched_page_thread *t = &m->sched[i];
+    const char *role = role_name(t->roles);
+    sb_printf(b, "nccl_lens_thread_starved_waits_total{host=\"%s\",pid=\"%u\",tid=\"%u\",role=\"%s\",kind=\"runqueue\"} %llu\n",
+              h, t->pid, t->tid, role, (unsigned long long)t->runq_waits);
+    sb_printf(b, "nccl_lens_thread_starved_waits_total{host=\"%s\",pid=\"%u\",tid=\"%u\",role=\"%s\",kind=\"preempted\"} %llu\n",
+              h, t->pid, t->tid, role, (unsigned long long)t->preempt_waits);
+  }
+  family(b, "nccl_lens_agent_missed_instances_total", "counter",
+         "Instances that left a page's ring of recent instances before the agent read them (not in the split).");
+  for (uint32_t i = 0; i < m->n_cursors; i++)
+    sb_printf(b, "nccl_lens_agent_missed_instances_total{host=\"%s\",pid=\"%u\"} %llu\n", h, m->cursors[i].pid,
+              (unsigned long long)m->cursors[i].missed);
+  family(b, "nccl_lens_agent_untracked_instances_total", "counter",
+         "Instances not split because the agent's table of pending instances was full.");
+  sb_printf(b, "nccl_lens_agent_untracked_instances_total{host=\"%s\"} %llu\n", h, (unsigned long long)m->full);
 }

@@ -45,6 +45,51 @@ static struct prev *prev_of(struct prev *v, size_t *n, size_t cap, uint32_t pid,
   return &v[(*n)++];
 }
 
+/* Proxy/profiler threads from `nccl-lens sched`'s pages: the ones that waited
+ * most for a CPU since the last refresh first. */
+#define TOP_STARVED 8
+static void draw_starved(const struct agent_model *m, double dt, int first) {
+  static struct { uint32_t pid, tid; uint64_t ns; } prev[4096];
+  static size_t n_prev;
+  if (!m->n_sched) {
+    printf("starved threads: none reported (`nccl-lens sched --follow`, as root, reports them here)\n");
+    return;
+  }
+  struct { size_t i; double rate; } top[TOP_STARVED];
+  size_t n_top = 0;
+  for (size_t i = 0; i < m->n_sched; i++) {
+    const struct lens_sched_page_thread *t = &m->sched[i];
+    uint64_t tot = t->runq_ns + t->preempt_ns;
+    size_t k = 0;
+    while (k < n_prev && (prev[k].pid != t->pid || prev[k].tid != t->tid)) k++;
+    double rate = 0;
+    if (k < n_prev) {
+      if (!first && dt > 0 && tot >= prev[k].ns) rate = (double)(tot - prev[k].ns) / 1e6 / dt;
+      prev[k].ns = tot;
+    } else if (n_prev < sizeof prev / sizeof prev[0]) {
+      prev[n_prev].pid = t->pid, prev[n_prev].tid = t->tid, prev[n_prev].ns = tot;
+      n_prev++;
+    }
+    size_t at = n_top;
+    while (at > 0 && top[at - 1].rate < rate) at--;
+    if (at >= TOP_STARVED) continue;
+    if (n_top < TOP_STARVED) n_top++;
+    memmove(&top[at + 1], &top[at], (n_top - 1 - at) * sizeof top[0]);
+    top[at].i = i, top[at].rate = rate;
+  }
+  printf("\nstarved threads (nccl-lens sched; %zu watched)\n%-8s %-8s %-15s %14s %12s\n", m->n_sched, "PID", "TID",
+         "ROLE", "STARVED_MS/S", "TOTAL_MS");
+  for (size_t j = 0; j < n_top; j++) {
+    const struct lens_sched_page_thread *t = &m->sched[top[j].i];
+    printf("%-8u %-8u %-15s %14.2f %12.1f\n", t->pid, t->tid,
+           (t->roles & LENS_ROLE_PROFILER) && (t->roles & LENS_ROLE_PROXY) ? "proxy,profiler"
+           : t->roles & LENS_ROLE_PROFILER                                  ? "profiler"
+           : t->roles & LENS_ROLE_PROXY                                     ? "proxy"
+                                                                            : "-",
+           top[j].rate, (double)(t->runq_ns + t->preempt_ns) / 1e6);
+  }
+}
+
 static void draw(const struct agent_model *m, struct prev *pv, size_t *npv, size_t cap, double dt, int first,
                  const char *dir) {
   printf("\033[H\033[2Jnccl-lens top  %s  %zu process(es)  (q quits)\n", dir, m->pages.n);
@@ -87,7 +132,7 @@ static void draw(const struct agent_model *m, struct prev *pv, size_t *npv, size
       if (q) q->ops = ops, q->bytes = bytes;
     }
   }
-  printf("starved threads: run `nccl-lens sched` for scheduling delays (not shown live yet)\n");
+  draw_starved(m, dt, first);
   fflush(stdout);
 }
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "sched/sched_page.h"
 #include "sched/sched_probe.h"
 #include "sched/sched_report.h"
 #include "sched/sched_targets.h"
@@ -27,6 +28,7 @@
 #define REFRESH_NS 50000000ull      /* registry poll: proxy threads appear as communicators start */
 #define FLUSH_NS 200000000ull       /* samples reach the file at least this often */
 #define SCAN_NS 1000000000ull       /* --follow: look for new plugin processes */
+#define PAGE_NS 1000000000ull       /* the starvation page for the agent (sched_page.h) */
 #define REGISTRY_WAIT_NS 5000000000ull /* plugin mapped but registry not yet written */
 #define NOTE_WARN 2
 #define NOTE_INFO 3
@@ -34,7 +36,7 @@
 struct opts {
   int pid, follow, all_threads, quiet, verbose, stats;
   int registry_only; /* --follow: only the registry dir, no /proc scan (the demo's own processes) */
-  const char *out_dir, *btf, *registry_dir;
+  const char *out_dir, *btf, *registry_dir, *page_dir;
   double duration_s;
   uint64_t min_offcpu_ns, min_wait_ns;
 };
@@ -45,6 +47,8 @@ struct run {
   struct opts o;
   struct lens_sched_probe *probe;
   struct lens_sched_trace *trace;
+  struct lens_sched_page *page;      /* NULL: --page-dir none */
+  int page_failed;
   struct lens_sched_target *targets; /* MAX_TARGETS */
   size_t n_targets;
   struct watch cur[MAX_WATCH];
@@ -71,6 +75,9 @@ static void usage(FILE *f) {
           "                       (no /proc scan), so only processes that publish there are watched\n"
           "  --registry-dir DIR   registry directory inside the target (default: its NCCL_LENS_REGISTRY_DIR\n"
           "                       or " "/tmp/nccl-lens" ")\n"
+          "  --page-dir DIR       where <pid>.sched, the live starvation totals for `nccl-lens agent`, goes\n"
+          "                       (default: --registry-dir, else $NCCL_LENS_REGISTRY_DIR, else /tmp/nccl-lens;\n"
+          "                       'none': no page)\n"
           "  --btf PATH           kernel BTF to use instead of /sys/kernel/btf/vmlinux\n"
           "  --stats              print the probe's in-kernel cost (bpf_stats) at exit\n"
           "  --quiet, --verbose   fewer messages / libbpf's own messages too\n"
@@ -93,7 +100,7 @@ static int parse_opts(int argc, char **argv, struct opts *o) {
       {"duration", required_argument, 0, 'd'},   {"min-offcpu-us", required_argument, 0, 'm'},
       {"min-wait-us", required_argument, 0, 'w'}, {"btf", required_argument, 0, 'b'},
       {"registry-dir", required_argument, 0, 'r'}, {"stats", no_argument, 0, 's'},
-      {"registry-only", no_argument, 0, 'R'},
+      {"registry-only", no_argument, 0, 'R'},   {"page-dir", required_argument, 0, 'P'},
       {"quiet", no_argument, 0, 'q'},            {"verbose", no_argument, 0, 'v'},
       {"help", no_argument, 0, 'h'},             {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
@@ -133,6 +140,7 @@ static int parse_opts(int argc, char **argv, struct opts *o) {
     case 'b': o->btf = optarg; break;
     case 'r': o->registry_dir = optarg; break;
     case 'R': o->registry_only = 1; break;
+    case 'P': o->page_dir = optarg; break;
     case 's': o->stats = 1; break;
     case 'q': o->quiet = 1; break;
     case 'v': o->verbose = 1; break;
@@ -145,6 +153,10 @@ static int parse_opts(int argc, char **argv, struct opts *o) {
   if (o->all_threads && !o->pid) return lens_cli_error(CMD, "--all-threads needs --pid"), -1;
   if (o->registry_only && (!o->follow || !o->registry_dir))
     return lens_cli_error(CMD, "--registry-only needs --follow and --registry-dir"), -1;
+  if (!o->page_dir) o->page_dir = o->registry_dir;
+  if (!o->page_dir) o->page_dir = getenv("NCCL_LENS_REGISTRY_DIR");
+  if (!o->page_dir || !*o->page_dir) o->page_dir = LENS_REGISTRY_DEFAULT_DIR;
+  if (!strcmp(o->page_dir, "none")) o->page_dir = NULL;
   return 0;
 }
 
@@ -261,6 +273,15 @@ static int first_target(struct run *r) {
 }
 
 /* ---- samples, histograms, stats ---- */
+/* The registry's roles of a watched thread (0 with --all-threads). */
+static uint32_t roles_of(const struct run *r, uint32_t pid, uint32_t tid) {
+  for (size_t i = 0; i < r->n_targets; i++)
+    if (r->targets[i].host_pid == (int)pid)
+      for (size_t k = 0; k < r->targets[i].n_tids; k++)
+        if (r->targets[i].tids[k].host_tid == tid) return r->targets[i].tids[k].roles;
+  return 0;
+}
+
 static void on_sample(void *ctx, const struct lens_bpf_sample *b) {
   struct run *r = ctx;
   struct lens_sched_sample s;
@@ -279,6 +300,13 @@ static void on_sample(void *ctx, const struct lens_bpf_sample *b) {
   s.culprit_comm[sizeof s.culprit_comm - 1] = 0;
   lens_sched_trace_add(r->trace, &s);
   r->samples++;
+  if (r->page) lens_sched_page_add(r->page, &s, roles_of(r, b->pid, b->tid));
+}
+
+static void write_page(struct run *r) {
+  if (!r->page || lens_sched_page_write(r->page, r->o.page_dir, r->o.min_wait_ns) == 0) return;
+  if (!r->page_failed++) note(r, NOTE_WARN, "cannot write the starvation page in %s: %s (the agent will not see it)",
+                              r->o.page_dir, strerror(errno));
 }
 
 static void on_hist(void *ctx, const struct lens_bpf_hist_key *k, const struct lens_bpf_hist *h) {
@@ -325,7 +353,7 @@ static int run_probe(struct run *r, struct lens_sched_trace *trace) {
   }
   r->trace = trace;
 
-  uint64_t t0 = lens_sched_mono_ns(), last_refresh = 0, last_scan = 0, last_flush = t0;
+  uint64_t t0 = lens_sched_mono_ns(), last_refresh = 0, last_scan = 0, last_flush = t0, last_page = t0;
   uint64_t end = r->o.duration_s > 0 ? t0 + (uint64_t)(r->o.duration_s * 1e9) : UINT64_MAX;
   refresh(r, 1);
   last_refresh = last_scan = t0;
@@ -356,6 +384,10 @@ static int run_probe(struct run *r, struct lens_sched_trace *trace) {
       last_flush = now;
       lens_sched_trace_flush(trace); /* a kill loses at most this interval */
     }
+    if (now - last_page >= PAGE_NS) {
+      last_page = now;
+      write_page(r);
+    }
     if (now - last_refresh >= REFRESH_NS) {
       int scan = now - last_scan >= SCAN_NS;
       if (scan) last_scan = now;
@@ -367,6 +399,7 @@ static int run_probe(struct run *r, struct lens_sched_trace *trace) {
     }
   }
   lens_sched_probe_poll(r->probe, 0, on_sample, r); /* what is left in the ring */
+  write_page(r); /* the final totals stay for the agent (its --keep) */
   double seconds = (lens_sched_mono_ns() - t0) / 1e9;
   uint64_t cnt[LENS_CNT_N];
   lens_sched_probe_counters(r->probe, cnt);
@@ -392,9 +425,11 @@ int lens_cmd_sched(int argc, char **argv) {
   memset(r, 0, sizeof *r);
   if (parse_opts(argc, argv, &r->o) != 0) return 2;
   r->targets = calloc(MAX_TARGETS, sizeof *r->targets);
+  if (r->o.page_dir) r->page = calloc(1, sizeof *r->page);
   struct lens_sched_trace *trace = calloc(1, sizeof *trace); /* r->trace stays NULL until it is open */
   int rc = r->targets && trace ? run_probe(r, trace) : lens_cli_error(CMD, "out of memory");
   free(r->targets);
+  free(r->page);
   free(trace);
   return rc;
 }
