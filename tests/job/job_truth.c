@@ -71,15 +71,22 @@ static double drift_of(const struct mj *truth, int rank) {
 
 /* The truth op of rank `rank` for collective seq on communicator set 0. */
 static const struct mj *truth_op(const struct mj *truth, int rank, int64_t seq) {
-  const struct mj *procs = mj_get(truth, "processes");
-  for (size_t p = 0; procs && p < procs->n; p++) {
-    const struct mj *ops = mj_get(mj_at(procs, p), "ops");
-    for (size_t i = 0; ops && i < ops->n; i++) {
-      const struct mj *o = mj_at(ops, i);
-      if (mj_int(o, "rank", -1) == rank && mj_int(o, "seqNumber", -2) == seq && mj_int(o, "comm", -1) < 8) return o;
+  for (int t = 0; t < 2; t++) { /* this host's truth, then the other host's (job_check_dir's more_truth) */
+    const struct mj *procs = mj_get(t ? more : truth, "processes");
+    for (size_t p = 0; procs && p < procs->n; p++) {
+      const struct mj *ops = mj_get(mj_at(procs, p), "ops");
+      for (size_t i = 0; ops && i < ops->n; i++) {
+        const struct mj *o = mj_at(ops, i);
+        if (mj_int(o, "rank", -1) == rank && mj_int(o, "seqNumber", -2) == seq && mj_int(o, "comm", -1) < 8) return o;
+      }
     }
   }
   return NULL;
+}
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
 }
 
 /* What really made the straggler late, from the driver's own record of its
@@ -87,10 +94,20 @@ static const struct mj *truth_op(const struct mj *truth, int rank, int64_t seq) 
  * machine added a bigger delay of another kind (a launch call preempted for
  * ms on a loaded machine is a slow launch, whatever was injected). Same
  * rule as docs/job.md: the stage explaining at least half the lateness. */
-static const char *actual_cause(const struct mj *truth, int rank, int64_t seq, double late, const char *injected) {
+static const char *actual_cause(const struct mj *truth, int rank, int nranks, int64_t seq, double late,
+                                const char *injected) {
   const struct mj *o = truth_op(truth, rank, seq);
   if (!o) return injected;
-  double launch = (double)(mj_int(o, "launch_end_ns", 0) - mj_int(o, "launch_start_ns", 0));
+  /* the launch's excess over the other ranks' median, as docs/job.md
+   * defines slow_launch (a loaded machine slows every rank's launch now and then) */
+  double others[64];
+  int k = 0;
+  for (int r = 0; r < nranks && k < 64; r++) {
+    const struct mj *x = r == rank ? NULL : truth_op(truth, r, seq);
+    if (x) others[k++] = (double)(mj_int(x, "launch_end_ns", 0) - mj_int(x, "launch_start_ns", 0));
+  }
+  qsort(others, (size_t)k, sizeof *others, cmp_d);
+  double launch = (double)(mj_int(o, "launch_end_ns", 0) - mj_int(o, "launch_start_ns", 0)) - (k ? others[k / 2] : 0);
   double gpu = (double)(mj_int(o, "kernel_start_ns", 0) - mj_int(o, "launch_end_ns", 0));
   if (launch >= gpu && 2 * launch >= late) return "slow_launch";
   if (2 * gpu >= late) return "gpu_busy";
@@ -169,7 +186,7 @@ int job_check_dir(const char *dir, const char *truth_path, const char *more_trut
                 (double)mj_int(j, "cause_excess_ns", 0) / 1000, c->straggler, c->peer, max_wait);
     } else if (c->straggler >= 0 && last == c->straggler && max_wait >= THRESHOLD_NS) {
       c->truth_last_x++;
-      const char *want = actual_cause(truth, last, mj_int(t, "seq", -1), max_wait, c->cause);
+      const char *want = actual_cause(truth, last, (int)tr->n, mj_int(t, "seq", -1), max_wait, c->cause);
       c->injected_named += !strcmp(cause, c->cause) && crank == c->straggler;
       if (!strcmp(cause, want) && crank == c->straggler) c->named_right++;
       else if (!strcmp(cause, "unknown") && crank == c->straggler) c->undecided++;
