@@ -209,7 +209,9 @@ static int collect(struct ctx *x, struct vec *v, int64_t origin) {
     if (o->have_comm && in->comm_id != o->comm_id) continue;
     for (size_t k = 0; k < in->n_ranks; k++) {
       const struct lens_job_rank *r = &x->j->ranks[in->first_rank + k];
-      if (r->proc < 0 || !x->sel[r->proc] || !rank_selected(o, r->rank)) continue;
+      if (r->proc < 0 || !x->sel[r->proc] || !rank_selected(o, r->rank) || r->event < 0 ||
+          (size_t)r->event >= m->n_events)
+        continue;
       uint64_t a = r->kstart_mono_ns, b = r->kstop_mono_ns;
       if (!a || !b || b < a) {
         const struct lens_event *e = &m->events[r->event];

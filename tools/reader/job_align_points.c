@@ -14,7 +14,8 @@ static uint64_t rate_margin(uint64_t gpu_ns) { return (uint64_t)((double)gpu_ns 
 /* The GPU (clock map) and pTimer range of a rank's channels; -1 none. */
 static int32_t rank_gpu(const struct lens_model *m, const struct lens_job_rank *r, uint64_t *s_out, uint64_t *t_out,
                         int32_t *thread_out) {
-  if (r->host_span || r->event < 0) return -1;
+  /* Rows reduced from partial files have no events here: nothing to bracket. */
+  if (r->host_span || r->event < 0 || (size_t)r->event >= m->n_events) return -1;
   const struct lens_event *e = &m->events[r->event];
   uint64_t s = UINT64_MAX, t = 0;
   int32_t thread = -1;
@@ -53,7 +54,7 @@ int64_t *lens_align_map_slack(const struct lens_model *m, const struct lens_job 
 
 int lens_align_rank_end(const struct lens_model *m, const struct lens_job_rank *r, const int64_t *map_slack,
                         struct lens_align_end *out) {
-  if (r->host_span || r->event < 0) return -1;
+  if (r->host_span || r->event < 0 || (size_t)r->event >= m->n_events) return -1;
   const struct lens_event *e = &m->events[r->event];
   uint64_t s = UINT64_MAX, t = 0;
   for (int32_t c = e->first_child; c >= 0; c = m->events[c].next_sibling) {
