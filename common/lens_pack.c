@@ -4,7 +4,9 @@
  *                 the forms below cannot hold exactly)
  *   kind 2 STOP:  id, ts                       (size 24, aux 0)
  *   kind 3 STATE: id, ts, varint state, [arg]  (size 40, reserved 0,
- *                 has_args 0 or 1 = flag bit 0, arg 0 when has_args is 0)
+ *                 has_args 0 or 1 = flag bit 0, arg 0 when has_args is 0);
+ *                 flag bit 1: a run (lens_rec_state_run, size 56), then
+ *                 varint repeats, zigzag last_ts - ts, varint max_gap_ns
  *   kind 1 START: id, ts, [varint payload words / 2 unless flag bit 0],
  *                 [mask byte unless flag bit 1, then the header fields it
  *                 names], varint payload change mask, changed words
@@ -135,13 +137,15 @@ void lens_pack_rec(struct lens_pack_enc *e, const struct lens_rec_hdr *h) {
     o = put(o, zz((int64_t)(r->ts - p->ts)));
     p->id = id;
     p->ts = r->ts;
-  } else if (h->kind == LENS_REC_STATE && h->size == sizeof(struct lens_rec_state)) {
+  } else if (h->kind == LENS_REC_STATE &&
+             (h->size == sizeof(struct lens_rec_state) || h->size == sizeof(struct lens_rec_state_run))) {
     const struct lens_rec_state *r = (const void *)h;
-    if (r->reserved || r->has_args > 1 || (!r->has_args && r->arg)) {
+    const struct lens_rec_state_run *run = h->size == sizeof *run ? (const void *)h : NULL;
+    if (r->reserved || r->has_args > 1 || (!r->has_args && r->arg) || (run && !run->repeats)) {
       o = raw(o, h);
     } else {
       uint64_t id = norm_id(r->id, type);
-      *o++ = (uint8_t)(K_STATE << 6 | type << 2 | r->has_args);
+      *o++ = (uint8_t)(K_STATE << 6 | type << 2 | (run != NULL) << 1 | r->has_args);
       o = put(o, zz((int64_t)(id - p->id)));
       o = put(o, zz((int64_t)(r->ts - p->ts)));
       o = put(o, h->aux);
@@ -151,6 +155,11 @@ void lens_pack_rec(struct lens_pack_enc *e, const struct lens_rec_hdr *h) {
         uint64_t *pa = &p->arg[h->aux & 63];
         o = put(o, zz((int64_t)(r->arg - *pa)));
         *pa = r->arg;
+      }
+      if (run) {
+        o = put(o, run->repeats);
+        o = put(o, zz((int64_t)(run->last_ts - r->ts)));
+        o = put(o, run->max_gap_ns);
       }
     }
   } else if (h->kind == LENS_REC_START && h->size >= sizeof(struct lens_rec_start) &&
@@ -230,7 +239,21 @@ uint32_t lens_unpack(const void *body, size_t body_len, uint32_t count, void *ou
         s.arg = (uint64_t)unzz(get(&r)) + *pa;
         *pa = s.arg;
       }
-      if (r.bad || (fl & 2) || aux > UINT32_MAX || (size_t)(oend - o) < sizeof s) break;
+      if (fl & 2) {
+        struct lens_rec_state_run run = {s, 0, 0, 0};
+        uint64_t rep = get(&r);
+        run.last_ts = ts + (uint64_t)unzz(get(&r));
+        run.s.h.size = sizeof run;
+        run.repeats = (uint32_t)rep;
+        uint64_t gap = get(&r);
+        run.max_gap_ns = (uint32_t)gap;
+        if (r.bad || !rep || rep > UINT32_MAX || gap > UINT32_MAX || aux > UINT32_MAX || (size_t)(oend - o) < sizeof run)
+          break;
+        memcpy(o, &run, sizeof run);
+        o += sizeof run;
+        continue;
+      }
+      if (r.bad || aux > UINT32_MAX || (size_t)(oend - o) < sizeof s) break;
       memcpy(o, &s, sizeof s);
       o += sizeof s;
       continue;

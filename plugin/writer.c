@@ -206,6 +206,96 @@ static int write_packed(uint32_t slot) {
   return lens_tf_write_parts(LENS_CHUNK_EVENTS_PACKED, parts, 2);
 }
 
+/* ---- floods: runs of identical STATEs (compact modes only) ----
+ * NCCL records SendPeerWait on a step on every pass of its proxy loop while
+ * the send waits for the peer's credit (net.cc sendProxyProgress: isend()
+ * gives no request, the loop comes round again): millions of identical
+ * records a second in a hang. The writer keeps the first STATE of a run as
+ * it is and folds the repeats that follow it on the same event (same state,
+ * arg and has_args) into one lens_rec_state_run, written when the run ends
+ * (another STATE or the STOP of that event) or at the end of the chunk.
+ * Runs never cross chunks: each chunk still decodes alone. Off the hot
+ * path: NCCL's threads write every record into the ring as before. */
+#define LENS_RUN_SLOTS 256 /* events with an open run per chunk; a collision ends the older run early */
+/* A run holds records no further apart than this (else a new one starts):
+ * a run is the proxy polling on, and its record says the longest pause in
+ * it (max_gap_ns), so the starvation analysis knows how far apart its
+ * passes were at most. */
+#define LENS_RUN_MAX_GAP_NS 1000000ull
+struct run_ent {
+  uint64_t id, arg, first_ts, last_ts;
+  uint32_t aux, has_args, gen, repeats, max_gap;
+  uint8_t type;
+};
+static struct run_ent g_runs[LENS_RUN_SLOTS];
+static uint16_t g_run_used[LENS_RUN_SLOTS];
+static uint32_t g_run_nused, g_run_gen = 1; /* an entry is live when its gen is the chunk's */
+
+static inline struct run_ent *run_slot(uint64_t id) {
+  return &g_runs[(id * 0x9E3779B97F4A7C15ull) >> 56]; /* 8 bits */
+}
+
+static void run_flush(struct run_ent *e) {
+  if (!e->repeats) return;
+  struct lens_rec_state_run r;
+  memset(&r, 0, sizeof r);
+  r.s.h = (struct lens_rec_hdr){sizeof r, LENS_REC_STATE, e->type, e->aux};
+  r.s.id = e->id;
+  r.s.ts = e->first_ts;
+  r.s.arg = e->arg;
+  r.s.has_args = e->has_args;
+  r.last_ts = e->last_ts;
+  r.repeats = e->repeats;
+  r.max_gap_ns = e->max_gap;
+  lens_pack_rec(&g_enc, &r.s.h);
+  e->repeats = 0;
+}
+
+/* Packs one converted record, folding it into its event's run when it
+ * repeats that event's previous STATE. */
+static inline void pack_collapsing(const struct lens_rec_hdr *h) {
+  if (h->kind == LENS_REC_STATE && h->size == sizeof(struct lens_rec_state)) {
+    const struct lens_rec_state *r = (const void *)h;
+    struct run_ent *e = run_slot(r->id);
+    if (e->gen == g_run_gen) {
+      if (e->id == r->id && e->aux == h->aux && e->arg == r->arg && e->has_args == r->has_args && !r->reserved &&
+          e->type == h->type && e->repeats < UINT32_MAX && r->ts - e->last_ts <= LENS_RUN_MAX_GAP_NS) {
+        uint64_t gap = r->ts - e->last_ts;
+        if (!e->repeats) {
+          e->first_ts = r->ts;
+          e->max_gap = 0;
+        }
+        if (gap > e->max_gap) e->max_gap = (uint32_t)gap; /* at most LENS_RUN_MAX_GAP_NS */
+        e->repeats++;
+        e->last_ts = r->ts;
+        return;
+      }
+      run_flush(e); /* this event's run ends, or another event's (collision) */
+    } else {
+      g_run_used[g_run_nused++] = (uint16_t)(e - g_runs);
+    }
+    *e = (struct run_ent){r->id, r->arg, 0, r->ts, h->aux, r->has_args, g_run_gen, 0, 0, h->type};
+  } else if (h->kind == LENS_REC_STOP) {
+    const struct lens_rec_stop *r = (const void *)h;
+    struct run_ent *e = run_slot(r->id);
+    if (e->gen == g_run_gen && e->id == r->id) {
+      run_flush(e); /* before the STOP: an event's records stay in order */
+      e->id = 0;
+    }
+  }
+  lens_pack_rec(&g_enc, h);
+}
+
+/* The chunk ends: every open run is written, the table empties. */
+static void runs_end_chunk(void) {
+  for (uint32_t i = 0; i < g_run_nused; i++) {
+    struct run_ent *e = &g_runs[g_run_used[i]];
+    if (e->gen == g_run_gen) run_flush(e);
+  }
+  g_run_nused = 0;
+  if (++g_run_gen == 0) g_run_gen = 1;
+}
+
 /* How far ahead of the record being converted to prefetch: the producer's
  * core wrote these lines a moment ago, and fetching them one at a time
  * costs a cross-core round trip each. */
@@ -269,12 +359,13 @@ static uint64_t drain_slot(struct lens_tslot *s) {
       lens_live_on_record(h); /* live aggregates (live_agg.c): ring form, before conversion */
       if (lens_rec_on()) lens_wd_observe(h, h); /* recorder mode: the hang watchdog's view */
       convert_in_place(h);
-      if (g_compress) lens_pack_rec(&g_enc, h);
+      if (g_compress) pack_collapsing(h);
       bytes += size;
       eh.count++;
       tail += size;
     }
     if (tail > span) parts[nparts++] = (struct iovec){buf + (span & s->ring.mask), (size_t)(tail - span)};
+    if (g_compress) runs_end_chunk();
     flush_strings(); /* the strings these records use go first */
     if (eh.count && (g_compress && !g_enc.overflow ? write_packed(s->index)
                                                    : lens_tf_write_parts(LENS_CHUNK_EVENTS, parts, nparts)) == 0)

@@ -233,6 +233,22 @@ struct lens_rec_state {
   uint32_t reserved;
 };
 
+/* A run of identical STATEs (the writer collapses them in the compact
+ * modes, NCCL_LENS_COMPRESS=packed|zstd): `repeats` more STATE records of
+ * the same event with the same state (aux), arg and has_args as the STATE of
+ * that event before it in the same chunk, the first at s.ts, the last at
+ * last_ts. NCCL records SendPeerWait on every pass of the proxy loop while a
+ * send waits for the peer's credit (net.cc, sendProxyProgress): millions a
+ * second in a hang. A longer STATE: a reader that does not know it reads one
+ * STATE at s.ts. */
+struct lens_rec_state_run {
+  struct lens_rec_state s; /* h.size = sizeof(struct lens_rec_state_run) */
+  uint64_t last_ts;
+  uint32_t repeats;        /* >= 1 */
+  uint32_t max_gap_ns;     /* the longest time between two records of the run, the STATE before it included
+                            * (saturates); a run never spans a gap over 1 ms (the proxy stopped polling) */
+};
+
 /* ---- START payloads (after struct lens_rec_start) ---- */
 struct lens_p_group_api { uint32_t graph_captured; int32_t group_depth; };
 /* user_tag (v7, NVIDIA NCCL >= 2.31.2): the call's ncclCollConfig_t.userProfilerTag, 0 = untagged or not

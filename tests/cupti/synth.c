@@ -89,7 +89,7 @@ static void add_state(struct builder *b, int32_t ev, uint32_t state, int64_t ts,
   }
   m->events[ev].first_state = (uint32_t)m->n_states;
   m->events[ev].n_states = 1;
-  m->states[m->n_states++] = (struct lens_state_ev){(uint64_t)ts, arg, state, 1};
+  m->states[m->n_states++] = (struct lens_state_ev){(uint64_t)ts, arg, state, 1, (uint64_t)ts, 1, 0};
 }
 
 static void *put(struct builder *b, size_t size) {

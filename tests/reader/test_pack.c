@@ -92,6 +92,15 @@ static size_t gen(uint8_t *buf, size_t cap, uint32_t n, uint32_t slot, int sane,
       if (!sane && pct() < 3) r->has_args = 2 + (uint32_t)(rnd() % 9);
       if (!sane && pct() < 3) r->arg = rnd();
       if (!sane && pct() < 3) r->reserved = (uint32_t)rnd();
+      if (pct() < 15) { /* a run of repeats the writer folded (lens_rec_state_run) */
+        struct lens_rec_state_run *run = (void *)rec;
+        size = sizeof *run;
+        run->s.h.size = (uint16_t)size;
+        run->repeats = 1 + (uint32_t)(rnd() % 100000);
+        run->last_ts = r->ts + rnd() % 10000000;
+        if (!sane && pct() < 10) run->repeats = 0;           /* not a run: only RAW holds it */
+        run->max_gap_ns = pct() < 5 ? (uint32_t)rnd() : (uint32_t)(rnd() % 1000000);
+      }
     } else if (k < 97 || sane) {
       struct lens_rec_stop *r = (void *)rec;
       size = sizeof *r;

@@ -50,7 +50,8 @@ static int children_done(const struct lens_model *m, const struct lens_event *e)
 static uint64_t ev_last_ns(const struct lens_model *m, const struct lens_event *e) {
   uint64_t t = e->start_mono_ns > e->stop_mono_ns ? e->start_mono_ns : e->stop_mono_ns;
   for (uint32_t i = 0; i < e->n_states; i++) {
-    uint64_t s = m->states[e->first_state + i].ts_mono_ns;
+    const struct lens_state_ev *st = &m->states[e->first_state + i];
+    uint64_t s = st->last_mono_ns > st->ts_mono_ns ? st->last_mono_ns : st->ts_mono_ns; /* a run's last record */
     if (s > t) t = s;
   }
   return t;
@@ -102,11 +103,16 @@ static void op_wait(const struct lens_model *m, int32_t oi, struct lens_hang_wai
   const struct lens_state_ev *st = &m->states[s->first_state];
   uint32_t last = st[s->n_states - 1].state;
   uint32_t i = s->n_states;
-  while (i > 0 && st[i - 1].state == last) i--;
+  uint64_t repeats = 0;
+  while (i > 0 && st[i - 1].state == last) { /* a run folds its repeats into one entry (lens_rec_state_run) */
+    i--;
+    repeats += st[i].count ? st[i].count : 1;
+  }
   w->state = last;
   w->state_since_ns = st[i].ts_mono_ns;
-  w->state_last_ns = st[s->n_states - 1].ts_mono_ns;
-  w->state_repeats = s->n_states - i;
+  w->state_last_ns = st[s->n_states - 1].last_mono_ns > st[s->n_states - 1].ts_mono_ns ? st[s->n_states - 1].last_mono_ns
+                                                                                   : st[s->n_states - 1].ts_mono_ns;
+  w->state_repeats = repeats;
 }
 
 struct pass {

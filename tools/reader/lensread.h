@@ -61,6 +61,13 @@ struct lens_state_ev {
   uint64_t arg;
   uint32_t state;    /* NCCL state value */
   uint32_t has_args;
+  /* A run of identical records (same state, arg, has_args) in a row on this
+   * event, as the writer folds them (lens_rec_state_run): count records,
+   * the first at ts_mono_ns, the last at last_mono_ns. 1 and ts_mono_ns
+   * for a single record. */
+  uint64_t last_mono_ns;
+  uint32_t count;
+  uint32_t max_gap_ns; /* a run: the longest time between two of its records (0 for one record) */
 };
 
 /* Payload with strings resolved (const char*, NULL if absent). */

@@ -37,6 +37,9 @@ struct lens_reader_priv {
 struct lens_pending {
   uint64_t id, ts, arg;
   uint32_t session, state, has_args, kind; /* kind: LENS_REC_STOP or LENS_REC_STATE */
+  uint64_t last_ts;  /* a run (lens_rec_state_run): its last record's ts */
+  uint32_t repeats;  /* ... and how many records it folds (0: a plain record) */
+  uint32_t max_gap_ns;
 };
 struct lens_state_tmp { int32_t event; struct lens_state_ev s; };
 

@@ -269,17 +269,37 @@ int lens_read_events_chunk(struct lens_builder *b, const struct lens_chunk_hdr *
       if (!q) return lens_builder_oom(b);
       *q = (struct lens_pending){.id = s.id, .ts = s.ts, .session = h.session, .kind = LENS_REC_STOP};
     } else if (rh.kind == LENS_REC_STATE && rh.size >= sizeof(struct lens_rec_state)) {
-      struct lens_rec_state s;
-      memcpy(&s, r, sizeof s);
+      struct lens_rec_state_run s = {0};
+      memcpy(&s, r, rh.size >= sizeof s ? sizeof s : sizeof s.s);
       struct lens_pending *q = LENS_VEC_PUSH(b, b->pend, b->n_pend, cap_pend);
       if (!q) return lens_builder_oom(b);
-      *q = (struct lens_pending){.id = s.id, .ts = s.ts, .arg = s.arg, .session = h.session,
-                                 .state = s.h.aux, .has_args = s.has_args, .kind = LENS_REC_STATE};
+      *q = (struct lens_pending){.id = s.s.id, .ts = s.s.ts, .arg = s.s.arg, .session = h.session,
+                                 .state = s.s.h.aux, .has_args = s.s.has_args, .kind = LENS_REC_STATE,
+                                 .last_ts = s.last_ts, .repeats = s.repeats,
+                                 .max_gap_ns = s.max_gap_ns};
     } else {
       b->m->bad_records++;
     }
   }
   return 0;
+}
+
+/* A run record (lens_rec_state_run) adds its repeats to the STATE it
+ * repeats: the event's previous one, which the writer put in the same
+ * chunk, so it is near the end of the list. 1 when folded. */
+#define LENS_RUN_LOOKBACK 65536
+static int fold_run(struct lens_builder *b, int32_t ev, const struct lens_pending *q) {
+  size_t stop = b->n_states > LENS_RUN_LOOKBACK ? b->n_states - LENS_RUN_LOOKBACK : 0;
+  for (size_t i = b->n_states; i-- > stop;) {
+    struct lens_state_tmp *t = &b->states[i];
+    if (t->event != ev) continue;
+    if (t->s.state != q->state || t->s.arg != q->arg || t->s.has_args != q->has_args) return 0;
+    t->s.count = t->s.count + q->repeats < t->s.count ? UINT32_MAX : t->s.count + q->repeats;
+    if (q->last_ts > t->s.last_mono_ns) t->s.last_mono_ns = q->last_ts;
+    if (q->max_gap_ns > t->s.max_gap_ns) t->s.max_gap_ns = q->max_gap_ns;
+    return 1;
+  }
+  return 0; /* its first record was not read (dropped or cut): the run stands alone */
 }
 
 int lens_apply_pending(struct lens_builder *b) {
@@ -301,10 +321,13 @@ int lens_apply_pending(struct lens_builder *b) {
       e->stop_mono_ns = q->ts;
       continue;
     }
+    if (q->repeats && fold_run(b, (int32_t)idx, q)) continue;
     struct lens_state_tmp *t = LENS_VEC_PUSH(b, b->states, b->n_states, cap_states);
     if (!t) return lens_builder_oom(b);
     t->event = (int32_t)idx;
-    t->s = (struct lens_state_ev){.ts_mono_ns = q->ts, .arg = q->arg, .state = q->state, .has_args = q->has_args};
+    t->s = (struct lens_state_ev){.ts_mono_ns = q->ts, .arg = q->arg, .state = q->state, .has_args = q->has_args,
+                                  .last_mono_ns = q->repeats ? q->last_ts : q->ts, .count = q->repeats ? q->repeats : 1,
+                                  .max_gap_ns = q->repeats ? q->max_gap_ns : 0};
     if (e->type == LENS_T_KERNEL_CH && q->state == 22 && q->has_args && !e->p.kernel_ch.stop_gpu_ns)
       e->p.kernel_ch.stop_gpu_ns = q->arg;
     if (e->type == LENS_T_KERNEL_PHASE && q->state == 31 && q->has_args && !e->p.kernel_phase.stop_gpu_ns)

@@ -65,11 +65,30 @@ static int by_u64(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* Callback times a folded run of STATEs (lens_state_ev.count > 1) stands
+ * for beyond its first: its last, and one every max(max_gap_ns,
+ * PASS_GAP_NS) in between: no two of its records were further apart than
+ * max_gap_ns, so at any time inside the run the proxy had polled at most
+ * that long before (passes denser than PASS_GAP_NS read as one pass, as
+ * the records would). */
+static uint64_t run_step(const struct lens_state_ev *st) {
+  return st->max_gap_ns > PASS_GAP_NS ? st->max_gap_ns : PASS_GAP_NS;
+}
+static uint64_t run_points(const struct lens_state_ev *st) {
+  if (st->count <= 1 || st->last_mono_ns <= st->ts_mono_ns) return 0;
+  uint64_t n = (st->last_mono_ns - st->ts_mono_ns) / run_step(st) + 1;
+  return n < st->count - 1 ? n : st->count - 1;
+}
+
 /* Every callback time of thread t: event starts, stops and states. */
 static int collect_polls(const struct lens_model *m, int32_t t, struct tsamples *out) {
   size_t cap = 0;
   for (size_t i = 0; i < m->n_events; i++)
-    if (m->events[i].thread == t) cap += 2 + m->events[i].n_states;
+    if (m->events[i].thread == t) {
+      cap += 2 + m->events[i].n_states;
+      for (uint32_t k = 0; k < m->events[i].n_states && m->events[i].first_state + k < m->n_states; k++)
+        cap += run_points(&m->states[m->events[i].first_state + k]);
+    }
   if (!cap) return 0;
   out->polls = malloc(cap * sizeof *out->polls);
   if (!out->polls) return -1;
@@ -78,8 +97,13 @@ static int collect_polls(const struct lens_model *m, int32_t t, struct tsamples 
     if (e->thread != t) continue;
     out->polls[out->n_polls++] = e->start_mono_ns;
     if (e->stop_mono_ns) out->polls[out->n_polls++] = e->stop_mono_ns;
-    for (uint32_t k = 0; k < e->n_states && e->first_state + k < m->n_states; k++)
-      out->polls[out->n_polls++] = m->states[e->first_state + k].ts_mono_ns;
+    for (uint32_t k = 0; k < e->n_states && e->first_state + k < m->n_states; k++) {
+      const struct lens_state_ev *st = &m->states[e->first_state + k];
+      out->polls[out->n_polls++] = st->ts_mono_ns;
+      uint64_t np = run_points(st); /* a run folded by the writer (run_points) */
+      for (uint64_t j = 1; j <= np; j++)
+        out->polls[out->n_polls++] = j == np ? st->last_mono_ns : st->ts_mono_ns + j * run_step(st);
+    }
   }
   qsort(out->polls, out->n_polls, sizeof *out->polls, by_u64);
   return 0;
