@@ -616,11 +616,22 @@ static void recorder_dump(const char *why) {
   }
   drain_blobs();
   write_drops(1);
-  char text[200];
-  int len = snprintf(text, sizeof text, "nccl-lens recorder dump: %s", why);
+  struct lens_rec_stats rs;
+  lens_rec_stats(&rs);
+  char text[320];
+  /* the store's own figures: what the recorder held (payloads plus the
+   * allocator's per-chunk bytes) against its bound (bench/recorder_mem) */
+  int len = snprintf(text, sizeof text,
+                     "nccl-lens recorder dump: %s (store: %llu bytes, peak %llu, bound %llu; %llu chunks, %llu "
+                     "evicted with %llu event records)",
+                     why, (unsigned long long)rs.bytes, (unsigned long long)rs.peak_bytes,
+                     (unsigned long long)rs.bound, (unsigned long long)rs.chunks,
+                     (unsigned long long)rs.evicted_chunks, (unsigned long long)rs.evicted_event_records);
+  if (len < 0) len = 0;
+  if (len >= (int)sizeof text) len = (int)sizeof text - 1;
   struct {
     struct lens_note_hdr h;
-    char t[200];
+    char t[320];
   } note = {{lens_mono_ns(), LENS_LOG_INFO, (uint32_t)len}, {0}};
   memcpy(note.t, text, (size_t)len);
   lens_tf_write(LENS_CHUNK_NOTE, &note, (uint32_t)(sizeof note.h + (size_t)len));
