@@ -46,7 +46,7 @@ static const uint16_t std_payload[LENS_T_COUNT] = {
  * sequence, nearby timestamps, payloads that change a little), with every
  * oddity a writer could produce mixed in. Returns bytes; *count records. */
 static size_t gen(uint8_t *buf, size_t cap, uint32_t n, uint32_t slot, int sane, uint32_t *count) {
-  static uint8_t prev_payload[LENS_T_COUNT][256];
+  static uint8_t prev_payload[LENS_T_COUNT][272]; /* payloads up to 264 bytes: past the packed limit too */
   uint64_t ts = 1000000000ull + rnd() % 1000000, seq = rnd() % 1000, ctx = 0x7f0000001000ull;
   uint64_t started[64] = {0};
   size_t off = 0;
