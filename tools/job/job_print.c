@@ -24,7 +24,10 @@ static void cause_text(const struct lens_job_inst *in, char *buf, size_t len) {
     snprintf(buf, len, "slow link %d->%d (%.1fx the other links' step time)", in->cause_rank, in->cause_peer,
              (double)in->cause_excess_ns / 1000.0);
     break;
-  case LENS_CAUSE_STARVED_PROXY: snprintf(buf, len, "starved proxy on rank %d", in->cause_rank); break;
+  case LENS_CAUSE_STARVED_PROXY:
+    snprintf(buf, len, "starved proxy on rank %d (kept from its CPU %.1f us within one event)", in->cause_rank,
+             (double)in->cause_excess_ns / 1e3);
+    break;
   case LENS_CAUSE_LATE_APP:
     snprintf(buf, len, "rank %d: late app call (enqueue, launch and GPU start on time; %.1f us late)", in->cause_rank,
              (double)in->cause_excess_ns / 1e3);
