@@ -1,6 +1,7 @@
 /* NCCL_LENS_* environment, parsed once at the first init. Every bad value
  * is logged once, naming the variable and the default used instead. */
 #include <ctype.h>
+#include <stdio.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,7 +122,10 @@ int lens_parse_size(const char *s, uint64_t *out) {
 }
 
 static void bad(const char *var, const char *val, const char *dflt, int *nbad) {
-  lens_log(LENS_LOG_WARN, "nccl-lens: bad value %s=\"%s\"; using the default %s", var, val, dflt);
+  char line[512];
+  snprintf(line, sizeof line, "nccl-lens: bad value %s=\"%s\"; using the default %s", var, val, dflt);
+  lens_log(LENS_LOG_WARN, "%s", line);
+  lens_log_mirror(LENS_LOG_WARN, line); /* the trace says it too: summary's "plugin messages" */
   (*nbad)++;
 }
 

@@ -10,5 +10,7 @@ void lens_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 
 /* Logs only the first time for a given flag (an int the caller owns, zeroed).
  * Also mirrors the line into the trace as a NOTE chunk. */
 void lens_log_once(int *once, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Writes an already formatted line into the trace as a NOTE (no logging). */
+void lens_log_mirror(int level, const char *line);
 
 #endif

@@ -311,7 +311,7 @@ static void test_top_under_tmux(void **state) {
   path_of(sock, sizeof sock, "tmux.sock");
   path_of(cap, sizeof cap, "pane.txt");
   snprintf(cmd, sizeof cmd,
-           "tmux -S %s new-session -d -x 160 -y 40 '%s top --dir %s --period 0.5 --duration 150; echo TOP-EXIT=$? > %s/exit; sleep 60'",
+           "tmux -S %s new-session -d -x 160 -y 40 '%s top --dir %s --period 0.5 --duration 900; echo TOP-EXIT=$? > %s/exit; sleep 60'",
            sock, CLI, reg, g_dir);
   assert_int_equal(system(cmd), 0);
   char env_reg[320];

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli_run.h"
@@ -120,6 +121,145 @@ static void test_write_error_keeps_non_regular_output(void **state) {
   unlink(link);
 }
 
+/* Silent failures (issue 9): output that never arrived, a replay that could
+ * not write, a file that holds only its header. */
+static int sh_status(const char *cmd, char *err, size_t len) {
+  char full[2048], ef[256];
+  snprintf(ef, sizeof ef, "%s/sh-stderr.txt", cli_tmpdir());
+  snprintf(full, sizeof full, "%s 2>%s", cmd, ef);
+  int st = system(full);
+  FILE *f = fopen(ef, "r");
+  size_t n = f ? fread(err, 1, len - 1, f) : 0;
+  err[n] = 0;
+  if (f) fclose(f);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+static void test_stdout_full_fails(void **state) {
+  (void)state;
+  struct stat st;
+  if (stat("/dev/full", &st) != 0 || !S_ISCHR(st.st_mode)) skip();
+  const char *cmds[] = {"summary", "validate", "report", "job", "net", "hang", "export"};
+  for (size_t c = 0; c < sizeof cmds / sizeof cmds[0]; c++) {
+    char cmd[1024], err[4096];
+    snprintf(cmd, sizeof cmd, "%s/bin/nccl-lens %s %s%s >/dev/full", LENS_BUILD_DIR, cmds[c], sample,
+             !strcmp(cmds[c], "export") ? " -o -" : "");
+    int rc = sh_status(cmd, err, sizeof err);
+    if (rc == 0 || !strstr(err, "write error")) fprintf(stderr, "%s: rc %d stderr <%s>\n", cmds[c], rc, err);
+    assert_int_not_equal(rc, 0);
+    assert_non_null(strstr(err, "write error"));
+  }
+}
+
+static void test_replay_out_unwritable(void **state) {
+  (void)state;
+  char cmd[1024], err[4096];
+  snprintf(cmd, sizeof cmd, "%s/bin/nccl-lens replay --out /etc/passwd/x --quiet >/dev/null", LENS_BUILD_DIR);
+  int rc = sh_status(cmd, err, sizeof err);
+  assert_int_not_equal(rc, 0);
+  assert_non_null(strstr(err, "/etc/passwd/x"));
+  /* and a good --out is named in the summary line */
+  char out[256], line[512];
+  snprintf(out, sizeof out, "%s/replay-out/a/b", cli_tmpdir());
+  snprintf(cmd, sizeof cmd, "%s/bin/nccl-lens replay --out %s > %s/replay.txt", LENS_BUILD_DIR, out, cli_tmpdir());
+  assert_int_equal(sh_status(cmd, err, sizeof err), 0);
+  snprintf(line, sizeof line, "%s/replay.txt", cli_tmpdir());
+  FILE *f = fopen(line, "r");
+  assert_non_null(f);
+  char text[4096];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  text[n] = 0;
+  fclose(f);
+  snprintf(line, sizeof line, "traces in %s", out);
+  assert_non_null(strstr(text, line));
+}
+
+static void test_header_only_warns(void **state) {
+  (void)state;
+  char hdr[256];
+  snprintf(hdr, sizeof hdr, "%s/header-only.lens", cli_tmpdir());
+  size_t len;
+  uint8_t *b = tb_read_file(sample, &len);
+  tb_write_file(hdr, b, 64);
+  free(b);
+  const char *cmds[] = {"summary", "validate"};
+  for (int c = 0; c < 2; c++) {
+    struct cli_result r;
+    const char *args[] = {cmds[c], hdr, NULL};
+    assert_int_equal(cli_run(&r, args), 0);
+    assert_non_null(strstr(r.err, "holds a header and nothing else"));
+    if (!c) {
+      assert_null(strstr(r.out, "files intact"));
+      assert_non_null(strstr(r.out, "holds its header only"));
+    }
+  }
+}
+
+/* The plugin's WARN lines reach the user through the trace: summary and
+ * report show them, as one line each whatever the value quoted. */
+static void test_plugin_warn_shown(void **state) {
+  (void)state;
+  char cmd[1024], err[4096], dir[256];
+  snprintf(dir, sizeof dir, "%s/warn-run", cli_tmpdir());
+  snprintf(cmd, sizeof cmd,
+           "NCCL_LENS_MODE=\"$(printf 'bogus\\nFORGED')\" %s/bin/nccl-lens replay --out %s --quiet && "
+           "%s/bin/nccl-lens summary %s > %s/s.txt && %s/bin/nccl-lens report %s > %s/r.md",
+           LENS_BUILD_DIR, dir, LENS_BUILD_DIR, dir, dir, LENS_BUILD_DIR, dir, dir);
+  assert_int_equal(sh_status(cmd, err, sizeof err), 0);
+  const char *files[] = {"s.txt", "r.md"};
+  for (int i = 0; i < 2; i++) {
+    char p[300];
+    snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+    size_t len;
+    char *t = (char *)tb_read_file(p, &len);
+    assert_non_null(t);
+    t = realloc(t, len + 1);
+    t[len] = 0;
+    assert_non_null(strstr(t, i ? "## Plugin messages" : "plugin messages"));
+    assert_non_null(strstr(t, "bad value NCCL_LENS_MODE=\"bogus?FORGED\""));
+    assert_null(strstr(t, "\nFORGED"));
+    free(t);
+  }
+}
+
+/* -o into a directory that does not exist: said before loading, with the reason. */
+static void test_bad_output_dir_before_loading(void **state) {
+  (void)state;
+  struct cli_result r;
+  const char *a2[] = {"summary", "/nonexistent/none.lens", "-o", "/nonexistent/dir/out.txt", NULL};
+  assert_int_equal(cli_run(&r, a2), 0);
+  assert_int_not_equal(r.status, 0);
+  assert_int_equal(r.err_lines, 1);
+  /* the output is refused first: the missing trace is never opened */
+  assert_non_null(strstr(r.err, "cannot write /nonexistent/dir/out.txt: No such file or directory"));
+}
+
+/* Replay children end as processes do, also with --no-finalize: the plugin's at-exit pass runs (no
+ * registry file left behind, every trace ends cleanly). */
+static void test_replay_children_exit_cleanly(void **state) {
+  (void)state;
+  char cmd[1024], err[4096], dir[256];
+  snprintf(dir, sizeof dir, "%s/children", cli_tmpdir());
+  snprintf(cmd, sizeof cmd,
+           "NCCL_LENS_REGISTRY_DIR=%s/reg %s/bin/nccl-lens replay --nodes 2 --no-finalize --out %s --quiet && "
+           "test -z \"$(ls %s/reg/*.reg 2>/dev/null)\" && %s/bin/nccl-lens summary %s > %s/s.txt && "
+           "grep -q 'all 2 files intact' %s/s.txt && ! grep -q 'no clean end' %s/s.txt",
+           dir, LENS_BUILD_DIR, dir, dir, LENS_BUILD_DIR, dir, dir, dir, dir);
+  assert_int_equal(sh_status(cmd, err, sizeof err), 0);
+}
+
+static void test_version_everywhere(void **state) {
+  (void)state;
+  const char *cmds[] = {"export", "summary", "validate", "report", "job", "net", "hang", "replay", "agent", "top"};
+  for (size_t c = 0; c < sizeof cmds / sizeof cmds[0]; c++) {
+    struct cli_result r;
+    const char *args[] = {cmds[c], "--version", NULL};
+    assert_int_equal(cli_run(&r, args), 0);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "nccl-lens "));
+  }
+}
+
 static void test_help(void **state) {
   (void)state;
   const char *cmds[] = {"export", "summary", "demo"};
@@ -138,6 +278,13 @@ int main(void) {
       cmocka_unit_test(test_cut_trace_is_read_with_warning),
       cmocka_unit_test(test_write_error_keeps_non_regular_output),
       cmocka_unit_test(test_help),
+      cmocka_unit_test(test_stdout_full_fails),
+      cmocka_unit_test(test_replay_out_unwritable),
+      cmocka_unit_test(test_header_only_warns),
+      cmocka_unit_test(test_version_everywhere),
+      cmocka_unit_test(test_plugin_warn_shown),
+      cmocka_unit_test(test_bad_output_dir_before_loading),
+      cmocka_unit_test(test_replay_children_exit_cleanly),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -5,11 +5,14 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "config_parse.h"
+#include "log.h"
 #include "log_internal.h"
 #include "plugin_driver.h"
 
@@ -137,12 +140,52 @@ static void test_bad_values_use_defaults_and_log_once_each(void **state) {
   assert_int_equal(test_log_count("2 4000 nccl-lens: bad value"), 9);
 }
 
+/* NCCL_LENS_DEBUG takes the usual boolean words, and a line never carries a
+ * newline from a quoted value (it would forge a second log line). */
+static void test_debug_values_and_one_line(void **state) {
+  (void)state;
+  lens_log(LENS_LOG_WARN, "value \"%s\"", "a\nnccl-lens: FORGED");
+  assert_int_equal(test_log_count("value \"a?nccl-lens: FORGED\""), 1);
+  lens_log_set_logger(NULL); /* before NCCL's logger: stderr, only when NCCL_LENS_DEBUG is on */
+  char path[] = "/tmp/lens-test-debug-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  fflush(stderr);
+  int saved = dup(2);
+  dup2(fd, 2);
+  setenv("NCCL_LENS_DEBUG", "off", 1);
+  lens_log(LENS_LOG_WARN, "line-off");
+  setenv("NCCL_LENS_DEBUG", "FALSE", 1);
+  lens_log(LENS_LOG_WARN, "line-false");
+  setenv("NCCL_LENS_DEBUG", "garbage", 1);
+  lens_log(LENS_LOG_WARN, "line-garbage");
+  lens_log(LENS_LOG_WARN, "line-garbage-2");
+  setenv("NCCL_LENS_DEBUG", "on", 1);
+  lens_log(LENS_LOG_WARN, "line-on %s", "x\nFORGED");
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  char buf[4096];
+  ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+  close(fd);
+  unlink(path);
+  buf[n > 0 ? n : 0] = 0;
+  unsetenv("NCCL_LENS_DEBUG");
+  assert_null(strstr(buf, "line-off"));
+  assert_null(strstr(buf, "line-false"));
+  assert_null(strstr(buf, "line-garbage"));
+  assert_non_null(strstr(buf, "NCCL_LENS_DEBUG: 'garbage' is not one of"));
+  assert_null(strstr(strstr(buf, "is not one of") + 1, "is not one of")); /* said once */
+  assert_non_null(strstr(buf, "line-on x?FORGED\n"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_defaults, setup),
       cmocka_unit_test_setup(test_good_values, setup),
       cmocka_unit_test_setup(test_mask_forms, setup),
       cmocka_unit_test_setup(test_bad_values_use_defaults_and_log_once_each, setup),
+      cmocka_unit_test_setup(test_debug_values_and_one_line, setup),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

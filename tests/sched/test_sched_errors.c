@@ -102,6 +102,10 @@ static void test_no_privileges(void **state) {
   }
   expect_error((char *[]){LENS_CLI, "sched", "--pid", pidbuf, "--all-threads", "--out", "/tmp", NULL}, drop,
                "needs CAP_BPF and CAP_PERFMON, or root");
+  /* with a registry to read, the missing privilege is still what is named
+   * (it used to be "no registry ... is it running with the plugin?") */
+  expect_error((char *[]){LENS_CLI, "sched", "--pid", pidbuf, "--out", "/tmp", NULL}, drop,
+               "needs CAP_BPF and CAP_PERFMON, or root");
 }
 
 static void test_bad_btf(void **state) {

@@ -1,5 +1,6 @@
 /* nccl-lens: one command, one subcommand per tools/<name>/ folder. A
  * subcommand that was not built (its weak symbol is absent) says so. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -68,7 +69,21 @@ int main(int argc, char **argv) {
       fprintf(stderr, "nccl-lens: '%s' was not built into this binary\n", argv[1]);
       return 2;
     }
-    return commands[i].fn(argc - 1, argv + 1);
+    if (argc > 2 && !strcmp(argv[2], "--version")) { /* every command answers it */
+      printf("nccl-lens %s\n", LENS_VERSION);
+      return 0;
+    }
+    int rc = commands[i].fn(argc - 1, argv + 1);
+    /* What went to stdout must have arrived (`> /dev/full`, a full disk):
+     * commands that check their own output have said so already (rc != 0). */
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+      if (rc == 0) {
+        fprintf(stderr, "nccl-lens %s: write error on standard output: %s\n", argv[1],
+                errno ? strerror(errno) : "I/O error");
+        rc = 1;
+      }
+    }
+    return rc;
   }
   fprintf(stderr, "nccl-lens: unknown command '%s' (try --help)\n", argv[1]);
   return 2;

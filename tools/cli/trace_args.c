@@ -1,7 +1,12 @@
 #include "cli/trace_args.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "export/load_traces.h"
@@ -66,18 +71,104 @@ int lens_trace_cli_parse(const char *cmd, int argc, char **argv, struct lens_tra
 void lens_trace_cli_free(struct lens_trace_cli *c) {
   free(c->paths);
   free(c->cupti);
+  for (size_t i = 0; i < c->n_owned; i++) free(c->owned[i]);
+  free(c->owned);
   c->paths = c->cupti = NULL;
+  c->owned = NULL;
+  c->n_owned = 0;
 }
 
-struct lens_model *lens_trace_cli_load(const char *cmd, const struct lens_trace_cli *c) {
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+int lens_trace_cli_expand_dirs(const char *cmd, struct lens_trace_cli *c) {
+  size_t cap = c->n + 16, k = 0;
+  const char **out = malloc(cap * sizeof *out);
+  if (!out) return lens_cli_error(cmd, "out of memory");
+  for (size_t i = 0; i < c->n; i++) {
+    struct stat st;
+    if (stat(c->paths[i], &st) != 0 || !S_ISDIR(st.st_mode)) {
+      if (k == cap) {
+        const char **no = realloc(out, (cap *= 2) * sizeof *out);
+        if (!no) goto oom;
+        out = no;
+      }
+      out[k++] = c->paths[i];
+      continue;
+    }
+    DIR *d = opendir(c->paths[i]);
+    if (!d) {
+      free(out);
+      return lens_cli_error(cmd, "cannot read directory %s", c->paths[i]);
+    }
+    size_t first = k;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+      size_t len = strlen(de->d_name);
+      if (len < 6 || strcmp(de->d_name + len - 5, ".lens")) continue;
+      size_t plen = strlen(c->paths[i]) + len + 2;
+      char *p = malloc(plen);
+      char **no = p ? realloc(c->owned, (c->n_owned + 1) * sizeof *c->owned) : NULL;
+      if (!no) {
+        free(p);
+        closedir(d);
+        goto oom;
+      }
+      c->owned = no;
+      snprintf(p, plen, "%s/%s", c->paths[i], de->d_name);
+      c->owned[c->n_owned++] = p;
+      if (k == cap) {
+        const char **nout = realloc(out, (cap *= 2) * sizeof *out);
+        if (!nout) {
+          closedir(d);
+          goto oom;
+        }
+        out = nout;
+      }
+      out[k++] = p;
+    }
+    closedir(d);
+    if (k == first) {
+      free(out);
+      return lens_cli_error(cmd, "no .lens files in directory %s", c->paths[i]);
+    }
+    qsort(out + first, k - first, sizeof *out, by_name);
+  }
+  free(c->paths);
+  c->paths = out;
+  c->n = k;
+  return 0;
+oom:
+  free(out);
+  return lens_cli_error(cmd, "out of memory");
+}
+
+struct lens_model *lens_trace_cli_load(const char *cmd, struct lens_trace_cli *c) {
+  if (lens_trace_cli_expand_dirs(cmd, c)) return NULL;
   struct lens_load_opts lo = {.cupti_files = c->cupti, .n_cupti_files = c->n_cupti, .min_wait_ns = c->min_wait_ns};
   return lens_cli_load(cmd, c->paths, c->n, &lo);
+}
+
+/* -o FILE whose directory does not exist or cannot be written. */
+static int out_dir_unwritable(const char *cmd, const struct lens_trace_cli *c) {
+  if (!c->out || !strcmp(c->out, "-")) return 0;
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", c->out);
+  char *slash = strrchr(dir, '/');
+  if (!slash) strcpy(dir, ".");
+  else if (slash == dir) dir[1] = 0;
+  else *slash = 0;
+  struct stat st;
+  if (stat(dir, &st) != 0) return lens_cli_error(cmd, "cannot write %s: %s", c->out, strerror(errno));
+  if (!S_ISDIR(st.st_mode)) return lens_cli_error(cmd, "cannot write %s: %s is not a directory", c->out, dir);
+  if (access(dir, W_OK | X_OK) != 0) return lens_cli_error(cmd, "cannot write %s: %s", c->out, strerror(errno));
+  return 0;
 }
 
 struct lens_model *lens_trace_cli_start(const char *cmd, int argc, char **argv, struct lens_trace_cli *c,
                                         lens_trace_cli_extra_fn extra, lens_trace_cli_check_fn check, void *ctx,
                                         void (*usage)(FILE *), int *exit_code) {
   int r = lens_trace_cli_parse(cmd, argc, argv, c, extra, check, ctx, usage);
+  if (!r && out_dir_unwritable(cmd, c)) r = 1; /* say it before loading gigabytes, not after */
   struct lens_model *m = r ? NULL : lens_trace_cli_load(cmd, c);
   if (!m) {
     lens_trace_cli_free(c);
@@ -91,7 +182,7 @@ int lens_trace_cli_out_is_file(const struct lens_trace_cli *c) { return c->out &
 FILE *lens_trace_cli_open_out(const char *cmd, const struct lens_trace_cli *c) {
   if (!lens_trace_cli_out_is_file(c)) return stdout;
   FILE *f = fopen(c->out, "w");
-  if (!f) lens_cli_error(cmd, "cannot write %s", c->out);
+  if (!f) lens_cli_error(cmd, "cannot write %s: %s", c->out, strerror(errno));
   return f;
 }
 

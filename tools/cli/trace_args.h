@@ -17,6 +17,7 @@ struct lens_trace_cli {
   const char **cupti; size_t n_cupti;  /* --cupti-buffer files */
   uint64_t min_wait_ns;                /* --min-wait-us, in ns */
   const char *out;                     /* -o; NULL or "-" means standard output */
+  char **owned; size_t n_owned;        /* paths made by expanding directories (freed with the rest) */
 };
 
 /* A command's own options. Called for an argument the shared loop does not
@@ -36,7 +37,11 @@ int lens_trace_cli_parse(const char *cmd, int argc, char **argv, struct lens_tra
 void lens_trace_cli_free(struct lens_trace_cli *c);
 
 /* lens_cli_load() with the parsed paths and options; NULL after an error line. */
-struct lens_model *lens_trace_cli_load(const char *cmd, const struct lens_trace_cli *c);
+/* Replaces each directory among c->paths by the *.lens files in it (sorted
+ * by name): every command that reads traces takes a directory. 0, or 1 after
+ * one error line (unreadable directory, or none in it). */
+int lens_trace_cli_expand_dirs(const char *cmd, struct lens_trace_cli *c);
+struct lens_model *lens_trace_cli_load(const char *cmd, struct lens_trace_cli *c);
 
 /* Parse, then load: the model, or NULL with *exit_code set (0 after help, 1
  * after one error line) and c already freed. On success the caller frees the

@@ -16,6 +16,10 @@ struct lens_load_opts {
 
 /* NULL after printing one error line ("nccl-lens <cmd>: ..."). Analysis
  * failures are warnings (one line each); the model is still returned. */
+/* One note per input read once (the same trace given twice), one warning per
+ * file cut short or holding only its header: what every command that loads
+ * traces says on stderr before its output. */
+void lens_cli_load_notes(const char *cmd, const struct lens_model *m);
 struct lens_model *lens_cli_load(const char *cmd, const char *const *paths, size_t n, const struct lens_load_opts *o);
 
 /* Parses a non-negative integer option value; -1 if invalid. */

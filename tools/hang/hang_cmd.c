@@ -1,6 +1,5 @@
 /* nccl-lens hang TRACE|DIR... [--json] [-o FILE]: where a hung job's ranks
  * part and what each stuck rank waits for (tools/reader/hang_analysis.h). */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,68 +29,6 @@ static int json_option(void *ctx, int *i, int argc, char **argv) {
   return 1;
 }
 
-static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-/* Paths with each directory replaced by its *.lens files (sorted); owned
- * strings in *owned. NULL after an error line. */
-static const char **expand(const struct lens_trace_cli *c, size_t *n, char ***owned, size_t *n_owned) {
-  size_t cap = c->n + 16, k = 0, ocap = 16;
-  const char **out = malloc(cap * sizeof *out);
-  *owned = malloc(ocap * sizeof **owned);
-  *n_owned = 0;
-  if (!out || !*owned) goto oom;
-  for (size_t i = 0; i < c->n; i++) {
-    struct stat st;
-    if (stat(c->paths[i], &st) != 0 || !S_ISDIR(st.st_mode)) {
-      if (k == cap && !(out = realloc(out, (cap *= 2) * sizeof *out))) goto oom;
-      out[k++] = c->paths[i];
-      continue;
-    }
-    DIR *d = opendir(c->paths[i]);
-    if (!d) {
-      lens_cli_error(CMD, "cannot read directory %s", c->paths[i]);
-      goto fail;
-    }
-    size_t first = k;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-      size_t len = strlen(de->d_name);
-      if (len < 6 || strcmp(de->d_name + len - 5, ".lens")) continue;
-      size_t plen = strlen(c->paths[i]) + len + 2;
-      char *p = malloc(plen);
-      if (!p) {
-        closedir(d);
-        goto oom;
-      }
-      snprintf(p, plen, "%s/%s", c->paths[i], de->d_name);
-      if (*n_owned == ocap && !(*owned = realloc(*owned, (ocap *= 2) * sizeof **owned))) {
-        free(p);
-        closedir(d);
-        goto oom;
-      }
-      (*owned)[(*n_owned)++] = p;
-      if (k == cap && !(out = realloc(out, (cap *= 2) * sizeof *out))) {
-        closedir(d);
-        goto oom;
-      }
-      out[k++] = p;
-    }
-    closedir(d);
-    qsort(out + first, k - first, sizeof *out, by_name);
-    if (k == first) {
-      lens_cli_error(CMD, "no .lens files in %s", c->paths[i]);
-      goto fail;
-    }
-  }
-  *n = k;
-  return out;
-oom:
-  lens_cli_error(CMD, "out of memory");
-fail:
-  free(out);
-  return NULL;
-}
-
 int lens_cmd_hang(int argc, char **argv) {
   int json = 0;
   struct lens_trace_cli c;
@@ -101,14 +38,7 @@ int lens_cmd_hang(int argc, char **argv) {
     return r == 2 ? 0 : 1;
   }
   int rc = 1;
-  size_t n = 0, n_owned = 0;
-  char **owned = NULL;
-  const char **paths = expand(&c, &n, &owned, &n_owned);
-  struct lens_model *m = NULL;
-  if (paths) {
-    struct lens_load_opts lo = {.cupti_files = c.cupti, .n_cupti_files = c.n_cupti, .min_wait_ns = c.min_wait_ns};
-    m = lens_cli_load(CMD, paths, n, &lo);
-  }
+  struct lens_model *m = lens_trace_cli_load(CMD, &c); /* a DIR stands for its .lens files */
   struct lens_hang_report h;
   if (m && lens_hang_analyze(m, &h) != 0) {
     lens_cli_error(CMD, "out of memory");
@@ -122,9 +52,6 @@ int lens_cmd_hang(int argc, char **argv) {
     lens_hang_free(&h);
   }
   if (m) lens_model_free(m);
-  for (size_t i = 0; i < n_owned; i++) free(owned[i]);
-  free(owned);
-  free(paths);
   lens_trace_cli_free(&c);
   return rc;
 }

@@ -302,7 +302,11 @@ static void losses(FILE *f, const struct lens_model *m, const struct lens_report
               fl->lost_chunks);
       cut++;
     }
-    if (!fl->clean_end && fl->producer != LENS_PRODUCER_SCHED)
+    if (!fl->n_sessions && !fl->truncated_bytes) {
+      fprintf(f, "- empty: `%s` holds its header only: the process wrote nothing more (killed at once? disk full?)\n",
+              fl->path);
+      cut++;
+    } else if (!fl->clean_end && fl->producer != LENS_PRODUCER_SCHED)
       fprintf(f, "- no clean end (FINI) in `%s`: %s\n", fl->path,
               fl->lost_chunks ? "its end marker may be among the lost chunks, or the process was killed"
                               : "the process may have been killed");
@@ -314,6 +318,7 @@ static void losses(FILE *f, const struct lens_model *m, const struct lens_report
   for (int b = 0; b < 32; b++)
     if (r->sum.evf_counts[b] && lens_evf_name(1u << b))
       fprintf(f, "- events flagged %s: %" PRIu64 "\n", lens_evf_name(1u << b), r->sum.evf_counts[b]);
+  lens_summary_print_notes(f, m, 1);
   fputc('\n', f);
 }
 

@@ -340,6 +340,11 @@ static int run_probe(struct run *r, struct lens_sched_trace *trace) {
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
 
+  /* Privileges first: without them the target's registry (read through
+   * /proc/<pid>/root) is unreadable too, and that message would mislead. */
+  if (!lens_sched_has_bpf_caps())
+    return lens_cli_error(CMD, "needs CAP_BPF and CAP_PERFMON, or root (run it with sudo, or give the binary those "
+                               "capabilities)");
   if (r->o.pid && first_target(r) != 0) return 1;
 
   char err[512];

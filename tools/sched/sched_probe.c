@@ -47,7 +47,7 @@ static int print_filter(enum libbpf_print_level level, const char *fmt, va_list 
 static int is_priv_error(int e) { return e == EPERM; }
 
 /* 1 if the effective set has CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN. */
-static int has_bpf_caps(void) {
+int lens_sched_has_bpf_caps(void) {
   struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
   struct __user_cap_data_struct d[2];
   memset(d, 0, sizeof d);
@@ -123,7 +123,7 @@ int lens_sched_probe_open(struct lens_sched_probe **out, const struct lens_sched
     return -1;
   }
 
-  if (!has_bpf_caps()) {
+  if (!lens_sched_has_bpf_caps()) {
     snprintf(err, err_len, "needs CAP_BPF and CAP_PERFMON, or root");
     return -1;
   }

@@ -22,6 +22,9 @@ struct lens_sched_probe_opts {
 };
 
 /* 0, or -1 with one line in err (privileges, BTF, kernel support). */
+/* 1 if this process may load the probe as far as capabilities go (CAP_BPF and
+ * CAP_PERFMON, or CAP_SYS_ADMIN), or cannot tell. */
+int lens_sched_has_bpf_caps(void);
 int lens_sched_probe_open(struct lens_sched_probe **out, const struct lens_sched_probe_opts *o, char *err,
                           size_t err_len);
 void lens_sched_probe_close(struct lens_sched_probe *p);

@@ -88,7 +88,11 @@ static void print_drops_text(FILE *f, const struct lens_model *m) {
               fl->path, fl->lost_chunks);
       cut = 1;
     }
-    if (!fl->clean_end && fl->producer != LENS_PRODUCER_SCHED)
+    if (!fl->n_sessions && !fl->truncated_bytes) {
+      fprintf(f, "  empty: %s holds its header only: the process wrote nothing more (killed at once? disk full?)\n",
+              fl->path);
+      cut = 1;
+    } else if (!fl->clean_end && fl->producer != LENS_PRODUCER_SCHED)
       fprintf(f, "  no clean end (FINI) in %s: %s\n", fl->path,
               fl->lost_chunks ? "its end marker may be among the lost chunks, or the process was killed"
                               : "the process may have been killed");
@@ -162,6 +166,7 @@ void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct l
     }
   }
   print_drops_text(f, m);
+  lens_summary_print_notes(f, m, 0);
   lens_summary_print_clocks_text(f, m);
   int any = 0;
   for (int b = 0; b < 32; b++)

@@ -10,6 +10,8 @@ void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct l
 void lens_summary_print_json(FILE *f, const struct lens_model *m, const struct lens_summary *s);
 /* Clock placement per process (summary_clocks.c), from CLOCK chunks. */
 void lens_summary_print_clocks_text(FILE *f, const struct lens_model *m);
+/* The plugin's WARN lines mirrored into the traces (summary_notes.c); markdown for report. */
+void lens_summary_print_notes(FILE *f, const struct lens_model *m, int markdown);
 void lens_summary_print_clocks_json(FILE *f, const struct lens_model *m); /* ,"clocks":[...] */
 /* Algorithm bandwidth of a row in GB/s (bytes / completion ns); 0 if unknown. */
 double lens_summary_algbw(const struct lens_sum_row *r);

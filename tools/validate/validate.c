@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "export/load_traces.h"
 #include "reader/analyses.h"
 #include "reader/gpu_analysis.h"
 #include "validate_print.h"
@@ -79,9 +80,7 @@ int lens_cmd_validate(int argc, char **argv) {
     rc = lens_cli_error("validate", "%s", err[0] ? err : "cannot load traces");
     goto out;
   }
-  for (size_t i = 0; i < m->n_same_traces; i++)
-    fprintf(stderr, "nccl-lens validate: note: %s is %s %s: read once\n", m->same_traces[i].path,
-            m->same_traces[i].same_file ? "the same file as" : "a copy of the trace in", m->same_traces[i].same_as);
+  lens_cli_load_notes("validate", m);
   for (size_t i = 0; i < n_buffers; i++)
     if (lens_model_add_cupti_file(m, buffers[i], err, sizeof(err))) {
       rc = lens_cli_error("validate", "%s", err);
