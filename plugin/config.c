@@ -222,6 +222,7 @@ int lens_config_parse(struct lens_config *c) {
       bad("NCCL_LENS_COMPRESS", v, "zstd (allowed none, packed, zstd)", &nbad);
   }
   parse_u32_range("NCCL_LENS_HANG_TIMEOUT", &c->hang_timeout_s, 1, 86400, "60 (allowed 1..86400 s)", &nbad);
+  parse_u32_range("NCCL_LENS_SLOW_MS", &c->slow_ms, 0, 3600000, "0 = off (allowed 0..3600000 ms)", &nbad);
   return nbad;
 }
 

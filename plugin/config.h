@@ -26,6 +26,7 @@ struct lens_config {
   int recorder;               /* NCCL_LENS_MODE (trace): recorder = keep the last events in memory, dump on demand */
   uint64_t recorder_bytes;    /* NCCL_LENS_RECORDER_SIZE (64M): the recorder's bound */
   uint32_t hang_timeout_s;    /* NCCL_LENS_HANG_TIMEOUT (60): no progress with work in flight this long = a hang */
+  uint32_t slow_ms;           /* NCCL_LENS_SLOW_MS (0 = off): recorder dump when a kernel channel's GPU span exceeds it */
   int compress;               /* NCCL_LENS_COMPRESS (zstd): enum lens_compress */
 };
 

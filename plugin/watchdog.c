@@ -2,6 +2,8 @@
 #include "watchdog.h"
 
 #include <stdio.h>
+
+#define LENS_ST_KCH_STOP_STATE 22 /* NCCL's ncclProfilerKernelChStop: arg = the stop pTimer */
 #include <unistd.h>
 
 static uint64_t g_timeout_ns;
@@ -11,8 +13,19 @@ static int g_progress;       /* seen since the last tick */
 static uint64_t g_last_progress_ns, g_last_poll_ns;
 static int g_fired;          /* this hang was dumped */
 
-void lens_wd_configure(uint32_t timeout_s, const char *registry_dir, int pid) {
+/* Slow collectives: KernelCh id -> start pTimer, a small open table (a few
+ * hundred channels in flight at most; a full slot is overwritten, and that
+ * channel is not judged). */
+#define SLOW_SLOTS 1024u
+#define SLOW_DUMP_GAP_NS 60000000000ull /* at most one slow-collective dump a minute */
+static uint64_t g_slow_ns, g_slow_seen_ns, g_last_slow_dump_ns;
+static struct { uint64_t id, start_gpu; } g_kch[SLOW_SLOTS];
+
+void lens_wd_configure(uint32_t timeout_s, uint32_t slow_ms, const char *registry_dir, int pid) {
   g_timeout_ns = (uint64_t)timeout_s * 1000000000ull;
+  g_slow_ns = (uint64_t)slow_ms * 1000000ull;
+  g_slow_seen_ns = g_last_slow_dump_ns = 0;
+  for (unsigned i = 0; i < SLOW_SLOTS; i++) g_kch[i].id = 0;
   snprintf(g_request, sizeof g_request, "%s/%d.dump", registry_dir, pid);
   g_in_flight = 0;
   g_progress = 1;
@@ -22,7 +35,25 @@ void lens_wd_configure(uint32_t timeout_s, const char *registry_dir, int pid) {
 
 static unsigned id_type(uint64_t id) { return (unsigned)((id >> 56) & 0xf); }
 
+static void observe_slow(const struct lens_rec_hdr *h, const void *rec) {
+  if (h->kind == LENS_REC_START && h->type == LENS_T_KERNEL_CH) {
+    const struct lens_rec_start *s = rec;
+    const struct lens_p_kernel_ch *k = (const void *)(s + 1);
+    unsigned slot = (unsigned)(s->id * 0x9E3779B97F4A7C15ull >> 54) & (SLOW_SLOTS - 1);
+    g_kch[slot].id = s->id;
+    g_kch[slot].start_gpu = k->start_gpu_ns;
+  } else if (h->kind == LENS_REC_STATE && h->aux == LENS_ST_KCH_STOP_STATE) {
+    const struct lens_rec_state *st = rec;
+    unsigned slot = (unsigned)(st->id * 0x9E3779B97F4A7C15ull >> 54) & (SLOW_SLOTS - 1);
+    if (g_kch[slot].id != st->id) return;
+    g_kch[slot].id = 0;
+    uint64_t start = g_kch[slot].start_gpu;
+    if (start && st->arg > start && st->arg - start > g_slow_ns) g_slow_seen_ns = st->arg - start;
+  }
+}
+
 void lens_wd_observe(const struct lens_rec_hdr *h, const void *rec) {
+  if (g_slow_ns) observe_slow(h, rec);
   unsigned type;
   if (h->kind == LENS_REC_START) {
     type = h->type;
@@ -46,6 +77,11 @@ const char *lens_wd_tick(uint64_t now) {
   if (g_timeout_ns && !g_fired && g_in_flight > 0 && now - g_last_progress_ns >= g_timeout_ns) {
     g_fired = 1;
     return "hang watchdog: work in flight made no progress for NCCL_LENS_HANG_TIMEOUT";
+  }
+  if (g_slow_seen_ns && (!g_last_slow_dump_ns || now - g_last_slow_dump_ns >= SLOW_DUMP_GAP_NS)) {
+    g_slow_seen_ns = 0;
+    g_last_slow_dump_ns = now;
+    return "slow collective: a kernel channel's GPU span exceeded NCCL_LENS_SLOW_MS";
   }
   if (g_request[0] && now - g_last_poll_ns >= 100000000ull) {
     g_last_poll_ns = now;

@@ -3,6 +3,7 @@
  *    and no progress (no start or stop of any event but ProxyCtrl; repeated
  *    states such as a SendPeerWait flood are not progress) for
  *    NCCL_LENS_HANG_TIMEOUT seconds; once per hang, re-armed by progress;
+ *  - a slow collective: a KernelCh whose GPU span exceeds NCCL_LENS_SLOW_MS;
  *  - a user's request: the file <registry_dir>/<pid>.dump (made by
  *    `nccl-lens dump`), polled every 100 ms and removed when taken.
  * In flight is a count of starts minus stops: an op NCCL never stops (a
@@ -15,10 +16,14 @@
 
 #include "nccl-lens/trace_format.h"
 
-void lens_wd_configure(uint32_t timeout_s, const char *registry_dir, int pid);
+/* slow_ms: also dump when a kernel channel's GPU span (KernelCh start pTimer
+ * to its KernelChStop pTimer: execution plus waiting for peers, which one
+ * process cannot tell apart) exceeds it; 0 = off; at most one such dump a
+ * minute. */
+void lens_wd_configure(uint32_t timeout_s, uint32_t slow_ms, const char *registry_dir, int pid);
 /* Every record the writer drains (ring form). */
 void lens_wd_observe(const struct lens_rec_hdr *h, const void *rec);
-/* Returns the reason for a dump now ("hang watchdog", "user request"), or NULL. */
+/* Returns the reason for a dump now ("hang watchdog", "slow collective", "user request"), or NULL. */
 const char *lens_wd_tick(uint64_t now_mono_ns);
 
 #endif

@@ -472,7 +472,7 @@ struct ctl_open {
   uint32_t period_us;
   int recorder; /* NCCL_LENS_MODE=recorder (recorder.h) */
   uint64_t recorder_bytes;
-  uint32_t hang_timeout_s;
+  uint32_t hang_timeout_s, slow_ms;
   int compress; /* enum lens_compress */
 };
 struct ctl {
@@ -594,7 +594,7 @@ static void meta_forget(void) {
 
 static void session_begin(const struct ctl_open *o) {
   lens_rec_configure(o->recorder, o->recorder_bytes);
-  if (o->recorder) lens_wd_configure(o->hang_timeout_s, o->registry_dir, o->pid);
+  if (o->recorder) lens_wd_configure(o->hang_timeout_s, o->slow_ms, o->registry_dir, o->pid);
   lens_tf_open(o->out_dir, o->host, o->pid); /* may block on a stalled mount: only this thread waits */
   g_session = lens_tf_session();
   g_period_us = o->period_us;
@@ -785,6 +785,7 @@ int lens_writer_open_session(const struct lens_config *c, const char *host, int 
   o->recorder = c->recorder;
   o->recorder_bytes = c->recorder_bytes;
   o->hang_timeout_s = c->hang_timeout_s;
+  o->slow_ms = c->slow_ms;
   o->compress = c->compress;
   memcpy(rec, session_rec, len);
   init_cvs();

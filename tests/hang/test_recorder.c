@@ -132,11 +132,45 @@ static void test_dump_request(void **s) {
   }
 }
 
+/* A collective slower than NCCL_LENS_SLOW_MS: rank 1 calls 20 ms late, so
+ * the others' kernels span > 20 ms on their GPUs; every process dumps once,
+ * saying why. A threshold above every span dumps nothing. */
+static void test_slow_collective(void **s) {
+  (void)s;
+  char dir[300], names[8][600];
+  lens_test_tmpdir(dir, sizeof dir, "rec-slow");
+  assert_int_equal(sh("NCCL_LENS_MODE=recorder NCCL_LENS_SLOW_MS=10 NCCL_LENS_REGISTRY_DIR=%s %s/bin/nccl-lens "
+                      "replay --quiet --scenario job-late-app --nodes 2 --ranks-per-node 2 --iters 4 --delay-us 20000 "
+                      "--out %s",
+                      dir, LENS_BUILD_DIR, dir),
+                   0);
+  size_t n = lens_files(dir, names, 8);
+  assert_int_equal(n, 2);
+  for (size_t i = 0; i < n; i++) {
+    const char *p[1] = {names[i]};
+    char err[256];
+    struct lens_model *m = lens_model_load(p, 1, err, sizeof err, NULL);
+    assert_non_null(m);
+    int slow = 0;
+    for (size_t k = 0; k < m->n_notes; k++) slow += strstr(m->notes[k].text, "slow collective") != NULL;
+    assert_int_equal(slow, 1); /* once: at most one such dump a minute */
+    lens_model_free(m);
+  }
+  char dir2[300];
+  lens_test_tmpdir(dir2, sizeof dir2, "rec-notslow");
+  assert_int_equal(sh("NCCL_LENS_MODE=recorder NCCL_LENS_SLOW_MS=60000 NCCL_LENS_REGISTRY_DIR=%s %s/bin/nccl-lens "
+                      "replay --quiet --scenario job-late-app --nodes 2 --ranks-per-node 2 --iters 4 --delay-us 20000 "
+                      "--out %s",
+                      dir2, LENS_BUILD_DIR, dir2),
+                   0);
+  assert_int_equal(lens_files(dir2, names, 8), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_healthy_writes_nothing), cmocka_unit_test(test_watchdog_missing),
       cmocka_unit_test(test_watchdog_proxy),          cmocka_unit_test(test_watchdog_graph),
-      cmocka_unit_test(test_dump_request),
+      cmocka_unit_test(test_dump_request),           cmocka_unit_test(test_slow_collective),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
