@@ -1,13 +1,26 @@
-/* nccl-lens job TRACE|DIR... [--json] [--all] [--min-straggler-us N] [-o FILE]
+/* nccl-lens job TRACE|PARTIAL|DIR... [--json] [--all] [--min-straggler-us N] [--partial] [--threads N] [-o FILE]
  *
- * The whole job from every trace given (a directory means every .lens in
- * it): collectives matched across ranks, execution vs waiting, stragglers
- * and their causes (docs/job.md). */
+ * The whole job from every trace given (a directory means every .lens and
+ * .lensjob in it): collectives matched across ranks, execution vs waiting,
+ * stragglers and their causes (docs/job.md).
+ *
+ * Map and reduce (docs/scale.md): the traces are grouped by host (the
+ * SESSION's hostname; probe traces too), each group is loaded into its own
+ * model and mapped to compact per-instance records on a pool of threads, the
+ * model freed; the records of every group (and of partial files given) are
+ * then reduced into the job view. Memory: one model per thread plus the
+ * records. --partial writes the records instead (a partial file, to be
+ * reduced where every node's partial is gathered). */
 #include <dirent.h>
+#include <limits.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/trace_args.h"
@@ -15,12 +28,13 @@
 #include "job/job_print.h"
 #include "reader/job_align.h"
 #include "reader/job.h"
+#include "reader/job_part.h"
 
 #define CMD "job"
 
 static void usage(FILE *f) {
   fprintf(f, "usage: nccl-lens job [--json] [--all] [--min-straggler-us N] [-o FILE] [--cupti-buffer FILE]...\n"
-             "                     [--min-wait-us N] TRACE.lens|DIR...\n"
+             "                     [--min-wait-us N] [--threads N] [--partial] TRACE.lens|PARTIAL|DIR...\n"
              "  Matches every collective across the ranks of its communicator and splits it into execution (the\n"
              "  span of the rank that started last) and each rank's wait, from each GPU's own clock; names the\n"
              "  rank that made the others wait and why. A directory means every .lens file in it.\n"
@@ -29,11 +43,19 @@ static void usage(FILE *f) {
              "  --all                 list every instance with a straggler (default: the 20 longest waits)\n"
              "  --end-spread-us N     hosts: how far apart the ranks of one collective may end (default 5; doubled\n"
              "                        while the sync points contradict each other)\n"
-             "  --sync-only           hosts: offsets from the job's sync points alone, not CLOCK_REALTIME (a check)\n");
+             "  --sync-only           hosts: offsets from the job's sync points alone, not CLOCK_REALTIME (a check)\n"
+             "  --stream              read host by host even when all traces would fit one model (the default\n"
+             "                        above 1 GiB of traces, with --partial and with partial files; the host\n"
+             "                        alignment then has no events to work from: docs/scale.md)\n"
+             "  --partial             write the compact per-instance records of the traces given (-o FILE, a\n"
+             "                        .lensjob partial file) instead of the report; a later 'nccl-lens job' takes\n"
+             "                        partial files wherever it takes traces (docs/scale.md)\n"
+             "  --threads N           hosts' traces mapped on N threads at once (default: the cores)\n");
 }
 
 struct opts {
-  int json, all;
+  int json, all, partial, stream;
+  long threads;
   uint64_t min_ns;
   struct lens_align_opts align;
 };
@@ -42,6 +64,8 @@ static int job_option(void *ctx, int *i, int argc, char **argv) {
   struct opts *o = ctx;
   if (!strcmp(argv[*i], "--json")) return o->json = 1, 1;
   if (!strcmp(argv[*i], "--all")) return o->all = 1, 1;
+  if (!strcmp(argv[*i], "--partial")) return o->partial = 1, 1;
+  if (!strcmp(argv[*i], "--stream")) return o->stream = 1, 1;
   if (!strcmp(argv[*i], "--sync-only")) return o->align.sync_only = 1, 1;
   if (!strcmp(argv[*i], "--end-spread-us")) {
     uint64_t us;
@@ -50,6 +74,16 @@ static int job_option(void *ctx, int *i, int argc, char **argv) {
       return -1;
     }
     o->align.end_spread_ns = us * 1000;
+    ++*i;
+    return 1;
+  }
+  if (!strcmp(argv[*i], "--threads")) {
+    uint64_t n;
+    if (*i + 1 >= argc || lens_cli_parse_u64(argv[*i + 1], &n) || n < 1 || n > 1024) {
+      lens_cli_error(CMD, "--threads needs an integer from 1 to 1024");
+      return -1;
+    }
+    o->threads = (long)n;
     ++*i;
     return 1;
   }
@@ -83,7 +117,8 @@ static char **expand(const struct lens_trace_cli *c, size_t *n_out) {
       struct dirent *de;
       while ((de = readdir(d))) {
         size_t l = strlen(de->d_name);
-        if (l < 6 || strcmp(de->d_name + l - 5, ".lens")) continue;
+        if ((l < 6 || strcmp(de->d_name + l - 5, ".lens")) && (l < 9 || strcmp(de->d_name + l - 8, ".lensjob")))
+          continue;
         if (n + 1 >= cap) {
           char **nv = realloc(v, (cap *= 2) * sizeof *v);
           if (!nv) break;
@@ -106,6 +141,175 @@ static char **expand(const struct lens_trace_cli *c, size_t *n_out) {
   return v;
 }
 
+/* ---- map: traces grouped by host, one model per group ---- */
+
+/* Groups of more files than this are split (memory: one model per thread);
+ * PXN proxy ops recorded in another process then join only inside a group. */
+#define GROUP_MAX_FILES 64
+
+struct group { char host[64]; size_t *files; size_t n, cap; };
+
+/* The hostname of a trace's first SESSION ("" if its first chunk is not one). */
+static void trace_host(const char *path, char *host, size_t len) {
+  host[0] = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f) return;
+  struct {
+    struct lens_file_hdr fh;
+    struct lens_chunk_hdr ch;
+    struct lens_session s;
+  } h;
+  if (fread(&h, sizeof h, 1, f) == 1 && h.ch.magic == LENS_CHUNK_MAGIC && h.ch.type == LENS_CHUNK_SESSION) {
+    size_t n = strnlen(h.s.host, sizeof h.s.host - 1);
+    if (n >= len) n = len - 1;
+    memcpy(host, h.s.host, n);
+    host[n] = 0;
+  }
+  fclose(f);
+}
+
+static int add_to_group(struct group **gs, size_t *ng, size_t *cap, const char *host, size_t file) {
+  struct group *g = NULL;
+  for (size_t i = *ng; i-- > 0 && host[0];) /* hosts are few per node; a job's are usually listed together */
+    if (!strcmp((*gs)[i].host, host) && (*gs)[i].n < GROUP_MAX_FILES) {
+      g = &(*gs)[i];
+      break;
+    }
+  if (!g) {
+    if (*ng == *cap) {
+      size_t c = *cap ? *cap * 2 : 16;
+      struct group *q = realloc(*gs, c * sizeof *q);
+      if (!q) return -1;
+      *gs = q, *cap = c;
+    }
+    g = &(*gs)[(*ng)++];
+    memset(g, 0, sizeof *g);
+    snprintf(g->host, sizeof g->host, "%s", host);
+  }
+  if (g->n == g->cap) {
+    size_t c = g->cap ? g->cap * 2 : 8;
+    size_t *q = realloc(g->files, c * sizeof *q);
+    if (!q) return -1;
+    g->files = q, g->cap = c;
+  }
+  g->files[g->n++] = file;
+  return 0;
+}
+
+struct map_ctx {
+  char **paths;
+  struct group *groups; size_t n_groups;
+  size_t *partials; size_t n_partials;  /* indexes into paths of the partial files */
+  struct lens_job_part *parts;          /* n_partials + n_groups: partial files first, then groups */
+  const struct lens_trace_cli *c;
+  atomic_size_t next;
+  atomic_int failed;
+};
+
+static int map_one(struct map_ctx *x, size_t w) {
+  char err[512];
+  struct lens_job_part *p = &x->parts[w];
+  if (w < x->n_partials) {
+    if (lens_job_part_read(x->paths[x->partials[w]], p, err, sizeof err)) return lens_cli_error(CMD, "%s", err), -1;
+    return 0;
+  }
+  const struct group *g = &x->groups[w - x->n_partials];
+  const char **v = malloc(g->n * sizeof *v);
+  if (!v) return lens_cli_error(CMD, "out of memory"), -1;
+  for (size_t i = 0; i < g->n; i++) v[i] = x->paths[g->files[i]];
+  struct lens_load_opts lo = {.cupti_files = x->c->cupti, .n_cupti_files = x->c->n_cupti,
+                              .min_wait_ns = x->c->min_wait_ns, .no_progress = 1};
+  struct lens_model *m = lens_cli_load(CMD, v, g->n, &lo);
+  free(v);
+  if (!m) return -1;
+  int rc = lens_job_map(m, p) || lens_job_part_own_strings(p) ? -1 : 0;
+  lens_model_free(m);
+  if (rc) lens_cli_error(CMD, "out of memory");
+  return rc;
+}
+
+static void *map_worker(void *arg) {
+  struct map_ctx *x = arg;
+  size_t total = x->n_partials + x->n_groups;
+  for (size_t w; !atomic_load(&x->failed) && (w = atomic_fetch_add(&x->next, 1)) < total;)
+    if (map_one(x, w)) atomic_store(&x->failed, 1);
+  return NULL;
+}
+
+/* One partial of many: procs, comms, records and ops renumbered. */
+static int concat_parts(const struct lens_job_part *ps, size_t n, struct lens_job_part *out) {
+  memset(out, 0, sizeof *out);
+  size_t nf = 0, np = 0, nc = 0, nr = 0, no = 0;
+  for (size_t k = 0; k < n; k++)
+    nf += ps[k].n_files, np += ps[k].n_procs, nc += ps[k].n_comms, nr += ps[k].n_recs, no += ps[k].n_ops;
+  out->files = calloc(nf ? nf : 1, sizeof *out->files);
+  out->procs = calloc(np ? np : 1, sizeof *out->procs);
+  out->comms = calloc(nc ? nc : 1, sizeof *out->comms);
+  out->recs = calloc(nr ? nr : 1, sizeof *out->recs);
+  out->ops = calloc(no ? no : 1, sizeof *out->ops);
+  if (!out->files || !out->procs || !out->comms || !out->recs || !out->ops) return -1;
+  for (size_t k = 0; k < n; k++) {
+    const struct lens_job_part *p = &ps[k];
+    int32_t pb = (int32_t)out->n_procs;
+    uint64_t ob = out->n_ops;
+    for (size_t i = 0; i < p->n_files; i++)
+      if (!(out->files[out->n_files++] = strdup(p->files[i]))) return -1;
+    memcpy(out->procs + out->n_procs, p->procs, p->n_procs * sizeof *p->procs);
+    out->n_procs += p->n_procs;
+    for (size_t i = 0; i < p->n_comms; i++) {
+      struct lens_job_pcomm *c = &out->comms[out->n_comms++];
+      *c = p->comms[i];
+      if (c->proc >= 0) c->proc += pb;
+    }
+    for (size_t i = 0; i < p->n_recs; i++) {
+      struct lens_job_prec *r = &out->recs[out->n_recs++];
+      *r = p->recs[i];
+      if (r->r.proc >= 0) r->r.proc += pb;
+      r->first_op += ob;
+    }
+    memcpy(out->ops + out->n_ops, p->ops, p->n_ops * sizeof *p->ops);
+    out->n_ops += p->n_ops;
+    out->have_clock_map |= p->have_clock_map;
+  }
+  return 0;
+}
+
+/* Streaming starts above this much trace data (one model of it would take
+ * several times its size in memory). */
+#define STREAM_BYTES (1ull << 30)
+
+/* Every trace in one model: the job view and the hosts' alignment (which
+ * needs the events). */
+static int job_one_model(const struct opts *o, const struct lens_trace_cli *c, char **paths, size_t n) {
+  struct lens_load_opts lo = {.cupti_files = c->cupti, .n_cupti_files = c->n_cupti, .min_wait_ns = c->min_wait_ns};
+  struct lens_model *m = lens_cli_load(CMD, (const char *const *)paths, n, &lo);
+  if (!m) return 1;
+  struct lens_job j;
+  if (lens_job_build(m, &j, o->min_ns)) {
+    lens_cli_error(CMD, "out of memory");
+    lens_model_free(m);
+    return 1;
+  }
+  struct lens_align al;
+  if (lens_align_build(m, &j, &o->align, &al)) {
+    lens_cli_error(CMD, "out of memory");
+    lens_job_free(&j);
+    lens_model_free(m);
+    return 1;
+  }
+  int rc = 1;
+  FILE *f = lens_trace_cli_open_out(CMD, c);
+  if (f) {
+    if (o->json) lens_job_print_json(f, m, &j, &al);
+    else lens_job_print_text(f, m, &j, o->all ? 0 : 20, &al);
+    rc = lens_trace_cli_close_out(CMD, c, f, 0);
+  }
+  lens_align_free(&al);
+  lens_job_free(&j);
+  lens_model_free(m);
+  return rc;
+}
+
 int lens_cmd_job(int argc, char **argv) {
   struct opts o = {0};
   struct lens_trace_cli c;
@@ -117,36 +321,108 @@ int lens_cmd_job(int argc, char **argv) {
   size_t n = 0;
   char **paths = expand(&c, &n);
   int rc = 1;
+  struct map_ctx x = {.paths = paths, .c = &c};
+  size_t cap_groups = 0, n_parts = 0;
+  struct lens_model *skel = NULL;
+  int have_job = 0;
+  struct lens_job j;
   if (!paths || !n) {
     lens_cli_error(CMD, "no .lens traces found in the paths given");
     goto out;
   }
-  struct lens_load_opts lo = {.cupti_files = c.cupti, .n_cupti_files = c.n_cupti, .min_wait_ns = c.min_wait_ns};
-  struct lens_model *m = lens_cli_load(CMD, (const char *const *)paths, n, &lo);
-  if (!m) goto out;
-  struct lens_job j;
-  if (lens_job_build(m, &j, o.min_ns)) {
-    lens_cli_error(CMD, "out of memory");
-    lens_model_free(m);
+  if (o.partial && !lens_trace_cli_out_is_file(&c)) {
+    lens_cli_error(CMD, "--partial writes a file: give it with -o FILE");
     goto out;
   }
+  x.partials = malloc(n * sizeof *x.partials);
+  if (!x.partials) goto oom;
+  {
+    uint64_t bytes = 0;
+    int any_partial = 0;
+    for (size_t i = 0; i < n; i++) {
+      struct stat st;
+      if (!stat(paths[i], &st)) bytes += (uint64_t)st.st_size;
+      if (lens_job_part_is(paths[i]) == 1) any_partial = 1;
+    }
+    if (!o.stream && !o.partial && !any_partial && bytes <= STREAM_BYTES) {
+      rc = job_one_model(&o, &c, paths, n);
+      goto out;
+    }
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (lens_job_part_is(paths[i]) == 1) {
+      x.partials[x.n_partials++] = i;
+      continue;
+    }
+    char host[64];
+    /* With CUPTI buffer files (not tied to a host) every trace is one group, as before. */
+    if (c.n_cupti) snprintf(host, sizeof host, "all");
+    else trace_host(paths[i], host, sizeof host);
+    if (add_to_group(&x.groups, &x.n_groups, &cap_groups, host, i)) goto oom;
+  }
+  n_parts = x.n_partials + x.n_groups;
+  /* Each worker builds and frees model after model. glibc serves blocks of
+   * 32 MiB and more (a model's event array) with fresh mmaps, so every model
+   * faulted its pages in again: on a VM that was most of the load time (4x
+   * at 8 traces a model). From the heap, and the heap kept, the pages are
+   * reused. The process exits after the report. */
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, INT_MAX);
+  x.parts = calloc(n_parts ? n_parts : 1, sizeof *x.parts);
+  if (!x.parts) goto oom;
+  long nt = o.threads ? o.threads : sysconf(_SC_NPROCESSORS_ONLN);
+  if (nt < 1) nt = 1;
+  if ((size_t)nt > n_parts) nt = (long)n_parts;
+  pthread_t th[1024];
+  long started = 0;
+  for (; started < nt - 1; started++)
+    if (pthread_create(&th[started], NULL, map_worker, &x)) break;
+  map_worker(&x);
+  for (long i = 0; i < started; i++) pthread_join(th[i], NULL);
+  /* The models are gone: give their pages back (the heap kept them), and let
+   * the reduce's big arrays be mapped and unmapped as usual. */
+  malloc_trim(0);
+  mallopt(M_MMAP_MAX, 65536);
+  if (atomic_load(&x.failed)) goto out;
+  FILE *f = NULL;
+  if (o.partial) {
+    struct lens_job_part all;
+    int bad = concat_parts(x.parts, n_parts, &all);
+    if (bad) {
+      lens_job_part_free(&all);
+      goto oom;
+    }
+    f = lens_trace_cli_open_out(CMD, &c);
+    if (f) rc = lens_trace_cli_close_out(CMD, &c, f, lens_job_part_write(f, &all));
+    lens_job_part_free(&all);
+    goto out;
+  }
+  skel = lens_job_skeleton(x.parts, n_parts);
+  if (!skel || lens_job_reduce(x.parts, n_parts, &j, o.min_ns)) goto oom;
+  have_job = 1;
+  /* Rows reduced from records have no events: the alignment places hosts
+   * from nothing here (docs/scale.md), and says so. */
+  for (size_t i = 0; i < j.n_ranks; i++) j.ranks[i].event = -1;
   struct lens_align al;
-  if (lens_align_build(m, &j, &o.align, &al)) {
-    lens_cli_error(CMD, "out of memory");
-    lens_job_free(&j);
-    lens_model_free(m);
-    goto out;
-  }
-  FILE *f = lens_trace_cli_open_out(CMD, &c);
+  if (lens_align_build(skel, &j, &o.align, &al)) goto oom;
+  f = lens_trace_cli_open_out(CMD, &c);
   if (f) {
-    if (o.json) lens_job_print_json(f, m, &j, &al);
-    else lens_job_print_text(f, m, &j, o.all ? 0 : 20, &al);
+    if (o.json) lens_job_print_json(f, skel, &j, &al);
+    else lens_job_print_text(f, skel, &j, o.all ? 0 : 20, &al);
     rc = lens_trace_cli_close_out(CMD, &c, f, 0);
   }
   lens_align_free(&al);
-  lens_job_free(&j);
-  lens_model_free(m);
+  goto out;
+oom:
+  lens_cli_error(CMD, "out of memory");
 out:
+  if (have_job) lens_job_free(&j);
+  lens_job_skeleton_free(skel);
+  for (size_t i = 0; x.parts && i < n_parts; i++) lens_job_part_free(&x.parts[i]);
+  free(x.parts);
+  for (size_t i = 0; i < x.n_groups; i++) free(x.groups[i].files);
+  free(x.groups);
+  free(x.partials);
   for (size_t i = 0; paths && i < n; i++) free(paths[i]);
   free(paths);
   lens_trace_cli_free(&c);

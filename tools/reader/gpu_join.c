@@ -137,7 +137,7 @@ static void walk_blob(struct lens_gpu_report *r, struct collect *c, const struct
 /* Graph replays: the k-th distinct graph node (by first replay) of a process
  * is the k-th capture-time launch of that process, when the counts agree.
  * Sorting keeps it O(n log n) for long graph-heavy runs. */
-static const struct lens_kernel *sort_kernels;
+static _Thread_local const struct lens_kernel *sort_kernels; /* per thread: job maps run in parallel */
 
 static int cmp_node(const void *pa, const void *pb) { /* by proc, graph, node, start */
   const struct lens_kernel *a = &sort_kernels[*(const size_t *)pa], *b = &sort_kernels[*(const size_t *)pb];

@@ -34,7 +34,7 @@ struct tsamples {
  * separates passes (the proxy slept, yielded, or could not run). */
 #define PASS_GAP_NS 10000ull
 
-static const struct lens_model *sort_model;
+static _Thread_local const struct lens_model *sort_model; /* per thread: job maps run in parallel */
 static int by_start(const void *a, const void *b) {
   uint64_t x = sort_model->sched[*(const int32_t *)a].s.start_mono_ns;
   uint64_t y = sort_model->sched[*(const int32_t *)b].s.start_mono_ns;
