@@ -1,5 +1,6 @@
 /* See file_read.h. */
 #include "file_read.h"
+#include "reader_priv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -47,6 +48,7 @@ int lens_read_regular_file(const char *path, uint64_t max_bytes, const char *wha
     return -1;
   }
   uint8_t *buf = malloc(size ? (size_t)size : 1);
+  if (buf) lens_hugepage_hint(buf, (size_t)size);
   if (!buf) {
     snprintf(err, err_len, "out of memory reading %s %s (%llu bytes)", what, path, (unsigned long long)size);
     close(fd);

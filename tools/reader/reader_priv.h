@@ -9,6 +9,9 @@
 #include "lensread.h"
 #include "reader_hash.h"
 
+/* Asks for transparent huge pages over the 2 MiB-aligned interior of a big
+ * allocation (fewer page faults); a hint only. */
+void lens_hugepage_hint(void *p, size_t len);
 /* Grow *arr (element size es) so that index n fits; 0 or -1 (no memory). */
 int lens_vec_reserve(void **arr, size_t *cap, size_t n, size_t es);
 #define LENS_VEC_PUSH(b, arr, n, cap) \
@@ -28,7 +31,10 @@ struct lens_map { void *addr; size_t len; }; /* a file read whole (file_read.h),
 struct lens_reader_priv {
   struct lens_map *maps; size_t n_maps, cap_maps;
   struct lens_arena_block *arena;
-  struct lens_hash events;  /* (proc, session, id) -> event index */
+  /* (proc, session, id) -> event index: one table per proc, so reading a
+   * file touches only its own (cache-sized) table, not one spanning every
+   * file (which made loading N files at once several times slower per event). */
+  struct lens_hash *events; size_t n_events_hash;
   struct lens_proc_session { int32_t proc; uint32_t session; } *sessions; /* every session number seen */
   size_t n_sessions, cap_sessions;
 };
@@ -92,5 +98,10 @@ int lens_same_trace_select(const char *const *paths, size_t n, size_t *keep, siz
 int lens_resolve_model(struct lens_builder *b);
 
 int lens_builder_oom(struct lens_builder *b);
+
+/* The id table of proc (NULL when out of range). */
+static inline struct lens_hash *lens_proc_events(const struct lens_reader_priv *pv, int32_t proc) {
+  return proc >= 0 && (size_t)proc < pv->n_events_hash ? &pv->events[proc] : NULL;
+}
 
 #endif

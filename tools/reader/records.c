@@ -228,7 +228,7 @@ static int on_start(struct lens_builder *b, uint32_t session, int32_t thread, co
     if (lens_hash_get(&b->comms, lens_hash_scope((uint32_t)b->proc, session), s.context, &c)) e->comm = (int32_t)c;
   }
   /* A repeated id (should not happen) maps to its latest START. */
-  if (lens_hash_put(&b->priv->events, lens_hash_scope((uint32_t)b->proc, session), s.id,
+  if (lens_hash_put(&b->priv->events[b->proc], lens_hash_scope((uint32_t)b->proc, session), s.id,
                     (int64_t)(m->n_events - 1)))
     return lens_builder_oom(b);
   return 0;
@@ -307,7 +307,7 @@ int lens_apply_pending(struct lens_builder *b) {
   for (size_t i = 0; i < b->n_pend; i++) {
     const struct lens_pending *q = &b->pend[i];
     int64_t idx;
-    if (!lens_hash_get(&b->priv->events, lens_hash_scope((uint32_t)b->proc, q->session), q->id, &idx)) {
+    if (!lens_hash_get(&b->priv->events[b->proc], lens_hash_scope((uint32_t)b->proc, q->session), q->id, &idx)) {
       if (q->id) m->orphan_stops++; /* a NULL handle (NetPlugin) is not an orphan */
       continue;
     }

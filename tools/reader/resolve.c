@@ -59,7 +59,7 @@ static int32_t find_in_proc(const struct lens_model *m, int32_t proc, uint64_t i
   for (size_t s = 0; s < pv->n_sessions; s++) {
     if (pv->sessions[s].proc != proc) continue;
     int64_t v;
-    if (lens_hash_get(&pv->events, lens_hash_scope((uint32_t)proc, pv->sessions[s].session), id, &v))
+    if (lens_hash_get(&pv->events[proc], lens_hash_scope((uint32_t)proc, pv->sessions[s].session), id, &v))
       return (int32_t)v;
   }
   return -1;
@@ -90,7 +90,7 @@ static void resolve_parents(struct lens_model *m) {
     if (e->type == LENS_T_PROXY_OP && (e->flags & LENS_EVF_REMOTE) &&
         (uint32_t)e->p.proxy_op.pid != m->procs[e->proc].pid)
       p = find_remote_parent(m, e);
-    else if (lens_hash_get(&pv->events, lens_hash_scope((uint32_t)e->proc, e->session), e->parent_raw, &v))
+    else if (lens_hash_get(&pv->events[e->proc], lens_hash_scope((uint32_t)e->proc, e->session), e->parent_raw, &v))
       p = (int32_t)v;
     if (p == (int32_t)i) p = -1;
     e->parent = p;
@@ -183,8 +183,11 @@ static int sort_and_link(struct lens_builder *b) {
     st[(*slot)++] = b->states[s].s;
   }
   struct lens_reader_priv *pv = b->priv;
-  for (size_t s = 0; s < pv->events.cap; s++)
-    if (pv->events.slots[s].value != INT64_MIN) pv->events.slots[s].value = inv[pv->events.slots[s].value];
+  for (size_t p = 0; p < pv->n_events_hash; p++) {
+    struct lens_hash *h = &pv->events[p];
+    for (size_t s = 0; s < h->cap; s++)
+      if (h->slots[s].value != INT64_MIN) h->slots[s].value = inv[h->slots[s].value];
+  }
   free(m->states);
   m->states = st;
   m->n_states = b->n_states;
