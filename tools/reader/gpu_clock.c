@@ -212,11 +212,19 @@ int lens_gpu_kch_longer_than_kernel(const struct lens_event *e, const struct len
 /* CUPTI points of one proxy thread: one per (kernel, thread). A kernel
  * shorter than one of its channels is flagged (LENS_GPU_K_CONTRADICT) and
  * kept out: absorbed into the fit it would only widen every channel's bound. */
+/* Events a fit reads, listed once per model rather than found by scanning
+ * every event for every proxy thread (that scan was quadratic: a model of 8
+ * processes spent more time in it than in loading). In event order. */
+struct fit_index {
+  int32_t *launch; size_t n_launch; /* KernelLaunch events joined to a CUPTI kernel */
+  int32_t *kch; size_t *first;      /* KernelCh events of thread t: kch[first[t] .. first[t + 1]) */
+};
+
 static int cupti_points(const struct lens_model *m, struct lens_gpu_report *r, const uint8_t *ex, int32_t thread,
-                        struct pt **v, size_t *n, size_t *cap) {
-  for (size_t i = 0; i < m->n_events; i++) {
+                        const struct fit_index *fx, struct pt **v, size_t *n, size_t *cap) {
+  for (size_t li = 0; li < fx->n_launch; li++) {
+    size_t i = (size_t)fx->launch[li];
     const struct lens_event *l = &m->events[i];
-    if (l->type != LENS_T_KERNEL_LAUNCH || l->acc.cupti_kernel < 0) continue;
     const struct lens_kernel *k = &m->kernels[l->acc.cupti_kernel];
     if (k->graph_id || !k->start_mono_ns || k->end_mono_ns < k->start_mono_ns) continue;
     struct pt p = {UINT64_MAX, 0, k->start_mono_ns, k->end_mono_ns, 0};
@@ -244,11 +252,12 @@ static int cupti_points(const struct lens_model *m, struct lens_gpu_report *r, c
   return 0;
 }
 
-static int notice_points(const struct lens_model *m, const uint8_t *ex, int32_t thread, struct pt **v, size_t *n,
-                         size_t *cap) {
-  for (size_t i = 0; i < m->n_events; i++) {
+static int notice_points(const struct lens_model *m, const uint8_t *ex, int32_t thread, const struct fit_index *fx,
+                         struct pt **v, size_t *n, size_t *cap) {
+  for (size_t q = fx->first[thread]; q < fx->first[thread + 1]; q++) {
+    size_t i = (size_t)fx->kch[q];
     const struct lens_event *e = &m->events[i];
-    if (e->type != LENS_T_KERNEL_CH || e->thread != thread || !kch_usable(e) || (ex && ex[i])) continue;
+    if (!kch_usable(e) || (ex && ex[i])) continue;
     uint64_t s = e->p.kernel_ch.start_gpu_ns;
     if (add_pt(v, n, cap, (struct pt){s, s, e->start_mono_ns, e->start_mono_ns, 0})) return -1;
     uint64_t t = e->p.kernel_ch.stop_gpu_ns, tn = lens_gpu_kch_stop_notice(m, e);
@@ -288,18 +297,19 @@ static int emit(struct lens_model *m, struct lens_gpu_report *r, int32_t thread,
 /* Fewest points for a window of its own; smaller tails join the previous. */
 #define MIN_POINTS 8
 
-static int fit_thread(struct lens_model *m, struct lens_gpu_report *r, const uint8_t *ex, int32_t thread) {
+static int fit_thread(struct lens_model *m, struct lens_gpu_report *r, const uint8_t *ex, int32_t thread,
+                      const struct fit_index *fx) {
   struct pt *v = NULL;
   size_t n = 0, cap = 0;
   uint32_t source = LENS_TS_CUPTI;
-  if (cupti_points(m, r, ex, thread, &v, &n, &cap)) goto oom;
+  if (cupti_points(m, r, ex, thread, fx, &v, &n, &cap)) goto oom;
   /* One joined kernel is enough: its bounds fix the offset (slope held at 1,
    * least_squares keeps 1 for a single point) within the room it leaves
    * around its channels, far tighter than notice times. */
   if (n < 1) { /* no joined kernel: fall back to notice times */
     n = 0;
     source = LENS_TS_GPU_PTIMER;
-    if (notice_points(m, ex, thread, &v, &n, &cap)) goto oom;
+    if (notice_points(m, ex, thread, fx, &v, &n, &cap)) goto oom;
   }
   if (n == 0) {
     free(v);
@@ -327,17 +337,33 @@ oom:
 
 int lens_gpu_fit_clocks(struct lens_model *m, struct lens_gpu_report *r, const uint8_t *exclude, char *err,
                         size_t err_len) {
-  uint8_t *has = calloc(m->n_threads + 1, 1);
-  if (!has) goto oom;
-  for (size_t i = 0; i < m->n_events; i++)
-    if (m->events[i].type == LENS_T_KERNEL_CH && m->events[i].thread >= 0 && (size_t)m->events[i].thread < m->n_threads)
-      has[m->events[i].thread] = 1;
-  for (size_t t = 0; t < m->n_threads; t++)
-    if (has[t] && fit_thread(m, r, exclude, (int32_t)t)) goto oom;
-  free(has);
+  struct fit_index fx = {0};
+  size_t nt = m->n_threads, nk = 0;
+  fx.first = calloc(nt + 2, sizeof *fx.first);
+  if (!fx.first) goto oom;
+  for (size_t i = 0; i < m->n_events; i++) {
+    const struct lens_event *e = &m->events[i];
+    if (e->type == LENS_T_KERNEL_CH && e->thread >= 0 && (size_t)e->thread < nt) fx.first[e->thread + 2]++, nk++;
+    if (e->type == LENS_T_KERNEL_LAUNCH && e->acc.cupti_kernel >= 0) fx.n_launch++;
+  }
+  fx.kch = malloc((nk ? nk : 1) * sizeof *fx.kch);
+  fx.launch = malloc((fx.n_launch ? fx.n_launch : 1) * sizeof *fx.launch);
+  if (!fx.kch || !fx.launch) goto oom;
+  for (size_t t = 0; t < nt; t++) fx.first[t + 2] += fx.first[t + 1]; /* first[t + 1]: start of thread t's list */
+  fx.n_launch = 0;
+  for (size_t i = 0; i < m->n_events; i++) {
+    const struct lens_event *e = &m->events[i];
+    if (e->type == LENS_T_KERNEL_CH && e->thread >= 0 && (size_t)e->thread < nt)
+      fx.kch[fx.first[e->thread + 1]++] = (int32_t)i;
+    if (e->type == LENS_T_KERNEL_LAUNCH && e->acc.cupti_kernel >= 0) fx.launch[fx.n_launch++] = (int32_t)i;
+  }
+  /* now first[t] .. first[t + 1] is thread t's list */
+  for (size_t t = 0; t < nt; t++)
+    if (fx.first[t + 1] > fx.first[t] && fit_thread(m, r, exclude, (int32_t)t, &fx)) goto oom;
+  free(fx.first), free(fx.kch), free(fx.launch);
   return 0;
 oom:
-  free(has);
+  free(fx.first), free(fx.kch), free(fx.launch);
   snprintf(err, err_len, "out of memory fitting clock maps");
   return -1;
 }

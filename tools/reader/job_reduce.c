@@ -16,9 +16,9 @@
  * rank's span minus the execution is its wait. No cross-host clock is
  * used.
  *
- * Cost: one sort of the records, then linear per instance (the same-host
- * end check keeps a min and max per host, not a test per pair), so 10^6-10^7
- * records take seconds. */
+ * Cost: a hash of the instance keys, a bucket pass, a small sort per
+ * instance, then linear per instance (the same-host end check keeps a min
+ * and max per host, not a test per pair). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,18 +26,14 @@
 #include "job_part.h"
 #include "job_priv.h"
 
-/* What the sort orders: the key, then the rank, then where the record came
- * from (global proc, event), as the single model's event order had it. */
-struct rkey {
+/* An instance's key. */
+struct ikey {
   uint64_t comm_id;
   int64_t seq;
-  int32_t kind, func, a, b, rank, proc, event;
-  uint32_t part;
-  size_t rec;
+  int32_t kind, func, a, b;
 };
 
-static int rkey_cmp(const void *x, const void *y) {
-  const struct rkey *a = x, *b = y;
+static int ikey_cmp(const struct ikey *a, const struct ikey *b) {
 #define C(f)                                                                                                           \
   if (a->f != b->f) return a->f < b->f ? -1 : 1
   C(comm_id);
@@ -46,16 +42,33 @@ static int rkey_cmp(const void *x, const void *y) {
   C(a);
   C(b);
   C(seq);
-  C(rank);
-  C(proc);
-  C(event);
 #undef C
   return 0;
 }
 
-static int same_inst(const struct rkey *a, const struct rkey *b) {
-  return a->comm_id == b->comm_id && a->kind == b->kind && a->func == b->func && a->a == b->a && a->b == b->b &&
-         a->seq == b->seq;
+static uint64_t ikey_hash(const struct ikey *k) {
+  uint64_t x = k->comm_id * 0x9E3779B97F4A7C15ull ^ (uint64_t)k->seq;
+  x ^= ((uint64_t)(uint32_t)k->func << 40) ^ ((uint64_t)(uint32_t)k->a << 20) ^ (uint64_t)(uint32_t)k->b ^
+       ((uint64_t)k->kind << 63);
+  x ^= x >> 33;
+  x *= 0xFF51AFD7ED558CCDull;
+  x ^= x >> 33;
+  return x;
+}
+
+/* A rank's record inside its instance, ordered by rank, then where it came
+ * from (global proc, event), as the single model's event order had it. */
+struct rref { int32_t rank, proc, event; uint32_t part; size_t rec; };
+static int rref_cmp(const void *x, const void *y) {
+  const struct rref *a = x, *b = y;
+  if (a->rank != b->rank) return a->rank < b->rank ? -1 : 1;
+  if (a->proc != b->proc) return a->proc < b->proc ? -1 : 1;
+  return (a->event > b->event) - (a->event < b->event);
+}
+
+static const struct ikey *sort_ikeys; /* single-threaded reduce */
+static int inst_order_cmp(const void *x, const void *y) {
+  return ikey_cmp(&sort_ikeys[*(const uint32_t *)x], &sort_ikeys[*(const uint32_t *)y]);
 }
 
 struct hostid { const char *host; int32_t proc; };
@@ -138,75 +151,137 @@ static void decompose(struct lens_job *j, struct lens_job_inst *in, const int32_
   if (exec) in->busbw_gbps = (double)in->bytes * lens_job_busbw_factor(in->func, in->nranks) / (double)exec;
 }
 
+/* Instances found by a hash of their key (no sort of every record: 10^7
+ * records sorted took seconds and twice their size in memory), put in key
+ * order (few), then each instance's ranks sorted. */
 int lens_job_reduce(const struct lens_job_part *parts, size_t n, struct lens_job *j, uint64_t min_wait_ns) {
   memset(j, 0, sizeof *j);
   j->min_wait_ns = min_wait_ns ? min_wait_ns : LENS_JOB_MIN_WAIT_NS;
-  size_t nk = 0, n_procs = 0, n_hosts = 0;
+  size_t nk = 0, n_procs = 0, n_hosts = 0, ni = 0, cap_i = 0;
   for (size_t k = 0; k < n; k++) {
     nk += parts[k].n_recs;
     n_procs += parts[k].n_procs;
     if (parts[k].have_clock_map) j->have_clock_map = 1;
   }
-  struct rkey *keys = malloc((nk ? nk : 1) * sizeof *keys);
+  size_t hcap = 1024; /* instance slots, a power of two, grown to stay at most half full */
+  uint32_t *slots = NULL, *inst_of = malloc((nk ? nk : 1) * sizeof *inst_of), *order = NULL, *rank_of_inst = NULL;
+  size_t *start = NULL;
+  struct ikey *ik = NULL;
+  struct rref *refs = malloc((nk ? nk : 1) * sizeof *refs);
   size_t *proc_base = malloc((n ? n : 1) * sizeof *proc_base);
   int32_t *host_of = host_ids(parts, n, n_procs, &n_hosts);
   size_t *seen = calloc(n_hosts ? n_hosts : 1, sizeof *seen);
   int64_t *lo = malloc((n_hosts ? n_hosts : 1) * sizeof *lo), *hi = malloc((n_hosts ? n_hosts : 1) * sizeof *hi);
   struct lens_job_oprefs o = {0};
   int rc = -1;
-  if (!keys || !proc_base || !host_of || !seen || !lo || !hi) goto out;
-  size_t q = 0, base = 0;
+  if (!inst_of || !refs || !proc_base || !host_of || !seen || !lo || !hi) goto out;
+  slots = malloc(hcap * sizeof *slots);
+  if (!slots) goto out;
+  memset(slots, 0xff, hcap * sizeof *slots);
+  size_t base = 0, q = 0;
   for (size_t k = 0; k < n; k++) {
     proc_base[k] = base;
-    for (size_t i = 0; i < parts[k].n_recs; i++) {
+    for (size_t i = 0; i < parts[k].n_recs; i++, q++) {
       const struct lens_job_prec *p = &parts[k].recs[i];
-      keys[q++] = (struct rkey){p->comm_id, p->seq, p->kind, p->func, p->a, p->b, p->r.rank,
-                                p->r.proc < 0 ? -1 : (int32_t)(base + (size_t)p->r.proc), p->r.event, (uint32_t)k, i};
+      struct ikey key = {p->comm_id, p->seq, p->kind, p->func, p->a, p->b};
+      if (2 * (ni + 1) > hcap) { /* grow: rehash the instances */
+        size_t nc = hcap * 2;
+        uint32_t *ns = malloc(nc * sizeof *ns);
+        if (!ns) goto out;
+        memset(ns, 0xff, nc * sizeof *ns);
+        for (size_t t = 0; t < ni; t++) {
+          size_t h = (size_t)ikey_hash(&ik[t]) & (nc - 1);
+          while (ns[h] != UINT32_MAX) h = (h + 1) & (nc - 1);
+          ns[h] = (uint32_t)t;
+        }
+        free(slots);
+        slots = ns, hcap = nc;
+      }
+      size_t h = (size_t)ikey_hash(&key) & (hcap - 1);
+      while (slots[h] != UINT32_MAX && ikey_cmp(&ik[slots[h]], &key)) h = (h + 1) & (hcap - 1);
+      if (slots[h] == UINT32_MAX) {
+        if (ni == cap_i) {
+          size_t nc = cap_i ? cap_i * 2 : 1024;
+          struct ikey *x = realloc(ik, nc * sizeof *x);
+          if (!x) goto out;
+          ik = x, cap_i = nc;
+        }
+        ik[ni] = key;
+        slots[h] = (uint32_t)ni++;
+      }
+      inst_of[q] = slots[h];
+      refs[q] = (struct rref){p->r.rank, p->r.proc < 0 ? -1 : (int32_t)(base + (size_t)p->r.proc), p->r.event,
+                              (uint32_t)k, i};
     }
     base += parts[k].n_procs;
   }
-  qsort(keys, nk, sizeof *keys, rkey_cmp);
-  size_t ni = 0;
-  for (size_t i = 0; i < nk; i++)
-    if (!i || !same_inst(&keys[i - 1], &keys[i])) ni++;
+  free(slots);
+  slots = NULL;
+  /* instances in key order; records bucketed by instance (stable), then ranks sorted within */
+  order = malloc((ni ? ni : 1) * sizeof *order);
+  rank_of_inst = malloc((ni ? ni : 1) * sizeof *rank_of_inst);
+  start = calloc(ni + 1, sizeof *start);
+  if (!order || !rank_of_inst || !start) goto out;
+  for (size_t i = 0; i < ni; i++) order[i] = (uint32_t)i;
+  sort_ikeys = ik;
+  qsort(order, ni, sizeof *order, inst_order_cmp);
+  for (size_t i = 0; i < ni; i++) rank_of_inst[order[i]] = (uint32_t)i;
+  for (size_t r = 0; r < nk; r++) start[rank_of_inst[inst_of[r]] + 1]++;
+  for (size_t i = 0; i < ni; i++) start[i + 1] += start[i];
+  {
+    struct rref *sorted = malloc((nk ? nk : 1) * sizeof *sorted);
+    size_t *fill = malloc((ni ? ni : 1) * sizeof *fill);
+    if (!sorted || !fill) {
+      free(sorted), free(fill);
+      goto out;
+    }
+    memcpy(fill, start, ni * sizeof *fill);
+    for (size_t r = 0; r < nk; r++) sorted[fill[rank_of_inst[inst_of[r]]]++] = refs[r];
+    free(fill);
+    free(refs);
+    refs = sorted;
+  }
+  free(inst_of);
+  inst_of = NULL;
   j->insts = calloc(ni ? ni : 1, sizeof *j->insts);
   j->ranks = calloc(nk ? nk : 1, sizeof *j->ranks);
   o.parts = parts;
   o.part = malloc((nk ? nk : 1) * sizeof *o.part);
   o.rec = malloc((nk ? nk : 1) * sizeof *o.rec);
   if (!j->insts || !j->ranks || !o.part || !o.rec) goto out;
-  struct lens_job_inst *in = NULL;
-  for (size_t i = 0; i < nk; i++) {
-    const struct rkey *k = &keys[i];
-    const struct lens_job_prec *p = &parts[k->part].recs[k->rec];
-    if (!i || !same_inst(&keys[i - 1], k)) {
-      in = &j->insts[j->n_insts++];
-      in->comm_id = p->comm_id;
-      in->seq = p->seq;
-      in->nranks = p->nranks;
-      in->is_p2p = p->kind;
-      in->peer_lo = p->kind ? p->a : -1;
-      in->peer_hi = p->kind ? p->b : -1;
-      in->func = p->func_s;
-      in->algo = p->algo_s;
-      in->proto = p->proto_s;
-      in->bytes = p->bytes;
-      in->flags = p->iflags;
-      in->first_rank = j->n_ranks;
-    } else if (keys[i - 1].rank == k->rank) {
-      continue; /* the same rank twice (two traces of one process): first kept */
+  for (size_t i = 0; i < ni; i++) {
+    struct rref *r0 = refs + start[i];
+    size_t cnt = start[i + 1] - start[i];
+    qsort(r0, cnt, sizeof *r0, rref_cmp);
+    const struct lens_job_prec *p = &parts[r0[0].part].recs[r0[0].rec];
+    struct lens_job_inst *in = &j->insts[j->n_insts++];
+    in->comm_id = p->comm_id;
+    in->seq = p->seq;
+    in->nranks = p->nranks;
+    in->is_p2p = p->kind;
+    in->peer_lo = p->kind ? p->a : -1;
+    in->peer_hi = p->kind ? p->b : -1;
+    in->func = p->func_s;
+    in->algo = p->algo_s;
+    in->proto = p->proto_s;
+    in->bytes = p->bytes;
+    in->flags = p->iflags;
+    in->first_rank = j->n_ranks;
+    for (size_t t = 0; t < cnt; t++) {
+      if (t && r0[t - 1].rank == r0[t].rank) continue; /* the same rank twice (two traces of one process): first kept */
+      const struct lens_job_prec *x = &parts[r0[t].part].recs[r0[t].rec];
+      struct lens_job_rank *r = &j->ranks[j->n_ranks];
+      *r = x->r;
+      r->proc = r0[t].proc;
+      o.part[j->n_ranks] = r0[t].part;
+      o.rec[j->n_ranks] = r0[t].rec;
+      j->n_ranks++;
+      in->n_ranks++;
+      if (!in->user_tag) in->user_tag = x->user_tag; /* the first rank's that has one */
     }
-    struct lens_job_rank *r = &j->ranks[j->n_ranks];
-    *r = p->r;
-    r->proc = k->proc;
-    o.part[j->n_ranks] = k->part;
-    o.rec[j->n_ranks] = k->rec;
-    j->n_ranks++;
-    in->n_ranks++;
-    if (!in->user_tag) in->user_tag = p->user_tag; /* the first rank's that has one */
   }
-  free(keys);
-  keys = NULL;
+  free(refs);
+  refs = NULL;
   for (size_t i = 0; i < j->n_insts; i++) {
     struct lens_job_inst *x = &j->insts[i];
     x->ranks_seen = (int)x->n_ranks;
@@ -219,7 +294,13 @@ int lens_job_reduce(const struct lens_job_part *parts, size_t n, struct lens_job
   }
   rc = lens_job_finish(j, &o);
 out:
-  free(keys);
+  free(slots);
+  free(inst_of);
+  free(order);
+  free(rank_of_inst);
+  free(start);
+  free(ik);
+  free(refs);
   free(proc_base);
   free(host_of);
   free(seen);
