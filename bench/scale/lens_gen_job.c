@@ -428,6 +428,9 @@ int main(int argc, char **argv) {
   clock_gettime(CLOCK_MONOTONIC, &t1);
   double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
   if (bad || write_truth()) return fprintf(stderr, "lens-gen-job: failed\n"), 1;
+  free(th);
+  free(fail);
+  free(host_off), free(host_drift), free(host_ntp), free(kend_true), free(strags);
   uint64_t ev = atomic_load(&events_written), by = atomic_load(&bytes_written);
   printf("lens-gen-job: %d ranks on %d hosts, %" PRIu64 " instances, %" PRIu64 " events, %.1f MiB in %.2f s "
          "(%d threads, %.2f M events/s)\n",
