@@ -12,6 +12,10 @@
 
 #include "mini_json.h"
 
+#ifndef LENS_SANITIZER /* built into a benchmark too (bench/job), outside lens_add_test */
+#define LENS_SANITIZER ""
+#endif
+
 #define THRESHOLD_NS 20000.0 /* LENS_JOB_MIN_WAIT_NS */
 
 int job_machine_overloaded(void) {
@@ -30,6 +34,10 @@ int job_machine_overloaded(void) {
 }
 
 int job_machine_quiet(void) {
+  if (!strcmp(LENS_SANITIZER, "thread")) { /* every simulated thread runs several times slower */
+    fprintf(stderr, "TSan build: the quiet-machine rates are printed, not asserted\n");
+    return 0;
+  }
   double l = 0;
   FILE *f = fopen("/proc/loadavg", "r");
   if (f) {

@@ -64,14 +64,18 @@ static void test_late_app(void **s) { (void)s, arrival_cause("job-late-app"); }
 static void test_slow_launch(void **s) { (void)s, arrival_cause("job-slow-launch"); }
 static void test_gpu_busy(void **s) { (void)s, arrival_cause("job-gpu-busy"); }
 
+/* Whether the simulation itself is quiet enough to test "no straggler" on
+ * most instances: a loaded machine, or a TSan build (every replay thread
+ * several times slower: the app threads overrun their 2 ms compute), makes
+ * real stragglers; the truth has them and they are not counted as quiet.
+ * "None named where none was" is asserted either way. */
+static int sim_quiet(void) { return !job_machine_overloaded() && strcmp(LENS_SANITIZER, "thread") != 0; }
+
 static void test_none(void **s) {
   (void)s;
   struct job_check c;
   run("job-none", 2, 2, 12, &c);
-  /* A loaded machine makes real stragglers now and then (an app thread
-   * preempted past the 2 ms compute): the truth has them, and they are not
-   * counted here. */
-  if (!job_machine_overloaded()) assert_true(c.quiet * 2 >= c.instances);
+  if (sim_quiet()) assert_true(c.quiet * 2 >= c.instances);
   assert_int_equal(c.quiet_named, 0);
 }
 
@@ -82,7 +86,7 @@ static void test_none_2x4(void **s) {
   (void)s;
   struct job_check c;
   run("job-none", 2, 4, 12, &c);
-  if (!job_machine_overloaded()) assert_true(c.quiet * 2 >= c.instances);
+  if (sim_quiet()) assert_true(c.quiet * 2 >= c.instances);
   assert_int_equal(c.quiet_named, 0);
 }
 
