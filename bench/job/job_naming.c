@@ -64,7 +64,7 @@ static int run(const char *sc, int iters, int delay_us) {
   if (!strcmp(c.cause, "slow_link")) {
     elig = c.instances, right = c.link_named, unknown = 0, wrong = c.link_wrong;
   } else if (!strcmp(c.cause, "none")) {
-    elig = c.quiet, right = c.quiet - c.quiet_named, unknown = 0, wrong = c.quiet_named;
+    elig = c.quiet, right = c.quiet - c.quiet_named - c.quiet_link, unknown = 0, wrong = c.quiet_named + c.quiet_link;
   } else {
     elig = c.truth_last_x, right = c.named_right, unknown = c.undecided, wrong = c.truth_last_x - c.named_right - c.undecided;
   }

@@ -205,7 +205,12 @@ int job_check_dir(const char *dir, const char *truth_path, const char *more_trut
     }
     if (max_wait < THRESHOLD_NS / 2 && strcmp(c->cause, "slow_link")) {
       c->quiet++;
-      if (strcmp(cause, "none")) {
+      if (!strcmp(cause, "slow_link") || !strcmp(cause, "starved_proxy")) {
+        c->quiet_link++;
+        fprintf(stderr, "  seq %lld: no straggler (max wait %.0f ns), named %s %d->%lld (%lld)\n",
+                (long long)mj_int(t, "seq", -1), max_wait, cause, crank, (long long)mj_int(j, "cause_peer", -1),
+                (long long)mj_int(j, "cause_excess_ns", 0));
+      } else if (strcmp(cause, "none")) {
         c->quiet_named++;
         fprintf(stderr, "  seq %lld: no straggler (max wait %.0f ns) but named %s %d->%lld (%lld)\n",
                 (long long)mj_int(t, "seq", -1), max_wait, cause, crank, (long long)mj_int(j, "cause_peer", -1),

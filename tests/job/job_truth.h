@@ -15,7 +15,8 @@ struct job_check {
   size_t injected_named;  /* ... named with the injected cause */
   size_t undecided;       /* ... named with cause "unknown" (the trace could not decide) */
   size_t quiet;           /* truth: no straggler (max wait below half the threshold) */
-  size_t quiet_named;     /* ... yet the job view named one */
+  size_t quiet_named;     /* ... yet the job view named a straggler cause (late rank) */
+  size_t quiet_link;      /* ... or a slow link / starved proxy (real in the simulation when its proxies are slowed) */
   size_t link_named;      /* slow link: the right sender -> receiver named */
   size_t link_wrong;      /* ... another link named */
   int top_straggler;      /* first of "stragglers" (-1 none) */
