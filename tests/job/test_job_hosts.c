@@ -124,7 +124,8 @@ static void test_none_hosts(void **s) {
   if (!hosts_possible()) skip();
   struct job_check c;
   run_hosts("job-none", &c);
-  if (!job_machine_overloaded()) assert_true(c.quiet * 2 >= c.instances);
+  /* under a sanitizer the replay's app threads overrun their compute: real stragglers (in the truth) */
+  if (!job_machine_overloaded() && !*LENS_SANITIZER) assert_true(c.quiet * 2 >= c.instances);
   assert_int_equal(c.quiet_named, 0);
   /* a sanitizer build slows one process's proxies for the whole run: a really slow link */
   if (!job_machine_overloaded() && !*LENS_SANITIZER) assert_int_equal(c.quiet_link, 0);
