@@ -143,15 +143,23 @@ static void complete(struct agent_model *m, struct agent_pending *q) {
   pending_remove(m, (uint32_t)(q - m->pending));
 }
 
-static void add_instance(struct agent_model *m, uint32_t pid, const struct lens_live_page *p,
-                         const struct lens_live_instance *in, uint64_t now) {
-  if (in->series >= p->n_series || in->comm >= p->n_comms || in->gpu_stop_ns <= in->gpu_start_ns) return;
+/* Returns 1 when the instance must be read again at a later refresh (the
+ * page is new and its communicator's other local pages may not exist yet). */
+static int add_instance(struct agent_model *m, uint32_t pid, const struct lens_live_page *p,
+                        const struct lens_live_instance *in, uint64_t now, uint64_t page_seen_ns) {
+  if (in->series >= p->n_series || in->comm >= p->n_comms || in->gpu_stop_ns <= in->gpu_start_ns) return 0;
   int nranks = 0, local = local_ranks(m, in->comm_id, &nranks);
-  if (local < 2) return; /* one rank: no split to make on this node */
+  if (local < 2) {
+    /* One rank here: no split to make on this node, unless the other ranks'
+     * pages have not appeared yet (processes start seconds apart on a
+     * loaded node). For a page's first second, wait for them rather than
+     * drop its instances uncounted. */
+    return nranks >= 2 && now - page_seen_ns < PENDING_SETTLE_NS;
+  }
   if (local > 8) local = 8;
   const struct lens_live_series *se = &p->series[in->series];
   struct agent_split *s = split_of(m, in->comm_id, se->func, p->comms[in->comm].name);
-  if (!s) return;
+  if (!s) return 0;
   s->nranks = nranks;
   s->local_ranks = local;
   uint16_t si = (uint16_t)(s - m->splits);
@@ -165,7 +173,7 @@ static void add_instance(struct agent_model *m, uint32_t pid, const struct lens_
   if (!q) {
     if (m->n_pending >= AGENT_PENDING * 3 / 4) { /* keep probe runs short */
       m->full++;
-      return;
+      return 0;
     }
     q = &m->pending[i];
     m->n_pending++;
@@ -177,7 +185,7 @@ static void add_instance(struct agent_model *m, uint32_t pid, const struct lens_
     q->bytes = in->bytes;
   }
   for (int i = 0; i < q->n; i++)
-    if (q->rank[i] == in->rank) return; /* seen (a page read twice) */
+    if (q->rank[i] == in->rank) return 0; /* seen (a page read twice) */
   if (q->n < 8) {
     q->rank[q->n] = in->rank;
     q->pid[q->n] = pid;
@@ -186,6 +194,7 @@ static void add_instance(struct agent_model *m, uint32_t pid, const struct lens_
   }
   /* every rank of the communicator is here: nothing else can come */
   if (q->n >= nranks || q->n >= 8) complete(m, q);
+  return 0;
 }
 
 /* A page met for the first time: what its ring still holds is read; what
@@ -200,12 +209,13 @@ static struct agent_cursor *cursor_of(struct agent_model *m, const struct lens_l
       if (m->cursors[i].start_real_ns != p->start_real_ns) { /* a new session (or pid reuse) */
         m->cursors[i].start_real_ns = p->start_real_ns;
         m->cursors[i].consumed = backlog_start(p);
+        m->cursors[i].seen_real_ns = real_ns();
       }
       return &m->cursors[i];
     }
   if (m->n_cursors == AGENT_CURSORS) return NULL;
   struct agent_cursor *c = &m->cursors[m->n_cursors++];
-  *c = (struct agent_cursor){p->pid, p->start_real_ns, backlog_start(p), 0};
+  *c = (struct agent_cursor){p->pid, p->start_real_ns, backlog_start(p), 0, real_ns()};
   return c;
 }
 
@@ -224,9 +234,10 @@ int agent_model_refresh(struct agent_model *m, const char *dir, unsigned keep_s)
       c->missed += p->recent_total - LENS_LIVE_RECENT - from; /* wrapped before we read: counted, not hidden */
       from = p->recent_total - LENS_LIVE_RECENT;
     }
-    for (uint64_t k = from; k < p->recent_total; k++)
-      add_instance(m, p->pid, p, &p->recent[k % LENS_LIVE_RECENT], now);
-    c->consumed = p->recent_total;
+    uint64_t k = from;
+    for (; k < p->recent_total; k++)
+      if (add_instance(m, p->pid, p, &p->recent[k % LENS_LIVE_RECENT], now, c->seen_real_ns)) break;
+    c->consumed = k;
   }
   for (uint32_t i = 0; i < AGENT_PENDING;) {
     struct agent_pending *q = &m->pending[i];

@@ -45,6 +45,7 @@ struct agent_cursor {
   uint32_t pid;
   uint64_t start_real_ns, consumed;
   uint64_t missed; /* instances that left the page's ring before the agent read them */
+  uint64_t seen_real_ns; /* when the agent first read this page */
 };
 /* Per refresh: communicators seen on this node, with their local rank count. */
 struct agent_comm {
