@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "lens_test_tmp.h"
+#include "../lens_test_file.h"
 
 #define CLI LENS_BUILD_DIR "/bin/nccl-lens"
 #define CHECK_PY LENS_SOURCE_DIR "/tests/agent/agent_check.py"
@@ -68,20 +69,6 @@ static int have_py_protobuf(void) {
   return system(cmd) == 0;
 }
 
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "r");
-  if (!f) return NULL;
-  size_t cap = 1 << 16, n = 0;
-  char *buf = malloc(cap);
-  for (size_t got; buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0;) {
-    n += got;
-    if (cap - n - 1 == 0) buf = realloc(buf, cap *= 2);
-  }
-  fclose(f);
-  if (buf) buf[n] = 0;
-  return buf;
-}
-
 static void path_of(char *out, size_t cap, const char *name) { snprintf(out, cap, "%s/%s", g_dir, name); }
 
 /* One replay whose pages land in <dir>/reg and trace in <dir>/out; then the
@@ -104,7 +91,7 @@ static void replay_and_summary(const char *iters, char *want, size_t cap) {
   assert_int_equal(system(cmd), 0);
   char wp[300];
   path_of(wp, sizeof wp, "want.txt");
-  char *w = slurp(wp);
+  char *w = lens_test_slurp(wp, NULL);
   assert_non_null(w);
   assert_true(strstr(w, "AllReduce") != NULL); /* the replay's collectives are there */
   snprintf(want, cap, "%s", w);
@@ -125,14 +112,14 @@ static void test_exposition_matches_summary(void **state) {
   path_of(got_path, sizeof got_path, "got.txt");
   snprintf(cmd, sizeof cmd, "%s %s prom %s > %s", PY, CHECK_PY, prom, got_path);
   assert_int_equal(system(cmd), 0);
-  char *got = slurp(got_path);
+  char *got = lens_test_slurp(got_path, NULL);
   assert_non_null(got);
   assert_string_equal(got, want);
   free(got);
   /* The job view: four local ranks of one communicator, every instance split:
    * the last rank never waits, and per function the instances are the
    * collectives of one rank. */
-  char *e = slurp(prom);
+  char *e = lens_test_slurp(prom, NULL);
   assert_non_null(e);
   assert_non_null(strstr(e, "nccl_collective_exec_time_seconds_count{"));
   assert_non_null(strstr(e, "partial=\"false\""));
@@ -172,7 +159,7 @@ static void test_exposition_matches_summary(void **state) {
   snprintf(tfile, sizeof tfile, "%s/nccl_lens.prom", tf);
   snprintf(cmd, sizeof cmd, "%s %s prom %s > %s", PY, CHECK_PY, tfile, got_path);
   assert_int_equal(system(cmd), 0);
-  got = slurp(got_path);
+  got = lens_test_slurp(got_path, NULL);
   assert_string_equal(got, want);
   free(got);
 }
@@ -239,7 +226,7 @@ static void test_prometheus_scrapes_agent(void **state) {
     snprintf(cmd, sizeof cmd, "%s %s query %s > %s 2>/dev/null", PY, CHECK_PY, url, dump);
     if (system(cmd) == 0) {
       free(got);
-      got = slurp(dump);
+      got = lens_test_slurp(dump, NULL);
       if (got && !strcmp(got, want)) break;
     }
     usleep(500000);
@@ -270,7 +257,7 @@ static void test_otlp_push_decodes(void **state) {
   pid_t recv = spawn(rc, NULL, NULL);
   path_of(portf, sizeof portf, "port");
   char *port = NULL;
-  for (int i = 0; i < 100 && !(port = slurp(portf)); i++) usleep(100000);
+  for (int i = 0; i < 100 && !(port = lens_test_slurp(portf, NULL)); i++) usleep(100000);
   assert_non_null(port);
   char ep[128], reg[300];
   snprintf(ep, sizeof ep, "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:%d", atoi(port));
@@ -282,13 +269,13 @@ static void test_otlp_push_decodes(void **state) {
   assert_int_equal(wait_status(recv), 0);
   char err[300];
   path_of(err, sizeof err, "otlp_error.txt");
-  char *e = slurp(err);
+  char *e = lens_test_slurp(err, NULL);
   if (e) print_message("receiver: %s\n", e);
   assert_null(e);
   assert_int_equal(st, 0);
   char res[300];
   path_of(res, sizeof res, "otlp.txt");
-  char *got = slurp(res);
+  char *got = lens_test_slurp(res, NULL);
   assert_non_null(got);
   assert_non_null(strstr(got, "path /v1/metrics\n"));
   assert_non_null(strstr(got, "header a b\n"));
@@ -342,16 +329,17 @@ static void test_top_under_tmux(void **state) {
   assert_int_equal(wait_status(replay), 0);
   char exitf[300];
   path_of(exitf, sizeof exitf, "exit");
-  char *ex = slurp(exitf);
+  char *ex = lens_test_slurp(exitf, NULL);
   if (ex) print_message("top ended before 'q': %s", ex); /* fails below */
   assert_null(ex);
   snprintf(cmd, sizeof cmd, "tmux -S %s send-keys q", sock);
   assert_int_equal(system(cmd), 0);
-  for (int i = 0; i < 50 && !(ex = slurp(exitf)); i++) usleep(100000);
+  /* bounded: 30 s (top and its shell may wait for a CPU on a loaded machine) */
+  for (int i = 0; i < 300 && !(ex = lens_test_slurp(exitf, NULL)); i++) usleep(100000);
   snprintf(cmd, sizeof cmd, "tmux -S %s kill-server 2>/dev/null", sock);
   system(cmd);
   if (!seen) {
-    char *pane = slurp(cap);
+    char *pane = lens_test_slurp(cap, NULL);
     print_message("pane:\n%s\n", pane ? pane : "(none)");
     free(pane);
   }
@@ -406,7 +394,7 @@ static void test_split_follows_fast_ranks(void **state) {
   unsigned long long colls_min = ~0ull;
   for (int i = 0; i < 4; i++) {
     assert_int_equal(wait_status(r[i]), 0);
-    char *o = slurp(outp[i]);
+    char *o = lens_test_slurp(outp[i], NULL);
     assert_non_null(o);
     unsigned long long cb = 0, co = 0;
     assert_int_equal(sscanf(o, "rank %*d: %llu callbacks, %llu collectives", &cb, &co), 2);
@@ -418,7 +406,7 @@ static void test_split_follows_fast_ranks(void **state) {
   kill(a, SIGTERM);
   assert_int_equal(wait_status(a), 0);
   snprintf(tfile, sizeof tfile, "%s/nccl_lens.prom", tf);
-  char *t = slurp(tfile);
+  char *t = lens_test_slurp(tfile, NULL);
   assert_non_null(t);
   double split = metric_sum(t, "nccl_collective_exec_time_seconds_count", NULL);
   double missed = metric_sum(t, "nccl_lens_agent_missed_instances_total", NULL);
