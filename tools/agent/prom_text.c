@@ -116,14 +116,6 @@ static void per_function(struct strbuf *b, const struct agent_model *m, const ch
   }
 }
 
-/* The registry's roles of a thread the sched probe watched. */
-static const char *role_name(uint32_t roles) {
-  if ((roles & LENS_ROLE_PROXY) && (roles & LENS_ROLE_PROFILER)) return "proxy,profiler";
-  if (roles & LENS_ROLE_PROXY) return "proxy";
-  if (roles & LENS_ROLE_PROFILER) return "profiler";
-  return "";
-}
-
 void prom_render(const struct agent_model *m, const char *host, struct strbuf *b) {
   char l[1024], h[200];
   esc(host, h, sizeof h);
@@ -261,7 +253,7 @@ void prom_render(const struct agent_model *m, const char *host, struct strbuf *b
          "preempted (switched out while runnable); waits of at least nccl-lens sched --min-wait-us.");
   for (size_t i = 0; i < m->n_sched; i++) {
     const struct lens_sched_page_thread *t = &m->sched[i];
-    const char *role = role_name(t->roles);
+    const char *role = lens_sched_page_role_name(t->roles);
     sb_printf(b, "nccl_lens_thread_starved_seconds_total{host=\"%s\",pid=\"%u\",tid=\"%u\",role=\"%s\",kind=\"runqueue\"} %.9f\n",
               h, t->pid, t->tid, role, (double)t->runq_ns / 1e9);
     sb_printf(b, "nccl_lens_thread_starved_seconds_total{host=\"%s\",pid=\"%u\",tid=\"%u\",role=\"%s\",kind=\"preempted\"} %.9f\n",
@@ -271,7 +263,7 @@ void prom_render(const struct agent_model *m, const char *host, struct strbuf *b
          "Waits for a CPU of a watched thread counted in nccl_lens_thread_starved_seconds_total.");
   for (size_t i = 0; i < m->n_sched; i++) {
     const struct lens_sched_page_thread *t = &m->sched[i];
-    const char *role = role_name(t->roles);
+    const char *role = lens_sched_page_role_name(t->roles);
     sb_printf(b, "nccl_lens_thread_starved_waits_total{host=\"%s\",pid=\"%u\",tid=\"%u\",role=\"%s\",kind=\"runqueue\"} %llu\n",
               h, t->pid, t->tid, role, (unsigned long long)t->runq_waits);
     sb_printf(b, "nccl_lens_thread_starved_waits_total{host=\"%s\",pid=\"%u\",tid=\"%u\",role=\"%s\",kind=\"preempted\"} %llu\n",

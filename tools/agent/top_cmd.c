@@ -82,10 +82,7 @@ static void draw_starved(const struct agent_model *m, double dt, int first) {
   for (size_t j = 0; j < n_top; j++) {
     const struct lens_sched_page_thread *t = &m->sched[top[j].i];
     printf("%-8u %-8u %-15s %14.2f %12.1f\n", t->pid, t->tid,
-           (t->roles & LENS_ROLE_PROFILER) && (t->roles & LENS_ROLE_PROXY) ? "proxy,profiler"
-           : t->roles & LENS_ROLE_PROFILER                                  ? "profiler"
-           : t->roles & LENS_ROLE_PROXY                                     ? "proxy"
-                                                                            : "-",
+           *lens_sched_page_role_name(t->roles) ? lens_sched_page_role_name(t->roles) : "-",
            top[j].rate, (double)(t->runq_ns + t->preempt_ns) / 1e6);
   }
 }

@@ -102,3 +102,10 @@ int lens_sched_page_read(const char *path, struct lens_sched_page *out, uint32_t
   fclose(f);
   return ok ? 0 : -1;
 }
+
+const char *lens_sched_page_role_name(uint32_t roles) {
+  if ((roles & LENS_ROLE_PROXY) && (roles & LENS_ROLE_PROFILER)) return "proxy,profiler";
+  if (roles & LENS_ROLE_PROXY) return "proxy";
+  if (roles & LENS_ROLE_PROFILER) return "profiler";
+  return "";
+}

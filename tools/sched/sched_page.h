@@ -46,5 +46,9 @@ int lens_sched_page_write(const struct lens_sched_page *p, const char *dir, uint
  * threads), *writer_pid and *updated_real_ns. 0 ok, -1 unreadable or not a page. */
 int lens_sched_page_read(const char *path, struct lens_sched_page *out, uint32_t *writer_pid,
                          uint64_t *updated_real_ns);
+/* A watched thread's registry roles as the metrics and `top` label them:
+ * "proxy", "profiler", "proxy,profiler" (NCCL 2.31+ can make one thread
+ * both), or "" for none. */
+const char *lens_sched_page_role_name(uint32_t roles);
 
 #endif
