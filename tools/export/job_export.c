@@ -388,15 +388,24 @@ static int cmp_flow(const void *pa, const void *pb) {
   return (a->proc > b->proc) - (a->proc < b->proc);
 }
 
+/* The GPU slices' indices grouped by instance, each group in the order of
+ * its slices' midpoints (cmp_flow); NULL when out of memory. */
+static size_t *gpu_slices_by_instance(const struct vec *v, size_t *n) {
+  size_t *ix = malloc((v->n + 1) * sizeof *ix);
+  *n = 0;
+  if (!ix) return NULL;
+  for (size_t i = 0; i < v->n; i++)
+    if (v->v[i].kind == K_GPU) ix[(*n)++] = i;
+  sort_v = v->v;
+  qsort(ix, *n, sizeof *ix, cmp_flow);
+  return ix;
+}
+
 /* One flow per instance through its ranks' GPU slices, each flow event at
  * its slice's midpoint (bound to that enclosing slice). */
 static int write_flows(struct ctx *x, const struct vec *v) {
-  size_t n = 0, *ix = malloc((v->n + 1) * sizeof *ix);
+  size_t n, *ix = gpu_slices_by_instance(v, &n);
   if (!ix) return -1;
-  for (size_t i = 0; i < v->n; i++)
-    if (v->v[i].kind == K_GPU) ix[n++] = i;
-  sort_v = v->v;
-  qsort(ix, n, sizeof *ix, cmp_flow);
   for (size_t i = 0; i < n;) {
     size_t e = i;
     while (e < n && v->v[ix[e]].inst == v->v[ix[i]].inst) e++;
@@ -424,12 +433,8 @@ static int write_flows(struct ctx *x, const struct vec *v) {
 /* Perfetto: each instance's GPU slices, in the order of their midpoints,
  * carry flow_ids = instance + 1 to the next one; the last terminates it. */
 static int assign_flows(struct ctx *x, struct vec *v) {
-  size_t n = 0, *ix = malloc((v->n + 1) * sizeof *ix);
+  size_t n, *ix = gpu_slices_by_instance(v, &n);
   if (!ix) return -1;
-  for (size_t i = 0; i < v->n; i++)
-    if (v->v[i].kind == K_GPU) ix[n++] = i;
-  sort_v = v->v;
-  qsort(ix, n, sizeof *ix, cmp_flow);
   for (size_t i = 0; i < n;) {
     size_t e = i;
     while (e < n && v->v[ix[e]].inst == v->v[ix[i]].inst) e++;
