@@ -28,21 +28,9 @@
 
 #include "sched_test_util.h"
 #include "../lens_test_tmp.h"
+#include "../lens_test_file.h"
 
 static char g_tmp[] = "/tmp/lens-demo-sched-XXXXXX";
-
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "r");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = malloc((size_t)n + 1);
-  size_t k = fread(b, 1, (size_t)n, f);
-  b[k] = 0;
-  fclose(f);
-  return b;
-}
 
 /* Number of nccl-lens-sched-*.lens files in dir/traces that are not empty. */
 static int sched_traces(const char *dir) {
@@ -145,7 +133,7 @@ static void test_demo_with_probe(void **state) {
 
   char path[512];
   snprintf(path, sizeof path, "%s/summary.txt", dir);
-  char *summary = slurp(path);
+  char *summary = lens_test_slurp(path, NULL);
   assert_non_null(summary);
   const char *sec = strstr(summary, "\nstarvation (scheduler probe, ");
   if (!sec) fprintf(stderr, "summary without a starvation section:\n%s\n", summary);
@@ -174,7 +162,7 @@ static void test_demo_with_probe(void **state) {
   free(summary);
 
   snprintf(path, sizeof path, "%s/trace.json", dir);
-  char *trace = slurp(path);
+  char *trace = lens_test_slurp(path, NULL);
   assert_non_null(trace);
   size_t slices = 0;
   for (const char *p = strstr(trace, "\"cat\":\"sched\""); p; p = strstr(p + 1, "\"cat\":\"sched\"")) slices++;
@@ -198,7 +186,7 @@ static void expect_plain_demo(const char *dir, const char *out, const char *reas
   assert_int_equal(sched_traces(dir), 0);
   char path[512];
   snprintf(path, sizeof path, "%s/summary.txt", dir);
-  char *summary = slurp(path);
+  char *summary = lens_test_slurp(path, NULL);
   assert_non_null(summary);
   assert_null(strstr(summary, "\nstarvation (scheduler probe, "));
   free(summary);

@@ -107,6 +107,19 @@ static void test_watchdog_missing(void **s) { (void)s; check_watchdog("hang-miss
 static void test_watchdog_proxy(void **s) { (void)s; check_watchdog("hang-proxy"); }
 static void test_watchdog_graph(void **s) { (void)s; check_watchdog("hang-graph"); }
 
+/* How many of the dump's notes say text; its event count in *events. */
+static int notes_saying(const char *path, const char *text, size_t *events) {
+  const char *p[1] = {path};
+  char err[256];
+  struct lens_model *m = lens_model_load(p, 1, err, sizeof err, NULL);
+  assert_non_null(m);
+  int n = 0;
+  for (size_t k = 0; k < m->n_notes; k++) n += strstr(m->notes[k].text, text) != NULL;
+  if (events) *events = m->n_events;
+  lens_model_free(m);
+  return n;
+}
+
 /* A user's request: the watchdog's timeout is far away; `dump --all` asks. */
 static void test_dump_request(void **s) {
   (void)s;
@@ -120,16 +133,19 @@ static void test_dump_request(void **s) {
   size_t n = lens_files(dir, names, 8);
   assert_int_equal(n, 2);
   for (size_t i = 0; i < n; i++) {
-    const char *p[1] = {names[i]};
-    char err[256];
-    struct lens_model *m = lens_model_load(p, 1, err, sizeof err, NULL);
-    assert_non_null(m);
-    int asked = 0;
-    for (size_t k = 0; k < m->n_notes; k++) asked |= strstr(m->notes[k].text, "user request") != NULL;
-    assert_true(asked);
-    assert_true(m->n_events > 0);
-    lens_model_free(m);
+    size_t events = 0;
+    assert_true(notes_saying(names[i], "user request", &events) >= 1);
+    assert_true(events > 0);
   }
+}
+
+/* The recorder replaying job-late-app with rank 1 20 ms late, dumps into dir. */
+static void replay_late_rank(const char *dir, unsigned slow_ms) {
+  assert_int_equal(sh("NCCL_LENS_MODE=recorder NCCL_LENS_SLOW_MS=%u NCCL_LENS_REGISTRY_DIR=%s %s/bin/nccl-lens "
+                      "replay --quiet --scenario job-late-app --nodes 2 --ranks-per-node 2 --iters 4 --delay-us 20000 "
+                      "--out %s",
+                      slow_ms, dir, LENS_BUILD_DIR, dir),
+                   0);
 }
 
 /* A collective slower than NCCL_LENS_SLOW_MS: rank 1 calls 20 ms late, so
@@ -139,30 +155,14 @@ static void test_slow_collective(void **s) {
   (void)s;
   char dir[300], names[8][600];
   lens_test_tmpdir(dir, sizeof dir, "rec-slow");
-  assert_int_equal(sh("NCCL_LENS_MODE=recorder NCCL_LENS_SLOW_MS=10 NCCL_LENS_REGISTRY_DIR=%s %s/bin/nccl-lens "
-                      "replay --quiet --scenario job-late-app --nodes 2 --ranks-per-node 2 --iters 4 --delay-us 20000 "
-                      "--out %s",
-                      dir, LENS_BUILD_DIR, dir),
-                   0);
+  replay_late_rank(dir, 10);
   size_t n = lens_files(dir, names, 8);
   assert_int_equal(n, 2);
-  for (size_t i = 0; i < n; i++) {
-    const char *p[1] = {names[i]};
-    char err[256];
-    struct lens_model *m = lens_model_load(p, 1, err, sizeof err, NULL);
-    assert_non_null(m);
-    int slow = 0;
-    for (size_t k = 0; k < m->n_notes; k++) slow += strstr(m->notes[k].text, "slow collective") != NULL;
-    assert_int_equal(slow, 1); /* once: at most one such dump a minute */
-    lens_model_free(m);
-  }
+  for (size_t i = 0; i < n; i++)
+    assert_int_equal(notes_saying(names[i], "slow collective", NULL), 1); /* once: at most one such dump a minute */
   char dir2[300];
   lens_test_tmpdir(dir2, sizeof dir2, "rec-notslow");
-  assert_int_equal(sh("NCCL_LENS_MODE=recorder NCCL_LENS_SLOW_MS=60000 NCCL_LENS_REGISTRY_DIR=%s %s/bin/nccl-lens "
-                      "replay --quiet --scenario job-late-app --nodes 2 --ranks-per-node 2 --iters 4 --delay-us 20000 "
-                      "--out %s",
-                      dir2, LENS_BUILD_DIR, dir2),
-                   0);
+  replay_late_rank(dir2, 60000);
   assert_int_equal(lens_files(dir2, names, 8), 0);
 }
 

@@ -16,24 +16,11 @@
 #include "../lens_test_tmp.h"
 #include "job_truth.h"
 #include "mini_json.h"
-
-static char *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = malloc((size_t)n + 1);
-  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) n = 0;
-  fclose(f);
-  if (b) b[n] = 0;
-  *len = (size_t)n;
-  return b;
-}
+#include "../lens_test_file.h"
 
 static void assert_same_file(const char *a, const char *b) {
   size_t la, lb;
-  char *x = slurp(a, &la), *y = slurp(b, &lb);
+  char *x = lens_test_slurp(a, &la), *y = lens_test_slurp(b, &lb);
   assert_non_null(x);
   assert_non_null(y);
   assert_true(la > 100);
@@ -97,12 +84,12 @@ static void test_replay(void **s) {
   char first[256] = "", second[256] = "", p[400];
   size_t l;
   snprintf(p, sizeof p, "%s/first", dir);
-  char *x = slurp(p, &l);
+  char *x = lens_test_slurp(p, &l);
   assert_non_null(x);
   snprintf(first, sizeof first, "*%s", strtok(x, "\n"));
   free(x);
   snprintf(p, sizeof p, "%s/second", dir);
-  x = slurp(p, &l);
+  x = lens_test_slurp(p, &l);
   assert_non_null(x);
   snprintf(second, sizeof second, "*%s", strtok(x, "\n"));
   free(x);

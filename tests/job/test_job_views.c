@@ -23,22 +23,10 @@
 #include "../lens_test_tmp.h"
 #include "job_truth.h"
 #include "mini_json.h"
+#include "../lens_test_file.h"
 
 #define ITERS 12
 #define DELAY_US 20000
-
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "r");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = malloc((size_t)n + 1);
-  size_t got = fread(b, 1, (size_t)n, f);
-  b[got] = 0;
-  fclose(f);
-  return b;
-}
 
 static void replay(const char *dir, const char *api) {
   char cmd[2048];
@@ -56,7 +44,7 @@ static char *run_cli(const char *dir, const char *sub, const char *args, const c
   snprintf(cmd, sizeof cmd, "%s/bin/nccl-lens %s %s -o %s %s%s", LENS_BUILD_DIR, sub, args, out, dir,
            strcmp(sub, "job") ? "/*.lens" : "");
   assert_int_equal(system(cmd), 0);
-  char *t = slurp(out);
+  char *t = lens_test_slurp(out, NULL);
   assert_non_null(t);
   return t;
 }

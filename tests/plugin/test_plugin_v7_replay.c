@@ -21,6 +21,7 @@
 #include "../nvtx/mini_json.h"
 #include "lensread.h"
 #include "nccl-lens/nccl_profiler_abi.h"
+#include "../lens_test_file.h"
 
 static char g_dir[256];
 static struct mj *g_truth;
@@ -265,19 +266,6 @@ static void test_kernel_phases_match_truth(void **state) {
   free(got);
 }
 
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = malloc((size_t)n + 1);
-  size_t r = fread(b, 1, (size_t)n, f);
-  b[r] = 0;
-  fclose(f);
-  return b;
-}
-
 /* Chrome export, summary and report: every tag name, every variant, every
  * KernelPhase pTimer; the export's op names say "AllReduce, backward". */
 static void test_views_show_tags_variants_phases(void **state) {
@@ -290,7 +278,7 @@ static void test_views_show_tags_variants_phases(void **state) {
     snprintf(cmd, sizeof cmd, "%s/bin/nccl-lens %s --tag-names 1:forward,2:backward,3:optimizer -o %s %s",
              LENS_BUILD_DIR, views[v], out, g_trace);
     assert_int_equal(system(cmd), 0);
-    text[v] = slurp(out);
+    text[v] = lens_test_slurp(out, NULL);
     assert_non_null(text[v]);
   }
   const char *names[3] = {"forward", "backward", "optimizer"};

@@ -17,23 +17,11 @@
 
 #include "cli_run.h"
 #include "mini_json.h"
+#include "../lens_test_file.h"
 
 static struct cli_result res;
 static char trace[512], report[512], json[512];
 static char *md; /* the report's text */
-
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = malloc((size_t)n + 1);
-  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) n = 0;
-  if (b) b[n] = 0;
-  fclose(f);
-  return b;
-}
 
 /* Replays once; the traces, summary JSON and report serve every test. */
 static int setup(void **state) {
@@ -62,7 +50,7 @@ static int setup(void **state) {
   }
   const char *sum[] = {"summary", "--json", "-o", json, trace, NULL};
   if (cli_run(&res, sum) || res.status) return -1;
-  md = slurp(report);
+  md = lens_test_slurp(report, NULL);
   return md ? 0 : -1;
 }
 

@@ -37,6 +37,7 @@
 #include "sched/sched_page.h"
 #include "sched_test_util.h"
 #include "../lens_test_tmp.h"
+#include "../lens_test_file.h"
 
 #define MAX_STARVE 16
 #define SLACK_NS 20000000ll   /* hogs stop within a scheduler slice of end_ns */
@@ -56,19 +57,6 @@ struct kch { long proxy_tid; long long true_start_ns, notice_start_ns, true_stop
 #define MAX_KCH 32768
 static struct kch kch[MAX_KCH];
 static int n_kch;
-
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "r");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = malloc((size_t)n + 1);
-  size_t got = fread(b, 1, (size_t)n, f);
-  b[got] = 0;
-  fclose(f);
-  return b;
-}
 
 /* Integer value of "key": inside [p, end). */
 static int json_int(const char *p, const char *end, const char *key, long long *v) {
@@ -325,7 +313,7 @@ static void run_starved(const char *api) {
   if (rc != 0) print_error("loader rc=%d stderr=[%s]\n", rc, err);
   assert_int_equal(rc, 0);
 
-  char *text = slurp(truth);
+  char *text = lens_test_slurp(truth, NULL);
   assert_non_null(text);
   parse_truth(text);
   free(text);

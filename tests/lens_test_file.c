@@ -1,0 +1,36 @@
+#include "lens_test_file.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+char *lens_test_slurp(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char *b = NULL;
+  size_t n = 0, cap = 0;
+  for (;;) { /* read to the end rather than trust a size: pipes and files still being written */
+    if (cap - n < 65536) {
+      size_t ncap = cap ? cap * 2 : 65536;
+      char *nb = realloc(b, ncap + 1);
+      if (!nb) {
+        free(b);
+        fclose(f);
+        return NULL;
+      }
+      b = nb;
+      cap = ncap;
+    }
+    size_t k = fread(b + n, 1, cap - n, f);
+    n += k;
+    if (k == 0) break;
+  }
+  int err = ferror(f);
+  fclose(f);
+  if (err) {
+    free(b);
+    return NULL;
+  }
+  b[n] = 0;
+  if (len) *len = n;
+  return b;
+}

@@ -1,0 +1,13 @@
+/* Reading a whole file in a test (outputs of nccl-lens commands, truth
+ * files, pages). lens_test_file.c is compiled into every test
+ * (lens_add_test). */
+#ifndef NCCL_LENS_TESTS_FILE_H
+#define NCCL_LENS_TESTS_FILE_H
+
+#include <stddef.h>
+
+/* The file's bytes followed by a NUL (free() it), its length in *len when len
+ * is not NULL; NULL when it cannot be opened or read. */
+char *lens_test_slurp(const char *path, size_t *len);
+
+#endif
