@@ -24,7 +24,8 @@ void lens_nvtx_on_stop(uint64_t id) {
   switch (LENS_ID_TYPE(id)) {
   case LENS_T_KERNEL_LAUNCH: lens_nvtx_launch_stop(id); break;
   case LENS_T_PROXY_OP:
-  case LENS_T_PROXY_STEP: lens_nvtx_proxy_stop(id); break;
+  case LENS_T_PROXY_STEP:
+  case LENS_T_PROXY_CTRL: lens_nvtx_proxy_stop(id); break;
   default: break;
   }
 }

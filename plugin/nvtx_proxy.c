@@ -8,9 +8,18 @@
  * range per ProxyStep: steps are summarised into their op's end payload and
  * into the steps-in-flight counter. Some transports start ProxyOps they never
  * stop (spec §2.5); the proxy only sleeps with no op active, so any range
- * still open at Sleep is an orphan: it is ended there and counted. What is
- * still open at the last finalize (a proxy that ended in Active) is ended
- * there (lens_nvtx_proxy_close_all).
+ * still open at Sleep is an orphan: it is ended there and counted.
+ *
+ * A period also ends at the stop of the ProxyCtrl event that shows it is
+ * over, so that a proxy that exits in Active (its last pass did work, so no
+ * Idle is recorded: frequent under CPU load) leaves nothing open: a Sleep
+ * whose Wakeup never came ends at its own event's stop, and Active ends at
+ * the stop of an Append window that appended nothing. The proxy only looks
+ * for posted ops with none active; with none posted it either sleeps (which
+ * ends Active anyway) or, being asked to stop, appends nothing and exits
+ * (spec §2.5). What is still open at the last finalize (a proxy that ended
+ * in Active with no such window, ops never stopped) is ended there
+ * (lens_nvtx_proxy_close_all).
  *
  * All state is in the proxy thread's entry of a fixed per-slot table (see
  * lens_nvtx_slot_state), in tables keyed by event id: ProxyOp, its steps and
@@ -53,6 +62,9 @@ struct proxy_state {
   int64_t steps_in_flight;
   nvtxRangeId_t sleep_range, active_range;
   int sleeping, active;
+  uint64_t ctrl_id;    /* the ProxyCtrl event in progress (start .. stop) */
+  int ctrl_append;     /* it is an Append window (17) ... */
+  int ctrl_appended;   /* ... that appended this many ops (-1: not known yet) */
   int have_offset;
   int64_t offset_min; /* min over KernelCh callbacks of (host mono ns - pTimer): GPU->host offset estimate */
   char msg[160];
@@ -237,7 +249,12 @@ void lens_nvtx_proxy_start(const struct lens_rec_start *rec) {
   switch (rec->h.type) {
   case LENS_T_PROXY_OP: op_start(pt, rec); break;
   case LENS_T_PROXY_STEP: step_start(pt, rec); break;
-  case LENS_T_PROXY_CTRL: name_thread(pt, rec->context, "NCCL Progress r"); break;
+  case LENS_T_PROXY_CTRL:
+    name_thread(pt, rec->context, "NCCL Progress r");
+    pt->ctrl_id = rec->id;
+    pt->ctrl_append = 0;
+    pt->ctrl_appended = -1;
+    break;
   case LENS_T_KERNEL_CH:
     name_thread(pt, rec->context, lens_kernel_ch_role == LENS_ROLE_PROFILER ? "NCCL Profiler r" : "NCCL Progress r");
     kernel_ch_start(pt, rec);
@@ -251,6 +268,13 @@ void lens_nvtx_proxy_stop(uint64_t id) {
   if (!pt) return;
   if (LENS_ID_TYPE(id) == LENS_T_PROXY_STEP) {
     step_stop(pt, id);
+    return;
+  }
+  if (LENS_ID_TYPE(id) == LENS_T_PROXY_CTRL) {
+    if (id != pt->ctrl_id) return;
+    period_end(&pt->sleep_range, &pt->sleeping); /* a Sleep episode is one event: Wakeup missing */
+    if (pt->ctrl_append && pt->ctrl_appended == 0) period_end(&pt->active_range, &pt->active);
+    pt->ctrl_id = 0;
     return;
   }
   struct op_slot *o = op_find(pt, id);
@@ -281,6 +305,12 @@ void lens_nvtx_proxy_state(uint64_t id, uint32_t state, uint64_t arg, int has_ar
     period_start(&pt->sleep_range, &pt->sleeping, LENS_NVTX_STR_SLEEP);
     break;
   case 16: period_end(&pt->sleep_range, &pt->sleeping); break; /* ProxyCtrlWakeup */
+  case 17: /* ProxyCtrlAppend */
+    if (id == pt->ctrl_id) pt->ctrl_append = 1;
+    break;
+  case 18: /* ProxyCtrlAppendEnd: arg = appendedProxyOps */
+    if (id == pt->ctrl_id && has_args) pt->ctrl_appended = (int)(int32_t)arg;
+    break;
   case 22: /* KernelChStop: arg = pTimer at the GPU's end */
     if (has_args && LENS_ID_TYPE(id) == LENS_T_KERNEL_CH) kernel_ch_stop_state(pt, id, arg);
     break;

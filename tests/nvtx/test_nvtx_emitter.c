@@ -484,6 +484,68 @@ static void test_finalize_ends_open_periods(void **state) {
   assert_int_equal(lens_nvtx_active, 1);
 }
 
+/* A proxy that exits in Active (its last pass did work, so no Idle is
+ * recorded) ends its period at the stop of the shutdown pass's Append window
+ * that appended nothing, not at the finalize; an Append window that appends
+ * ops keeps it open; a Sleep whose Wakeup never came ends at its own event's
+ * stop. Counts are checked step by step on the proxy thread. */
+struct exit_counts {
+  int s[6], e[6];
+};
+
+static void *proxy_exits_active(void *arg) {
+  struct exit_counts *c = arg;
+  struct fake_rec r;
+  const unsigned slot = 5;
+  uint64_t from = L->count;
+  uint64_t ctrl = fake_id(LENS_T_PROXY_CTRL, slot);
+  lens_nvtx_on_start(fake_rec(&r, LENS_T_PROXY_CTRL, ctrl, 0, CTX_A, 0, NULL, 0));
+  proxy_state(ctrl, 14, 0); /* Active */
+  lens_nvtx_on_stop(ctrl);
+  count_ranges(from, &c->s[0], &c->e[0]); /* Active open after its own event's stop */
+  ctrl = fake_id(LENS_T_PROXY_CTRL, slot);
+  lens_nvtx_on_start(fake_rec(&r, LENS_T_PROXY_CTRL, ctrl, 0, CTX_A, 0, NULL, 0));
+  proxy_state(ctrl, 17, 0);
+  struct lens_p_proxy_op p = {getpid(), 1, 4, 1 << 19, 1, 0, {0}};
+  uint64_t op = fake_id(LENS_T_PROXY_OP, slot);
+  lens_nvtx_on_start(fake_rec(&r, LENS_T_PROXY_OP, op, 0x77, CTX_A, 0, &p, sizeof(p)));
+  proxy_state(ctrl, 18, 1); /* appended 1 */
+  lens_nvtx_on_stop(ctrl);
+  count_ranges(from, &c->s[1], &c->e[1]); /* still open: work was appended */
+  lens_nvtx_on_stop(op);
+  ctrl = fake_id(LENS_T_PROXY_CTRL, slot); /* the shutdown pass: nothing posted, nothing appended */
+  lens_nvtx_on_start(fake_rec(&r, LENS_T_PROXY_CTRL, ctrl, 0, CTX_A, 0, NULL, 0));
+  proxy_state(ctrl, 17, 0);
+  proxy_state(ctrl, 18, 0);
+  count_ranges(from, &c->s[2], &c->e[2]); /* before its stop */
+  lens_nvtx_on_stop(ctrl);
+  count_ranges(from, &c->s[3], &c->e[3]); /* Active ended at the stop */
+  ctrl = fake_id(LENS_T_PROXY_CTRL, slot);
+  lens_nvtx_on_start(fake_rec(&r, LENS_T_PROXY_CTRL, ctrl, 0, CTX_A, 0, NULL, 0));
+  proxy_state(ctrl, 15, 0); /* Sleep, and no Wakeup before the stop */
+  count_ranges(from, &c->s[4], &c->e[4]);
+  lens_nvtx_on_stop(ctrl);
+  count_ranges(from, &c->s[5], &c->e[5]);
+  return NULL;
+}
+
+static void test_proxy_exit_in_active_ends_period(void **state) {
+  struct exit_counts c;
+  pthread_t t;
+  pthread_create(&t, NULL, proxy_exits_active, &c);
+  pthread_join(t, NULL);
+  assert_int_equal(c.s[0], 1); /* Proxy active */
+  assert_int_equal(c.e[0], 0);
+  assert_int_equal(c.s[1], 2); /* + the op */
+  assert_int_equal(c.e[1], 0);
+  assert_int_equal(c.e[2], 1); /* the op ended; Active still open */
+  assert_int_equal(c.s[3], 2);
+  assert_int_equal(c.e[3], 2); /* Active ended at the shutdown window's stop */
+  assert_int_equal(c.s[4], 3); /* Proxy sleep */
+  assert_int_equal(c.e[4], 2);
+  assert_int_equal(c.e[5], 3); /* ended at its event's stop */
+}
+
 static void test_teardown_stops_emitting(void **state) {
   lens_nvtx_teardown();
   assert_int_equal(lens_nvtx_active, 0);
@@ -508,6 +570,7 @@ int main(void) {
       cmocka_unit_test(test_slot_ownership),
       cmocka_unit_test(test_ranges_well_formed),
       cmocka_unit_test(test_finalize_ends_open_periods),
+      cmocka_unit_test(test_proxy_exit_in_active_ends_period),
       cmocka_unit_test(test_teardown_stops_emitting),
   };
   return cmocka_run_group_tests(tests, setup_all, NULL);
