@@ -1,22 +1,50 @@
 /* Chrome Trace Event JSON (Perfetto, chrome://tracing) from a loaded model.
  *
- * Layout: one process per (host, pid, rank); a track per thread as the trace
- * names it; host spans (API, Group, KernelLaunch, Coll/P2p enqueue, ProxyCtrl
- * and its states) as complete "X" events on their thread; operations in
- * flight (Coll/P2p start -> completion), ProxyOp, ProxyStep (with its state
- * phases nested) and NetPlugin as async "b"/"e" pairs, because they overlap
- * on one thread and complete events must nest; KernelCh as "X" on a
- * "GPU ch N" track per proxy thread and channel; the proxy thread's state
- * (Active/Idle levels, Sleep and Append windows, see proxy_levels.h) on a
- * "proxy state" track; probe starvation intervals on a "sched" track per
- * proxy thread. */
+ * Layout: one process per traced OS process, named after its ranks and host
+ * ("ranks 0,1 of 4 (world) · nodeA pid 4242"); tracks named after their
+ * rank(s) and role:
+ *   - a track per thread ("r0 app · ncclMain (tid 12)") with its host spans
+ *     (API, Group, KernelLaunch, CE, ProxyCtrl and its states, KernelPhase)
+ *     as complete "X" events;
+ *   - "r0 GPU ch 3 · comm world (proxy tid 13)": KernelCh per proxy thread,
+ *     communicator and channel (mapped GPU time when known);
+ *   - "r0 proxy state (tid 13)": the proxy thread's Active/Idle levels with
+ *     Sleep and Append windows (proxy_levels.h);
+ *   - "r0 sched: ...": probe starvation intervals of a proxy thread.
+ * Complete events on one track must nest; work that really overlaps (a
+ * grouped Send and Recv, a p2p pair sharing GPU timers) goes to further
+ * lanes of its track ("... · lane 2", lanes.h) instead of being clipped.
+ * Operations in flight (Coll/P2p start -> completion, their enqueue nested
+ * inside), ProxyOp, ProxyStep (its state phases nested inside it, same id)
+ * and NetPlugin are async "b"/"e" pairs with process-scoped ids (id2.local),
+ * named with their rank, written in nesting order.
+ * Tracks with nothing on them are not declared.
+ *
+ * Ids: a real pid or tid is written only when it is unambiguous in the whole
+ * document (no other process or thread of any host has it); everything else
+ * (processes, lanes, synthetic tracks, duplicates) gets an id from
+ * LENS_CHROME_SYNTH_ID up, above the kernel's PID_MAX_LIMIT, so it can never
+ * equal a real one. */
 #ifndef NCCL_LENS_EXPORT_CHROME_H
 #define NCCL_LENS_EXPORT_CHROME_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "reader/lensread.h"
+
+/* Linux's PID_MAX_LIMIT (4 * 1024 * 1024 on 64-bit): pid_max cannot be set
+ * higher, so every real pid and tid is below it. */
+#define LENS_CHROME_SYNTH_ID 4194304u
+
+/* Event-type selection: bit (1 << LENS_T_*) per event type, plus these. */
+#define LENS_CHROME_SCHED (1u << 16)  /* probe starvation intervals */
+#define LENS_CHROME_ALL_TYPES 0x1FFFFu
+
+struct lens_chrome_opts {
+  uint32_t types; /* 0: everything; else LENS_CHROME_* / 1 << LENS_T_* bits */
+};
 
 struct lens_chrome_counts {
   size_t complete;    /* "X" events, all tracks */
@@ -24,13 +52,25 @@ struct lens_chrome_counts {
   size_t metadata;    /* "M" events */
   size_t ops;         /* Coll/P2p in-flight spans (one per Coll/P2p) */
   size_t gpu_slices;  /* KernelCh slices */
-  size_t gpu_overlaps; /* of those, on an "overlapping" track (started before the previous one ended) */
+  size_t gpu_overlaps; /* of those, on a lane past the first (started before the previous one ended) */
   size_t ctrl_states; /* ProxyCtrl state slices */
   size_t starvation;  /* probe intervals */
   size_t proxy_levels; /* Active/Idle/Sleep/Append intervals of proxy threads */
+  size_t tracks;      /* declared thread tracks (lanes included) */
+  size_t lanes_extra; /* of those, lanes past the first of their track */
+  size_t crowded;     /* slices put on a track's last lane although they do not nest there */
 };
 
-/* Writes the whole JSON document. 0, or -1 on a write error. */
+/* Parses a --types list ("coll,p2p,kernelch", "all", type names as in
+ * NCCL_LENS_EVENT_MASK, plus "sched"): 0, or -1 on an unknown name. */
+int lens_chrome_parse_types(const char *s, uint32_t *types);
+/* The valid --types names, comma separated (for error messages and help). */
+const char *lens_chrome_type_names(void);
+
+/* Writes the whole JSON document. opts may be NULL (everything). 0, or -1 on
+ * a write error. */
+int lens_export_chrome_sel(FILE *f, const struct lens_model *m, const struct lens_chrome_opts *opts,
+                           struct lens_chrome_counts *counts);
 int lens_export_chrome(FILE *f, const struct lens_model *m, struct lens_chrome_counts *counts);
 
 #endif

@@ -1,0 +1,116 @@
+/* `nccl-lens export` (the per-trace Chrome/Perfetto JSON) on replayed jobs:
+ * the demo's 2 x 2 `all` workload and a 2 x 4 `all` run, checked by
+ * export_check.py the way Perfetto reads the file:
+ *   - complete slices nest on every track (pid, tid), to the ns; async pairs
+ *     nest per process-scoped id, ends closing the innermost begin;
+ *   - every declared track has slices and every slice a declared track;
+ *   - process names list the ranks and host, track names carry rank(s);
+ *   - ids: processes and synthetic tracks at or above 4194304 (PID_MAX_LIMIT,
+ *     above every real pid/tid), no tid shared between processes or equal to
+ *     a process's pid.
+ * Run it against another binary with LENS_CLI_BIN=... (how the failures
+ * before the change were counted). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_run.h"
+
+#define PLUGIN LENS_BUILD_DIR "/lib/libnccl-profiler-lens.so"
+#define CHECKER LENS_SOURCE_DIR "/tests/cli/export_check.py"
+
+static int teardown(void **state) {
+  (void)state;
+  cli_cleanup();
+  return 0;
+}
+
+static long figure(const char *rep, const char *key) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "%s ", key);
+  for (const char *p = rep; (p = strstr(p, pat)); p++)
+    if (p == rep || p[-1] == '\n') return atol(p + strlen(pat));
+  fail_msg("no '%s' in the checker's report:\n%s", key, rep);
+  return -1;
+}
+
+static void check_file(const char *json, char *rep, size_t len) {
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "python3 '%s' '%s' 2>&1", CHECKER, json);
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  size_t n = fread(rep, 1, len - 1, p);
+  rep[n] = 0;
+  int st = pclose(p);
+  if (st) fail_msg("checker failed:\n%s", rep);
+  printf("%s", rep);
+}
+
+/* Replays `all` at nodes x rpn, exports it, checks it; returns the report. */
+static void replay_export_check(const char *nodes, const char *rpn, char *rep, size_t len) {
+  char dir[160], json[160];
+  snprintf(dir, sizeof dir, "%s/traces-%sx%s", cli_tmpdir(), nodes, rpn);
+  snprintf(json, sizeof json, "%s/export-%sx%s.json", cli_tmpdir(), nodes, rpn);
+  struct cli_result r;
+  const char *rargs[] = {"replay", "--plugin", PLUGIN, "--scenario", "all", "--nodes", nodes, "--ranks-per-node", rpn,
+                         "--out", dir, "--quiet", NULL};
+  assert_int_equal(cli_run(&r, rargs), 0);
+  if (r.status) fail_msg("replay: %s", r.err);
+  const char *xargs[] = {"export", "--format", "chrome", dir, "-o", json, NULL};
+  assert_int_equal(cli_run(&r, xargs), 0);
+  if (r.status) fail_msg("export: %s", r.err);
+  check_file(json, rep, len);
+}
+
+static void assert_well_formed(const char *rep) {
+  assert_true(figure(rep, "x_slices") > 1000);
+  assert_true(figure(rep, "async_pairs") > 1000);
+  assert_int_equal(figure(rep, "x_violations"), 0);
+  assert_int_equal(figure(rep, "async_violations"), 0);
+  assert_true(figure(rep, "tracks") > 0);
+  assert_int_equal(figure(rep, "empty_tracks"), 0);
+  assert_int_equal(figure(rep, "unnamed_tracks"), 0);
+  assert_int_equal(figure(rep, "dup_tracks"), 0);
+  assert_int_equal(figure(rep, "unranked_tracks"), 0);
+  assert_int_equal(figure(rep, "unranked_procs"), 0);
+  assert_int_equal(figure(rep, "id_collisions"), 0);
+  assert_int_equal(figure(rep, "small_pids"), 0);
+}
+
+/* The demo's workload: 2 processes of 2 ranks, one app thread each driving
+ * both ranks (grouped Send/Recv overlap on it), p2p pairs sharing GPU timers. */
+static void test_demo_workload(void **state) {
+  (void)state;
+  static char rep[16384];
+  replay_export_check("2", "2", rep, sizeof rep);
+  assert_well_formed(rep);
+  assert_int_equal(figure(rep, "procs"), 2);
+  assert_true(figure(rep, "lanes") > 0); /* the overlapping work went to lanes, not away */
+  /* "ranks 0,1 of 4 (replay-world) · host pid N" */
+  assert_non_null(strstr(rep, "process ranks 0,1 of 4 ("));
+  assert_non_null(strstr(rep, "process ranks 2,3 of 4 ("));
+  assert_non_null(strstr(rep, " pid "));
+  assert_non_null(strstr(rep, "track r0,1 app"));
+}
+
+static void test_all_2x4(void **state) {
+  (void)state;
+  static char rep[16384];
+  replay_export_check("2", "4", rep, sizeof rep);
+  assert_well_formed(rep);
+  assert_int_equal(figure(rep, "procs"), 2);
+  assert_non_null(strstr(rep, "process ranks 0-3 of 8 ("));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_demo_workload),
+      cmocka_unit_test(test_all_2x4),
+  };
+  return cmocka_run_group_tests(tests, NULL, teardown);
+}
