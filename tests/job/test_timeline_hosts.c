@@ -175,6 +175,27 @@ static void test_alignment(void **s) {
   if (with_ns) check_alignment("job-sync.json", 1, judge);
 }
 
+/* Read host by host (--stream), and map-reduced through one partial file per
+ * host: the records keep each rank's end bracket and each process's clock,
+ * so the hosts are still placed by the sync points, within a bound that
+ * holds. */
+static void test_alignment_streamed(void **s) {
+  (void)s;
+  use_hosts(2);
+  int judge = !job_machine_overloaded();
+  assert_int_equal(run("job --json --stream --sync-only . -o job-stream.json"), 0);
+  if (with_ns) check_alignment("job-stream.json", 1, judge);
+  char args[512];
+  for (int i = 0; i < (with_ns ? hosts_n : 1); i++) { /* one partial per host (traces: nccl-lens-HOST-PID.lens) */
+    snprintf(args, sizeof args, "job --partial -o part-%d.lensjob %s", i,
+             with_ns ? (i ? "*-lens-host-1-*.lens" : "*-lens-host-0-*.lens") : "*.lens");
+    assert_int_equal(run(args), 0);
+  }
+  assert_int_equal(run("job --json --sync-only part-*.lensjob -o job-parts.json"), 0);
+  if (with_ns) check_alignment("job-parts.json", 1, judge);
+  else check_alignment("job-parts.json", 0, 0);
+}
+
 /* Instances of the job view with every rank, and their last ranks. */
 static size_t full_instances(int nranks, size_t *with_last) {
   char path[400];
@@ -359,7 +380,8 @@ static void test_perfetto(void **s) {
 }
 
 int main(void) {
-  const struct CMUnitTest t[] = {cmocka_unit_test(test_alignment), cmocka_unit_test(test_merged_export),
+  const struct CMUnitTest t[] = {cmocka_unit_test(test_alignment), cmocka_unit_test(test_alignment_streamed),
+                                 cmocka_unit_test(test_merged_export),
                                  cmocka_unit_test(test_export_selection), cmocka_unit_test(test_perfetto)};
   return cmocka_run_group_tests(t, setup, teardown);
 }

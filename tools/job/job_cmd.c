@@ -45,8 +45,8 @@ static void usage(FILE *f) {
              "                        while the sync points contradict each other)\n"
              "  --sync-only           hosts: offsets from the job's sync points alone, not CLOCK_REALTIME (a check)\n"
              "  --stream              read host by host even when all traces would fit one model (the default\n"
-             "                        above 1 GiB of traces, with --partial and with partial files; the host\n"
-             "                        alignment then has no events to work from: docs/scale.md)\n"
+             "                        above 1 GiB of traces, with --partial and with partial files; the\n"
+             "                        records keep what the host alignment needs: docs/scale.md)\n"
              "  --partial             write the compact per-instance records of the traces given (-o FILE, a\n"
              "                        .lensjob partial file) instead of the report; a later 'nccl-lens job' takes\n"
              "                        partial files wherever it takes traces (docs/scale.md)\n"
@@ -271,7 +271,8 @@ static int concat_parts(const struct lens_job_part *ps, size_t n, struct lens_jo
     out->n_ops += p->n_ops;
     out->have_clock_map |= p->have_clock_map;
   }
-  return 0;
+  size_t n_clocks;
+  return (out->clocks = lens_job_parts_clocks(ps, n, &n_clocks)) ? 0 : -1;
 }
 
 /* Streaming starts above this much trace data (one model of it would take
@@ -400,11 +401,15 @@ int lens_cmd_job(int argc, char **argv) {
   skel = lens_job_skeleton(x.parts, n_parts);
   if (!skel || lens_job_reduce(x.parts, n_parts, &j, o.min_ns)) goto oom;
   have_job = 1;
-  /* Rows reduced from records have no events: the alignment places hosts
-   * from nothing here (docs/scale.md), and says so. */
+  /* Rows reduced from records have no events: the hosts are placed from
+   * the clocks and rank ends the map kept with the records. */
   for (size_t i = 0; i < j.n_ranks; i++) j.ranks[i].event = -1;
   struct lens_align al;
-  if (lens_align_build(skel, &j, &o.align, &al)) goto oom;
+  size_t n_clocks;
+  struct lens_align_proc_clock *clocks = lens_job_parts_clocks(x.parts, n_parts, &n_clocks);
+  int bad_align = !clocks || lens_align_build_ends(clocks, n_clocks, &j, &o.align, &al);
+  free(clocks);
+  if (bad_align) goto oom;
   f = lens_trace_cli_open_out(CMD, &c);
   if (f) {
     if (o.json) lens_job_print_json(f, skel, &j, &al);

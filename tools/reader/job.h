@@ -49,6 +49,10 @@ struct lens_job_rank {
   uint32_t host_span;        /* 1: span is host-side (no KernelCh) */
   uint32_t starved;          /* its KernelCh/ProxyStep overlapped a starvation of its proxy */
   uint64_t starved_ns;       /* ... the longest such overlap of one of them (acc.starved_ns) */
+  /* Its end bracketed on its host's MONOTONIC for the host alignment
+   * (job_align.h; 0 = none), filled by the map so that it survives in
+   * partial files. */
+  uint64_t end_lo_ns, end_hi_ns;
 };
 
 struct lens_job_inst {

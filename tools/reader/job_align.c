@@ -2,6 +2,7 @@
  * REALTIME intervals, sync points from the job view's instances, solved as
  * difference constraints. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,40 +55,59 @@ static uint64_t drift_slack(const struct lens_align_host *h, uint64_t mono) {
   return (uint64_t)(dt * h->drift_err_ppm * 1e-6) + 1;
 }
 
-static int hosts_of(const struct lens_model *m, struct lens_align *a) {
-  a->n_procs = m->n_procs;
-  a->host_of_proc = malloc((m->n_procs ? m->n_procs : 1) * sizeof *a->host_of_proc);
-  a->hosts = calloc(m->n_procs ? m->n_procs : 1, sizeof *a->hosts);
-  if (!a->host_of_proc || !a->hosts) return -1;
-  for (size_t p = 0; p < m->n_procs; p++) {
-    struct lens_host_clock hc;
-    int has = lens_host_clock_of(m, (int32_t)p, &hc) == 0;
-    const char *host = has && hc.host ? hc.host : m->procs[p].host;
-    const char *boot = has && hc.boot_id ? hc.boot_id : "";
-    int64_t tns = has ? hc.timens_mono_offset_ns : 0;
+void lens_align_proc_clock_of(const struct lens_model *m, int32_t p, struct lens_align_proc_clock *x) {
+  memset(x, 0, sizeof *x);
+  struct lens_host_clock hc;
+  int has = lens_host_clock_of(m, p, &hc) == 0;
+  snprintf(x->host, sizeof x->host, "%s", has && hc.host ? hc.host : m->procs[p].host);
+  snprintf(x->boot_id, sizeof x->boot_id, "%s", has && hc.boot_id ? hc.boot_id : "");
+  x->timens_mono_offset_ns = has ? hc.timens_mono_offset_ns : 0;
+  for (size_t c = 0; c < m->n_comms; c++) x->n_ranks += m->comms[c].proc == p;
+  x->start_mono_ns = m->procs[p].start_mono_ns;
+  x->drift_err_ppm = LENS_ALIGN_DRIFT_UNKNOWN_PPM;
+  if (!has) return;
+  x->has_clock = 1;
+  x->bound_ns = hc.bound_ns;
+  x->ref_mono_ns = hc.ref_mono_ns;
+  x->real_minus_mono_ns = hc.real_minus_mono_ns;
+  drift_of(m, p, &x->drift_ppm, &x->drift_err_ppm);
+}
+
+/* Processes sharing a host name, boot and time namespace share a MONOTONIC. */
+static int hosts_of(struct lens_align *a, const struct lens_align_proc_clock *pc, size_t n) {
+  a->n_procs = n;
+  a->procs = malloc((n ? n : 1) * sizeof *a->procs);
+  a->host_of_proc = malloc((n ? n : 1) * sizeof *a->host_of_proc);
+  a->hosts = calloc(n ? n : 1, sizeof *a->hosts);
+  if (!a->procs || !a->host_of_proc || !a->hosts) return -1;
+  memcpy(a->procs, pc, n * sizeof *pc);
+  for (size_t p = 0; p < n; p++) {
+    const struct lens_align_proc_clock *c = &a->procs[p];
     size_t h = 0;
-    while (h < a->n_hosts && !same_host(&a->hosts[h], host, boot, tns)) h++;
+    while (h < a->n_hosts && !same_host(&a->hosts[h], c->host, c->boot_id, c->timens_mono_offset_ns)) h++;
     struct lens_align_host *x = &a->hosts[h];
     if (h == a->n_hosts) {
       a->n_hosts++;
-      x->host = host;
-      x->boot_id = boot;
-      x->timens_mono_offset_ns = tns;
+      x->host = c->host;
+      x->boot_id = c->boot_id;
+      x->timens_mono_offset_ns = c->timens_mono_offset_ns;
       x->first_proc = (int32_t)p;
       x->coarse_bound_ns = UINT64_MAX;
       x->drift_err_ppm = LENS_ALIGN_DRIFT_UNKNOWN_PPM;
+      x->ref_mono_ns = c->start_mono_ns; /* replaced by a sample's when there is one */
     }
     a->host_of_proc[p] = (int32_t)h;
     x->n_procs++;
-    for (size_t c = 0; c < m->n_comms; c++) x->n_ranks += m->comms[c].proc == (int32_t)p;
+    x->n_ranks += c->n_ranks;
     /* The process with the tightest REALTIME sample speaks for its host (they
      * share its MONOTONIC); its samples give the drift. */
-    if (has && hc.bound_ns < x->coarse_bound_ns) {
+    if (c->has_clock && c->bound_ns < x->coarse_bound_ns) {
       x->has_clock = 1;
-      x->coarse_bound_ns = hc.bound_ns;
-      x->ref_mono_ns = hc.ref_mono_ns;
-      x->coarse_offset_ns = hc.real_minus_mono_ns;
-      drift_of(m, (int32_t)p, &x->drift_ppm, &x->drift_err_ppm);
+      x->coarse_bound_ns = c->bound_ns;
+      x->ref_mono_ns = c->ref_mono_ns;
+      x->coarse_offset_ns = c->real_minus_mono_ns;
+      x->drift_ppm = c->drift_ppm;
+      x->drift_err_ppm = c->drift_err_ppm;
     }
   }
   return 0;
@@ -108,35 +128,31 @@ static int cmp_end_inst(const void *pa, const void *pb) {
   return (a->host > b->host) - (a->host < b->host);
 }
 
-static struct point *points_of(const struct lens_model *m, const struct lens_job *j, struct lens_align *a,
-                               size_t *n_out) {
+static struct point *points_of(const struct lens_job *j, struct lens_align *a, size_t *n_out) {
   size_t nr = j ? j->n_ranks : 0, ne = 0, n = 0;
   struct lens_align_end *v = malloc((nr + 1) * sizeof *v);
   struct point *p = malloc((nr + 1) * sizeof *p);
-  int64_t *slack = lens_align_map_slack(m, j);
-  if (!v || !p || !slack) return free(v), free(p), free(slack), NULL;
+  if (!v || !p) return free(v), free(p), NULL;
   for (size_t i = 0; j && i < j->n_insts; i++) {
     const struct lens_job_inst *in = &j->insts[i];
     for (size_t k = 0; k < in->n_ranks; k++) {
       const struct lens_job_rank *r = &j->ranks[in->first_rank + k];
-      struct lens_align_end x = {.inst = i, .eligible = eligible(in)};
-      if (r->proc < 0 || (size_t)r->proc >= a->n_procs || lens_align_rank_end(m, r, slack, &x)) continue;
-      x.host = a->host_of_proc[r->proc];
-      if (x.lo > x.hi) { /* its own bounds contradict: a rule they rest on was broken here */
+      if (r->proc < 0 || (size_t)r->proc >= a->n_procs || (!r->end_lo_ns && !r->end_hi_ns)) continue;
+      if (r->end_lo_ns > r->end_hi_ns) { /* closed at the map (lens_align_bracket_ranks) */
         a->rejected_points++;
         continue;
       }
-      v[ne++] = x;
+      v[ne++] = (struct lens_align_end){.inst = i, .host = a->host_of_proc[r->proc], .lo = r->end_lo_ns,
+                                        .hi = r->end_hi_ns, .eligible = eligible(in)};
     }
   }
-  a->rejected_points += lens_align_propagate(v, ne, LENS_ALIGN_GPU_RATE_PPM);
   qsort(v, ne, sizeof *v, cmp_end_inst);
   for (size_t s = 0; s < ne;) {
     size_t e = s;
     while (e < ne && v[e].inst == v[s].inst) e++;
     size_t first = n;
     for (size_t k = s; k < e; k++) {
-      if (!v[k].eligible || v[k].lo > v[k].hi) continue;
+      if (!v[k].eligible) continue;
       if (n > first && p[n - 1].host == v[k].host) {
         if (v[k].lo > p[n - 1].lo) p[n - 1].lo = v[k].lo;
         if (v[k].hi < p[n - 1].hi) p[n - 1].hi = v[k].hi;
@@ -149,7 +165,6 @@ static struct point *points_of(const struct lens_model *m, const struct lens_job
     s = e;
   }
   free(v);
-  free(slack);
   *n_out = n;
   return p;
 }
@@ -189,21 +204,32 @@ static void constraints(const struct lens_align *a, const struct point *p, size_
   }
 }
 
-int lens_align_build(const struct lens_model *m, const struct lens_job *j, const struct lens_align_opts *o,
-                     struct lens_align *a) {
+int lens_align_build_ends(const struct lens_align_proc_clock *pc, size_t n_procs, const struct lens_job *j,
+                          const struct lens_align_opts *o, struct lens_align *a) {
   memset(a, 0, sizeof *a);
   a->ref = -1;
   a->ref_utc_bound_ns = UINT64_MAX;
-  if (hosts_of(m, a)) return lens_align_free(a), -1;
-  /* Hosts with no sample: their drift is unknown, their reference is their first event. */
-  for (size_t h = 0; h < a->n_hosts; h++)
-    if (!a->hosts[h].has_clock) a->hosts[h].ref_mono_ns = m->procs[a->hosts[h].first_proc].start_mono_ns;
+  if (hosts_of(a, pc, n_procs)) return lens_align_free(a), -1;
   size_t np = 0;
-  struct point *p = points_of(m, j, a, &np);
+  struct point *p = points_of(j, a, &np);
   if (!p) return lens_align_free(a), -1;
   int rc = lens_align_resolve(a, p, np, o);
   free(p);
   if (rc) lens_align_free(a);
+  return rc;
+}
+
+int lens_align_build(const struct lens_model *m, const struct lens_job *j, const struct lens_align_opts *o,
+                     struct lens_align *a) {
+  struct lens_align_proc_clock *pc = malloc((m->n_procs ? m->n_procs : 1) * sizeof *pc);
+  if (!pc) {
+    memset(a, 0, sizeof *a);
+    a->ref = -1;
+    return -1;
+  }
+  for (size_t p = 0; p < m->n_procs; p++) lens_align_proc_clock_of(m, (int32_t)p, &pc[p]);
+  int rc = lens_align_build_ends(pc, m->n_procs, j, o, a);
+  free(pc);
   return rc;
 }
 
@@ -292,6 +318,7 @@ int lens_align_resolve(struct lens_align *a, const struct lens_align_point *p, s
 }
 
 void lens_align_free(struct lens_align *a) {
+  free(a->procs);
   free(a->hosts);
   free(a->host_of_proc);
   memset(a, 0, sizeof *a);

@@ -85,7 +85,23 @@ struct lens_align_opts {
   int sync_only;                /* ignore REALTIME offsets (its rates still give drift): check the sync points alone */
 };
 
+/* One process's clock evidence, all the alignment needs of it (a fixed-size
+ * struct: partial files carry it, docs/scale.md). */
+struct lens_align_proc_clock {
+  char host[64], boot_id[48];
+  int64_t timens_mono_offset_ns;
+  uint32_t has_clock;           /* it left CLOCK samples */
+  uint32_t n_ranks;             /* its communicator ranks */
+  uint64_t bound_ns, ref_mono_ns; /* REALTIME placement: bound and the sample's MONOTONIC */
+  int64_t real_minus_mono_ns;
+  double drift_ppm, drift_err_ppm;
+  uint64_t start_mono_ns;       /* its first event: the reference of a host without samples */
+};
+/* The evidence of process proc of m. */
+void lens_align_proc_clock_of(const struct lens_model *m, int32_t proc, struct lens_align_proc_clock *out);
+
 struct lens_align {
+  struct lens_align_proc_clock *procs; /* the evidence hosts[].host and boot_id point into (owned) */
   struct lens_align_host *hosts; size_t n_hosts;
   int32_t *host_of_proc; size_t n_procs; /* -1: a probe trace, no host clock */
   int ref;                      /* reference host, -1 none */
@@ -103,10 +119,6 @@ struct lens_align {
  * -1 when the constraints contradict each other (a negative cycle). */
 int lens_align_solve(size_t n, const int64_t *ub, size_t ref, int64_t *lo, int64_t *hi);
 
-/* Per clock map (model->clock_maps, job_align_points.c): the least (mapped
- * kernel start - its launch's start) over the job's ranks on that GPU, which
- * bounds a notice map's lateness; INT64_MAX none. malloc'd, NULL on failure. */
-int64_t *lens_align_map_slack(const struct lens_model *m, const struct lens_job *j);
 /* A rank's end of one instance, bracketed on its host's clock. */
 struct lens_align_end {
   size_t inst;      /* job instance */
@@ -143,6 +155,16 @@ int lens_align_resolve(struct lens_align *a, const struct lens_align_point *p, s
  * (sync points; may be NULL). 0, or -1 on allocation failure. */
 int lens_align_build(const struct lens_model *m, const struct lens_job *j, const struct lens_align_opts *o,
                      struct lens_align *a);
+/* The same from the processes' evidence (pc[proc], n_procs of them, copied)
+ * and the rank ends the map bracketed (lens_job_rank end_lo_ns/end_hi_ns:
+ * records reduced from partial files, whose events are gone). */
+int lens_align_build_ends(const struct lens_align_proc_clock *pc, size_t n_procs, const struct lens_job *j,
+                          const struct lens_align_opts *o, struct lens_align *a);
+/* At the map: every rank's end bracketed and carried along its GPU's clock,
+ * into ranks[i].end_lo_ns / end_hi_ns (0 = none); rank i of m at
+ * (char *)ranks + i * stride. Returns the brackets that closed (left out), or
+ * -1 on allocation failure. */
+long lens_align_bracket_ranks(const struct lens_model *m, struct lens_job_rank *ranks, size_t n, size_t stride);
 void lens_align_free(struct lens_align *a);
 /* Job time of a MONOTONIC ns of process proc, and its bound (may be NULL).
  * Returns 0, or -1 when that process's host is not placed (*job = mono). */

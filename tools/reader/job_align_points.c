@@ -33,25 +33,6 @@ static int32_t rank_gpu(const struct lens_model *m, const struct lens_job_rank *
   return 0;
 }
 
-int64_t *lens_align_map_slack(const struct lens_model *m, const struct lens_job *j) {
-  int64_t *b = malloc((m->n_clock_maps + 1) * sizeof *b);
-  if (!b) return NULL;
-  for (size_t i = 0; i <= m->n_clock_maps; i++) b[i] = INT64_MAX;
-  for (size_t k = 0; j && k < j->n_ranks; k++) {
-    const struct lens_job_rank *r = &j->ranks[k];
-    uint64_t s, t;
-    int32_t th;
-    if (!r->launch_start_ns || rank_gpu(m, r, &s, &t, &th)) continue;
-    int32_t mi = lens_gpu_map_for(m, th, s);
-    if (mi < 0 || (size_t)mi >= m->n_clock_maps || s < m->clock_maps[mi].gpu_from || s > m->clock_maps[mi].gpu_to)
-      continue;
-    int64_t d = (int64_t)lens_gpu_map_ns(m, mi, s) - (int64_t)r->launch_start_ns;
-    if (d < 0) d = 0; /* the map puts the start before the launch: no bias left to bound */
-    if (d < b[mi]) b[mi] = d;
-  }
-  return b;
-}
-
 int lens_align_rank_end(const struct lens_model *m, const struct lens_job_rank *r, const int64_t *map_slack,
                         struct lens_align_end *out) {
   if (r->host_span || r->event < 0 || (size_t)r->event >= m->n_events) return -1;
@@ -143,5 +124,54 @@ size_t lens_align_propagate(struct lens_align_end *v, size_t n, double rate_ppm)
   }
   size_t closed = 0;
   for (size_t k = 0; k < n; k++) closed += v[k].lo > v[k].hi;
+  return closed;
+}
+
+/* The least (mapped kernel start - launch start) per clock map over the
+ * ranks given (lens_align_map_slack's rule, from the map's own ranks). */
+static int64_t *map_slack_of(const struct lens_model *m, struct lens_job_rank *ranks, size_t n, size_t stride) {
+  int64_t *b = malloc((m->n_clock_maps + 1) * sizeof *b);
+  if (!b) return NULL;
+  for (size_t i = 0; i <= m->n_clock_maps; i++) b[i] = INT64_MAX;
+  for (size_t k = 0; k < n; k++) {
+    const struct lens_job_rank *r = (const struct lens_job_rank *)((const char *)ranks + k * stride);
+    uint64_t s, t;
+    int32_t th;
+    if (!r->launch_start_ns || rank_gpu(m, r, &s, &t, &th)) continue;
+    int32_t mi = lens_gpu_map_for(m, th, s);
+    if (mi < 0 || (size_t)mi >= m->n_clock_maps || s < m->clock_maps[mi].gpu_from || s > m->clock_maps[mi].gpu_to)
+      continue;
+    int64_t d = (int64_t)lens_gpu_map_ns(m, mi, s) - (int64_t)r->launch_start_ns;
+    if (d < 0) d = 0;
+    if (d < b[mi]) b[mi] = d;
+  }
+  return b;
+}
+
+long lens_align_bracket_ranks(const struct lens_model *m, struct lens_job_rank *ranks, size_t n, size_t stride) {
+  struct lens_align_end *v = malloc((n + 1) * sizeof *v);
+  int64_t *slack = map_slack_of(m, ranks, n, stride);
+  if (!v || !slack) return free(v), free(slack), -1;
+  size_t ne = 0;
+  long closed = 0;
+  for (size_t k = 0; k < n; k++) {
+    struct lens_job_rank *r = (struct lens_job_rank *)((char *)ranks + k * stride);
+    r->end_lo_ns = r->end_hi_ns = 0;
+    struct lens_align_end x = {.inst = k};
+    if (lens_align_rank_end(m, r, slack, &x)) continue;
+    if (x.lo > x.hi) { /* its own bounds contradict: a rule they rest on was broken here */
+      r->end_lo_ns = 1, r->end_hi_ns = 0, closed++;
+      continue;
+    }
+    v[ne++] = x;
+  }
+  closed += (long)lens_align_propagate(v, ne, LENS_ALIGN_GPU_RATE_PPM);
+  for (size_t i = 0; i < ne; i++) { /* lo > hi stays: a bracket that closed is left out, and counted */
+    struct lens_job_rank *r = (struct lens_job_rank *)((char *)ranks + v[i].inst * stride);
+    r->end_lo_ns = v[i].lo > v[i].hi ? 1 : v[i].lo;
+    r->end_hi_ns = v[i].lo > v[i].hi ? 0 : v[i].hi;
+  }
+  free(v);
+  free(slack);
   return closed;
 }

@@ -259,6 +259,12 @@ int lens_job_map(const struct lens_model *m, struct lens_job_part *p) {
     if (ops_of(m, e, c->rank, p, &cap_ops)) goto out;
     k->n_ops = (uint32_t)(p->n_ops - k->first_op);
   }
+  /* What the host alignment needs of the events, kept with the records so
+   * that it survives in partial files: each rank's end bracketed on its
+   * host's clock, and each process's clock evidence. */
+  if (p->n_recs && lens_align_bracket_ranks(m, &p->recs[0].r, p->n_recs, sizeof *p->recs) < 0) goto out;
+  if (!(p->clocks = malloc((p->n_procs ? p->n_procs : 1) * sizeof *p->clocks))) goto out;
+  for (size_t i = 0; i < p->n_procs; i++) lens_align_proc_clock_of(m, (int32_t)i, &p->clocks[i]);
   rc = 0;
 out:
   free(ord);

@@ -18,6 +18,7 @@
 #include <stdio.h>
 
 #include "job.h"
+#include "job_align.h"
 
 /* One proxy op of a rank in an instance: its link and its pace (first to
  * last step completion over the steps; ops with fewer than 4 steps are left
@@ -49,6 +50,7 @@ struct lens_job_part {
   struct lens_job_pcomm *comms; size_t n_comms;
   struct lens_job_prec *recs; size_t n_recs;
   struct lens_job_op *ops; size_t n_ops;
+  struct lens_align_proc_clock *clocks;         /* n_procs of them (the host alignment's evidence); NULL: none */
   int have_clock_map;
   void *strings;                                /* storage of the strings of a partial read from a file */
 };
@@ -69,6 +71,10 @@ int lens_job_reduce(const struct lens_job_part *parts, size_t n, struct lens_job
  * lens_job_skeleton_free. NULL on no memory. */
 struct lens_model *lens_job_skeleton(const struct lens_job_part *parts, size_t n);
 void lens_job_skeleton_free(struct lens_model *m);
+/* The partials' process clocks, procs numbered as in lens_job_reduce (a
+ * partial without them: its processes' hosts by name, no clock), for
+ * lens_align_build_ends. malloc'd (*n_procs of them), NULL on no memory. */
+struct lens_align_proc_clock *lens_job_parts_clocks(const struct lens_job_part *parts, size_t n, size_t *n_procs);
 
 /* Partial files. "NCCLJOBP" magic; see job_part_io.c for the layout. */
 #define LENS_JOB_PART_MAGIC "NCCLJOBP"

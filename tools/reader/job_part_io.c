@@ -16,6 +16,14 @@
  *     7 RECX     count x struct disk_recx (user tag, longest starvation ns), one
  *                per record, in order, after RECORDS (added later: a file
  *                without it reads as untagged and never starved that long)
+ *     8 ENDS     count x {u64 lo, hi}, one per record, in order, after RECORDS: the
+ *                rank's end bracketed on its host's MONOTONIC for the host
+ *                alignment (0, 0 none; lo > hi: its bounds contradicted)
+ *     9 CLOCKS   count x struct lens_align_proc_clock (host[64], boot id[48],
+ *                time namespace offset, has clock, ranks, REALTIME bound, its
+ *                sample's MONOTONIC, REALTIME - MONOTONIC, drift and its error
+ *                in ppm as doubles, first event), one per process (ENDS and
+ *                CLOCKS added later: a file without them places no host)
  *     0 END      count 0, no payload
  * A reader takes only the version it knows and refuses a file that fails a
  * check; an unknown section tag is skipped (a newer writer may add one). */
@@ -32,7 +40,8 @@
 
 struct fhdr { char magic[8]; uint32_t version, hdr_size, flags, reserved0; uint64_t reserved1; };
 struct sec { uint32_t tag, crc; uint64_t count, len; };
-enum { S_END = 0, S_FILES = 1, S_PROCS = 2, S_COMMS = 3, S_STRINGS = 4, S_RECORDS = 5, S_OPS = 6, S_RECX = 7 };
+enum { S_END = 0, S_FILES = 1, S_PROCS = 2, S_COMMS = 3, S_STRINGS = 4, S_RECORDS = 5, S_OPS = 6, S_RECX = 7,
+       S_ENDS = 8, S_CLOCKS = 9 };
 
 struct disk_rec {
   uint64_t comm_id;
@@ -46,6 +55,7 @@ struct disk_rec {
       kstart_notice_ns;
 };
 struct disk_recx { uint64_t user_tag, starved_ns; };
+struct disk_end { uint64_t lo, hi; };
 _Static_assert(sizeof(struct fhdr) == 32, "partial header");
 _Static_assert(sizeof(struct disk_recx) == 16, "partial record extras");
 _Static_assert(sizeof(struct sec) == 24, "partial section");
@@ -53,6 +63,8 @@ _Static_assert(sizeof(struct disk_rec) == 160, "partial record");
 _Static_assert(sizeof(struct lens_job_pproc) == 72, "partial proc");
 _Static_assert(sizeof(struct lens_job_pcomm) == 152, "partial comm");
 _Static_assert(sizeof(struct lens_job_op) == 16, "partial op");
+_Static_assert(sizeof(struct disk_end) == 16, "partial rank end");
+_Static_assert(sizeof(struct lens_align_proc_clock) == 176, "partial process clock");
 
 /* ---- writing ---- */
 struct buf { uint8_t *p; size_t len, cap; };
@@ -144,7 +156,20 @@ int lens_job_part_write(FILE *f, const struct lens_job_part *p) {
       goto out;
     }
   }
-  if (section(f, S_RECX, p->n_recs, rb.p, rb.len) ||
+  if (section(f, S_RECX, p->n_recs, rb.p, rb.len)) {
+    free(rb.p);
+    goto out;
+  }
+  rb.len = 0;
+  for (size_t i = 0; i < p->n_recs; i++) {
+    struct disk_end x = {p->recs[i].r.end_lo_ns, p->recs[i].r.end_hi_ns};
+    if (put(&rb, &x, sizeof x)) {
+      free(rb.p);
+      goto out;
+    }
+  }
+  if (section(f, S_ENDS, p->n_recs, rb.p, rb.len) ||
+      (p->clocks && section(f, S_CLOCKS, p->n_procs, p->clocks, p->n_procs * sizeof *p->clocks)) ||
       section(f, S_OPS, p->n_ops, p->ops, p->n_ops * sizeof *p->ops) || section(f, S_END, 0, NULL, 0)) {
     free(rb.p);
     goto out;
@@ -313,6 +338,32 @@ int lens_job_part_read(const char *path, struct lens_job_part *p, char *err, siz
         p->recs[i].r.starved_ns = x.starved_ns;
       }
       break;
+    case S_ENDS:
+      if (!p->recs || s.count != p->n_recs || s.count * sizeof(struct disk_end) != l) {
+        bad(err, err_len, path, "rank ends without their records, or of another count");
+        goto out;
+      }
+      for (uint64_t i = 0; i < s.count; i++) {
+        struct disk_end x;
+        memcpy(&x, q + i * sizeof x, sizeof x);
+        p->recs[i].r.end_lo_ns = x.lo;
+        p->recs[i].r.end_hi_ns = x.hi;
+      }
+      break;
+    case S_CLOCKS: {
+      if (p->clocks) goto dup;
+      size_t n_clocks = 0;
+      FIXED(p->clocks, n_clocks, struct lens_align_proc_clock);
+      for (size_t i = 0; i < n_clocks; i++) {
+        p->clocks[i].host[sizeof p->clocks[i].host - 1] = 0;
+        p->clocks[i].boot_id[sizeof p->clocks[i].boot_id - 1] = 0;
+      }
+      if (n_clocks != p->n_procs) {
+        bad(err, err_len, path, "process clocks of another count than the processes");
+        goto out;
+      }
+      break;
+    }
     default: break; /* a newer writer's section */
     }
 #undef FIXED

@@ -19,6 +19,7 @@
  * Cost: a hash of the instance keys, a bucket pass, a small sort per
  * instance, then linear per instance (the same-host end check keeps a min
  * and max per host, not a test per pair). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -385,6 +386,7 @@ void lens_job_part_free(struct lens_job_part *p) {
   free(p->comms);
   free(p->recs);
   free(p->ops);
+  free(p->clocks);
   lens_job_part_strings_free(p->strings);
   memset(p, 0, sizeof *p);
 }
@@ -434,4 +436,26 @@ void lens_job_skeleton_free(struct lens_model *m) {
   free(m->procs);
   free(m->comms);
   free(m);
+}
+
+struct lens_align_proc_clock *lens_job_parts_clocks(const struct lens_job_part *parts, size_t n, size_t *n_procs) {
+  size_t np = 0;
+  for (size_t k = 0; k < n; k++) np += parts[k].n_procs;
+  struct lens_align_proc_clock *pc = calloc(np ? np : 1, sizeof *pc);
+  if (!pc) return NULL;
+  size_t at = 0;
+  for (size_t k = 0; k < n; k++) {
+    const struct lens_job_part *p = &parts[k];
+    if (p->clocks) {
+      memcpy(pc + at, p->clocks, p->n_procs * sizeof *pc);
+      at += p->n_procs;
+      continue;
+    }
+    for (size_t i = 0; i < p->n_procs; i++, at++) { /* an older partial: placed by nothing */
+      snprintf(pc[at].host, sizeof pc[at].host, "%s", p->procs[i].host);
+      pc[at].drift_err_ppm = LENS_ALIGN_DRIFT_UNKNOWN_PPM;
+    }
+  }
+  *n_procs = np;
+  return pc;
 }
