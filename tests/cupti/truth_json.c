@@ -104,7 +104,8 @@ static void on_kch(void *c, const char *b, const char *e) {
                                           (int)inum(b, e, "op", -1), (int)inum(b, e, "overrun", 0), w->proc,
                                           unum(b, e, "start_ptimer"), unum(b, e, "stop_ptimer"),
                                           inum(b, e, "true_start_ns", 0), inum(b, e, "true_stop_ns", 0),
-                                          inum(b, e, "notice_start_ns", 0)};
+                                          inum(b, e, "notice_start_ns", 0), unum(b, e, "counter"),
+                                          unum(b, e, "start_counter"), unum(b, e, "stop_counter")};
 }
 
 static void on_process(void *c, const char *b, const char *e) {

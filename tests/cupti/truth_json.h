@@ -14,6 +14,7 @@ struct truth_kch {
   uint64_t start_ptimer, stop_ptimer;
   int64_t true_start_ns, true_stop_ns;
   int64_t notice_start_ns;
+  uint64_t counter, start_counter, stop_counter; /* the item's, and those of the items whose timers it read */
 };
 
 struct truth {

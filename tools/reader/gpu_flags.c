@@ -2,10 +2,14 @@
  *
  * NCCL's KernelCh timers come from a 64-slot ring per channel that the proxy
  * thread polls; when it falls more than 64 work items behind, a slot already
- * holds a later item's timers and NCCL reports those (spec §3). We suspect an
- * overrun when an item's timers: equal another item's (not a p2p send/recv
- * pair, which legitimately share them), start later than the next item's on
- * the same channel, or map to a GPU time after the host already saw them. */
+ * holds a later item's timers and NCCL reports those: start and stop may come
+ * from different items (spec §3). A slot only ever holds the item itself or
+ * a later one, so an item's reported timers are never earlier than its own.
+ * We suspect an overrun when an item's start or stop timer equals another
+ * launch's (items of one launch, a p2p send/recv pair or a batch, share their
+ * timers by design), when its stop is before its start, when its start is
+ * later than a later-noticed item's start on the same channel, or when it
+ * maps to a GPU time after the host already saw it. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +18,9 @@
 struct chan_item {
   int32_t thread, channel, ev;
   uint64_t start, stop;
+  uint64_t launch; /* items of one launch may share timers (0: unknown, shares with none) */
+  uint64_t key;    /* the timer being compared */
+  size_t seq;      /* position in notice order (consecutive along a channel) */
 };
 
 static int cmp_seq(const void *pa, const void *pb) { /* by channel, then event order (notice order) */
@@ -23,72 +30,100 @@ static int cmp_seq(const void *pa, const void *pb) { /* by channel, then event o
   return (a->ev > b->ev) - (a->ev < b->ev);
 }
 
-static int cmp_timers(const void *pa, const void *pb) {
+static int cmp_key(const void *pa, const void *pb) {
   const struct chan_item *a = pa, *b = pb;
-  int c = cmp_seq(pa, pb);
-  if (a->thread != b->thread || a->channel != b->channel) return c;
-  if (a->start != b->start) return a->start < b->start ? -1 : 1;
-  if (a->stop != b->stop) return a->stop < b->stop ? -1 : 1;
-  return (a->ev > b->ev) - (a->ev < b->ev);
+  if (a->thread != b->thread || a->channel != b->channel) return cmp_seq(pa, pb);
+  if (a->key != b->key) return a->key < b->key ? -1 : 1;
+  return (a->seq > b->seq) - (a->seq < b->seq);
 }
 
-/* A p2p send/recv pair of one launch shares its timers by design. */
-static int p2p_pair(const struct lens_model *m, int32_t a, int32_t b) {
-  int32_t pa = m->events[a].parent, pb = m->events[b].parent;
-  if (pa < 0 || pb < 0 || pa == pb) return 0;
-  const struct lens_event *ea = &m->events[pa], *eb = &m->events[pb];
-  if (ea->type != LENS_T_P2P || eb->type != LENS_T_P2P) return 0;
-  if (ea->p.p2p.launch_id) return ea->p.p2p.launch_id == eb->p.p2p.launch_id;
-  return ea->parent >= 0 && ea->parent == eb->parent;
+/* The launch a KernelCh belongs to: its Coll/P2p's launch id, else its
+ * Group (every task of one plan), per process. 0 when neither is known. */
+static uint64_t launch_of(const struct lens_model *m, const struct lens_event *e) {
+  if (e->parent < 0) return 0;
+  const struct lens_event *op = &m->events[e->parent];
+  uint64_t id = 0;
+  if (op->type == LENS_T_COLL) id = op->p.coll.launch_id ? op->p.coll.launch_id : op->p.coll.parent_group;
+  if (op->type == LENS_T_P2P) id = op->p.p2p.launch_id ? op->p.p2p.launch_id : op->p.p2p.parent_group;
+  return id ? id * 1000003u + (uint64_t)op->proc + 1 : 0;
 }
 
-/* exclude != NULL: the pre-fit pass; instead of flags, mark every item
- * involved (owners too: which one is honest needs the clock map). */
-static void flag_sequences(struct lens_model *m, struct chan_item *it, size_t n, uint8_t *exclude) {
-  /* Equal timers across items. */
-  qsort(it, n, sizeof(*it), cmp_timers);
+static int bad_item(const struct lens_model *m, const struct chan_item *x, const uint8_t *exclude) {
+  uint32_t f = m->events[x->ev].acc.flags;
+  return exclude ? exclude[x->ev] : (f & (LENS_ACC_RING_OVERRUN | LENS_ACC_STOP_BEFORE_START)) != 0;
+}
+
+/* Items [i, j) (in notice order) report the same timer: their start, or
+ * their stop. They form runs: items of one launch noticed one right after
+ * the other (a p2p send/recv pair, a batch) share their timers by design.
+ * With more than one run, all runs but one read another's slot after the
+ * ring wrapped (a launch of more than 64 items on a channel wraps it
+ * itself): the owner is the run with an item that fits its CUPTI kernel if
+ * exactly one has, else the run noticed last. exclude != NULL: the pre-fit
+ * pass marks every item (which one is honest needs the clock map). */
+static void flag_equal(struct lens_model *m, struct chan_item *it, size_t i, size_t j, uint8_t *exclude) {
+  int32_t run[j - i];
+  int32_t runs = 0;
+  for (size_t k = i; k < j; k++) {
+    int same = k > i && it[k].launch && it[k].launch == it[k - 1].launch && it[k].seq == it[k - 1].seq + 1;
+    run[k - i] = same ? run[k - i - 1] : runs++;
+  }
+  if (runs < 2) return;
+  if (exclude) {
+    for (size_t k = i; k < j; k++) exclude[it[k].ev] = 1;
+    return;
+  }
+  int32_t owner = runs - 1, fitting = 0, last_fit = -1;
+  for (size_t k = i; k < j; k++) {
+    const struct lens_event *e = &m->events[it[k].ev];
+    if ((e->acc.flags & LENS_ACC_OUTSIDE_KERNEL) || e->acc.cupti_kernel < 0 || run[k - i] == last_fit) continue;
+    fitting++;
+    owner = last_fit = run[k - i];
+  }
+  if (fitting != 1) owner = runs - 1;
+  for (size_t k = i; k < j; k++)
+    if (run[k - i] != owner) m->events[it[k].ev].acc.flags |= LENS_ACC_SHARED_TIMER | LENS_ACC_RING_OVERRUN;
+}
+
+static void equal_timers(struct lens_model *m, struct chan_item *it, size_t n, uint8_t *exclude, int stop) {
+  for (size_t i = 0; i < n; i++) it[i].key = stop ? it[i].stop : it[i].start;
+  qsort(it, n, sizeof(*it), cmp_key);
   for (size_t i = 0; i < n;) {
     size_t j = i + 1;
-    while (j < n && it[j].thread == it[i].thread && it[j].channel == it[i].channel && it[j].start == it[i].start &&
-           it[j].stop == it[i].stop)
-      j++;
-    int pair = j - i == 2 && p2p_pair(m, it[i].ev, it[i + 1].ev);
-    if (j - i >= 2 && !pair && exclude) {
-      for (size_t k = i; k < j; k++) exclude[it[k].ev] = 1;
-    } else if (j - i >= 2 && !pair) {
-      /* The owner: the one whose span fits its CUPTI kernel if exactly one
-       * does, else the last noticed (earlier ones read its slot after the
-       * ring wrapped). */
-      size_t owner = j - 1, fitting = 0;
-      for (size_t k = i; k < j; k++)
-        if (!(m->events[it[k].ev].acc.flags & LENS_ACC_OUTSIDE_KERNEL) && m->events[it[k].ev].acc.cupti_kernel >= 0)
-          fitting++, owner = k;
-      if (fitting != 1) owner = j - 1;
-      for (size_t k = i; k < j; k++)
-        if (k != owner) m->events[it[k].ev].acc.flags |= LENS_ACC_SHARED_TIMER | LENS_ACC_RING_OVERRUN;
-    }
+    while (j < n && it[j].thread == it[i].thread && it[j].channel == it[i].channel && it[j].key == it[i].key) j++;
+    if (j - i >= 2 && it[i].key) flag_equal(m, it, i, j, exclude);
     i = j;
   }
-  /* Order along each channel, as NCCL reported them, against the last item
-   * not already known to hold a later item's timers (after an overrun run
-   * the next honest item would otherwise look out of order). */
+}
+
+static void flag_sequences(struct lens_model *m, struct chan_item *it, size_t n, uint8_t *exclude) {
   qsort(it, n, sizeof(*it), cmp_seq);
-  size_t good = 0;
+  for (size_t i = 0; i < n; i++) it[i].seq = i;
+  /* A start or a stop timer equal to another item's. */
+  equal_timers(m, it, n, exclude, 0);
+  equal_timers(m, it, n, exclude, 1);
+  /* Starts along each channel, in notice order: an honest item's start is
+   * never later than a later item's reported start (that is its own or an
+   * even later item's). So when an item starts before earlier-noticed items,
+   * those earlier items hold later items' timers, however many in a row;
+   * the item itself is not to blame. Items already known to be wrong are
+   * passed over (they would otherwise hide the run before them). */
+  qsort(it, n, sizeof(*it), cmp_seq);
+  size_t first = 0;
   for (size_t i = 1; i < n; i++) {
-    if (it[i].thread != it[i - 1].thread || it[i].channel != it[i - 1].channel) {
-      good = i;
+    if (it[i].thread != it[first].thread || it[i].channel != it[first].channel) {
+      first = i;
       continue;
     }
-    if (m->events[it[good].ev].acc.flags & LENS_ACC_RING_OVERRUN) good = i; /* no honest item yet */
-    if (exclude) {
-      if (it[i].start < it[i - 1].start) exclude[it[i].ev] = exclude[it[i - 1].ev] = 1;
-      continue;
+    if (bad_item(m, &it[i], exclude)) continue;
+    for (size_t k = i; k-- > first;) {
+      if (it[k].start <= it[i].start) {
+        if (!bad_item(m, &it[k], exclude)) break; /* honest items before it are in order */
+        continue;
+      }
+      if (exclude) exclude[it[k].ev] = 1;
+      else m->events[it[k].ev].acc.flags |= LENS_ACC_NON_MONOTONIC | LENS_ACC_RING_OVERRUN;
     }
-    if (it[i].start < it[good].start) {
-      m->events[it[i].ev].acc.flags |= LENS_ACC_NON_MONOTONIC;
-      m->events[it[good].ev].acc.flags |= LENS_ACC_RING_OVERRUN; /* it holds a later item's timers */
-    }
-    if (!(m->events[it[i].ev].acc.flags & LENS_ACC_RING_OVERRUN)) good = i;
   }
 }
 
@@ -105,8 +140,9 @@ void lens_gpu_flag(struct lens_model *m, struct lens_gpu_report *r) {
     if (e->type != LENS_T_KERNEL_CH) continue;
     r->kch++;
     uint64_t s = e->p.kernel_ch.start_gpu_ns, t = e->p.kernel_ch.stop_gpu_ns;
-    if (t && t < s) e->acc.flags |= LENS_ACC_STOP_BEFORE_START;
-    if (it) it[n++] = (struct chan_item){e->thread, e->p.kernel_ch.channel, (int32_t)i, s, t};
+    /* Only two items' timers make a stop before its start (spec §3). */
+    if (t && t < s) e->acc.flags |= LENS_ACC_STOP_BEFORE_START | LENS_ACC_RING_OVERRUN;
+    if (it) it[n++] = (struct chan_item){e->thread, e->p.kernel_ch.channel, (int32_t)i, s, t, launch_of(m, e), 0, 0};
     /* The launch's join result carries over to its channels. */
     if (e->parent >= 0) {
       const struct lens_event *op = &m->events[e->parent];
@@ -169,7 +205,7 @@ uint8_t *lens_gpu_fit_exclusions(const struct lens_model *m) {
     if (e->type != LENS_T_KERNEL_CH) continue;
     uint64_t s = e->p.kernel_ch.start_gpu_ns, t = e->p.kernel_ch.stop_gpu_ns;
     if (t && t < s) ex[i] = 1;
-    it[n++] = (struct chan_item){e->thread, e->p.kernel_ch.channel, (int32_t)i, s, t};
+    it[n++] = (struct chan_item){e->thread, e->p.kernel_ch.channel, (int32_t)i, s, t, launch_of(m, e), 0, 0};
   }
   flag_sequences((struct lens_model *)m, it, n, ex);
   free(it);

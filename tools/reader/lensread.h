@@ -38,9 +38,9 @@ extern "C" {
 #define LENS_EVF_BAD_CONTEXT 0x100
 
 /* ---- accuracy flags (lens_event.acc.flags), set by analyses ---- */
-#define LENS_ACC_STOP_BEFORE_START 0x1  /* KernelCh stop pTimer < start pTimer */
-#define LENS_ACC_NON_MONOTONIC 0x2      /* KernelCh start earlier than the previous on its channel */
-#define LENS_ACC_SHARED_TIMER 0x4       /* timers equal to another item's (not a p2p pair) */
+#define LENS_ACC_STOP_BEFORE_START 0x1  /* KernelCh stop pTimer < start pTimer (also RING_OVERRUN) */
+#define LENS_ACC_NON_MONOTONIC 0x2      /* KernelCh start later than an item's noticed after it (also RING_OVERRUN) */
+#define LENS_ACC_SHARED_TIMER 0x4       /* start or stop equal to another launch's item (not a pair or batch) */
 #define LENS_ACC_RING_OVERRUN 0x8       /* suspected: proxy > 64 items behind, timers of a later item */
 #define LENS_ACC_OUTSIDE_KERNEL 0x10    /* channel span not inside its CUPTI kernel span */
 #define LENS_ACC_NO_KERNEL_RECORD 0x20  /* launch had an ext id but no CUPTI kernel record */

@@ -44,9 +44,27 @@ void rp_graph_launch(struct rp_node *n, int replay) {
     plans[i].comm = cap[i]->comm;
     plans[i].tasks = rp_tasks_clone(cap[i]->tasks);
     plans[i].kstart = 0;
-    rp_plan_gpu(n, &plans[i], replay);
   }
-  rp_plan_finish(n, plans, np);
+  /* The kernels a communicator captured run one after the other on its
+   * stream: round r holds each communicator's r-th plan, and a round's
+   * kernels start when the previous round's have ended (rp_plan_finish
+   * moves the stream on). Within a round the ranks' kernels meet as eager
+   * ones do. */
+  int round[RP_MAX_CAPTURED], rounds = 0;
+  for (int i = 0; i < np; i++) {
+    round[i] = 0;
+    for (int j = 0; j < i; j++) round[i] += plans[j].comm == plans[i].comm;
+    if (round[i] + 1 > rounds) rounds = round[i] + 1;
+  }
+  for (int r = 0; r < rounds; r++) {
+    struct rp_plan batch[RP_MAX_CAPTURED];
+    int idx[RP_MAX_CAPTURED], nb = 0;
+    for (int i = 0; i < np; i++)
+      if (round[i] == r) idx[nb] = i, batch[nb++] = plans[i];
+    for (int k = 0; k < nb; k++) rp_plan_gpu(n, &batch[k], replay);
+    rp_plan_finish(n, batch, nb);
+    for (int k = 0; k < nb; k++) plans[idx[k]] = batch[k];
+  }
   for (int i = 0; i < np; i++) {
     if (!cap[i]->has_proxy_ops) { /* nothing fires at replay */
       rp_tasks_free(plans[i].tasks);
