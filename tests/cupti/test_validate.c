@@ -151,6 +151,16 @@ static void test_cli_json_and_text(void **st) {
   assert_int_equal(run_cli(args, out, sizeof(out)), 0);
   assert_non_null(strstr(out, "source notice"));
   assert_non_null(strstr(out, "proxy notice times"));
+  /* its prose gives times in human units, not "spread 7902419 ns" */
+  const char *v = strstr(out, "verdict");
+  assert_non_null(v);
+  const char *sp = strstr(v, "spread ");
+  assert_non_null(sp);
+  char unit[8] = "";
+  double val = 0;
+  assert_int_equal(sscanf(sp, "spread %lf %7s", &val, unit), 2);
+  assert_true(val < 1000 && (!strncmp(unit, "ns", 2) || !strncmp(unit, "us", 2) || !strncmp(unit, "ms", 2) ||
+                             !strncmp(unit, "s:", 2)));
   synth_free(&s);
 }
 

@@ -9,6 +9,7 @@
  * only durations are. Without CUPTI only durations can be vouched for. */
 #include <stdio.h>
 
+#include "report/report_md.h"
 #include "reader/gpu_analysis.h"
 #include "validate_print.h"
 
@@ -64,23 +65,28 @@ void lens_validate_judge(const struct lens_model *m, struct lens_validate_verdic
     /* Without CUPTI the absolute placement is only as good as the proxy's
      * quickest notice; durations (pTimer differences) are GPU-exact. */
     v->level = bad * 100 < kch ? "durations trusted" : "unreliable";
+    char sp[32];
+    lens_report_fmt_ns(worst_bound, sp, sizeof sp);
     snprintf(v->text, sizeof(v->text),
-             "%zu of %zu KernelCh have suspect timers; durations are GPU-exact, absolute times from %s, spread %.0f ns: "
-             "%s",
-             bad, kch, basis, worst_bound, advice);
+             "%zu of %zu KernelCh have suspect timers; durations are GPU-exact, absolute times from %s, spread %s: %s",
+             bad, kch, basis, sp, advice);
   } else if (bad * 100 >= kch) {
     v->level = "unreliable";
     snprintf(v->text, sizeof(v->text),
              "%zu of %zu KernelCh have suspect timers (see flags): use CUPTI kernel times", bad, kch);
   } else if (worst_bound > PLACEMENT_NS) {
     v->level = "durations trusted";
+    char wb[32];
+    lens_report_fmt_ns(worst_bound, wb, sizeof wb);
     snprintf(v->text, sizeof(v->text),
              "%zu of %zu KernelCh have suspect timers; durations are GPU-exact, but GPU times are placed on host "
-             "time only within +-%.0f ns from %s",
-             bad, kch, worst_bound, basis);
+             "time only within +-%s from %s",
+             bad, kch, wb, basis);
   } else {
     v->level = bad == 0 ? "trusted" : "mostly trusted";
-    snprintf(v->text, sizeof(v->text), "%zu of %zu KernelCh have suspect timers%s; GPU times placed within +-%.0f ns from %s",
-             bad, kch, bad ? " (see flags)" : "", worst_bound, basis);
+    char wb[32];
+    lens_report_fmt_ns(worst_bound, wb, sizeof wb);
+    snprintf(v->text, sizeof(v->text), "%zu of %zu KernelCh have suspect timers%s; GPU times placed within +-%s from %s",
+             bad, kch, bad ? " (see flags)" : "", wb, basis);
   }
 }
