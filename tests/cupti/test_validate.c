@@ -199,6 +199,110 @@ static void test_cli_short_run(void **st) {
   }
 }
 
+/* Count of needle in hay. */
+static size_t count_of(const char *hay, const char *needle) {
+  size_t n = 0;
+  for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
+  return n;
+}
+
+/* The number after key in s (e.g. "\"kernel_ch\":"), or -1. */
+static long num_after(const char *s, const char *key) {
+  const char *p = strstr(s, key);
+  return p ? strtol(p + strlen(key), NULL, 10) : -1;
+}
+
+/* --json and the text say the same: launches and channels listed, totals,
+ * flag counts, verdict; and the JSON names the files read (intact or cut,
+ * events each) as summary's does. A cut trace is warned about. */
+static void test_cli_json_equals_text(void **st) {
+  (void)st;
+  struct synth s;
+  anomalous_run(&s);
+  char tp[512], args[2048];
+  static char text[1 << 22], json[1 << 23];
+  path(tp, sizeof(tp), "same.lens");
+  assert_int_equal(synth_write_trace(&s, tp, 1, 1 << 20), 0);
+  snprintf(args, sizeof(args), "%s --limit 100000", tp);
+  assert_int_equal(run_cli(args, text, sizeof(text)), 0);
+  snprintf(args, sizeof(args), "%s --json", tp);
+  assert_int_equal(run_cli(args, json, sizeof(json)), 0);
+  assert_int_equal(json[0], '{');
+  assert_int_equal(count_of(text, "\n  launch "), 2000);
+  assert_int_equal(count_of(json, "{\"launch_id\":"), 2000);
+  assert_int_equal(count_of(text, "\n    ch "), count_of(json, "\"channel\":"));
+  long kch = num_after(text, "totals: ");
+  assert_true(kch > 7000);
+  assert_int_equal(num_after(json, "\"kernel_ch\":"), kch);
+  const char *flags[] = {"stop_before_start", "non_monotonic", "shared_timer", "ring_overrun", "outside_kernel",
+                         "no_kernel_record", "foreign_ext_id", "starved", "no_clock_map"};
+  for (size_t i = 0; i < sizeof flags / sizeof *flags; i++) {
+    char tk[64], jk[64];
+    snprintf(tk, sizeof tk, " %s=", flags[i]);
+    snprintf(jk, sizeof jk, "\"%s\":", flags[i]);
+    const char *jt = strstr(json, "\"totals\":");
+    assert_non_null(jt);
+    assert_int_equal(num_after(jt, jk), num_after(text, tk));
+  }
+  assert_non_null(strstr(text, "verdict: mostly trusted"));
+  assert_non_null(strstr(json, "\"level\":\"mostly trusted\""));
+  /* files: which, intact, how many events */
+  char want[700];
+  snprintf(want, sizeof want, "{\"files\":[{\"path\":\"%s\"", tp);
+  assert_non_null(strstr(json, want));
+  assert_non_null(strstr(json, "\"intact\":true"));
+  assert_int_equal(num_after(json, "\"events\":"), (long)s.m.n_events);
+
+  /* The same trace cut in the middle of a chunk: warned on stderr, and
+   * the JSON says the file is not intact. */
+  FILE *f = fopen(tp, "r+b");
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  long len = ftell(f);
+  assert_int_equal(ftruncate(fileno(f), len - 1000), 0);
+  fclose(f);
+  assert_int_equal(run_cli(args, json, sizeof(json)), 0);
+  assert_non_null(strstr(json, "is cut short"));
+  assert_non_null(strstr(json, "\"intact\":false"));
+  synth_free(&s);
+}
+
+/* --json lists every launch: it looked up each launch's ops by scanning
+ * every event (183 s on 1 M events). 150 k launches of one channel (450 k
+ * events, ~100 MB of events to scan per launch) must finish well inside the
+ * test's TIMEOUT: a scan per launch took over 270 s at 100 k launches (2 loaded cores). */
+static void test_cli_json_many_launches(void **st) {
+  (void)st;
+  struct synth_opts o;
+  synth_default(&o);
+  o.launches = 150000;
+  o.channels = 1;
+  struct synth s;
+  assert_int_equal(synth_build(&s, &o), 0);
+  char tp[512], jp[512], cmd[2048];
+  path(tp, sizeof(tp), "many.lens");
+  path(jp, sizeof(jp), "many.json");
+  assert_int_equal(synth_write_trace(&s, tp, 1, 1 << 20), 0);
+  synth_free(&s);
+  snprintf(cmd, sizeof(cmd), "%s/bin/nccl-lens validate --json %s > %s", LENS_BUILD_DIR, tp, jp);
+  assert_int_equal(system(cmd), 0);
+  FILE *f = fopen(jp, "rb");
+  assert_non_null(f);
+  assert_int_equal(fseek(f, 0, SEEK_END), 0);
+  long len = ftell(f);
+  rewind(f);
+  char *buf = malloc((size_t)len + 1);
+  assert_non_null(buf);
+  assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
+  buf[len] = 0;
+  size_t launches = count_of(buf, "{\"launch_id\":"), channels = count_of(buf, "\"channel\":");
+  printf("  --json of 150000 launches: %ld bytes\n", len);
+  free(buf);
+  fclose(f);
+  assert_int_equal(launches, 150000);
+  assert_int_equal(channels, 150000);
+}
+
 static void test_cli_bad_input(void **st) {
   (void)st;
   static char out[1 << 16];
@@ -239,6 +343,7 @@ int main(void) {
       cmocka_unit_test(test_reader_and_analysis),
       cmocka_unit_test(test_cli_json_and_text),
       cmocka_unit_test(test_cli_short_run), cmocka_unit_test(test_cli_bad_input),
+      cmocka_unit_test(test_cli_json_equals_text), cmocka_unit_test(test_cli_json_many_launches),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

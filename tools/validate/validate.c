@@ -15,6 +15,10 @@
 #include "reader/gpu_analysis.h"
 #include "validate_print.h"
 
+static void load_progress(uint64_t done, uint64_t total) {
+  lens_cli_progress("loading traces (MiB)", (long)(done >> 20), (long)(total >> 20));
+}
+
 static void usage(FILE *f) {
   fprintf(f,
           "usage: nccl-lens validate TRACE.lens... [--cupti-buffer FILE]... [--json] [--limit N]\n"
@@ -75,7 +79,8 @@ int lens_cmd_validate(int argc, char **argv) {
     goto out;
   }
   char err[512] = "";
-  struct lens_model *m = lens_model_load(traces, n_traces, err, sizeof(err), NULL);
+  struct lens_model *m = lens_model_load(traces, n_traces, err, sizeof(err), load_progress);
+  lens_cli_progress(NULL, -1, 0);
   if (!m) {
     rc = lens_cli_error("validate", "%s", err[0] ? err : "cannot load traces");
     goto out;
@@ -86,16 +91,23 @@ int lens_cmd_validate(int argc, char **argv) {
       rc = lens_cli_error("validate", "%s", err);
       goto free_model;
     }
+  /* Progress goes on after loading (on a terminal): the analysis and the
+   * listing of every launch take as long as the load on a big run. */
+  lens_cli_progress("analysing: CUPTI join, clock maps, accuracy flags; step", 1, 3);
   if (lens_analyze_gpu(m, err, sizeof(err))) {
+    lens_cli_progress(NULL, -1, 0);
     rc = lens_cli_error("validate", "%s", err);
     goto free_model;
   }
   /* The same starvation flags as summary and report (their default
    * --min-wait-us 0), so the commands agree on the same files. */
+  lens_cli_progress("analysing: starvation; step", 2, 3);
   if (m->n_sched && lens_analyze_starvation(m, 0) < 0) {
+    lens_cli_progress(NULL, -1, 0);
     rc = lens_cli_error("validate", "out of memory in the starvation analysis");
     goto free_model;
   }
+  lens_cli_progress("analysing: verdict; step", 3, 3);
   rc = lens_validate_print(stdout, m, &o);
 free_model:
   lens_gpu_release(m);

@@ -2,7 +2,12 @@
  * per launch (kernel) and per channel detail, totals, verdict. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "export/json_out.h"
 
 #include "reader/gpu_analysis.h"
 #include "validate_print.h"
@@ -132,14 +137,102 @@ static void print_kernel_head(FILE *f, const struct lens_model *m, const struct 
                                                         : "no CUPTI kernel record");
 }
 
-/* Channels of every Coll/P2p of this launch (launch < 0: ops without one). */
-static void print_channels_of(FILE *f, const struct lens_model *m, int32_t launch, int json) {
-  int first = 1;
+/* Which Coll/P2p belongs to which launch, built once: the ops of launch
+ * ordinal k (k-th KernelLaunch in event order) are ops[first[k] ..
+ * first[k+1]), in event order; ops without a launch id come last. Looking
+ * them up per launch by scanning every event made --json (which lists every
+ * launch) quadratic: 183 s on 1 M events. */
+struct launch_index {
+  int32_t *ops;        /* event indices of Coll/P2p, grouped by launch ordinal */
+  size_t *first;       /* n_launches + 2 entries: the last group is "no launch" */
+  size_t n_launches;
+};
+
+struct op_key { int32_t proc; uint64_t id; int32_t ev; int32_t ordinal; };
+
+static int by_key(const void *a, const void *b) {
+  const struct op_key *x = a, *y = b;
+  if (x->proc != y->proc) return x->proc < y->proc ? -1 : 1;
+  if (x->id != y->id) return x->id < y->id ? -1 : 1;
+  return (x->ev > y->ev) - (x->ev < y->ev);
+}
+
+static void launch_index_free(struct launch_index *ix) {
+  free(ix->ops);
+  free(ix->first);
+  memset(ix, 0, sizeof *ix);
+}
+
+/* 0, or -1 out of memory. An op whose launch id names no launch of its
+ * process is listed nowhere (as before); one whose (proc, id) several
+ * launches share is listed under the first of them. */
+static int launch_index_build(const struct lens_model *m, struct launch_index *ix) {
+  memset(ix, 0, sizeof *ix);
+  size_t n_l = 0, n_op = 0;
+  for (size_t i = 0; i < m->n_events; i++) {
+    int t = m->events[i].type;
+    n_l += t == LENS_T_KERNEL_LAUNCH;
+    n_op += t == LENS_T_COLL || t == LENS_T_P2P;
+  }
+  struct op_key *l = malloc((n_l + 1) * sizeof *l);
+  int32_t *op_of = malloc((n_op + 1) * sizeof *op_of); /* per op: its launch ordinal, n_l none, -1 unknown id */
+  ix->first = calloc(n_l + 2, sizeof *ix->first);
+  ix->ops = malloc((n_op + 1) * sizeof *ix->ops);
+  if (!l || !op_of || !ix->first || !ix->ops) goto oom;
+  ix->n_launches = n_l;
+  size_t k = 0;
+  for (size_t i = 0; i < m->n_events; i++)
+    if (m->events[i].type == LENS_T_KERNEL_LAUNCH) {
+      l[k] = (struct op_key){m->events[i].proc, m->events[i].id, (int32_t)i, (int32_t)k};
+      k++;
+    }
+  qsort(l, n_l, sizeof *l, by_key);
+  k = 0;
   for (size_t i = 0; i < m->n_events; i++) {
     const struct lens_event *op = &m->events[i];
     if (op->type != LENS_T_COLL && op->type != LENS_T_P2P) continue;
-    if (launch >= 0 ? (op->proc != m->events[launch].proc || op_launch(op) != m->events[launch].id) : op_launch(op) != 0)
-      continue;
+    uint64_t id = op_launch(op);
+    int32_t ord = (int32_t)n_l;
+    if (id) {
+      struct op_key key = {op->proc, id, -1, 0};
+      size_t lo = 0, hi = n_l; /* first launch key >= (proc, id, -1) */
+      while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (by_key(&l[mid], &key) < 0) lo = mid + 1;
+        else hi = mid;
+      }
+      ord = lo < n_l && l[lo].proc == op->proc && l[lo].id == id ? l[lo].ordinal : -1;
+    }
+    op_of[k++] = ord;
+    if (ord >= 0) ix->first[ord + 1]++;
+  }
+  for (size_t g = 1; g <= n_l + 1; g++) ix->first[g] += ix->first[g - 1];
+  size_t *fill = calloc(n_l + 1, sizeof *fill);
+  if (!fill) goto oom;
+  k = 0;
+  for (size_t i = 0; i < m->n_events; i++) {
+    int t = m->events[i].type;
+    if (t != LENS_T_COLL && t != LENS_T_P2P) continue;
+    int32_t ord = op_of[k++];
+    if (ord >= 0) ix->ops[ix->first[ord] + fill[ord]++] = (int32_t)i;
+  }
+  free(fill);
+  free(l);
+  free(op_of);
+  return 0;
+oom:
+  free(l);
+  free(op_of);
+  launch_index_free(ix);
+  return -1;
+}
+
+/* Channels of every Coll/P2p of launch ordinal k (k == n_launches: ops
+ * without a launch). */
+static void print_channels_of(FILE *f, const struct lens_model *m, const struct launch_index *ix, size_t k, int json) {
+  int first = 1;
+  for (size_t o = ix->first[k]; o < ix->first[k + 1]; o++) {
+    const struct lens_event *op = &m->events[ix->ops[o]];
     for (int32_t c = op->first_child; c >= 0; c = m->events[c].next_sibling)
       if (m->events[c].type == LENS_T_KERNEL_CH) {
         print_channel(f, m, &m->events[c], op, json, first);
@@ -178,6 +271,33 @@ static void print_maps(FILE *f, const struct lens_model *m, int json) {
   }
 }
 
+/* Which files were read, intact or cut, and how many events each gave, as
+ * in summary's JSON: a validation of a cut trace must say so. Opens the
+ * object ("{\"files\":[...],"). */
+static void print_files_json(FILE *f, const struct lens_model *m) {
+  uint64_t *ev = calloc(m->n_files + 1, sizeof *ev);
+  for (size_t i = 0; ev && i < m->n_events; i++) {
+    int32_t p = m->events[i].proc;
+    if (p >= 0 && (size_t)p < m->n_procs && m->procs[p].file >= 0 && (size_t)m->procs[p].file < m->n_files)
+      ev[m->procs[p].file]++;
+  }
+  fprintf(f, "{\"files\":[");
+  for (size_t i = 0; i < m->n_files; i++) {
+    const struct lens_file *fl = &m->files[i];
+    fprintf(f, "%s{\"path\":", i ? "," : "");
+    lens_json_str(f, fl->path);
+    fprintf(f, ",\"size_bytes\":%" PRIu64 ",\"intact\":%s,\"truncated_bytes\":%" PRIu64 ",\"truncation\":",
+            fl->size_bytes, fl->truncated_bytes || !fl->n_sessions ? "false" : "true", fl->truncated_bytes);
+    lens_json_str(f, fl->truncation);
+    fprintf(f, ",\"lost_chunks\":%" PRIu64 ",\"sessions\":%u,\"clean_end\":%s,\"events\":", fl->lost_chunks,
+            fl->n_sessions, fl->clean_end ? "true" : "false");
+    if (ev) fprintf(f, "%" PRIu64 "}", ev[i]);
+    else fputs("null}", f);
+  }
+  fputs("],", f);
+  free(ev);
+}
+
 int lens_validate_print(FILE *f, const struct lens_model *m, const struct lens_validate_opts *o) {
   const struct lens_gpu_report *r = lens_gpu_report_get(m);
   struct lens_gpu_report none;
@@ -190,9 +310,14 @@ int lens_validate_print(FILE *f, const struct lens_model *m, const struct lens_v
   lens_validate_judge(m, &v);
   int json = o->json;
   char note[600];
+  /* A progress line (stderr, a terminal) while launches are written, unless
+   * the output shares that terminal. */
+  int progress = !isatty(fileno(f));
+  lens_cli_progress(NULL, -1, 0);
   if (json) {
+    print_files_json(f, m);
     fprintf(f,
-            "{\"cupti\":{\"walker\":%s,\"note\":\"%s\",\"buffers\":%zu,\"buffer_errors\":%zu,\"records\":%zu,"
+            "\"cupti\":{\"walker\":%s,\"note\":\"%s\",\"buffers\":%zu,\"buffer_errors\":%zu,\"records\":%zu,"
             "\"kernel_records\":%zu,\"ext_corr_records\":%zu,\"api_records\":%zu,\"kernels_joined\":%zu,"
             "\"graph_kernels\":%zu,\"graph_kernels_joined\":%zu,\"graph_join\":\"%s\",\"foreign_ext_ids\":%zu,"
             "\"launches_with_ext_id\":%zu,\"launches_without_kernel\":%zu},\"clock_maps\":[",
@@ -218,9 +343,16 @@ int lens_validate_print(FILE *f, const struct lens_model *m, const struct lens_v
   if (limit == LENS_VALIDATE_LIMIT_DEFAULT) limit = json ? -1 : LENS_VALIDATE_TEXT_LAUNCHES;
   size_t unlisted = 0;
   int first = 1;
+  struct launch_index ix;
+  if (launch_index_build(m, &ix)) {
+    fprintf(stderr, "nccl-lens validate: out of memory indexing launches\n");
+    return 1;
+  }
+  size_t k = 0; /* launch ordinal */
   for (size_t i = 0; i < m->n_events; i++) {
     const struct lens_event *l = &m->events[i];
     if (l->type != LENS_T_KERNEL_LAUNCH) continue;
+    k++;
     if (limit >= 0 && shown >= limit) {
       unlisted++;
       continue;
@@ -228,14 +360,17 @@ int lens_validate_print(FILE *f, const struct lens_model *m, const struct lens_v
     if (json && !first) fputc(',', f);
     first = 0;
     print_kernel_head(f, m, l, json);
-    print_channels_of(f, m, (int32_t)i, json);
+    print_channels_of(f, m, &ix, k - 1, json);
     if (json) fprintf(f, "]}");
     shown++;
+    if (progress && !(shown & 4095)) lens_cli_progress("writing launches", shown, limit >= 0 ? limit : (long)ix.n_launches);
   }
+  lens_cli_progress(NULL, -1, 0);
   if (!json && unlisted) fprintf(f, "  (%zu more launches not listed: --limit N lists more)\n", unlisted);
   if (json) fprintf(f, "],\"channels_without_launch\":[");
   else fprintf(f, "channels without a launch (graph replays, v4 traces):\n");
-  print_channels_of(f, m, -1, json);
+  print_channels_of(f, m, &ix, ix.n_launches, json);
+  launch_index_free(&ix);
   size_t fc[N_FLAG_NAMES];
   memset(fc, 0, sizeof(fc));
   size_t kch = 0, mapped = 0;
