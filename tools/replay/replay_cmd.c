@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "lens_exe_dir.h"
 #include "replay/replay.h"
 
 #ifndef LENS_PLUGIN_BUILD_PATH
@@ -36,7 +37,10 @@ static int prepare_out(const char *dir) {
 int lens_cmd_replay(int argc, char **argv) {
   struct lens_replay_opts o;
   lens_replay_opts_init(&o);
-  o.plugin = LENS_PLUGIN_BUILD_PATH;
+  /* The plugin beside the command (an install: bin/../lib), else the build tree's. */
+  static char beside[4096];
+  o.plugin = lens_lib_beside_exe("libnccl-profiler-lens.so", beside, sizeof beside) == 0 ? beside
+                                                                                           : LENS_PLUGIN_BUILD_PATH;
   int rc = lens_replay_parse_args(argc, argv, &o);
   if (rc == 1) return 0;
   if (rc) return rc;
