@@ -42,6 +42,10 @@ struct lens_replay_opts {
   /* job scenarios (job-*): */
   int straggler;        /* rank made late (or the slow link's sender); -1 = rank 1; LENS_REPLAY_STRAGGLER_ROTATE */
   int delay_us;         /* injected lateness; 0 = 3000 */
+  /* --slow FUNC:FACTOR: every op of that func (e.g. "AllGather") works FACTOR
+   * times longer on the GPU; a known change for `nccl-lens diff` to find */
+  char slow_func[32];
+  double slow_factor;   /* 0 = no slow function */
   int node;             /* -1: run every node; >= 0: run only this node of `nodes` (a "host") */
   const char *board;    /* with node >= 0: the file all hosts share to couple their GPUs */
 };

@@ -12,6 +12,7 @@ static const char usage[] =
     "                        [--iters N] [--api 4|5|6|7|auto] [--out DIR] [--truth FILE] [--seed N]\n"
     "                        [--no-finalize] [--reload] [--mask-change] [--quiet] [--verbose]\n"
     "                        [--hang-exit-after SECONDS] [--straggler RANK] [--delay-us N] [--node I --board FILE]\n"
+    "                        [--slow FUNC:FACTOR]\n"
     "Drives a profiler plugin exactly as NCCL 2.28.9 would (2.31.2 with ncclProfiler_v7), without a GPU.\n"
     "  --plugin      a path, or a name X for libnccl-profiler-X.so (default: the lens plugin of this build)\n"
     "  --scenario    allreduce (default), sendrecv, mixed, graph, pxn, starved, overrun, tagged, symmetric,\n"
@@ -22,6 +23,7 @@ static const char usage[] =
     "  --straggler   job-*: the late rank, or the slow link's sender (default 1); --delay-us its lateness;\n"
     "                'rotate': job-late-app makes rank (iteration mod ranks) late (every host is late sometimes)\n"
     "  --node I      run only node I of --nodes as one \"host\"; --board FILE couples the hosts' GPUs\n"
+    "  --slow F:X    every op of func F (AllReduce, AllGather, ...) works X times longer (0.1..100) on the GPU\n"
     "  --api         default: as NCCL 2.28.9 (ncclProfiler_v5, then _v4); auto: as NCCL 2.31.2 (_v7, _v6, ...)\n"
     "  --out DIR     sets NCCL_LENS_OUTPUT_DIR for the plugin\n"
     "  --truth FILE  ground-truth JSON of what the driver did (docs/replay.md)\n";
@@ -99,6 +101,15 @@ int lens_replay_parse_args(int argc, char **argv, struct lens_replay_opts *o) {
     } else if (!strcmp(a, "--delay-us")) {
       if (parse_int(v, 1, 1000000, &x)) return bad("--delay-us: '%s' is not 1..1000000", v);
       o->delay_us = (int)x, i++;
+    } else if (!strcmp(a, "--slow")) {
+      const char *colon = strchr(v, ':');
+      char *end;
+      double f = colon ? strtod(colon + 1, &end) : 0;
+      if (!colon || colon == v || (size_t)(colon - v) >= sizeof o->slow_func || *end || !(f >= 0.1 && f <= 100))
+        return bad("--slow: '%s' is not FUNC:FACTOR (e.g. AllGather:2, factor 0.1..100)", v);
+      memcpy(o->slow_func, v, (size_t)(colon - v));
+      o->slow_func[colon - v] = 0;
+      o->slow_factor = f, i++;
     } else if (!strcmp(a, "--node")) {
       if (parse_int(v, 0, 15, &x)) return bad("--node: '%s' is not 0..15", v);
       o->node = (int)x, i++;

@@ -80,7 +80,9 @@ int64_t rp_task_dur_ns(const struct rp_node *n, const struct rp_task *t) {
                    : t->is_p2p || t->func == RP_BROADCAST ? bytes
                                                           : (N - 1) / N * bytes;
   double bw = n->nodes > 1 ? 12.0 : 40.0; /* bytes per ns per channel */
-  return 5000 + (int64_t)(traffic / t->nChannels / bw);
+  int64_t d = 5000 + (int64_t)(traffic / t->nChannels / bw);
+  if (n->o->slow_factor > 0 && !strcmp(n->o->slow_func, rp_func_name(t->func))) d = (int64_t)((double)d * n->o->slow_factor);
+  return d;
 }
 
 int rp_task_net_steps(const struct rp_node *n, const struct rp_task *t) { return net_plan_for(n, t).nSteps; }
