@@ -21,6 +21,7 @@ W int lens_cmd_net(int argc, char **argv);
 W int lens_cmd_hang(int argc, char **argv);
 W int lens_cmd_job(int argc, char **argv);
 W int lens_cmd_dump(int argc, char **argv);
+W int lens_cmd_diff(int argc, char **argv);
 
 static const struct {
   const char *name;
@@ -37,6 +38,7 @@ static const struct {
     {"net", lens_cmd_net, "the network: per link and step, where the time goes (GPU, peer, wire)"},
     {"hang", lens_cmd_hang, "hang diagnosis: where the ranks part, what each stuck rank waits for"},
     {"job", lens_cmd_job, "the whole job: execution vs waiting, stragglers and why, across ranks"},
+    {"diff", lens_cmd_diff, "compare two runs per communicator and operation: what changed, what matters most"},
     {"dump", lens_cmd_dump, "ask processes in recorder mode to write their flight recorder now"},
     {"bench", lens_cmd_bench, "measure the plugin's cost per callback"},
     {"agent", lens_cmd_agent, "node agent: live metrics for Prometheus, textfiles and OTLP"},

@@ -1,0 +1,160 @@
+/* `nccl-lens diff A B` on replays that differ in a known way: one run's
+ * AllGathers work 3x longer on the GPU (replay --slow AllGather:3): the diff
+ * ranks AllGather first, slower from A to B and faster from B to A; a run
+ * against itself is "no change"; communicators are matched by name or size
+ * when their hashes differ; more iterations change the counts;
+ * usage errors give one line and exit 2. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_run.h"
+
+static char base[256], slow[256], more[256], seed[256];
+
+static void replay(const char *out, const char *iters, const char *extra) {
+  struct cli_result r;
+  const char *args[] = {"replay", "--scenario", "mixed", "--ranks-per-node", "4", "--iters", iters, "--out", out,
+                        "--quiet", "--seed", out == seed ? "7" : "1", extra ? "--slow" : NULL, extra, NULL};
+  assert_int_equal(cli_run(&r, args), 0);
+  if (r.status) fail_msg("replay: %s", r.err);
+}
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(base, sizeof base, "%s/base", cli_tmpdir());
+  snprintf(slow, sizeof slow, "%s/slow", cli_tmpdir());
+  snprintf(more, sizeof more, "%s/more", cli_tmpdir());
+  snprintf(seed, sizeof seed, "%s/seed", cli_tmpdir());
+  replay(base, "6", NULL);
+  replay(slow, "6", "AllGather:3");
+  replay(more, "9", NULL);
+  replay(seed, "6", NULL);
+  return 0;
+}
+static int teardown(void **state) {
+  (void)state;
+  cli_cleanup();
+  return 0;
+}
+
+/* First changed row and every row's summary, from the JSON. */
+static const char *TOP_PY =
+    "import json,sys\n"
+    "d=json.load(open(sys.argv[1]))\n"
+    "print('no_change', d['no_change'], 'changed', d['changed'])\n"
+    "print('matched', ' '.join(c['matched_by'] for c in d['communicators']))\n"
+    "r=d['rows'][0]\n"
+    "print('top', r['func'], r['status'], '%+.0f' % (r['time_change_pct'] or 0), r['time'])\n"
+    "ag=[x for x in d['rows'] if x['func']=='AllGather']\n"
+    "print('allgather_rows', len(ag), 'all_slower', all(x['status']=='slower' for x in ag))\n"
+    "other=[x for x in d['rows'] if x['func']!='AllGather' and x['status'] in ('slower','faster')]\n"
+    "print('other_changed', len(other), ' '.join(x['func']+':%.0f' % x['time_change_pct'] for x in other))\n"
+    "ar=[x for x in d['rows'] if x['func']=='AllReduce']\n"
+    "print('allreduce_counts', all(x['a'] and x['b'] and x['b']['count']*6==x['a']['count']*9 for x in ar), len(ar))\n";
+
+static void diff_json(const char *a, const char *b, char *rep, size_t len) {
+  char out[300];
+  snprintf(out, sizeof out, "%s/diff.json", cli_tmpdir());
+  struct cli_result r;
+  const char *args[] = {"diff", "--json", a, b, "-o", out, NULL};
+  assert_int_equal(cli_run(&r, args), 0);
+  if (r.status) fail_msg("diff: %s", r.err);
+  assert_int_equal(cli_python(TOP_PY, out, rep, len), 0);
+  printf("%s", rep);
+}
+
+static void test_slow_allgather_ranked_first(void **state) {
+  (void)state;
+  char rep[4096];
+  diff_json(base, slow, rep, sizeof rep);
+  assert_non_null(strstr(rep, "no_change False"));
+  assert_non_null(strstr(rep, "top AllGather slower +"));
+  assert_non_null(strstr(rep, "all_slower True"));
+  assert_null(strstr(rep, "matched none"));
+  /* the way back: faster */
+  diff_json(slow, base, rep, sizeof rep);
+  assert_non_null(strstr(rep, "top AllGather faster -"));
+  /* The text leads with it too. */
+  struct cli_result r;
+  const char *args[] = {"diff", base, slow, NULL};
+  assert_int_equal(cli_run(&r, args), 0);
+  assert_int_equal(r.status, 0);
+  const char *head = strstr(r.out, "changes, most important first");
+  assert_non_null(head);
+  const char *first = strchr(strchr(head, '\n') + 1, '\n') + 1; /* after the column header */
+  assert_true(!strncmp(first + 2 + 19, "AllGather", 9));
+  assert_non_null(strstr(first, "% "));
+}
+
+static void test_same_run_no_change(void **state) {
+  (void)state;
+  char rep[4096];
+  diff_json(base, base, rep, sizeof rep);
+  assert_non_null(strstr(rep, "no_change True changed 0"));
+  assert_null(strstr(rep, "matched none"));
+  struct cli_result r;
+  const char *args[] = {"diff", base, base, NULL};
+  assert_int_equal(cli_run(&r, args), 0);
+  assert_int_equal(r.status, 0);
+  assert_non_null(strstr(r.out, "no change:"));
+  /* Several traces a side: --vs splits them. */
+  char a[300];
+  snprintf(a, sizeof a, "%s", base);
+  const char *args2[] = {"diff", "--json", a, "--vs", base, NULL};
+  assert_int_equal(cli_run(&r, args2), 0);
+  assert_int_equal(r.status, 0);
+  assert_non_null(strstr(r.out, "\"no_change\":true"));
+}
+
+/* Another seed gives the communicators other hashes: the named one is
+ * matched by name, the unnamed one by size and order. */
+static void test_comms_matched_without_hash(void **state) {
+  (void)state;
+  char rep[4096];
+  diff_json(base, seed, rep, sizeof rep);
+  assert_non_null(strstr(rep, "matched name size"));
+}
+
+static void test_more_iterations_change_counts(void **state) {
+  (void)state;
+  char rep[4096];
+  diff_json(base, more, rep, sizeof rep);
+  assert_non_null(strstr(rep, "no_change False"));
+  assert_non_null(strstr(rep, "allreduce_counts True"));
+}
+
+static void test_usage_errors(void **state) {
+  (void)state;
+  struct cli_result r;
+  const char *one[] = {"diff", base, NULL};
+  assert_int_equal(cli_run(&r, one), 0);
+  assert_int_equal(r.status, 2);
+  assert_int_equal(r.err_lines, 1);
+  const char *three[] = {"diff", base, slow, more, NULL};
+  assert_int_equal(cli_run(&r, three), 0);
+  assert_int_equal(r.status, 2);
+  const char *thr[] = {"diff", "--threshold", "abc", base, slow, NULL};
+  assert_int_equal(cli_run(&r, thr), 0);
+  assert_int_not_equal(r.status, 0);
+  assert_int_equal(r.err_lines, 1);
+  const char *vs[] = {"diff", "--vs", base, slow, NULL};
+  assert_int_equal(cli_run(&r, vs), 0);
+  assert_int_equal(r.status, 2);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_slow_allgather_ranked_first),
+      cmocka_unit_test(test_same_run_no_change),
+      cmocka_unit_test(test_comms_matched_without_hash),
+      cmocka_unit_test(test_more_iterations_change_counts),
+      cmocka_unit_test(test_usage_errors),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,196 @@
+/* See diff_print.h. */
+#include "diff/diff_print.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "export/json_out.h"
+
+/* "850 ns", "12.3 us", "4.56 ms", "1.23 s" */
+static const char *human_ns(double ns, char *buf, size_t len) {
+  if (ns < 1e3) snprintf(buf, len, "%.0f ns", ns);
+  else if (ns < 1e6) snprintf(buf, len, "%.1f us", ns / 1e3);
+  else if (ns < 1e9) snprintf(buf, len, "%.2f ms", ns / 1e6);
+  else snprintf(buf, len, "%.2f s", ns / 1e9);
+  return buf;
+}
+
+/* How the communicator is named in a row: its name, else its hash. */
+static const char *comm_label(const struct lens_diff_run *a, const struct lens_diff_run *b, const struct lens_diff_comm *c,
+                              char *buf, size_t len) {
+  const struct lens_sum_group *g = c->a >= 0 ? lens_diff_group(a, c->a) : lens_diff_group(b, c->b);
+  if (g && g->name && g->name[0] && g->name[0] != '(') snprintf(buf, len, "%s", g->name);
+  else snprintf(buf, len, "0x%" PRIx64, g ? g->comm_id : 0);
+  return buf;
+}
+
+static void run_line(FILE *f, const char *tag, const struct lens_diff_run *r) {
+  int ranks = 0;
+  for (size_t i = 0; i < r->s->n_groups; i++)
+    if (r->s->groups[i].ranks_seen > ranks) ranks = r->s->groups[i].ranks_seen;
+  size_t cut = 0;
+  for (size_t i = 0; i < r->m->n_files; i++) cut += r->m->files[i].truncated_bytes != 0;
+  fprintf(f, "  %s: %zu file%s%s, %zu process%s, %zu communicator%s, up to %d ranks each, %zu events\n", tag,
+          r->m->n_files, r->m->n_files == 1 ? "" : "s", cut ? " (some cut short)" : "", r->m->n_procs,
+          r->m->n_procs == 1 ? "" : "es", r->s->n_groups, r->s->n_groups == 1 ? "" : "s", ranks, r->m->n_events);
+}
+
+static const char *nz(const char *s) { return s && *s ? s : "-"; }
+
+static int streq_safe(const char *x, const char *y) { return !strcmp(nz(x), nz(y)); }
+
+static void row_text(FILE *f, const struct lens_diff_run *a, const struct lens_diff_run *b, const struct lens_diff *d,
+                     const struct lens_diff_row *r) {
+  char cl[64], size[32], ta[24], tb[24], ch[24] = "", cnt[48], bw[40] = "-", al[64] = "";
+  comm_label(a, b, &d->comms[r->comm], cl, sizeof cl);
+  lens_size_bucket_label(r->bucket, size, sizeof size);
+  if (r->a.present && r->b.present) snprintf(cnt, sizeof cnt, "%" PRIu64 " -> %" PRIu64, r->a.count, r->b.count);
+  else snprintf(cnt, sizeof cnt, "%" PRIu64, r->a.present ? r->a.count : r->b.count);
+  snprintf(ta, sizeof ta, "-");
+  snprintf(tb, sizeof tb, "-");
+  if (r->a.present && r->a.timed) human_ns(r->a.avg_ns, ta, sizeof ta);
+  if (r->b.present && r->b.timed) human_ns(r->b.avg_ns, tb, sizeof tb);
+  if (r->status == LENS_DIFF_NEW || r->status == LENS_DIFF_GONE) snprintf(ch, sizeof ch, "%s", lens_diff_status_name(r->status));
+  else if (r->change != 0) snprintf(ch, sizeof ch, "%+.1f%%", r->change * 100);
+  else snprintf(ch, sizeof ch, "%s", lens_diff_status_name(r->status));
+  if (r->a.present && r->b.present) snprintf(bw, sizeof bw, "%.2f -> %.2f", r->a.busbw_gbps, r->b.busbw_gbps);
+  else snprintf(bw, sizeof bw, "%.2f", r->a.present ? r->a.busbw_gbps : r->b.busbw_gbps);
+  if (r->metric == LENS_DIFF_COMPLETION && r->a.present && r->b.present &&
+      (!streq_safe(r->a.algo, r->b.algo) || !streq_safe(r->a.proto, r->b.proto)))
+    snprintf(al, sizeof al, "  %s/%s -> %s/%s", nz(r->a.algo), nz(r->a.proto), nz(r->b.algo), nz(r->b.proto));
+  char t[64];
+  snprintf(t, sizeof t, "%s -> %s", r->a.present ? ta : "-", r->b.present ? tb : "-");
+  fprintf(f, "  %-18.18s %-14.14s %-15s %-15s %-23s %8s %-11s %17s%s\n", cl, nz(r->func), size, cnt, t, ch,
+          r->metric == LENS_DIFF_EXECUTION ? "execution" : "completion", bw, al);
+}
+
+void lens_diff_print_text(FILE *f, const struct lens_diff_run *a, const struct lens_diff_run *b,
+                          const struct lens_diff *d, size_t top) {
+  fprintf(f, "nccl-lens diff: run A against run B\n");
+  run_line(f, "A", a);
+  run_line(f, "B", b);
+  fprintf(f, "  time: execution (job view) for a communicator with several ranks in both runs, else completion (op\n"
+             "  start -> its last channel or proxy op); a change under %.1f%% (or of the mean but not the median) is noise\n",
+          d->threshold);
+  fprintf(f, "communicators:\n");
+  for (size_t i = 0; i < d->n_comms; i++) {
+    const struct lens_diff_comm *c = &d->comms[i];
+    const struct lens_sum_group *ga = lens_diff_group(a, c->a), *gb = lens_diff_group(b, c->b);
+    char cl[64];
+    comm_label(a, b, c, cl, sizeof cl);
+    if (ga && gb)
+      fprintf(f, "  %-18s %d ranks: A 0x%" PRIx64 " = B 0x%" PRIx64 " (matched by %s)\n", cl, ga->nranks, ga->comm_id,
+              gb->comm_id, lens_diff_match_name(c->match));
+    else
+      fprintf(f, "  %-18s %d ranks: only in %s (0x%" PRIx64 ")\n", cl, ga ? ga->nranks : gb->nranks, ga ? "A" : "B",
+              ga ? ga->comm_id : gb->comm_id);
+  }
+  if (!d->n_changed) {
+    fprintf(f, "\nno change: %zu operation%s compared, time within %.1f%% and the same counts\n", d->n_rows,
+            d->n_rows == 1 ? "" : "s", d->threshold);
+    return;
+  }
+  fprintf(f, "\nchanges, most important first (relative change x share of the runs' time):\n");
+  fprintf(f, "  %-18s %-14s %-15s %-15s %-23s %8s %-11s %17s\n", "communicator", "func", "size", "count A -> B",
+          "time A -> B (mean)", "change", "time is", "busbw GB/s");
+  size_t shown = 0;
+  for (size_t i = 0; i < d->n_rows && d->rows[i].status != LENS_DIFF_SAME; i++) {
+    if (top && shown >= top) break;
+    row_text(f, a, b, d, &d->rows[i]);
+    shown++;
+  }
+  if (shown < d->n_changed) fprintf(f, "  (%zu more changes: --top N lists more)\n", d->n_changed - shown);
+  size_t same = d->n_rows - d->n_changed;
+  if (same) fprintf(f, "unchanged: %zu operation%s within %.1f%%\n", same, same == 1 ? "" : "s", d->threshold);
+}
+
+static void side_json(FILE *f, const struct lens_diff_side *s) {
+  if (!s->present) {
+    fputs("null", f);
+    return;
+  }
+  fprintf(f, "{\"count\":%" PRIu64 ",\"timed\":%" PRIu64 ",\"time_avg_ns\":", s->count, s->timed);
+  lens_json_double(f, s->avg_ns);
+  fputs(",\"time_p50_ns\":", f);
+  if (s->p50_ns > 0) lens_json_double(f, s->p50_ns);
+  else fputs("null", f);
+  fputs(",\"time_total_ns\":", f);
+  lens_json_double(f, s->total_ns);
+  fputs(",\"busbw_gbps\":", f);
+  lens_json_double(f, s->busbw_gbps);
+  fputs(",\"algbw_gbps\":", f);
+  lens_json_double(f, s->algbw_gbps);
+  fputs(",\"algo\":", f);
+  lens_json_str(f, s->algo);
+  fputs(",\"proto\":", f);
+  lens_json_str(f, s->proto);
+  fputc('}', f);
+}
+
+static void run_json(FILE *f, const struct lens_diff_run *r) {
+  fputs("{\"files\":[", f);
+  for (size_t i = 0; i < r->m->n_files; i++) {
+    fputs(i ? "," : "", f);
+    lens_json_str(f, r->m->files[i].path);
+  }
+  fprintf(f, "],\"processes\":%zu,\"events\":%zu}", r->m->n_procs, r->m->n_events);
+}
+
+static void group_json(FILE *f, const struct lens_sum_group *g) {
+  if (!g) {
+    fputs("null", f);
+    return;
+  }
+  fputs("{\"name\":", f);
+  lens_json_str(f, g->name);
+  fputs(",\"comm_id\":", f);
+  lens_json_hex(f, g->comm_id);
+  fprintf(f, ",\"nranks\":%d,\"ranks_seen\":%d}", g->nranks, g->ranks_seen);
+}
+
+void lens_diff_print_json(FILE *f, const struct lens_diff_run *a, const struct lens_diff_run *b,
+                          const struct lens_diff *d) {
+  fputs("{\"a\":", f);
+  run_json(f, a);
+  fputs(",\"b\":", f);
+  run_json(f, b);
+  fputs(",\"threshold_pct\":", f);
+  lens_json_double(f, d->threshold);
+  fprintf(f, ",\"changed\":%zu,\"no_change\":%s,\"communicators\":[", d->n_changed, d->n_changed ? "false" : "true");
+  for (size_t i = 0; i < d->n_comms; i++) {
+    const struct lens_diff_comm *c = &d->comms[i];
+    fputs(i ? ",{\"a\":" : "{\"a\":", f);
+    group_json(f, lens_diff_group(a, c->a));
+    fputs(",\"b\":", f);
+    group_json(f, lens_diff_group(b, c->b));
+    fprintf(f, ",\"matched_by\":\"%s\",\"time\":\"%s\"}", lens_diff_match_name(c->match),
+            c->metric == LENS_DIFF_EXECUTION ? "execution" : "completion");
+  }
+  fputs("],\"rows\":[", f);
+  for (size_t i = 0; i < d->n_rows; i++) {
+    const struct lens_diff_row *r = &d->rows[i];
+    char cl[64], size[32];
+    comm_label(a, b, &d->comms[r->comm], cl, sizeof cl);
+    lens_size_bucket_label(r->bucket, size, sizeof size);
+    fprintf(f, "%s{\"communicator\":", i ? "," : "");
+    lens_json_str(f, cl);
+    fprintf(f, ",\"comm\":%zu,\"func\":", r->comm);
+    lens_json_str(f, r->func);
+    fputs(",\"size_bucket\":", f);
+    lens_json_str(f, size);
+    fprintf(f, ",\"size_log2\":%d,\"time\":\"%s\",\"status\":\"%s\",\"time_change_pct\":", r->bucket,
+            r->metric == LENS_DIFF_EXECUTION ? "execution" : "completion", lens_diff_status_name(r->status));
+    if (r->a.present && r->b.present && r->a.timed && r->b.timed) lens_json_double(f, r->change * 100);
+    else fputs("null", f);
+    fputs(",\"score\":", f);
+    lens_json_double(f, r->score);
+    fputs(",\"a\":", f);
+    side_json(f, &r->a);
+    fputs(",\"b\":", f);
+    side_json(f, &r->b);
+    fputc('}', f);
+  }
+  fputs("]}\n", f);
+}
