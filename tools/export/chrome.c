@@ -786,7 +786,7 @@ int lens_export_chrome_sel(FILE *f, const struct lens_model *m, const struct len
   collect_starvation(&x);
   if (x.oom) goto out;
   sort_cpid = x.cpid;
-  qsort(x.v, x.n, sizeof *x.v, cmp_xs);
+  if (x.n) qsort(x.v, x.n, sizeof *x.v, cmp_xs); /* x.v is NULL when nothing was collected */
   if (place(&x)) goto out;
 
   fputs("{\"traceEvents\":[", f);
