@@ -12,7 +12,7 @@
 #   unranked_procs   process names without "rank"
 #   id_collisions    a tid number used in two processes, or equal to a
 #                    process's pid; small_pids: pids below the synthetic base
-#   synth_low        tids that are not a real tid and still below the base
+#   count PH/CAT     complete slices and async begins per category
 import json, re, sys
 from decimal import Decimal
 from collections import defaultdict
@@ -26,6 +26,7 @@ def ns(v):
     return int(Decimal(v) * 1000)
 
 
+cats = defaultdict(int)
 xs = defaultdict(list)
 asy = defaultdict(list)
 names = {}
@@ -33,6 +34,8 @@ dup = 0
 procs = {}
 for i, e in enumerate(ev):
     ph = e['ph']
+    if ph in 'Xb':
+        cats[ph + '/' + e.get('cat', '')] += 1
     if ph == 'X':
         s = ns(e['ts'])
         xs[(e['pid'], e['tid'])].append((s, s + ns(e.get('dur', 0))))
@@ -99,6 +102,8 @@ print('unranked_procs', unranked_procs)
 print('id_collisions', coll)
 print('small_pids', small_pids)
 print('lanes', sum(1 for n in names.values() if ' · lane ' in n))
+for k in sorted(cats):
+    print('count', k, cats[k])
 if first:
     print('first_violation', first)
 for p in sorted(procs)[:4]:

@@ -67,6 +67,18 @@ static void replay_export_check(const char *nodes, const char *rpn, char *rep, s
   check_file(json, rep, len);
 }
 
+/* Nesting, tracks, names and ids, whatever was selected. */
+static void assert_well_formed_sel(const char *rep) {
+  assert_int_equal(figure(rep, "x_violations"), 0);
+  assert_int_equal(figure(rep, "async_violations"), 0);
+  assert_int_equal(figure(rep, "empty_tracks"), 0);
+  assert_int_equal(figure(rep, "unnamed_tracks"), 0);
+  assert_int_equal(figure(rep, "unranked_tracks"), 0);
+  assert_int_equal(figure(rep, "unranked_procs"), 0);
+  assert_int_equal(figure(rep, "id_collisions"), 0);
+  assert_int_equal(figure(rep, "small_pids"), 0);
+}
+
 static void assert_well_formed(const char *rep) {
   assert_true(figure(rep, "x_slices") > 1000);
   assert_true(figure(rep, "async_pairs") > 1000);
@@ -107,10 +119,83 @@ static void test_all_2x4(void **state) {
   assert_non_null(strstr(rep, "process ranks 0-3 of 8 ("));
 }
 
+/* Selection: --types keeps only the chosen event types (exactly their
+ * slices, every other kind gone, still well formed); a bad type is an error
+ * naming the valid ones, and so is --types with the job timeline. Uses the
+ * demo workload's traces. */
+static void export_selected(const char *const *sel, const char *name, char *rep, size_t len, long *bytes) {
+  char dir[160], json[160];
+  snprintf(dir, sizeof dir, "%s/traces-2x2", cli_tmpdir());
+  snprintf(json, sizeof json, "%s/%s.json", cli_tmpdir(), name);
+  const char *args[16] = {"export", "--format", "chrome", "-o", json};
+  int n = 5;
+  for (int i = 0; sel[i]; i++) args[n++] = sel[i];
+  args[n++] = dir;
+  args[n] = NULL;
+  struct cli_result r;
+  assert_int_equal(cli_run(&r, args), 0);
+  if (r.status) fail_msg("export %s: %s", name, r.err);
+  check_file(json, rep, len);
+  FILE *f = fopen(json, "rb");
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  *bytes = ftell(f);
+  fclose(f);
+}
+
+static long count_of(const char *rep, const char *what) {
+  char key[64];
+  snprintf(key, sizeof key, "count %s", what);
+  const char *p = strstr(rep, key);
+  return p ? atol(p + strlen(key) + 1) : 0;
+}
+
+static void test_selection(void **state) {
+  (void)state;
+  static char all[16384], kch[16384], ops[16384];
+  long b_all, b_kch, b_ops;
+  const char *none[] = {NULL};
+  export_selected(none, "sel-all", all, sizeof all, &b_all);
+  long k = count_of(all, "X/KernelCh"), o = count_of(all, "b/op");
+  assert_true(k > 100 && o > 100);
+  assert_true(count_of(all, "b/ProxyOp") > 0 && count_of(all, "X/CollApi") > 0);
+
+  const char *t1[] = {"--types", "kernelch", NULL};
+  export_selected(t1, "sel-kch", kch, sizeof kch, &b_kch);
+  assert_well_formed_sel(kch);
+  assert_int_equal(count_of(kch, "X/KernelCh"), k); /* every one of them ... */
+  assert_int_equal(figure(kch, "x_slices"), k);    /* ... and nothing else */
+  assert_int_equal(figure(kch, "async_pairs"), 0);
+
+  const char *t2[] = {"--types", "coll,p2p", NULL};
+  export_selected(t2, "sel-ops", ops, sizeof ops, &b_ops);
+  assert_well_formed_sel(ops);
+  assert_int_equal(count_of(ops, "b/op"), o);
+  assert_int_equal(figure(ops, "async_pairs"), 2 * o); /* each with its enqueue nested */
+  assert_int_equal(figure(ops, "x_slices"), 0);
+  assert_int_equal(count_of(ops, "b/ProxyOp"), 0);
+
+  printf("bytes: all %ld, --types kernelch %ld, --types coll,p2p %ld\n", b_all, b_kch, b_ops);
+  assert_true(b_kch < b_all / 2 && b_ops < b_all);
+
+  struct cli_result r;
+  char dir[160];
+  snprintf(dir, sizeof dir, "%s/traces-2x2", cli_tmpdir());
+  const char *bad[] = {"export", "--format", "chrome", "--types", "coll,bogus", dir, NULL};
+  assert_int_equal(cli_run(&r, bad), 0);
+  assert_true(r.status == 1 || r.status == 2); /* a usage error (2 once every command says so) */
+  assert_non_null(strstr(r.err, "bogus"));
+  assert_non_null(strstr(r.err, "kernelch")); /* the valid names */
+  const char *job[] = {"export", "--format", "job", "--types", "coll", dir, NULL};
+  assert_int_equal(cli_run(&r, job), 0);
+  assert_true(r.status == 1 || r.status == 2); /* a usage error (2 once every command says so) */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_demo_workload),
       cmocka_unit_test(test_all_2x4),
+      cmocka_unit_test(test_selection),
   };
   return cmocka_run_group_tests(tests, NULL, teardown);
 }

@@ -31,6 +31,8 @@ static void usage(FILE *f) {
           "  --ranks LIST         only these ranks, e.g. 0-7,64\n"
           "  --since S, --until S only events overlapping this window, seconds after the job's first event\n"
           "                       (job time; the origin is in otherData.origin_job_ns)\n"
+          "  --types T,...        --format chrome: only these event types (kernelch, coll, p2p, proxyop, ...,\n"
+          "                       sched; the names of NCCL_LENS_EVENT_MASK)\n"
           "  --cupti-buffer FILE  raw CUPTI activity buffer saved on the GPU machine (repeatable)\n"
           "  --min-wait-us N      starvation: ignore scheduler waits shorter than N us (default 0)\n"
           "  --tag-names T:NAME,...  names of user tags (NCCL 2.31+), e.g. 1:forward,2:backward\n"
@@ -39,6 +41,8 @@ static void usage(FILE *f) {
 
 struct xopts {
   const char *format;
+  const char *types;               /* --types, per-trace export only */
+  struct lens_chrome_opts chrome;
   struct lens_job_export_opts job;
   uint8_t *ranks;
   int selection; /* --comm/--ranks/--since/--until given: they imply --format job */
@@ -56,13 +60,17 @@ static int parse_seconds(const char *v, int64_t *ns) {
 static int format_option(void *ctx, int *i, int argc, char **argv) {
   struct xopts *o = ctx;
   const char *a = argv[*i];
-  int known = !strcmp(a, "--format") || !strcmp(a, "--comm") || !strcmp(a, "--ranks") || !strcmp(a, "--since") ||
+  int known = !strcmp(a, "--format") || !strcmp(a, "--types") || !strcmp(a, "--comm") || !strcmp(a, "--ranks") || !strcmp(a, "--since") ||
               !strcmp(a, "--until");
   if (!known) return 0;
   if (*i + 1 >= argc) return -lens_cli_error(CMD, "%s needs a value", a);
   const char *v = argv[++*i];
   if (!strcmp(a, "--format")) {
     o->format = v;
+    return 1;
+  }
+  if (!strcmp(a, "--types")) {
+    o->types = v;
     return 1;
   }
   o->selection = 1;
@@ -92,6 +100,10 @@ static int format_check(void *ctx) {
   if (strcmp(o->format, "chrome") && strcmp(o->format, "job") && strcmp(o->format, "perfetto"))
     return -lens_cli_error(CMD, "unknown format '%s' (chrome, job, perfetto)", o->format);
   o->job.perfetto = !strcmp(o->format, "perfetto");
+  if (o->types && strcmp(o->format, "chrome"))
+    return -lens_cli_error(CMD, "--types selects from --format chrome only");
+  if (o->types && lens_chrome_parse_types(o->types, &o->chrome.types))
+    return -lens_cli_error(CMD, "--types %s: unknown type (%s)", o->types, lens_chrome_type_names());
   if (!strcmp(o->format, "chrome") && o->selection)
     return -lens_cli_error(CMD, "--comm, --ranks, --since and --until select the job timeline (--format job)");
   if (o->job.have_since && o->job.have_until && o->job.until_ns < o->job.since_ns)
@@ -134,7 +146,7 @@ int lens_cmd_export(int argc, char **argv) {
   struct lens_chrome_counts cnt;
   struct lens_job_export_counts jc;
   int job = !strcmp(o.format, "job") || !strcmp(o.format, "perfetto");
-  int wr = job ? export_job(f, m, &o, &jc) : lens_export_chrome(f, m, &cnt);
+  int wr = job ? export_job(f, m, &o, &jc) : lens_export_chrome_sel(f, m, &o.chrome, &cnt);
   if (lens_trace_cli_close_out(CMD, &c, f, wr)) {
     /* A half-written trace would load as a broken one: remove it, but only
      * a regular file (never a device or a pipe someone pointed -o at). */
