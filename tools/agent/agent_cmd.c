@@ -18,6 +18,7 @@
 
 #include "agent_model.h"
 #include "cli/cli.h"
+#include "cli/opt.h"
 #include "nccl-lens/registry.h"
 #include "otlp_json.h"
 #include "prom_text.h"
@@ -107,7 +108,18 @@ static int parse_listen(const char *s, struct sockaddr_in *sa) {
 
 static const char usage[] =
     "usage: nccl-lens agent [--listen ADDR:PORT] [--textfile DIR] [--otlp] [--dir DIR] [--interval S]\n"
-    "                       [--keep S] [--duration S] [--follow S] [--once] [--bench N]\n";
+    "                       [--keep S] [--duration S] [--follow S] [--once] [--bench N]\n"
+    "  --listen ADDR:PORT   serve /metrics (Prometheus text) there\n"
+    "  --textfile DIR       write nccl_lens.prom there every --interval (node_exporter's textfile collector)\n"
+    "  --otlp               push metrics as OTLP/HTTP JSON (OTEL_EXPORTER_OTLP_ENDPOINT)\n"
+    "  --dir DIR            the live pages (default NCCL_LENS_REGISTRY_DIR, else /tmp/nccl-lens)\n"
+    "  --interval S         textfile/OTLP period, 0.05..86400 s (default 10)\n"
+    "  --follow S           how often the pages are read, 0.05..60 s (default 1)\n"
+    "  --keep S             keep finished processes' series this long, 0..86400 s (default 300)\n"
+    "  --duration S         stop after S seconds, 0..2592000 (default 0: until SIGINT/SIGTERM)\n"
+    "  --once               one scrape, then exit\n"
+    "  --bench N            measure N scrapes of the pages (1..1000000) and print the cost\n"
+    "  Exit status: 0 done, 1 failed, 2 usage error.\n";
 
 int lens_cmd_agent(int argc, char **argv) {
   const char *listen_on = NULL, *textfile = NULL, *dir = getenv("NCCL_LENS_REGISTRY_DIR");
@@ -116,27 +128,43 @@ int lens_cmd_agent(int argc, char **argv) {
   unsigned keep = 300;
   if (!dir || !*dir) dir = LENS_REGISTRY_DEFAULT_DIR;
   for (int i = 1; i < argc; i++) {
-    const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(o, "--listen") && v) listen_on = v, i++;
-    else if (!strcmp(o, "--textfile") && v) textfile = v, i++;
-    else if (!strcmp(o, "--dir") && v) dir = v, i++;
-    else if (!strcmp(o, "--interval") && v) interval = atof(v), i++;
-    else if (!strcmp(o, "--follow") && v) follow = atof(v), i++;
-    else if (!strcmp(o, "--keep") && v) keep = (unsigned)atoi(v), i++;
-    else if (!strcmp(o, "--duration") && v) duration = atof(v), i++;
-    else if (!strcmp(o, "--otlp")) otlp = 1;
-    else if (!strcmp(o, "--once")) once = 1;
-    else if (!strcmp(o, "--bench") && v) bench = atoi(v), i++;
-    else if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+    const char *o = argv[i], *v;
+    double x;
+    int r;
+#define VAL(name, what) ((r = lens_opt_val("agent", &i, argc, argv, name, 0, what, &v)) != 0)
+#define NUM(lo, hi, dst)                                                                              \
+  do {                                                                                                \
+    if (r < 0) return 2;                                                                              \
+    if (lens_opt_num(v, lo, hi, &x))                                                                  \
+      return lens_cli_usage("agent", "%s wants a number %g..%g, not '%s'", o, (double)(lo), (double)(hi), v); \
+    dst;                                                                                              \
+  } while (0)
+    if (VAL("--listen", "ADDR:PORT")) {
+      if (r < 0) return 2;
+      listen_on = v;
+    } else if (VAL("--textfile", "a directory")) {
+      if (r < 0) return 2;
+      textfile = v;
+    } else if (VAL("--dir", "a directory")) {
+      if (r < 0) return 2;
+      dir = v;
+    } else if (VAL("--interval", "seconds")) NUM(0.05, 86400, interval = x);
+    else if (VAL("--follow", "seconds")) NUM(0.05, 60, follow = x);
+    else if (VAL("--keep", "seconds")) NUM(0, 86400, keep = (unsigned)x);
+    else if (VAL("--duration", "seconds")) NUM(0, 2592000, duration = x);
+    else if (VAL("--bench", "a number of scrapes")) NUM(1, 1000000, bench = (int)x);
+    else if (lens_opt_flag(o, "--otlp", 0)) otlp = 1;
+    else if (lens_opt_flag(o, "--once", 0)) once = 1;
+    else if (lens_opt_flag(o, "--help", 'h')) {
       fputs(usage, stdout);
       return 0;
     } else {
-      fputs(usage, stderr);
-      return lens_cli_error("agent", "unknown or incomplete option '%s'", o);
+      return lens_cli_usage("agent", "unknown option '%s'", o);
     }
+#undef VAL
+#undef NUM
   }
   if (interval < 0.05) interval = 0.05;
-  if (!(follow >= 0.05 && follow <= 60)) return lens_cli_error("agent", "--follow must be 0.05 to 60 seconds");
   struct agent a = {.dir = dir, .keep_s = keep};
   pthread_mutex_init(&a.mu, NULL);
   if (gethostname(a.host, sizeof a.host - 1) != 0) strcpy(a.host, "unknown");

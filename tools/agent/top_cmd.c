@@ -15,6 +15,7 @@
 
 #include "agent_model.h"
 #include "cli/cli.h"
+#include "cli/opt.h"
 #include "nccl-lens/registry.h"
 
 static volatile sig_atomic_t g_stop;
@@ -138,13 +139,31 @@ int lens_cmd_top(int argc, char **argv) {
   double duration = 0, period = 1;
   if (!dir || !*dir) dir = LENS_REGISTRY_DEFAULT_DIR;
   for (int i = 1; i < argc; i++) {
-    const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(o, "--dir") && v) dir = v, i++;
-    else if (!strcmp(o, "--duration") && v) duration = atof(v), i++;
-    else if (!strcmp(o, "--period") && v) period = atof(v), i++;
-    else {
-      fprintf(stderr, "usage: nccl-lens top [--dir DIR] [--period S] [--duration S]\n");
-      return lens_cli_error("top", "unknown or incomplete option '%s'", o);
+    const char *o = argv[i], *v;
+    int r;
+    double x = 0;
+    if ((r = lens_opt_val("top", &i, argc, argv, "--dir", 0, "a directory", &v))) {
+      if (r < 0) return 2;
+      dir = v;
+    } else if ((r = lens_opt_val("top", &i, argc, argv, "--duration", 0, "seconds", &v)) ||
+               (r = lens_opt_val("top", &i, argc, argv, "--period", 0, "seconds", &v))) {
+      if (r < 0) return 2;
+      int dur = !strncmp(o, "--duration", 10);
+      if (lens_opt_num(v, dur ? 0 : 0.1, dur ? 2592000 : 3600, &x))
+        return lens_cli_usage("top", "%s wants seconds %s, not '%s'", dur ? "--duration" : "--period",
+                              dur ? "0..2592000 (0: until q or SIGINT)" : "0.1..3600", v);
+      if (dur) duration = x;
+      else period = x;
+    } else if (lens_opt_flag(o, "--help", 'h')) {
+      printf("usage: nccl-lens top [--dir DIR] [--period S] [--duration S]\n"
+             "  Live view of this node's ranks from their pages.\n"
+             "  --dir DIR       the live pages (default NCCL_LENS_REGISTRY_DIR, else /tmp/nccl-lens)\n"
+             "  --period S      redraw every S seconds, 0.1..3600 (default 1)\n"
+             "  --duration S    stop after S seconds, 0..2592000 (default 0: until q or SIGINT)\n"
+             "  Exit status: 0 done, 1 failed, 2 usage error.\n");
+      return 0;
+    } else {
+      return lens_cli_usage("top", "unknown option '%s'", o);
     }
   }
   if (period < 0.1) period = 0.1;

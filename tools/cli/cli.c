@@ -13,6 +13,16 @@ int lens_cli_error(const char *cmd, const char *fmt, ...) {
   return 1;
 }
 
+int lens_cli_usage(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "nccl-lens %s: ", cmd);
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, " (try 'nccl-lens %s --help')\n", cmd);
+  va_end(ap);
+  return 2;
+}
+
 void lens_cli_progress(const char *what, long done, long total) {
   static int tty = -1;
   if (tty < 0) tty = isatty(STDERR_FILENO);

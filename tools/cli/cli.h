@@ -7,6 +7,11 @@
 /* Prints "nccl-lens <cmd>: <message>" on one line to stderr. Returns 1. */
 int lens_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* A usage error: "nccl-lens <cmd>: <message> (try 'nccl-lens <cmd> --help')"
+ * on one line to stderr, never the whole usage. Returns 2 (the exit status
+ * of a usage error in every command). */
+int lens_cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Progress line on stderr, only when stderr is a terminal; done < 0 clears it. */
 void lens_cli_progress(const char *what, long done, long total);
 

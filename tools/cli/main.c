@@ -49,7 +49,8 @@ static void usage(FILE *f) {
   fprintf(f, "usage: nccl-lens <command> [options]\n\ncommands:\n");
   for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
     if (commands[i].fn) fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].help);
-  fprintf(f, "\n'nccl-lens <command> --help' for a command's options.\n");
+  fprintf(f, "\n'nccl-lens <command> --help' for a command's options (docs/cli.md: the options every command\n"
+             "that reads traces shares). Exit status: 0 done, 1 failed, 2 usage error.\n");
 }
 
 /* Read by LeakSanitizer only (ASan builds); unused otherwise. `nccl-lens job`
@@ -71,7 +72,7 @@ const char *__lsan_default_suppressions(void) { return "leak:libcupti.so\n"; }
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    usage(stderr);
+    fprintf(stderr, "nccl-lens: no command given (try 'nccl-lens --help')\n");
     return 2;
   }
   if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
@@ -104,6 +105,6 @@ int main(int argc, char **argv) {
     }
     return rc;
   }
-  fprintf(stderr, "nccl-lens: unknown command '%s' (try --help)\n", argv[1]);
+  fprintf(stderr, "nccl-lens: unknown command '%s' (try 'nccl-lens --help')\n", argv[1]);
   return 2;
 }

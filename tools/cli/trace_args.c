@@ -9,45 +9,51 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
+#include "cli/opt.h"
 #include "export/load_traces.h"
 
-/* One step of the shared loop: 0 next argument, 1 error printed, 2 help printed. */
+/* One step of the shared loop: 0 next argument, 1 stop (c->exit_code set). */
 static int parse_one(const char *cmd, int *i, int argc, char **argv, struct lens_trace_cli *c,
                      lens_trace_cli_extra_fn extra, void *ctx, void (*usage)(FILE *)) {
-  const char *a = argv[*i];
-  int has_val = *i + 1 < argc;
-  if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+  const char *a = argv[*i], *v;
+  int r;
+  c->exit_code = LENS_EXIT_USAGE;
+  if (lens_opt_flag(a, "--help", 'h')) {
     usage(stdout);
-    return 2;
+    c->exit_code = 0;
+    return 1;
   }
-  if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-    if (!has_val) return lens_cli_error(cmd, "%s needs a file name", a);
-    c->out = argv[++*i];
+  if ((r = lens_opt_val(cmd, i, argc, argv, "--output", 'o', "a file name (- for standard output)", &v))) {
+    if (r < 0) return 1;
+    c->out = v;
     return 0;
   }
-  if (!strcmp(a, "--cupti-buffer")) {
-    if (!has_val) return lens_cli_error(cmd, "--cupti-buffer needs a file name");
-    c->cupti[c->n_cupti++] = argv[++*i];
+  if ((r = lens_opt_val(cmd, i, argc, argv, "--cupti-buffer", 0, "a file name", &v))) {
+    if (r < 0) return 1;
+    c->cupti[c->n_cupti++] = v;
     return 0;
   }
-  if (!strcmp(a, "--min-wait-us")) {
+  if ((r = lens_opt_val(cmd, i, argc, argv, "--min-wait-us", 0, "a number of microseconds", &v))) {
     uint64_t us;
-    if (!has_val || lens_cli_parse_u64(argv[++*i], &us))
-      return lens_cli_error(cmd, "--min-wait-us needs a non-negative integer");
+    if (r < 0) return 1;
+    if (lens_cli_parse_u64(v, &us) || us > UINT64_MAX / 1000)
+      return lens_cli_usage(cmd, "--min-wait-us wants a number of microseconds >= 0, not '%s'", v), 1;
     c->min_wait_ns = us * 1000;
     return 0;
   }
-  if (!strcmp(a, "--tag-names")) { /* overrides NCCL_LENS_TAG_NAMES */
-    if (!has_val || lens_tag_names_set(argv[++*i]))
-      return lens_cli_error(cmd, "--tag-names wants TAG:NAME[,TAG:NAME]... (tags > 0), e.g. 1:forward,2:backward");
+  if ((r = lens_opt_val(cmd, i, argc, argv, "--tag-names", 0, "TAG:NAME[,TAG:NAME]...", &v))) {
+    if (r < 0) return 1;
+    if (lens_tag_names_set(v)) /* overrides NCCL_LENS_TAG_NAMES */
+      return lens_cli_usage(cmd, "--tag-names wants TAG:NAME[,TAG:NAME]... (tags > 0), e.g. 1:forward,2:backward"), 1;
     return 0;
   }
+  if ((r = lens_filter_option(cmd, &c->filter, i, argc, argv))) return r < 0;
   if (extra) {
-    int r = extra(ctx, i, argc, argv);
+    r = extra(ctx, i, argc, argv);
     if (r < 0) return 1;
     if (r > 0) return 0;
   }
-  if (a[0] == '-' && a[1]) return lens_cli_error(cmd, "unknown option '%s' (try --help)", a);
+  if (a[0] == '-' && a[1]) return lens_cli_usage(cmd, "unknown option '%s'", a), 1;
   c->paths[c->n++] = a;
   return 0;
 }
@@ -58,14 +64,36 @@ int lens_trace_cli_parse(const char *cmd, int argc, char **argv, struct lens_tra
   /* Every argument could be a path or a CUPTI file: argc bounds both. */
   c->paths = calloc((size_t)argc + 1, sizeof *c->paths);
   c->cupti = calloc((size_t)argc + 1, sizeof *c->cupti);
-  if (!c->paths || !c->cupti) return lens_cli_error(cmd, "out of memory");
-  for (int i = 1; i < argc; i++) {
-    int r = parse_one(cmd, &i, argc, argv, c, extra, ctx, usage);
-    if (r) return r;
-  }
+  if (!c->paths || !c->cupti) return c->exit_code = 1, lens_cli_error(cmd, "out of memory");
+  int i = 1;
+  for (; i < argc && strcmp(argv[i], "--"); i++)
+    if (parse_one(cmd, &i, argc, argv, c, extra, ctx, usage)) return 1;
+  for (i++; i < argc; i++) c->paths[c->n++] = argv[i]; /* after "--": paths only */
+  c->exit_code = LENS_EXIT_USAGE;
+  if (lens_filter_check(cmd, &c->filter)) return 1;
   if (check && check(ctx)) return 1;
-  if (!c->n) return lens_cli_error(cmd, "no trace files given (try --help)");
+  if (!c->n) return lens_cli_usage(cmd, "no trace files given"), 1;
+  c->exit_code = 0;
   return 0;
+}
+
+void lens_trace_cli_usage_common(FILE *f) {
+  fprintf(f,
+          "common options (every command that reads traces):\n"
+          "  -o, --output FILE       write there instead of standard output (- = standard output)\n"
+          "  --comm ID|NAME[,...]    only these communicators: hex id as summary prints it (0x optional) or name;\n"
+          "                          repeatable\n"
+          "  --rank LIST             only these communicator ranks, e.g. 3, 0-7 or 0-7,64 (0..1000000); repeatable\n"
+          "  --func NAME[,...]       only these operations: AllReduce, AllGather, Send, Recv, ... (any case)\n"
+          "  --since T, --until T    only events overlapping this window, T after the first event of the host\n"
+          "                          (its own CLOCK_MONOTONIC): 1.5s, 200ms, 30us or 500ns; a bare number is seconds\n"
+          "  --cupti-buffer FILE     raw CUPTI activity buffer saved on the GPU machine (repeatable)\n"
+          "  --min-wait-us N         starvation: ignore scheduler waits shorter than N us (default 0)\n"
+          "  --tag-names T:NAME,...  names of user tags (NCCL 2.31+), e.g. 1:forward (default: NCCL_LENS_TAG_NAMES)\n"
+          "  --                      only paths follow\n"
+          "  A DIR stands for the .lens files in it. Options take --opt=VALUE too, -o also -oFILE.\n"
+          "  The selection runs after the GPU clock fits and starvation analysis, which use every event.\n"
+          "  Exit status: 0 done, 1 failed (unreadable trace, write error), 2 usage error.\n");
 }
 
 void lens_trace_cli_free(struct lens_trace_cli *c) {
@@ -73,9 +101,21 @@ void lens_trace_cli_free(struct lens_trace_cli *c) {
   free(c->cupti);
   for (size_t i = 0; i < c->n_owned; i++) free(c->owned[i]);
   free(c->owned);
+  lens_filter_free(&c->filter);
   c->paths = c->cupti = NULL;
   c->owned = NULL;
   c->n_owned = 0;
+}
+
+static const char *const default_suffixes[] = {".lens", NULL};
+
+/* A file name (of len characters) that ends in one of the suffixes, with a name before it. */
+static int has_suffix(const char *name, size_t len, const char *const *suffixes) {
+  for (const char *const *s = suffixes ? suffixes : default_suffixes; *s; s++) {
+    size_t sl = strlen(*s);
+    if (len > sl && !strcmp(name + len - sl, *s)) return 1;
+  }
+  return 0;
 }
 
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -104,7 +144,7 @@ int lens_trace_cli_expand_dirs(const char *cmd, struct lens_trace_cli *c) {
     struct dirent *de;
     while ((de = readdir(d))) {
       size_t len = strlen(de->d_name);
-      if (len < 6 || strcmp(de->d_name + len - 5, ".lens")) continue;
+      if (!has_suffix(de->d_name, len, c->suffixes)) continue;
       size_t plen = strlen(c->paths[i]) + len + 2;
       char *p = malloc(plen);
       char **no = p ? realloc(c->owned, (c->n_owned + 1) * sizeof *c->owned) : NULL;
@@ -129,7 +169,7 @@ int lens_trace_cli_expand_dirs(const char *cmd, struct lens_trace_cli *c) {
     closedir(d);
     if (k == first) {
       free(out);
-      return lens_cli_error(cmd, "no .lens files in directory %s", c->paths[i]);
+      return lens_cli_error(cmd, "no %s files in directory %s", c->suffixes ? "trace" : ".lens", c->paths[i]);
     }
     qsort(out + first, k - first, sizeof *out, by_name);
   }
@@ -143,9 +183,20 @@ oom:
 }
 
 struct lens_model *lens_trace_cli_load(const char *cmd, struct lens_trace_cli *c) {
+  c->exit_code = 1;
   if (lens_trace_cli_expand_dirs(cmd, c)) return NULL;
   struct lens_load_opts lo = {.cupti_files = c->cupti, .n_cupti_files = c->n_cupti, .min_wait_ns = c->min_wait_ns};
-  return lens_cli_load(cmd, c->paths, c->n, &lo);
+  struct lens_model *m = lens_cli_load(cmd, c->paths, c->n, &lo);
+  if (m && !c->no_filter) {
+    int r = lens_filter_apply(cmd, &c->filter, m, 0);
+    if (r) {
+      c->exit_code = r;
+      lens_model_free(m);
+      return NULL;
+    }
+  }
+  if (m) c->exit_code = 0;
+  return m;
 }
 
 /* -o FILE whose directory does not exist or cannot be written. */
@@ -168,11 +219,11 @@ struct lens_model *lens_trace_cli_start(const char *cmd, int argc, char **argv, 
                                         lens_trace_cli_extra_fn extra, lens_trace_cli_check_fn check, void *ctx,
                                         void (*usage)(FILE *), int *exit_code) {
   int r = lens_trace_cli_parse(cmd, argc, argv, c, extra, check, ctx, usage);
-  if (!r && out_dir_unwritable(cmd, c)) r = 1; /* say it before loading gigabytes, not after */
+  if (!r && out_dir_unwritable(cmd, c)) r = 1, c->exit_code = 1; /* say it before loading gigabytes, not after */
   struct lens_model *m = r ? NULL : lens_trace_cli_load(cmd, c);
   if (!m) {
+    *exit_code = c->exit_code;
     lens_trace_cli_free(c);
-    *exit_code = r == 2 ? 0 : 1;
   }
   return m;
 }

@@ -1,8 +1,11 @@
 /* The command line shared by subcommands that read traces (summary, export,
- * report): -h/--help, -o/--output FILE, --cupti-buffer FILE (repeatable),
- * --min-wait-us N, --tag-names TAG:NAME,... (user tag names, NCCL 2.31+),
- * positional TRACE.lens paths; plus opening and finishing
- * the output file. One place, so every command words its errors the same. */
+ * report, net, job, hang, validate): -h/--help, -o/--output FILE ("-" is
+ * standard output), --cupti-buffer FILE (repeatable), --min-wait-us N,
+ * --tag-names TAG:NAME,... (user tag names, NCCL 2.31+), the selection
+ * (cli/filter.h: --comm, --rank, --func, --since, --until), positional
+ * TRACE.lens paths or directories, "--" before paths that start with '-';
+ * every option in the forms of cli/opt.h; plus opening and finishing the
+ * output file. One place, so every command words its errors the same. */
 #ifndef NCCL_LENS_TRACE_ARGS_H
 #define NCCL_LENS_TRACE_ARGS_H
 
@@ -10,6 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cli/filter.h"
 #include "reader/lensread.h"
 
 struct lens_trace_cli {
@@ -18,34 +22,45 @@ struct lens_trace_cli {
   uint64_t min_wait_ns;                /* --min-wait-us, in ns */
   const char *out;                     /* -o; NULL or "-" means standard output */
   char **owned; size_t n_owned;        /* paths made by expanding directories (freed with the rest) */
+  struct lens_filter filter;           /* --comm, --rank, --func, --since, --until */
+  int no_filter;                       /* set by a command that applies the selection itself */
+  int exit_code;                       /* after lens_trace_cli_parse returned nonzero */
+  const char *const *suffixes;         /* what a directory stands for (NULL: *.lens) */
 };
 
 /* A command's own options. Called for an argument the shared loop does not
  * know, before it is taken as an unknown option or a path: returns 0 if not
- * the command's, 1 if consumed (advance *i past any value), -1 after printing
- * one error line. */
+ * the command's, 1 if consumed (advance *i past any value; lens_opt_val does),
+ * -1 after printing one usage error line (lens_cli_usage). */
 typedef int (*lens_trace_cli_extra_fn)(void *ctx, int *i, int argc, char **argv);
 /* Checks run after the loop and before "no trace files given": 0 ok, -1 after
- * printing one error line. */
+ * printing one usage error line. */
 typedef int (*lens_trace_cli_check_fn)(void *ctx);
 
-/* Returns 0 when ready to load, 1 after printing one error line, 2 after
- * printing usage to stdout for -h/--help. extra and check may be NULL. Call
- * lens_trace_cli_free() whatever it returns. */
+/* Returns 0 when ready to load; nonzero when the command ends here, with
+ * c->exit_code its exit status: 0 after printing usage to stdout for
+ * -h/--help, 2 after one usage error line, 1 out of memory. extra and check
+ * may be NULL. Call lens_trace_cli_free() whatever it returns. */
 int lens_trace_cli_parse(const char *cmd, int argc, char **argv, struct lens_trace_cli *c, lens_trace_cli_extra_fn extra,
                          lens_trace_cli_check_fn check, void *ctx, void (*usage)(FILE *));
 void lens_trace_cli_free(struct lens_trace_cli *c);
 
-/* lens_cli_load() with the parsed paths and options; NULL after an error line. */
-/* Replaces each directory among c->paths by the *.lens files in it (sorted
- * by name): every command that reads traces takes a directory. 0, or 1 after
- * one error line (unreadable directory, or none in it). */
+/* The options every command that reads traces takes, with their ranges and
+ * meanings, for the end of each command's --help. */
+void lens_trace_cli_usage_common(FILE *f);
+
+/* Replaces each directory among c->paths by the files in it whose names end
+ * in one of c->suffixes (NULL: ".lens"), sorted by name: every command that
+ * reads traces takes a directory. 0, or 1 after one error line (unreadable
+ * directory, or none in it). */
 int lens_trace_cli_expand_dirs(const char *cmd, struct lens_trace_cli *c);
+/* lens_cli_load() with the parsed paths and options, then the selection
+ * (unless c->no_filter); NULL after an error line, c->exit_code set. */
 struct lens_model *lens_trace_cli_load(const char *cmd, struct lens_trace_cli *c);
 
-/* Parse, then load: the model, or NULL with *exit_code set (0 after help, 1
- * after one error line) and c already freed. On success the caller frees the
- * model and then c. */
+/* Parse, then load: the model, or NULL with *exit_code set (0 after help, 2
+ * after a usage error, 1 after another error line) and c already freed. On
+ * success the caller frees the model and then c. */
 struct lens_model *lens_trace_cli_start(const char *cmd, int argc, char **argv, struct lens_trace_cli *c,
                                         lens_trace_cli_extra_fn extra, lens_trace_cli_check_fn check, void *ctx,
                                         void (*usage)(FILE *), int *exit_code);

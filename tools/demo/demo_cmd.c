@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/opt.h"
 #include "lens_exe_dir.h"
 #include "demo/demo_hooks.h"
 #include "export/chrome.h"
@@ -130,15 +131,15 @@ done:
 int lens_cmd_demo(int argc, char **argv) {
   const char *dir = "nccl-lens-demo", *plugin = NULL;
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+    int r;
+    if (lens_opt_flag(argv[i], "--help", 'h')) {
       usage(stdout);
       return 0;
-    } else if (!strcmp(argv[i], "--out") || !strcmp(argv[i], "--plugin")) {
-      if (i + 1 >= argc) return lens_cli_error(CMD, "%s needs a value", argv[i]);
-      if (!strcmp(argv[i], "--out")) dir = argv[++i];
-      else plugin = argv[++i];
+    } else if ((r = lens_opt_val(CMD, &i, argc, argv, "--out", 'o', "a directory", &dir)) ||
+               (r = lens_opt_val(CMD, &i, argc, argv, "--plugin", 0, "a plugin path", &plugin))) {
+      if (r < 0) return 2;
     } else {
-      return lens_cli_error(CMD, "unknown argument '%s' (try --help)", argv[i]);
+      return lens_cli_usage(CMD, "unknown argument '%s'", argv[i]);
     }
   }
   if (!lens_cmd_replay) return lens_cli_error(CMD, "the replay driver is not built into this binary");

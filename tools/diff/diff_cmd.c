@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/opt.h"
 #include "cli/trace_args.h"
 #include "diff/diff_print.h"
 #include "export/load_traces.h"
@@ -29,6 +30,7 @@ static void usage(FILE *f) {
           "  --top N          list at most N changes as text (default 20, 0 = all); --json lists every row\n"
           "  --vs             ends run A's traces and starts run B's (needed when a run has several files)\n",
           LENS_DIFF_THRESHOLD_DEFAULT);
+  lens_trace_cli_usage_common(f);
 }
 
 struct diff_opts {
@@ -42,39 +44,25 @@ struct diff_opts {
 static int diff_option(void *ctx, int *i, int argc, char **argv) {
   struct diff_opts *o = ctx;
   const char *a = argv[*i];
-  if (!strcmp(a, "--json")) return o->json = 1;
-  if (!strcmp(a, "--vs")) {
-    if (o->vs_at >= 0) {
-      lens_cli_error(CMD, "--vs given twice (try --help)");
-      return -1;
-    }
+  if (lens_opt_flag(a, "--json", 0)) return o->json = 1;
+  if (lens_opt_flag(a, "--vs", 0)) {
+    if (o->vs_at >= 0) return lens_cli_usage(CMD, "--vs given twice"), -1;
     o->vs_at = (long)o->c->n;
     return 1;
   }
-  if (strcmp(a, "--threshold") && strcmp(a, "--top")) return 0;
-  if (*i + 1 >= argc) {
-    lens_cli_error(CMD, "%s needs a value (try --help)", a);
-    return -1;
-  }
-  const char *v = argv[++*i];
-  char *end;
-  errno = 0;
-  if (a[2] == 't' && a[3] == 'h') {
-    double t = strtod(v, &end);
-    if (errno || end == v || *end || !(t >= 0 && t <= 1000)) {
-      lens_cli_error(CMD, "--threshold wants a percentage 0..1000, not '%s'", v);
-      return -1;
-    }
+  const char *v;
+  int r = lens_opt_val(CMD, i, argc, argv, "--threshold", 0, "a percentage", &v);
+  if (r > 0) {
+    double t;
+    if (lens_opt_num(v, 0, 1000, &t)) return lens_cli_usage(CMD, "--threshold wants a percentage 0..1000, not '%s'", v), -1;
     o->threshold = t;
-  } else {
-    uint64_t n;
-    if (lens_cli_parse_u64(v, &n) || n > 1000000) {
-      lens_cli_error(CMD, "--top wants a number 0..1000000, not '%s'", v);
-      return -1;
-    }
-    o->top = (size_t)n;
+    return 1;
   }
-  return 1;
+  if (r < 0) return -1;
+  long top;
+  r = lens_top_option(CMD, i, argc, argv, &top);
+  if (r > 0) o->top = (size_t)top;
+  return r;
 }
 
 /* One side's command line: the given paths (a directory is expanded when
@@ -90,7 +78,13 @@ static struct lens_model *load_side(const struct lens_trace_cli *c, size_t from,
   for (size_t i = 0; i < n; i++) side->paths[i] = c->paths[from + i];
   side->n = n;
   side->min_wait_ns = c->min_wait_ns;
-  return lens_trace_cli_load(CMD, side);
+  side->no_filter = 1; /* c's selection, applied below: side does not own it */
+  struct lens_model *m = lens_trace_cli_load(CMD, side);
+  if (m && lens_filter_apply(CMD, &c->filter, m, 0)) {
+    lens_model_free(m);
+    return NULL;
+  }
+  return m;
 }
 
 int lens_cmd_diff(int argc, char **argv) {
@@ -104,18 +98,16 @@ int lens_cmd_diff(int argc, char **argv) {
   int have_s[2] = {0, 0}, have_j[2] = {0, 0};
   int rc = lens_trace_cli_parse(CMD, argc, argv, &c, diff_option, NULL, &o, usage);
   if (rc) {
-    rc = rc == 2 ? 0 : rc;
+    rc = c.exit_code;
     goto out;
   }
   if (c.n_cupti) {
-    rc = lens_cli_error(CMD, "--cupti-buffer is not taken here: give each run's buffers inside its traces");
-    rc = 2;
+    rc = lens_cli_usage(CMD, "--cupti-buffer is not taken here: give each run's buffers inside its traces");
     goto out;
   }
   size_t na = o.vs_at >= 0 ? (size_t)o.vs_at : 1;
   if ((o.vs_at < 0 && c.n != 2) || (o.vs_at >= 0 && (na == 0 || na == c.n))) {
-    lens_cli_error(CMD, "give two runs: A B (a trace or a directory each), or A... --vs B... (try --help)");
-    rc = 2;
+    rc = lens_cli_usage(CMD, "give two runs: A B (a trace or a directory each), or A... --vs B...");
     goto out;
   }
   rc = 1;

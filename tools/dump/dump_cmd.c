@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/opt.h"
 #include "nccl-lens/registry.h"
 
 #define CMD "dump"
@@ -47,22 +48,26 @@ int lens_cmd_dump(int argc, char **argv) {
   int n = 0, all = 0;
   double wait_s = 5;
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
+    const char *a = argv[i], *v;
     char *end;
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+    int r;
+    if (lens_opt_flag(a, "--help", 'h')) {
       usage(stdout);
       return 0;
-    } else if (!strcmp(a, "--all")) {
+    } else if (lens_opt_flag(a, "--all", 0)) {
       all = 1;
-    } else if (!strcmp(a, "--registry-dir") && i + 1 < argc) {
-      dir = argv[++i];
-    } else if (!strcmp(a, "--wait-s") && i + 1 < argc) {
-      wait_s = strtod(argv[++i], &end);
-      if (*end || wait_s < 0 || wait_s > 3600) return lens_cli_error(CMD, "--wait-s: '%s' is not 0..3600", argv[i]);
+    } else if ((r = lens_opt_val(CMD, &i, argc, argv, "--registry-dir", 0, "a directory", &v))) {
+      if (r < 0) return 2;
+      dir = v;
+    } else if ((r = lens_opt_val(CMD, &i, argc, argv, "--wait-s", 0, "seconds", &v))) {
+      if (r < 0 || lens_opt_num(v, 0, 3600, &wait_s))
+        return r < 0 ? 2 : lens_cli_usage(CMD, "--wait-s wants seconds 0..3600, not '%s'", v);
+    } else if (a[0] == '-') {
+      return lens_cli_usage(CMD, "unknown option '%s'", a);
     } else {
       long p = strtol(a, &end, 10);
-      if (*end || p <= 0) return lens_cli_error(CMD, "'%s' is not a pid (try --help)", a);
-      if (n == 256) return lens_cli_error(CMD, "at most 256 pids");
+      if (*end || p <= 0) return lens_cli_usage(CMD, "'%s' is not a pid", a);
+      if (n == 256) return lens_cli_usage(CMD, "at most 256 pids");
       pids[n++] = p;
     }
   }
@@ -77,7 +82,8 @@ int lens_cmd_dump(int argc, char **argv) {
     }
     closedir(d);
   }
-  if (!n) return lens_cli_error(CMD, all ? "no process registered in %s" : "no pid given (try --help)", dir);
+  if (!n && !all) return lens_cli_usage(CMD, "no pid given");
+  if (!n) return lens_cli_error(CMD, "no process registered in %s", dir);
   for (int i = 0; i < n; i++)
     if (request(dir, pids[i])) return 1;
   struct timespec t0, t;

@@ -4,10 +4,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/opt.h"
 #include "cli/trace_args.h"
 #include "export/chrome.h"
 #include "export/job_export.h"
@@ -18,25 +20,20 @@
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: nccl-lens export [--format chrome|job|perfetto] [-o OUT.json] [--cupti-buffer FILE]... [--min-wait-us N]\n"
-          "                        [--comm ID] [--ranks LIST] [--since S] [--until S] TRACE.lens...\n"
+          "usage: nccl-lens export [--format chrome|job|perfetto] [-o OUT.json] [common options] TRACE.lens|DIR...\n"
           "  Writes Chrome Trace Event JSON; open it at https://ui.perfetto.dev or chrome://tracing.\n"
-          "  -o, --output FILE    output file (default: standard output)\n"
-          "  --format chrome      every event of every trace, each host on its own CLOCK_MONOTONIC (default)\n"
+          "  --format chrome      every event of every trace, each host on its own CLOCK_MONOTONIC (default);\n"
+          "                       the selection below narrows it as for every command\n"
           "  --format job         the merged job timeline: every host on one job time base (aligned, with\n"
           "                       bounds), ranks grouped by host, a flow through the ranks of each collective\n"
-          "                       instance, its last rank marked (docs/timeline.md); the options below imply it\n"
+          "                       instance, its last rank marked (docs/timeline.md); --comm, --rank, --since\n"
+          "                       or --until without --format imply it. There --comm takes one communicator,\n"
+          "                       --since/--until are job time after the job's first event (the origin is in\n"
+          "                       otherData.origin_job_ns), and --func is not taken\n"
           "  --format perfetto    the merged job timeline as Perfetto's protobuf (.pftrace; streamed, smaller)\n"
-          "  --comm ID            only communicator ID (hex, as summary/job print it)\n"
-          "  --ranks LIST         only these ranks, e.g. 0-7,64\n"
-          "  --since S, --until S only events overlapping this window, seconds after the job's first event\n"
-          "                       (job time; the origin is in otherData.origin_job_ns)\n"
           "  --types T,...        --format chrome: only these event types (kernelch, coll, p2p, proxyop, ...,\n"
-          "                       sched; the names of NCCL_LENS_EVENT_MASK)\n"
-          "  --cupti-buffer FILE  raw CUPTI activity buffer saved on the GPU machine (repeatable)\n"
-          "  --min-wait-us N      starvation: ignore scheduler waits shorter than N us (default 0)\n"
-          "  --tag-names T:NAME,...  names of user tags (NCCL 2.31+), e.g. 1:forward,2:backward\n"
-          "                       (default: NCCL_LENS_TAG_NAMES)\n");
+          "                       sched; the names of NCCL_LENS_EVENT_MASK)\n");
+  lens_trace_cli_usage_common(f);
 }
 
 struct xopts {
@@ -44,71 +41,59 @@ struct xopts {
   const char *types;               /* --types, per-trace export only */
   struct lens_chrome_opts chrome;
   struct lens_job_export_opts job;
-  uint8_t *ranks;
-  int selection; /* --comm/--ranks/--since/--until given: they imply --format job */
+  struct lens_trace_cli *c;
 };
 
-static int parse_seconds(const char *v, int64_t *ns) {
-  char *end;
-  double d = strtod(v, &end);
-  if (end == v || *end || !isfinite(d) || d < 0 || d > 1e7) return -1;
-  *ns = (int64_t)llround(d * 1e9);
-  return 0;
-}
-
-/* --format and the merged timeline's selection. */
 static int format_option(void *ctx, int *i, int argc, char **argv) {
   struct xopts *o = ctx;
-  const char *a = argv[*i];
-  int known = !strcmp(a, "--format") || !strcmp(a, "--types") || !strcmp(a, "--comm") || !strcmp(a, "--ranks") || !strcmp(a, "--since") ||
-              !strcmp(a, "--until");
-  if (!known) return 0;
-  if (*i + 1 >= argc) return -lens_cli_error(CMD, "%s needs a value", a);
-  const char *v = argv[++*i];
-  if (!strcmp(a, "--format")) {
-    o->format = v;
-    return 1;
-  }
-  if (!strcmp(a, "--types")) {
-    o->types = v;
-    return 1;
-  }
-  o->selection = 1;
-  if (!strcmp(a, "--comm")) {
-    char *end;
-    o->job.comm_id = strtoull(v, &end, 16);
-    if (end == v || *end) return -lens_cli_error(CMD, "--comm needs a hex communicator id, e.g. 0x1a2b");
-    o->job.have_comm = 1;
-  } else if (!strcmp(a, "--ranks")) {
-    free(o->ranks);
-    o->ranks = lens_job_export_parse_ranks(v, &o->job.n_ranks);
-    if (!o->ranks) return -lens_cli_error(CMD, "--ranks needs a list like 0-7,64");
-    o->job.ranks = o->ranks;
-  } else if (!strcmp(a, "--since")) {
-    if (parse_seconds(v, &o->job.since_ns)) return -lens_cli_error(CMD, "--since needs seconds >= 0");
-    o->job.have_since = 1;
-  } else {
-    if (parse_seconds(v, &o->job.until_ns)) return -lens_cli_error(CMD, "--until needs seconds >= 0");
-    o->job.have_until = 1;
-  }
-  return 1;
+  int r = lens_opt_val(CMD, i, argc, argv, "--format", 0, "chrome, job or perfetto", &o->format);
+  if (!r) r = lens_opt_val(CMD, i, argc, argv, "--types", 0, "event types", &o->types);
+  return r;
 }
 
+/* The selection (--comm, --rank, --since, --until) is the shared one
+ * (cli/filter.h). Given without --format it means the merged job timeline,
+ * which applies it itself on job time; with --format chrome it narrows the
+ * traces like every other command's. */
 static int format_check(void *ctx) {
   struct xopts *o = ctx;
-  if (!o->format) o->format = o->selection ? "job" : "chrome";
+  const struct lens_filter *fl = &o->c->filter;
+  if (!o->format) o->format = lens_filter_any(fl) ? "job" : "chrome";
   if (strcmp(o->format, "chrome") && strcmp(o->format, "job") && strcmp(o->format, "perfetto"))
-    return -lens_cli_error(CMD, "unknown format '%s' (chrome, job, perfetto)", o->format);
+    return lens_cli_usage(CMD, "unknown format '%s' (chrome, job, perfetto)", o->format), -1;
   o->job.perfetto = !strcmp(o->format, "perfetto");
   if (o->types && strcmp(o->format, "chrome"))
-    return -lens_cli_error(CMD, "--types selects from --format chrome only");
+    return lens_cli_usage(CMD, "--types selects from --format chrome only"), -1;
   if (o->types && lens_chrome_parse_types(o->types, &o->chrome.types))
-    return -lens_cli_error(CMD, "--types %s: unknown type (%s)", o->types, lens_chrome_type_names());
-  if (!strcmp(o->format, "chrome") && o->selection)
-    return -lens_cli_error(CMD, "--comm, --ranks, --since and --until select the job timeline (--format job)");
-  if (o->job.have_since && o->job.have_until && o->job.until_ns < o->job.since_ns)
-    return -lens_cli_error(CMD, "--until is before --since");
+    return lens_cli_usage(CMD, "--types %s: unknown type (%s)", o->types, lens_chrome_type_names()), -1;
+  if (!strcmp(o->format, "chrome")) return 0;
+  o->c->no_filter = 1;
+  if (fl->n_funcs) return lens_cli_usage(CMD, "--func selects from --format chrome only (the job timeline has every operation)"), -1;
+  if (fl->n_comms > 1) return lens_cli_usage(CMD, "the job timeline takes one --comm"), -1;
+  o->job.ranks = fl->ranks;
+  o->job.n_ranks = fl->n_ranks;
+  o->job.have_since = fl->have_since, o->job.since_ns = (int64_t)fl->since_ns;
+  o->job.have_until = fl->have_until, o->job.until_ns = (int64_t)fl->until_ns;
   return 0;
+}
+
+/* --comm ID|NAME for the job timeline: its id, found in the model. 0, or 2
+ * after one usage error line. */
+static int job_comm(const struct lens_model *m, struct xopts *o) {
+  const struct lens_filter *fl = &o->c->filter;
+  if (!fl->n_comms) return 0;
+  const char *want = fl->comms[0];
+  for (size_t i = 0; i < m->n_comms; i++) {
+    char *end;
+    const char *h = strncasecmp(want, "0x", 2) ? want : want + 2;
+    uint64_t id = strtoull(h, &end, 16);
+    if ((m->comms[i].name[0] && !strcmp(m->comms[i].name, want)) || (end != h && !*end && id == m->comms[i].comm_id)) {
+      o->job.have_comm = 1;
+      o->job.comm_id = m->comms[i].comm_id;
+      return 0;
+    }
+  }
+  return lens_cli_usage(CMD, "--comm %s: no such communicator in these traces", want);
 }
 
 /* The merged job timeline: the job view, the alignment, then the document. */
@@ -130,14 +115,16 @@ static int export_job(FILE *f, const struct lens_model *m, const struct xopts *o
 }
 
 int lens_cmd_export(int argc, char **argv) {
-  struct xopts o = {0};
   struct lens_trace_cli c;
+  struct xopts o = {.c = &c};
   int rc = 1;
   struct lens_model *m = lens_trace_cli_start(CMD, argc, argv, &c, format_option, format_check, &o, usage, &rc);
-  if (!m) {
-    free(o.ranks);
-    return rc;
+  if (!m) return rc;
+  if ((rc = job_comm(m, &o))) {
+    lens_model_free(m);
+    goto done;
   }
+  rc = 1;
   FILE *f = lens_trace_cli_open_out(CMD, &c);
   if (!f) {
     lens_model_free(m);
@@ -164,7 +151,6 @@ int lens_cmd_export(int argc, char **argv) {
   }
   lens_model_free(m);
 done:
-  free(o.ranks);
   lens_trace_cli_free(&c);
   return rc;
 }

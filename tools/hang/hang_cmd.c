@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
+#include "cli/opt.h"
 #include "cli/trace_args.h"
 #include "export/load_traces.h"
 #include "hang/hang_print.h"
@@ -14,17 +15,18 @@
 #define CMD "hang"
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: nccl-lens hang [--json] [-o FILE] TRACE.lens|DIR...\n"
+  fprintf(f, "usage: nccl-lens hang [--json] [-o FILE] [common options] TRACE.lens|DIR...\n"
              "  Hang diagnosis (traces cut by a kill are fine): per communicator, the last sequence number each\n"
              "  rank started and completed, the collective where the ranks part and the ranks that never entered\n"
              "  it; per stuck rank the channels whose kernel never stopped and the proxy ops in flight with the\n"
              "  step, the state it sits in and the peer it waits for; whether each proxy thread still recorded.\n"
-             "  A DIR stands for the .lens files in it. --json prints one JSON object.\n");
+             "  --json                  one JSON object\n");
+  lens_trace_cli_usage_common(f);
 }
 
 static int json_option(void *ctx, int *i, int argc, char **argv) {
   (void)argc;
-  if (strcmp(argv[*i], "--json")) return 0;
+  if (!lens_opt_flag(argv[*i], "--json", 0)) return 0;
   *(int *)ctx = 1;
   return 1;
 }
@@ -34,11 +36,13 @@ int lens_cmd_hang(int argc, char **argv) {
   struct lens_trace_cli c;
   int r = lens_trace_cli_parse(CMD, argc, argv, &c, json_option, NULL, &json, usage);
   if (r) {
+    r = c.exit_code;
     lens_trace_cli_free(&c);
-    return r == 2 ? 0 : 1;
+    return r;
   }
   int rc = 1;
   struct lens_model *m = lens_trace_cli_load(CMD, &c); /* a DIR stands for its .lens files */
+  if (!m) rc = c.exit_code;
   struct lens_hang_report h;
   if (m && lens_hang_analyze(m, &h) != 0) {
     lens_cli_error(CMD, "out of memory");

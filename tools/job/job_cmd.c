@@ -11,7 +11,6 @@
  * then reduced into the job view. Memory: one model per thread plus the
  * records. --partial writes the records instead (a partial file, to be
  * reduced where every node's partial is gathered). */
-#include <dirent.h>
 #include <limits.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -23,6 +22,8 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/filter.h"
+#include "cli/opt.h"
 #include "cli/trace_args.h"
 #include "export/load_traces.h"
 #include "job/job_print.h"
@@ -33,14 +34,15 @@
 #define CMD "job"
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: nccl-lens job [--json] [--all] [--min-straggler-us N] [-o FILE] [--cupti-buffer FILE]...\n"
-             "                     [--min-wait-us N] [--threads N] [--partial] TRACE.lens|PARTIAL|DIR...\n"
+  fprintf(f, "usage: nccl-lens job [--json] [--all|--top N] [--min-straggler-us N] [-o FILE] [--threads N] [--partial]\n"
+             "                     [common options] TRACE.lens|PARTIAL|DIR...\n"
              "  Matches every collective across the ranks of its communicator and splits it into execution (the\n"
              "  span of the rank that started last) and each rank's wait, from each GPU's own clock; names the\n"
-             "  rank that made the others wait and why. A directory means every .lens file in it.\n"
+             "  rank that made the others wait and why. A directory means every .lens and .lensjob file in it.\n"
              "  --min-straggler-us N  name a last rank only when the others waited >= N us (default 20) and\n"
              "                        >= 2%% of the execution\n"
              "  --all                 list every instance with a straggler (default: the 20 longest waits)\n"
+             "  --top N               list the N longest waits (0 = all, as --all)\n"
              "  --end-spread-us N     hosts: how far apart the ranks of one collective may end (default 5; doubled\n"
              "                        while the sync points contradict each other)\n"
              "  --sync-only           hosts: offsets from the job's sync points alone, not CLOCK_REALTIME (a check)\n"
@@ -50,11 +52,14 @@ static void usage(FILE *f) {
              "  --partial             write the compact per-instance records of the traces given (-o FILE, a\n"
              "                        .lensjob partial file) instead of the report; a later 'nccl-lens job' takes\n"
              "                        partial files wherever it takes traces (docs/scale.md)\n"
-             "  --threads N           hosts' traces mapped on N threads at once (default: the cores)\n");
+             "  --threads N           hosts' traces mapped on N threads at once (1..1024, default: the cores)\n"
+             "  The selection (--comm, --rank, --func, --since, --until) reads traces, not partial files.\n");
+  lens_trace_cli_usage_common(f);
 }
 
 struct opts {
-  int json, all, partial, stream;
+  int json, partial, stream;
+  long top; /* instances listed in text (--top N; --all = 0 = every one) */
   long threads;
   uint64_t min_ns;
   struct lens_align_opts align;
@@ -62,83 +67,34 @@ struct opts {
 
 static int job_option(void *ctx, int *i, int argc, char **argv) {
   struct opts *o = ctx;
-  if (!strcmp(argv[*i], "--json")) return o->json = 1, 1;
-  if (!strcmp(argv[*i], "--all")) return o->all = 1, 1;
-  if (!strcmp(argv[*i], "--partial")) return o->partial = 1, 1;
-  if (!strcmp(argv[*i], "--stream")) return o->stream = 1, 1;
-  if (!strcmp(argv[*i], "--sync-only")) return o->align.sync_only = 1, 1;
-  if (!strcmp(argv[*i], "--end-spread-us")) {
-    uint64_t us;
-    if (*i + 1 >= argc || lens_cli_parse_u64(argv[*i + 1], &us) || !us || us > 1000000) {
-      lens_cli_error(CMD, "--end-spread-us needs an integer 1..1000000");
-      return -1;
-    }
-    o->align.end_spread_ns = us * 1000;
-    ++*i;
-    return 1;
+  const char *a = argv[*i], *v;
+  int r;
+  if (lens_opt_flag(a, "--json", 0)) return o->json = 1, 1;
+  if (lens_opt_flag(a, "--all", 0)) return o->top = 0, 1;
+  if (lens_opt_flag(a, "--partial", 0)) return o->partial = 1, 1;
+  if (lens_opt_flag(a, "--stream", 0)) return o->stream = 1, 1;
+  if (lens_opt_flag(a, "--sync-only", 0)) return o->align.sync_only = 1, 1;
+  if ((r = lens_top_option(CMD, i, argc, argv, &o->top))) return r;
+  uint64_t n;
+  if ((r = lens_opt_val(CMD, i, argc, argv, "--end-spread-us", 0, "a number of microseconds", &v))) {
+    if (r > 0 && (lens_cli_parse_u64(v, &n) || !n || n > 1000000))
+      return lens_cli_usage(CMD, "--end-spread-us wants microseconds 1..1000000, not '%s'", v), -1;
+    if (r > 0) o->align.end_spread_ns = n * 1000;
+    return r;
   }
-  if (!strcmp(argv[*i], "--threads")) {
-    uint64_t n;
-    if (*i + 1 >= argc || lens_cli_parse_u64(argv[*i + 1], &n) || n < 1 || n > 1024) {
-      lens_cli_error(CMD, "--threads needs an integer from 1 to 1024");
-      return -1;
-    }
-    o->threads = (long)n;
-    ++*i;
-    return 1;
+  if ((r = lens_opt_val(CMD, i, argc, argv, "--threads", 0, "a number of threads", &v))) {
+    if (r > 0 && (lens_cli_parse_u64(v, &n) || n < 1 || n > 1024))
+      return lens_cli_usage(CMD, "--threads wants a number of threads 1..1024, not '%s'", v), -1;
+    if (r > 0) o->threads = (long)n;
+    return r;
   }
-  if (!strcmp(argv[*i], "--min-straggler-us")) {
-    uint64_t us;
-    if (*i + 1 >= argc || lens_cli_parse_u64(argv[*i + 1], &us)) {
-      lens_cli_error(CMD, "--min-straggler-us needs a non-negative integer");
-      return -1;
-    }
-    o->min_ns = us * 1000;
-    ++*i;
-    return 1;
+  if ((r = lens_opt_val(CMD, i, argc, argv, "--min-straggler-us", 0, "a number of microseconds", &v))) {
+    if (r > 0 && (lens_cli_parse_u64(v, &n) || n > UINT64_MAX / 1000))
+      return lens_cli_usage(CMD, "--min-straggler-us wants microseconds >= 0, not '%s'", v), -1;
+    if (r > 0) o->min_ns = n * 1000;
+    return r;
   }
   return 0;
-}
-
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-/* Paths with directories replaced by their .lens files (sorted). */
-static char **expand(const struct lens_trace_cli *c, size_t *n_out) {
-  size_t cap = c->n + 16, n = 0;
-  char **v = malloc(cap * sizeof *v);
-  if (!v) return NULL;
-  for (size_t i = 0; i < c->n; i++) {
-    struct stat st;
-    DIR *d = stat(c->paths[i], &st) == 0 && S_ISDIR(st.st_mode) ? opendir(c->paths[i]) : NULL;
-    if (!d) {
-      v[n++] = strdup(c->paths[i]);
-    } else {
-      size_t first = n;
-      struct dirent *de;
-      while ((de = readdir(d))) {
-        size_t l = strlen(de->d_name);
-        if ((l < 6 || strcmp(de->d_name + l - 5, ".lens")) && (l < 9 || strcmp(de->d_name + l - 8, ".lensjob")))
-          continue;
-        if (n + 1 >= cap) {
-          char **nv = realloc(v, (cap *= 2) * sizeof *v);
-          if (!nv) break;
-          v = nv;
-        }
-        size_t pl = strlen(c->paths[i]) + l + 2;
-        v[n] = malloc(pl);
-        if (v[n]) snprintf(v[n], pl, "%s/%s", c->paths[i], de->d_name), n++;
-      }
-      closedir(d);
-      qsort(v + first, n - first, sizeof *v, cmp_str);
-    }
-    if (n + 1 >= cap) {
-      char **nv = realloc(v, (cap *= 2) * sizeof *v);
-      if (!nv) break;
-      v = nv;
-    }
-  }
-  *n_out = n;
-  return v;
 }
 
 /* ---- map: traces grouped by host, one model per group ---- */
@@ -222,6 +178,11 @@ static int map_one(struct map_ctx *x, size_t w) {
   struct lens_model *m = lens_cli_load(CMD, v, g->n, &lo);
   free(v);
   if (!m) return -1;
+  /* One host's part: a communicator or operation it lacks selects nothing there. */
+  if (lens_filter_apply(CMD, &x->c->filter, m, LENS_FILTER_PART)) {
+    lens_model_free(m);
+    return -1;
+  }
   int rc = lens_job_map(m, p) || lens_job_part_own_strings(p) ? -1 : 0;
   lens_model_free(m);
   if (rc) lens_cli_error(CMD, "out of memory");
@@ -285,6 +246,11 @@ static int job_one_model(const struct opts *o, const struct lens_trace_cli *c, c
   struct lens_load_opts lo = {.cupti_files = c->cupti, .n_cupti_files = c->n_cupti, .min_wait_ns = c->min_wait_ns};
   struct lens_model *m = lens_cli_load(CMD, (const char *const *)paths, n, &lo);
   if (!m) return 1;
+  int fr = lens_filter_apply(CMD, &c->filter, m, 0);
+  if (fr) {
+    lens_model_free(m);
+    return fr;
+  }
   struct lens_job j;
   if (lens_job_build(m, &j, o->min_ns)) {
     lens_cli_error(CMD, "out of memory");
@@ -302,7 +268,7 @@ static int job_one_model(const struct opts *o, const struct lens_trace_cli *c, c
   FILE *f = lens_trace_cli_open_out(CMD, c);
   if (f) {
     if (o->json) lens_job_print_json(f, m, &j, &al);
-    else lens_job_print_text(f, m, &j, o->all ? 0 : 20, &al);
+    else lens_job_print_text(f, m, &j, (size_t)o->top, &al);
     rc = lens_trace_cli_close_out(CMD, c, f, 0);
   }
   lens_align_free(&al);
@@ -312,27 +278,30 @@ static int job_one_model(const struct opts *o, const struct lens_trace_cli *c, c
 }
 
 int lens_cmd_job(int argc, char **argv) {
-  struct opts o = {0};
+  struct opts o = {.top = 20};
   struct lens_trace_cli c;
   int r = lens_trace_cli_parse(CMD, argc, argv, &c, job_option, NULL, &o, usage);
   if (r) {
+    r = c.exit_code;
     lens_trace_cli_free(&c);
-    return r == 2 ? 0 : 1;
+    return r;
   }
-  size_t n = 0;
-  char **paths = expand(&c, &n);
+  static const char *const suffixes[] = {".lens", ".lensjob", NULL}; /* traces and partial files */
+  c.suffixes = suffixes;
+  if (lens_trace_cli_expand_dirs(CMD, &c)) {
+    lens_trace_cli_free(&c);
+    return 1;
+  }
+  size_t n = c.n;
+  char **paths = (char **)c.paths;
   int rc = 1;
   struct map_ctx x = {.paths = paths, .c = &c};
   size_t cap_groups = 0, n_parts = 0;
   struct lens_model *skel = NULL;
   int have_job = 0;
   struct lens_job j;
-  if (!paths || !n) {
-    lens_cli_error(CMD, "no .lens traces found in the paths given");
-    goto out;
-  }
   if (o.partial && !lens_trace_cli_out_is_file(&c)) {
-    lens_cli_error(CMD, "--partial writes a file: give it with -o FILE");
+    rc = lens_cli_usage(CMD, "--partial writes a file: give it with -o FILE");
     goto out;
   }
   x.partials = malloc(n * sizeof *x.partials);
@@ -344,6 +313,10 @@ int lens_cmd_job(int argc, char **argv) {
       struct stat st;
       if (!stat(paths[i], &st)) bytes += (uint64_t)st.st_size;
       if (lens_job_part_is(paths[i]) == 1) any_partial = 1;
+    }
+    if (any_partial && lens_filter_any(&c.filter)) {
+      rc = lens_cli_usage(CMD, "--comm, --rank, --func, --since and --until select from traces, not partial files");
+      goto out;
     }
     if (!o.stream && !o.partial && !any_partial && bytes <= STREAM_BYTES) {
       rc = job_one_model(&o, &c, paths, n);
@@ -413,7 +386,7 @@ int lens_cmd_job(int argc, char **argv) {
   f = lens_trace_cli_open_out(CMD, &c);
   if (f) {
     if (o.json) lens_job_print_json(f, skel, &j, &al);
-    else lens_job_print_text(f, skel, &j, o.all ? 0 : 20, &al);
+    else lens_job_print_text(f, skel, &j, (size_t)o.top, &al);
     rc = lens_trace_cli_close_out(CMD, &c, f, 0);
   }
   lens_align_free(&al);
@@ -428,8 +401,6 @@ out:
   for (size_t i = 0; i < x.n_groups; i++) free(x.groups[i].files);
   free(x.groups);
   free(x.partials);
-  for (size_t i = 0; paths && i < n; i++) free(paths[i]);
-  free(paths);
-  lens_trace_cli_free(&c);
+  lens_trace_cli_free(&c); /* paths are c's */
   return rc;
 }

@@ -301,6 +301,13 @@ int32_t lens_model_find_in_session(const struct lens_model *m, int32_t proc, uin
 /* Completion time of a Coll/P2p: the latest of its KernelCh stop (mapped GPU
  * time if available, else notice) and ProxyOp stops; 0 if none. Sets *source. */
 uint64_t lens_event_completion(const struct lens_model *m, const struct lens_event *e, int *source);
+/* Narrows m to the events with keep[i] != 0 (n_events entries), in their
+ * order: parents, children, CUPTI kernels' launch events and id lookups are
+ * renumbered (an event whose parent is left out becomes a root, its flags
+ * unchanged), the states of the events left out go. Procs, threads, comms,
+ * samples and what analyses already computed stay. 0, or -1 when out of
+ * memory (m unchanged). */
+int lens_model_keep(struct lens_model *m, const uint8_t *keep);
 
 #ifdef __cplusplus
 }

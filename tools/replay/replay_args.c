@@ -18,7 +18,7 @@ static const char usage[] =
     "  --scenario    allreduce (default), sendrecv, mixed, graph, pxn, starved, overrun, tagged, symmetric,\n"
     "                phases, all; hang-missing, hang-proxy, hang-graph (a collective that never completes);\n"
     "                job-none, job-late-app, job-slow-launch, job-gpu-busy, job-slow-link,\n"
-    "                job-starved-proxy (coupled GPUs)\n"
+    "                job-starved-proxy (coupled GPUs); net-even, net-slow-link, net-gpu-bound, net-slow-recv, net-ib\n"
     "  --hang-exit-after  hang scenarios: end without finalize, as a killed job, this long after the hang (2)\n"
     "  --straggler   job-*: the late rank, or the slow link's sender (default 1); --delay-us its lateness;\n"
     "                'rotate': job-late-app makes rank (iteration mod ranks) late (every host is late sometimes)\n"
@@ -31,7 +31,7 @@ static const char usage[] =
 static int bad(const char *fmt, const char *arg) {
   fprintf(stderr, "nccl-lens replay: ");
   fprintf(stderr, fmt, arg);
-  fputc('\n', stderr);
+  fputs(" (try 'nccl-lens replay --help')\n", stderr);
   return 2;
 }
 
@@ -49,6 +49,18 @@ int lens_replay_parse_args(int argc, char **argv, struct lens_replay_opts *o) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     long x;
+    /* --name=VALUE: the value is in this argument; the branches below step
+     * over a separate value, which is undone after them. */
+    char name[64];
+    const char *eq = !strncmp(a, "--", 2) ? strchr(a, '=') : NULL;
+    int i0 = i;
+    if (eq && (size_t)(eq - a) < sizeof name) {
+      memcpy(name, a, (size_t)(eq - a));
+      name[eq - a] = 0;
+      a = name, v = eq + 1;
+    } else {
+      eq = NULL;
+    }
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       fputs(usage, stdout);
       return 1;
@@ -121,8 +133,10 @@ int lens_replay_parse_args(int argc, char **argv, struct lens_replay_opts *o) {
       else return bad("--api: '%s' is not 4, 5, 6, 7 or auto", v);
       i++;
     } else {
-      return bad("unknown option '%s' (try --help)", a);
+      return bad("unknown option '%s'", a);
     }
+    if (eq && i == i0) return bad("%s takes no value", a);
+    if (eq) i = i0;
   }
   return 0;
 }

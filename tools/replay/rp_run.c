@@ -38,7 +38,14 @@ static int check_opts(const struct lens_replay_opts *o) {
   else if (o->node >= o->nodes) why = "--node must be below --nodes";
   else if ((o->node >= 0) != (o->board != NULL)) why = "--node and --board go together";
   else if (o->board && rp_job_kind_of(o->scenario) == RP_JOB_OFF) why = "--board needs a job-* scenario";
-  if (why) fprintf(stderr, "nccl-lens replay: %s\n", why);
+  if (why && !strcmp(why, "unknown scenario"))
+    fprintf(stderr, "nccl-lens replay: unknown scenario '%s' (allreduce, sendrecv, mixed, graph, pxn, starved, overrun, "
+                    "tagged, symmetric, phases, all, hang-missing, hang-proxy, hang-graph, job-none, job-late-app, "
+                    "job-slow-launch, job-gpu-busy, job-slow-link, job-starved-proxy, net-even, net-slow-link, net-gpu-bound, "
+                    "net-slow-recv, net-ib; try 'nccl-lens replay --help')\n",
+            o->scenario ? o->scenario : "");
+  else if (why)
+    fprintf(stderr, "nccl-lens replay: %s (try 'nccl-lens replay --help')\n", why);
   return why ? 2 : 0;
 }
 

@@ -108,13 +108,14 @@ static int parse_opts(int argc, char **argv, struct opts *o) {
   o->min_offcpu_ns = 1000000;
   o->min_wait_ns = 10000;
   optind = 1;
+  opterr = 0; /* one line of ours, not getopt's and then the usage */
   int c;
   uint64_t v;
-  while ((c = getopt_long(argc, argv, "p:fao:d:qvh", lo, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":p:fao:d:qvh", lo, NULL)) != -1) {
     switch (c) {
     case 'p':
       if (parse_u64(optarg, &v) || v == 0 || v > 0x3fffffff)
-        return lens_cli_error(CMD, "bad pid '%s'", optarg), -1;
+        return lens_cli_usage(CMD, "bad pid '%s'", optarg), -1;
       o->pid = (int)v;
       break;
     case 'f': o->follow = 1; break;
@@ -125,16 +126,16 @@ static int parse_opts(int argc, char **argv, struct opts *o) {
       o->duration_s = strtod(optarg, &e);
       /* Written so NaN fails too: nan never compares greater than 0. */
       if (e == optarg || *e || !(o->duration_s > 0 && o->duration_s <= LENS_SCHED_MAX_DURATION_S))
-        return lens_cli_error(CMD, "bad --duration '%s' (seconds, more than 0 and at most 30 days = 2592000)",
+        return lens_cli_usage(CMD, "bad --duration '%s' (seconds, more than 0 and at most 30 days = 2592000)",
                               optarg), -1;
       break;
     }
     case 'm':
-      if (parse_u64(optarg, &v)) return lens_cli_error(CMD, "bad --min-offcpu-us '%s'", optarg), -1;
+      if (parse_u64(optarg, &v)) return lens_cli_usage(CMD, "bad --min-offcpu-us '%s'", optarg), -1;
       o->min_offcpu_ns = v * 1000;
       break;
     case 'w':
-      if (parse_u64(optarg, &v)) return lens_cli_error(CMD, "bad --min-wait-us '%s'", optarg), -1;
+      if (parse_u64(optarg, &v)) return lens_cli_usage(CMD, "bad --min-wait-us '%s'", optarg), -1;
       o->min_wait_ns = v * 1000;
       break;
     case 'b': o->btf = optarg; break;
@@ -145,14 +146,15 @@ static int parse_opts(int argc, char **argv, struct opts *o) {
     case 'q': o->quiet = 1; break;
     case 'v': o->verbose = 1; break;
     case 'h': usage(stdout); exit(0);
-    default: usage(stderr); return -1;
+    case ':': return lens_cli_usage(CMD, "%s needs a value", argv[optind - 1]), -1;
+    default: return lens_cli_usage(CMD, "unknown option '%s'", argv[optind - 1]), -1;
     }
   }
-  if (optind < argc) return lens_cli_error(CMD, "unexpected argument '%s' (try --help)", argv[optind]), -1;
-  if (!!o->pid == !!o->follow) return lens_cli_error(CMD, "give exactly one of --pid PID or --follow"), -1;
-  if (o->all_threads && !o->pid) return lens_cli_error(CMD, "--all-threads needs --pid"), -1;
+  if (optind < argc) return lens_cli_usage(CMD, "unexpected argument '%s'", argv[optind]), -1;
+  if (!!o->pid == !!o->follow) return lens_cli_usage(CMD, "give exactly one of --pid PID or --follow"), -1;
+  if (o->all_threads && !o->pid) return lens_cli_usage(CMD, "--all-threads needs --pid"), -1;
   if (o->registry_only && (!o->follow || !o->registry_dir))
-    return lens_cli_error(CMD, "--registry-only needs --follow and --registry-dir"), -1;
+    return lens_cli_usage(CMD, "--registry-only needs --follow and --registry-dir"), -1;
   if (!o->page_dir) o->page_dir = o->registry_dir;
   if (!o->page_dir) o->page_dir = getenv("NCCL_LENS_REGISTRY_DIR");
   if (!o->page_dir || !*o->page_dir) o->page_dir = LENS_REGISTRY_DEFAULT_DIR;

@@ -3,34 +3,39 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/opt.h"
 #include "cli/trace_args.h"
 #include "reader/analyses.h"
 #include "job/job_print.h"
 #include "summary/summary_print.h"
+#include "summary/summary_top.h"
 
 #define CMD "summary"
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: nccl-lens summary [--json] [-o FILE] [--cupti-buffer FILE]... [--min-wait-us N] [--tag-names T:NAME,...]\n"
-             "       TRACE.lens...\n"
+  fprintf(f, "usage: nccl-lens summary [--json] [--top N] [-o FILE] [common options] TRACE.lens|DIR...\n"
              "  Per communicator and operation (func, algo, proto, size): counts, bytes, enqueue and completion\n"
              "  times, algorithm bandwidth, GPU time per channel, proxy activity; then drops, accuracy flags and\n"
-             "  starvation. --json prints the same numbers as one JSON object.\n");
+             "  starvation.\n"
+             "  --json                  the same numbers as one JSON object\n"
+             "  --top N                 per communicator, the N operation rows that took the most time (0 = all,\n"
+             "                          the default; how many are left out goes to stderr)\n");
+  lens_trace_cli_usage_common(f);
 }
 
-/* --json: the only summary-specific option. */
-static int json_option(void *ctx, int *i, int argc, char **argv) {
-  (void)argc;
-  if (strcmp(argv[*i], "--json")) return 0;
-  *(int *)ctx = 1;
-  return 1;
+struct opts { int json; long top; };
+
+static int summary_option(void *ctx, int *i, int argc, char **argv) {
+  struct opts *o = ctx;
+  if (lens_opt_flag(argv[*i], "--json", 0)) return o->json = 1, 1;
+  return lens_top_option(CMD, i, argc, argv, &o->top);
 }
 
 int lens_cmd_summary(int argc, char **argv) {
-  int json = 0;
+  struct opts o = {0, 0};
   struct lens_trace_cli c;
   int rc = 1;
-  struct lens_model *m = lens_trace_cli_start(CMD, argc, argv, &c, json_option, NULL, &json, usage, &rc);
+  struct lens_model *m = lens_trace_cli_start(CMD, argc, argv, &c, summary_option, NULL, &o, usage, &rc);
   if (!m) return rc;
   struct lens_summary s;
   if (lens_summary_build(m, &s, lens_analyze_gpu != NULL)) {
@@ -38,9 +43,11 @@ int lens_cmd_summary(int argc, char **argv) {
     lens_model_free(m);
     goto done;
   }
+  size_t cut = lens_summary_top(&s, (size_t)o.top);
+  if (cut) fprintf(stderr, "nccl-lens summary: --top %ld: %zu operation rows left out\n", o.top, cut);
   FILE *f = lens_trace_cli_open_out(CMD, &c);
   if (f) {
-    if (json) {
+    if (o.json) {
       lens_summary_print_json(f, m, &s);
     } else {
       struct lens_job j; /* the job view leads whenever a communicator has more than one rank loaded */

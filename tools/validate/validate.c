@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/opt.h"
+#include "cli/trace_args.h"
 #include "export/load_traces.h"
 #include "reader/analyses.h"
 #include "reader/gpu_analysis.h"
@@ -21,63 +23,39 @@ static void load_progress(uint64_t done, uint64_t total) {
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: nccl-lens validate TRACE.lens... [--cupti-buffer FILE]... [--json] [--limit N]\n"
-          "       [--tag-names T:NAME,...]\n"
-          "  --cupti-buffer FILE  raw CUPTI activity buffer saved on the GPU machine (repeatable)\n"
+          "usage: nccl-lens validate [--json] [--limit N] [-o FILE] [common options] TRACE.lens|DIR...\n"
           "  --json               machine-readable output\n"
           "  --limit N            list at most N launches in detail (default: 20 as text, all with --json;\n"
           "                       totals and flags always cover all)\n");
+  lens_trace_cli_usage_common(f);
+}
+
+/* --json and --limit; the rest is the shared command line (cli/trace_args.h). */
+static int validate_option(void *ctx, int *i, int argc, char **argv) {
+  struct lens_validate_opts *o = ctx;
+  const char *v;
+  if (lens_opt_flag(argv[*i], "--json", 0)) return o->json = 1, 1;
+  int r = lens_opt_val("validate", i, argc, argv, "--limit", 0, "a number of launches", &v);
+  if (r > 0) {
+    char *end;
+    o->limit = strtol(v, &end, 10);
+    if (end == v || *end || o->limit < 0)
+      return lens_cli_usage("validate", "--limit wants a number of launches >= 0, not '%s'", v), -1;
+  }
+  return r;
 }
 
 int lens_cmd_validate(int argc, char **argv) {
-  const char **traces = calloc((size_t)argc + 1, sizeof(char *));
-  const char **buffers = calloc((size_t)argc + 1, sizeof(char *));
-  size_t n_traces = 0, n_buffers = 0;
   struct lens_validate_opts o = {.json = 0, .limit = LENS_VALIDATE_LIMIT_DEFAULT};
+  struct lens_trace_cli c;
   int rc = 1;
-  if (!traces || !buffers) {
-    rc = lens_cli_error("validate", "out of memory");
+  if (lens_trace_cli_parse("validate", argc, argv, &c, validate_option, NULL, &o, usage)) {
+    rc = c.exit_code;
     goto out;
   }
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      usage(stdout);
-      rc = 0;
-      goto out;
-    } else if (!strcmp(argv[i], "--json")) {
-      o.json = 1;
-    } else if (!strcmp(argv[i], "--tag-names")) { /* as summary/export/report: overrides NCCL_LENS_TAG_NAMES */
-      if (i + 1 >= argc || lens_tag_names_set(argv[++i])) {
-        rc = lens_cli_error("validate", "--tag-names wants TAG:NAME[,TAG:NAME]... (tags > 0), e.g. 1:forward");
-        goto out;
-      }
-    } else if (!strcmp(argv[i], "--cupti-buffer") || !strcmp(argv[i], "--limit")) {
-      if (i + 1 >= argc) {
-        rc = lens_cli_error("validate", "%s needs a value", argv[i]);
-        goto out;
-      }
-      if (argv[i][2] == 'c') {
-        buffers[n_buffers++] = argv[++i];
-      } else {
-        char *end;
-        o.limit = strtol(argv[++i], &end, 10);
-        if (*end || o.limit < 0) {
-          rc = lens_cli_error("validate", "--limit wants a number >= 0, not '%s'", argv[i]);
-          goto out;
-        }
-      }
-    } else if (argv[i][0] == '-' && argv[i][1]) {
-      rc = lens_cli_error("validate", "unknown option '%s' (see --help)", argv[i]);
-      goto out;
-    } else {
-      traces[n_traces++] = argv[i];
-    }
-  }
-  if (!n_traces) {
-    usage(stderr);
-    rc = 2;
-    goto out;
-  }
+  if (lens_trace_cli_expand_dirs("validate", &c)) goto out;
+  const char *const *traces = c.paths, *const *buffers = c.cupti;
+  size_t n_traces = c.n, n_buffers = c.n_cupti;
   char err[512] = "";
   struct lens_model *m = lens_model_load(traces, n_traces, err, sizeof(err), load_progress);
   lens_cli_progress(NULL, -1, 0);
@@ -102,18 +80,22 @@ int lens_cmd_validate(int argc, char **argv) {
   /* The same starvation flags as summary and report (their default
    * --min-wait-us 0), so the commands agree on the same files. */
   lens_cli_progress("analysing: starvation; step", 2, 3);
-  if (m->n_sched && lens_analyze_starvation(m, 0) < 0) {
+  if (m->n_sched && lens_analyze_starvation(m, c.min_wait_ns) < 0) {
     lens_cli_progress(NULL, -1, 0);
     rc = lens_cli_error("validate", "out of memory in the starvation analysis");
     goto free_model;
   }
   lens_cli_progress("analysing: verdict; step", 3, 3);
-  rc = lens_validate_print(stdout, m, &o);
+  if ((rc = lens_filter_apply("validate", &c.filter, m, 0))) goto free_model;
+  FILE *f = lens_trace_cli_open_out("validate", &c);
+  if (f) {
+    int pr = lens_validate_print(f, m, &o); /* 1 after its own error line */
+    rc = lens_trace_cli_close_out("validate", &c, f, 0) || pr;
+  }
 free_model:
   lens_gpu_release(m);
   lens_model_free(m);
 out:
-  free(traces);
-  free(buffers);
+  lens_trace_cli_free(&c);
   return rc;
 }

@@ -1,0 +1,286 @@
+#include "cli/filter.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cli/cli.h"
+#include "cli/opt.h"
+#include "export/job_export.h"
+
+int lens_parse_duration_ns(const char *s, uint64_t *ns) {
+  char *end;
+  double d = strtod(s, &end);
+  if (end == s || !isfinite(d) || d < 0) return -1;
+  double mul;
+  if (!*end || !strcmp(end, "s")) mul = 1e9;
+  else if (!strcmp(end, "ms")) mul = 1e6;
+  else if (!strcmp(end, "us")) mul = 1e3;
+  else if (!strcmp(end, "ns")) mul = 1;
+  else return -1;
+  if (d * mul > 1e18) return -1; /* ~31 years: more is a typo */
+  *ns = (uint64_t)llround(d * mul);
+  return 0;
+}
+
+/* Appends each comma-separated item of v to *list. 0, or -1 (no memory, or an empty item). */
+static int add_items(char ***list, size_t *n, const char *v) {
+  for (const char *p = v;;) {
+    const char *c = strchr(p, ',');
+    size_t len = c ? (size_t)(c - p) : strlen(p);
+    if (!len) return -1;
+    char **nl = realloc(*list, (*n + 1) * sizeof **list);
+    if (!nl) return -1;
+    *list = nl;
+    if (!(nl[*n] = strndup(p, len))) return -1;
+    ++*n;
+    if (!c) return 0;
+    p = c + 1;
+  }
+}
+
+int lens_filter_option(const char *cmd, struct lens_filter *f, int *i, int argc, char **argv) {
+  const char *v;
+  int r;
+  if ((r = lens_opt_val(cmd, i, argc, argv, "--comm", 0, "a communicator id or name", &v))) {
+    if (r < 0) return -1;
+    if (add_items(&f->comms, &f->n_comms, v))
+      return lens_cli_usage(cmd, "--comm wants ID|NAME[,ID|NAME]... (hex ids as summary prints them)"), -1;
+    return 1;
+  }
+  if ((r = lens_opt_val(cmd, i, argc, argv, "--func", 0, "an operation name", &v))) {
+    if (r < 0) return -1;
+    if (add_items(&f->funcs, &f->n_funcs, v))
+      return lens_cli_usage(cmd, "--func wants NAME[,NAME]..., e.g. AllReduce or Send,Recv"), -1;
+    return 1;
+  }
+  /* --ranks: the spelling export took first. */
+  if ((r = lens_opt_val(cmd, i, argc, argv, "--rank", 0, "a rank list", &v)) ||
+      (r = lens_opt_val(cmd, i, argc, argv, "--ranks", 0, "a rank list", &v))) {
+    if (r < 0) return -1;
+    size_t n;
+    uint8_t *b = lens_job_export_parse_ranks(v, &n);
+    if (!b) return lens_cli_usage(cmd, "--rank wants ranks like 0, 0-7 or 0-7,64 (0..1000000)"), -1;
+    if (f->ranks && f->n_ranks > n) { /* repeated: the union */
+      for (size_t k = 0; k < n; k++) f->ranks[k] |= b[k];
+      free(b);
+    } else {
+      for (size_t k = 0; f->ranks && k < f->n_ranks; k++) b[k] |= f->ranks[k];
+      free(f->ranks);
+      f->ranks = b;
+      f->n_ranks = n;
+    }
+    return 1;
+  }
+  int since = 1;
+  if ((r = lens_opt_val(cmd, i, argc, argv, "--since", 0, "a time", &v)) ||
+      (since = 0, r = lens_opt_val(cmd, i, argc, argv, "--until", 0, "a time", &v))) {
+    if (r < 0) return -1;
+    uint64_t ns;
+    if (lens_parse_duration_ns(v, &ns))
+      return lens_cli_usage(cmd, "%s wants a time after the first event, e.g. 1.5s, 200ms, 30us, 500ns "
+                                 "(a bare number is seconds), not '%s'",
+                            since ? "--since" : "--until", v),
+             -1;
+    if (since) f->have_since = 1, f->since_ns = ns;
+    else f->have_until = 1, f->until_ns = ns;
+    return 1;
+  }
+  return 0;
+}
+
+int lens_filter_check(const char *cmd, const struct lens_filter *f) {
+  if (f->have_since && f->have_until && f->until_ns < f->since_ns)
+    return lens_cli_usage(cmd, "--until is before --since"), -1;
+  return 0;
+}
+
+int lens_filter_any(const struct lens_filter *f) {
+  return f->n_comms || f->n_funcs || f->ranks || f->have_since || f->have_until;
+}
+
+void lens_filter_free(struct lens_filter *f) {
+  for (size_t i = 0; i < f->n_comms; i++) free(f->comms[i]);
+  for (size_t i = 0; i < f->n_funcs; i++) free(f->funcs[i]);
+  free(f->comms);
+  free(f->funcs);
+  free(f->ranks);
+  memset(f, 0, sizeof *f);
+}
+
+int lens_top_option(const char *cmd, int *i, int argc, char **argv, long *top) {
+  const char *v;
+  int r = lens_opt_val(cmd, i, argc, argv, "--top", 0, "a number of rows", &v);
+  if (r <= 0) return r;
+  uint64_t n;
+  char *end;
+  n = strtoull(v, &end, 10);
+  if (end == v || *end || v[0] == '-' || n > 1000000)
+    return lens_cli_usage(cmd, "--top wants a number of rows 0..1000000 (0 = all), not '%s'", v), -1;
+  *top = (long)n;
+  return 1;
+}
+
+/* The operation an event belongs to: itself or its nearest ancestor that is
+ * a Coll, P2p, CollApi, P2pApi or CeColl; NULL for none (ProxyCtrl, a group). */
+static const char *event_func(const struct lens_model *m, const struct lens_event *e) {
+  for (int d = 0; d < 16 && e; d++) {
+    switch (e->type) {
+    case LENS_T_COLL: return e->p.coll.func;
+    case LENS_T_P2P: return e->p.p2p.func;
+    case LENS_T_COLL_API: return e->p.coll_api.func;
+    case LENS_T_P2P_API: return e->p.p2p_api.func;
+    case LENS_T_CE_COLL: return e->p.ce_coll.func;
+    default: break;
+    }
+    e = e->parent >= 0 ? &m->events[e->parent] : NULL;
+  }
+  return NULL;
+}
+
+/* The communicator an event counts for: its own, else its proxy thread's. */
+static int32_t event_comm(const struct lens_model *m, const struct lens_event *e) {
+  if (e->comm >= 0) return e->comm;
+  if (e->thread >= 0 && (size_t)e->thread < m->n_threads) return m->threads[e->thread].proxy_comm;
+  return -1;
+}
+
+static int comm_matches(const struct lens_comm *c, const char *want) {
+  if (c->name[0] && !strcmp(c->name, want)) return 1;
+  char *end;
+  const char *h = strncasecmp(want, "0x", 2) ? want : want + 2;
+  uint64_t id = strtoull(h, &end, 16);
+  return end != h && !*end && id == c->comm_id;
+}
+
+/* The valid values, for the error line: "0x1a2b (tp), 0x3c4d, ..." into buf. */
+static const char *list_comms(const struct lens_model *m, char *buf, size_t cap) {
+  size_t len = 0;
+  buf[0] = 0;
+  for (size_t i = 0; i < m->n_comms && len + 1 < cap; i++) {
+    int dup = 0;
+    for (size_t k = 0; k < i && !dup; k++) dup = m->comms[k].comm_id == m->comms[i].comm_id;
+    if (dup) continue;
+    const char *nm = m->comms[i].name;
+    int w = snprintf(buf + len, cap - len, "%s0x%" PRIx64 "%s%s%s", len ? ", " : "", m->comms[i].comm_id,
+                     nm[0] ? " (" : "", nm, nm[0] ? ")" : "");
+    if (w < 0) break;
+    len += (size_t)w;
+  }
+  if (len + 1 >= cap && cap > 4) strcpy(buf + cap - 4, "...");
+  return buf;
+}
+
+static const char *list_funcs(const struct lens_model *m, char *buf, size_t cap) {
+  size_t len = 0;
+  buf[0] = 0;
+  for (size_t i = 0; i < m->n_events && len + 1 < cap; i++) {
+    const char *fn = event_func(m, &m->events[i]);
+    if (!fn) continue;
+    char key[80];
+    snprintf(key, sizeof key, "%s", fn);
+    int seen = 0; /* a listed name: at the start or after ", " */
+    for (const char *p = buf; !seen && (p = strstr(p, key)); p++)
+      seen = (p == buf || p[-1] == ' ') && (p[strlen(key)] == ',' || !p[strlen(key)]);
+    if (seen) continue;
+    int w = snprintf(buf + len, cap - len, "%s%s", len ? ", " : "", fn);
+    if (w < 0) break;
+    len += (size_t)w;
+  }
+  if (len + 1 >= cap && cap > 4) strcpy(buf + cap - 4, "...");
+  return buf;
+}
+
+int lens_filter_apply(const char *cmd, const struct lens_filter *f, struct lens_model *m, unsigned flags) {
+  if (!lens_filter_any(f)) return 0;
+  uint8_t *comm_ok = calloc(m->n_comms ? m->n_comms : 1, 1);
+  uint64_t *origin = malloc((m->n_procs ? m->n_procs : 1) * sizeof *origin);
+  uint8_t *keep = calloc(m->n_events ? m->n_events : 1, 1);
+  int rc = 1;
+  if (!comm_ok || !origin || !keep) goto out;
+  /* Communicators: named by --comm, holding a --rank. */
+  for (size_t k = 0; k < f->n_comms; k++) {
+    int hit = 0;
+    for (size_t i = 0; i < m->n_comms; i++) hit |= comm_matches(&m->comms[i], f->comms[k]);
+    if (!hit && !(flags & LENS_FILTER_PART)) {
+      char have[512];
+      rc = lens_cli_usage(cmd, "--comm %s: no such communicator in these traces (they have %s)", f->comms[k],
+                          list_comms(m, have, sizeof have));
+      goto out;
+    }
+  }
+  for (size_t i = 0; i < m->n_comms; i++) {
+    const struct lens_comm *c = &m->comms[i];
+    int ok = !f->n_comms;
+    for (size_t k = 0; k < f->n_comms && !ok; k++) ok = comm_matches(c, f->comms[k]);
+    if (f->ranks) ok = ok && c->rank >= 0 && (size_t)c->rank < f->n_ranks && f->ranks[c->rank];
+    comm_ok[i] = (uint8_t)ok;
+  }
+  for (size_t k = 0; k < f->n_funcs; k++) {
+    int hit = 0;
+    for (size_t i = 0; i < m->n_events && !hit; i++) {
+      const char *fn = event_func(m, &m->events[i]);
+      hit = fn && !strcasecmp(fn, f->funcs[k]);
+    }
+    if (!hit && !(flags & LENS_FILTER_PART)) {
+      char have[512];
+      rc = lens_cli_usage(cmd, "--func %s: no such operation in these traces (they have %s)", f->funcs[k],
+                          list_funcs(m, have, sizeof have));
+      goto out;
+    }
+  }
+  /* Time origin: the first event of each host (its own CLOCK_MONOTONIC). */
+  for (size_t p = 0; p < m->n_procs; p++) origin[p] = UINT64_MAX;
+  for (size_t i = 0; i < m->n_events; i++) {
+    const struct lens_event *e = &m->events[i];
+    if (e->proc >= 0 && e->start_mono_ns && e->start_mono_ns < origin[e->proc]) origin[e->proc] = e->start_mono_ns;
+  }
+  for (size_t p = 0; p < m->n_procs; p++)
+    for (size_t q = 0; q < m->n_procs; q++)
+      if (q != p && !strcmp(m->procs[p].host, m->procs[q].host) && origin[q] < origin[p]) origin[p] = origin[q];
+  size_t kept = 0;
+  for (size_t i = 0; i < m->n_events; i++) {
+    const struct lens_event *e = &m->events[i];
+    if (f->n_comms || f->ranks) {
+      int32_t c = event_comm(m, e);
+      if (c < 0 || !comm_ok[c]) continue;
+    }
+    if (f->n_funcs) {
+      const char *fn = event_func(m, e);
+      int ok = 0;
+      for (size_t k = 0; fn && k < f->n_funcs && !ok; k++) ok = !strcasecmp(fn, f->funcs[k]);
+      if (!ok) continue;
+    }
+    if ((f->have_since || f->have_until) && e->proc >= 0 && origin[e->proc] != UINT64_MAX) {
+      uint64_t o = origin[e->proc];
+      if (f->have_until && e->start_mono_ns > o + f->until_ns) continue;
+      if (f->have_since && e->stop_mono_ns && e->stop_mono_ns < o + f->since_ns) continue; /* never stopped: open */
+    }
+    keep[i] = 1;
+  }
+  /* The groups around what is kept stay (a group is no operation of its
+   * own). An operation is not kept for a child: one whose ProxyOp never
+   * stopped would otherwise count in every later window. */
+  for (size_t i = 0; i < m->n_events; i++) {
+    if (keep[i] != 1) continue;
+    for (int32_t a = m->events[i].parent, d = 0; a >= 0 && d < 16 && !keep[a]; a = m->events[a].parent, d++) {
+      int t = m->events[a].type;
+      if (t != LENS_T_GROUP && t != LENS_T_GROUP_API) break;
+      keep[a] = 2;
+    }
+  }
+  for (size_t i = 0; i < m->n_events; i++) kept += keep[i] != 0;
+  size_t total = m->n_events;
+  if (lens_model_keep(m, keep)) goto out;
+  if (!(flags & LENS_FILTER_PART)) fprintf(stderr, "nccl-lens %s: the selection keeps %zu of %zu events\n", cmd, kept, total);
+  rc = 0;
+out:
+  if (rc == 1) lens_cli_error(cmd, "out of memory");
+  free(comm_ok);
+  free(origin);
+  free(keep);
+  return rc;
+}
