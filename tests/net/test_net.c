@@ -524,10 +524,10 @@ static void test_text_fits_a_screen(void **state) {
   }
   assert_int_equal(link_rows, 2);
   assert_non_null(strstr(res.out, "- **Network connection r1 -> r2"));
-  /* bad input: one line, exit 1 */
+  /* a bad value: one line, exit 2 (a usage error) */
   const char *bad[] = {"net", "--top", "x", runs[SLOW_LINK].dir, NULL};
   assert_int_equal(cli_run(&res, bad), 0);
-  assert_int_equal(res.status, 1);
+  assert_int_equal(res.status, 2);
   assert_int_equal(res.err_lines, 1);
 }
 

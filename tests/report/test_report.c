@@ -157,9 +157,10 @@ static void test_numbers_match_summary(void **state) {
   mj_free(s);
 }
 
-static void expect_bad(const char *const *args, const char *needle) {
+/* status: 2 for a usage error, 1 for a failure (issue 9: one set of exit codes). */
+static void expect_bad(const char *const *args, const char *needle, int status) {
   assert_int_equal(cli_run(&res, args), 0);
-  assert_int_equal(res.status, 1);
+  assert_int_equal(res.status, status);
   assert_int_equal(res.err_lines, 1);
   assert_non_null(strstr(res.err, "nccl-lens report: "));
   if (needle && !strstr(res.err, needle)) fail_msg("expected '%s' in: %s", needle, res.err);
@@ -198,17 +199,17 @@ static void test_bad_input(void **state) {
   fputs("this is not a trace, but it is longer than the sixty-four bytes of a file header......\n", f);
   fclose(f);
   const char *missing[] = {"report", "/nonexistent/x.lens", NULL};
-  expect_bad(missing, "cannot open");
+  expect_bad(missing, "cannot open", 1);
   const char *junk[] = {"report", notrace, NULL};
-  expect_bad(junk, "not a .lens trace");
+  expect_bad(junk, "not a .lens trace", 1);
   const char *none[] = {"report", NULL};
-  expect_bad(none, "no trace files");
+  expect_bad(none, "no trace files", 2);
   const char *opt[] = {"report", "--bogus", trace, NULL};
-  expect_bad(opt, "unknown option");
+  expect_bad(opt, "unknown option", 2);
   const char *noval[] = {"report", trace, "-o", NULL};
-  expect_bad(noval, "needs a file name");
+  expect_bad(noval, "needs a file name", 2);
   const char *unwritable[] = {"report", trace, "-o", "/nonexistent/dir/r.md", NULL};
-  expect_bad(unwritable, "cannot write");
+  expect_bad(unwritable, "cannot write", 1);
 }
 
 int main(void) {
