@@ -275,6 +275,10 @@ static void test_cli_json_many_launches(void **st) {
   (void)st;
   struct synth_opts o;
   synth_default(&o);
+  /* Under a sanitizer the synthetic run's own construction takes minutes
+   * (over the TIMEOUT at 20 k launches under ASan): the normal build proves
+   * the scale; the sanitizers run the index in the tests above. */
+  if (*LENS_SANITIZER) skip();
   o.launches = 150000;
   o.channels = 1;
   struct synth s;
@@ -296,11 +300,11 @@ static void test_cli_json_many_launches(void **st) {
   assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
   buf[len] = 0;
   size_t launches = count_of(buf, "{\"launch_id\":"), channels = count_of(buf, "\"channel\":");
-  printf("  --json of 150000 launches: %ld bytes\n", len);
+  printf("  --json of %d launches: %ld bytes\n", o.launches, len);
   free(buf);
   fclose(f);
-  assert_int_equal(launches, 150000);
-  assert_int_equal(channels, 150000);
+  assert_int_equal(launches, o.launches);
+  assert_int_equal(channels, o.launches);
 }
 
 static void test_cli_bad_input(void **st) {
