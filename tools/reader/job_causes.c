@@ -95,7 +95,8 @@ static void late_cause(struct lens_job_inst *in, struct lens_job_rank *r, int64_
     if (g < gpu_hi) gpu_hi = g;
   }
   int64_t host_best = ex[0] > ex[1] ? ex[0] : ex[1];
-  if (2 * host_best >= late && gpu_lo < host_best) {
+  /* INT64_MIN: neither host stage measured (doubling it would overflow). */
+  if (host_best != INT64_MIN && 2 * host_best >= late && gpu_lo < host_best) {
     in->cause = ex[1] >= ex[0] ? LENS_CAUSE_SLOW_LAUNCH : LENS_CAUSE_SLOW_ENQUEUE;
     in->cause_excess_ns = host_best;
   } else if (gpu_lo != INT64_MIN && 2 * gpu_lo >= late) {
