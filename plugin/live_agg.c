@@ -372,6 +372,26 @@ static void on_start(const struct lens_rec_start *r) {
     maybe_close(e);
     break;
   }
+  case LENS_T_CE_COLL: { /* copy-engine collective: a series of its own kind, no channels */
+    int comm = comm_find(r->context);
+    if (comm < 0) return;
+    const struct lens_p_ce_coll *c = (const void *)(r + 1);
+    uint64_t bytes = c->count * dtype_size((const char *)(uintptr_t)c->datatype);
+    uint16_t si = series_of(comm, (const char *)(uintptr_t)c->func, "CE", (const char *)(uintptr_t)c->sync_strategy,
+                            size_bucket(bytes), c->user_tag, LENS_LIVE_KIND_CE);
+    if (si == 0xFFFF) return;
+    g_p->series[si].count++;
+    g_p->series[si].bytes += bytes;
+    struct inst *e = inst_find(r->id, 1);
+    if (!e) return;
+    e->series = si;
+    e->comm = (uint16_t)comm;
+    e->rank = g_p->comms[comm].rank;
+    e->bytes = bytes;
+    e->started = 1;
+    e->start_mono = ts;
+    break;
+  }
   case LENS_T_KERNEL_CH: {
     const struct lens_p_kernel_ch *k = (const void *)(r + 1);
     struct inst *e = inst_find(r->parent, 1);
@@ -399,6 +419,12 @@ static void on_stop(const struct lens_rec_stop *r) {
       if (ts >= from) hist_add(&g_p->series[e->series].enqueue, ts - from);
     }
     maybe_close(e);
+  } else if (type == LENS_T_CE_COLL) { /* its own time: CeColl start -> stop, the host's enqueue of the copies */
+    struct inst *e = inst_find(r->id, 0);
+    if (!e) return;
+    uint64_t ts = lens_clock_to_mono(r->ts);
+    if (e->series != 0xFFFF && ts >= e->start_mono) hist_add(&g_p->series[e->series].enqueue, ts - e->start_mono);
+    inst_remove(e);
   } else if (type == LENS_T_KERNEL_CH) {
     struct kch *c = kch_slot(r->id, 0);
     if (!c) return;

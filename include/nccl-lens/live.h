@@ -55,10 +55,15 @@ struct lens_live_comm {
 };
 
 /* One (communicator, function, algo, proto, size bucket, user tag). */
+/* A copy-engine collective's series (is_p2p): algo "CE", proto its sync
+ * strategy ("MC"/"UC"), no channels so no span, notice or completion;
+ * enqueue holds CeColl start -> stop (the host's enqueue of the copies). */
+#define LENS_LIVE_KIND_CE 2
+
 struct lens_live_series {
   uint16_t comm;       /* index in comms[] */
   uint8_t size_bucket; /* floor(log2(bytes)), 255 for 0 bytes */
-  uint8_t is_p2p;
+  uint8_t is_p2p;      /* 0 collective, 1 send/recv, LENS_LIVE_KIND_CE: a copy-engine collective (API v6+) */
   uint32_t reserved;
   uint64_t user_tag; /* 0 = untagged */
   char func[LENS_LIVE_FUNC], algo[LENS_LIVE_ALGO], proto[LENS_LIVE_PROTO];

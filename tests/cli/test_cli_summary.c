@@ -75,7 +75,7 @@ static void test_summary_text(void **state) {
   assert_non_null(strstr(r.out, "communicator world"));
   const char *row = strstr(r.out, "AllReduce");
   assert_non_null(row);
-  assert_non_null(strstr(row, "1.049")); /* GB/s, 3 decimals */
+  assert_non_null(strstr(row, "1.05 GB/s")); /* 3 significant digits, with the unit */
   assert_non_null(strstr(row, "1000.000/1000.000"));
   assert_non_null(strstr(r.out, "all 1 files intact"));
 }

@@ -154,6 +154,11 @@ void prom_render(const struct agent_model *m, const char *host, struct strbuf *b
          "Bytes of the operations started (count x datatype size), per communicator rank and function.");
   per_function(b, m, host, "nccl_lens_bytes_total", 0, 1);
   per_function(b, m, host, "nccl_lens_bytes_total", 1, 1);
+  family(b, "nccl_lens_ce_collectives_total", "counter",
+         "Copy-engine (CE) collectives started (API v6+), per communicator rank and function.");
+  per_function(b, m, host, "nccl_lens_ce_collectives_total", LENS_LIVE_KIND_CE, 0);
+  family(b, "nccl_lens_ce_bytes_total", "counter", "Bytes of the copy-engine collectives started (count x datatype size).");
+  per_function(b, m, host, "nccl_lens_ce_bytes_total", LENS_LIVE_KIND_CE, 1);
 
   family(b, "nccl_lens_ops_total", "counter",
          "Operations started per series (communicator rank, function, algo, proto, size bucket, tag).");
@@ -166,11 +171,13 @@ void prom_render(const struct agent_model *m, const char *host, struct strbuf *b
          "GPU span of one rank: first channel start to last channel stop (execution plus waiting for peers).");
   FOR_SERIES(m) {
     const struct lens_live_page *p = m->pages.procs[pi].page;
+    if (p->series[si].is_p2p == LENS_LIVE_KIND_CE) continue; /* no GPU channels to time */
     series_labels(l, sizeof l, host, p, &p->series[si]);
     hist(b, "nccl_lens_kernel_span_seconds", l, &p->series[si].span);
   }
   family(b, "nccl_lens_enqueue_time_seconds", "histogram",
-         "Host: API call start to the end of the enqueue (Coll/P2p stop).");
+         "Host: API call start to the end of the enqueue (Coll/P2p stop); algo=\"CE\" (copy-engine collectives): "
+         "CeColl start to stop.");
   FOR_SERIES(m) {
     const struct lens_live_page *p = m->pages.procs[pi].page;
     series_labels(l, sizeof l, host, p, &p->series[si]);
@@ -180,6 +187,7 @@ void prom_render(const struct agent_model *m, const char *host, struct strbuf *b
          "Proxy's notice of a channel stop after the GPU stop, relative to the quickest notice seen (lower bound).");
   FOR_SERIES(m) {
     const struct lens_live_page *p = m->pages.procs[pi].page;
+    if (p->series[si].is_p2p == LENS_LIVE_KIND_CE) continue; /* no GPU channels to time */
     series_labels(l, sizeof l, host, p, &p->series[si]);
     hist(b, "nccl_lens_proxy_notice_lag_seconds", l, &p->series[si].notice);
   }

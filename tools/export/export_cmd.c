@@ -144,9 +144,14 @@ int lens_cmd_export(int argc, char **argv) {
       printf("wrote %s: the job on one time base: %zu slices, %zu instances tied by %zu flow events, %zu last ranks "
              "marked\n",
              c.out, jc.slices, jc.instances_flowed, jc.flows, jc.last_marked);
-    else if (f != stdout)
-      printf("wrote %s: %zu events of %zu processes (%zu operations, %zu GPU channel slices, %zu starvation)\n", c.out,
-             m->n_events, m->n_procs, cnt.ops, cnt.gpu_slices, cnt.starvation);
+    else if (f != stdout) {
+      size_t ce = 0; /* copy-engine collectives: exported as slices with their CE events, counted apart */
+      for (size_t i = 0; i < m->n_events; i++) ce += m->events[i].type == LENS_T_CE_COLL;
+      char ce_txt[64] = "";
+      if (ce) snprintf(ce_txt, sizeof ce_txt, ", %zu copy-engine (CE) collectives", ce);
+      printf("wrote %s: %zu events of %zu processes (%zu operations%s, %zu GPU channel slices, %zu starvation)\n",
+             c.out, m->n_events, m->n_procs, cnt.ops, ce_txt, cnt.gpu_slices, cnt.starvation);
+    }
     rc = 0;
   }
   lens_model_free(m);

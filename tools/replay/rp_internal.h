@@ -326,6 +326,7 @@ void rp_cb_stop(struct rp_node *n);
 bool rp_scen_v7_known(const char *name);
 bool rp_scen_v7_run(struct rp_node *n, const char *name, int iters); /* false: not one of them */
 void rp_scen_v7_in_all(struct rp_node *n);
+void rp_ce_run(struct rp_node *n, int iters); /* the `ce` scenario (rp_ce.c) */
 int rp_scenario_ncomm_sets(const char *name);
 bool rp_scenario_known(const char *name);
 void rp_scenario_run(struct rp_node *n, const char *name, int iters);

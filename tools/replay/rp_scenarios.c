@@ -11,7 +11,7 @@
 #include "replay/rp_truth.h"
 
 static const char *const scenarios[] = {"allreduce", "sendrecv", "mixed", "graph", "pxn",
-                                        "starved",   "overrun",  "all",   NULL};
+                                        "starved",   "overrun",  "all",   "ce",  NULL};
 
 bool rp_scenario_known(const char *name) {
   for (int i = 0; scenarios[i]; i++)
@@ -294,6 +294,7 @@ void rp_scenario_run(struct rp_node *n, const char *name, int iters) {
   else if (!strcmp(name, "starved")) sc_starved(n, iters);
   else if (!strcmp(name, "overrun")) sc_overrun(n, iters);
   else if (!strcmp(name, "all")) sc_all(n, iters);
+  else if (!strcmp(name, "ce")) rp_ce_run(n, iters);
   else if (rp_net_scenario_known(name)) rp_net_run(n, name, iters);
   else if (rp_job_kind_of(name) != RP_JOB_OFF) rp_job_run(n, iters);
   rp_sync(n);

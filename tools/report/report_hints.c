@@ -60,13 +60,20 @@ static int outliers(FILE *f, const struct lens_report *r) {
     lens_size_bucket_label(best->bucket, size, sizeof size);
     lens_report_fmt_ns(avg(&best->completion), a, sizeof a);
     lens_report_fmt_ns((double)best->completion.max, mx, sizeof mx);
-    fprintf(f, "- **Stragglers: %s %s/%s %s on %s**: slowest completion %s is %.0fx the average %s over %" PRIu64
-               " operations. Find that operation in the timeline (`nccl-lens export`) and see what its ranks and "
-               "proxy thread were doing.\n",
+    /* The average is over the operations with a completion time; the row
+     * counts them all: say both when they differ. */
+    char over[96];
+    if (best->completion.n == best->count)
+      snprintf(over, sizeof over, "%" PRIu64 " operations", best->count);
+    else
+      snprintf(over, sizeof over, "the %" PRIu64 " of %" PRIu64 " operations that have a completion time",
+               best->completion.n, best->count);
+    fprintf(f, "- **Stragglers: %s %s/%s %s on %s**: slowest completion %s is %.0fx the average %s over %s. Find that "
+               "operation in the timeline (`nccl-lens export`) and see what its ranks and proxy thread were doing.\n",
             lens_summary_func_label(best, fl, sizeof fl), lens_summary_algo_label(best, al, sizeof al),
             nz(best->proto), size,
             lens_report_comm_label(s->groups[best->group].name, s->groups[best->group].comm_id, lb, sizeof lb), mx,
-            (double)best->completion.max / avg(&best->completion), a, best->completion.n);
+            (double)best->completion.max / avg(&best->completion), a, over);
     n++;
   }
   return n;

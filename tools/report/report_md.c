@@ -100,7 +100,8 @@ static void collectives(FILE *f, const struct lens_summary *s) {
              "ProxyOp/KernelCh stop, on each rank: it includes the rank's wait for the last rank to arrive (the job "
              "view above splits it). algbw: bytes / completion time. ch GPU: per-channel kernel time.\n\n");
   if (!s->n_rows) {
-    fprintf(f, "No collective or point-to-point operations in these traces.\n\n");
+    fprintf(f, s->n_ce_rows ? "No kernel collective or point-to-point operations: only copy-engine ones (below).\n\n"
+                            : "No collective or point-to-point operations in these traces.\n\n");
     return;
   }
   size_t *o = malloc(s->n_rows * sizeof *o);
@@ -118,7 +119,7 @@ static void collectives(FILE *f, const struct lens_summary *s) {
       fprintf(f, "%s### %s (comm id 0x%" PRIx64 ", %d ranks, %d seen)\n\n", k ? "\n" : "",
               lens_report_comm_label(g->name, g->comm_id, lb, sizeof lb), g->comm_id, g->nranks, g->ranks_seen);
       fprintf(f, "| func | algo | proto | size | count | bytes | enqueue avg | enqueue max | completion avg | "
-                 "completion max | algbw GB/s | ch GPU avg | proxy ops/steps/bytes | graph ops |\n"
+                 "completion max | algbw | ch GPU avg | proxy ops/steps/bytes | graph ops |\n"
                  "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n");
     }
     char size[32], comp_avg[24] = "-", comp_max[24] = "-", ch[24] = "-", fl[96], al[96];
@@ -128,15 +129,47 @@ static void collectives(FILE *f, const struct lens_summary *s) {
       snprintf(comp_max, sizeof comp_max, "%.3f", (double)r->completion.max / 1e3);
     }
     if (r->gpu_channel.n) snprintf(ch, sizeof ch, "%.3f", avg(&r->gpu_channel) / 1e3);
-    fprintf(f, "| %s | %s | %s | %s | %" PRIu64 " | %" PRIu64 " | %.3f | %.3f | %s | %s | %.3f | %s | %" PRIu64
+    char bw[24];
+    fprintf(f, "| %s | %s | %s | %s | %" PRIu64 " | %" PRIu64 " | %.3f | %.3f | %s | %s | %s | %s | %" PRIu64
                "/%" PRIu64 "/%" PRIu64 " | %" PRIu64 " |\n",
             lens_summary_func_label(r, fl, sizeof fl), lens_summary_algo_label(r, al, sizeof al), nz(r->proto), size,
             r->count, r->bytes, avg(&r->enqueue) / 1e3,
-            (double)r->enqueue.max / 1e3, comp_avg, comp_max, lens_summary_algbw(r), ch, r->proxy_ops, r->proxy_steps,
+            (double)r->enqueue.max / 1e3, comp_avg, comp_max, lens_summary_algbw_text(r, bw, sizeof bw), ch, r->proxy_ops, r->proxy_steps,
             r->proxy_bytes, r->graph);
   }
   fputc('\n', f);
   free(o);
+}
+
+/* Copy-engine collectives: their events bracket the host's enqueue only. */
+static void ce_collectives(FILE *f, const struct lens_summary *s) {
+  if (!s->n_ce_rows) return;
+  fprintf(f, "## Copy-engine (CE) collectives\n\n"
+             "Times in us, all on the host: NCCL brackets the enqueue of the copies (CeColl start → stop, with a "
+             "CeSync around each memory-op sync and a CeBatch around each batched memcpy inside it); the copy engines' "
+             "own work is not recorded, so there is no completion time or bandwidth. enqueue: CollApi start → CeColl "
+             "stop.\n\n"
+             "| communicator | func | sync | size | count | bytes | enqueue avg | CeColl avg | CeColl max | CeSync n | "
+             "CeSync avg | CeBatch n | CeBatch avg | batch bytes |\n"
+             "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (size_t i = 0; i < s->n_ce_rows; i++) {
+    const struct lens_sum_ce_row *r = &s->ce_rows[i];
+    const struct lens_sum_group *g = &s->groups[r->group];
+    char size[32], lb[48], enq[24] = "-", ca[24] = "-", cm[24] = "-", sa[24] = "-", ba[24] = "-";
+    lens_size_bucket_label(r->bucket, size, sizeof size);
+    if (r->enqueue.n) snprintf(enq, sizeof enq, "%.3f", avg(&r->enqueue) / 1e3);
+    if (r->ce.n) {
+      snprintf(ca, sizeof ca, "%.3f", avg(&r->ce) / 1e3);
+      snprintf(cm, sizeof cm, "%.3f", (double)r->ce.max / 1e3);
+    }
+    if (r->sync.n) snprintf(sa, sizeof sa, "%.3f", avg(&r->sync) / 1e3);
+    if (r->batch.n) snprintf(ba, sizeof ba, "%.3f", avg(&r->batch) / 1e3);
+    fprintf(f, "| %s | %s | %s | %s | %" PRIu64 " | %" PRIu64 " | %s | %s | %s | %" PRIu64 " | %s | %" PRIu64
+               " | %s | %" PRIu64 " |\n",
+            lens_report_comm_label(g->name, g->comm_id, lb, sizeof lb), nz(r->func), nz(r->sync_strategy), size,
+            r->count, r->bytes, enq, ca, cm, r->sync.n, sa, r->batch.n, ba, r->batch_bytes);
+  }
+  fputc('\n', f);
 }
 
 /* Per communicator: host enqueue cost against time to completion, then
@@ -350,6 +383,7 @@ void lens_report_print_md(FILE *f, const struct lens_model *m, const struct lens
     lens_job_free(&j);
   }
   collectives(f, &r->sum);
+  ce_collectives(f, &r->sum);
   completion_vs_enqueue(f, m, r);
   accuracy(f, m, r);
   proxies(f, m, r);

@@ -143,6 +143,47 @@ static void add_op(const struct lens_model *m, struct lens_sum_row *r, const str
   }
 }
 
+static struct lens_sum_ce_row *ce_row_of(const struct lens_model *m, struct lens_summary *s, int32_t group,
+                                         const struct lens_event *e) {
+  const char *func = e->p.ce_coll.func, *sync = e->p.ce_coll.sync_strategy;
+  int bucket = bucket_of(lens_event_bytes(m, e));
+  uint64_t tag = lens_event_user_tag(e);
+  for (size_t i = 0; i < s->n_ce_rows; i++) {
+    struct lens_sum_ce_row *r = &s->ce_rows[i];
+    if (r->group == group && r->bucket == bucket && r->user_tag == tag && streq(r->func, func) &&
+        streq(r->sync_strategy, sync))
+      return r;
+  }
+  if (grow((void **)&s->ce_rows, s->n_ce_rows, sizeof *s->ce_rows)) return NULL;
+  struct lens_sum_ce_row *r = &s->ce_rows[s->n_ce_rows++];
+  memset(r, 0, sizeof *r);
+  r->group = group;
+  r->func = func;
+  r->sync_strategy = sync;
+  r->user_tag = tag;
+  r->bucket = bucket;
+  return r;
+}
+
+static void add_ce(const struct lens_model *m, struct lens_sum_ce_row *r, const struct lens_event *e) {
+  r->count++;
+  r->bytes += lens_event_bytes(m, e);
+  const struct lens_event *api = e->parent >= 0 ? &m->events[e->parent] : NULL;
+  uint64_t from = api && api->type == LENS_T_COLL_API ? api->start_mono_ns : e->start_mono_ns;
+  int stopped = e->stop_mono_ns && !(e->flags & LENS_EVF_NO_STOP);
+  if (stopped && e->stop_mono_ns >= from) stat_add(&r->enqueue, e->stop_mono_ns - from);
+  if (stopped && e->stop_mono_ns >= e->start_mono_ns) stat_add(&r->ce, e->stop_mono_ns - e->start_mono_ns);
+  for (int32_t c = e->first_child; c >= 0; c = m->events[c].next_sibling) {
+    const struct lens_event *x = &m->events[c];
+    int done = x->stop_mono_ns >= x->start_mono_ns && x->stop_mono_ns && !(x->flags & LENS_EVF_NO_STOP);
+    if (x->type == LENS_T_CE_SYNC && done) stat_add(&r->sync, x->stop_mono_ns - x->start_mono_ns);
+    if (x->type != LENS_T_CE_BATCH) continue;
+    if (done) stat_add(&r->batch, x->stop_mono_ns - x->start_mono_ns);
+    r->batch_bytes += x->p.ce_batch.total_bytes;
+    r->batch_ops += x->p.ce_batch.num_ops > 0 ? (uint64_t)x->p.ce_batch.num_ops : 0;
+  }
+}
+
 struct level_ctx { struct lens_summary *s; const int32_t *slot; };
 static void add_level(void *arg, int32_t thread, int level, uint64_t from, uint64_t to) {
   struct level_ctx *c = arg;
@@ -205,6 +246,16 @@ int lens_summary_build(const struct lens_model *m, struct lens_summary *s, int a
       s->kernel_ch++;
       if (e->acc.time_source < 3) s->time_source[e->acc.time_source]++;
     }
+    if (e->type == LENS_T_CE_COLL) {
+      int32_t g = group_of(m, s, e->comm, cache);
+      struct lens_sum_ce_row *r = g < 0 ? NULL : ce_row_of(m, s, g, e);
+      if (!r) {
+        free(cache);
+        return -1;
+      }
+      add_ce(m, r, e);
+      continue;
+    }
     if (e->type != LENS_T_COLL && e->type != LENS_T_P2P) continue;
     int32_t g = group_of(m, s, e->comm, cache);
     const char *func = e->type == LENS_T_COLL ? e->p.coll.func : e->p.p2p.func;
@@ -243,5 +294,6 @@ void lens_summary_free(struct lens_summary *s) {
   free(s->groups);
   free(s->rows);
   free(s->proxies);
+  free(s->ce_rows);
   memset(s, 0, sizeof *s);
 }

@@ -26,6 +26,23 @@ struct lens_sum_row {
   uint64_t graph;           /* ops from graph replays */
 };
 
+/* Copy-engine collectives (API v6+): communicator x (func, sync strategy,
+ * size bucket). Their events bracket the host's enqueue of the copies (spec
+ * §2: every CE stop means "enqueued"); the copy engines' own work is not
+ * recorded, so there is no completion or GPU time. */
+struct lens_sum_ce_row {
+  int32_t group;
+  const char *func, *sync_strategy;
+  uint64_t user_tag;
+  int bucket;
+  uint64_t count, bytes;
+  struct lens_stat enqueue; /* CollApi start (else CeColl start) -> CeColl stop */
+  struct lens_stat ce;      /* CeColl start -> stop */
+  struct lens_stat sync;    /* each CeSync start -> stop */
+  struct lens_stat batch;   /* each CeBatch start -> stop */
+  uint64_t batch_bytes, batch_ops; /* CeBatch totalBytes and numOps */
+};
+
 /* A communicator as seen by all loaded ranks (same comm_id). */
 struct lens_sum_group {
   uint64_t comm_id;
@@ -45,6 +62,7 @@ struct lens_summary {
   struct lens_sum_group *groups; size_t n_groups;
   struct lens_sum_row *rows; size_t n_rows;
   struct lens_sum_proxy *proxies; size_t n_proxies;
+  struct lens_sum_ce_row *ce_rows; size_t n_ce_rows;
   uint64_t acc_counts[32];  /* events per LENS_ACC_* bit */
   uint64_t time_source[3];  /* KernelCh per lens_time_source */
   uint64_t kernel_ch;

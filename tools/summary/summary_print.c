@@ -11,8 +11,41 @@
 __attribute__((weak)) void lens_print_starvation(FILE *f, const struct lens_model *m);
 __attribute__((weak)) void lens_json_starvation(FILE *f, const struct lens_model *m);
 
+static const struct lens_model *comm_m;
+static int cmp_comm(const void *a, const void *b) {
+  const struct lens_comm *x = &comm_m->comms[*(const size_t *)a], *y = &comm_m->comms[*(const size_t *)b];
+  if (x->comm_id != y->comm_id) return x->comm_id < y->comm_id ? -1 : 1;
+  return strcmp(x->name, y->name);
+}
+
+size_t lens_summary_distinct_comms(const struct lens_model *m) {
+  size_t *o = malloc((m->n_comms + 1) * sizeof *o), n = 0;
+  if (!o) return m->n_comms;
+  for (size_t c = 0; c < m->n_comms; c++) o[c] = c;
+  comm_m = m;
+  qsort(o, m->n_comms, sizeof *o, cmp_comm);
+  for (size_t c = 0; c < m->n_comms; c++) n += !c || cmp_comm(&o[c - 1], &o[c]);
+  free(o);
+  return n;
+}
+
 double lens_summary_algbw(const struct lens_sum_row *r) {
   return r->completion.sum ? (double)r->completed_bytes / (double)r->completion.sum : 0.0;
+}
+
+const char *lens_summary_algbw_text(const struct lens_sum_row *r, char *buf, size_t len) {
+  /* "-" without a completion time; else decimal units (GB/s = bytes/ns) with
+   * three significant digits, so small operations do not print 0.000. */
+  if (!r->completion.n || !r->completion.sum) {
+    snprintf(buf, len, "-");
+    return buf;
+  }
+  static const char *const unit[] = {"B/s", "kB/s", "MB/s", "GB/s", "TB/s"};
+  double v = (double)r->completed_bytes / (double)r->completion.sum * 1e9;
+  int u = 0;
+  while (v >= 1000 && u < 4) v /= 1000, u++;
+  snprintf(buf, len, v >= 100 ? "%.0f %s" : v >= 10 ? "%.1f %s" : "%.2f %s", v, unit[u]);
+  return buf;
 }
 
 static double avg_us(const struct lens_stat *s) { return s->n ? (double)s->sum / (double)s->n / 1e3 : 0.0; }
@@ -103,9 +136,81 @@ static void print_drops_text(FILE *f, const struct lens_model *m) {
   if (!cut) fprintf(f, "  all %zu files intact\n", m->n_files);
 }
 
+static void stat_json(FILE *f, const char *key, const struct lens_stat *s) {
+  fprintf(f, ",\"%s\":{\"n\":%" PRIu64 ",\"sum_ns\":%" PRIu64 ",\"avg_ns\":", key, s->n, s->sum);
+  lens_json_double(f, s->n ? (double)s->sum / (double)s->n : 0.0);
+  fprintf(f, ",\"max_ns\":%" PRIu64 "}", s->max);
+}
+
+static void us_pair(const struct lens_stat *st, char *buf, size_t len) {
+  if (st->n) snprintf(buf, len, "%.3f/%.3f", avg_us(st), st->max / 1e3);
+  else snprintf(buf, len, "-");
+}
+
+/* Copy-engine collectives, apart from the kernel ones: their times are the
+ * host's enqueue only. */
+static void print_ce_text(FILE *f, const struct lens_summary *s) {
+  if (!s->n_ce_rows) return;
+  fprintf(f, "\ncopy-engine (CE) collectives: host enqueue times (CeColl start -> stop, and the CeSync/CeBatch inside "
+             "it);\nthe copy engines' own work is not recorded, so there is no completion time\n");
+  fprintf(f, "  %-22s %-10s %-4s %-14s %7s %10s %19s %19s %17s %17s %10s\n", "communicator", "func", "sync", "size",
+          "count", "bytes", "enqueue avg/max us", "CeColl avg/max us", "CeSync n, avg us", "CeBatch n, avg us",
+          "batch bytes");
+  for (size_t i = 0; i < s->n_ce_rows; i++) {
+    const struct lens_sum_ce_row *r = &s->ce_rows[i];
+    const struct lens_sum_group *g = &s->groups[r->group];
+    char size[32], bytes[32], bb[32], enq[40], ce[40], sy[40] = "0", ba[40] = "0", fn[96];
+    lens_size_bucket_label(r->bucket, size, sizeof size);
+    human_bytes(r->bytes, bytes, sizeof bytes);
+    human_bytes(r->batch_bytes, bb, sizeof bb);
+    us_pair(&r->enqueue, enq, sizeof enq);
+    us_pair(&r->ce, ce, sizeof ce);
+    if (r->sync.n) snprintf(sy, sizeof sy, "%" PRIu64 ", %.3f", r->sync.n, avg_us(&r->sync));
+    if (r->batch.n) snprintf(ba, sizeof ba, "%" PRIu64 ", %.3f", r->batch.n, avg_us(&r->batch));
+    const char *func = r->func && *r->func ? r->func : "-";
+    if (r->user_tag) {
+      char tb[32];
+      snprintf(fn, sizeof fn, "%s, %s", func, lens_tag_label(r->user_tag, tb, sizeof tb));
+      func = fn;
+    }
+    fprintf(f, "  %-22.22s %-10s %-4s %-14s %7" PRIu64 " %10s %19s %19s %17s %17s %10s\n", g->name[0] ? g->name : "-",
+            func, nz(r->sync_strategy), size, r->count, bytes, enq, ce, sy, ba, bb);
+  }
+}
+
+static void print_ce_json(FILE *f, const struct lens_summary *s) {
+  fputs(",\"ce_collectives\":[", f);
+  for (size_t i = 0; i < s->n_ce_rows; i++) {
+    const struct lens_sum_ce_row *r = &s->ce_rows[i];
+    const struct lens_sum_group *g = &s->groups[r->group];
+    char size[32];
+    lens_size_bucket_label(r->bucket, size, sizeof size);
+    fprintf(f, "%s{\"communicator\":", i ? "," : "");
+    lens_json_str(f, g->name);
+    fprintf(f, ",\"comm_id\":\"0x%" PRIx64 "\",\"func\":", g->comm_id);
+    lens_json_str(f, r->func);
+    fputs(",\"sync_strategy\":", f);
+    lens_json_str(f, r->sync_strategy);
+    if (r->user_tag) fprintf(f, ",\"user_tag\":%" PRIu64, r->user_tag);
+    fprintf(f, ",\"size_bucket\":\"%s\",\"size_log2\":%d,\"count\":%" PRIu64 ",\"bytes\":%" PRIu64, size, r->bucket,
+            r->count, r->bytes);
+    stat_json(f, "enqueue", &r->enqueue);
+    stat_json(f, "ce_coll", &r->ce);
+    stat_json(f, "ce_sync", &r->sync);
+    stat_json(f, "ce_batch", &r->batch);
+    fprintf(f, ",\"batch_bytes\":%" PRIu64 ",\"batch_ops\":%" PRIu64 "}", r->batch_bytes, r->batch_ops);
+  }
+  fputc(']', f);
+}
+
 void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct lens_summary *s) {
-  fprintf(f, "nccl-lens summary: %zu files, %zu processes, %zu communicators, %zu events\n", m->n_files, m->n_procs,
-          m->n_comms, m->n_events);
+  /* m->comms holds one entry per init (each rank of each process): count
+   * the communicators themselves, and say the inits when they differ. */
+  size_t distinct = lens_summary_distinct_comms(m);
+  char inits[48] = "";
+  if (distinct != m->n_comms) snprintf(inits, sizeof inits, " (%zu rank inits)", m->n_comms);
+  fprintf(f, "nccl-lens summary: %zu files, %zu processes, %zu communicator%s%s, %zu events\n", m->n_files,
+          m->n_procs, distinct, distinct == 1 ? "" : "s", inits, m->n_events);
   size_t *o = row_order(s);
   int32_t cur = -1;
   /* func and algo columns as wide as their longest label ("AllReduce, backward", "sym RSxLD_AGxST") */
@@ -125,7 +230,7 @@ void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct l
       fprintf(f, "\ncommunicator %s (id 0x%" PRIx64 ", %d ranks, %d seen)\n", g->name[0] ? g->name : "-", g->comm_id,
               g->nranks, g->ranks_seen);
       fprintf(f, "  %-*s %-*s %-7s %-14s %7s %10s %19s %21s %10s %14s %21s\n", wf, "func", wa, "algo", "proto", "size",
-              "count", "bytes", "enqueue avg/max us", "completion avg/max us", "algbw GB/s", "ch GPU avg us",
+              "count", "bytes", "enqueue avg/max us", "completion avg/max us", "algbw", "ch GPU avg us",
               "proxy ops/steps/bytes");
     }
     char size[32], bytes[32], pbytes[32], enq[40], comp[40];
@@ -139,15 +244,17 @@ void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct l
     if (r->gpu_channel.n) snprintf(ch, sizeof ch, "%.3f", avg_us(&r->gpu_channel));
     char pr[64];
     snprintf(pr, sizeof pr, "%" PRIu64 "/%" PRIu64 "/%s", r->proxy_ops, r->proxy_steps, pbytes);
-    fprintf(f, "  %-*s %-*s %-7s %-14s %7" PRIu64 " %10s %19s %21s %10.3f %14s %21s\n", wf,
+    char bw[24];
+    fprintf(f, "  %-*s %-*s %-7s %-14s %7" PRIu64 " %10s %19s %21s %10s %14s %21s\n", wf,
             lens_summary_func_label(r, fl, sizeof fl), wa, lens_summary_algo_label(r, al, sizeof al), nz(r->proto),
-            size, r->count, bytes, enq, comp, lens_summary_algbw(r), ch, pr);
+            size, r->count, bytes, enq, comp, lens_summary_algbw_text(r, bw, sizeof bw), ch, pr);
   }
   free(o);
   if (s->n_rows)
     fprintf(f, "  completion: Coll start -> last channel/proxy stop on each rank, so it includes the rank's wait for "
                "the last rank (the job view splits it)\n");
-  if (!s->n_rows) fprintf(f, "\nno collective or point-to-point operations in these traces\n");
+  print_ce_text(f, s);
+  if (!s->n_rows && !s->n_ce_rows) fprintf(f, "\nno collective or point-to-point operations in these traces\n");
   if (s->n_proxies) {
     fprintf(f, "\nproxy threads (share of time from first to last ProxyCtrl: active, sleep and idle (awake) do not overlap;\n"
                "append is time within active or idle)\n");
@@ -187,12 +294,6 @@ void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct l
     if (lens_print_starvation) lens_print_starvation(f, m);
     else fprintf(f, "  (starvation analysis not built in)\n");
   }
-}
-
-static void stat_json(FILE *f, const char *key, const struct lens_stat *s) {
-  fprintf(f, ",\"%s\":{\"n\":%" PRIu64 ",\"sum_ns\":%" PRIu64 ",\"avg_ns\":", key, s->n, s->sum);
-  lens_json_double(f, s->n ? (double)s->sum / (double)s->n : 0.0);
-  fprintf(f, ",\"max_ns\":%" PRIu64 "}", s->max);
 }
 
 void lens_summary_print_json(FILE *f, const struct lens_model *m, const struct lens_summary *s) {
@@ -251,7 +352,9 @@ void lens_summary_print_json(FILE *f, const struct lens_model *m, const struct l
     fputs("]}", f);
   }
   free(o);
-  fputs("],\"proxy_threads\":[", f);
+  fputc(']', f);
+  print_ce_json(f, s);
+  fputs(",\"proxy_threads\":[", f);
   for (size_t i = 0; i < s->n_proxies; i++) {
     const struct lens_sum_proxy *p = &s->proxies[i];
     const struct lens_thread *t = &m->threads[p->thread];

@@ -15,5 +15,9 @@ void lens_summary_print_notes(FILE *f, const struct lens_model *m, int markdown)
 void lens_summary_print_clocks_json(FILE *f, const struct lens_model *m); /* ,"clocks":[...] */
 /* Algorithm bandwidth of a row in GB/s (bytes / completion ns); 0 if unknown. */
 double lens_summary_algbw(const struct lens_sum_row *r);
+/* The algbw for people: "12.3 GB/s", "812 kB/s", "-" when no op completed. */
+const char *lens_summary_algbw_text(const struct lens_sum_row *r, char *buf, size_t len);
+/* Communicators (comm id and name) among the model's inits, one per rank each. */
+size_t lens_summary_distinct_comms(const struct lens_model *m);
 
 #endif
