@@ -4,7 +4,9 @@
  *    operation of the row completed;
  *  - the header counts communicators, not the ranks' inits;
  *  - the straggler hint's operation count is the row's when every op has a
- *    completion time, and says how many of the row's have one otherwise. */
+ *    completion time, and says how many of the row's have one otherwise;
+ *  - a rank late because one thread launches several ranks one after the
+ *    other is called launch order, not compute imbalance. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -101,10 +103,63 @@ static void test_straggler_count(void **state) {
   assert_non_null(strstr(r.out, "| 22 |")); /* the row's count */
 }
 
+/* Ranks 0 and 1 of one communicator; rank 0 starts each collective 82 us
+ * after rank 1. one_thread: both ranks' Colls come from one thread (a
+ * process driving two GPUs launches them one after the other). */
+static void write_launch_order(const char *path, int one_thread) {
+  struct tb *t = tb_open(path, LENS_PRODUCER_PLUGIN);
+  tb_session(t, 0, 1, "h", 6);
+  tb_comm(t, 1, 5, 0, 2, 1, 0, "world");
+  tb_comm(t, 2, 5, 1, 2, 1, 1, "world");
+  tb_thread(t, 1, 21, LENS_ROLE_APP, "app", 0, 0);
+  tb_thread(t, 2, 22, LENS_ROLE_APP, "app2", 0, 0);
+  tb_string(t, 1, "AllReduce");
+  tb_string(t, 2, "ncclFloat32");
+  for (int i = 0; i < 10; i++) {
+    uint64_t t0 = 1000000 + (uint64_t)i * 10000000;
+    for (int rank = 1; rank >= 0; rank--) {
+      tb_events_begin(t, one_thread || rank == 1 ? 1 : 2);
+      uint64_t c = LENS_ID_MAKE(LENS_T_COLL, 1, 10 + 2 * i + rank), ts = t0 + (rank ? 0 : 82000);
+      struct lens_p_coll pc = {.func = 1, .datatype = 2, .count = 1024, .seq = (uint64_t)i};
+      tb_start(t, LENS_T_COLL, c, 0, rank ? 2 : 1, ts, 0, 0, &pc, sizeof pc);
+      tb_stop(t, c, ts + 1000);
+      tb_flush(t);
+    }
+  }
+  tb_close(t);
+}
+
+static void test_late_rank_launch_order(void **state) {
+  (void)state;
+  static struct cli_result r;
+  char path[160];
+  for (int one = 0; one < 2; one++) {
+    snprintf(path, sizeof path, "%s/order%d.lens", cli_tmpdir(), one);
+    write_launch_order(path, one);
+    const char *args[] = {"report", path, NULL};
+    assert_int_equal(cli_run(&r, args), 0);
+    assert_int_equal(r.status, 0);
+    const char *h = strstr(r.out, "**Rank 0 of world");
+    assert_non_null(h);
+    const char *eol = strchr(h, '\n');
+    char line[1024];
+    snprintf(line, sizeof line, "%.*s", (int)(eol ? eol - h : 1000), h);
+    assert_non_null(strstr(line, "82"));
+    if (one) { /* launch order, not imbalance */
+      assert_non_null(strstr(line, "one thread (tid 21 of h:1)"));
+      assert_non_null(strstr(line, "not compute imbalance"));
+    } else {
+      assert_non_null(strstr(line, "compute imbalance"));
+      assert_null(strstr(line, "one thread"));
+    }
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_summary_numbers),
       cmocka_unit_test(test_straggler_count),
+      cmocka_unit_test(test_late_rank_launch_order),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -13,7 +13,7 @@ static double avg(const struct lens_stat *s) { return s->n ? (double)s->sum / (d
 
 /* The latest rank of each communicator, when it is late by at least 10 us
  * on average (below that, launch jitter) and at least twice the next one. */
-static int late_ranks(FILE *f, const struct lens_report *r) {
+static int late_ranks(FILE *f, const struct lens_model *m, const struct lens_report *r) {
   int n = 0;
   for (size_t i = 0; i < r->n_late; i++) {
     const struct lens_rep_late *w = &r->late[i];
@@ -31,6 +31,17 @@ static int late_ranks(FILE *f, const struct lens_report *r) {
     char s[32], mx[32], lb[48];
     lens_report_fmt_ns(a, s, sizeof s);
     lens_report_fmt_ns((double)w->max_ns, mx, sizeof mx);
+    if (w->same_thread_n * 2 > w->n) { /* mostly one thread launching several ranks: launch order */
+      const struct lens_thread *t = w->thread >= 0 ? &m->threads[w->thread] : NULL;
+      fprintf(f, "- **Rank %d of %s starts %s after the first rank on average** (max %s, last in %" PRIu64 " of %" PRIu64
+                 " operations), but one thread (tid %u of %s:%u) starts its collectives and those of other ranks of "
+                 "this communicator one after another: that is the order in which one thread drives several GPUs, "
+                 "not compute imbalance. One thread or process per GPU removes it.\n",
+              w->rank, lens_report_comm_label(w->comm_name, w->comm_id, lb, sizeof lb), s, mx, w->last_n, w->n,
+              t ? t->tid : 0, t ? m->procs[t->proc].host : "?", t ? m->procs[t->proc].pid : 0);
+      n++;
+      continue;
+    }
     fprintf(f, "- **Rank %d of %s arrives %s late on average** (max %s, last to arrive in %" PRIu64 " of %" PRIu64
                " operations): the other ranks wait for it inside the collective. Look at what rank %d does before "
                "its collectives (compute imbalance, data loading, host synchronisation).\n",
@@ -216,7 +227,7 @@ static int slow_links(FILE *f, const struct lens_report *r) {
 }
 
 int lens_report_print_hints(FILE *f, const struct lens_model *m, const struct lens_report *r) {
-  int n = late_ranks(f, r);
+  int n = late_ranks(f, m, r);
   n += slow_links(f, r);
   n += starved(f, m, r);
   n += outliers(f, r);

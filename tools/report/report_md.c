@@ -96,7 +96,7 @@ static int cmp_row(const void *a, const void *b) {
 
 static void collectives(FILE *f, const struct lens_summary *s) {
   fprintf(f, "## Collectives and point-to-point, per communicator\n\n"
-             "Times in us. enqueue: API call start → Coll/P2p stop (host). completion: Coll/P2p start → its last "
+             "Times in us. enqueue: API call start → Coll/P2p stop (host). completion: its kernel's launch (else the Coll/P2p start, which NCCL makes after the launch) → its last "
              "ProxyOp/KernelCh stop, on each rank: it includes the rank's wait for the last rank to arrive (the job "
              "view above splits it). algbw: bytes / completion time. ch GPU: per-channel kernel time.\n\n");
   if (!s->n_rows) {

@@ -16,7 +16,7 @@ static void span_of(const struct lens_model *m, struct lens_rep_proc *p) {
 
 /* One Coll start, keyed for grouping the ranks of one operation. occ tells
  * apart the runs of one seq on one rank (a graph replays the same seq). */
-struct arrival { uint64_t comm_id, seq; int32_t host, comm; uint32_t occ; uint64_t start; };
+struct arrival { uint64_t comm_id, seq; int32_t host, comm; uint32_t occ; uint64_t start; int32_t thread; };
 
 static int cmp_occ(const void *a, const void *b) {
   const struct arrival *x = a, *y = b;
@@ -47,6 +47,7 @@ static struct lens_rep_late *late_of(struct lens_report *r, const struct lens_co
   struct lens_rep_late *l = &r->late[r->n_late++];
   memset(l, 0, sizeof *l);
   l->comm_id = c->comm_id;
+  l->thread = -1;
   l->comm_name = c->name;
   l->rank = c->rank;
   return l;
@@ -78,7 +79,8 @@ static int lateness(const struct lens_model *m, struct lens_report *r) {
   for (size_t i = 0; i < m->n_events; i++) {
     const struct lens_event *e = &m->events[i];
     if (e->type != LENS_T_COLL || e->comm < 0 || (e->flags & LENS_EVF_REMOTE)) continue;
-    a[n++] = (struct arrival){m->comms[e->comm].comm_id, e->p.coll.seq, host[e->proc], e->comm, 0, e->start_mono_ns};
+    a[n++] = (struct arrival){m->comms[e->comm].comm_id, e->p.coll.seq, host[e->proc], e->comm, 0, e->start_mono_ns,
+                              e->thread};
   }
   qsort(a, n, sizeof *a, cmp_occ);
   for (size_t i = 1; i < n; i++)
@@ -103,6 +105,15 @@ static int lateness(const struct lens_model *m, struct lens_report *r) {
         l->sum_ns += d;
         if (d > l->max_ns) l->max_ns = d;
         l->last_n += k == j - 1;
+        /* One thread that starts several ranks' Coll of this operation
+         * (a process driving several GPUs) starts them one after another:
+         * its later ranks arrive late by launch order alone. */
+        int shared = 0;
+        for (size_t q = i; q < j && !shared; q++) shared = q != k && a[q].thread >= 0 && a[q].thread == a[k].thread;
+        if (shared) {
+          l->same_thread_n++;
+          l->thread = a[k].thread;
+        }
       }
     }
     i = j;

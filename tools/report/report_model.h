@@ -25,6 +25,10 @@ struct lens_rep_late {
   const char *comm_name;
   int rank;
   uint64_t n, sum_ns, max_ns, last_n; /* last_n: ops where it was the last to arrive */
+  /* ops where the thread that started its Coll also started another rank's
+   * Coll of the same op (one thread drives several ranks): that thread */
+  uint64_t same_thread_n;
+  int32_t thread;
 };
 
 /* Starvation of one proxy thread (needs probe traces). */

@@ -112,6 +112,23 @@ static int kernel_ch_ns(const struct lens_event *k, uint64_t *ns) {
   return 0;
 }
 
+/* The start of the KernelLaunch that launched e: NCCL starts Coll/P2p in
+ * hostStreamPlanTask, after the kernel launch (spec §2), so a small kernel
+ * may have run, even ended, before its op starts. 0 when unknown (graph
+ * replays have no launch; v4 plugins no KernelLaunch). */
+static uint64_t launch_start(const struct lens_model *m, const struct lens_event *e) {
+  if (e->parent < 0 || (e->flags & LENS_EVF_GRAPH)) return 0;
+  const struct lens_event *api = &m->events[e->parent];
+  if ((api->type != LENS_T_COLL_API && api->type != LENS_T_P2P_API) || api->parent < 0) return 0;
+  const struct lens_event *g = &m->events[api->parent];
+  for (int32_t c = g->first_child; c >= 0; c = m->events[c].next_sibling) {
+    const struct lens_event *x = &m->events[c];
+    if (x->type == LENS_T_KERNEL_LAUNCH && x->comm == e->comm && x->start_mono_ns <= e->start_mono_ns)
+      return x->start_mono_ns;
+  }
+  return 0;
+}
+
 static void add_op(const struct lens_model *m, struct lens_sum_row *r, const struct lens_event *e) {
   uint64_t bytes = lens_event_bytes(m, e);
   r->count++;
@@ -124,8 +141,10 @@ static void add_op(const struct lens_model *m, struct lens_sum_row *r, const str
   if (e->stop_mono_ns >= from && !(e->flags & LENS_EVF_NO_STOP)) stat_add(&r->enqueue, e->stop_mono_ns - from);
   int src;
   uint64_t done = lens_event_completion(m, e, &src);
-  if (done >= e->start_mono_ns && done) {
-    stat_add(&r->completion, done - e->start_mono_ns);
+  uint64_t origin = launch_start(m, e);
+  if (!origin) origin = e->start_mono_ns;
+  if (done >= origin && done) {
+    stat_add(&r->completion, done - origin);
     r->completed_bytes += bytes;
   }
   for (int32_t c = e->first_child; c >= 0; c = m->events[c].next_sibling) {

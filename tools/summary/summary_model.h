@@ -19,7 +19,7 @@ struct lens_sum_row {
   int bucket;               /* floor(log2(bytes)), -1 for 0 bytes */
   uint64_t count, bytes;
   struct lens_stat enqueue;    /* API start (or op start) -> op stop */
-  struct lens_stat completion; /* op start -> completion (last ProxyOp / KernelCh) */
+  struct lens_stat completion; /* its kernel's launch (else op start) -> completion (last ProxyOp / KernelCh) */
   uint64_t completed_bytes;    /* bytes of ops that have a completion time */
   struct lens_stat gpu_channel; /* per KernelCh: mapped or pTimer duration */
   uint64_t proxy_ops, proxy_steps, proxy_bytes;

@@ -251,8 +251,8 @@ void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct l
   }
   free(o);
   if (s->n_rows)
-    fprintf(f, "  completion: Coll start -> last channel/proxy stop on each rank, so it includes the rank's wait for "
-               "the last rank (the job view splits it)\n");
+    fprintf(f, "  completion: kernel launch (else Coll start) -> last channel/proxy stop on each rank,\n"
+               "  so it includes the rank's wait for the last rank (the job view splits it)\n");
   print_ce_text(f, s);
   if (!s->n_rows && !s->n_ce_rows) fprintf(f, "\nno collective or point-to-point operations in these traces\n");
   if (s->n_proxies) {
