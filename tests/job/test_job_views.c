@@ -96,7 +96,7 @@ static void test_headline(void **s) {
   assert_non_null(job);
   assert_non_null(old);
   assert_true(job < old);
-  assert_non_null(strstr(sum, "completion: Coll start -> last channel/proxy stop")); /* explained */
+  assert_non_null(strstr(sum, "completion: kernel launch (else Coll start) -> last channel/proxy stop")); /* explained */
   const char *row = strstr(job, "AllReduce      1-2 MiB");
   assert_non_null(row);
   assert_true(row < old);
