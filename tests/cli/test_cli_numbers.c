@@ -155,11 +155,38 @@ static void test_late_rank_launch_order(void **state) {
   }
 }
 
+/* The text tables fit 120 columns unless --wide asks for every column. */
+static void test_summary_fits_120(void **state) {
+  (void)state;
+  static struct cli_result r;
+  for (int wide = 0; wide < 2; wide++) {
+    const char *args[] = {"summary", trace, wide ? "--wide" : NULL, NULL};
+    assert_int_equal(cli_run(&r, args), 0);
+    assert_int_equal(r.status, 0);
+    size_t longest = 0;
+    for (const char *l = r.out; *l;) {
+      const char *e = strchr(l, '\n');
+      size_t n = e ? (size_t)(e - l) : strlen(l);
+      if (n > longest) longest = n;
+      l += n + (e != NULL);
+    }
+    if (!wide) {
+      assert_true(longest <= 120);
+      assert_null(strstr(r.out, "ch GPU avg us"));
+    } else {
+      assert_true(longest > 120);
+      assert_non_null(strstr(r.out, "proxy ops/steps/bytes"));
+      assert_non_null(strstr(r.out, "ch GPU avg us"));
+    }
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_summary_numbers),
       cmocka_unit_test(test_straggler_count),
       cmocka_unit_test(test_late_rank_launch_order),
+      cmocka_unit_test(test_summary_fits_120),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -75,7 +75,7 @@ static void straggler_rows(FILE *f, const struct lens_model *m, const struct len
 void lens_job_print_headline(FILE *f, const struct lens_model *m, const struct lens_job *j) {
   if (!j->n_rows) return;
   fprintf(f, "\njob view: execution = span of the rank that started last (ranks end together); wait = a rank's span "
-             "- execution;\n  durations on each GPU's own clock (KernelCh pTimer), no cross-host clock. busbw from "
+             "- execution;\n  durations on each GPU's own clock (KernelCh pTimer), no cross-host clock;\n  busbw from "
              "the execution (nccl-tests factors).\n");
   uint64_t cur = 0;
   int any = 0;

@@ -33,7 +33,7 @@ static int aligned(const struct lens_model *m, struct lens_align *a) {
 }
 
 void lens_summary_print_clocks_text(FILE *f, const struct lens_model *m) {
-  int any = 0;
+  int any = 0, unsynced = 0;
   for (size_t p = 0; p < m->n_procs; p++) {
     struct lens_host_clock hc;
     if (lens_host_clock_of(m, (int32_t)p, &hc) != 0) continue;
@@ -46,11 +46,13 @@ void lens_summary_print_clocks_text(FILE *f, const struct lens_model *m) {
     snprintf(who, sizeof who, "%s:%u", m->procs[p].host, m->procs[p].pid);
     fmt_ns(bound, sizeof bound, hc.bound_ns);
     fprintf(f, "  %-28s %-8.8s %20.9f %12s %9.2f %s", who, hc.boot_id, (double)hc.real_minus_mono_ns / 1e9, bound,
-            hc.drift_ppm, hc.ntp_synced ? "NTP synced" : "NTP not synced: bound is the kernel's unsynced maxerror");
-    if (hc.timens_mono_offset_ns)
-      fprintf(f, ", time namespace: MONOTONIC %+.9f s from its host's", (double)hc.timens_mono_offset_ns / 1e9);
+            hc.drift_ppm, hc.ntp_synced ? "NTP synced" : "NTP not synced (*)");
+    unsynced |= !hc.ntp_synced;
+    if (hc.timens_mono_offset_ns) /* on a line of its own: the table stays within 120 columns */
+      fprintf(f, "\n    time namespace: MONOTONIC %+.9f s from its host's", (double)hc.timens_mono_offset_ns / 1e9);
     fputc('\n', f);
   }
+  if (unsynced) fprintf(f, "  (*) the bound is the kernel's unsynced maxerror\n");
   struct lens_align a;
   if (any && !aligned(m, &a)) {
     lens_align_print_text(f, m, &a);

@@ -67,6 +67,7 @@ struct lens_summary {
   uint64_t time_source[3];  /* KernelCh per lens_time_source */
   uint64_t kernel_ch;
   int analyses_ran;
+  int wide; /* text: every column (summary --wide); else the tables fit 120 columns */
   uint64_t evf_counts[32];  /* events per LENS_EVF_* bit */
 };
 

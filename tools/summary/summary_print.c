@@ -153,9 +153,10 @@ static void print_ce_text(FILE *f, const struct lens_summary *s) {
   if (!s->n_ce_rows) return;
   fprintf(f, "\ncopy-engine (CE) collectives: host enqueue times (CeColl start -> stop, and the CeSync/CeBatch inside "
              "it);\nthe copy engines' own work is not recorded, so there is no completion time\n");
-  fprintf(f, "  %-22s %-10s %-4s %-14s %7s %10s %19s %19s %17s %17s %10s\n", "communicator", "func", "sync", "size",
-          "count", "bytes", "enqueue avg/max us", "CeColl avg/max us", "CeSync n, avg us", "CeBatch n, avg us",
-          "batch bytes");
+  fprintf(f, "  %-22s %-10s %-4s %-14s %7s %10s %19s %19s", "communicator", "func", "sync", "size", "count", "bytes",
+          "enqueue avg/max us", "CeColl avg/max us");
+  if (s->wide) fprintf(f, " %17s %17s %10s", "CeSync n, avg us", "CeBatch n, avg us", "batch bytes");
+  fputc('\n', f);
   for (size_t i = 0; i < s->n_ce_rows; i++) {
     const struct lens_sum_ce_row *r = &s->ce_rows[i];
     const struct lens_sum_group *g = &s->groups[r->group];
@@ -173,8 +174,10 @@ static void print_ce_text(FILE *f, const struct lens_summary *s) {
       snprintf(fn, sizeof fn, "%s, %s", func, lens_tag_label(r->user_tag, tb, sizeof tb));
       func = fn;
     }
-    fprintf(f, "  %-22.22s %-10s %-4s %-14s %7" PRIu64 " %10s %19s %19s %17s %17s %10s\n", g->name[0] ? g->name : "-",
-            func, nz(r->sync_strategy), size, r->count, bytes, enq, ce, sy, ba, bb);
+    fprintf(f, "  %-22.22s %-10s %-4s %-14s %7" PRIu64 " %10s %19s %19s", g->name[0] ? g->name : "-", func,
+            nz(r->sync_strategy), size, r->count, bytes, enq, ce);
+    if (s->wide) fprintf(f, " %17s %17s %10s", sy, ba, bb);
+    fputc('\n', f);
   }
 }
 
@@ -229,9 +232,10 @@ void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct l
       const struct lens_sum_group *g = &s->groups[cur];
       fprintf(f, "\ncommunicator %s (id 0x%" PRIx64 ", %d ranks, %d seen)\n", g->name[0] ? g->name : "-", g->comm_id,
               g->nranks, g->ranks_seen);
-      fprintf(f, "  %-*s %-*s %-7s %-14s %7s %10s %19s %21s %10s %14s %21s\n", wf, "func", wa, "algo", "proto", "size",
-              "count", "bytes", "enqueue avg/max us", "completion avg/max us", "algbw", "ch GPU avg us",
-              "proxy ops/steps/bytes");
+      fprintf(f, "  %-*s %-*s %-7s %-14s %7s %10s %19s %21s %10s", wf, "func", wa, "algo", "proto", "size", "count",
+              "bytes", "enqueue avg/max us", "completion avg/max us", "algbw");
+      if (s->wide) fprintf(f, " %14s %21s", "ch GPU avg us", "proxy ops/steps/bytes");
+      fputc('\n', f);
     }
     char size[32], bytes[32], pbytes[32], enq[40], comp[40];
     lens_size_bucket_label(r->bucket, size, sizeof size);
@@ -245,14 +249,17 @@ void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct l
     char pr[64];
     snprintf(pr, sizeof pr, "%" PRIu64 "/%" PRIu64 "/%s", r->proxy_ops, r->proxy_steps, pbytes);
     char bw[24];
-    fprintf(f, "  %-*s %-*s %-7s %-14s %7" PRIu64 " %10s %19s %21s %10s %14s %21s\n", wf,
+    fprintf(f, "  %-*s %-*s %-7s %-14s %7" PRIu64 " %10s %19s %21s %10s", wf,
             lens_summary_func_label(r, fl, sizeof fl), wa, lens_summary_algo_label(r, al, sizeof al), nz(r->proto),
-            size, r->count, bytes, enq, comp, lens_summary_algbw_text(r, bw, sizeof bw), ch, pr);
+            size, r->count, bytes, enq, comp, lens_summary_algbw_text(r, bw, sizeof bw));
+    if (s->wide) fprintf(f, " %14s %21s", ch, pr);
+    fputc('\n', f);
   }
   free(o);
   if (s->n_rows)
     fprintf(f, "  completion: kernel launch (else Coll start) -> last channel/proxy stop on each rank,\n"
-               "  so it includes the rank's wait for the last rank (the job view splits it)\n");
+               "  so it includes the rank's wait for the last rank (the job view splits it)%s\n",
+            s->wide ? "" : "\n  (--wide adds per-channel GPU time and proxy ops/steps/bytes)");
   print_ce_text(f, s);
   if (!s->n_rows && !s->n_ce_rows) fprintf(f, "\nno collective or point-to-point operations in these traces\n");
   if (s->n_proxies) {
