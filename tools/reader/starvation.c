@@ -406,7 +406,8 @@ void lens_print_starvation(FILE *f, const struct lens_model *m) {
       fprintf(f, " = plugin thread %u of pid %u", th->tid, p ? p->pid : 0);
       if (th->proxy_rank >= 0) fprintf(f, ", proxy of rank %d", th->proxy_rank);
     }
-    fprintf(f, "\n    waited %.3f ms in %llu run-queue waits + %llu preemptions; worst %.3f ms at %.6f s (monotonic); "
+    /* two lines: the waits, then the worst one (tables fit 120 columns) */
+    fprintf(f, "\n    waited %.3f ms in %llu run-queue waits + %llu preemptions;\n    worst %.3f ms at %.6f s (monotonic); "
                "%llu long sleeps",
             t->wait_ns / 1e6, (unsigned long long)t->runq, (unsigned long long)t->preempt, t->worst_ns / 1e6,
             t->worst_start / 1e9, (unsigned long long)t->offcpu);
