@@ -71,8 +71,9 @@ void lens_diff_print_text(FILE *f, const struct lens_diff_run *a, const struct l
   fprintf(f, "nccl-lens diff: run A against run B\n");
   run_line(f, "A", a);
   run_line(f, "B", b);
-  fprintf(f, "  time: execution (job view) for a communicator with several ranks in both runs, else completion (op\n"
-             "  start -> its last channel or proxy op); a change under %.1f%% (or of the mean but not the median) is noise\n",
+  fprintf(f, "  time: execution (job view) for a communicator with several ranks in both runs, else completion (its\n"
+             "  kernel launch -> its last channel or proxy op); a change under %.1f%% (or of the mean but not the median)\n"
+             "  is noise\n",
           d->threshold);
   fprintf(f, "communicators:\n");
   for (size_t i = 0; i < d->n_comms; i++) {

@@ -222,7 +222,10 @@ void lens_job_print_json(FILE *f, const struct lens_model *m, const struct lens_
           LENS_JOB_MIN_WAIT_FRAC);
   uint64_t ce_ns;
   size_t ce = ce_colls(m, &ce_ns);
-  fprintf(f, "\"ce_collectives\":{\"count\":%zu,\"host_enqueue_ns\":%" PRIu64 "},", ce, ce_ns);
+  if (!m->n_events && j->n_ranks) /* reduced from records (--stream, partial files): the events were not kept */
+    fprintf(f, "\"ce_collectives\":null,");
+  else
+    fprintf(f, "\"ce_collectives\":{\"count\":%zu,\"host_enqueue_ns\":%" PRIu64 "},", ce, ce_ns);
   fprintf(f, "\"clock_map\":%s,\"matched\":{\"all\":%zu,\"some\":%zu,\"one\":%zu},\n\"collectives\":[",
           j->have_clock_map ? "true" : "false", j->matched_all, j->matched_some, j->matched_one);
   for (size_t i = 0; i < j->n_insts; i++) {
