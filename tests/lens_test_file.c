@@ -2,6 +2,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 char *lens_test_slurp(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
@@ -33,4 +34,15 @@ char *lens_test_slurp(const char *path, size_t *len) {
   b[n] = 0;
   if (len) *len = n;
   return b;
+}
+
+size_t lens_test_max_line(const char *text) {
+  size_t most = 0;
+  for (const char *l = text; *l;) {
+    const char *e = strchr(l, '\n');
+    size_t len = e ? (size_t)(e - l) : strlen(l);
+    if (len > most) most = len;
+    l += len + (e != NULL);
+  }
+  return most;
 }

@@ -9,5 +9,7 @@
 /* The file's bytes followed by a NUL (free() it), its length in *len when len
  * is not NULL; NULL when it cannot be opened or read. */
 char *lens_test_slurp(const char *path, size_t *len);
+/* The length of text's longest line (the CLI's text fits 120 columns). */
+size_t lens_test_max_line(const char *text);
 
 #endif

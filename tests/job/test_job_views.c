@@ -221,6 +221,8 @@ static void test_by_tag(void **s) {
   /* text and markdown show the table */
   char *txt = run_cli(dir, "job", "", "job.txt");
   assert_non_null(strstr(txt, "stragglers per user tag"));
+  assert_non_null(strstr(txt, "instances with a straggler"));
+  if (lens_test_max_line(txt) > 120) fail_msg("job text wider than 120 columns:\n%s", txt);
   char *rep = run_cli(dir, "report", "", "report.md");
   assert_non_null(strstr(rep, "Per user tag"));
   free(txt), free(rep), mj_free(j), free(js), mj_free(truth);

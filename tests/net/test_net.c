@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "cli_run.h"
+#include "../lens_test_file.h"
 #include "mini_json.h"
 #include "reader/net_analysis.h"
 
@@ -485,6 +486,7 @@ static void test_text_fits_a_screen(void **state) {
   int lines = 0;
   for (const char *p = res.out; *p; p++) lines += *p == '\n';
   assert_true(lines <= 45);
+  assert_true(lens_test_max_line(res.out) <= 120);
   /* the injected link's rows name the wire (their rank may move on a machine
    * so busy that the proxies starve: the CLI has no probe trace here) */
   int rows = 0;

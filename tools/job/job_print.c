@@ -17,30 +17,26 @@ static unsigned pid_of(const struct lens_model *m, int32_t proc) {
   return proc >= 0 && (size_t)proc < m->n_procs ? m->procs[proc].pid : 0;
 }
 
+/* A cause in the instance table, short enough for 120 columns (the legend
+ * under the table says what each means). */
 static void cause_text(const struct lens_job_inst *in, char *buf, size_t len) {
+  double us = (double)in->cause_excess_ns / 1e3;
   switch (in->cause) {
   case LENS_CAUSE_NONE: snprintf(buf, len, "-"); break;
   case LENS_CAUSE_SLOW_LINK:
-    snprintf(buf, len, "slow link %d->%d (%.1fx the other links' step time)", in->cause_rank, in->cause_peer,
-             (double)in->cause_excess_ns / 1000.0);
+    snprintf(buf, len, "slow link %d->%d (%.1fx)", in->cause_rank, in->cause_peer, (double)in->cause_excess_ns / 1000.0);
     break;
-  case LENS_CAUSE_STARVED_PROXY:
-    snprintf(buf, len, "starved proxy on rank %d (kept from its CPU %.1f us within one event)", in->cause_rank,
-             (double)in->cause_excess_ns / 1e3);
-    break;
-  case LENS_CAUSE_LATE_APP:
-    snprintf(buf, len, "rank %d: late app call (enqueue, launch and GPU start on time; %.1f us late)", in->cause_rank,
-             (double)in->cause_excess_ns / 1e3);
-    break;
-  case LENS_CAUSE_UNKNOWN:
-    snprintf(buf, len, "rank %d: late app call or busy GPU (no GPU clock map; %.1f us late)", in->cause_rank,
-             (double)in->cause_excess_ns / 1e3);
-    break;
-  default:
-    snprintf(buf, len, "rank %d: %s (+%.1f us over the other ranks)", in->cause_rank, lens_job_cause_name(in->cause),
-             (double)in->cause_excess_ns / 1e3);
+  case LENS_CAUSE_STARVED_PROXY: snprintf(buf, len, "r%d starved proxy (%.1f us)", in->cause_rank, us); break;
+  case LENS_CAUSE_LATE_APP: snprintf(buf, len, "r%d late app call (+%.1f us)", in->cause_rank, us); break;
+  case LENS_CAUSE_UNKNOWN: snprintf(buf, len, "r%d late or busy GPU (+%.1f us)", in->cause_rank, us); break;
+  default: snprintf(buf, len, "r%d %s (+%.1f us)", in->cause_rank, lens_job_cause_name(in->cause), us);
   }
 }
+
+static const char cause_legend[] =
+    "  causes: late app call = its enqueue, launch and GPU start were on time, the call came late; late or busy GPU =\n"
+    "  no GPU clock map tells the two apart; other stages: +us over the other ranks' median; slow link: its steps' time\n"
+    "  over the other links'; starved proxy: the longest its proxy was kept from a CPU within one event\n";
 
 static void comm_head(FILE *f, const struct lens_model *m, uint64_t comm_id) {
   const char *name = "-";
@@ -183,6 +179,7 @@ void lens_job_print_text(FILE *f, const struct lens_model *m, const struct lens_
             in->func ? in->func : "-", in->bytes, in->exec_ns / 1e3, in->last_rank, in->max_wait_ns / 1e3, c);
   }
   if (max_list && n > max_list) fprintf(f, "  ... %zu more (--all lists every one; --json has all)\n", n - max_list);
+  if (n) fputs(cause_legend, f);
   free(o);
   if (a) lens_align_print_text(f, m, a);
 }

@@ -82,7 +82,8 @@ static void headline(FILE *f, const struct lens_net *n, const char *pre) {
   fprintf(f, "%s%zu links (%zu directed connections) of %d ranks: %" PRIu64 " network ops, %" PRIu64
              " steps timed, %s",
           pre, n->n_links, n->n_conns, n->n_ranks, n->total.ops, n->total.steps, b);
-  if (n->total.untimed_steps) fprintf(f, ", %" PRIu64 " steps not timed (never stopped or restarted)", n->total.untimed_steps);
+  if (n->total.untimed_steps)
+    fprintf(f, ",\n%s%" PRIu64 " steps not timed (never stopped or restarted)", pre, n->total.untimed_steps);
   fputs("\n", f);
   const struct lens_net_split *s = &n->send_total, *r = &n->recv_total;
   fprintf(f, "%ssend time: GPU %.1f%%, peer %.1f%%, wire %.1f%%", pre, share(s, LENS_NET_SEND_GPU_WAIT),
@@ -240,12 +241,13 @@ void lens_net_print_text(FILE *f, const struct lens_model *m, const struct lens_
   fprintf(f, "\nslowest connections first: %zu of %zu stand out (score >= %.1f: steps %.1fx the typical time of "
              "steps of their size)\n",
           out, n->n_conns, LENS_NET_STANDOUT, LENS_NET_STANDOUT);
-  fprintf(f, "   #  comm                link          ch   steps  bytes       Gbit/s  p50 step    p99 step    "
-             "send g/p/w%%  recv d/f/g%%  score   dominant\n");
+  /* 120 columns with a 13-letter phase name (the communicator name is cut at 12) */
+  fprintf(f, "  # comm         link         ch  steps bytes     Gbit/s p50 step  p99 step  send g/p/w recv d/f/g "
+             "score   dominant\n");
   for (size_t i = 0; i < show; i++) {
     struct conn_row r;
     conn_row(m, n, &n->conns[i], &r);
-    fprintf(f, "  %2zu  %-18.18s  %-12s  %2d  %6" PRIu64 "  %-10s  %6s  %-10s  %-10s  %-11s  %-11s  %5.2f%s  %s\n",
+    fprintf(f, " %2zu %-12.12s %-12s %2d %6" PRIu64 " %-9s %6s %-9s %-9s %-10s %-10s %5.2f%s %s\n",
             i + 1, r.comm, r.link, r.ch, r.steps, r.bytes, r.gbps, r.p50, r.p99, r.send, r.recv, r.score,
             r.stands_out ? " !" : "  ", r.dom);
   }
