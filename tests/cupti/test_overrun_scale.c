@@ -74,15 +74,11 @@ static void test_all_16x8(void **st) {
   layout("all", nodes, 8, 1, NULL, 0);
 }
 
+/* removed when the test exits (lens_test_tmp.h) */
 static int setup(void **st) {
   (void)st;
-  snprintf(dir, sizeof(dir), "/tmp/lens-overrun-scale-XXXXXX");
-  return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **st) {
-  (void)st;
-  return lens_test_rmtree(dir);
+  lens_test_tmpdir(dir, sizeof dir, "overrun-scale");
+  return 0;
 }
 
 int main(void) {
@@ -91,5 +87,5 @@ int main(void) {
       cmocka_unit_test(test_overrun_2x2_exact),
       cmocka_unit_test(test_all_16x8),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, setup, NULL);
 }

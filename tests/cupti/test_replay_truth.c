@@ -238,15 +238,11 @@ static void test_overrun_flagged(void **st) {
   truth_free(&r.t);
 }
 
+/* removed when the test exits (lens_test_tmp.h) */
 static int setup(void **st) {
   (void)st;
-  snprintf(dir, sizeof(dir), "/tmp/lens-cupti-replay-XXXXXX");
-  return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **st) {
-  (void)st;
-  return lens_test_rmtree(dir);
+  lens_test_tmpdir(dir, sizeof dir, "cupti-replay");
+  return 0;
 }
 
 int main(void) {
@@ -254,5 +250,5 @@ int main(void) {
       cmocka_unit_test(test_allreduce_recovers_clocks),
       cmocka_unit_test(test_overrun_flagged),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, setup, NULL);
 }

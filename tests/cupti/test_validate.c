@@ -331,15 +331,11 @@ static void test_cli_bad_input(void **st) {
   assert_int_not_equal(run_cli(args, out, sizeof(out)), 0);
 }
 
+/* removed when the test exits (lens_test_tmp.h) */
 static int setup(void **st) {
   (void)st;
-  snprintf(dir, sizeof(dir), "/tmp/lens-cupti-XXXXXX");
-  return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **st) {
-  (void)st;
-  return lens_test_rmtree(dir);
+  lens_test_tmpdir(dir, sizeof dir, "cupti");
+  return 0;
 }
 
 int main(void) {
@@ -349,5 +345,5 @@ int main(void) {
       cmocka_unit_test(test_cli_short_run), cmocka_unit_test(test_cli_bad_input),
       cmocka_unit_test(test_cli_json_equals_text), cmocka_unit_test(test_cli_json_many_launches),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, setup, NULL);
 }
