@@ -34,6 +34,8 @@ void lens_validate_judge(const struct lens_model *m, struct lens_validate_verdic
     cupti_maps += m->clock_maps[i].source == LENS_TS_CUPTI;
   }
   const char *basis = cupti_maps ? "CUPTI kernel records" : "proxy notice times (biased late by the least polling delay)";
+  char bound[32]; /* in human units, for the prose */
+  lens_report_fmt_ns(worst_bound, bound, sizeof bound);
   const struct lens_gpu_report *r = lens_gpu_report_get(m);
   size_t contradict = r ? r->kernels_contradict : 0;
   /* What to do for better absolute times depends on what was given. */
@@ -65,28 +67,22 @@ void lens_validate_judge(const struct lens_model *m, struct lens_validate_verdic
     /* Without CUPTI the absolute placement is only as good as the proxy's
      * quickest notice; durations (pTimer differences) are GPU-exact. */
     v->level = bad * 100 < kch ? "durations trusted" : "unreliable";
-    char sp[32];
-    lens_report_fmt_ns(worst_bound, sp, sizeof sp);
     snprintf(v->text, sizeof(v->text),
              "%zu of %zu KernelCh have suspect timers; durations are GPU-exact, absolute times from %s, spread %s: %s",
-             bad, kch, basis, sp, advice);
+             bad, kch, basis, bound, advice);
   } else if (bad * 100 >= kch) {
     v->level = "unreliable";
     snprintf(v->text, sizeof(v->text),
              "%zu of %zu KernelCh have suspect timers (see flags): use CUPTI kernel times", bad, kch);
   } else if (worst_bound > PLACEMENT_NS) {
     v->level = "durations trusted";
-    char wb[32];
-    lens_report_fmt_ns(worst_bound, wb, sizeof wb);
     snprintf(v->text, sizeof(v->text),
              "%zu of %zu KernelCh have suspect timers; durations are GPU-exact, but GPU times are placed on host "
              "time only within +-%s from %s",
-             bad, kch, wb, basis);
+             bad, kch, bound, basis);
   } else {
     v->level = bad == 0 ? "trusted" : "mostly trusted";
-    char wb[32];
-    lens_report_fmt_ns(worst_bound, wb, sizeof wb);
     snprintf(v->text, sizeof(v->text), "%zu of %zu KernelCh have suspect timers%s; GPU times placed within +-%s from %s",
-             bad, kch, bad ? " (see flags)" : "", wb, basis);
+             bad, kch, bad ? " (see flags)" : "", bound, basis);
   }
 }
