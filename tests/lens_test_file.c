@@ -1,5 +1,6 @@
 #include "lens_test_file.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,4 +46,13 @@ size_t lens_test_max_line(const char *text) {
     l += len + (e != NULL);
   }
   return most;
+}
+
+int lens_test_sh(const char *fmt, ...) {
+  char cmd[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(cmd, sizeof cmd, fmt, ap);
+  va_end(ap);
+  return system(cmd);
 }

@@ -17,6 +17,7 @@
 #include "lensread.h"
 #include "mini_json.h"
 #include "../lens_test_tmp.h"
+#include "../lens_test_file.h"
 
 static size_t lens_files(const char *dir, char names[][600], size_t cap) {
   size_t n = 0;
@@ -29,20 +30,11 @@ static size_t lens_files(const char *dir, char names[][600], size_t cap) {
   return n;
 }
 
-static int sh(const char *fmt, ...) {
-  char cmd[4096];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(cmd, sizeof cmd, fmt, ap);
-  va_end(ap);
-  return system(cmd);
-}
-
 static void test_healthy_writes_nothing(void **s) {
   (void)s;
   char dir[300], names[8][600];
   lens_test_tmpdir(dir, sizeof dir, "rec-ok");
-  assert_int_equal(sh("NCCL_LENS_MODE=recorder NCCL_LENS_HANG_TIMEOUT=1 NCCL_LENS_REGISTRY_DIR=%s %s/bin/nccl-lens "
+  assert_int_equal(lens_test_sh("NCCL_LENS_MODE=recorder NCCL_LENS_HANG_TIMEOUT=1 NCCL_LENS_REGISTRY_DIR=%s %s/bin/nccl-lens "
                       "replay --quiet --scenario allreduce --nodes 2 --out %s",
                       dir, LENS_BUILD_DIR, dir),
                    0);
@@ -52,7 +44,7 @@ static void test_healthy_writes_nothing(void **s) {
 static void check_watchdog(const char *scenario) {
   char dir[300], names[8][600];
   lens_test_tmpdir(dir, sizeof dir, scenario);
-  assert_int_equal(sh("NCCL_LENS_MODE=recorder NCCL_LENS_HANG_TIMEOUT=1 NCCL_LENS_REGISTRY_DIR=%s %s/bin/nccl-lens "
+  assert_int_equal(lens_test_sh("NCCL_LENS_MODE=recorder NCCL_LENS_HANG_TIMEOUT=1 NCCL_LENS_REGISTRY_DIR=%s %s/bin/nccl-lens "
                       "replay --quiet --scenario %s --nodes 2 --hang-exit-after 3.5 --out %s --truth %s/truth.json"
                       " && %s/bin/nccl-lens hang --json -o %s/hang.json %s",
                       dir, LENS_BUILD_DIR, scenario, dir, dir, LENS_BUILD_DIR, dir, dir),
@@ -125,7 +117,7 @@ static void test_dump_request(void **s) {
   (void)s;
   char dir[300], names[8][600];
   lens_test_tmpdir(dir, sizeof dir, "rec-req");
-  assert_int_equal(sh("export NCCL_LENS_MODE=recorder NCCL_LENS_HANG_TIMEOUT=600 NCCL_LENS_REGISTRY_DIR=%s;"
+  assert_int_equal(lens_test_sh("export NCCL_LENS_MODE=recorder NCCL_LENS_HANG_TIMEOUT=600 NCCL_LENS_REGISTRY_DIR=%s;"
                       " %s/bin/nccl-lens replay --quiet --scenario hang-missing --nodes 2 --hang-exit-after 3 --out %s &"
                       " sleep 1.5; %s/bin/nccl-lens dump --all --wait-s 1 > %s/dump.txt; rc=$?; wait; exit $rc",
                       dir, LENS_BUILD_DIR, dir, LENS_BUILD_DIR, dir),
@@ -141,7 +133,7 @@ static void test_dump_request(void **s) {
 
 /* The recorder replaying job-late-app with rank 1 20 ms late, dumps into dir. */
 static void replay_late_rank(const char *dir, unsigned slow_ms) {
-  assert_int_equal(sh("NCCL_LENS_MODE=recorder NCCL_LENS_SLOW_MS=%u NCCL_LENS_REGISTRY_DIR=%s %s/bin/nccl-lens "
+  assert_int_equal(lens_test_sh("NCCL_LENS_MODE=recorder NCCL_LENS_SLOW_MS=%u NCCL_LENS_REGISTRY_DIR=%s %s/bin/nccl-lens "
                       "replay --quiet --scenario job-late-app --nodes 2 --ranks-per-node 2 --iters 4 --delay-us 20000 "
                       "--out %s",
                       slow_ms, dir, LENS_BUILD_DIR, dir),

@@ -31,27 +31,17 @@ static void assert_same_file(const char *a, const char *b) {
   free(y);
 }
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...) {
-  char cmd[4096];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(cmd, sizeof cmd, fmt, ap);
-  va_end(ap);
-  return system(cmd);
-}
-
 #define LENS LENS_BUILD_DIR "/bin/nccl-lens"
 
 /* traces in dir/t; partials of the groups named by globs into dir/p; checks
  * single == merged, and single == traces mixed with a partial. */
 static void same_answer(const char *dir, const char *const *globs, size_t n) {
   /* --stream: the same map and reduce as a run over traces above 1 GiB */
-  assert_int_equal(sh("%s job --json --stream -o %s/single.json %s/t", LENS, dir, dir), 0);
-  assert_int_equal(sh("mkdir -p %s/p", dir), 0);
+  assert_int_equal(lens_test_sh("%s job --json --stream -o %s/single.json %s/t", LENS, dir, dir), 0);
+  assert_int_equal(lens_test_sh("mkdir -p %s/p", dir), 0);
   for (size_t i = 0; i < n; i++)
-    assert_int_equal(sh("%s job --partial -o %s/p/part%zu.lensjob %s/t/%s", LENS, dir, i, dir, globs[i]), 0);
-  assert_int_equal(sh("%s job --json -o %s/merged.json %s/p", LENS, dir, dir), 0);
+    assert_int_equal(lens_test_sh("%s job --partial -o %s/p/part%zu.lensjob %s/t/%s", LENS, dir, i, dir, globs[i]), 0);
+  assert_int_equal(lens_test_sh("%s job --json -o %s/merged.json %s/p", LENS, dir, dir), 0);
   char a[512], b[512];
   snprintf(a, sizeof a, "%s/single.json", dir);
   snprintf(b, sizeof b, "%s/merged.json", dir);
@@ -62,7 +52,7 @@ static void same_answer(const char *dir, const char *const *globs, size_t n) {
   for (const char *c = globs[0]; *c && k + 1 < sizeof fixed; c++)
     if (*c != '*') fixed[k++] = *c;
   fixed[k] = 0;
-  assert_int_equal(sh("%s job --json -o %s/mixed.json %s/p/part0.lensjob $(ls %s/t/*.lens | grep -v -F '%s')", LENS, dir,
+  assert_int_equal(lens_test_sh("%s job --json -o %s/mixed.json %s/p/part0.lensjob $(ls %s/t/*.lens | grep -v -F '%s')", LENS, dir,
                       dir, dir, fixed),
                    0);
   snprintf(b, sizeof b, "%s/mixed.json", dir);
@@ -75,12 +65,12 @@ static void test_replay(void **s) {
   lens_test_tmpdir(dir, sizeof dir, "jobpart");
   char t[300];
   snprintf(t, sizeof t, "%s/t", dir);
-  assert_int_equal(sh("mkdir -p %s", t), 0);
+  assert_int_equal(lens_test_sh("mkdir -p %s", t), 0);
   assert_int_equal(job_run_replay(t, "job-late-app", 2, 2, 6, 20000), 0);
-  assert_int_equal(sh("rm -f %s/truth.json", t), 0);
+  assert_int_equal(lens_test_sh("rm -f %s/truth.json", t), 0);
   /* one partial per process trace */
-  assert_int_equal(sh("test $(ls %s/*.lens | wc -l) -eq 2", t), 0);
-  assert_int_equal(sh("cd %s && ls *.lens | head -1 > ../first && ls *.lens | tail -1 > ../second", t), 0);
+  assert_int_equal(lens_test_sh("test $(ls %s/*.lens | wc -l) -eq 2", t), 0);
+  assert_int_equal(lens_test_sh("cd %s && ls *.lens | head -1 > ../first && ls *.lens | tail -1 > ../second", t), 0);
   char first[256] = "", second[256] = "", p[400];
   size_t l;
   snprintf(p, sizeof p, "%s/first", dir);
@@ -96,11 +86,11 @@ static void test_replay(void **s) {
   const char *globs[] = {first, second};
   same_answer(dir, globs, 2);
   /* a damaged partial is refused, with one line */
-  assert_int_equal(sh("cp %s/p/part0.lensjob %s/bad.lensjob && printf 'X' | dd of=%s/bad.lensjob bs=1 seek=200 "
+  assert_int_equal(lens_test_sh("cp %s/p/part0.lensjob %s/bad.lensjob && printf 'X' | dd of=%s/bad.lensjob bs=1 seek=200 "
                       "conv=notrunc 2>/dev/null",
                       dir, dir, dir),
                    0);
-  assert_int_not_equal(sh("%s job -o /dev/null %s/bad.lensjob 2>/dev/null", LENS, dir), 0);
+  assert_int_not_equal(lens_test_sh("%s job -o /dev/null %s/bad.lensjob 2>/dev/null", LENS, dir), 0);
   lens_test_rmtree(dir);
 }
 
@@ -108,7 +98,7 @@ static void test_synthetic(void **s) {
   (void)s;
   char dir[256], p[400];
   lens_test_tmpdir(dir, sizeof dir, "jobpart");
-  assert_int_equal(sh("%s/bin/lens-gen-job -o %s/t --ranks 16 --hosts 4 --events 300000 --stragglers 4 --seed 7 "
+  assert_int_equal(lens_test_sh("%s/bin/lens-gen-job -o %s/t --ranks 16 --hosts 4 --events 300000 --stragglers 4 --seed 7 "
                       ">/dev/null && mv %s/t/truth.json %s/",
                       LENS_BUILD_DIR, dir, dir, dir),
                    0);
