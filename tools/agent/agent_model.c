@@ -154,7 +154,7 @@ static int add_instance(struct agent_model *m, uint32_t pid, const struct lens_l
      * pages have not appeared yet (processes start seconds apart on a
      * loaded node). For a page's first second, wait for them rather than
      * drop its instances uncounted. */
-    return nranks >= 2 && now - page_seen_ns < PENDING_SETTLE_NS;
+    return nranks >= 2 && (now <= page_seen_ns || now - page_seen_ns < PENDING_SETTLE_NS);
   }
   if (local > 8) local = 8;
   const struct lens_live_series *se = &p->series[in->series];
@@ -203,19 +203,22 @@ static uint64_t backlog_start(const struct lens_live_page *p) {
   return p->recent_total > LENS_LIVE_RECENT ? p->recent_total - LENS_LIVE_RECENT : 0;
 }
 
-static struct agent_cursor *cursor_of(struct agent_model *m, const struct lens_live_page *p) {
+/* now: the refresh's clock reading, the one add_instance compares seen_real_ns
+ * with (a later reading made a new page's age negative, wrapped to 584 years,
+ * and its first instances were dropped before the other pages came). */
+static struct agent_cursor *cursor_of(struct agent_model *m, const struct lens_live_page *p, uint64_t now) {
   for (uint32_t i = 0; i < m->n_cursors; i++)
     if (m->cursors[i].pid == p->pid) {
       if (m->cursors[i].start_real_ns != p->start_real_ns) { /* a new session (or pid reuse) */
         m->cursors[i].start_real_ns = p->start_real_ns;
         m->cursors[i].consumed = backlog_start(p);
-        m->cursors[i].seen_real_ns = real_ns();
+        m->cursors[i].seen_real_ns = now;
       }
       return &m->cursors[i];
     }
   if (m->n_cursors == AGENT_CURSORS) return NULL;
   struct agent_cursor *c = &m->cursors[m->n_cursors++];
-  *c = (struct agent_cursor){p->pid, p->start_real_ns, backlog_start(p), 0, real_ns()};
+  *c = (struct agent_cursor){p->pid, p->start_real_ns, backlog_start(p), 0, now};
   return c;
 }
 
@@ -227,7 +230,7 @@ int agent_model_refresh(struct agent_model *m, const char *dir, unsigned keep_s)
   scan_comms(m);
   for (size_t i = 0; i < m->pages.n; i++) {
     const struct lens_live_page *p = m->pages.procs[i].page;
-    struct agent_cursor *c = cursor_of(m, p);
+    struct agent_cursor *c = cursor_of(m, p, now);
     if (!c) continue;
     uint64_t from = c->consumed;
     if (p->recent_total - from > LENS_LIVE_RECENT) {
