@@ -269,12 +269,17 @@ static void check_proxy_counters(const struct nvtx_inject_log *L, int dom, const
     assert_int_equal(stops, mj_int(px, "kernel_ch_stopped", -1));
     /* The plugin reads its clock a little after the driver noted the notice
      * time (more on a loaded machine, much more under sanitizers); on a quiet
-     * machine the error is a few us (NVTX_E2E_VERBOSE=1 prints it). So: half
-     * the samples within the slack + 10%, the median signed error within the
-     * slack, and none absurdly off. */
+     * machine the error is a few us (NVTX_E2E_VERBOSE=1 prints it).
+     * The lag is measured from a running minimum, so one late clock read on the
+     * sample that sets that minimum shifts every later sample by the same
+     * amount (a CI run saw all 34 samples 214 us low, 32 of them within 200 us
+     * of each other). So: the samples agree with the truth up to one common
+     * shift (half of them within the slack + 10% of it after removing the
+     * median error), that shift is a delay, not a bug (within 5x the slack),
+     * and none is absurdly off. */
     const double slack_ns = LENS_SANITIZER[0] ? 2e6 : 2e5;
     double off = 0, max_err = 0, max_lag = 0;
-    double *errs = calloc(stops + 1, sizeof(double));
+    double *errs = calloc(stops + 1, sizeof(double)), *wants = calloc(stops + 1, sizeof(double));
     int have = 0;
     size_t s = 0, close_ones = 0;
     for (size_t k = 0; k < n; k++) {
@@ -283,22 +288,33 @@ static void check_proxy_counters(const struct nvtx_inject_log *L, int dom, const
       if (!nv[k].is_stop) continue;
       double want = nv[k].host_minus_gpu - off, got = (double)lag_samples[s];
       double err = got > want ? got - want : want - got;
+      wants[s] = want;
       errs[s++] = got - want;
-      if (err <= slack_ns + 0.1 * want) close_ones++;
       if (err > max_err) max_err = err;
       if (want > max_lag) max_lag = want;
       if (err > 50 * slack_ns) fail_msg("proxy %u: lag sample %zu is %.0f ns, truth %.0f ns", tid, s - 1, got, want);
     }
-    if (getenv("NVTX_E2E_VERBOSE"))
-      fprintf(stderr, "proxy tid %u: %zu lag samples, truth max %.1f us, max |error| %.1f us, %zu within %.0f us+10%%\n",
-              tid, stops, max_lag / 1e3, max_err / 1e3, close_ones, slack_ns / 1e3);
+    double median = 0;
     if (stops) {
-      qsort(errs, stops, sizeof(double), cmp_double);
-      double median = errs[stops / 2];
-      if (close_ones * 2 < stops || median > slack_ns || median < -slack_ns)
-        fail_msg("proxy %u: %zu of %zu lag samples off the truth, median error %.1f us, max %.1f us", tid,
-                 stops - close_ones, stops, median / 1e3, max_err / 1e3);
+      double *sorted = calloc(stops, sizeof(double));
+      memcpy(sorted, errs, stops * sizeof(double));
+      qsort(sorted, stops, sizeof(double), cmp_double);
+      median = sorted[stops / 2];
+      free(sorted);
     }
+    for (size_t k = 0; k < stops; k++) {
+      double d = errs[k] - median;
+      if ((d < 0 ? -d : d) <= slack_ns + 0.1 * wants[k]) close_ones++;
+    }
+    if (getenv("NVTX_E2E_VERBOSE"))
+      fprintf(stderr,
+              "proxy tid %u: %zu lag samples, truth max %.1f us, max |error| %.1f us, median error %.1f us, %zu within "
+              "%.0f us+10%% of it\n",
+              tid, stops, max_lag / 1e3, max_err / 1e3, median / 1e3, close_ones, slack_ns / 1e3);
+    if (stops && (close_ones * 2 < stops || median > 5 * slack_ns || median < -5 * slack_ns))
+      fail_msg("proxy %u: %zu of %zu lag samples off the truth beyond a common shift, median error %.1f us, max %.1f us",
+               tid, stops - close_ones, stops, median / 1e3, max_err / 1e3);
+    free(wants);
     free(errs);
     /* steps in flight: one sample per step start and stop, never negative, 0 at the end */
     int64_t st_started = mj_int(px, "steps_started", -1), st_stopped = mj_int(px, "steps_stopped", -1);
