@@ -159,7 +159,10 @@ static int add_instance(struct agent_model *m, uint32_t pid, const struct lens_l
   if (local > 8) local = 8;
   const struct lens_live_series *se = &p->series[in->series];
   struct agent_split *s = split_of(m, in->comm_id, se->func, p->comms[in->comm].name);
-  if (!s) return 0;
+  if (!s) { /* AGENT_SPLITS (communicator, function) pairs already: counted, not split */
+    m->full++;
+    return 0;
+  }
   s->nranks = nranks;
   s->local_ranks = local;
   uint16_t si = (uint16_t)(s - m->splits);

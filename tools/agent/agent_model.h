@@ -66,7 +66,7 @@ struct agent_model {
   struct agent_cursor cursors[AGENT_CURSORS];
   uint32_t n_cursors;
   uint64_t expired; /* instances whose other local ranks never came (10 s) */
-  uint64_t full;    /* instances not followed: the pending table was full */
+  uint64_t full;    /* instances not followed: the pending table or the split table was full */
   uint64_t refreshes;
   /* `nccl-lens sched` pages in the same dir (<pid>.sched): per watched thread, time starved */
   struct lens_sched_page_thread *sched;

@@ -283,6 +283,6 @@ void prom_render(const struct agent_model *m, const char *host, struct strbuf *b
     sb_printf(b, "nccl_lens_agent_missed_instances_total{host=\"%s\",pid=\"%u\"} %llu\n", h, m->cursors[i].pid,
               (unsigned long long)m->cursors[i].missed);
   family(b, "nccl_lens_agent_untracked_instances_total", "counter",
-         "Instances not split because the agent's table of pending instances was full.");
+         "Instances not split because a table of the agent (pending instances, communicator and function pairs) was full.");
   sb_printf(b, "nccl_lens_agent_untracked_instances_total{host=\"%s\"} %llu\n", h, (unsigned long long)m->full);
 }
