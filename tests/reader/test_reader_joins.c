@@ -96,6 +96,89 @@ static void test_superseded_step(void **state) {
   lens_model_free(m);
 }
 
+/* LENS_LOAD_FOLD_STEPS: no ProxyStep becomes an event; each ProxyOp counts
+ * the steps the full model links under it with a stop, and their first and
+ * last stop, as the full model's children give them. */
+static void test_fold_steps(void **state) {
+  (void)state;
+  char path[128], err[256];
+  struct tb *t = open_proc("fold.lens", 100, path, sizeof path);
+  tb_thread(t, 2, 555, LENS_ROLE_PROXY, "p", 0, 0);
+  uint64_t op = LENS_ID_MAKE(LENS_T_PROXY_OP, 2, 1), op2 = LENS_ID_MAKE(LENS_T_PROXY_OP, 2, 2);
+  uint64_t step[8], net = LENS_ID_MAKE(LENS_T_NET_PLUGIN, 2, 50);
+  for (int i = 0; i < 8; i++) step[i] = LENS_ID_MAKE(LENS_T_PROXY_STEP, 2, 10 + i);
+  struct lens_p_proxy_step st0 = {.step = 0}, st1 = {.step = 1}, st2 = {.step = 2};
+  tb_events_begin(t, 1);
+  tb_stop(t, step[5], 95); /* its START comes in a later chunk */
+  tb_flush(t);
+  tb_events_begin(t, 2);
+  tb_start(t, LENS_T_PROXY_OP, op, 0, CTX, 10, 0, 0, &OP_PAYLOAD, sizeof OP_PAYLOAD);
+  tb_start(t, LENS_T_PROXY_OP, op2, 0, CTX, 11, 0, 0, &OP_PAYLOAD, sizeof OP_PAYLOAD);
+  tb_start(t, LENS_T_PROXY_STEP, step[0], op, CTX, 20, 0, 0, &st0, sizeof st0);
+  tb_start(t, LENS_T_PROXY_STEP, step[1], op, CTX, 21, 0, 0, &st0, sizeof st0); /* re-posted: both count */
+  tb_start(t, LENS_T_PROXY_STEP, step[2], op, CTX, 22, 0, 0, &st1, sizeof st1); /* never stopped */
+  tb_start(t, LENS_T_PROXY_STEP, step[3], op, CTX, 23, 0, 0, &st2, sizeof st2); /* stopped twice: first kept */
+  tb_start(t, LENS_T_PROXY_STEP, step[4], op2, CTX, 24, 0, 0, &st0, sizeof st0);
+  tb_start(t, LENS_T_PROXY_STEP, step[5], op2, CTX, 25, 0, 0, &st1, sizeof st1);
+  tb_start(t, LENS_T_PROXY_STEP, step[6], LENS_ID_MAKE(LENS_T_PROXY_OP, 2, 99), CTX, 26, 0, 0, &st0,
+           sizeof st0); /* its op was never read */
+  tb_start(t, LENS_T_PROXY_STEP, step[7], 0, CTX, 27, 0, 0, &st0, sizeof st0);
+  tb_start(t, LENS_T_NET_PLUGIN, net, step[0], CTX, 28, 0, 0, NULL, 0);
+  tb_state(t, step[0], 9 /* SendWait */, 29, 0, 0);
+  tb_stop(t, step[0], 40);
+  tb_stop(t, step[1], 30);
+  tb_stop(t, step[3], 80);
+  tb_stop(t, step[3], 200);
+  tb_stop(t, step[4], 60);
+  tb_stop(t, step[6], 61);
+  tb_stop(t, step[7], 62);
+  tb_stop(t, op, 300);
+  tb_stop(t, op2, 301);
+  tb_close(t);
+  const char *p[1] = {path};
+  struct lens_model *full = lens_model_load(p, 1, err, sizeof err, NULL);
+  struct lens_model *fold = lens_model_load_ex(p, 1, LENS_LOAD_FOLD_STEPS, err, sizeof err, NULL);
+  assert_non_null(full);
+  assert_non_null(fold);
+  assert_false(full->steps_folded);
+  assert_true(fold->steps_folded);
+  size_t steps = 0;
+  for (size_t i = 0; i < full->n_events; i++) steps += full->events[i].type == LENS_T_PROXY_STEP;
+  assert_int_equal(steps, 8);
+  assert_int_equal(fold->n_events, full->n_events - steps);
+  for (size_t i = 0; i < fold->n_events; i++) assert_int_not_equal(fold->events[i].type, LENS_T_PROXY_STEP);
+  assert_int_equal(fold->orphan_stops, full->orphan_stops); /* a folded step's stop is no orphan */
+  assert_int_equal(fold->n_states, full->n_states - 1);      /* the step's state is not kept */
+  assert_null(rt_ev(fold, 0, step[0]));                      /* a step's id finds nothing */
+  const uint64_t ops[2] = {op, op2};
+  const uint32_t want_k[2] = {3, 2}; /* the full model's stopped children, by hand */
+  for (int k = 0; k < 2; k++) {
+    const struct lens_event *a = rt_ev(full, 0, ops[k]), *b = rt_ev(fold, 0, ops[k]);
+    assert_non_null(a);
+    assert_non_null(b);
+    uint64_t lo = UINT64_MAX, hi = 0, n = 0;
+    for (int32_t c = a->first_child; c >= 0; c = full->events[c].next_sibling) {
+      const struct lens_event *x = &full->events[c];
+      if (x->type != LENS_T_PROXY_STEP || !x->stop_mono_ns) continue;
+      lo = x->stop_mono_ns < lo ? x->stop_mono_ns : lo;
+      hi = x->stop_mono_ns > hi ? x->stop_mono_ns : hi;
+      n++;
+    }
+    assert_int_equal(n, want_k[k]);
+    assert_int_equal(b->p.proxy_op.folded_stops, n);
+    assert_int_equal(b->p.proxy_op.folded_stop_lo, lo);
+    assert_int_equal(b->p.proxy_op.folded_stop_hi, hi);
+    assert_int_equal(b->stop_mono_ns, a->stop_mono_ns);
+    assert_int_equal(a->p.proxy_op.folded_stops, 0); /* only a folding load fills them */
+  }
+  /* The NetPlugin under a step: linked in the full model, parentless folded. */
+  assert_true(rt_ev(full, 0, net)->parent >= 0);
+  assert_int_equal(rt_ev(fold, 0, net)->parent, -1);
+  assert_true(rt_ev(fold, 0, net)->flags & LENS_EVF_PARENT_MISSING);
+  lens_model_free(full);
+  lens_model_free(fold);
+}
+
 /* Process 100 owns the Coll; process 200 (same host) runs its network proxy
  * op (PXN): ProxyOp REMOTE with pid 100 and parent = 100's Coll id; its step
  * has parent = 200's own ProxyOp id. */
@@ -268,7 +351,8 @@ static void test_errors(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_dup_and_orphan_stops), cmocka_unit_test(test_stop_before_start_chunk_and_no_stop),
-      cmocka_unit_test(test_superseded_step),      cmocka_unit_test(test_pxn_across_files),
+      cmocka_unit_test(test_superseded_step),      cmocka_unit_test(test_fold_steps),
+      cmocka_unit_test(test_pxn_across_files),
       cmocka_unit_test(test_multi_session),        cmocka_unit_test(test_graph_marks),
       cmocka_unit_test(test_probe_file),           cmocka_unit_test(test_errors),
   };

@@ -41,7 +41,7 @@ void lens_cli_load_notes(const char *cmd, const struct lens_model *m) {
 struct lens_model *lens_cli_load(const char *cmd, const char *const *paths, size_t n, const struct lens_load_opts *o) {
   char err[512];
   int quiet = o && o->no_progress;
-  struct lens_model *m = lens_model_load(paths, n, err, sizeof err, quiet ? NULL : progress);
+  struct lens_model *m = lens_model_load_ex(paths, n, o ? o->load_flags : 0, err, sizeof err, quiet ? NULL : progress);
   if (!quiet) lens_cli_progress(NULL, -1, 0);
   if (!m) {
     lens_cli_error(cmd, "%s", err);

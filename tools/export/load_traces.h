@@ -13,6 +13,7 @@ struct lens_load_opts {
   const char *const *cupti_files; size_t n_cupti_files; /* raw CUPTI buffers saved on a GPU machine */
   uint64_t min_wait_ns;                                 /* starvation: ignore shorter waits */
   int no_progress;                                      /* no progress line (several loads run at once) */
+  uint32_t load_flags;                                  /* LENS_LOAD_* (lensread.h) */
 };
 
 /* NULL after printing one error line ("nccl-lens <cmd>: ..."). Analysis

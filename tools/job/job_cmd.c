@@ -103,11 +103,16 @@ static int job_option(void *ctx, int *i, int argc, char **argv) {
  * PXN proxy ops recorded in another process then join only inside a group. */
 #define GROUP_MAX_FILES 64
 
-struct group { char host[64]; size_t *files; size_t n, cap; };
+/* probe: a scheduler probe trace is in the group (or a trace whose header
+ * could not be read): its model is analysed for starvation, which marks
+ * ProxySteps, so they are loaded as events. */
+struct group { char host[64]; size_t *files; size_t n, cap; int probe; };
 
-/* The hostname of a trace's first SESSION ("" if its first chunk is not one). */
-static void trace_host(const char *path, char *host, size_t len) {
+/* The hostname of a trace's first SESSION ("" if its first chunk is not
+ * one); *probe: written by the scheduler probe, or its header unread. */
+static void trace_host(const char *path, char *host, size_t len, int *probe) {
   host[0] = 0;
+  *probe = 1;
   FILE *f = fopen(path, "rb");
   if (!f) return;
   struct {
@@ -115,7 +120,9 @@ static void trace_host(const char *path, char *host, size_t len) {
     struct lens_chunk_hdr ch;
     struct lens_session s;
   } h;
-  if (fread(&h, sizeof h, 1, f) == 1 && h.ch.magic == LENS_CHUNK_MAGIC && h.ch.type == LENS_CHUNK_SESSION) {
+  size_t got = fread(&h, 1, sizeof h, f);
+  if (got >= sizeof h.fh) *probe = h.fh.producer == LENS_PRODUCER_SCHED;
+  if (got == sizeof h && h.ch.magic == LENS_CHUNK_MAGIC && h.ch.type == LENS_CHUNK_SESSION) {
     size_t n = strnlen(h.s.host, sizeof h.s.host - 1);
     if (n >= len) n = len - 1;
     memcpy(host, h.s.host, n);
@@ -124,7 +131,7 @@ static void trace_host(const char *path, char *host, size_t len) {
   fclose(f);
 }
 
-static int add_to_group(struct group **gs, size_t *ng, size_t *cap, const char *host, size_t file) {
+static int add_to_group(struct group **gs, size_t *ng, size_t *cap, const char *host, int probe, size_t file) {
   struct group *g = NULL;
   for (size_t i = *ng; i-- > 0 && host[0];) /* hosts are few per node; a job's are usually listed together */
     if (!strcmp((*gs)[i].host, host) && (*gs)[i].n < GROUP_MAX_FILES) {
@@ -149,6 +156,7 @@ static int add_to_group(struct group **gs, size_t *ng, size_t *cap, const char *
     g->files = q, g->cap = c;
   }
   g->files[g->n++] = file;
+  g->probe |= probe;
   return 0;
 }
 
@@ -175,6 +183,11 @@ static int map_one(struct map_ctx *x, size_t w) {
   for (size_t i = 0; i < g->n; i++) v[i] = x->paths[g->files[i]];
   struct lens_load_opts lo = {.cupti_files = x->c->cupti, .n_cupti_files = x->c->n_cupti,
                               .min_wait_ns = x->c->min_wait_ns, .no_progress = 1};
+  /* The map reads of the ProxySteps only their stops per ProxyOp: folded
+   * by the reader, two thirds of the events are never built (docs/scale.md).
+   * Not when starvation is analysed (it marks steps) or a selection is
+   * made (it may take single steps). */
+  if (!g->probe && !lens_filter_any(&x->c->filter)) lo.load_flags = LENS_LOAD_FOLD_STEPS;
   struct lens_model *m = lens_cli_load(CMD, v, g->n, &lo);
   free(v);
   if (!m) return -1;
@@ -329,10 +342,11 @@ int lens_cmd_job(int argc, char **argv) {
       continue;
     }
     char host[64];
+    int probe;
+    trace_host(paths[i], host, sizeof host, &probe);
     /* With CUPTI buffer files (not tied to a host) every trace is one group, as before. */
     if (c.n_cupti) snprintf(host, sizeof host, "all");
-    else trace_host(paths[i], host, sizeof host);
-    if (add_to_group(&x.groups, &x.n_groups, &cap_groups, host, i)) goto oom;
+    if (add_to_group(&x.groups, &x.n_groups, &cap_groups, host, probe, i)) goto oom;
   }
   n_parts = x.n_partials + x.n_groups;
   /* Each worker builds and frees model after model. glibc serves blocks of

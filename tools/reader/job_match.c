@@ -156,7 +156,12 @@ static int ops_of(const struct lens_model *m, const struct lens_event *e, int32_
     const struct lens_event *op = &m->events[c];
     if (op->type != LENS_T_PROXY_OP || op->p.proxy_op.peer < 0) continue;
     uint64_t lo = UINT64_MAX, hi = 0, k = 0;
-    for (int32_t d = op->first_child; d >= 0; d = m->events[d].next_sibling) {
+    if (m->steps_folded) { /* the reader counted them (LENS_LOAD_FOLD_STEPS) */
+      k = op->p.proxy_op.folded_stops;
+      lo = op->p.proxy_op.folded_stop_lo;
+      hi = op->p.proxy_op.folded_stop_hi;
+    }
+    for (int32_t d = op->first_child; d >= 0 && !m->steps_folded; d = m->events[d].next_sibling) {
       const struct lens_event *st = &m->events[d];
       if (st->type != LENS_T_PROXY_STEP || !st->stop_mono_ns) continue;
       if (st->stop_mono_ns < lo) lo = st->stop_mono_ns;

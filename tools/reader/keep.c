@@ -48,7 +48,7 @@ int lens_model_keep(struct lens_model *m, const uint8_t *keep) {
   for (size_t p = 0; pv && p < pv->n_events_hash; p++) {
     struct lens_hash *h = &pv->events[p];
     for (size_t x = 0; x < h->cap; x++) /* an id left out finds nothing (-1), as an id never seen */
-      if (h->slots[x].value != INT64_MIN) h->slots[x].value = inv[h->slots[x].value];
+      if (h->slots[x].value != INT64_MIN) h->slots[x].value = h->slots[x].value >= 0 ? inv[h->slots[x].value] : -1;
   }
   free(m->states);
   m->states = st;

@@ -90,7 +90,13 @@ struct lens_payload {
       const char *func, *datatype;
       int peer, n_channels;
     } p2p;
-    struct { int pid, peer, n_steps, chunk_size, is_send, channel; } proxy_op;
+    struct {
+      int pid, peer, n_steps, chunk_size, is_send, channel;
+      /* Loaded with LENS_LOAD_FOLD_STEPS only: its ProxySteps that stopped,
+       * and their first and last stop (the steps are not events then). */
+      uint32_t folded_stops;
+      uint64_t folded_stop_lo, folded_stop_hi;
+    } proxy_op;
     struct { int step; } proxy_step;
     struct { uint64_t start_gpu_ns, stop_gpu_ns; /* stop from state 22, 0 if none */ int channel; } kernel_ch;
     /* v7: stop from state 31, 0 if none; parent = its KernelCh */
@@ -267,6 +273,8 @@ struct lens_model {
   struct lens_clock_sample *clocks; size_t n_clocks; /* CLOCK chunks, in file order per proc */
   /* Inputs named twice or copied: read once, listed here (paths owned by the model). */
   struct lens_same_trace *same_traces; size_t n_same_traces;
+  /* Loaded with LENS_LOAD_FOLD_STEPS: no ProxyStep events (see there). */
+  int steps_folded;
 };
 
 /* Load files into a new model. Returns NULL on error and writes a one-line
@@ -274,6 +282,16 @@ struct lens_model {
 struct lens_model *lens_model_load(const char *const *paths, size_t n_paths, char *err, size_t err_len,
                                    void (*progress)(uint64_t done, uint64_t total));
 void lens_model_free(struct lens_model *m);
+/* lens_model_load with flags. LENS_LOAD_FOLD_STEPS: ProxySteps do not become
+ * events; each ProxyOp counts its steps that stopped and keeps their first
+ * and last stop (proxy_op.folded_*), and their states are not kept. For a
+ * reader that needs nothing else of the steps (the job map, when no
+ * starvation is analysed): two thirds of a typical trace's events are
+ * steps. An event whose parent is a step (NetPlugin) has its parent
+ * missing. */
+#define LENS_LOAD_FOLD_STEPS 0x1u
+struct lens_model *lens_model_load_ex(const char *const *paths, size_t n_paths, uint32_t flags, char *err,
+                                      size_t err_len, void (*progress)(uint64_t done, uint64_t total));
 
 /* Helpers. */
 const char *lens_type_name(int type);       /* "Coll", "ProxyStep", ... */

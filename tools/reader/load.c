@@ -208,16 +208,22 @@ static int load_file(struct lens_builder *b, const char *path, uint64_t *done, u
   }
   *done += step;
   free(v);
+  if (!rc && b->proc >= 0) rc = lens_enter_ids(b);
   if (!rc) rc = lens_apply_pending(b);
   return rc;
 }
 
 struct lens_model *lens_model_load(const char *const *paths, size_t n_paths, char *err, size_t err_len,
                                    void (*progress)(uint64_t done, uint64_t total)) {
+  return lens_model_load_ex(paths, n_paths, 0, err, err_len, progress);
+}
+
+struct lens_model *lens_model_load_ex(const char *const *paths, size_t n_paths, uint32_t flags, char *err,
+                                      size_t err_len, void (*progress)(uint64_t done, uint64_t total)) {
   if (err && err_len) err[0] = 0;
   struct lens_model *m = calloc(1, sizeof *m);
   struct lens_reader_priv *priv = calloc(1, sizeof *priv);
-  struct lens_builder b = {.m = m, .priv = priv, .err = err, .err_len = err_len};
+  struct lens_builder b = {.m = m, .priv = priv, .err = err, .err_len = err_len, .flags = flags};
   if (!m || !priv) {
     free(m);
     free(priv);
@@ -225,6 +231,7 @@ struct lens_model *lens_model_load(const char *const *paths, size_t n_paths, cha
     return NULL;
   }
   m->priv = priv;
+  m->steps_folded = (flags & LENS_LOAD_FOLD_STEPS) != 0;
   if (!n_paths) {
     fail(&b, "no trace files given");
     goto bad;
@@ -234,6 +241,11 @@ struct lens_model *lens_model_load(const char *const *paths, size_t n_paths, cha
     struct stat st;
     if (!stat(paths[i], &st)) total += (uint64_t)st.st_size;
   }
+  /* The event array sized once for the most events the bytes can hold (a
+   * START takes 48 bytes or more): grown by doubling, it was copied and its
+   * new pages faulted in again at every step. Untouched room costs address
+   * space only; when even that is refused, it grows as before. */
+  (void)lens_vec_reserve((void **)&m->events, &b.cap_events, (size_t)(total / 48) + 16, sizeof *m->events);
   {
     size_t *keep = malloc(n_paths * sizeof *keep), n_keep = 0, n_dups = 0;
     m->same_traces = calloc(n_paths, sizeof *m->same_traces);
@@ -269,6 +281,8 @@ struct lens_model *lens_model_load(const char *const *paths, size_t n_paths, cha
   free(b.pend);
   free(b.sess);
   free(b.thread_tmp);
+  free(b.fsteps);
+  free(b.idq);
   lens_hash_free(&b.strings);
   lens_hash_free(&b.comms);
   lens_hash_free(&b.threads);
@@ -279,6 +293,8 @@ bad:
   free(b.pend);
   free(b.sess);
   free(b.thread_tmp);
+  free(b.fsteps);
+  free(b.idq);
   lens_hash_free(&b.strings);
   lens_hash_free(&b.comms);
   lens_hash_free(&b.threads);

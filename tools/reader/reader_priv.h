@@ -73,7 +73,22 @@ struct lens_builder {
   int32_t file, proc;       /* current file; its proc or -1 (probe files) */
   char *err; size_t err_len;
   uint8_t *unpack, *unzstd; size_t cap_unpack, cap_unzstd; /* packed.c's buffers */
+  uint32_t flags;           /* LENS_LOAD_* */
+  /* The current file's STARTs, entered into the id table at the end of the
+   * file, in order (the latest START of an id wins), a batch whose cache
+   * misses overlap (lens_hash_prefetch). */
+  struct lens_idq { uint64_t id; int64_t value; uint32_t session, reserved; } *idq;
+  size_t n_idq, cap_idq;
+  /* LENS_LOAD_FOLD_STEPS: the ProxySteps read, folded into their ProxyOp
+   * once every file is read; the id table maps a step's id to
+   * LENS_STEP_VALUE(index). */
+  struct lens_fstep { uint64_t parent_raw, stop; int32_t proc; uint32_t session, stopped, reserved; } *fsteps;
+  size_t n_fsteps, cap_fsteps;
 };
+/* A folded step's entry in the id table: below -1, so never an event index
+ * (and turned to -1, "not found", once folded). */
+#define LENS_STEP_VALUE(i) (-2 - (int64_t)(i))
+#define LENS_STEP_INDEX(v) ((size_t)(-2 - (v)))
 
 /* A validated chunk inside a mapped file. */
 struct lens_chunk_view { const struct lens_chunk_hdr *h; const uint8_t *payload; uint32_t len; };
@@ -87,6 +102,8 @@ int32_t lens_builder_new_thread(struct lens_builder *b, uint32_t session, uint32
 /* records.c: pass B. */
 int lens_read_events_chunk(struct lens_builder *b, const struct lens_chunk_hdr *h, const uint8_t *p, uint32_t len);
 int lens_apply_pending(struct lens_builder *b);
+/* The current file's queued STARTs into its id table. 0, or -1 (out of memory). */
+int lens_enter_ids(struct lens_builder *b);
 /* packed.c: EVENTS_PACKED, decoded to fixed records and read as EVENTS. */
 int lens_read_packed_chunk(struct lens_builder *b, const struct lens_chunk_hdr *h, const uint8_t *p, uint32_t len);
 void lens_packed_release(struct lens_builder *b);

@@ -202,6 +202,15 @@ static int on_start(struct lens_builder *b, uint32_t session, int32_t thread, co
     return 0;
   }
   struct lens_model *m = b->m;
+  if (s.h.type == LENS_T_PROXY_STEP && (b->flags & LENS_LOAD_FOLD_STEPS)) {
+    struct lens_fstep *f = LENS_VEC_PUSH(b, b->fsteps, b->n_fsteps, cap_fsteps);
+    if (!f) return lens_builder_oom(b);
+    *f = (struct lens_fstep){.parent_raw = s.parent, .proc = b->proc, .session = session};
+    struct lens_idq *q = LENS_VEC_PUSH(b, b->idq, b->n_idq, cap_idq);
+    if (!q) return lens_builder_oom(b);
+    *q = (struct lens_idq){.id = s.id, .value = LENS_STEP_VALUE(b->n_fsteps - 1), .session = session};
+    return 0;
+  }
   struct lens_event *e = LENS_VEC_PUSH(b, m->events, m->n_events, cap_events);
   if (!e) return lens_builder_oom(b);
   memset(e, 0, sizeof *e);
@@ -227,10 +236,27 @@ static int on_start(struct lens_builder *b, uint32_t session, int32_t thread, co
     int64_t c;
     if (lens_hash_get(&b->comms, lens_hash_scope((uint32_t)b->proc, session), s.context, &c)) e->comm = (int32_t)c;
   }
-  /* A repeated id (should not happen) maps to its latest START. */
-  if (lens_hash_put(&b->priv->events[b->proc], lens_hash_scope((uint32_t)b->proc, session), s.id,
-                    (int64_t)(m->n_events - 1)))
-    return lens_builder_oom(b);
+  struct lens_idq *q = LENS_VEC_PUSH(b, b->idq, b->n_idq, cap_idq);
+  if (!q) return lens_builder_oom(b);
+  *q = (struct lens_idq){.id = s.id, .value = (int64_t)(m->n_events - 1), .session = session};
+  return 0;
+}
+
+/* How many entries ahead the batches below start loading a slot. */
+#define LENS_ID_AHEAD 16
+
+int lens_enter_ids(struct lens_builder *b) {
+  struct lens_hash *h = &b->priv->events[b->proc];
+  uint64_t scope0 = lens_hash_scope((uint32_t)b->proc, 0);
+  /* Room first: no rehash in the batch, so the prefetched slots stay. */
+  if (lens_hash_reserve(h, h->n + b->n_idq)) return lens_builder_oom(b);
+  for (size_t i = 0; i < b->n_idq; i++) {
+    if (i + LENS_ID_AHEAD < b->n_idq)
+      lens_hash_prefetch(h, scope0 | b->idq[i + LENS_ID_AHEAD].session, b->idq[i + LENS_ID_AHEAD].id);
+    /* A repeated id (should not happen) maps to its latest START. */
+    if (lens_hash_put(h, scope0 | b->idq[i].session, b->idq[i].id, b->idq[i].value)) return lens_builder_oom(b);
+  }
+  b->n_idq = 0;
   return 0;
 }
 
@@ -304,11 +330,19 @@ static int fold_run(struct lens_builder *b, int32_t ev, const struct lens_pendin
 
 int lens_apply_pending(struct lens_builder *b) {
   struct lens_model *m = b->m;
+  const struct lens_hash *h = b->n_pend ? &b->priv->events[b->proc] : NULL; /* probe files read no records */
   for (size_t i = 0; i < b->n_pend; i++) {
     const struct lens_pending *q = &b->pend[i];
+    if (i + LENS_ID_AHEAD < b->n_pend)
+      lens_hash_prefetch(h, lens_hash_scope((uint32_t)b->proc, q[LENS_ID_AHEAD].session), q[LENS_ID_AHEAD].id);
     int64_t idx;
-    if (!lens_hash_get(&b->priv->events[b->proc], lens_hash_scope((uint32_t)b->proc, q->session), q->id, &idx)) {
+    if (!lens_hash_get(h, lens_hash_scope((uint32_t)b->proc, q->session), q->id, &idx)) {
       if (q->id) m->orphan_stops++; /* a NULL handle (NetPlugin) is not an orphan */
+      continue;
+    }
+    if (idx < 0) { /* a folded ProxyStep: its first stop is all that is kept */
+      struct lens_fstep *f = &b->fsteps[LENS_STEP_INDEX(idx)];
+      if (q->kind == LENS_REC_STOP && !f->stopped) f->stopped = 1, f->stop = q->ts;
       continue;
     }
     struct lens_event *e = &m->events[idx];

@@ -60,7 +60,7 @@ static int32_t find_in_proc(const struct lens_model *m, int32_t proc, uint64_t i
     if (pv->sessions[s].proc != proc) continue;
     int64_t v;
     if (lens_hash_get(&pv->events[proc], lens_hash_scope((uint32_t)proc, pv->sessions[s].session), id, &v))
-      return (int32_t)v;
+      return v >= 0 ? (int32_t)v : -1; /* a folded step is no event */
   }
   return -1;
 }
@@ -90,7 +90,8 @@ static void resolve_parents(struct lens_model *m) {
     if (e->type == LENS_T_PROXY_OP && (e->flags & LENS_EVF_REMOTE) &&
         (uint32_t)e->p.proxy_op.pid != m->procs[e->proc].pid)
       p = find_remote_parent(m, e);
-    else if (lens_hash_get(&pv->events[e->proc], lens_hash_scope((uint32_t)e->proc, e->session), e->parent_raw, &v))
+    else if (lens_hash_get(&pv->events[e->proc], lens_hash_scope((uint32_t)e->proc, e->session), e->parent_raw, &v) &&
+             v >= 0)
       p = (int32_t)v;
     if (p == (int32_t)i) p = -1;
     e->parent = p;
@@ -186,7 +187,7 @@ static int sort_and_link(struct lens_builder *b) {
   for (size_t p = 0; p < pv->n_events_hash; p++) {
     struct lens_hash *h = &pv->events[p];
     for (size_t s = 0; s < h->cap; s++)
-      if (h->slots[s].value != INT64_MIN) h->slots[s].value = inv[h->slots[s].value];
+      if (h->slots[s].value != INT64_MIN) h->slots[s].value = h->slots[s].value >= 0 ? inv[h->slots[s].value] : -1;
   }
   free(m->states);
   m->states = st;
@@ -198,9 +199,30 @@ static int sort_and_link(struct lens_builder *b) {
   return 0;
 }
 
+/* LENS_LOAD_FOLD_STEPS: each step that stopped counts on the ProxyOp its
+ * parent value names in its process and session, as resolve_parents would
+ * link it. */
+static void fold_steps(struct lens_builder *b) {
+  struct lens_model *m = b->m;
+  const struct lens_reader_priv *pv = b->priv;
+  for (size_t i = 0; i < b->n_fsteps; i++) {
+    const struct lens_fstep *f = &b->fsteps[i];
+    int64_t v;
+    if (!f->stop || !f->parent_raw ||
+        !lens_hash_get(&pv->events[f->proc], lens_hash_scope((uint32_t)f->proc, f->session), f->parent_raw, &v) ||
+        v < 0 || m->events[v].type != LENS_T_PROXY_OP)
+      continue;
+    struct lens_event *op = &m->events[v];
+    if (!op->p.proxy_op.folded_stops++) op->p.proxy_op.folded_stop_lo = op->p.proxy_op.folded_stop_hi = f->stop;
+    if (f->stop < op->p.proxy_op.folded_stop_lo) op->p.proxy_op.folded_stop_lo = f->stop;
+    if (f->stop > op->p.proxy_op.folded_stop_hi) op->p.proxy_op.folded_stop_hi = f->stop;
+  }
+}
+
 int lens_resolve_model(struct lens_builder *b) {
   struct lens_model *m = b->m;
   resolve_thread_comms(m);
+  fold_steps(b);
   for (size_t i = 0; i < m->n_events; i++) {
     struct lens_event *e = &m->events[i];
     if (!(e->flags & LENS_EVF_STOPPED_PRIV)) e->flags |= LENS_EVF_NO_STOP;
