@@ -386,7 +386,7 @@ int lens_cmd_job(int argc, char **argv) {
     goto out;
   }
   skel = lens_job_skeleton(x.parts, n_parts);
-  if (!skel || lens_job_reduce(x.parts, n_parts, &j, o.min_ns)) goto oom;
+  if (!skel || lens_job_reduce_consume(x.parts, n_parts, &j, o.min_ns)) goto oom;
   have_job = 1;
   /* Rows reduced from records have no events: the hosts are placed from
    * the clocks and rank ends the map kept with the records. */

@@ -165,16 +165,16 @@ static int slow_link(const struct lens_job_oprefs *o, struct lens_job_inst *in, 
   for (size_t i = 0; i < in->n_ranks; i++) {
     size_t row = in->first_rank + i;
     const struct lens_job_part *p = &o->parts[o->part[row]];
-    const struct lens_job_prec *pr = &p->recs[o->rec[row]];
-    if (n + pr->n_ops > *cap) {
+    uint32_t n_ops = o->n_ops[row];
+    if (n + n_ops > *cap) {
       size_t nc = *cap ? *cap : 256;
-      while (nc < n + pr->n_ops) nc *= 2;
+      while (nc < n + n_ops) nc *= 2;
       struct step *nb = realloc(*buf, nc * sizeof *nb);
       if (!nb) return -1;
       *buf = nb, *cap = nc;
     }
-    for (uint32_t k = 0; k < pr->n_ops; k++) {
-      const struct lens_job_op *op = &p->ops[pr->first_op + k];
+    for (uint32_t k = 0; k < n_ops; k++) {
+      const struct lens_job_op *op = &p->ops[o->first_op[row] + k];
       (*buf)[n++] = (struct step){op->snd, op->rcv, r[i].rank, r[i].proc, op->dur};
     }
   }

@@ -65,6 +65,10 @@ void lens_job_part_free(struct lens_job_part *p);
  * their strings). Proc indexes in j are global: partial k's procs follow
  * those of partials 0..k-1. 0 / -1 (out of memory). */
 int lens_job_reduce(const struct lens_job_part *parts, size_t n, struct lens_job *j, uint64_t min_wait_ns);
+/* The same, freeing each partial's records once they are rows of j (recs
+ * NULL, n_recs 0 after; procs, comms, ops, clocks and strings stay): the
+ * records and the rows are not all alive at once (docs/scale.md, 2 GB). */
+int lens_job_reduce_consume(struct lens_job_part *parts, size_t n, struct lens_job *j, uint64_t min_wait_ns);
 
 /* A model holding only what the job report prints (files, procs, comms) of
  * the partials, procs numbered as in lens_job_reduce. Free with

@@ -9,12 +9,13 @@
 /* Median of v (sorts v in place); 0 for n = 0. */
 uint64_t lens_job_median(uint64_t *v, size_t n);
 
-/* Where each row of j->ranks came from: partial part[i], record rec[i]
- * (its proxy ops). */
+/* The proxy ops of each row of j->ranks: parts[part[i]].ops[first_op[i]],
+ * n_ops[i] of them (the records themselves may be gone: lens_job_reduce_consume). */
 struct lens_job_oprefs {
   const struct lens_job_part *parts;
   uint32_t *part;
-  size_t *rec;
+  uint64_t *first_op;
+  uint32_t *n_ops;
 };
 /* Causes, straggler ranking, headline rows of a matched and decomposed job. */
 int lens_job_finish(struct lens_job *j, const struct lens_job_oprefs *o);

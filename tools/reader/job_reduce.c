@@ -22,6 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "job.h"
 #include "job_part.h"
@@ -155,7 +158,7 @@ static void decompose(struct lens_job *j, struct lens_job_inst *in, const int32_
 /* Instances found by a hash of their key (no sort of every record: 10^7
  * records sorted took seconds and twice their size in memory), put in key
  * order (few), then each instance's ranks sorted. */
-int lens_job_reduce(const struct lens_job_part *parts, size_t n, struct lens_job *j, uint64_t min_wait_ns) {
+static int reduce(struct lens_job_part *parts, size_t n, struct lens_job *j, uint64_t min_wait_ns, int consume) {
   memset(j, 0, sizeof *j);
   j->min_wait_ns = min_wait_ns ? min_wait_ns : LENS_JOB_MIN_WAIT_NS;
   size_t nk = 0, n_procs = 0, n_hosts = 0, ni = 0, cap_i = 0;
@@ -166,7 +169,8 @@ int lens_job_reduce(const struct lens_job_part *parts, size_t n, struct lens_job
   }
   size_t hcap = 1024; /* instance slots, a power of two, grown to stay at most half full */
   uint32_t *slots = NULL, *inst_of = malloc((nk ? nk : 1) * sizeof *inst_of), *order = NULL, *rank_of_inst = NULL;
-  size_t *start = NULL;
+  uint32_t *row_of = NULL; /* per record (partial by partial, from rec_base): its row, UINT32_MAX none */
+  size_t *start = NULL, *rec_base = NULL;
   struct ikey *ik = NULL;
   struct rref *refs = malloc((nk ? nk : 1) * sizeof *refs);
   size_t *proc_base = malloc((n ? n : 1) * sizeof *proc_base);
@@ -245,11 +249,14 @@ int lens_job_reduce(const struct lens_job_part *parts, size_t n, struct lens_job
   free(inst_of);
   inst_of = NULL;
   j->insts = calloc(ni ? ni : 1, sizeof *j->insts);
-  j->ranks = calloc(nk ? nk : 1, sizeof *j->ranks);
-  o.parts = parts;
-  o.part = malloc((nk ? nk : 1) * sizeof *o.part);
-  o.rec = malloc((nk ? nk : 1) * sizeof *o.rec);
-  if (!j->insts || !j->ranks || !o.part || !o.rec) goto out;
+  row_of = malloc((nk ? nk : 1) * sizeof *row_of);
+  rec_base = malloc((n ? n : 1) * sizeof *rec_base);
+  if (!j->insts || !row_of || !rec_base) goto out;
+  memset(row_of, 0xff, nk * sizeof *row_of);
+  for (size_t k = 0, b = 0; k < n; b += parts[k].n_recs, k++) rec_base[k] = b;
+  /* Instances and where each record's row goes; the rows are filled below,
+   * partial by partial. */
+  size_t rows = 0;
   for (size_t i = 0; i < ni; i++) {
     struct rref *r0 = refs + start[i];
     size_t cnt = start[i + 1] - start[i];
@@ -267,22 +274,47 @@ int lens_job_reduce(const struct lens_job_part *parts, size_t n, struct lens_job
     in->proto = p->proto_s;
     in->bytes = p->bytes;
     in->flags = p->iflags;
-    in->first_rank = j->n_ranks;
+    in->first_rank = rows;
     for (size_t t = 0; t < cnt; t++) {
       if (t && r0[t - 1].rank == r0[t].rank) continue; /* the same rank twice (two traces of one process): first kept */
       const struct lens_job_prec *x = &parts[r0[t].part].recs[r0[t].rec];
-      struct lens_job_rank *r = &j->ranks[j->n_ranks];
-      *r = x->r;
-      r->proc = r0[t].proc;
-      o.part[j->n_ranks] = r0[t].part;
-      o.rec[j->n_ranks] = r0[t].rec;
-      j->n_ranks++;
+      row_of[rec_base[r0[t].part] + r0[t].rec] = (uint32_t)rows++;
       in->n_ranks++;
       if (!in->user_tag) in->user_tag = x->user_tag; /* the first rank's that has one */
     }
   }
   free(refs);
   refs = NULL;
+  j->ranks = calloc(rows ? rows : 1, sizeof *j->ranks);
+  o.parts = parts;
+  o.part = malloc((rows ? rows : 1) * sizeof *o.part);
+  o.first_op = malloc((rows ? rows : 1) * sizeof *o.first_op);
+  o.n_ops = malloc((rows ? rows : 1) * sizeof *o.n_ops);
+  if (!j->ranks || !o.part || !o.first_op || !o.n_ops) goto out;
+  for (size_t k = 0; k < n; k++) {
+    struct lens_job_part *pk = &parts[k];
+    for (size_t i = 0; i < pk->n_recs; i++) {
+      uint32_t row = row_of[rec_base[k] + i];
+      if (row == UINT32_MAX) continue;
+      const struct lens_job_prec *x = &pk->recs[i];
+      struct lens_job_rank *r = &j->ranks[row];
+      *r = x->r;
+      r->proc = x->r.proc < 0 ? -1 : (int32_t)(proc_base[k] + (size_t)x->r.proc);
+      o.part[row] = (uint32_t)k;
+      o.first_op[row] = x->first_op;
+      o.n_ops[row] = x->n_ops;
+    }
+    if (!consume) continue;
+    free(pk->recs);
+    pk->recs = NULL;
+    pk->n_recs = 0;
+#ifdef __GLIBC__
+    /* The records came from the heap (the map keeps it): give their pages
+     * back now and then, or the rows' pages only add to them. */
+    if (k % 16 == 15) malloc_trim(0);
+#endif
+  }
+  j->n_ranks = rows;
   for (size_t i = 0; i < j->n_insts; i++) {
     struct lens_job_inst *x = &j->insts[i];
     x->ranks_seen = (int)x->n_ranks;
@@ -308,9 +340,20 @@ out:
   free(lo);
   free(hi);
   free(o.part);
-  free(o.rec);
+  free(o.first_op);
+  free(o.n_ops);
+  free(row_of);
+  free(rec_base);
   if (rc) lens_job_free(j);
   return rc;
+}
+
+int lens_job_reduce(const struct lens_job_part *parts, size_t n, struct lens_job *j, uint64_t min_wait_ns) {
+  return reduce((struct lens_job_part *)parts, n, j, min_wait_ns, 0); /* read only without consume */
+}
+
+int lens_job_reduce_consume(struct lens_job_part *parts, size_t n, struct lens_job *j, uint64_t min_wait_ns) {
+  return reduce(parts, n, j, min_wait_ns, 1);
 }
 
 int lens_job_build(const struct lens_model *m, struct lens_job *j, uint64_t min_wait_ns) {
