@@ -257,6 +257,16 @@ static int concat_parts(const struct lens_job_part *ps, size_t n, struct lens_jo
  * needs the events). */
 static int job_one_model(const struct opts *o, const struct lens_trace_cli *c, char **paths, size_t n) {
   struct lens_load_opts lo = {.cupti_files = c->cupti, .n_cupti_files = c->n_cupti, .min_wait_ns = c->min_wait_ns};
+  /* ProxySteps folded as in the map (map_one): the view and the alignment
+   * read no step but through their ProxyOp's count. */
+  int fold = !lens_filter_any(&c->filter);
+  for (size_t i = 0; i < n && fold; i++) {
+    char host[64];
+    int probe;
+    trace_host(paths[i], host, sizeof host, &probe);
+    if (probe) fold = 0;
+  }
+  if (fold) lo.load_flags = LENS_LOAD_FOLD_STEPS;
   struct lens_model *m = lens_cli_load(CMD, (const char *const *)paths, n, &lo);
   if (!m) return 1;
   int fr = lens_filter_apply(CMD, &c->filter, m, 0);
