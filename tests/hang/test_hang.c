@@ -79,9 +79,11 @@ static const struct mj *proxy_of(const struct mj *hang, int64_t rank) {
   return NULL;
 }
 
-static void check_hang(const char *scenario) {
+static void check_hang(const char *scenario, const char *extra) {
   static struct run r;
-  run(&r, scenario, "--hang-exit-after 2");
+  char args[128];
+  snprintf(args, sizeof args, "--hang-exit-after 2 %s", extra);
+  run(&r, scenario, args);
   const struct mj *procs = mj_get(r.truth, "processes");
   assert_non_null(procs);
   const struct mj *th = mj_get(mj_at(procs, 0), "hang");
@@ -138,9 +140,14 @@ static void check_hang(const char *scenario) {
   done(&r);
 }
 
-static void test_missing_rank(void **s) { (void)s; check_hang("hang-missing"); }
-static void test_frozen_proxy(void **s) { (void)s; check_hang("hang-proxy"); }
-static void test_graph_replay(void **s) { (void)s; check_hang("hang-graph"); }
+static void test_missing_rank(void **s) { (void)s; check_hang("hang-missing", ""); }
+static void test_frozen_proxy(void **s) { (void)s; check_hang("hang-proxy", ""); }
+/* The app thread posts the frozen rank's ops one by one; descheduled between
+ * two posts (a loaded machine), its first op reached the stalled step and
+ * froze the proxy before the others were appended: the truth said step 2,
+ * the trace had step 0 or no ProxyOp at all. The gap forces that order. */
+static void test_frozen_proxy_slow_poster(void **s) { (void)s; check_hang("hang-proxy", "--hang-post-gap-ms 20"); }
+static void test_graph_replay(void **s) { (void)s; check_hang("hang-graph", ""); }
 
 static void check_healthy(const char *scenario) {
   static struct run r;
@@ -164,6 +171,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_missing_rank),
       cmocka_unit_test(test_frozen_proxy),
+      cmocka_unit_test(test_frozen_proxy_slow_poster),
       cmocka_unit_test(test_graph_replay),
       cmocka_unit_test(test_healthy),
   };

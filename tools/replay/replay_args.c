@@ -11,7 +11,7 @@ static const char usage[] =
     "usage: nccl-lens replay [--plugin PATH|NAME] [--scenario NAME] [--ranks-per-node N] [--nodes N]\n"
     "                        [--iters N] [--api 4|5|6|7|auto] [--out DIR] [--truth FILE] [--seed N]\n"
     "                        [--no-finalize] [--reload] [--mask-change] [--quiet] [--verbose]\n"
-    "                        [--hang-exit-after SECONDS] [--straggler RANK] [--delay-us N] [--node I --board FILE]\n"
+    "                        [--hang-exit-after SECONDS] [--hang-post-gap-ms N] [--straggler RANK] [--delay-us N] [--node I --board FILE]\n"
     "                        [--slow FUNC:FACTOR]\n"
     "Drives a profiler plugin exactly as NCCL 2.28.9 would (2.31.2 with ncclProfiler_v7), without a GPU.\n"
     "  --plugin      a path, or a name X for libnccl-profiler-X.so (default: the lens plugin of this build)\n"
@@ -21,6 +21,8 @@ static const char usage[] =
     "                job-none, job-late-app, job-slow-launch, job-gpu-busy, job-slow-link,\n"
     "                job-starved-proxy (coupled GPUs); net-even, net-slow-link, net-gpu-bound, net-slow-recv, net-ib\n"
     "  --hang-exit-after  hang scenarios: end without finalize, as a killed job, this long after the hang (2)\n"
+    "  --hang-post-gap-ms hang scenarios: pause after posting each proxy op of the hung collective, as a\n"
+    "                descheduled host thread (0..1000, default 0)\n"
     "  --straggler   job-*: the late rank, or the slow link's sender (default 1); --delay-us its lateness;\n"
     "                'rotate': job-late-app makes rank (iteration mod ranks) late (every host is late sometimes)\n"
     "  --node I      run only node I of --nodes as one \"host\"; --board FILE couples the hosts' GPUs\n"
@@ -100,6 +102,10 @@ int lens_replay_parse_args(int argc, char **argv, struct lens_replay_opts *o) {
       double s = strtod(v, &end);
       if (errno || end == v || *end || s <= 0 || s > 3600) return bad("--hang-exit-after: '%s' is not 0..3600 s", v);
       o->hang_exit_ms = (int)(s * 1000 + 0.5), i++;
+    } else if (!strcmp(a, "--hang-post-gap-ms")) {
+      long x;
+      if (parse_int(v, 0, 1000, &x)) return bad("--hang-post-gap-ms: '%s' is not 0..1000", v);
+      o->hang_post_gap_ms = (int)x, i++;
     } else if (!strcmp(a, "--seed")) {
       char *end;
       errno = 0;

@@ -68,17 +68,29 @@ void rp_hang_stall_op(struct rp_node *n, struct rp_op *op, bool is_send) {
   else
     op->stall_state = LENS_ST_PROXY_STEP_RECV_WAIT;
   op->freeze = h->kind == RP_HANG_PROXY && op->rank == h->frozen_rank;
+  if (op->freeze) atomic_fetch_add(&h->freeze_ops, 1);
   int i = atomic_fetch_add(&h->nwait, 1);
   if (i < RP_HANG_MAX_WAIT)
     h->wait[i] = (struct rp_hang_wait){op->rank, op->peer, op->channel, op->stall_step, op->stall_state, is_send};
 }
 
 void rp_hang_op_stalled(struct rp_proxy *px, struct rp_op *op) {
-  /* freeze once the stalled step is the op's lowest unfinished one, so that
-   * the truth's step is what the trace shows */
+  /* Freeze once every op of the frozen rank sits at its stalled step as its
+   * lowest unfinished one, so that the truth's step is what the trace shows
+   * for each of them. The app thread posts the ops one by one: freezing at
+   * the first op that got there left the rest at an earlier step, or never
+   * appended (no ProxyOp at all), whenever the poster was descheduled
+   * between two posts (a loaded machine; the truth said step 2, the trace
+   * step 0 or nothing). */
+  struct rp_hang *h = &px->node->hang;
   if (!op->freeze || op->done < op->stall_step || atomic_load(&px->frozen)) return;
+  if (!op->at_stall) {
+    op->at_stall = true; /* the stalled step never finishes: it stays there */
+    atomic_fetch_add(&h->freeze_ready, 1);
+  }
+  if (!atomic_load(&h->freeze_posted) || atomic_load(&h->freeze_ready) < atomic_load(&h->freeze_ops)) return;
   long long zero = 0;
-  atomic_compare_exchange_strong(&px->node->hang.frozen_ns, &zero, (long long)rp_now());
+  atomic_compare_exchange_strong(&h->frozen_ns, &zero, (long long)rp_now());
   atomic_store(&px->frozen, true);
 }
 
@@ -113,6 +125,7 @@ bool rp_hang_run(struct rp_node *n, const char *name, int iters) {
     healthy_allreduces(n, iters);
     hang_begin(n);
     allreduce_ranks(n, -1);
+    atomic_store(&h->freeze_posted, true); /* every op of the frozen rank is posted */
   } else {
     h->kind = RP_HANG_GRAPH;
     h->missing_rank = culprit(n);

@@ -146,9 +146,10 @@ struct rp_op {
                                 * peers of a group concurrently, as one NCCL p2p kernel runs them) */
   int nt[RP_STEPS];            /* step truth entry per step slot, -1 */
   /* hang scenarios (rp_hang.c): step stall_step sits in stall_state for ever
-   * and no later step is posted; freeze: the proxy stops once it sits there */
+   * and no later step is posted; freeze: the proxy stops once every op of
+   * the frozen rank sits there; at_stall: this one does (proxy thread only) */
   int stall_step, stall_state;
-  bool freeze;
+  bool freeze, at_stall;
 };
 
 struct rp_proxy {
@@ -256,6 +257,11 @@ struct rp_hang {
   struct rp_hang_wait wait[RP_HANG_MAX_WAIT];
   atomic_int nwait;
   atomic_llong frozen_ns; /* when the frozen proxy stopped, 0 not yet */
+  /* hang-proxy: the frozen rank's ops of the hung collective, how many of
+   * them sit at their stall step, and whether the app thread has posted
+   * them all (the proxy freezes only then: see rp_hang_op_stalled) */
+  atomic_int freeze_ops, freeze_ready;
+  atomic_bool freeze_posted;
 };
 struct rp_board;
 struct rp_couple;

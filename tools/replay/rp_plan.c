@@ -257,6 +257,8 @@ static void post_ops(struct rp_node *n, struct rp_task *t) {
       if (t->hang) rp_hang_stall_op(n, op, dir == 1);
       if (via != own) rp_truth_hazard(n->truth, "pxn_same_process", c->rank, via);
       rp_proxy_post(&n->proxy[via], op);
+      if (t->hang && n->o->hang_post_gap_ms) /* the poster descheduled between two posts (tests) */
+        rp_sleep_ns((int64_t)n->o->hang_post_gap_ms * 1000000LL);
       nets++;
     }
     if (t->mask & LENS_EV_KERNEL_CH) {
