@@ -5,7 +5,9 @@
  * "wire"; the GPU-bound sender and the slow receiver named by their phases;
  * nothing stands out when nothing was injected; IB QPs as the driver posted
  * them; starved steps not blamed. The scenarios' ms step times keep the
- * ranking checks above the scheduling noise of a loaded 2-core machine. */
+ * ranking checks above the scheduling noise of a moderately loaded machine;
+ * whether a link stands out is judged against the truth's own step times
+ * (check_standout), which an overloaded machine can squeeze under 2x. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -259,6 +261,90 @@ static void test_steps_match_truth(void **state) {
   }
 }
 
+/* ---- what the truth's own step times say ----
+ * The ranking claims are about what happened. On a loaded machine the
+ * replay's proxy threads are descheduled for ms at a time (its truth lists
+ * those gaps), which lengthens every step and can squeeze an injected delay
+ * under the 2x threshold: at load 12 a 40 ms/step slow receiver's steps
+ * really were only 1.93x the typical step. The truth's step times are what
+ * the analysis measures (within 2 % or 1 us: test_steps_match_truth), so a
+ * score computed from the truth as lens_net computes it (a link's median step
+ * over the median step of its direction) bounds the analysis's score: each
+ * median within 2 %, a score within ~4 %, a ratio of two scores within ~8 %. */
+#define TRUTH_MARGIN 1.1
+
+struct tstep { int rank, peer, ch, send; int64_t ns; };
+struct tsteps { struct tstep s[8192]; size_t n; int64_t gaps_ns; };
+static void add_tstep(const struct mj *s, void *ctx) {
+  struct tsteps *T = ctx;
+  assert_true(T->n < sizeof T->s / sizeof T->s[0]);
+  T->s[T->n++] = (struct tstep){(int)mj_int(s, "rank", -1), (int)mj_int(s, "peer", -1), (int)mj_int(s, "channel", -1),
+                                is_send(s), mj_int(s, "stop_ns", 0) - mj_int(s, "start_ns", 0)};
+}
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+/* Nearest-rank median of the steps that match (rank < 0: every rank), as lens_net's. */
+static double tmedian(const struct tsteps *T, int rank, int peer, int ch, int send) {
+  static int64_t v[8192];
+  size_t n = 0;
+  for (size_t i = 0; i < T->n; i++) {
+    const struct tstep *x = &T->s[i];
+    if (x->send == send && (rank < 0 || (x->rank == rank && x->peer == peer && x->ch == ch))) v[n++] = x->ns;
+  }
+  if (!n) return 0;
+  qsort(v, n, sizeof *v, cmp_i64);
+  return (double)v[(n - 1) / 2];
+}
+static const struct tsteps *truth_steps(const struct run *r) {
+  static struct tsteps T;
+  static const struct run *of;
+  if (of == r) return &T;
+  T.n = 0;
+  T.gaps_ns = 0;
+  each_truth_step(r, add_tstep, &T);
+  const struct mj *procs = mj_get(r->t, "processes");
+  for (size_t p = 0; p < procs->n; p++) {
+    const struct mj *g = mj_get(mj_get(mj_at(procs, p), "net"), "proxy_gaps");
+    for (size_t i = 0; g && i < g->n; i++) T.gaps_ns += mj_int(mj_at(g, i), "end_ns", 0) - mj_int(mj_at(g, i), "start_ns", 0);
+  }
+  of = r;
+  return &T;
+}
+/* src -> dst on channel ch: the larger score of its send link and its receive link (as lens_net_conn). */
+static double truth_conn_score(const struct run *r, int src, int dst, int ch) {
+  const struct tsteps *T = truth_steps(r);
+  double ms = tmedian(T, -1, 0, 0, 1), mr = tmedian(T, -1, 0, 0, 0);
+  double a = ms > 0 ? tmedian(T, src, dst, ch, 1) / ms : 0, b = mr > 0 ? tmedian(T, dst, src, ch, 0) / mr : 0;
+  return a > b ? a : b;
+}
+/* The analysis must agree with the truth wherever the truth is clear; an
+ * injected connection (want) that the truth itself shows below the threshold
+ * is only excused by proxy gaps in the truth (a loaded machine), else the
+ * scenario is broken. Returns whether the connection was judged. */
+static int check_standout(const struct run *r, const struct lens_net_conn *k, int want) {
+  double ts = truth_conn_score(r, k->src, k->dst, k->channel);
+  if (ts >= LENS_NET_STANDOUT * TRUTH_MARGIN) {
+    if (!k->stands_out)
+      fail_msg("r%d -> r%d ch%d: truth score %.2f, lens_net %.2f does not stand out", k->src, k->dst, k->channel, ts,
+               k->score);
+    return 1;
+  }
+  if (ts <= LENS_NET_STANDOUT / TRUTH_MARGIN) {
+    if (k->stands_out)
+      fail_msg("r%d -> r%d ch%d: truth score %.2f, lens_net %.2f stands out", k->src, k->dst, k->channel, ts, k->score);
+    if (!want) return 1;
+  }
+  if (want) {
+    fprintf(stderr, "note: r%d -> r%d ch%d: the injected delay shows as only %.2fx the typical step in the truth "
+                    "(its proxies were descheduled %.0f ms in all): stand-out not judged\n",
+            k->src, k->dst, k->channel, ts, (double)truth_steps(r)->gaps_ns / 1e6);
+    assert_true(truth_steps(r)->gaps_ns > 0);
+  }
+  return 0;
+}
+
 /* ---- ranking and naming ---- */
 static const struct mj *injected(const struct run *r) {
   return mj_get(mj_get(mj_at(mj_get(r->t, "processes"), 0), "net"), "injected");
@@ -291,15 +377,17 @@ static void test_slow_link_first_on_wire(void **state) {
     int injected_link = k->src == src && k->dst == dst;
     if (c == 0) assert_true(injected_link);
     if (injected_link) {
-      assert_true(k->stands_out);
+      check_standout(r, k, 1);
       assert_int_equal(k->dominant, LENS_NET_SEND_WIRE);
       assert_true(k->reverse >= 0);
-      assert_false(n->conns[k->reverse].stands_out); /* one direction only */
-      assert_true(k->asymmetry >= 2.0);
+      check_standout(r, &n->conns[k->reverse], 0); /* one direction only */
+      double ta = truth_conn_score(r, k->src, k->dst, k->channel) /
+                  truth_conn_score(r, k->dst, k->src, k->channel); /* the truth's asymmetry */
+      if (ta >= 2.0 * TRUTH_MARGIN * TRUTH_MARGIN) assert_true(k->asymmetry >= 2.0);
       assert_int_equal(n->links[k->send_link].dominant, LENS_NET_SEND_WIRE);
       standing++;
-    } else if (k->stands_out) {
-      fail_msg("r%d -> r%d ch%d stands out (score %.2f) beside the injected link", k->src, k->dst, k->channel, k->score);
+    } else {
+      check_standout(r, k, 0); /* nothing beside the injected link */
     }
   }
   assert_int_equal(standing, 2); /* both channels of the link */
@@ -328,7 +416,7 @@ static void test_gpu_bound_named(void **state) {
   assert_true(n->n_conns >= 8);
   for (size_t c = 0; c < 4; c++) {
     assert_int_equal(n->conns[c].src, src);
-    assert_true(n->conns[c].stands_out);
+    check_standout(r, &n->conns[c], 1);
     assert_int_equal(n->conns[c].dominant, LENS_NET_SEND_GPU_WAIT);
   }
   /* per instance: the sender's Send instances say so too (the job view's
@@ -371,7 +459,7 @@ static void test_slow_recv_named(void **state) {
   for (size_t c = 0; c < 4; c++) {
     const struct lens_net_conn *k = &n->conns[c];
     assert_int_equal(k->dst, dst);
-    assert_true(k->stands_out);
+    check_standout(r, k, 1);
     assert_int_equal(k->dominant, LENS_NET_RECV_GPU_WAIT);
     assert_int_equal(n->links[k->recv_link].dominant, LENS_NET_RECV_GPU_WAIT);
     assert_int_equal(n->links[k->send_link].dominant, LENS_NET_SEND_PEER_WAIT); /* its senders wait for credit */
