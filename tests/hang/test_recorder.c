@@ -112,15 +112,20 @@ static int notes_saying(const char *path, const char *text, size_t *events) {
   return n;
 }
 
-/* A user's request: the watchdog's timeout is far away; `dump --all` asks. */
+/* A user's request: the watchdog's timeout is far away; `dump --all` asks.
+ * It asks once both processes have registered (up to 60 s), not after a
+ * fixed 1.5 s: on a loaded machine the replay's processes may not have
+ * started by then, and `dump --all` finds nobody. The second after that
+ * lets them record some work; the hang keeps them alive 5 s after it. */
 static void test_dump_request(void **s) {
   (void)s;
   char dir[300], names[8][600];
   lens_test_tmpdir(dir, sizeof dir, "rec-req");
   assert_int_equal(lens_test_sh("export NCCL_LENS_MODE=recorder NCCL_LENS_HANG_TIMEOUT=600 NCCL_LENS_REGISTRY_DIR=%s;"
-                      " %s/bin/nccl-lens replay --quiet --scenario hang-missing --nodes 2 --hang-exit-after 3 --out %s &"
-                      " sleep 1.5; %s/bin/nccl-lens dump --all --wait-s 1 > %s/dump.txt; rc=$?; wait; exit $rc",
-                      dir, LENS_BUILD_DIR, dir, LENS_BUILD_DIR, dir),
+                      " %s/bin/nccl-lens replay --quiet --scenario hang-missing --nodes 2 --hang-exit-after 5 --out %s &"
+                      " i=0; while [ $(ls %s | grep -c '[.]reg$') -lt 2 ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done;"
+                      " sleep 1; %s/bin/nccl-lens dump --all --wait-s 10 > %s/dump.txt; rc=$?; wait; exit $rc",
+                      dir, LENS_BUILD_DIR, dir, dir, LENS_BUILD_DIR, dir),
                    0);
   size_t n = lens_files(dir, names, 8);
   assert_int_equal(n, 2);
