@@ -91,6 +91,9 @@ static void test_replay(void **s) {
                       dir, dir, dir),
                    0);
   assert_int_not_equal(lens_test_sh("%s job -o /dev/null %s/bad.lensjob 2>/dev/null", LENS, dir), 0);
+  /* and one cut short (read from its mapping: the end of the map, not past it) */
+  assert_int_equal(lens_test_sh("head -c 300 %s/p/part0.lensjob > %s/short.lensjob", dir, dir), 0);
+  assert_int_not_equal(lens_test_sh("%s job -o /dev/null %s/short.lensjob 2>/dev/null", LENS, dir), 0);
   lens_test_rmtree(dir);
 }
 

@@ -28,15 +28,20 @@
  * A reader takes only the version it knows and refuses a file that fails a
  * check; an unknown section tag is skipped (a newer writer may add one). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "file_read.h"
 #include "job_part.h"
 #include "job_priv.h"
 #include "lens_chunk.h"
+#include "reader_priv.h"
 
 struct fhdr { char magic[8]; uint32_t version, hdr_size, flags, reserved0; uint64_t reserved1; };
 struct sec { uint32_t tag, crc; uint64_t count, len; };
@@ -221,11 +226,39 @@ fail:
   return -1;
 }
 
+/* The file mapped read-only with its pages populated, not read into the
+ * heap: the sections are decoded straight from the page cache, so the merge
+ * neither copies 84 MiB of partials (128 files, 416 k records) nor faults a
+ * fresh heap page per 4 KiB of them (docs/scale.md, Figures). A file that is
+ * not regular, or empty, goes the read path for its error message. A
+ * partial is written once, before the reduce: one truncated while mapped
+ * would fault, which is why the trace reader (files still being written)
+ * reads instead. */
+static int map_file(const char *path, const uint8_t **d, size_t *size, int *mapped, char *err, size_t err_len) {
+  *mapped = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  struct stat st;
+  if (fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_size > 0) {
+    void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    if (m != MAP_FAILED) {
+      close(fd);
+      *d = m, *size = (size_t)st.st_size, *mapped = 1;
+      return 0;
+    }
+  }
+  if (fd >= 0) close(fd);
+  uint8_t *b;
+  if (lens_read_regular_file(path, UINT64_MAX, "job partial", &b, size, err, err_len)) return -1;
+  *d = b;
+  return 0;
+}
+
 int lens_job_part_read(const char *path, struct lens_job_part *p, char *err, size_t err_len) {
   memset(p, 0, sizeof *p);
-  uint8_t *d;
+  const uint8_t *d;
   size_t size;
-  if (lens_read_regular_file(path, UINT64_MAX, "job partial", &d, &size, err, err_len)) return -1;
+  int mapped;
+  if (map_file(path, &d, &size, &mapped, err, err_len)) return -1;
   struct fhdr h;
   const char **files = NULL, **strs = NULL;
   uint64_t n_strs = 0;
@@ -306,6 +339,7 @@ int lens_job_part_read(const char *path, struct lens_job_part *p, char *err, siz
       }
       p->recs = calloc(s.count ? s.count : 1, sizeof *p->recs);
       if (!p->recs) goto oom;
+      lens_prefault(p->recs, (size_t)s.count * sizeof *p->recs);
       for (uint64_t i = 0; i < s.count; i++) {
         struct disk_rec x;
         memcpy(&x, q + i * sizeof x, sizeof x);
@@ -395,7 +429,8 @@ oom:
 out:
   free(files);
   free(strs);
-  free(d);
+  if (mapped) munmap((void *)d, size);
+  else free((void *)d);
   if (rc) lens_job_part_free(p);
   return rc;
 }

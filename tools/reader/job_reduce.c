@@ -29,6 +29,7 @@
 #include "job.h"
 #include "job_part.h"
 #include "job_priv.h"
+#include "reader_priv.h"
 
 /* An instance's key. */
 struct ikey {
@@ -286,6 +287,7 @@ static int reduce(struct lens_job_part *parts, size_t n, struct lens_job *j, uin
   free(refs);
   refs = NULL;
   j->ranks = calloc(rows ? rows : 1, sizeof *j->ranks);
+  if (j->ranks) lens_prefault(j->ranks, rows * sizeof *j->ranks);
   o.parts = parts;
   o.part = malloc((rows ? rows : 1) * sizeof *o.part);
   o.first_op = malloc((rows ? rows : 1) * sizeof *o.first_op);

@@ -12,6 +12,9 @@
 /* Asks for transparent huge pages over the 2 MiB-aligned interior of a big
  * allocation (fewer page faults); a hint only. */
 void lens_hugepage_hint(void *p, size_t len);
+/* Faults in the pages of a big allocation about to be written whole, in one
+ * call; a hint only. */
+void lens_prefault(void *p, size_t len);
 /* Grow *arr (element size es) so that index n fits; 0 or -1 (no memory). */
 int lens_vec_reserve(void **arr, size_t *cap, size_t n, size_t es);
 #define LENS_VEC_PUSH(b, arr, n, cap) \
