@@ -181,6 +181,9 @@ static int reduce(struct lens_job_part *parts, size_t n, struct lens_job *j, uin
   struct lens_job_oprefs o = {0};
   int rc = -1;
   if (!inst_of || !refs || !proc_base || !host_of || !seen || !lo || !hi) goto out;
+  /* written whole, record by record: pages faulted in at once (lens_prefault) */
+  lens_prefault(inst_of, nk * sizeof *inst_of);
+  lens_prefault(refs, nk * sizeof *refs);
   slots = malloc(hcap * sizeof *slots);
   if (!slots) goto out;
   memset(slots, 0xff, hcap * sizeof *slots);
@@ -241,6 +244,7 @@ static int reduce(struct lens_job_part *parts, size_t n, struct lens_job *j, uin
       free(sorted), free(fill);
       goto out;
     }
+    lens_prefault(sorted, nk * sizeof *sorted);
     memcpy(fill, start, ni * sizeof *fill);
     for (size_t r = 0; r < nk; r++) sorted[fill[rank_of_inst[inst_of[r]]]++] = refs[r];
     free(fill);
