@@ -7,9 +7,9 @@
  *   - with the sched trace, `nccl-lens job` never names starved_proxy on a
  *     rank whose proxy noticed everything of the instance promptly (the
  *     truth's notice lag below 10 us: docs/replay.md); on a quiet machine
- *     it names rank 0 in >= 90 % of the hog phase's instances where the
- *     truth says rank 0's proxy was late (lag >= 100 us), the latest of
- *     all, and no rank was a straggler;
+ *     it names, in >= 90 % of the hog phase's instances where the truth
+ *     says rank 0's proxy was late (lag >= 100 us) and no rank was a
+ *     straggler, a rank whose proxy was late within 10 % of the latest;
  *   - without it, no instance is called starved_proxy (slow_link or none).
  * Needs root (or CAP_BPF+CAP_PERFMON) and kernel BTF: skipped with the
  * reason otherwise. */
@@ -194,21 +194,27 @@ static void test_starved_proxy(void **s) {
       if (mj_int(mj_at(tr, k), "wait_ns", 0) > max_wait) max_wait = mj_int(mj_at(tr, k), "wait_ns", 0);
     if (!phase || lag[sr][seq] < LATE_NS) continue;
     late0++;
-    /* The injected starvation: rank 0's proxy late, the most of any rank
-     * (a loaded machine starves the others too: the job view names the
-     * proxy kept longest), and no straggler (one takes precedence). */
-    int most = 1;
-    for (int r = 0; r < MAX_RANKS; r++) most &= lag[r][seq] <= lag[sr][seq];
-    if (!most || max_wait >= 10000) continue;
+    /* The injected starvation: rank 0's proxy late, and no straggler (one
+     * takes precedence). The job view names the proxy kept longest: on two
+     * CPUs the hog starves the proxies that share rank 0's CPU as long (a
+     * quiet run: ranks 0, 2 and 3 all ~30 ms late, often within 1 % of each
+     * other, rank 1 prompt), so right is a rank whose truth lag is within
+     * 10 % of the longest. */
+    long long longest = 0;
+    for (int r = 0; r < MAX_RANKS; r++)
+      if (lag[r][seq] > longest) longest = lag[r][seq];
+    if (max_wait >= 10000) continue;
     elig++;
-    if (named && crank == sr) elig_named++;
+    if (named && crank >= 0 && crank < MAX_RANKS && lag[crank][seq] * 10 >= longest * 9) elig_named++;
     else
-      fprintf(stderr, "  seq %lld: rank %d's proxy %lld us late, named %s rank %d\n", (long long)seq, sr,
-              lag[sr][seq] / 1000, cause, crank);
+      fprintf(stderr, "  seq %lld: rank %d's proxy %lld us late (longest %lld us), named %s rank %d (%lld us)\n",
+              (long long)seq, sr, lag[sr][seq] / 1000, longest / 1000, cause, crank,
+              crank >= 0 && crank < MAX_RANKS ? lag[crank][seq] / 1000 : -1);
   }
   fprintf(stderr,
           "job-starved-proxy: %zu instances (%zu matched), %zu during the hogs, %zu of them with rank 0's proxy late "
-          "(>= %lld us); %zu with it the latest and no straggler: %zu named starved_proxy on rank 0; rank 0 named in "
+          "(>= %lld us); %zu of them with no straggler: %zu named starved_proxy on a proxy late within 10 %% of the "
+          "longest; rank 0 named in "
           "%zu instances during the hogs, %zu outside; named on a prompt proxy %zu; without the sched trace %zu "
           "named starved_proxy\n",
           n, matched, in_phase, late0, LATE_NS / 1000, elig, elig_named, named_in, named_out, wrong, bare_starved);
