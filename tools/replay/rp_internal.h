@@ -168,6 +168,7 @@ struct rp_proxy {
   int pin_cpu;              /* starved (local rank 0): -1 = not pinned */
   atomic_bool spin;         /* hog phases: NCCL's own loop (sched_yield, never nap) */
   atomic_bool frozen;       /* hang-proxy scenario: the thread stopped cycling (no pass, no record) */
+  atomic_bool park, parked; /* hang scenarios: held still while the truth is written (rp_proxies_park) */
   bool is_profiler;         /* NCCL 2.31's profiler thread: KernelCh ops only, no ProxyCtrl */
   /* counters (proxy thread writes, read after join or via atomics) */
   atomic_long ops_started, ops_stopped, steps_started, steps_stopped, ctrl_events, kch_started, kch_stopped,
@@ -177,6 +178,11 @@ void rp_proxy_start(struct rp_proxy *px);
 void rp_proxy_post(struct rp_proxy *px, struct rp_op *op);
 void rp_proxy_drain(struct rp_proxy *px); /* waits until no op is active */
 void rp_proxy_stop(struct rp_proxy *px);
+/* A hang's end (no teardown): every proxy and profiler thread stops at the
+ * top of its loop, so the truth is written from records no thread still
+ * writes (waits up to 1 s for each); rp_proxies_unpark lets them cycle again. */
+void rp_proxies_park(struct rp_node *n);
+void rp_proxies_unpark(struct rp_node *n);
 
 /* ---- communicators, tasks, app thread (rp_app.c) ---- */
 struct rp_comm {

@@ -218,8 +218,18 @@ int rp_node_run(const struct lens_replay_opts *o, int node, FILE *truth, struct 
   rp_scenario_run(n, o->scenario, o->iters);
   if (n->hang.kind != RP_HANG_NONE) {
     /* A killed job: no teardown, no finalize. The proxies still run and use
-     * n, so nothing is freed: the caller (a forked child) _exits now. */
-    if (truth) rp_truth_write_process(n, truth);
+     * n, so nothing is freed: the caller (a forked child) _exits now. The
+     * proxies write the truth's records (a late append's times): held
+     * still while it is written (TSan saw the race), then they cycle again
+     * for longer than `nccl-lens hang` allows a live proxy to be silent
+     * before the trace's end (LENS_HANG_ALIVE_NS, 200 ms): writing the
+     * truth takes that long under TSan. */
+    if (truth) {
+      rp_proxies_park(n);
+      rp_truth_write_process(n, truth);
+      rp_proxies_unpark(n);
+      rp_sleep_ns(300000000LL);
+    }
     res->calls += atomic_load(&n->plugin.calls);
     res->warn_count += atomic_load(&rp_warn_count);
     return 0;

@@ -470,6 +470,11 @@ static void *proxy_main(void *arg) {
   bool prev_idle = true;
   unsigned iter = 0;
   for (;;) {
+    if (atomic_load(&px->park)) { /* the hang's truth is being written: touch nothing */
+      atomic_store(&px->parked, true);
+      rp_sleep_ns(1000000);
+      continue;
+    }
     if (atomic_load_explicit(&px->frozen, memory_order_relaxed)) { /* hang-proxy: no pass, no record */
       rp_sleep_ns(10000000);
       continue;
@@ -537,6 +542,8 @@ void rp_proxy_start(struct rp_proxy *px) {
   atomic_store(&px->stall_until, 0);
   atomic_store(&px->spin, false);
   atomic_store(&px->frozen, false);
+  atomic_store(&px->park, false);
+  atomic_store(&px->parked, false);
   pthread_create(&px->thr, NULL, proxy_main, px);
   while (!atomic_load(&px->tid)) rp_sleep_ns(10000);
 }
@@ -567,4 +574,26 @@ void rp_proxy_stop(struct rp_proxy *px) {
   pthread_join(px->thr, NULL);
   pthread_mutex_destroy(&px->mu);
   pthread_cond_destroy(&px->cv);
+}
+
+void rp_proxies_park(struct rp_node *n) {
+  for (int l = 0; l < n->rpn; l++) {
+    atomic_store(&n->proxy[l].park, true);
+    if (n->prof_threads) atomic_store(&n->prof[l].park, true);
+  }
+  int64_t until = rp_now() + 1000000000LL;
+  for (int l = 0; l < n->rpn; l++) {
+    while (!atomic_load(&n->proxy[l].parked) && rp_now() < until) rp_sleep_ns(100000);
+    while (n->prof_threads && !atomic_load(&n->prof[l].parked) && rp_now() < until) rp_sleep_ns(100000);
+  }
+}
+
+void rp_proxies_unpark(struct rp_node *n) {
+  for (int l = 0; l < n->rpn; l++) {
+    atomic_store(&n->proxy[l].parked, false);
+    atomic_store(&n->proxy[l].park, false);
+    if (!n->prof_threads) continue;
+    atomic_store(&n->prof[l].parked, false);
+    atomic_store(&n->prof[l].park, false);
+  }
 }
