@@ -6,7 +6,11 @@
  * live page the agent reads. GPU times are made up (each rank's span is the
  * execution plus rank x 10 us of waiting), as the agent only splits them.
  *
- * Usage: lens-live-load --rank R --nranks N [--rate CALLBACKS_PER_S] [--seconds S] [--plugin PATH]
+ * Usage: lens-live-load --rank R --nranks N [--rate CALLBACKS_PER_S] [--seconds S] [--min-collectives C]
+ *                       [--plugin PATH]
+ * --min-collectives: go on past S seconds (up to 10 x S) until C collectives
+ * are done: a test that needs a count gets it on a slow (sanitized, loaded)
+ * machine too.
  * Prints: rank, callbacks, collectives, seconds, achieved rate. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -118,15 +122,18 @@ static void one_collective(lens_nccl_profiler_v5_t *t, void *ctx, int rank, uint
 int main(int argc, char **argv) {
   int rank = 0, nranks = 8;
   double rate = 100e3, seconds = 10;
+  unsigned long long min_colls = 0;
   const char *plugin = LENS_PLUGIN_PATH;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--rank")) rank = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--nranks")) nranks = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--rate")) rate = atof(argv[i + 1]);
     else if (!strcmp(argv[i], "--seconds")) seconds = atof(argv[i + 1]);
+    else if (!strcmp(argv[i], "--min-collectives")) min_colls = strtoull(argv[i + 1], NULL, 10);
     else if (!strcmp(argv[i], "--plugin")) plugin = argv[i + 1];
     else {
-      fprintf(stderr, "usage: lens-live-load --rank R --nranks N [--rate CALLBACKS_PER_S] [--seconds S] [--plugin P]\n");
+      fprintf(stderr, "usage: lens-live-load --rank R --nranks N [--rate CALLBACKS_PER_S] [--seconds S] "
+                      "[--min-collectives C] [--plugin P]\n");
       return 2;
     }
   }
@@ -143,10 +150,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "lens-live-load: init failed\n");
     return 1;
   }
-  uint64_t t0 = now_ns(), end = t0 + (uint64_t)(seconds * 1e9), n = 0;
+  uint64_t t0 = now_ns(), end = t0 + (uint64_t)(seconds * 1e9), hard_end = t0 + (uint64_t)(10 * seconds * 1e9), n = 0;
   for (uint64_t seq = 0;; seq++) {
     uint64_t now = now_ns();
-    if (now >= end) break;
+    if (now >= end && (n >= min_colls || now >= hard_end)) break;
     one_collective(t, ctx, rank, seq);
     n++;
     double ahead = (double)n * CALLS_PER_COLL / rate * 1e9 - (double)(now_ns() - t0);

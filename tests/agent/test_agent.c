@@ -74,7 +74,7 @@ static void path_of(char *out, size_t cap, const char *name) { snprintf(out, cap
 /* One replay whose pages land in <dir>/reg and trace in <dir>/out; then the
  * summary's per-(communicator, function) lines in <dir>/want.txt. */
 static void replay_and_summary(const char *iters, char *want, size_t cap) {
-  char reg[300], out[300], env_reg[320], sum[300], trace_glob[400];
+  char reg[300], out[300], env_reg[400], sum[300], trace_glob[400];
   path_of(reg, sizeof reg, "reg");
   path_of(out, sizeof out, "out");
   snprintf(env_reg, sizeof env_reg, "NCCL_LENS_REGISTRY_DIR=%s", reg);
@@ -85,7 +85,7 @@ static void replay_and_summary(const char *iters, char *want, size_t cap) {
   assert_int_equal(run(rp, NULL, env), 0);
   path_of(sum, sizeof sum, "summary.json");
   snprintf(trace_glob, sizeof trace_glob, "%s/out", g_dir);
-  char cmd[1200];
+  char cmd[2048];
   snprintf(cmd, sizeof cmd, "%s summary --json %s/*.lens > %s && %s %s summary %s > %s/want.txt", CLI, trace_glob,
            sum, PY, CHECK_PY, sum, g_dir);
   assert_int_equal(system(cmd), 0);
@@ -301,12 +301,12 @@ static void test_top_under_tmux(void **state) {
            "tmux -S %s new-session -d -x 160 -y 40 '%s top --dir %s --period 0.5 --duration 900; echo TOP-EXIT=$? > %s/exit; sleep 60'",
            sock, CLI, reg, g_dir);
   assert_int_equal(system(cmd), 0);
-  char env_reg[320];
+  char env_reg[400];
   snprintf(env_reg, sizeof env_reg, "NCCL_LENS_REGISTRY_DIR=%s", reg);
   /* long enough to be running whenever the pane is read (each look starts a
    * python3, seconds on a loaded machine); stopped once seen */
   const char *rp[] = {CLI, "replay", "--scenario", "mixed", "--ranks-per-node", "4", "--iters", "1000", "--quiet", NULL};
-  char outd[300], outarg[320];
+  char outd[300], outarg[400];
   path_of(outd, sizeof outd, "out");
   snprintf(outarg, sizeof outarg, "NCCL_LENS_OUTPUT_DIR=%s", outd);
   const char *env2[] = {env_reg, "NCCL_LENS_LIVE_PERIOD_MS=100", outarg, NULL};
@@ -372,7 +372,7 @@ static double metric_sum(const char *text, const char *name, const char *label) 
 
 static void test_split_follows_fast_ranks(void **state) {
   (void)state;
-  char reg[300], env_reg[320], tf[300], outp[4][300], tfile[320], env_out[320];
+  char reg[300], env_reg[400], tf[300], outp[4][300], tfile[320], env_out[400];
   lens_test_tmpdir(g_dir, sizeof g_dir, "agent-fast");
   snprintf(env_out, sizeof env_out, "NCCL_LENS_OUTPUT_DIR=%s", g_dir);
   path_of(reg, sizeof reg, "fast-reg");
@@ -391,7 +391,7 @@ static void test_split_follows_fast_ranks(void **state) {
     snprintf(rank[i], sizeof rank[i], "%d", i);
     path_of(outp[i], sizeof outp[i], rank[i]);
     const char *ld[] = {LENS_BUILD_DIR "/bin/lens-live-load", "--rank", rank[i], "--nranks", "4", "--rate", "200000",
-                        "--seconds", "2.5", NULL};
+                        "--seconds", "2.5", "--min-collectives", "9000", NULL};
     r[i] = spawn(ld, outp[i], env);
   }
   unsigned long long colls_min = ~0ull;
@@ -417,7 +417,9 @@ static void test_split_follows_fast_ranks(void **state) {
   double last0 = metric_sum(t, "nccl_lens_last_rank_total", "rank=\"0\"");
   printf("fast ranks: %llu collectives on the slowest rank, %.0f split, %.0f missed, %.0f records dropped\n", colls_min,
          split, missed, drops);
-  assert_true(colls_min > 8192); /* more than one ring: following was needed */
+  /* more than one ring: following was needed (the loads run on until
+   * 9,000: under TSan beside a loaded stage 2.5 s gave only 6,046) */
+  assert_true(colls_min > 8192);
   assert_true(missed == 0);
   if (drops > 0) { /* a record lost before the writer leaves its instance incomplete: counted, not split */
     assert_true(split <= (double)colls_min);
