@@ -1,7 +1,7 @@
 /* lens-read-bench: events/s per core of the reader (bytes -> model) and of
  * `nccl-lens job` (docs/scale.md). Figures, not assertions.
  *
- *   lens-read-bench [--files-per-load N] [--job PATH-TO-nccl-lens] [--job-args "..."] TRACE|DIR...
+ *   lens-read-bench [--files-per-load N] [--decode-only | --columns] [--job PATH-TO-nccl-lens] [--job-args "..."] TRACE|DIR...
  *
  * Reader: the traces are read once first (page cache warm, so the disk is
  * not what is measured), then loaded into models of N files each (default 1:
@@ -9,10 +9,17 @@
  * time from getrusage. --repeat R loads them R times and prints the fastest
  * pass (a shared machine's other load only ever adds time). Also prints the
  * share of that time spent reading the bytes (pread) alone.
+ * --decode-only: the floor of any reader instead: the chunks walked through
+ * one reused buffer, every CRC checked, packed chunks unzstd'ed and
+ * unpacked, every record's header, id and time decoded, nothing built
+ * (lens_cols_scan); also the bytes alone, read the same way (pread in 4 MiB
+ * blocks into one buffer).
+ * --columns: the bulk columnar reader (columns.h), N files a columns set.
  * Job: runs the nccl-lens binary given with --job on the same traces
  * (--json to /dev/null) and prints wall time, CPU time over all its threads,
  * events per CPU second and its max RSS. */
 #include <dirent.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <malloc.h>
 #include <inttypes.h>
@@ -25,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "columns.h"
 #include "file_read.h"
 #include "lensread.h"
 
@@ -38,6 +46,20 @@ static double cpu_self(void) {
   getrusage(RUSAGE_SELF, &u);
   return (double)u.ru_utime.tv_sec + (double)u.ru_utime.tv_usec / 1e6 + (double)u.ru_stime.tv_sec +
          (double)u.ru_stime.tv_usec / 1e6;
+}
+
+/* The bytes alone, as the bulk readers read them: pread in blocks into one buffer. */
+static uint64_t read_blocks(const char *path) {
+  static uint8_t *buf;
+  const size_t block = 4u << 20;
+  if (!buf && !(buf = malloc(block))) return 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  uint64_t got = 0;
+  ssize_t r;
+  while ((r = pread(fd, buf, block, (off_t)got)) > 0) got += (uint64_t)r;
+  close(fd);
+  return got;
 }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -109,14 +131,17 @@ static int run_job(const char *exe, const char *extra, size_t *events) {
 
 int main(int argc, char **argv) {
   size_t per = 1, repeat = 1;
+  int decode_only = 0, columns = 0;
   const char *job = NULL, *job_args = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--files-per-load") && i + 1 < argc) per = (size_t)strtoull(argv[++i], NULL, 10);
     else if (!strcmp(argv[i], "--repeat") && i + 1 < argc) repeat = (size_t)strtoull(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--decode-only")) decode_only = 1;
+    else if (!strcmp(argv[i], "--columns")) columns = 1;
     else if (!strcmp(argv[i], "--job") && i + 1 < argc) job = argv[++i];
     else if (!strcmp(argv[i], "--job-args") && i + 1 < argc) job_args = argv[++i];
     else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      printf("usage: lens-read-bench [--files-per-load N] [--repeat R] [--job NCCL-LENS] [--job-args \"ARGS\"] TRACE|DIR...\n");
+      printf("usage: lens-read-bench [--files-per-load N] [--repeat R] [--decode-only | --columns] [--job NCCL-LENS] [--job-args \"ARGS\"] TRACE|DIR...\n");
       return 0;
     } else add_arg(argv[i]);
   }
@@ -144,13 +169,45 @@ int main(int argc, char **argv) {
     free(d);
   }
   double read_cpu = cpu_self() - c0, read_wall = now() - w0;
-  double load_cpu = 0;
+  double load_cpu = 0, blocks_cpu = 0;
+  struct lens_scan_counts sc = {0};
   for (size_t pass = 0; pass < repeat; pass++) {
     double pass_cpu = 0;
     events = states = 0;
+    if (decode_only) {
+      double a = cpu_self();
+      for (size_t i = 0; i < n_paths; i++) (void)read_blocks(paths[i]);
+      double b = cpu_self() - a;
+      if (!pass || b < blocks_cpu) blocks_cpu = b;
+    }
     for (size_t i = 0; i < n_paths; i += per) {
       size_t n = n_paths - i < per ? n_paths - i : per;
       double a = cpu_self();
+      if (decode_only) {
+        memset(&sc, 0, sizeof sc);
+        for (size_t k = 0; k < n_paths; k++)
+          if (lens_cols_scan(paths[k], &sc, err, sizeof err)) {
+            fprintf(stderr, "lens-read-bench: %s\n", err);
+            return 1;
+          }
+        events = sc.starts;
+        states = sc.states;
+        pass_cpu += cpu_self() - a;
+        break;
+      }
+      if (columns) {
+        struct lens_cols *c = lens_cols_new();
+        for (size_t k = i; c && k < i + n; k++)
+          if (lens_cols_read(c, paths[k], err, sizeof err)) {
+            fprintf(stderr, "lens-read-bench: %s\n", err);
+            return 1;
+          }
+        if (!c) return 1;
+        events += lens_cols_events(c);
+        lens_cols_free(c);
+        pass_cpu += cpu_self() - a;
+        continue;
+      }
       struct lens_model *m = lens_model_load((const char *const *)paths + i, n, err, sizeof err, NULL);
       if (!m) {
         fprintf(stderr, "lens-read-bench: %s\n", err);
@@ -163,13 +220,22 @@ int main(int argc, char **argv) {
     }
     if (!pass || pass_cpu < load_cpu) load_cpu = pass_cpu;
   }
-  {
-    printf("reader: %zu traces, %.1f MiB, %zu events (+%zu states), %zu file(s) per model, fastest of %zu passes\n",
-           n_paths, (double)bytes / 1048576.0, events, states, per, repeat);
-    printf("reader: %.2f s CPU on one core: %.2f M events/s per core (%.0f MiB/s); the bytes alone (pread, warm "
+  if (decode_only) {
+    printf("decode: %zu traces, %.1f MiB, %" PRIu64 " events (%" PRIu64 " stops, %" PRIu64
+           " states), fastest of %zu passes (checksum %016" PRIx64 ")\n",
+           n_paths, (double)bytes / 1048576.0, sc.starts, sc.stops, sc.states, repeat, sc.checksum);
+    printf("decode: %.3f s CPU on one core: %.2f M events/s per core (%.0f MiB/s), walk + CRC + unpack + decode, "
+           "no model; the bytes alone (pread in 4 MiB blocks): %.3f s = %.0f%% of it\n",
+           load_cpu, (double)events / load_cpu / 1e6, (double)bytes / 1048576.0 / load_cpu, blocks_cpu,
+           100.0 * blocks_cpu / load_cpu);
+  } else {
+    printf("%s: %zu traces, %.1f MiB, %zu events (+%zu states), %zu file(s) per %s, fastest of %zu passes\n",
+           columns ? "columns" : "reader", n_paths, (double)bytes / 1048576.0, events, states, per,
+           columns ? "column set" : "model", repeat);
+    printf("%s: %.3f s CPU on one core: %.2f M events/s per core (%.0f MiB/s); the bytes alone (pread, warm "
            "cache): %.2f s = %.0f%% of it\n",
-           load_cpu, (double)events / load_cpu / 1e6, (double)bytes / 1048576.0 / load_cpu, read_cpu,
-           100.0 * read_cpu / load_cpu);
+           columns ? "columns" : "reader", load_cpu, (double)events / load_cpu / 1e6,
+           (double)bytes / 1048576.0 / load_cpu, read_cpu, 100.0 * read_cpu / load_cpu);
     (void)read_wall;
   }
   if (job) {

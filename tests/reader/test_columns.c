@@ -1,0 +1,228 @@
+/* The bulk columnar reader (tools/reader/columns.h) against the general
+ * model (lensread.h), event by event, on the traces the real plugin writes
+ * for the replay's `all` scenario, in fixed (none) and zstd form:
+ * - the same events per type, and every column event is the model's event
+ *   of the same (process, session, id): type, thread slot and tid, start,
+ *   stop or none, second stops, STATE record count, KernelCh/KernelPhase
+ *   stop pTimer, communicator, Coll sequence number and function name;
+ * - the same parent (the event the model links, by id), none where the
+ *   model has none, and a PXN ProxyOp's foreign parent left unresolved;
+ * - the same orphans and unreadable records;
+ * - a trace cut inside a chunk reads up to the same chunk, with the same
+ *   cut reported. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "reader/columns.h"
+#include "reader/lensread.h"
+#include "../lens_test_tmp.h"
+
+static size_t list(const char *dir, char names[][600], size_t max) {
+  char cmd[700], path[600];
+  snprintf(cmd, sizeof cmd, "ls %s/*.lens", dir);
+  FILE *ls = popen(cmd, "r");
+  size_t n = 0;
+  while (n < max && fgets(path, sizeof path, ls)) {
+    path[strcspn(path, "\n")] = 0;
+    snprintf(names[n++], 600, "%s", path);
+  }
+  pclose(ls);
+  return n;
+}
+
+static int32_t proc_of(const struct lens_model *m, const char *path) {
+  for (size_t p = 0; p < m->n_procs; p++)
+    if (!strcmp(m->files[m->procs[p].file].path, path)) return (int32_t)p;
+  return -1;
+}
+
+static int same_str(const char *a, const char *b) { return (!a && !b) || (a && b && !strcmp(a, b)); }
+
+/* Every column event against the model; returns how many were compared. */
+static size_t compare(const struct lens_model *m, const struct lens_cols *c) {
+  size_t compared = 0;
+  uint64_t model_by_type[LENS_T_COUNT] = {0};
+  for (size_t i = 0; i < m->n_events; i++) model_by_type[m->events[i].type]++;
+  for (unsigned t = 0; t < LENS_T_COUNT; t++) {
+    const struct lens_cols_type *x = &c->t[t];
+    if (x->n != model_by_type[t]) fail_msg("type %u: %zu column events, %llu model events", t, x->n,
+                                           (unsigned long long)model_by_type[t]);
+    for (size_t i = 0; i < x->n; i++) {
+      const struct lens_cols_thread *th = &c->threads[x->thread[i]];
+      int32_t p = proc_of(m, c->files[th->file].path);
+      assert_true(p >= 0);
+      int32_t ei = lens_model_find_in_session(m, p, th->session, x->id[i]);
+      if (ei < 0) fail_msg("type %u event %zu (id %llx) not in the model", t, i, (unsigned long long)x->id[i]);
+      const struct lens_event *e = &m->events[ei];
+      assert_int_equal(e->type, t);
+      assert_int_equal(m->threads[e->thread].slot, th->slot);
+      if (th->tid) assert_int_equal(m->threads[e->thread].tid, th->tid);
+      assert_int_equal(e->start_mono_ns, x->start[i]);
+      if (x->flags[i] & LENS_COLF_STOPPED) {
+        assert_false(e->flags & LENS_EVF_NO_STOP);
+        assert_int_equal(e->stop_mono_ns, x->stop[i]);
+      } else {
+        assert_true(e->flags & LENS_EVF_NO_STOP);
+      }
+      assert_int_equal(!!(e->flags & LENS_EVF_DUP_STOP), !!(x->flags[i] & LENS_COLF_DUP_STOP));
+      assert_int_equal(!!(e->flags & LENS_EVF_REMOTE), !!(x->flags[i] & LENS_COLF_REMOTE));
+      uint64_t records = 0;
+      for (uint32_t s = 0; s < e->n_states; s++) records += m->states[e->first_state + s].count;
+      assert_int_equal(records, x->n_states[i]);
+      if (t == LENS_T_KERNEL_CH) assert_int_equal(e->p.kernel_ch.stop_gpu_ns, x->stop_gpu[i]);
+      if (t == LENS_T_KERNEL_PHASE) assert_int_equal(e->p.kernel_phase.stop_gpu_ns, x->stop_gpu[i]);
+      /* Parents. */
+      int64_t cp = x->parent[i];
+      if (x->flags[i] & LENS_COLF_PARENT_REMOTE) {
+        assert_int_equal(cp, LENS_COL_NONE);
+        assert_true(e->parent < 0 || m->events[e->parent].proc != p);
+      } else if (cp == LENS_COL_NONE) {
+        assert_true(e->parent < 0);
+        assert_int_equal(!!(e->flags & LENS_EVF_PARENT_MISSING), !!(x->flags[i] & LENS_COLF_PARENT_MISSING));
+      } else {
+        assert_true(e->parent >= 0);
+        const struct lens_event *pe = &m->events[e->parent];
+        assert_int_equal(pe->type, LENS_COL_REF_TYPE(cp));
+        assert_int_equal(pe->id, c->t[LENS_COL_REF_TYPE(cp)].id[LENS_COL_REF_INDEX(cp)]);
+        assert_int_equal(pe->proc, p);
+      }
+      /* Communicator from the START's own context (the model may inherit one more). */
+      if (x->comm[i] >= 0) {
+        assert_true(e->comm >= 0);
+        assert_int_equal(m->comms[e->comm].comm_id, c->comms[x->comm[i]].comm_id);
+      }
+      if (t == LENS_T_COLL) {
+        const struct lens_p_coll *pc = (const void *)(x->payload + i * x->payload_size);
+        assert_int_equal(e->p.coll.seq, pc->seq);
+        assert_true(same_str(e->p.coll.func, lens_cols_str(c, x->thread[i], pc->func)));
+        assert_true(same_str(e->p.coll.algo, lens_cols_str(c, x->thread[i], pc->algo)));
+      }
+      compared++;
+    }
+  }
+  uint64_t orphans = 0, bad = 0;
+  for (size_t f = 0; f < c->n_files; f++) orphans += c->files[f].orphan_stops, bad += c->files[f].bad_records;
+  assert_int_equal(orphans, m->orphan_stops);
+  assert_int_equal(bad, m->bad_records);
+  assert_int_equal(compared, m->n_events);
+  return compared;
+}
+
+static void check_dir(const char *dir) {
+  char names[64][600];
+  const char *paths[64];
+  size_t n = list(dir, names, 64);
+  assert_true(n >= 2);
+  for (size_t i = 0; i < n; i++) paths[i] = names[i];
+  char err[512];
+  struct lens_model *m = lens_model_load(paths, n, err, sizeof err, NULL);
+  if (!m) fail_msg("load: %s", err);
+  struct lens_cols *c = lens_cols_new();
+  assert_non_null(c);
+  for (size_t i = 0; i < n; i++)
+    if (lens_cols_read(c, paths[i], err, sizeof err)) fail_msg("columns: %s", err);
+  assert_int_equal(c->n_files, m->n_files);
+  size_t k = compare(m, c);
+  assert_true(k > 1000);
+  /* The run has PXN ops, parents resolved and missing, and stopped events. */
+  size_t with_parent = 0;
+  for (size_t i = 0; i < c->t[LENS_T_PROXY_STEP].n; i++) with_parent += c->t[LENS_T_PROXY_STEP].parent[i] >= 0;
+  assert_true(with_parent > 0);
+  size_t remote = 0, missing = 0, stopped = 0;
+  for (unsigned t = 0; t < LENS_T_COUNT; t++)
+    for (size_t i = 0; i < c->t[t].n; i++) {
+      remote += !!(c->t[t].flags[i] & LENS_COLF_PARENT_REMOTE);
+      missing += !!(c->t[t].flags[i] & LENS_COLF_PARENT_MISSING);
+      stopped += !!(c->t[t].flags[i] & LENS_COLF_STOPPED);
+    }
+  print_message("%zu files, %zu events compared: %zu stopped, %zu ProxySteps with a parent, %zu PXN parents, "
+                "%zu missing parents, %llu orphans\n",
+                n, k, stopped, with_parent, remote, missing, (unsigned long long)m->orphan_stops);
+  assert_true(remote > 0); /* the pxn part of the scenario */
+  assert_true(c->t[LENS_T_KERNEL_CH].n > 0 && c->t[LENS_T_COLL].n > 0);
+  lens_cols_free(c);
+  lens_model_free(m);
+}
+
+static void run_replay(const char *dir, const char *mode) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd,
+           "rm -rf %s/*; NCCL_LENS_COMPRESS=%s %s/bin/nccl-lens replay --scenario all --nodes 2 --iters 2 --out %s "
+           "--quiet",
+           dir, mode, LENS_BUILD_DIR, dir);
+  assert_int_equal(system(cmd), 0);
+}
+
+static void test_replay_fixed(void **state) {
+  (void)state;
+  char dir[256];
+  lens_test_tmpdir(dir, sizeof dir, "cols-none");
+  run_replay(dir, "none");
+  check_dir(dir);
+  lens_test_rmtree(dir);
+}
+
+static void test_replay_zstd(void **state) {
+  (void)state;
+  char dir[256];
+  lens_test_tmpdir(dir, sizeof dir, "cols-zstd");
+  run_replay(dir, "zstd");
+  check_dir(dir);
+  lens_test_rmtree(dir);
+}
+
+/* A trace cut inside a chunk: both readers stop at the same chunk and say so. */
+static void test_cut(void **state) {
+  (void)state;
+  char dir[256], names[64][600], cut[700];
+  lens_test_tmpdir(dir, sizeof dir, "cols-cut");
+  run_replay(dir, "zstd");
+  size_t n = list(dir, names, 64);
+  assert_true(n >= 1);
+  struct stat st;
+  assert_int_equal(stat(names[0], &st), 0);
+  snprintf(cut, sizeof cut, "%s/cut.trace", dir);
+  char cmd[2000];
+  snprintf(cmd, sizeof cmd, "head -c %lld %s > %s", (long long)(st.st_size * 2 / 3), names[0], cut);
+  assert_int_equal(system(cmd), 0);
+  const char *paths[1] = {cut};
+  char err[512];
+  struct lens_model *m = lens_model_load(paths, 1, err, sizeof err, NULL);
+  if (!m) fail_msg("load: %s", err);
+  struct lens_cols *c = lens_cols_new();
+  if (lens_cols_read(c, cut, err, sizeof err)) fail_msg("columns: %s", err);
+  assert_non_null(m->files[0].truncation);
+  assert_true(m->files[0].truncated_bytes > 0);
+  assert_non_null(c->files[0].truncation);
+  assert_string_equal(c->files[0].truncation, m->files[0].truncation);
+  assert_int_equal(c->files[0].truncated_bytes, m->files[0].truncated_bytes);
+  assert_int_equal(c->files[0].lost_chunks, m->files[0].lost_chunks);
+  compare(m, c);
+  lens_cols_free(c);
+  lens_model_free(m);
+  /* Not a trace: an error, as the general model says. */
+  snprintf(cmd, sizeof cmd, "echo hello > %s", cut);
+  assert_int_equal(system(cmd), 0);
+  c = lens_cols_new();
+  assert_int_equal(lens_cols_read(c, cut, err, sizeof err), -1);
+  assert_non_null(strstr(err, "not a .lens trace"));
+  lens_cols_free(c);
+  lens_test_rmtree(dir);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_replay_fixed),
+      cmocka_unit_test(test_replay_zstd),
+      cmocka_unit_test(test_cut),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,131 @@
+/* See chunk_stream.h. */
+#include "chunk_stream.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lens_chunk.h"
+
+/* Makes at least need bytes from pos on available in the buffer (fewer at
+ * the end of the file). Moves the unread tail to the front, grows the buffer
+ * for a chunk bigger than it, then reads. 0, or -1 (err set). */
+static int fill(struct lens_cstream *s, size_t need, char *err, size_t err_len) {
+  if (s->len - s->pos >= need || s->eof) return 0;
+  if (s->pos) {
+    memmove(s->buf, s->buf + s->pos, s->len - s->pos);
+    s->buf_off += s->pos;
+    s->len -= s->pos;
+    s->pos = 0;
+  }
+  if (need > s->cap) {
+    uint8_t *n = realloc(s->buf, need);
+    if (!n) {
+      snprintf(err, err_len, "out of memory reading a trace chunk of %zu bytes", need);
+      return -1;
+    }
+    s->buf = n;
+    s->cap = need;
+  }
+  while (s->len < need && !s->eof) {
+    ssize_t r = pread(s->fd, s->buf + s->len, s->cap - s->len, (off_t)(s->buf_off + s->len));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      snprintf(err, err_len, "cannot read trace: %s", strerror(errno));
+      return -1;
+    }
+    if (r == 0) s->eof = 1; /* shrank or ended: what is there is what we read */
+    s->len += (size_t)r;
+    s->bytes += (uint64_t)r;
+  }
+  return 0;
+}
+
+int lens_cstream_open(struct lens_cstream *s, const char *path, size_t block, char *err, size_t err_len) {
+  memset(s, 0, sizeof *s);
+  s->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block the open */
+  struct stat st;
+  if (s->fd < 0 || fstat(s->fd, &st)) {
+    snprintf(err, err_len, "cannot open trace %s: %s", path, strerror(errno));
+    lens_cstream_close(s);
+    return -1;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    snprintf(err, err_len, "trace %s is not a regular file", path);
+    lens_cstream_close(s);
+    return -1;
+  }
+  s->size = (uint64_t)st.st_size;
+  s->cap = block < 65536 ? 65536 : block;
+  s->buf = malloc(s->cap);
+  if (!s->buf) {
+    snprintf(err, err_len, "out of memory");
+    lens_cstream_close(s);
+    return -1;
+  }
+  if (fill(s, sizeof s->fh, err, err_len)) {
+    lens_cstream_close(s);
+    return -1;
+  }
+  if (s->len < sizeof s->fh) {
+    snprintf(err, err_len, "%s is not a .lens trace (%zu bytes, shorter than the file header)", path, s->len);
+    lens_cstream_close(s);
+    return -1;
+  }
+  memcpy(&s->fh, s->buf, sizeof s->fh);
+  if (memcmp(s->fh.magic, LENS_FILE_MAGIC, 8) != 0) {
+    snprintf(err, err_len, "%s is not a .lens trace (bad magic)", path);
+    lens_cstream_close(s);
+    return -1;
+  }
+  if (lens_file_hdr_check(&s->fh)) {
+    snprintf(err, err_len, "%s: unsupported trace format version %u (this reader knows %u)", path,
+             s->fh.format_version, LENS_FORMAT_VERSION);
+    lens_cstream_close(s);
+    return -1;
+  }
+  s->pos = sizeof s->fh;
+  return 0;
+}
+
+static int stop(struct lens_cstream *s, const char *why) {
+  s->truncation = why;
+  /* Bytes after the last valid chunk: up to the end of what was read, or
+   * of the file's size when the walk stopped before reading it all. */
+  uint64_t consumed = s->buf_off + s->pos, end = s->buf_off + s->len;
+  if (!s->eof && s->size > end) end = s->size;
+  s->truncated_bytes = end - consumed;
+  return 0;
+}
+
+int lens_cstream_next(struct lens_cstream *s, struct lens_chunk_hdr *h, const uint8_t **payload, char *err,
+                      size_t err_len) {
+  if (fill(s, sizeof *h, err, err_len)) return -1;
+  if (s->len == s->pos) return stop(s, NULL);
+  if (s->len - s->pos < sizeof *h) return stop(s, "file ends inside a chunk header");
+  memcpy(h, s->buf + s->pos, sizeof *h);
+  if (lens_chunk_hdr_check(h)) return stop(s, "chunk header fails its check (magic or CRC)");
+  size_t need = sizeof *h + (size_t)h->payload_len + lens_chunk_padding(h->payload_len);
+  if (fill(s, need, err, err_len)) return -1;
+  if (s->len - s->pos < need) return stop(s, "file ends inside a chunk payload");
+  const uint8_t *p = s->buf + s->pos + sizeof *h;
+  if (lens_chunk_payload_check(h, p)) return stop(s, "chunk payload fails its CRC");
+  s->pos += need;
+  /* The writer numbers every chunk it tries, written or not: a jump is a
+   * loss (disk full) that its own DROPS chunk may not have survived. */
+  if (h->seq > s->expect_seq) s->lost_chunks += h->seq - s->expect_seq;
+  s->expect_seq = h->seq + 1;
+  *payload = p;
+  return 1;
+}
+
+void lens_cstream_close(struct lens_cstream *s) {
+  if (s->fd >= 0) close(s->fd);
+  s->fd = -1;
+  free(s->buf);
+  s->buf = NULL;
+}

@@ -1,0 +1,629 @@
+/* See columns.h. One pass over a file's chunks (chunk_stream.h): metadata
+ * as it comes, EVENTS (and EVENTS_PACKED, unpacked into fixed records in a
+ * reused buffer) record by record. A START is appended to its type's
+ * columns and its index to its thread slot's sequence array; a STOP or
+ * STATE finds its event there by its id's sequence number, usually near
+ * the end of the array, in cache. A STOP, STATE or parent that names an
+ * event not read yet (recorded by another thread whose chunk comes later)
+ * waits until the end of the file, then is resolved or counted as the
+ * general model counts it. */
+#include "columns.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zstd.h>
+
+#include "chunk_stream.h"
+#include "lens_pack.h"
+#include "reader_priv.h"
+
+#define READ_BLOCK (4u << 20)  /* bytes read at a time: a few chunks, in cache */
+#define UNPACK_MAX (64u << 20) /* a packed chunk claiming more is malformed (as packed.c) */
+#define SEQ_GAP 64             /* a START this far past its slot's last extends the array (holes stay empty) */
+#define MAX_SEGS 16            /* sequence restarts per slot kept as arrays; more go to a hash */
+#define NO_IDX UINT32_MAX
+
+/* One thread slot's STARTs of one session: event index by sequence number,
+ * in runs of consecutive numbers (a new run where the sequence jumps back
+ * or far ahead). */
+struct seg { uint64_t first; uint32_t n, cap; uint32_t *idx; uint8_t *type; };
+struct slotmap { struct seg segs[MAX_SEGS]; uint32_t n_segs; };
+
+/* A STOP or STATE read before its START, or a parent not read yet. */
+struct later {
+  uint64_t id, ts, arg;
+  uint32_t session, state, has_args, kind, repeats, type;
+  size_t idx; /* kind 0: the child whose parent id is `id` */
+};
+
+struct lens_cols_priv {
+  struct lens_arena_block *arena;
+  struct lens_hash strings; /* (file, session, string id) -> const char * */
+  uint8_t *unpack, *unzstd;
+  size_t cap_unpack, cap_unzstd;
+  /* The file being read. */
+  uint32_t file;
+  struct lens_hash cur_thread; /* (session, slot) -> thread index owning the slot now */
+  struct lens_hash comm_of;    /* (session, context) -> comm index */
+  struct lens_hash slot_of;    /* (session, slot) -> slotmap index */
+  struct lens_hash overflow;   /* (session, id) -> LENS_COL_REF, ids that fit no run */
+  struct slotmap *maps;
+  size_t n_maps, cap_maps;
+  uint64_t last_key;
+  struct slotmap *last_map;
+  struct later *later;
+  size_t n_later, cap_later;
+};
+
+static const uint32_t payload_size[LENS_T_COUNT] = {
+    [LENS_T_GROUP] = sizeof(struct lens_p_group),
+    [LENS_T_COLL] = sizeof(struct lens_p_coll),
+    [LENS_T_P2P] = sizeof(struct lens_p_p2p),
+    [LENS_T_PROXY_OP] = sizeof(struct lens_p_proxy_op),
+    [LENS_T_PROXY_STEP] = sizeof(struct lens_p_proxy_step),
+    [LENS_T_PROXY_CTRL] = 0,
+    [LENS_T_KERNEL_CH] = sizeof(struct lens_p_kernel_ch),
+    [LENS_T_NET_PLUGIN] = sizeof(struct lens_p_net_plugin),
+    [LENS_T_GROUP_API] = sizeof(struct lens_p_group_api),
+    [LENS_T_COLL_API] = sizeof(struct lens_p_coll_api),
+    [LENS_T_P2P_API] = sizeof(struct lens_p_p2p_api),
+    [LENS_T_KERNEL_LAUNCH] = sizeof(struct lens_p_kernel_launch),
+    [LENS_T_CE_COLL] = sizeof(struct lens_p_ce_coll),
+    [LENS_T_CE_SYNC] = sizeof(struct lens_p_ce_sync),
+    [LENS_T_CE_BATCH] = sizeof(struct lens_p_ce_batch),
+    [LENS_T_KERNEL_PHASE] = sizeof(struct lens_p_kernel_phase),
+};
+
+struct lens_cols *lens_cols_new(void) {
+  struct lens_cols *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  c->priv = calloc(1, sizeof *c->priv);
+  if (!c->priv) {
+    free(c);
+    return NULL;
+  }
+  for (unsigned t = 0; t < LENS_T_COUNT; t++) c->t[t].payload_size = payload_size[t];
+  return c;
+}
+
+size_t lens_cols_events(const struct lens_cols *c) {
+  size_t n = 0;
+  for (unsigned t = 0; t < LENS_T_COUNT; t++) n += c->t[t].n;
+  return n;
+}
+
+static int grow(void **p, size_t n, size_t es) {
+  void *q = realloc(*p, n * es);
+  if (!q) return -1;
+  lens_hugepage_hint(q, n * es);
+  *p = q;
+  return 0;
+}
+
+static int grow_type(struct lens_cols_type *t, unsigned type) {
+  size_t cap = t->cap ? t->cap * 2 : 4096;
+  int kernel = type == LENS_T_KERNEL_CH || type == LENS_T_KERNEL_PHASE;
+  if (grow((void **)&t->id, cap, 8) || grow((void **)&t->start, cap, 8) || grow((void **)&t->stop, cap, 8) ||
+      grow((void **)&t->parent, cap, 8) || grow((void **)&t->thread, cap, 4) || grow((void **)&t->flags, cap, 4) ||
+      grow((void **)&t->n_states, cap, 4) || grow((void **)&t->comm, cap, 4) ||
+      (t->payload_size && grow((void **)&t->payload, cap, t->payload_size)) ||
+      (kernel && grow((void **)&t->stop_gpu, cap, 8)))
+    return -1;
+  t->cap = cap;
+  return 0;
+}
+
+/* ---- ids by thread sequence ---- */
+
+static struct slotmap *slot_map(struct lens_cols_priv *pv, uint32_t session, uint32_t slot, int create) {
+  uint64_t key = (uint64_t)session << 16 | slot;
+  if (pv->last_map && pv->last_key == key) return pv->last_map;
+  int64_t v;
+  if (!lens_hash_get(&pv->slot_of, 0, key, &v)) {
+    if (!create) return NULL;
+    if (pv->n_maps == pv->cap_maps) {
+      size_t cap = pv->cap_maps ? pv->cap_maps * 2 : 64;
+      if (grow((void **)&pv->maps, cap, sizeof *pv->maps)) return NULL;
+      pv->cap_maps = cap;
+    }
+    memset(&pv->maps[pv->n_maps], 0, sizeof *pv->maps);
+    v = (int64_t)pv->n_maps++;
+    if (lens_hash_put(&pv->slot_of, 0, key, v)) return NULL;
+  }
+  pv->last_key = key;
+  pv->last_map = &pv->maps[v];
+  return pv->last_map;
+}
+
+/* Enters a START. 0, or -1 (no memory). */
+static int enter_id(struct lens_cols_priv *pv, uint32_t session, uint64_t id, unsigned type, size_t idx) {
+  struct slotmap *m = slot_map(pv, session, LENS_ID_SLOT(id), 1);
+  if (!m) return -1;
+  uint64_t seq = LENS_ID_SEQ(id);
+  struct seg *s = m->n_segs ? &m->segs[m->n_segs - 1] : NULL;
+  if (!s || seq < s->first + s->n || seq - (s->first + s->n) > SEQ_GAP) {
+    if (m->n_segs == MAX_SEGS || idx >= NO_IDX) /* ids all over the place: not a writer's sequence */
+      return lens_hash_put(&pv->overflow, session, id, LENS_COL_REF(type, idx));
+    s = &m->segs[m->n_segs++];
+    memset(s, 0, sizeof *s);
+    s->first = seq;
+  }
+  size_t need = (size_t)(seq - s->first) + 1;
+  if (need > s->cap) {
+    size_t cap = s->cap ? s->cap : 256;
+    while (cap < need) cap *= 2;
+    if (grow((void **)&s->idx, cap, sizeof *s->idx) || grow((void **)&s->type, cap, 1)) return -1;
+    s->cap = (uint32_t)cap;
+  }
+  while (s->n + 1 < need) s->idx[s->n++] = NO_IDX; /* numbers used by records dropped in the ring */
+  s->idx[s->n] = (uint32_t)idx;
+  s->type[s->n++] = (uint8_t)type;
+  return 0;
+}
+
+/* The event an id names in this file and session: LENS_COL_REF, or LENS_COL_NONE. */
+static int64_t find_id(const struct lens_cols *c, struct lens_cols_priv *pv, uint32_t session, uint64_t id) {
+  struct slotmap *m = slot_map(pv, session, LENS_ID_SLOT(id), 0);
+  uint64_t seq = LENS_ID_SEQ(id);
+  for (uint32_t k = m ? m->n_segs : 0; k-- > 0;) {
+    const struct seg *s = &m->segs[k];
+    if (seq - s->first >= s->n) continue;
+    uint32_t i = s->idx[seq - s->first];
+    unsigned t = s->type[seq - s->first];
+    if (i != NO_IDX && c->t[t].id[i] == id) return LENS_COL_REF(t, i);
+  }
+  int64_t v;
+  if (pv->overflow.n && lens_hash_get(&pv->overflow, session, id, &v)) return v;
+  return LENS_COL_NONE;
+}
+
+static void free_file_state(struct lens_cols_priv *pv) {
+  for (size_t i = 0; i < pv->n_maps; i++)
+    for (uint32_t k = 0; k < pv->maps[i].n_segs; k++) free(pv->maps[i].segs[k].idx), free(pv->maps[i].segs[k].type);
+  free(pv->maps);
+  pv->maps = NULL;
+  pv->n_maps = pv->cap_maps = 0;
+  pv->last_map = NULL;
+  lens_hash_free(&pv->cur_thread);
+  lens_hash_free(&pv->comm_of);
+  lens_hash_free(&pv->slot_of);
+  lens_hash_free(&pv->overflow);
+  free(pv->later);
+  pv->later = NULL;
+  pv->n_later = pv->cap_later = 0;
+}
+
+static int push_later(struct lens_cols_priv *pv, const struct later *l) {
+  if (pv->n_later == pv->cap_later) {
+    size_t cap = pv->cap_later ? pv->cap_later * 2 : 1024;
+    if (grow((void **)&pv->later, cap, sizeof *pv->later)) return -1;
+    pv->cap_later = cap;
+  }
+  pv->later[pv->n_later++] = *l;
+  return 0;
+}
+
+/* ---- metadata ---- */
+
+static void copy_in(void *dst, size_t dst_len, const uint8_t *p, uint32_t len) {
+  memset(dst, 0, dst_len);
+  memcpy(dst, p, len < dst_len ? len : dst_len);
+}
+
+static int new_thread(struct lens_cols *c, uint32_t session, uint32_t slot, uint32_t tid, uint32_t roles,
+                      int64_t *idx) {
+  if (c->n_threads == c->cap_threads) {
+    size_t cap = c->cap_threads ? c->cap_threads * 2 : 64;
+    if (grow((void **)&c->threads, cap, sizeof *c->threads)) return -1;
+    c->cap_threads = cap;
+  }
+  c->threads[c->n_threads] = (struct lens_cols_thread){c->priv->file, session, slot, tid, roles};
+  *idx = (int64_t)c->n_threads++;
+  return lens_hash_put(&c->priv->cur_thread, session, slot, *idx);
+}
+
+/* THREAD: the same tid re-announces roles; another tid is the slot's next
+ * owner. A placeholder (events came before any THREAD of the slot) takes
+ * the first owner, as the general model gives such events the slot's
+ * earliest thread. */
+static int on_thread(struct lens_cols *c, uint32_t session, const uint8_t *p, uint32_t len) {
+  struct lens_thread_rec r;
+  copy_in(&r, sizeof r, p, len);
+  int64_t t;
+  if (lens_hash_get(&c->priv->cur_thread, session, r.slot, &t) &&
+      (c->threads[t].tid == r.tid || c->threads[t].tid == 0)) {
+    c->threads[t].tid = r.tid;
+    c->threads[t].roles = r.roles;
+    return 0;
+  }
+  return new_thread(c, session, r.slot, r.tid, r.roles, &t);
+}
+
+static int on_comm(struct lens_cols *c, uint32_t session, const uint8_t *p, uint32_t len) {
+  struct lens_comm_rec r;
+  copy_in(&r, sizeof r, p, len);
+  int64_t i;
+  if (!lens_hash_get(&c->priv->comm_of, session, r.context, &i)) {
+    if (c->n_comms == c->cap_comms) {
+      size_t cap = c->cap_comms ? c->cap_comms * 2 : 64;
+      if (grow((void **)&c->comms, cap, sizeof *c->comms)) return -1;
+      c->cap_comms = cap;
+    }
+    i = (int64_t)c->n_comms++;
+    if (lens_hash_put(&c->priv->comm_of, session, r.context, i)) return -1;
+  }
+  c->comms[i] = (struct lens_cols_comm){c->priv->file, session, r.context, r.comm_id, r.rank, r.nranks};
+  return 0;
+}
+
+static int on_strings(struct lens_cols *c, uint32_t session, const uint8_t *p, uint32_t len) {
+  struct lens_cols_priv *pv = c->priv;
+  uint32_t off = 0;
+  while (len - off >= 6) {
+    uint32_t id;
+    uint16_t sl;
+    memcpy(&id, p + off, 4);
+    memcpy(&sl, p + off + 4, 2);
+    off += 6;
+    if (sl > len - off) break; /* malformed tail: keep what came before */
+    const char *s = lens_arena_strndup(&pv->arena, p + off, sl);
+    if (!s || lens_hash_put(&pv->strings, lens_hash_scope(pv->file, session), id, (int64_t)(intptr_t)s)) return -1;
+    off += sl;
+  }
+  return 0;
+}
+
+const char *lens_cols_str(const struct lens_cols *c, uint32_t thread, lens_str_t id) {
+  if (!id || thread >= c->n_threads) return NULL;
+  const struct lens_cols_thread *t = &c->threads[thread];
+  int64_t v;
+  return lens_hash_get(&c->priv->strings, lens_hash_scope(t->file, t->session), id, &v) ? (const char *)(intptr_t)v
+                                                                                        : NULL;
+}
+
+/* ---- events ---- */
+
+static void apply_stop(struct lens_cols_type *t, size_t i, uint64_t ts) {
+  if (t->flags[i] & LENS_COLF_STOPPED) {
+    t->flags[i] |= LENS_COLF_DUP_STOP;
+    return;
+  }
+  t->flags[i] |= LENS_COLF_STOPPED;
+  t->stop[i] = ts;
+}
+
+static void apply_state(struct lens_cols_type *t, unsigned type, size_t i, uint32_t state, uint32_t has_args,
+                        uint64_t arg, uint32_t repeats) {
+  t->n_states[i] += repeats ? repeats : 1;
+  if (has_args && ((type == LENS_T_KERNEL_CH && state == 22) || (type == LENS_T_KERNEL_PHASE && state == 31)) &&
+      !t->stop_gpu[i])
+    t->stop_gpu[i] = arg;
+}
+
+static int on_start(struct lens_cols *c, uint32_t session, uint32_t thread, const uint8_t *r, size_t size) {
+  struct lens_rec_start s;
+  memcpy(&s, r, sizeof s);
+  unsigned type = s.h.type;
+  struct lens_cols_priv *pv = c->priv;
+  struct lens_cols_file *f = &c->files[pv->file];
+  if (type >= LENS_T_COUNT) {
+    f->bad_records++;
+    return 0;
+  }
+  struct lens_cols_type *t = &c->t[type];
+  if (t->n == t->cap && grow_type(t, type)) return -1;
+  size_t i = t->n++;
+  uint32_t flags = (s.h.aux & LENS_START_F_REMOTE) || (s.id & LENS_ID_REMOTE) ? LENS_COLF_REMOTE : 0;
+  t->id[i] = s.id;
+  t->start[i] = s.ts;
+  t->stop[i] = 0;
+  t->thread[i] = thread;
+  t->n_states[i] = 0;
+  if (t->stop_gpu) t->stop_gpu[i] = 0;
+  if (t->payload_size) {
+    uint8_t *d = t->payload + i * t->payload_size;
+    size_t avail = size - sizeof s, n = avail < t->payload_size ? avail : t->payload_size;
+    memcpy(d, r + sizeof s, n);
+    memset(d + n, 0, t->payload_size - n);
+  }
+  int64_t cm = -1;
+  if (!(flags & LENS_COLF_REMOTE)) (void)lens_hash_get(&pv->comm_of, session, s.context, &cm);
+  t->comm[i] = (int32_t)cm;
+  t->parent[i] = LENS_COL_NONE;
+  if (s.parent) {
+    int32_t op_pid = 0;
+    if (type == LENS_T_PROXY_OP) memcpy(&op_pid, t->payload + i * t->payload_size, sizeof op_pid);
+    if (type == LENS_T_PROXY_OP && (flags & LENS_COLF_REMOTE) && (uint32_t)op_pid != f->pid) {
+      flags |= LENS_COLF_PARENT_REMOTE; /* a peer's Coll/P2p: in its own trace */
+    } else {
+      int64_t p = find_id(c, pv, session, s.parent);
+      if (p != LENS_COL_NONE) t->parent[i] = p;
+      else if (push_later(pv, &(struct later){.id = s.parent, .session = session, .type = type, .idx = i}))
+        return -1;
+    }
+  }
+  t->flags[i] = flags;
+  return enter_id(pv, session, s.id, type, i);
+}
+
+static int on_stop_state(struct lens_cols *c, uint32_t session, const uint8_t *r, const struct lens_rec_hdr *rh) {
+  struct lens_cols_priv *pv = c->priv;
+  struct later l = {.session = session, .kind = rh->kind};
+  if (rh->kind == LENS_REC_STOP) {
+    struct lens_rec_stop s;
+    memcpy(&s, r, sizeof s);
+    l.id = s.id;
+    l.ts = s.ts;
+  } else {
+    struct lens_rec_state_run s = {0};
+    memcpy(&s, r, rh->size >= sizeof s ? sizeof s : sizeof s.s);
+    l.id = s.s.id;
+    l.ts = s.s.ts;
+    l.arg = s.s.arg;
+    l.state = s.s.h.aux;
+    l.has_args = s.s.has_args;
+    l.repeats = s.repeats;
+  }
+  int64_t e = find_id(c, pv, session, l.id);
+  if (e == LENS_COL_NONE) {
+    if (!l.id) return 0; /* a NULL handle (NetPlugin) */
+    return push_later(pv, &l);
+  }
+  unsigned t = LENS_COL_REF_TYPE(e);
+  if (l.kind == LENS_REC_STOP) apply_stop(&c->t[t], LENS_COL_REF_INDEX(e), l.ts);
+  else apply_state(&c->t[t], t, LENS_COL_REF_INDEX(e), l.state, l.has_args, l.arg, l.repeats);
+  return 0;
+}
+
+/* The slot's owner when the chunk was written; a placeholder when no
+ * THREAD chunk of it came yet. Index, or -1 (no memory). */
+static int64_t thread_of(struct lens_cols *c, uint32_t session, uint32_t slot) {
+  int64_t t;
+  if (lens_hash_get(&c->priv->cur_thread, session, slot, &t)) return t;
+  return new_thread(c, session, slot, 0, 0, &t) ? -1 : t;
+}
+
+static int read_events(struct lens_cols *c, uint32_t session, const uint8_t *p, uint32_t len) {
+  struct lens_cols_file *f = &c->files[c->priv->file];
+  struct lens_events_hdr eh;
+  if (len < sizeof eh) {
+    f->bad_records++;
+    return 0;
+  }
+  memcpy(&eh, p, sizeof eh);
+  int64_t thread = thread_of(c, session, eh.slot);
+  if (thread < 0) return -1;
+  size_t off = sizeof eh;
+  for (uint32_t i = 0; i < eh.count; i++) {
+    struct lens_rec_hdr rh;
+    if (len - off < sizeof rh) {
+      f->bad_records += eh.count - i;
+      break;
+    }
+    memcpy(&rh, p + off, sizeof rh);
+    if (rh.size < sizeof rh || (rh.size & 7) || rh.size > len - off) {
+      f->bad_records += eh.count - i; /* cannot find the next record */
+      break;
+    }
+    const uint8_t *r = p + off;
+    off += rh.size;
+    if (rh.kind == LENS_REC_START && rh.size >= sizeof(struct lens_rec_start)) {
+      if (on_start(c, session, (uint32_t)thread, r, rh.size)) return -1;
+    } else if ((rh.kind == LENS_REC_STOP && rh.size >= sizeof(struct lens_rec_stop)) ||
+               (rh.kind == LENS_REC_STATE && rh.size >= sizeof(struct lens_rec_state))) {
+      if (on_stop_state(c, session, r, &rh)) return -1;
+    } else {
+      f->bad_records++;
+    }
+  }
+  return 0;
+}
+
+/* EVENTS_PACKED into the fixed records of an EVENTS payload in *out (as
+ * packed.c). 1 with *out, *out_len; 0 when the chunk is unusable (counted
+ * in *bad); -1 no memory. */
+static int unpack_chunk(uint8_t **unzstd, size_t *cap_unzstd, uint8_t **unpack, size_t *cap_unpack, const uint8_t *p,
+                        uint32_t len, uint64_t *bad, const uint8_t **out, uint32_t *out_len) {
+  struct lens_packed_hdr ph;
+  if (len < sizeof ph) {
+    (*bad)++;
+    return 0;
+  }
+  memcpy(&ph, p, sizeof ph);
+  const uint8_t *body = p + sizeof ph;
+  size_t body_len = len - sizeof ph;
+  if (ph.raw_bytes > UNPACK_MAX || ph.body_bytes > UNPACK_MAX ||
+      (ph.codec != LENS_PACK_CODEC_VARINT && ph.codec != LENS_PACK_CODEC_ZSTD)) {
+    *bad += ph.count;
+    return 0;
+  }
+  if (ph.codec == LENS_PACK_CODEC_ZSTD) {
+    size_t need = ph.body_bytes ? ph.body_bytes : 1;
+    if (need > *cap_unzstd) {
+      if (grow((void **)unzstd, need, 1)) return -1;
+      *cap_unzstd = need;
+    }
+    size_t got = ZSTD_decompress(*unzstd, ph.body_bytes, body, body_len);
+    if (ZSTD_isError(got) || got != ph.body_bytes) {
+      *bad += ph.count;
+      return 0;
+    }
+    body = *unzstd;
+    body_len = got;
+  }
+  struct lens_events_hdr eh = {ph.slot, 0};
+  size_t need = sizeof eh + (size_t)ph.raw_bytes;
+  if (need > *cap_unpack) {
+    if (grow((void **)unpack, need, 1)) return -1;
+    *cap_unpack = need;
+  }
+  size_t got = 0;
+  eh.count = lens_unpack(body, body_len, ph.count, *unpack + sizeof eh, ph.raw_bytes, &got);
+  *bad += ph.count - eh.count; /* the records after a malformed one */
+  memcpy(*unpack, &eh, sizeof eh);
+  *out = *unpack;
+  *out_len = (uint32_t)(sizeof eh + got);
+  return 1;
+}
+
+/* The end of a file: what waited for a later START. */
+static void resolve_later(struct lens_cols *c) {
+  struct lens_cols_priv *pv = c->priv;
+  struct lens_cols_file *f = &c->files[pv->file];
+  for (size_t i = 0; i < pv->n_later; i++) {
+    const struct later *l = &pv->later[i];
+    int64_t e = find_id(c, pv, l->session, l->id);
+    if (l->kind == 0) { /* a parent */
+      struct lens_cols_type *t = &c->t[l->type];
+      if (e != LENS_COL_NONE && e != LENS_COL_REF(l->type, l->idx)) t->parent[l->idx] = e;
+      else t->flags[l->idx] |= LENS_COLF_PARENT_MISSING;
+      continue;
+    }
+    if (e == LENS_COL_NONE) {
+      f->orphan_stops++;
+      continue;
+    }
+    unsigned t = LENS_COL_REF_TYPE(e);
+    if (l->kind == LENS_REC_STOP) apply_stop(&c->t[t], LENS_COL_REF_INDEX(e), l->ts);
+    else apply_state(&c->t[t], t, LENS_COL_REF_INDEX(e), l->state, l->has_args, l->arg, l->repeats);
+  }
+}
+
+int lens_cols_read(struct lens_cols *c, const char *path, char *err, size_t err_len) {
+  struct lens_cols_priv *pv = c->priv;
+  struct lens_cstream s;
+  if (lens_cstream_open(&s, path, READ_BLOCK, err, err_len)) return -1;
+  if (c->n_files == c->cap_files) {
+    size_t cap = c->cap_files ? c->cap_files * 2 : 16;
+    if (grow((void **)&c->files, cap, sizeof *c->files)) goto oom;
+    c->cap_files = cap;
+  }
+  pv->file = (uint32_t)c->n_files++;
+  struct lens_cols_file *f = &c->files[pv->file];
+  memset(f, 0, sizeof *f);
+  f->path = lens_arena_strndup(&pv->arena, path, strlen(path));
+  f->producer = s.fh.producer;
+  if (!f->path) goto oom;
+  int events = s.fh.producer != LENS_PRODUCER_SCHED; /* probe traces hold no events */
+  struct lens_chunk_hdr h;
+  const uint8_t *p;
+  int rc;
+  while ((rc = lens_cstream_next(&s, &h, &p, err, err_len)) == 1) {
+    int bad = 0;
+    switch (h.type) {
+    case LENS_CHUNK_SESSION: {
+      struct lens_session ss;
+      copy_in(&ss, sizeof ss, p, h.payload_len);
+      if (!f->pid) f->pid = ss.pid;
+      break;
+    }
+    case LENS_CHUNK_THREAD: bad = events && on_thread(c, h.session, p, h.payload_len); break;
+    case LENS_CHUNK_COMM: bad = events && on_comm(c, h.session, p, h.payload_len); break;
+    case LENS_CHUNK_STRINGS: bad = on_strings(c, h.session, p, h.payload_len); break;
+    case LENS_CHUNK_EVENTS: bad = events && read_events(c, h.session, p, h.payload_len); break;
+    case LENS_CHUNK_EVENTS_PACKED: {
+      const uint8_t *ev;
+      uint32_t ev_len;
+      if (!events) break;
+      int u = unpack_chunk(&pv->unzstd, &pv->cap_unzstd, &pv->unpack, &pv->cap_unpack, p, h.payload_len,
+                           &f->bad_records, &ev, &ev_len);
+      bad = u < 0 || (u > 0 && read_events(c, h.session, ev, ev_len));
+      break;
+    }
+    default: break; /* the rest is the general model's (lensread.h) */
+    }
+    if (bad) goto oom;
+  }
+  if (rc < 0) {
+    lens_cstream_close(&s);
+    free_file_state(pv);
+    return -1;
+  }
+  resolve_later(c);
+  f->bytes = s.bytes;
+  f->truncated_bytes = s.truncated_bytes;
+  f->truncation = s.truncation;
+  f->lost_chunks = s.lost_chunks;
+  lens_cstream_close(&s);
+  free_file_state(pv);
+  return 0;
+oom:
+  snprintf(err, err_len, "out of memory reading %s", path);
+  lens_cstream_close(&s);
+  free_file_state(pv);
+  return -1;
+}
+
+void lens_cols_free(struct lens_cols *c) {
+  if (!c) return;
+  for (unsigned t = 0; t < LENS_T_COUNT; t++) {
+    struct lens_cols_type *x = &c->t[t];
+    free(x->id), free(x->start), free(x->stop), free(x->parent), free(x->thread), free(x->flags);
+    free(x->n_states), free(x->comm), free(x->stop_gpu), free(x->payload);
+  }
+  free(c->threads);
+  free(c->comms);
+  free(c->files);
+  if (c->priv) {
+    free_file_state(c->priv);
+    lens_hash_free(&c->priv->strings);
+    lens_arena_free(c->priv->arena);
+    free(c->priv->unpack);
+    free(c->priv->unzstd);
+    free(c->priv);
+  }
+  free(c);
+}
+
+/* ---- the floor ---- */
+
+int lens_cols_scan(const char *path, struct lens_scan_counts *out, char *err, size_t err_len) {
+  struct lens_cstream s;
+  if (lens_cstream_open(&s, path, READ_BLOCK, err, err_len)) return -1;
+  uint8_t *unzstd = NULL, *unpack = NULL;
+  size_t cap_unzstd = 0, cap_unpack = 0;
+  uint64_t bad = 0, sum = 0;
+  struct lens_chunk_hdr h;
+  const uint8_t *p;
+  int rc;
+  while ((rc = lens_cstream_next(&s, &h, &p, err, err_len)) == 1) {
+    uint32_t len = h.payload_len;
+    if (h.type == LENS_CHUNK_EVENTS_PACKED) {
+      int u = unpack_chunk(&unzstd, &cap_unzstd, &unpack, &cap_unpack, p, h.payload_len, &bad, &p, &len);
+      if (u < 0) {
+        snprintf(err, err_len, "out of memory");
+        rc = -1;
+        break;
+      }
+      if (!u) continue;
+    } else if (h.type != LENS_CHUNK_EVENTS) {
+      continue;
+    }
+    struct lens_events_hdr eh;
+    if (len < sizeof eh) continue;
+    memcpy(&eh, p, sizeof eh);
+    size_t off = sizeof eh;
+    for (uint32_t i = 0; i < eh.count && len - off >= 24; i++) {
+      struct lens_rec_hdr rh;
+      memcpy(&rh, p + off, sizeof rh);
+      if (rh.size < 24 || (rh.size & 7) || rh.size > len - off) break;
+      uint64_t id, ts;
+      memcpy(&id, p + off + 8, 8);
+      /* ts: a START's is after its parent and context; a STOP's and STATE's right after the id. */
+      memcpy(&ts, p + off + (rh.kind == LENS_REC_START && rh.size >= 40 ? 32 : 16), 8);
+      sum += id ^ ts;
+      out->starts += rh.kind == LENS_REC_START;
+      out->stops += rh.kind == LENS_REC_STOP;
+      out->states += rh.kind == LENS_REC_STATE;
+      off += rh.size;
+    }
+  }
+  out->bytes += s.bytes;
+  out->checksum += sum;
+  lens_cstream_close(&s);
+  free(unzstd);
+  free(unpack);
+  return rc < 0 ? -1 : 0;
+}
