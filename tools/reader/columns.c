@@ -9,6 +9,7 @@
  * general model counts it. */
 #include "columns.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,7 @@
 #include "lens_pack.h"
 #include "reader_priv.h"
 
-#define READ_BLOCK (4u << 20)  /* bytes read at a time: a few chunks, in cache */
+#define READ_BLOCK (1u << 20) /* bytes read at a time: a few chunks, in cache */
 #define UNPACK_MAX (64u << 20) /* a packed chunk claiming more is malformed (as packed.c) */
 #define SEQ_GAP 64             /* a START this far past its slot's last extends the array (holes stay empty) */
 #define MAX_SEGS 16            /* sequence restarts per slot kept as arrays; more go to a hash */
@@ -53,6 +54,10 @@ struct lens_cols_priv {
   size_t n_maps, cap_maps;
   uint64_t last_key;
   struct slotmap *last_map;
+  uint64_t last_ctx; /* the last context found in comm_of, and its comm */
+  uint32_t last_ctx_session;
+  int last_ctx_ok;
+  int64_t last_comm;
   struct later *later;
   size_t n_later, cap_later;
 };
@@ -103,7 +108,7 @@ static int grow(void **p, size_t n, size_t es) {
 }
 
 static int grow_type(struct lens_cols_type *t, unsigned type) {
-  size_t cap = t->cap ? t->cap * 2 : 4096;
+  size_t cap = t->cap ? t->cap * 2 : 65536;
   int kernel = type == LENS_T_KERNEL_CH || type == LENS_T_KERNEL_PHASE;
   if (grow((void **)&t->id, cap, 8) || grow((void **)&t->start, cap, 8) || grow((void **)&t->stop, cap, 8) ||
       grow((void **)&t->parent, cap, 8) || grow((void **)&t->thread, cap, 4) || grow((void **)&t->flags, cap, 4) ||
@@ -186,6 +191,7 @@ static void free_file_state(struct lens_cols_priv *pv) {
   pv->maps = NULL;
   pv->n_maps = pv->cap_maps = 0;
   pv->last_map = NULL;
+  pv->last_ctx_ok = 0;
   lens_hash_free(&pv->cur_thread);
   lens_hash_free(&pv->comm_of);
   lens_hash_free(&pv->slot_of);
@@ -254,6 +260,7 @@ static int on_comm(struct lens_cols *c, uint32_t session, const uint8_t *p, uint
     i = (int64_t)c->n_comms++;
     if (lens_hash_put(&c->priv->comm_of, session, r.context, i)) return -1;
   }
+  c->priv->last_ctx_ok = 0; /* a re-sent COMM may move a context */
   c->comms[i] = (struct lens_cols_comm){c->priv->file, session, r.context, r.comm_id, r.rank, r.nranks};
   return 0;
 }
@@ -329,7 +336,17 @@ static int on_start(struct lens_cols *c, uint32_t session, uint32_t thread, cons
     memset(d + n, 0, t->payload_size - n);
   }
   int64_t cm = -1;
-  if (!(flags & LENS_COLF_REMOTE)) (void)lens_hash_get(&pv->comm_of, session, s.context, &cm);
+  if (!(flags & LENS_COLF_REMOTE)) {
+    /* A thread's events mostly name one communicator after another. */
+    if (pv->last_ctx_ok && pv->last_ctx == s.context && pv->last_ctx_session == session) {
+      cm = pv->last_comm;
+    } else if (lens_hash_get(&pv->comm_of, session, s.context, &cm)) {
+      pv->last_ctx_ok = 1;
+      pv->last_ctx = s.context;
+      pv->last_ctx_session = session;
+      pv->last_comm = cm;
+    }
+  }
   t->comm[i] = (int32_t)cm;
   t->parent[i] = LENS_COL_NONE;
   if (s.parent) {
@@ -348,32 +365,37 @@ static int on_start(struct lens_cols *c, uint32_t session, uint32_t thread, cons
   return enter_id(pv, session, s.id, type, i);
 }
 
+static inline uint64_t ld64(const uint8_t *p) {
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return v;
+}
+static inline uint32_t ld32(const uint8_t *p) {
+  uint32_t v;
+  memcpy(&v, p, 4);
+  return v;
+}
+
+/* Fields read where they lie (lens_rec_stop, lens_rec_state[_run]): no copy
+ * of the record, no struct built unless the event is not read yet. */
 static int on_stop_state(struct lens_cols *c, uint32_t session, const uint8_t *r, const struct lens_rec_hdr *rh) {
   struct lens_cols_priv *pv = c->priv;
-  struct later l = {.session = session, .kind = rh->kind};
-  if (rh->kind == LENS_REC_STOP) {
-    struct lens_rec_stop s;
-    memcpy(&s, r, sizeof s);
-    l.id = s.id;
-    l.ts = s.ts;
-  } else {
-    struct lens_rec_state_run s = {0};
-    memcpy(&s, r, rh->size >= sizeof s ? sizeof s : sizeof s.s);
-    l.id = s.s.id;
-    l.ts = s.s.ts;
-    l.arg = s.s.arg;
-    l.state = s.s.h.aux;
-    l.has_args = s.s.has_args;
-    l.repeats = s.repeats;
-  }
-  int64_t e = find_id(c, pv, session, l.id);
+  uint64_t id = ld64(r + offsetof(struct lens_rec_stop, id)), ts = ld64(r + offsetof(struct lens_rec_stop, ts));
+  int64_t e = find_id(c, pv, session, id);
+  int stop = rh->kind == LENS_REC_STOP;
+  uint64_t arg = stop ? 0 : ld64(r + offsetof(struct lens_rec_state, arg));
+  uint32_t has_args = stop ? 0 : ld32(r + offsetof(struct lens_rec_state, has_args));
+  uint32_t repeats = !stop && rh->size >= sizeof(struct lens_rec_state_run)
+                         ? ld32(r + offsetof(struct lens_rec_state_run, repeats))
+                         : 0;
   if (e == LENS_COL_NONE) {
-    if (!l.id) return 0; /* a NULL handle (NetPlugin) */
-    return push_later(pv, &l);
+    if (!id) return 0; /* a NULL handle (NetPlugin) */
+    return push_later(pv, &(struct later){.id = id, .ts = ts, .arg = arg, .session = session, .state = rh->aux,
+                                          .has_args = has_args, .kind = rh->kind, .repeats = repeats});
   }
   unsigned t = LENS_COL_REF_TYPE(e);
-  if (l.kind == LENS_REC_STOP) apply_stop(&c->t[t], LENS_COL_REF_INDEX(e), l.ts);
-  else apply_state(&c->t[t], t, LENS_COL_REF_INDEX(e), l.state, l.has_args, l.arg, l.repeats);
+  if (stop) apply_stop(&c->t[t], LENS_COL_REF_INDEX(e), ts);
+  else apply_state(&c->t[t], t, LENS_COL_REF_INDEX(e), rh->aux, has_args, arg, repeats);
   return 0;
 }
 
