@@ -2,10 +2,11 @@
  * points (job_align.c) skip their sorts when the rows already come in
  * process and host order (rank order usually is). These jobs are built so
  * that it is not: rank r runs in process r % 4 and process p on host p % 2,
- * so by rank the processes go 0 1 2 3 0 1 2 3 and the hosts a b a b. The
- * answers must be those of the grouping by process and by host, which a
- * missing sort would break: a slow link's ratio against the wrong group, one
- * sync point per rank instead of one per host. */
+ * so by rank the processes go 0 1 2 3 0 1 2 3 and the hosts a b a b, and
+ * the partial lists each instance's ranks last to first. The answers must be
+ * those of the grouping by rank, process and host, which a missing sort
+ * would break: rows out of rank order, a slow link's ratio against the
+ * wrong group, one sync point per rank instead of one per host. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -28,12 +29,13 @@
  * its process's pace: against the other link of its own process its ratio
  * is 10; against the fastest op of the instance (process 0's), it would be
  * 30. */
-static uint64_t pace(int rank) {
+static uint64_t pace(int rank, int slow2) {
   uint64_t p = 100u * (uint64_t)(rank % NP + 1);
-  return rank == SLOW ? 10 * p : p;
+  return rank == SLOW || rank == slow2 ? 10 * p : p;
 }
 
-static void make_part(struct lens_job_part *p) {
+/* slow2: a second slow rank (-1 none), its link as slow as SLOW's. */
+static void make_part(struct lens_job_part *p, int slow2) {
   memset(p, 0, sizeof *p);
   p->n_procs = NP;
   p->procs = calloc(NP, sizeof *p->procs);
@@ -50,7 +52,7 @@ static void make_part(struct lens_job_part *p) {
   }
   for (int i = 0; i < NI; i++)
     for (int r = 0; r < NR; r++) {
-      size_t k = (size_t)i * NR + (size_t)r;
+      size_t k = (size_t)i * NR + (size_t)(NR - 1 - r); /* last rank first */
       struct lens_job_prec *x = &p->recs[k];
       x->comm_id = 0xC0FFEE;
       x->seq = i + 1;
@@ -67,19 +69,20 @@ static void make_part(struct lens_job_part *p) {
       uint64_t end = 2000000 * (uint64_t)(i + 1) + (uint64_t)(r % 2) * 1000;
       x->r.end_lo_ns = end - 500;
       x->r.end_hi_ns = end + 500;
-      p->ops[k] = (struct lens_job_op){r, (r + 1) % NR, pace(r)};
+      p->ops[k] = (struct lens_job_op){r, (r + 1) % NR, pace(r, slow2)};
     }
 }
 
 static void test_slow_link_by_process(void **s) {
   struct lens_job_part p;
-  make_part(&p);
+  make_part(&p, -1);
   struct lens_job j;
   assert_int_equal(lens_job_reduce(&p, 1, &j, 0), 0);
   assert_int_equal(j.n_insts, NI);
   for (size_t i = 0; i < j.n_insts; i++) {
     const struct lens_job_inst *in = &j.insts[i];
     assert_int_equal(in->n_ranks, NR);
+    for (size_t k = 0; k < in->n_ranks; k++) assert_int_equal(j.ranks[in->first_rank + k].rank, (int)k);
     assert_int_equal(in->link_snd, SLOW);
     assert_int_equal(in->link_rcv, SLOW + 1);
     /* 10 x 300 ns over process 2's other link (rank 6, 300 ns) */
@@ -89,9 +92,25 @@ static void test_slow_link_by_process(void **s) {
   lens_job_part_free(&p);
 }
 
+/* Two links equally slow (10 x their process's other link): the one whose
+ * op comes first (rank 1's, rows in rank order) is named. */
+static void test_slow_link_tie(void **s) {
+  struct lens_job_part p;
+  make_part(&p, SLOW - 1);
+  struct lens_job j;
+  assert_int_equal(lens_job_reduce(&p, 1, &j, 0), 0);
+  for (size_t i = 0; i < j.n_insts; i++) {
+    assert_int_equal(j.insts[i].link_snd, SLOW - 1);
+    assert_int_equal(j.insts[i].link_rcv, SLOW);
+    assert_true(j.insts[i].link_ratio == 10.0);
+  }
+  lens_job_free(&j);
+  lens_job_part_free(&p);
+}
+
 static void test_sync_points_by_host(void **s) {
   struct lens_job_part p;
-  make_part(&p);
+  make_part(&p, -1);
   struct lens_job j;
   assert_int_equal(lens_job_reduce(&p, 1, &j, 0), 0);
   size_t np = 0;
@@ -113,6 +132,7 @@ static void test_sync_points_by_host(void **s) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_slow_link_by_process),
+      cmocka_unit_test(test_slow_link_tie),
       cmocka_unit_test(test_sync_points_by_host),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,7 +6,8 @@
  * the first over the others' length (a table lookup: a CRC is linear in its
  * starting value). Same values as lens_crc32c (tests/reader/test_crc32c_x3.c);
  * the portable table without SSE4.2. Kept apart from common/lens_crc32c.c,
- * which the writers and the partial-file merge share. */
+ * which the writers share; the partial-file reader (job_part_io.c) uses it
+ * too. */
 #ifndef NCCL_LENS_READER_CRC32C_X3_H
 #define NCCL_LENS_READER_CRC32C_X3_H
 

@@ -265,7 +265,11 @@ static int reduce(struct lens_job_part *parts, size_t n, struct lens_job *j, uin
   for (size_t i = 0; i < ni; i++) {
     struct rref *r0 = refs + start[i];
     size_t cnt = start[i + 1] - start[i];
-    qsort(r0, cnt, sizeof *r0, rref_cmp);
+    /* Partials given in host order with hosts' ranks consecutive bring an
+     * instance's ranks in order already: sorted only when not. */
+    size_t t0 = 1;
+    while (t0 < cnt && rref_cmp(&r0[t0 - 1], &r0[t0]) <= 0) t0++;
+    if (t0 < cnt) qsort(r0, cnt, sizeof *r0, rref_cmp);
     const struct lens_job_prec *p = &parts[r0[0].part].recs[r0[0].rec];
     struct lens_job_inst *in = &j->insts[j->n_insts++];
     in->comm_id = p->comm_id;
