@@ -180,7 +180,7 @@ struct rd {
   int bad;
 };
 
-static inline uint64_t get(struct rd *r) {
+static uint64_t get_slow(struct rd *r) {
   uint64_t v = 0;
   for (unsigned s = 0; s < 64; s += 7) {
     if (r->p >= r->end) {
@@ -193,6 +193,37 @@ static inline uint64_t get(struct rd *r) {
   }
   r->bad = 1; /* longer than 10 bytes */
   return 0;
+}
+
+/* Most values are one byte (deltas of predicted fields); with 10 bytes or
+ * more left, a varint cannot run past the end, so no check per byte. */
+static inline uint64_t get(struct rd *r) {
+  if (__builtin_expect(r->end - r->p >= 10, 1)) {
+    const uint8_t *q = r->p;
+    uint64_t b = *q++;
+    if (__builtin_expect(!(b & 0x80), 1)) {
+      r->p = q;
+      return b;
+    }
+    uint64_t v = b & 0x7F;
+    for (unsigned s = 7; s < 64; s += 7) {
+      b = *q++;
+      v |= (b & 0x7F) << s;
+      if (!(b & 0x80)) {
+        r->p = q;
+        return v;
+      }
+    }
+    r->bad = 1; /* longer than 10 bytes */
+    return 0;
+  }
+  return get_slow(r);
+}
+
+static inline void put64(uint8_t *o, uint64_t v) { memcpy(o, &v, 8); }
+/* A lens_rec_hdr as one little-endian word: size, kind, type, aux. */
+static inline uint64_t hdr64(size_t size, unsigned kind, unsigned type, uint32_t aux) {
+  return (uint64_t)size | (uint64_t)kind << 16 | (uint64_t)type << 24 | (uint64_t)aux << 32;
 }
 
 uint32_t lens_unpack(const void *body, size_t body_len, uint32_t count, void *out, size_t out_cap, size_t *out_len) {
@@ -225,48 +256,50 @@ uint32_t lens_unpack(const void *body, size_t body_len, uint32_t count, void *ou
     p.ts = ts;
     id = norm_id(id, type);
     if (kind == K_STOP) {
-      struct lens_rec_stop s = {{sizeof s, LENS_REC_STOP, (uint8_t)type, 0}, id, ts};
-      if (fl || (size_t)(oend - o) < sizeof s) break;
-      memcpy(o, &s, sizeof s);
-      o += sizeof s;
+      if (fl || (size_t)(oend - o) < sizeof(struct lens_rec_stop)) break;
+      put64(o, hdr64(sizeof(struct lens_rec_stop), LENS_REC_STOP, type, 0));
+      put64(o + 8, id);
+      put64(o + 16, ts);
+      o += sizeof(struct lens_rec_stop);
       continue;
     }
     if (kind == K_STATE) {
-      uint64_t aux = get(&r);
-      struct lens_rec_state s = {{sizeof s, LENS_REC_STATE, (uint8_t)type, (uint32_t)aux}, id, ts, 0, fl & 1, 0};
+      uint64_t aux = get(&r), arg = 0;
       if (fl & 1) {
         uint64_t *pa = &p.arg[aux & 63];
-        s.arg = (uint64_t)unzz(get(&r)) + *pa;
-        *pa = s.arg;
+        arg = (uint64_t)unzz(get(&r)) + *pa;
+        *pa = arg;
       }
+      uint64_t rep = 0, last_ts = 0, gap = 0;
+      size_t size = sizeof(struct lens_rec_state);
       if (fl & 2) {
-        struct lens_rec_state_run run = {s, 0, 0, 0};
-        uint64_t rep = get(&r);
-        run.last_ts = ts + (uint64_t)unzz(get(&r));
-        run.s.h.size = sizeof run;
-        run.repeats = (uint32_t)rep;
-        uint64_t gap = get(&r);
-        run.max_gap_ns = (uint32_t)gap;
-        if (r.bad || !rep || rep > UINT32_MAX || gap > UINT32_MAX || aux > UINT32_MAX || (size_t)(oend - o) < sizeof run)
-          break;
-        memcpy(o, &run, sizeof run);
-        o += sizeof run;
-        continue;
+        rep = get(&r);
+        last_ts = ts + (uint64_t)unzz(get(&r));
+        gap = get(&r);
+        size = sizeof(struct lens_rec_state_run);
+        if (!rep || rep > UINT32_MAX || gap > UINT32_MAX) break;
       }
-      if (r.bad || aux > UINT32_MAX || (size_t)(oend - o) < sizeof s) break;
-      memcpy(o, &s, sizeof s);
-      o += sizeof s;
+      if (r.bad || aux > UINT32_MAX || (size_t)(oend - o) < size) break;
+      /* Written field by field where it goes: a record built on the stack
+       * and copied out stalled on every copy (its bytes were stored in
+       * pieces and loaded whole), a sixth of the decoding. */
+      put64(o, hdr64(size, LENS_REC_STATE, type, (uint32_t)aux));
+      put64(o + 8, id);
+      put64(o + 16, ts);
+      put64(o + 24, arg);
+      put64(o + 32, (uint64_t)(fl & 1)); /* has_args, reserved 0 */
+      if (fl & 2) {
+        put64(o + 40, last_ts);
+        put64(o + 48, rep | gap << 32);
+      }
+      o += size;
       continue;
     }
     /* START */
     uint64_t pbytes = (fl & 1) ? std_payload[type] : get(&r) * 8;
     if (r.bad || pbytes > 4 * LENS_PACK_MAX_PAYLOAD_WORDS || sizeof(struct lens_rec_start) + pbytes > (uint64_t)(oend - o))
       break;
-    struct lens_rec_start s;
-    memset(&s, 0, sizeof s);
-    s.h = (struct lens_rec_hdr){(uint16_t)(sizeof s + pbytes), LENS_REC_START, (uint8_t)type, p.start_aux};
-    s.id = id;
-    s.ts = ts;
+    uint32_t reserved = 0;
     if (!(fl & 2)) {
       if (r.p >= r.end) break;
       uint8_t mask = *r.p++;
@@ -281,23 +314,25 @@ uint32_t lens_unpack(const void *body, size_t body_len, uint32_t count, void *ou
       if (mask & M_RESERVED) {
         uint64_t v = get(&r);
         if (v > UINT32_MAX) break;
-        s.tid_slot_reserved = (uint32_t)v;
+        reserved = (uint32_t)v;
       }
       if (r.bad || (mask & ~31u)) break;
     }
-    s.h.aux = p.start_aux;
-    s.parent = p.parent[type];
-    s.context = p.ctx;
-    s.rank = p.rank;
     uint32_t nw = (uint32_t)(pbytes / 4), *prev = p.payload[type];
     uint64_t changed = get(&r);
     if (r.bad || (nw < 64 && (changed >> nw))) break;
     for (uint32_t i = 0; i < nw && !r.bad; i++)
       if (changed >> i & 1) prev[i] += (uint32_t)unzz(get(&r));
     if (r.bad) break;
-    memcpy(o, &s, sizeof s);
-    memcpy(o + sizeof s, prev, pbytes);
-    o += sizeof s + pbytes;
+    /* A lens_rec_start, field by field where it goes (as STATE above). */
+    put64(o, hdr64(sizeof(struct lens_rec_start) + pbytes, LENS_REC_START, type, p.start_aux));
+    put64(o + 8, id);
+    put64(o + 16, p.parent[type]);
+    put64(o + 24, p.ctx);
+    put64(o + 32, ts);
+    put64(o + 40, (uint64_t)(uint32_t)p.rank | (uint64_t)reserved << 32);
+    memcpy(o + sizeof(struct lens_rec_start), prev, pbytes);
+    o += sizeof(struct lens_rec_start) + pbytes;
   }
   *out_len = (size_t)(o - (uint8_t *)out);
   return n;

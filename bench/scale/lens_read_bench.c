@@ -169,7 +169,7 @@ int main(int argc, char **argv) {
     free(d);
   }
   double read_cpu = cpu_self() - c0, read_wall = now() - w0;
-  double load_cpu = 0, blocks_cpu = 0;
+  double load_cpu = 0, blocks_cpu = 0, crc_cpu = 0, zstd_cpu = 0;
   struct lens_scan_counts sc = {0};
   for (size_t pass = 0; pass < repeat; pass++) {
     double pass_cpu = 0;
@@ -179,6 +179,19 @@ int main(int argc, char **argv) {
       for (size_t i = 0; i < n_paths; i++) (void)read_blocks(paths[i]);
       double b = cpu_self() - a;
       if (!pass || b < blocks_cpu) blocks_cpu = b;
+      /* The stages apart: up to the CRCs, up to zstd. */
+      for (int upto = LENS_SCAN_CRC; upto <= LENS_SCAN_ZSTD; upto++) {
+        struct lens_scan_counts x = {0};
+        a = cpu_self();
+        for (size_t k = 0; k < n_paths; k++)
+          if (lens_cols_scan(paths[k], upto, &x, err, sizeof err)) {
+            fprintf(stderr, "lens-read-bench: %s\n", err);
+            return 1;
+          }
+        b = cpu_self() - a;
+        double *slot = upto == LENS_SCAN_CRC ? &crc_cpu : &zstd_cpu;
+        if (!pass || b < *slot) *slot = b;
+      }
     }
     for (size_t i = 0; i < n_paths; i += per) {
       size_t n = n_paths - i < per ? n_paths - i : per;
@@ -186,7 +199,7 @@ int main(int argc, char **argv) {
       if (decode_only) {
         memset(&sc, 0, sizeof sc);
         for (size_t k = 0; k < n_paths; k++)
-          if (lens_cols_scan(paths[k], &sc, err, sizeof err)) {
+          if (lens_cols_scan(paths[k], LENS_SCAN_ALL, &sc, err, sizeof err)) {
             fprintf(stderr, "lens-read-bench: %s\n", err);
             return 1;
           }
@@ -228,6 +241,9 @@ int main(int argc, char **argv) {
            "no model; the bytes alone (pread in 4 MiB blocks): %.3f s = %.0f%% of it\n",
            load_cpu, (double)events / load_cpu / 1e6, (double)bytes / 1048576.0 / load_cpu, blocks_cpu,
            100.0 * blocks_cpu / load_cpu);
+    printf("decode: stages (each pass stops after one): bytes %.3f s, + chunk walk and CRC %.3f s, + zstd %.3f s, "
+           "+ unpack and decode %.3f s\n",
+           blocks_cpu, crc_cpu, zstd_cpu, load_cpu);
   } else {
     printf("%s: %zu traces, %.1f MiB, %zu events (+%zu states), %zu file(s) per %s, fastest of %zu passes\n",
            columns ? "columns" : "reader", n_paths, (double)bytes / 1048576.0, events, states, per,

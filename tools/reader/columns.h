@@ -85,8 +85,11 @@ void lens_cols_free(struct lens_cols *c);
 
 /* The floor of bulk reading: walk the chunks, check every CRC, unpack
  * (zstd, varints) and decode every record's header, id and time, build
- * nothing. Adds to the counts; 0, or -1 with err set. */
+ * nothing. upto stops earlier, to measure the stages apart: after the
+ * chunks' CRCs (LENS_SCAN_CRC), after zstd (LENS_SCAN_ZSTD). Adds to the
+ * counts (records are counted only by LENS_SCAN_ALL); 0, or -1 with err set. */
+enum { LENS_SCAN_CRC = 0, LENS_SCAN_ZSTD = 1, LENS_SCAN_ALL = 2 };
 struct lens_scan_counts { uint64_t starts, stops, states, bytes, checksum; };
-int lens_cols_scan(const char *path, struct lens_scan_counts *out, char *err, size_t err_len);
+int lens_cols_scan(const char *path, int upto, struct lens_scan_counts *out, char *err, size_t err_len);
 
 #endif

@@ -40,7 +40,9 @@ int lens_read_packed_chunk(struct lens_builder *b, const struct lens_chunk_hdr *
   }
   if (ph.codec == LENS_PACK_CODEC_ZSTD) {
     if (grow(&b->unzstd, &b->cap_unzstd, ph.body_bytes ? ph.body_bytes : 1)) return lens_builder_oom(b);
-    size_t got = ZSTD_decompress(b->unzstd, ph.body_bytes, body, body_len);
+    /* One context for the load: ZSTD_decompress makes and frees one per call. */
+    if (!b->dctx && !(b->dctx = ZSTD_createDCtx())) return lens_builder_oom(b);
+    size_t got = ZSTD_decompressDCtx(b->dctx, b->unzstd, ph.body_bytes, body, body_len);
     if (ZSTD_isError(got) || got != ph.body_bytes) {
       b->m->bad_records += ph.count;
       return 0;
@@ -60,6 +62,8 @@ int lens_read_packed_chunk(struct lens_builder *b, const struct lens_chunk_hdr *
 void lens_packed_release(struct lens_builder *b) {
   free(b->unpack);
   free(b->unzstd);
+  ZSTD_freeDCtx(b->dctx);
+  b->dctx = NULL;
   b->unpack = b->unzstd = NULL;
   b->cap_unpack = b->cap_unzstd = 0;
 }

@@ -76,6 +76,7 @@ struct lens_builder {
   int32_t file, proc;       /* current file; its proc or -1 (probe files) */
   char *err; size_t err_len;
   uint8_t *unpack, *unzstd; size_t cap_unpack, cap_unzstd; /* packed.c's buffers */
+  struct ZSTD_DCtx_s *dctx;                                 /* packed.c's zstd context, NULL until a zstd chunk */
   uint32_t flags;           /* LENS_LOAD_* */
   /* The current file's STARTs, entered into the id table at the end of the
    * file, in order (the latest START of an id wins), a batch whose cache
