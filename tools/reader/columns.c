@@ -28,8 +28,9 @@
 
 /* One thread slot's STARTs of one session: event index by sequence number,
  * in runs of consecutive numbers (a new run where the sequence jumps back
- * or far ahead). */
-struct seg { uint64_t first; uint32_t n, cap; uint32_t *idx; uint8_t *type; };
+ * or far ahead), and the id's top byte (tag, REMOTE, type): slot, sequence
+ * and top byte are the whole id, so a match needs no load of the id column. */
+struct seg { uint64_t first; uint32_t n, cap; uint32_t *idx; uint8_t *top; };
 struct slotmap { struct seg segs[MAX_SEGS]; uint32_t n_segs; };
 
 /* A STOP or STATE read before its START, or a parent not read yet. */
@@ -154,6 +155,8 @@ static int enter_id(struct lens_cols_priv *pv, uint32_t session, uint64_t id, un
   if (!m) return -1;
   uint64_t seq = LENS_ID_SEQ(id);
   struct seg *s = m->n_segs ? &m->segs[m->n_segs - 1] : NULL;
+  if (LENS_ID_TYPE(id) != type) /* a record whose id names another type: by its whole id */
+    return lens_hash_put(&pv->overflow, session, id, LENS_COL_REF(type, idx));
   if (!s || seq < s->first + s->n || seq - (s->first + s->n) > SEQ_GAP) {
     if (m->n_segs == MAX_SEGS || idx >= NO_IDX) /* ids all over the place: not a writer's sequence */
       return lens_hash_put(&pv->overflow, session, id, LENS_COL_REF(type, idx));
@@ -165,12 +168,12 @@ static int enter_id(struct lens_cols_priv *pv, uint32_t session, uint64_t id, un
   if (need > s->cap) {
     size_t cap = s->cap ? s->cap : 256;
     while (cap < need) cap *= 2;
-    if (grow((void **)&s->idx, cap, sizeof *s->idx) || grow((void **)&s->type, cap, 1)) return -1;
+    if (grow((void **)&s->idx, cap, sizeof *s->idx) || grow((void **)&s->top, cap, 1)) return -1;
     s->cap = (uint32_t)cap;
   }
   while (s->n + 1 < need) s->idx[s->n++] = NO_IDX; /* numbers used by records dropped in the ring */
   s->idx[s->n] = (uint32_t)idx;
-  s->type[s->n++] = (uint8_t)type;
+  s->top[s->n++] = (uint8_t)(id >> 56);
   return 0;
 }
 
@@ -181,8 +184,7 @@ static int64_t find_id_slow(const struct lens_cols *c, struct lens_cols_priv *pv
     const struct seg *s = &m->segs[k];
     if (seq - s->first >= s->n) continue;
     uint32_t i = s->idx[seq - s->first];
-    unsigned t = s->type[seq - s->first];
-    if (i != NO_IDX && c->t[t].id[i] == id) return LENS_COL_REF(t, i);
+    if (i != NO_IDX && s->top[seq - s->first] == (uint8_t)(id >> 56)) return LENS_COL_REF(LENS_ID_TYPE(id), i);
   }
   int64_t v;
   if (pv->overflow.n && lens_hash_get(&pv->overflow, session, id, &v)) return v;
@@ -198,8 +200,7 @@ static inline int64_t find_id(const struct lens_cols *c, struct lens_cols_priv *
     uint64_t k = LENS_ID_SEQ(id) - s->first;
     if (__builtin_expect(k < s->n, 1)) {
       uint32_t i = s->idx[k];
-      unsigned t = s->type[k];
-      if (__builtin_expect(i != NO_IDX && c->t[t].id[i] == id, 1)) return LENS_COL_REF(t, i);
+      if (__builtin_expect(i != NO_IDX && s->top[k] == (uint8_t)(id >> 56), 1)) return LENS_COL_REF(LENS_ID_TYPE(id), i);
     }
   }
   return find_id_slow(c, pv, m, session, id);
@@ -207,7 +208,7 @@ static inline int64_t find_id(const struct lens_cols *c, struct lens_cols_priv *
 
 static void free_file_state(struct lens_cols_priv *pv) {
   for (size_t i = 0; i < pv->n_maps; i++)
-    for (uint32_t k = 0; k < pv->maps[i].n_segs; k++) free(pv->maps[i].segs[k].idx), free(pv->maps[i].segs[k].type);
+    for (uint32_t k = 0; k < pv->maps[i].n_segs; k++) free(pv->maps[i].segs[k].idx), free(pv->maps[i].segs[k].top);
   free(pv->maps);
   pv->maps = NULL;
   pv->n_maps = pv->cap_maps = 0;
