@@ -8,6 +8,7 @@
 
 #include "host_clock.h"
 #include "job_align.h"
+#include "reader_priv.h"
 
 const char *lens_align_source_name(int s) {
   switch (s) {
@@ -133,6 +134,7 @@ static struct point *points_of(const struct lens_job *j, struct lens_align *a, s
   struct lens_align_end *v = malloc((nr + 1) * sizeof *v);
   struct point *p = malloc((nr + 1) * sizeof *p);
   if (!v || !p) return free(v), free(p), NULL;
+  lens_prefault(v, nr * sizeof *v); /* one end per rank, most of them kept */
   for (size_t i = 0; j && i < j->n_insts; i++) {
     const struct lens_job_inst *in = &j->insts[i];
     for (size_t k = 0; k < in->n_ranks; k++) {
@@ -148,7 +150,7 @@ static struct point *points_of(const struct lens_job *j, struct lens_align *a, s
   }
   /* v is in instance order; each instance's ends go by host. Its ranks come
    * in rank order, which is host order wherever ranks fill hosts in turn:
-   * sorted only when not (one sort of every end was a tenth of a merge). */
+   * sorted only when not (one sort of every end: 7 % of a 128-partial merge). */
   for (size_t s = 0; s < ne;) {
     size_t e = s, sorted = 1;
     while (e < ne && v[e].inst == v[s].inst) {
@@ -211,7 +213,7 @@ static void constraints(const struct lens_align *a, const struct point *p, const
 
 /* Each point's lower bound drift-corrected minus the drift's error, its
  * upper bound corrected plus it: once per point, not once per pair of hosts
- * and spread tried (the pairs made this a fifth of a 128-partial merge). */
+ * and spread tried (the pairs: 12 % of a 128-partial merge). */
 static void ends_widened(const struct lens_align *a, const struct point *p, size_t np, int64_t *lo_c, int64_t *hi_c) {
   for (size_t u = 0; u < np; u++) {
     const struct lens_align_host *h = &a->hosts[p[u].host];
@@ -265,6 +267,8 @@ int lens_align_resolve(struct lens_align *a, const struct lens_align_point *p, s
     free(ub), free(lo), free(hi), free(clo), free(chi), free(lo_c), free(hi_c);
     return -1;
   }
+  lens_prefault(lo_c, np * sizeof *lo_c); /* written whole (ends_widened) */
+  lens_prefault(hi_c, np * sizeof *hi_c);
   for (size_t s = 0; s < np; s++) a->hosts[p[s].host].n_sync++;
   /* Reference: the tightest REALTIME placement, else the most sync points. */
   size_t ref = 0;

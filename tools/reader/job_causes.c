@@ -131,7 +131,7 @@ static void min_other_link(const struct step *s, size_t n, int field, size_t *or
   /* The ops come row by row, rows in rank order: by rank (and for one group)
    * they are already in (group, index) order, and by process too when each
    * process's ranks are consecutive. The sort is only for the other cases
-   * (it was a third of a 128-partial merge's CPU, sorting sorted arrays). */
+   * (a fifth of a 128-partial merge, sorting sorted arrays). */
   size_t i0 = 1;
   while (i0 < n && grp_of(&s[i0 - 1]) <= grp_of(&s[i0])) i0++;
   if (i0 < n) qsort(ord, n, sizeof *ord, grp_cmp);

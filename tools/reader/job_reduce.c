@@ -257,6 +257,7 @@ static int reduce(struct lens_job_part *parts, size_t n, struct lens_job *j, uin
   row_of = malloc((nk ? nk : 1) * sizeof *row_of);
   rec_base = malloc((n ? n : 1) * sizeof *rec_base);
   if (!j->insts || !row_of || !rec_base) goto out;
+  lens_prefault(row_of, nk * sizeof *row_of);
   memset(row_of, 0xff, nk * sizeof *row_of);
   for (size_t k = 0, b = 0; k < n; b += parts[k].n_recs, k++) rec_base[k] = b;
   /* Instances and where each record's row goes; the rows are filled below,
@@ -301,6 +302,9 @@ static int reduce(struct lens_job_part *parts, size_t n, struct lens_job *j, uin
   o.first_op = malloc((rows ? rows : 1) * sizeof *o.first_op);
   o.n_ops = malloc((rows ? rows : 1) * sizeof *o.n_ops);
   if (!j->ranks || !o.part || !o.first_op || !o.n_ops) goto out;
+  lens_prefault(o.part, rows * sizeof *o.part); /* written whole, row by row, below */
+  lens_prefault(o.first_op, rows * sizeof *o.first_op);
+  lens_prefault(o.n_ops, rows * sizeof *o.n_ops);
   for (size_t k = 0; k < n; k++) {
     struct lens_job_part *pk = &parts[k];
     for (size_t i = 0; i < pk->n_recs; i++) {
