@@ -1,7 +1,10 @@
 /* The reader never crashes and never reads past what it was given: cuts at
  * every offset of a small valid file, single bit flips everywhere, random
  * bytes, and random chunks that pass their CRC (so the record parsers, not
- * the framing, must reject them). Run it under ASan. */
+ * the framing, must reject them). Run it under ASan. The bulk columnar
+ * reader (columns.h) reads every one of these files too, and must agree
+ * with the model on what it read: the same cut, the same STARTs, the same
+ * unreadable records, references in range. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +12,7 @@
 #include <cmocka.h>
 
 #include "lens_chunk.h"
+#include "reader/columns.h"
 #include "reader_test_util.h"
 #include "sample_trace.h"
 #include "trace_builder.h"
@@ -39,6 +43,34 @@ static int teardown(void **state) {
   return 0;
 }
 
+/* The columns of the file just loaded into m (NULL: the model refused it). */
+static void cols_agree(const char *path, const struct lens_model *m) {
+  struct lens_cols *c = lens_cols_new();
+  assert_non_null(c);
+  char err[256] = "";
+  int rc = lens_cols_read(c, path, err, sizeof err);
+  if (!m) {
+    assert_int_equal(rc, -1);
+    assert_true(err[0] != 0);
+    lens_cols_free(c);
+    return;
+  }
+  assert_int_equal(rc, 0);
+  assert_int_equal(c->files[0].truncated_bytes, m->files[0].truncated_bytes);
+  assert_int_equal(!c->files[0].truncation, !m->files[0].truncation);
+  assert_int_equal(c->files[0].lost_chunks, m->files[0].lost_chunks);
+  assert_int_equal(lens_cols_events(c), m->n_events);
+  assert_int_equal(c->files[0].bad_records, m->bad_records);
+  for (unsigned t = 0; t < LENS_T_COUNT; t++)
+    for (size_t i = 0; i < c->t[t].n; i++) {
+      int64_t p = c->t[t].parent[i];
+      if (p != LENS_COL_NONE) assert_true(LENS_COL_REF_INDEX(p) < c->t[LENS_COL_REF_TYPE(p)].n);
+      assert_true(c->t[t].thread[i] < c->n_threads);
+      assert_true(c->t[t].comm[i] < (int32_t)c->n_comms);
+    }
+  lens_cols_free(c);
+}
+
 /* Ends of complete chunks, walked with the framing rules. */
 static size_t chunk_ends(size_t *ends, size_t max) {
   size_t n = 0, off = sizeof(struct lens_file_hdr);
@@ -61,6 +93,7 @@ static void test_cut_at_every_offset(void **state) {
     tb_write_file(work, orig, cut);
     char err[256] = "";
     struct lens_model *m = rt_load1(work, err, sizeof err);
+    cols_agree(work, m);
     if (cut < sizeof(struct lens_file_hdr)) {
       assert_null(m);
       assert_true(err[0] != 0);
@@ -89,6 +122,7 @@ static void test_bit_flips(void **state) {
     tb_write_file(work, buf, orig_len);
     char err[256];
     struct lens_model *m = rt_load1(work, err, sizeof err);
+    cols_agree(work, m);
     if (i < sizeof(struct lens_file_hdr) && i < 16) {
       assert_null(m); /* magic, version or header size broken */
       continue;
@@ -114,6 +148,7 @@ static void test_random_bytes(void **state) {
     tb_write_file(work, buf, len);
     char err[256];
     struct lens_model *m = rt_load1(work, err, sizeof err);
+    cols_agree(work, m);
     if (!(round & 1)) assert_null(m);
     if (m) {
       assert_int_equal(m->n_events, 0);
@@ -160,6 +195,7 @@ static void test_random_valid_chunks(void **state) {
     tb_close(t);
     char err[256];
     struct lens_model *m = rt_load1(work, err, sizeof err);
+    cols_agree(work, m);
     assert_non_null(m);
     assert_int_equal(m->files[0].truncated_bytes, 0);
     for (size_t i = 0; i < m->n_events; i++) {

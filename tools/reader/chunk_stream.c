@@ -93,26 +93,33 @@ int lens_cstream_open(struct lens_cstream *s, const char *path, size_t block, ch
   return 0;
 }
 
+/* Where the file ends for this walk: its size when opened (as the general
+ * loader reads it), or less if it shrank since. */
+static uint64_t file_end(const struct lens_cstream *s) {
+  uint64_t got = s->buf_off + s->len;
+  return s->eof && got < s->size ? got : s->size;
+}
+
 static int stop(struct lens_cstream *s, const char *why) {
   s->truncation = why;
-  /* Bytes after the last valid chunk: up to the end of what was read, or
-   * of the file's size when the walk stopped before reading it all. */
-  uint64_t consumed = s->buf_off + s->pos, end = s->buf_off + s->len;
-  if (!s->eof && s->size > end) end = s->size;
-  s->truncated_bytes = end - consumed;
+  uint64_t at = s->buf_off + s->pos, end = file_end(s);
+  s->truncated_bytes = end > at ? end - at : 0; /* bytes after the last valid chunk */
   return 0;
 }
 
 int lens_cstream_next(struct lens_cstream *s, struct lens_chunk_hdr *h, const uint8_t **payload, char *err,
                       size_t err_len) {
   if (fill(s, sizeof *h, err, err_len)) return -1;
-  if (s->len == s->pos) return stop(s, NULL);
-  if (s->len - s->pos < sizeof *h) return stop(s, "file ends inside a chunk header");
+  uint64_t at = s->buf_off + s->pos, end = file_end(s), avail = end > at ? end - at : 0;
+  if (!avail) return stop(s, NULL);
+  if (avail < sizeof *h) return stop(s, "file ends inside a chunk header");
   memcpy(h, s->buf + s->pos, sizeof *h);
   if (lens_chunk_hdr_check(h)) return stop(s, "chunk header fails its check (magic or CRC)");
   size_t need = sizeof *h + (size_t)h->payload_len + lens_chunk_padding(h->payload_len);
+  /* Checked before reading: no buffer grown for a length the file cannot hold. */
+  if (need > avail) return stop(s, "file ends inside a chunk payload");
   if (fill(s, need, err, err_len)) return -1;
-  if (s->len - s->pos < need) return stop(s, "file ends inside a chunk payload");
+  if (s->len - s->pos < need) return stop(s, "file ends inside a chunk payload"); /* it shrank */
   const uint8_t *p = s->buf + s->pos + sizeof *h;
   /* lens_chunk_payload_check's test, three streams at a time (a tenth of the floor's time, docs/scale.md). */
   if (lens_crc32c_x3(0, p, h->payload_len) != h->payload_crc) return stop(s, "chunk payload fails its CRC");
