@@ -68,9 +68,16 @@ static void test_gpu_busy(void **s) { (void)s, arrival_cause("job-gpu-busy"); }
  * most instances, and no slow link: a loaded machine or a sanitizer build
  * (every replay thread several times slower: app threads overrun their 2 ms
  * compute, one process's proxies fall behind the others' for the whole run)
- * makes real stragglers and really slow links. "No late rank named where
- * none was" is asserted either way. */
-static int sim_quiet(void) { return !job_machine_overloaded() && !*LENS_SANITIZER; }
+ * makes real stragglers and really slow links. Quiet means a 1-min load
+ * below the CPU count: beside another test (ctest -j2, load 2.2 on 2 CPUs)
+ * the proxy thread of one cross-process link's rank (each has one network
+ * link) fell behind for the whole 2 x 4 run and that link's steps really
+ * were 1.7-32x the other's (24 of 24 instances named slow_link 7 -> 0 in a
+ * CI run, 3 -> 4 right after it; 0 of 20 runs alone at load 1.2-2). Without a scheduler probe trace the job view cannot tell a
+ * descheduled proxy from a slow link (docs/job.md), and the job truth has no
+ * step times to tell it either. "No late rank named where none was" is
+ * asserted either way. */
+static int sim_quiet(void) { return job_machine_quiet() && !*LENS_SANITIZER; }
 
 static void test_none(void **s) {
   (void)s;
