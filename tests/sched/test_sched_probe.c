@@ -7,8 +7,9 @@
  * the probe's trace: samples only for the proxy, waits with the hogs as
  * culprits inside the hog intervals, long sleeps, histograms; and the
  * starvation analysis against an independent truth: a step was starved when
- * its wall time exceeds its CPU time (the kernel's per-thread accounting),
- * >= 90% recall and precision. */
+ * its wall time exceeds its CPU time (the kernel's per-thread accounting)
+ * and the kernel's run_delay (schedstat) grew as much, >= 90% recall and
+ * precision. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -54,7 +55,7 @@ static int running = 1, hog_on;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static pid_t proxy_tid, app_tid, hog_tid[2];
-struct step { uint64_t a, b, cpu_ns; };
+struct step { uint64_t a, b, cpu_ns, rq_ns; };
 static struct step steps[MAX_STEPS];
 static int n_steps;
 static uint64_t hog_from[CYCLES], hog_to[CYCLES], hogs_exit; /* at exit the hogs wake once more */
@@ -79,21 +80,34 @@ static void busy_us(unsigned us) {
   }
 }
 
+/* The kernel's run_delay of the calling thread (/proc/thread-self/schedstat,
+ * second field): ns it spent runnable on a runqueue, not running. 0 if
+ * unreadable (then the CPU-time truth is used alone). */
+static uint64_t run_delay(int fd) {
+  char b[128];
+  ssize_t n = fd >= 0 ? pread(fd, b, sizeof b - 1, 0) : -1;
+  if (n <= 0) return 0;
+  b[n] = 0;
+  unsigned long long on_cpu = 0, delay = 0;
+  return sscanf(b, "%llu %llu", &on_cpu, &delay) == 2 ? delay : 0;
+}
+
 static void *proxy_main(void *arg) {
   (void)arg;
   pin();
   STORE(proxy_tid, gettid());
+  int sfd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
   uint64_t next_sleep = mono() + 20000000ull;
   while (LOAD(running)) {
-    uint64_t a = mono(), c0 = clk(CLOCK_THREAD_CPUTIME_ID);
+    uint64_t a = mono(), c0 = clk(CLOCK_THREAD_CPUTIME_ID), r0 = run_delay(sfd);
     for (int i = 0; i < STEP_ITERS; i++) {
       busy_us(BUSY_US);
       sched_yield();
     }
-    uint64_t b = mono(), c1 = clk(CLOCK_THREAD_CPUTIME_ID);
+    uint64_t r1 = run_delay(sfd), b = mono(), c1 = clk(CLOCK_THREAD_CPUTIME_ID);
     int n = LOAD(n_steps);
     if (n < MAX_STEPS) {
-      steps[n] = (struct step){a, b, c1 - c0};
+      steps[n] = (struct step){a, b, c1 - c0, sfd >= 0 ? r1 - r0 : UINT64_MAX};
       STORE(n_steps, n + 1);
     }
     if (b > next_sleep) { /* between steps: an idle proxy blocks */
@@ -101,6 +115,7 @@ static void *proxy_main(void *arg) {
       next_sleep = mono() + 20000000ull;
     }
   }
+  if (sfd >= 0) close(sfd);
   return NULL;
 }
 
@@ -334,11 +349,17 @@ static void test_probe_on_own_threads(void **state) {
    * much wall time to not running. The probe must also never claim more lost
    * time than the step lost (beyond clock-read jitter). */
   long flagged = lens_analyze_starvation(&fake, 0);
-  int tp = 0, fp = 0, fn = 0, overclaim = 0;
+  int tp = 0, fp = 0, fn = 0, overclaim = 0, rq_only = 0;
   for (int i = 0; i < steps_done; i++) {
     uint64_t wall = steps[i].b - steps[i].a;
     uint64_t lost = wall > steps[i].cpu_ns ? wall - steps[i].cpu_ns : 0; /* clocks read ns apart */
-    int truth = lost >= TRUTH_NS;
+    /* Truly starved: the step lost TRUTH_NS of wall time to not running,
+     * and the kernel counts that much of it as waiting on a runqueue (what
+     * the probe sees): a VM's stolen time or interrupts also leave a step's
+     * wall time above its CPU time, with no wait to see (a fresh-clone CI at
+     * load 2.2: recall 52 of 61 on the CPU-time truth alone). */
+    int truth = lost >= TRUTH_NS && (steps[i].rq_ns == UINT64_MAX || steps[i].rq_ns >= TRUTH_NS);
+    rq_only += lost >= TRUTH_NS && !truth;
     int flag = (ev[i].acc.flags & LENS_ACC_STARVED) && ev[i].acc.starved_ns >= TRUTH_NS;
     assert_int_equal(!!(ev[i].acc.flags & LENS_ACC_STARVED), ev[i].acc.starved_ns > 0);
     overclaim += ev[i].acc.starved_ns > lost + TOLERANCE_NS;
@@ -347,8 +368,9 @@ static void test_probe_on_own_threads(void **state) {
     fn += truth && !flag;
   }
   double recall = tp + fn ? (double)tp / (tp + fn) : 0, precision = tp + fp ? (double)tp / (tp + fp) : 0;
-  printf("steps %d, starved (truth) %d, flagged %ld (>= %llu us: %d): recall %.3f precision %.3f, overclaims %d\n",
-         steps_done, tp + fn, flagged, TRUTH_NS / 1000, tp + fp, recall, precision, overclaim);
+  printf("steps %d, starved (truth) %d, flagged %ld (>= %llu us: %d): recall %.3f precision %.3f, overclaims %d; "
+         "%d more lost the time without waiting on a runqueue\n",
+         steps_done, tp + fn, flagged, TRUTH_NS / 1000, tp + fp, recall, precision, overclaim, rq_only);
   assert_true(overclaim * 100 <= steps_done); /* <= 1% */
   assert_true(tp + fn >= CYCLES); /* the hogs did starve it */
   /* Under TSan the probe's consumer and the hogs run many times slower than
