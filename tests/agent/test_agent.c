@@ -292,14 +292,14 @@ static void test_top_under_tmux(void **state) {
     skip();
   }
   lens_test_tmpdir(g_dir, sizeof g_dir, "agent-top");
-  char reg[300], sock[300], cmd[1500], cap[300];
+  char reg[300], sock[300], cmd[2500], cap[300];
   path_of(reg, sizeof reg, "reg");
   mkdir(reg, 0755);
   path_of(sock, sizeof sock, "tmux.sock");
   path_of(cap, sizeof cap, "pane.txt");
   snprintf(cmd, sizeof cmd,
-           "tmux -S %s new-session -d -x 160 -y 40 '%s top --dir %s --period 0.5 --duration 900; echo TOP-EXIT=$? > %s/exit; sleep 60'",
-           sock, CLI, reg, g_dir);
+           "tmux -S %s new-session -d -x 160 -y 40 '%s top --dir %s --period 0.5 --duration 900; echo TOP-EXIT=$? > %s/exit.tmp; mv %s/exit.tmp %s/exit; sleep 60'",
+           sock, CLI, reg, g_dir, g_dir, g_dir);
   assert_int_equal(system(cmd), 0);
   char env_reg[400];
   snprintf(env_reg, sizeof env_reg, "NCCL_LENS_REGISTRY_DIR=%s", reg);
@@ -337,7 +337,9 @@ static void test_top_under_tmux(void **state) {
   assert_null(ex);
   snprintf(cmd, sizeof cmd, "tmux -S %s send-keys q", sock);
   assert_int_equal(system(cmd), 0);
-  /* bounded: 30 s (top and its shell may wait for a CPU on a loaded machine) */
+  /* bounded: 30 s (top and its shell may wait for a CPU on a loaded machine);
+   * the shell writes the line aside and renames it: a CI run once read the
+   * file between its creation and the write ("") */
   for (int i = 0; i < 300 && !(ex = lens_test_slurp(exitf, NULL)); i++) usleep(100000);
   snprintf(cmd, sizeof cmd, "tmux -S %s kill-server 2>/dev/null", sock);
   system(cmd);
