@@ -165,10 +165,17 @@ static void check_alignment(const char *json, int sync_only, int judge) {
   mj_free(d);
 }
 
+/* Whether the 10 us accuracy is judged (the bound is asserted always): not
+ * on an overloaded machine, and not under TSan, where every simulated
+ * thread runs several times slower and the ranks' end brackets widen (a
+ * fresh-clone CI's TSan stage: 10.5 us within a bound of 42 us; the normal
+ * and ASan stages judge it). */
+static int judge_accuracy(void) { return !job_machine_overloaded() && strcmp(LENS_SANITIZER, "thread") != 0; }
+
 static void test_alignment(void **s) {
   (void)s;
   use_hosts(2);
-  int judge = !job_machine_overloaded();
+  int judge = judge_accuracy();
   assert_int_equal(run("job --json . -o job.json"), 0);
   check_alignment("job.json", 0, judge);
   assert_int_equal(run("job --json --sync-only . -o job-sync.json"), 0);
@@ -182,7 +189,7 @@ static void test_alignment(void **s) {
 static void test_alignment_streamed(void **s) {
   (void)s;
   use_hosts(2);
-  int judge = !job_machine_overloaded();
+  int judge = judge_accuracy();
   assert_int_equal(run("job --json --stream --sync-only . -o job-stream.json"), 0);
   if (with_ns) check_alignment("job-stream.json", 1, judge);
   char args[512];
