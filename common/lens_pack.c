@@ -39,6 +39,8 @@ static const uint16_t std_payload[LENS_T_COUNT] = {
     [LENS_T_KERNEL_PHASE] = sizeof(struct lens_p_kernel_phase),
 };
 
+uint32_t lens_pack_std_payload(unsigned type) { return type < LENS_T_COUNT ? std_payload[type] : 0; }
+
 enum { K_RAW = 0, K_START = 1, K_STOP = 2, K_STATE = 3 };
 enum { M_AUX = 1, M_PARENT = 2, M_CTX = 4, M_RANK = 8, M_RESERVED = 16 };
 

@@ -37,6 +37,10 @@ struct lens_pack_enc {
   int overflow;        /* output too small: the chunk must be written in fixed form */
 };
 
+/* Payload bytes of the START records the plugin writes for an event type
+ * (0 for an unknown type or one without payload). */
+uint32_t lens_pack_std_payload(unsigned type);
+
 /* Bytes the packed form of fixed records totalling raw_bytes can take at most. */
 static inline size_t lens_pack_bound(size_t raw_bytes) { return 2 * raw_bytes + 64; }
 

@@ -154,7 +154,8 @@ static int on_thread(struct lens_builder *b, uint32_t session, const uint8_t *p,
   return 0;
 }
 
-static int on_strings(struct lens_builder *b, uint32_t session, const uint8_t *p, uint32_t len) {
+int lens_strings_put(struct lens_arena_block **arena, struct lens_hash *h, uint32_t file, uint32_t session,
+                     const uint8_t *p, uint32_t len) {
   uint32_t off = 0;
   while (len - off >= 6) {
     uint32_t id;
@@ -163,11 +164,15 @@ static int on_strings(struct lens_builder *b, uint32_t session, const uint8_t *p
     memcpy(&sl, p + off + 4, 2);
     off += 6;
     if (sl > len - off) break; /* malformed tail: keep what came before */
-    const char *s = lens_arena_strndup(&b->priv->arena, p + off, sl);
-    if (!s || lens_hash_put(&b->strings, lens_hash_scope((uint32_t)b->file, session), id, (int64_t)(intptr_t)s))
-      return lens_builder_oom(b);
+    const char *s = lens_arena_strndup(arena, p + off, sl);
+    if (!s || lens_hash_put(h, lens_hash_scope(file, session), id, (int64_t)(intptr_t)s)) return -1;
     off += sl;
   }
+  return 0;
+}
+
+static int on_strings(struct lens_builder *b, uint32_t session, const uint8_t *p, uint32_t len) {
+  if (lens_strings_put(&b->priv->arena, &b->strings, (uint32_t)b->file, session, p, len)) return lens_builder_oom(b);
   return 0;
 }
 

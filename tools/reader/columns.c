@@ -21,7 +21,6 @@
 #include "reader_priv.h"
 
 #define READ_BLOCK (1u << 20) /* bytes read at a time: a few chunks, in cache */
-#define UNPACK_MAX (64u << 20) /* a packed chunk claiming more is malformed (as packed.c) */
 #define SEQ_GAP 64             /* a START this far past its slot's last extends the array (holes stay empty) */
 #define MAX_SEGS 16            /* sequence restarts per slot kept as arrays; more go to a hash */
 #define NO_IDX UINT32_MAX
@@ -43,9 +42,7 @@ struct later {
 struct lens_cols_priv {
   struct lens_arena_block *arena;
   struct lens_hash strings; /* (file, session, string id) -> const char * */
-  uint8_t *unpack, *unzstd;
-  size_t cap_unpack, cap_unzstd;
-  ZSTD_DCtx *dctx;
+  struct lens_unpacker unpacker; /* packed.c's, reused from chunk to chunk */
   /* The file being read. */
   uint32_t file;
   struct lens_hash cur_thread; /* (session, slot) -> thread index owning the slot now */
@@ -64,25 +61,6 @@ struct lens_cols_priv {
   size_t n_later, cap_later;
 };
 
-static const uint32_t payload_size[LENS_T_COUNT] = {
-    [LENS_T_GROUP] = sizeof(struct lens_p_group),
-    [LENS_T_COLL] = sizeof(struct lens_p_coll),
-    [LENS_T_P2P] = sizeof(struct lens_p_p2p),
-    [LENS_T_PROXY_OP] = sizeof(struct lens_p_proxy_op),
-    [LENS_T_PROXY_STEP] = sizeof(struct lens_p_proxy_step),
-    [LENS_T_PROXY_CTRL] = 0,
-    [LENS_T_KERNEL_CH] = sizeof(struct lens_p_kernel_ch),
-    [LENS_T_NET_PLUGIN] = sizeof(struct lens_p_net_plugin),
-    [LENS_T_GROUP_API] = sizeof(struct lens_p_group_api),
-    [LENS_T_COLL_API] = sizeof(struct lens_p_coll_api),
-    [LENS_T_P2P_API] = sizeof(struct lens_p_p2p_api),
-    [LENS_T_KERNEL_LAUNCH] = sizeof(struct lens_p_kernel_launch),
-    [LENS_T_CE_COLL] = sizeof(struct lens_p_ce_coll),
-    [LENS_T_CE_SYNC] = sizeof(struct lens_p_ce_sync),
-    [LENS_T_CE_BATCH] = sizeof(struct lens_p_ce_batch),
-    [LENS_T_KERNEL_PHASE] = sizeof(struct lens_p_kernel_phase),
-};
-
 struct lens_cols *lens_cols_new(void) {
   struct lens_cols *c = calloc(1, sizeof *c);
   if (!c) return NULL;
@@ -91,7 +69,8 @@ struct lens_cols *lens_cols_new(void) {
     free(c);
     return NULL;
   }
-  for (unsigned t = 0; t < LENS_T_COUNT; t++) c->t[t].payload_size = payload_size[t];
+  /* the payload sizes the plugin writes (lens_pack.c's table) */
+  for (unsigned t = 0; t < LENS_T_COUNT; t++) c->t[t].payload_size = lens_pack_std_payload(t);
   return c;
 }
 
@@ -288,20 +267,7 @@ static int on_comm(struct lens_cols *c, uint32_t session, const uint8_t *p, uint
 }
 
 static int on_strings(struct lens_cols *c, uint32_t session, const uint8_t *p, uint32_t len) {
-  struct lens_cols_priv *pv = c->priv;
-  uint32_t off = 0;
-  while (len - off >= 6) {
-    uint32_t id;
-    uint16_t sl;
-    memcpy(&id, p + off, 4);
-    memcpy(&sl, p + off + 4, 2);
-    off += 6;
-    if (sl > len - off) break; /* malformed tail: keep what came before */
-    const char *s = lens_arena_strndup(&pv->arena, p + off, sl);
-    if (!s || lens_hash_put(&pv->strings, lens_hash_scope(pv->file, session), id, (int64_t)(intptr_t)s)) return -1;
-    off += sl;
-  }
-  return 0;
+  return lens_strings_put(&c->priv->arena, &c->priv->strings, c->priv->file, session, p, len);
 }
 
 const char *lens_cols_str(const struct lens_cols *c, uint32_t thread, lens_str_t id) {
@@ -470,57 +436,6 @@ static int read_events(struct lens_cols *c, uint32_t session, const uint8_t *p, 
   return 0;
 }
 
-/* EVENTS_PACKED into the fixed records of an EVENTS payload in *out (as
- * packed.c). 1 with *out, *out_len; 0 when the chunk is unusable (counted
- * in *bad); -1 no memory. */
-static int unpack_chunk(ZSTD_DCtx **dctx, uint8_t **unzstd, size_t *cap_unzstd, uint8_t **unpack, size_t *cap_unpack, const uint8_t *p,
-                        uint32_t len, uint64_t *bad, const uint8_t **out, uint32_t *out_len) {
-  struct lens_packed_hdr ph;
-  if (len < sizeof ph) {
-    (*bad)++;
-    return 0;
-  }
-  memcpy(&ph, p, sizeof ph);
-  const uint8_t *body = p + sizeof ph;
-  size_t body_len = len - sizeof ph;
-  if (ph.raw_bytes > UNPACK_MAX || ph.body_bytes > UNPACK_MAX ||
-      (ph.codec != LENS_PACK_CODEC_VARINT && ph.codec != LENS_PACK_CODEC_ZSTD)) {
-    *bad += ph.count;
-    return 0;
-  }
-  if (ph.codec == LENS_PACK_CODEC_ZSTD) {
-    size_t need = ph.body_bytes ? ph.body_bytes : 1;
-    if (need > *cap_unzstd) {
-      if (grow((void **)unzstd, need, 1)) return -1;
-      *cap_unzstd = need;
-    }
-    /* One decompression context for every chunk: ZSTD_decompress makes
-     * and frees one per call, which cost as much as the decompression of
-     * a chunk of a few KiB (half of the floor of a zstd trace). */
-    if (!*dctx && !(*dctx = ZSTD_createDCtx())) return -1;
-    size_t got = ZSTD_decompressDCtx(*dctx, *unzstd, ph.body_bytes, body, body_len);
-    if (ZSTD_isError(got) || got != ph.body_bytes) {
-      *bad += ph.count;
-      return 0;
-    }
-    body = *unzstd;
-    body_len = got;
-  }
-  struct lens_events_hdr eh = {ph.slot, 0};
-  size_t need = sizeof eh + (size_t)ph.raw_bytes;
-  if (need > *cap_unpack) {
-    if (grow((void **)unpack, need, 1)) return -1;
-    *cap_unpack = need;
-  }
-  size_t got = 0;
-  eh.count = lens_unpack(body, body_len, ph.count, *unpack + sizeof eh, ph.raw_bytes, &got);
-  *bad += ph.count - eh.count; /* the records after a malformed one */
-  memcpy(*unpack, &eh, sizeof eh);
-  *out = *unpack;
-  *out_len = (uint32_t)(sizeof eh + got);
-  return 1;
-}
-
 /* The end of a file: what waited for a later START. */
 static void resolve_later(struct lens_cols *c) {
   struct lens_cols_priv *pv = c->priv;
@@ -580,8 +495,7 @@ int lens_cols_read(struct lens_cols *c, const char *path, char *err, size_t err_
       const uint8_t *ev;
       uint32_t ev_len;
       if (!events) break;
-      int u = unpack_chunk(&pv->dctx, &pv->unzstd, &pv->cap_unzstd, &pv->unpack, &pv->cap_unpack, p, h.payload_len,
-                           &f->bad_records, &ev, &ev_len);
+      int u = lens_unpack_chunk(&pv->unpacker, p, h.payload_len, &f->bad_records, &ev, &ev_len);
       bad = u < 0 || (u > 0 && read_events(c, h.session, ev, ev_len));
       break;
     }
@@ -623,9 +537,7 @@ void lens_cols_free(struct lens_cols *c) {
     free_file_state(c->priv);
     lens_hash_free(&c->priv->strings);
     lens_arena_free(c->priv->arena);
-    free(c->priv->unpack);
-    free(c->priv->unzstd);
-    ZSTD_freeDCtx(c->priv->dctx);
+    lens_unpacker_release(&c->priv->unpacker);
     free(c->priv);
   }
   free(c);
@@ -636,9 +548,7 @@ void lens_cols_free(struct lens_cols *c) {
 int lens_cols_scan(const char *path, int upto, struct lens_scan_counts *out, char *err, size_t err_len) {
   struct lens_cstream s;
   if (lens_cstream_open(&s, path, READ_BLOCK, err, err_len)) return -1;
-  uint8_t *unzstd = NULL, *unpack = NULL;
-  ZSTD_DCtx *dctx = NULL;
-  size_t cap_unzstd = 0, cap_unpack = 0;
+  struct lens_unpacker u = {0};
   uint64_t bad = 0, sum = 0;
   struct lens_chunk_hdr h;
   const uint8_t *p;
@@ -650,24 +560,24 @@ int lens_cols_scan(const char *path, int upto, struct lens_scan_counts *out, cha
       struct lens_packed_hdr ph;
       if (h.type != LENS_CHUNK_EVENTS_PACKED || len < sizeof ph) continue;
       memcpy(&ph, p, sizeof ph);
-      if (ph.codec != LENS_PACK_CODEC_ZSTD || ph.body_bytes > UNPACK_MAX) continue;
-      if (ph.body_bytes > cap_unzstd) {
-        if (grow((void **)&unzstd, ph.body_bytes, 1)) break;
-        cap_unzstd = ph.body_bytes;
+      if (ph.codec != LENS_PACK_CODEC_ZSTD || ph.body_bytes > LENS_UNPACK_MAX) continue;
+      if (ph.body_bytes > u.cap_unzstd) {
+        if (grow((void **)&u.unzstd, ph.body_bytes, 1)) break;
+        u.cap_unzstd = ph.body_bytes;
       }
-      if (!dctx && !(dctx = ZSTD_createDCtx())) break;
-      size_t got = ZSTD_decompressDCtx(dctx, unzstd, ph.body_bytes, p + sizeof ph, len - sizeof ph);
+      if (!u.dctx && !(u.dctx = ZSTD_createDCtx())) break;
+      size_t got = ZSTD_decompressDCtx(u.dctx, u.unzstd, ph.body_bytes, p + sizeof ph, len - sizeof ph);
       sum += ZSTD_isError(got) ? 0 : got;
       continue;
     }
     if (h.type == LENS_CHUNK_EVENTS_PACKED) {
-      int u = unpack_chunk(&dctx, &unzstd, &cap_unzstd, &unpack, &cap_unpack, p, h.payload_len, &bad, &p, &len);
-      if (u < 0) {
+      int r = lens_unpack_chunk(&u, p, h.payload_len, &bad, &p, &len);
+      if (r < 0) {
         snprintf(err, err_len, "out of memory");
         rc = -1;
         break;
       }
-      if (!u) continue;
+      if (!r) continue;
     } else if (h.type != LENS_CHUNK_EVENTS) {
       continue;
     }
@@ -693,8 +603,6 @@ int lens_cols_scan(const char *path, int upto, struct lens_scan_counts *out, cha
   out->bytes += s.bytes;
   out->checksum += sum;
   lens_cstream_close(&s);
-  free(unzstd);
-  free(unpack);
-  ZSTD_freeDCtx(dctx);
+  lens_unpacker_release(&u);
   return rc < 0 ? -1 : 0;
 }

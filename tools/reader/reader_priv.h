@@ -15,6 +15,23 @@ void lens_hugepage_hint(void *p, size_t len);
 /* Faults in the pages of a big allocation about to be written whole, in one
  * call; a hint only. */
 void lens_prefault(void *p, size_t len);
+/* Sizes a writer never exceeds by far (its chunks hold at most 256 KiB of
+ * fixed records); a packed chunk claiming more is malformed input, not a
+ * reason to allocate. */
+#define LENS_UNPACK_MAX (64u << 20)
+/* An EVENTS_PACKED chunk made back into the fixed records of an EVENTS
+ * chunk (packed.c), for both readers: the buffers and the zstd context are
+ * reused from chunk to chunk (zeroed to start). */
+struct lens_unpacker {
+  uint8_t *unpack, *unzstd;
+  size_t cap_unpack, cap_unzstd;
+  struct ZSTD_DCtx_s *dctx; /* NULL until a zstd chunk */
+};
+/* 1: *out (in u's buffer) holds an EVENTS payload of *out_len bytes; 0:
+ * the chunk is malformed; -1: no memory. Records lost count in *bad. */
+int lens_unpack_chunk(struct lens_unpacker *u, const uint8_t *p, uint32_t len, uint64_t *bad, const uint8_t **out,
+                      uint32_t *out_len);
+void lens_unpacker_release(struct lens_unpacker *u);
 /* Grow *arr (element size es) so that index n fits; 0 or -1 (no memory). */
 int lens_vec_reserve(void **arr, size_t *cap, size_t n, size_t es);
 #define LENS_VEC_PUSH(b, arr, n, cap) \
@@ -24,6 +41,11 @@ int lens_vec_reserve(void **arr, size_t *cap, size_t n, size_t es);
 struct lens_arena_block;
 const char *lens_arena_strndup(struct lens_arena_block **head, const void *s, size_t len);
 void lens_arena_free(struct lens_arena_block *head);
+/* A STRINGS chunk's entries (u32 id, u16 length, bytes) copied into the
+ * arena and put in h under (file, session, id); a malformed tail is left
+ * out. 0, or -1 (no memory). Both readers' (chunks.c, columns.c). */
+int lens_strings_put(struct lens_arena_block **arena, struct lens_hash *h, uint32_t file, uint32_t session,
+                     const uint8_t *p, uint32_t len);
 
 /* While loading: the event has seen its STOP (cleared before the model is returned). */
 #define LENS_EVF_STOPPED_PRIV 0x80000000u
@@ -75,8 +97,7 @@ struct lens_builder {
   uint32_t chunk;           /* index of the chunk being read in the current file */
   int32_t file, proc;       /* current file; its proc or -1 (probe files) */
   char *err; size_t err_len;
-  uint8_t *unpack, *unzstd; size_t cap_unpack, cap_unzstd; /* packed.c's buffers */
-  struct ZSTD_DCtx_s *dctx;                                 /* packed.c's zstd context, NULL until a zstd chunk */
+  struct lens_unpacker unpacker; /* packed.c's buffers and zstd context */
   uint32_t flags;           /* LENS_LOAD_* */
   /* The current file's STARTs, entered into the id table at the end of the
    * file, in order (the latest START of an id wins), a batch whose cache
