@@ -16,6 +16,7 @@
 
 #include "blobq.h"
 #include "lens_pack.h"
+#include "lens_pack_chunk.h"
 #include "clock.h"
 #include "clock_evidence.h"
 #include "counters.h"
@@ -176,33 +177,27 @@ static uint8_t *g_zbuf;
 static size_t g_zcap;
 static ZSTD_CCtx *g_zctx;
 static int g_zstd_once;
-#define LENS_ZSTD_LEVEL 1 /* the fastest level of the normal range: at 10 M events/s the writer has ~50 ns each */
 
 /* Writes the packed chunk; -1 when it could not be written (counted by
  * trace_file.c). */
 static int write_packed(uint32_t slot) {
-  struct lens_packed_hdr ph = {slot, g_enc.count, g_enc.raw_bytes, 0, LENS_PACK_CODEC_VARINT, 0};
-  size_t body = lens_pack_len(&g_enc, g_pack_buf);
-  ph.body_bytes = (uint32_t)body;
-  struct iovec parts[2] = {{&ph, sizeof ph}, {g_pack_buf, body}};
-  if (g_compress == LENS_COMPRESS_ZSTD) {
-    if (!g_zctx && !g_zstd_once) {
-      g_zctx = ZSTD_createCCtx();
-      g_zcap = ZSTD_compressBound(sizeof g_pack_buf);
-      g_zbuf = g_zctx ? malloc(g_zcap) : NULL;
-      if (!g_zbuf) {
-        g_zstd_once = 1;
-        lens_log(LENS_LOG_WARN, "nccl-lens: cannot set up zstd; writing packed chunks without it");
-        ZSTD_freeCCtx(g_zctx);
-        g_zctx = NULL;
-      }
-    }
-    size_t z = g_zbuf ? ZSTD_compressCCtx(g_zctx, g_zbuf, g_zcap, g_pack_buf, body, LENS_ZSTD_LEVEL) : 0;
-    if (g_zbuf && !ZSTD_isError(z) && z < body) { /* else the varint stream as it is */
-      ph.codec = LENS_PACK_CODEC_ZSTD;
-      parts[1] = (struct iovec){g_zbuf, z};
+  if (g_compress == LENS_COMPRESS_ZSTD && !g_zctx && !g_zstd_once) {
+    g_zctx = ZSTD_createCCtx();
+    g_zcap = ZSTD_compressBound(sizeof g_pack_buf);
+    g_zbuf = g_zctx ? malloc(g_zcap) : NULL;
+    if (!g_zbuf) {
+      g_zstd_once = 1;
+      lens_log(LENS_LOG_WARN, "nccl-lens: cannot set up zstd; writing packed chunks without it");
+      ZSTD_freeCCtx(g_zctx);
+      g_zctx = NULL;
     }
   }
+  struct lens_packed_hdr ph;
+  const void *body;
+  size_t body_len;
+  lens_pack_chunk(&g_enc, g_pack_buf, slot, g_compress == LENS_COMPRESS_ZSTD ? g_zctx : NULL, g_zbuf, g_zcap, &ph,
+                  &body, &body_len);
+  struct iovec parts[2] = {{&ph, sizeof ph}, {(void *)body, body_len}};
   return lens_tf_write_parts(LENS_CHUNK_EVENTS_PACKED, parts, 2);
 }
 

@@ -15,7 +15,7 @@
 
 #include "config.h"
 
-#define LENS_EVENTS_CHUNK_MAX (256 * 1024)
+#include "lens_pack_chunk.h" /* LENS_EVENTS_CHUNK_MAX */
 
 /* Starts the thread if needed and asks it to open the trace and begin a
  * session whose SESSION record is session_rec (copied). 0 posted, -1 no

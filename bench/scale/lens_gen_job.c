@@ -17,7 +17,14 @@
  *
  * The traces go through the one chunk framing (common/lens_chunk.h) and the
  * public format (trace_format.h); files are written in parallel, one worker
- * thread per core. */
+ * thread per core. Events are written as the plugin writes them
+ * (NCCL_LENS_COMPRESS, default zstd): each thread slot's records fill a
+ * chunk up to the writer's limit for a busy ring (LENS_EVENTS_CHUNK_MAX,
+ * 256 KiB of fixed records), then go out as an EVENTS chunk (--compress
+ * none) or packed (common/lens_pack.c) and, with zstd, compressed at the
+ * writer's level (common/lens_pack_chunk.c: one zstd frame a chunk). The
+ * writer's folding of repeated STATEs into runs is not needed: no event
+ * here repeats a STATE. */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -30,15 +37,20 @@
 #include <unistd.h>
 
 #include "lens_chunk.h"
+#include "lens_pack_chunk.h"
 #include "nccl-lens/trace_format.h"
 
+enum { COMPRESS_NONE, COMPRESS_PACKED, COMPRESS_ZSTD };
+static const char *const compress_name[] = {"none", "packed", "zstd"};
+
 struct cfg {
-  int ranks, hosts, channels, steps, stragglers, threads;
+  int ranks, hosts, channels, steps, stragglers, threads, compress;
   uint64_t events, seed, period_ns, exec_ns;
   const char *out;
 };
 
 static struct cfg C = {.ranks = 1024, .hosts = 128, .channels = 2, .steps = 8, .stragglers = 16, .threads = 0,
+                       .compress = COMPRESS_ZSTD,
                        .events = 100000000ull, .seed = 1, .period_ns = 2000000, .exec_ns = 200000, .out = NULL};
 
 /* Derived, shared read-only by the workers. */
@@ -91,6 +103,12 @@ struct out {
   size_t cap;
   uint32_t slot;       /* slot records go to */
   uint64_t events;
+  int err;
+  /* packed chunks: the encoder, its varint stream, the chunk built from it */
+  struct lens_pack_enc *enc;
+  uint8_t *stream, *zbuf, *chunk;
+  size_t stream_cap, zcap;
+  ZSTD_CCtx *zc; /* the worker thread's, NULL without zstd */
 };
 
 static int put_chunk(struct out *o, uint16_t type, const void *p, uint32_t len) {
@@ -104,28 +122,52 @@ static int put_chunk(struct out *o, uint16_t type, const void *p, uint32_t len) 
   return 0;
 }
 
-/* Drains one slot's records as an EVENTS chunk, as the writer drains a ring. */
+/* One EVENTS_PACKED chunk of the fixed records buf[8..len), packed and
+ * compressed as the plugin's writer does (common/lens_pack_chunk.h). */
+static int put_packed(struct out *o, uint32_t slot, const uint8_t *buf, size_t len) {
+  lens_pack_begin(o->enc, o->stream, o->stream_cap);
+  for (size_t off = sizeof(struct lens_events_hdr); off < len;) {
+    const struct lens_rec_hdr *h = (const void *)(buf + off);
+    lens_pack_rec(o->enc, h);
+    off += h->size;
+  }
+  if (o->enc->overflow) return -1; /* cannot happen: the stream has lens_pack_bound's room */
+  struct lens_packed_hdr ph;
+  const void *body;
+  size_t body_len;
+  lens_pack_chunk(o->enc, o->stream, slot, o->zc, o->zbuf, o->zcap, &ph, &body, &body_len);
+  memcpy(o->chunk, &ph, sizeof ph);
+  memcpy(o->chunk + sizeof ph, body, body_len);
+  return put_chunk(o, LENS_CHUNK_EVENTS_PACKED, o->chunk, (uint32_t)(sizeof ph + body_len));
+}
+
+/* Drains one slot's records as one chunk, as the writer drains a ring. */
 static int flush_slot(struct out *o, uint32_t slot) {
   struct ring *g = &o->ring[slot];
   if (!g->count) return 0;
   struct lens_events_hdr eh = {.slot = slot, .count = g->count};
   memcpy(g->buf, &eh, sizeof eh);
-  int rc = put_chunk(o, LENS_CHUNK_EVENTS, g->buf, (uint32_t)g->len);
+  int rc = C.compress == COMPRESS_NONE ? put_chunk(o, LENS_CHUNK_EVENTS, g->buf, (uint32_t)g->len)
+                                       : put_packed(o, slot, g->buf, g->len);
   g->len = sizeof eh;
   g->count = 0;
   return rc;
 }
 static int flush_events(struct out *o) { return flush_slot(o, 0) | flush_slot(o, 1); }
 
-/* Records go to slot's ring from now on; drained first if it could not take room more bytes. */
-static int begin_slot(struct out *o, uint32_t slot, size_t room) {
+/* Records go to slot's ring from now on. */
+static int begin_slot(struct out *o, uint32_t slot) {
   o->slot = slot;
-  return o->ring[slot].len + room > o->cap ? flush_slot(o, slot) : 0;
+  return 0;
 }
 
+/* Room for one record; a slot whose chunk would pass the writer's limit is
+ * drained first, so every chunk but a slot's last before a CLOCK holds
+ * 256 KiB less at most one record, as a busy ring's does. */
 static void *rec(struct out *o, size_t size) {
   struct ring *g = &o->ring[o->slot];
-  void *p = g->buf + g->len; /* begin_slot reserved the room */
+  if (g->len + size > o->cap && flush_slot(o, o->slot)) o->err = 1;
+  void *p = g->buf + g->len;
   memset(p, 0, size);
   g->len += size;
   g->count++;
@@ -174,13 +216,15 @@ static int clock_chunk(struct out *o, int h, uint64_t t) {
   return put_chunk(o, LENS_CHUNK_CLOCK, &c, sizeof c);
 }
 
+static __thread ZSTD_CCtx *tl_zc; /* the worker thread's zstd context, for all its files */
+
 static int write_rank(int r) {
   int rph = C.ranks / C.hosts, h = r / rph, local = r % rph;
   char host[64], path[4096];
   host_name(h, host, sizeof host);
   uint32_t pid = 10000 + (uint32_t)local;
   snprintf(path, sizeof path, "%s/nccl-lens-%s-%u.lens", C.out, host, pid);
-  struct out o = {.f = fopen(path, "wb"), .cap = 1u << 16, .slot = 0};
+  struct out o = {.f = fopen(path, "wb"), .cap = LENS_EVENTS_CHUNK_MAX, .slot = 0};
   if (!o.f) {
     fprintf(stderr, "lens-gen-job: cannot create %s: %s\n", path, strerror(errno));
     return -1;
@@ -192,6 +236,17 @@ static int write_rank(int r) {
     o.ring[i].buf = malloc(o.cap);
     o.ring[i].len = sizeof(struct lens_events_hdr);
     if (!o.ring[i].buf) rc = -1;
+  }
+  if (C.compress != COMPRESS_NONE) {
+    if (C.compress == COMPRESS_ZSTD && !tl_zc && !(tl_zc = ZSTD_createCCtx())) rc = -1;
+    o.zc = C.compress == COMPRESS_ZSTD ? tl_zc : NULL;
+    o.stream_cap = lens_pack_bound(o.cap);
+    o.zcap = ZSTD_compressBound(o.stream_cap);
+    o.enc = malloc(sizeof *o.enc);
+    o.stream = malloc(o.stream_cap);
+    o.zbuf = malloc(o.zcap);
+    o.chunk = malloc(sizeof(struct lens_packed_hdr) + (o.zcap > o.stream_cap ? o.zcap : o.stream_cap));
+    if (!o.enc || !o.stream || !o.zbuf || !o.chunk) rc = -1;
   }
   struct lens_file_hdr fh;
   lens_file_hdr_init(&fh, LENS_PRODUCER_TEST, REAL_BASE);
@@ -251,11 +306,11 @@ static int write_rank(int r) {
   uint64_t app_seq = 1, px_seq = 1;
   uint64_t gpu_off = GPU_BASE + (uint64_t)r * 1000000007ull;
   int next = (r + 1) % C.ranks, prev = (r + C.ranks - 1) % C.ranks;
-  for (uint64_t k = 0; k < n_inst && !rc; k++) {
+  for (uint64_t k = 0; k < n_inst && !rc && !o.err; k++) {
     if (k && k % 500 == 0) rc |= flush_events(&o) | clock_chunk(&o, h, k * C.period_ns);
     uint64_t a = arrival(k, r), ks = kstart_true(k, r), ke = kend_true[k];
     /* app thread: GroupApi > CollApi > Coll, KernelLaunch */
-    rc |= begin_slot(&o, 0, 1024);
+    rc |= begin_slot(&o, 0);
     uint64_t g = LENS_ID_MAKE(LENS_T_GROUP_API, 0, app_seq++), ca = LENS_ID_MAKE(LENS_T_COLL_API, 0, app_seq++);
     uint64_t co = LENS_ID_MAKE(LENS_T_COLL, 0, app_seq++), kl = LENS_ID_MAKE(LENS_T_KERNEL_LAUNCH, 0, app_seq++);
     struct lens_p_group_api pg = {0, 1};
@@ -272,7 +327,7 @@ static int write_rank(int r) {
     stop(&o, kl, mono(h, a + T_ENQ + T_LAUNCH));
     stop(&o, g, mono(h, a + T_ENQ + T_LAUNCH + 500));
     /* proxy thread: KernelCh per channel, send and recv ProxyOps with steps */
-    rc |= begin_slot(&o, 1, 16384);
+    rc |= begin_slot(&o, 1);
     for (int c = 0; c < C.channels; c++) {
       uint64_t id = LENS_ID_MAKE(LENS_T_KERNEL_CH, 1, px_seq++);
       uint64_t cs = ks + (uint64_t)c * 100, ce = ke - (uint64_t)c * 50;
@@ -296,15 +351,16 @@ static int write_rank(int r) {
       }
       stop(&o, op, mono(h, ke + 1000));
     }
-    rc |= begin_slot(&o, 0, 64);
+    rc |= begin_slot(&o, 0);
     stop(&o, co, mono(h, ke + T_LAG + 300));
   }
-  rc |= flush_events(&o);
+  rc |= flush_events(&o) | o.err;
   struct lens_fini fi = {.at_mono_ns = mono(h, n_inst * C.period_ns), .events_written = o.events,
                          .chunks_written = o.seq + 1, .reason = 1};
   rc |= put_chunk(&o, LENS_CHUNK_FINI, &fi, sizeof fi);
   if (fclose(o.f)) rc = -1;
   free(o.ring[0].buf), free(o.ring[1].buf);
+  free(o.enc), free(o.stream), free(o.zbuf), free(o.chunk);
   atomic_fetch_add(&events_written, o.events);
   if (rc) fprintf(stderr, "lens-gen-job: write error on %s\n", path);
   return rc;
@@ -317,6 +373,8 @@ static void *worker(void *arg) {
     if (r >= C.ranks) break;
     if (write_rank(r)) *fail = 1;
   }
+  ZSTD_freeCCtx(tl_zc);
+  tl_zc = NULL;
   return NULL;
 }
 
@@ -329,7 +387,8 @@ static int write_truth(void) {
           C.seed, C.ranks, C.hosts, C.ranks / C.hosts);
   fprintf(f, "\"instances\":%" PRIu64 ",\"events\":%" PRIu64 ",\"comm_id\":\"0x%" PRIx64 "\",\"func\":\"AllReduce\",",
           n_inst, (uint64_t)atomic_load(&events_written), (uint64_t)COMM_ID);
-  fprintf(f, "\"period_ns\":%" PRIu64 ",\n\"hosts_clock\":[", C.period_ns);
+  fprintf(f, "\"period_ns\":%" PRIu64 ",\"compress\":\"%s\",\n\"hosts_clock\":[", C.period_ns,
+          compress_name[C.compress]);
   for (int h = 0; h < C.hosts; h++) {
     char hn[64];
     host_name(h, hn, sizeof hn);
@@ -347,9 +406,10 @@ static int write_truth(void) {
 
 static void usage(FILE *f) {
   fprintf(f, "usage: lens-gen-job -o DIR [--ranks N] [--hosts H] [--events E] [--stragglers S] [--channels C]\n"
-             "                    [--steps K] [--seed X] [--threads T]\n"
+             "                    [--steps K] [--seed X] [--threads T] [--compress none|packed|zstd]\n"
              "  Writes a synthetic job's .lens traces (one file per rank/process) and DIR/truth.json.\n"
-             "  Defaults: 1024 ranks on 128 hosts, 100000000 events, 16 stragglers, 2 channels, 8 steps per op.\n");
+             "  Defaults: 1024 ranks on 128 hosts, 100000000 events, 16 stragglers, 2 channels, 8 steps per op,\n"
+             "  events compressed as the plugin's default (NCCL_LENS_COMPRESS=zstd).\n");
 }
 
 static int num(const char *s, uint64_t *v) {
@@ -369,6 +429,14 @@ int main(int argc, char **argv) {
     if (i + 1 >= argc) return usage(stderr), 2;
     if (!strcmp(a, "-o")) {
       C.out = argv[++i];
+      continue;
+    }
+    if (!strcmp(a, "--compress")) {
+      const char *v = argv[++i];
+      C.compress = -1;
+      for (int k = 0; k < 3; k++)
+        if (!strcmp(v, compress_name[k])) C.compress = k;
+      if (C.compress < 0) return fprintf(stderr, "lens-gen-job: --compress takes none, packed or zstd\n"), 2;
       continue;
     }
     if (num(argv[++i], &v)) return fprintf(stderr, "lens-gen-job: %s needs a number\n", a), 2;
@@ -432,8 +500,9 @@ int main(int argc, char **argv) {
   free(fail);
   free(host_off), free(host_drift), free(host_ntp), free(kend_true), free(strags);
   uint64_t ev = atomic_load(&events_written), by = atomic_load(&bytes_written);
-  printf("lens-gen-job: %d ranks on %d hosts, %" PRIu64 " instances, %" PRIu64 " events, %.1f MiB in %.2f s "
-         "(%d threads, %.2f M events/s)\n",
-         C.ranks, C.hosts, n_inst, ev, (double)by / 1048576.0, s, nt, (double)ev / s / 1e6);
+  printf("lens-gen-job: %d ranks on %d hosts, %" PRIu64 " instances, %" PRIu64 " events, %.1f MiB (%s, %.1f bytes an "
+         "event) in %.2f s (%d threads, %.2f M events/s)\n",
+         C.ranks, C.hosts, n_inst, ev, (double)by / 1048576.0, compress_name[C.compress], ev ? (double)by / (double)ev : 0.0,
+         s, nt, (double)ev / s / 1e6);
   return 0;
 }
