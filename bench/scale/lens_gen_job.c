@@ -185,11 +185,15 @@ static void start(struct out *o, int type, uint64_t id, uint64_t parent, uint64_
   o->events++;
 }
 static void stop(struct out *o, uint64_t id, uint64_t ts) {
-  struct lens_rec_stop s = {.h = {.size = sizeof s, .kind = LENS_REC_STOP}, .id = id, .ts = ts};
+  /* The header names the event's type, as the plugin's STOPs and STATEs do
+   * (plugin/record.c): the packed form predicts ids with it. */
+  struct lens_rec_stop s = {.h = {.size = sizeof s, .kind = LENS_REC_STOP, .type = (uint8_t)LENS_ID_TYPE(id)},
+                            .id = id, .ts = ts};
   memcpy(rec(o, sizeof s), &s, sizeof s);
 }
 static void state(struct out *o, uint64_t id, uint32_t st, uint64_t ts, uint64_t arg) {
-  struct lens_rec_state s = {.h = {.size = sizeof s, .kind = LENS_REC_STATE, .aux = st}, .id = id, .ts = ts,
+  struct lens_rec_state s = {.h = {.size = sizeof s, .kind = LENS_REC_STATE, .type = (uint8_t)LENS_ID_TYPE(id), .aux = st},
+                             .id = id, .ts = ts,
                              .arg = arg, .has_args = 1};
   memcpy(rec(o, sizeof s), &s, sizeof s);
 }
