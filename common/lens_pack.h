@@ -39,7 +39,10 @@ struct lens_pack_enc {
 
 /* Payload bytes of the START records the plugin writes for an event type
  * (0 for an unknown type or one without payload). */
-uint32_t lens_pack_std_payload(unsigned type);
+extern const uint16_t lens_pack_std_payload_bytes[LENS_T_COUNT];
+static inline uint32_t lens_pack_std_payload(unsigned type) {
+  return type < LENS_T_COUNT ? lens_pack_std_payload_bytes[type] : 0;
+}
 
 /* Bytes the packed form of fixed records totalling raw_bytes can take at most. */
 static inline size_t lens_pack_bound(size_t raw_bytes) { return 2 * raw_bytes + 64; }

@@ -18,6 +18,7 @@
 
 #include "chunk_stream.h"
 #include "lens_pack.h"
+#include "lens_unpack.h"
 #include "reader_priv.h"
 
 #define READ_BLOCK (1u << 20) /* bytes read at a time: a few chunks, in cache */
@@ -297,10 +298,16 @@ static void apply_state(struct lens_cols_type *t, unsigned type, size_t i, uint3
     t->stop_gpu[i] = arg;
 }
 
-static int on_start(struct lens_cols *c, uint32_t session, uint32_t thread, const uint8_t *r, size_t size) {
-  struct lens_rec_start s;
-  memcpy(&s, r, sizeof s);
-  unsigned type = s.h.type;
+/* A START's fields, from a fixed record (on_start) or straight from the
+ * packed stream (read_packed): its payload pl[0..avail), a multiple of 8
+ * bytes. Always inlined: called, the struct went through the stack in
+ * 8-byte stores and came back in 16-byte loads, a store-forwarding stall
+ * that took a quarter of read_packed's time. */
+struct start_f { uint64_t id, parent, context, ts; uint32_t aux; unsigned type; };
+
+static inline __attribute__((always_inline)) int on_start_f(struct lens_cols *c, uint32_t session, uint32_t thread, struct start_f s,
+                             const uint8_t *pl, size_t avail) {
+  unsigned type = s.type;
   struct lens_cols_priv *pv = c->priv;
   struct lens_cols_file *f = &c->files[pv->file];
   if (type >= LENS_T_COUNT) {
@@ -310,7 +317,7 @@ static int on_start(struct lens_cols *c, uint32_t session, uint32_t thread, cons
   struct lens_cols_type *t = &c->t[type];
   if (t->n == t->cap && grow_type(t, type)) return -1;
   size_t i = t->n++;
-  uint32_t flags = (s.h.aux & LENS_START_F_REMOTE) || (s.id & LENS_ID_REMOTE) ? LENS_COLF_REMOTE : 0;
+  uint32_t flags = (s.aux & LENS_START_F_REMOTE) || (s.id & LENS_ID_REMOTE) ? LENS_COLF_REMOTE : 0;
   t->id[i] = s.id;
   t->start[i] = s.ts;
   t->stop[i] = 0;
@@ -321,10 +328,10 @@ static int on_start(struct lens_cols *c, uint32_t session, uint32_t thread, cons
     /* Payloads and records are multiples of 8 bytes: word by word, no
      * library call for the 8 or 24 bytes of most events. */
     uint8_t *d = t->payload + i * t->payload_size;
-    size_t avail = size - sizeof s, n = avail < t->payload_size ? avail : t->payload_size, k = 0;
-    for (; k + 8 <= n; k += 8) memcpy(d + k, r + sizeof s + k, 8);
+    size_t n = avail < t->payload_size ? avail : t->payload_size, k = 0;
+    for (; k + 8 <= n; k += 8) memcpy(d + k, pl + k, 8);
     if (k < t->payload_size) { /* a shorter record (older writer) reads as zeros past its end */
-      memcpy(d + k, r + sizeof s + k, n - k);
+      memcpy(d + k, pl + k, n - k);
       memset(d + n, 0, t->payload_size - n);
     }
   }
@@ -358,6 +365,13 @@ static int on_start(struct lens_cols *c, uint32_t session, uint32_t thread, cons
   return enter_id(pv, session, s.id, type, i);
 }
 
+static int on_start(struct lens_cols *c, uint32_t session, uint32_t thread, const uint8_t *r, size_t size) {
+  struct lens_rec_start s;
+  memcpy(&s, r, sizeof s);
+  return on_start_f(c, session, thread, (struct start_f){s.id, s.parent, s.context, s.ts, s.h.aux, s.h.type},
+                    r + sizeof s, size - sizeof s);
+}
+
 static inline uint64_t ld64(const uint8_t *p) {
   uint64_t v;
   memcpy(&v, p, 8);
@@ -369,27 +383,34 @@ static inline uint32_t ld32(const uint8_t *p) {
   return v;
 }
 
-/* Fields read where they lie (lens_rec_stop, lens_rec_state[_run]): no copy
- * of the record, no struct built unless the event is not read yet. */
-static int on_stop_state(struct lens_cols *c, uint32_t session, const uint8_t *r, const struct lens_rec_hdr *rh) {
+/* A STOP (stop set) or STATE (state, arg, has_args, repeats of a run). */
+static inline int on_stop_state_f(struct lens_cols *c, uint32_t session, int stop, uint64_t id, uint64_t ts,
+                                  uint32_t state, uint64_t arg, uint32_t has_args, uint32_t repeats) {
   struct lens_cols_priv *pv = c->priv;
-  uint64_t id = ld64(r + offsetof(struct lens_rec_stop, id)), ts = ld64(r + offsetof(struct lens_rec_stop, ts));
   int64_t e = find_id(c, pv, session, id);
+  if (e == LENS_COL_NONE) {
+    if (!id) return 0; /* a NULL handle (NetPlugin) */
+    return push_later(pv, &(struct later){.id = id, .ts = ts, .arg = arg, .session = session, .state = state,
+                                          .has_args = has_args, .kind = stop ? LENS_REC_STOP : LENS_REC_STATE,
+                                          .repeats = repeats});
+  }
+  unsigned t = LENS_COL_REF_TYPE(e);
+  if (stop) apply_stop(&c->t[t], LENS_COL_REF_INDEX(e), ts);
+  else apply_state(&c->t[t], t, LENS_COL_REF_INDEX(e), state, has_args, arg, repeats);
+  return 0;
+}
+
+/* Fields read where they lie (lens_rec_stop, lens_rec_state[_run]): no copy
+ * of the record. */
+static int on_stop_state(struct lens_cols *c, uint32_t session, const uint8_t *r, const struct lens_rec_hdr *rh) {
+  uint64_t id = ld64(r + offsetof(struct lens_rec_stop, id)), ts = ld64(r + offsetof(struct lens_rec_stop, ts));
   int stop = rh->kind == LENS_REC_STOP;
   uint64_t arg = stop ? 0 : ld64(r + offsetof(struct lens_rec_state, arg));
   uint32_t has_args = stop ? 0 : ld32(r + offsetof(struct lens_rec_state, has_args));
   uint32_t repeats = !stop && rh->size >= sizeof(struct lens_rec_state_run)
                          ? ld32(r + offsetof(struct lens_rec_state_run, repeats))
                          : 0;
-  if (e == LENS_COL_NONE) {
-    if (!id) return 0; /* a NULL handle (NetPlugin) */
-    return push_later(pv, &(struct later){.id = id, .ts = ts, .arg = arg, .session = session, .state = rh->aux,
-                                          .has_args = has_args, .kind = rh->kind, .repeats = repeats});
-  }
-  unsigned t = LENS_COL_REF_TYPE(e);
-  if (stop) apply_stop(&c->t[t], LENS_COL_REF_INDEX(e), ts);
-  else apply_state(&c->t[t], t, LENS_COL_REF_INDEX(e), rh->aux, has_args, arg, repeats);
-  return 0;
+  return on_stop_state_f(c, session, stop, id, ts, rh->aux, arg, has_args, repeats);
 }
 
 /* The slot's owner when the chunk was written; a placeholder when no
@@ -398,6 +419,18 @@ static int64_t thread_of(struct lens_cols *c, uint32_t session, uint32_t slot) {
   int64_t t;
   if (lens_hash_get(&c->priv->cur_thread, session, slot, &t)) return t;
   return new_thread(c, session, slot, 0, 0, &t) ? -1 : t;
+}
+
+/* One fixed record of size bytes (its header checked by the caller). */
+static inline int one_record(struct lens_cols *c, uint32_t session, uint32_t thread, const uint8_t *r,
+                             const struct lens_rec_hdr *rh) {
+  if (rh->kind == LENS_REC_START && rh->size >= sizeof(struct lens_rec_start))
+    return on_start(c, session, thread, r, rh->size);
+  if ((rh->kind == LENS_REC_STOP && rh->size >= sizeof(struct lens_rec_stop)) ||
+      (rh->kind == LENS_REC_STATE && rh->size >= sizeof(struct lens_rec_state)))
+    return on_stop_state(c, session, r, rh);
+  c->files[c->priv->file].bad_records++;
+  return 0;
 }
 
 static int read_events(struct lens_cols *c, uint32_t session, const uint8_t *p, uint32_t len) {
@@ -424,15 +457,43 @@ static int read_events(struct lens_cols *c, uint32_t session, const uint8_t *p, 
     }
     const uint8_t *r = p + off;
     off += rh.size;
-    if (rh.kind == LENS_REC_START && rh.size >= sizeof(struct lens_rec_start)) {
-      if (on_start(c, session, (uint32_t)thread, r, rh.size)) return -1;
-    } else if ((rh.kind == LENS_REC_STOP && rh.size >= sizeof(struct lens_rec_stop)) ||
-               (rh.kind == LENS_REC_STATE && rh.size >= sizeof(struct lens_rec_state))) {
-      if (on_stop_state(c, session, r, &rh)) return -1;
-    } else {
-      f->bad_records++;
-    }
+    if (one_record(c, session, (uint32_t)thread, r, &rh)) return -1;
   }
+  return 0;
+}
+
+/* An EVENTS_PACKED chunk's varint stream, decoded straight into the
+ * columns (common/lens_unpack.h, the decoder lens_unpack uses for the
+ * general model): no fixed records written and read back. The records the
+ * stream decodes are the ones lens_unpack gives the model, and the same
+ * count after a malformed one is lost. */
+static int read_packed(struct lens_cols *c, uint32_t session, const struct lens_packed_hdr *ph, const uint8_t *body,
+                       size_t len) {
+  int64_t thread = thread_of(c, session, ph->slot);
+  if (thread < 0) return -1;
+  struct lens_unpack_cur cur;
+  struct lens_unpacked r;
+  lens_unpack_init(&cur, body, len, ph->raw_bytes);
+  uint32_t n = 0;
+  for (; n < ph->count && lens_unpack_next(&cur, &r); n++) {
+    int rc;
+    if (r.kind == LENS_REC_START) {
+      rc = on_start_f(c, session, (uint32_t)thread, (struct start_f){r.id, r.parent, r.ctx, r.ts, r.aux, r.type},
+                      (const uint8_t *)r.payload, r.pbytes);
+    } else if (r.kind) {
+      rc = on_stop_state_f(c, session, r.kind == LENS_REC_STOP, r.id, r.ts, r.aux, r.arg, r.has_args, r.repeats);
+    } else {
+      struct lens_rec_hdr rh;
+      memcpy(&rh, r.raw, sizeof rh);
+      if (rh.size & 7) { /* as read_events: the next record cannot be found, the rest of the chunk is lost */
+        c->files[c->priv->file].bad_records += ph->count - n;
+        return 0;
+      }
+      rc = one_record(c, session, (uint32_t)thread, r.raw, &rh);
+    }
+    if (rc) return -1;
+  }
+  c->files[c->priv->file].bad_records += ph->count - n;
   return 0;
 }
 
@@ -492,11 +553,12 @@ int lens_cols_read(struct lens_cols *c, const char *path, char *err, size_t err_
     case LENS_CHUNK_STRINGS: bad = on_strings(c, h.session, p, h.payload_len); break;
     case LENS_CHUNK_EVENTS: bad = events && read_events(c, h.session, p, h.payload_len); break;
     case LENS_CHUNK_EVENTS_PACKED: {
-      const uint8_t *ev;
-      uint32_t ev_len;
+      struct lens_packed_hdr ph;
+      const uint8_t *body;
+      size_t body_len;
       if (!events) break;
-      int u = lens_unpack_chunk(&pv->unpacker, p, h.payload_len, &f->bad_records, &ev, &ev_len);
-      bad = u < 0 || (u > 0 && read_events(c, h.session, ev, ev_len));
+      int u = lens_unpack_body(&pv->unpacker, p, h.payload_len, &f->bad_records, &ph, &body, &body_len);
+      bad = u < 0 || (u > 0 && read_packed(c, h.session, &ph, body, body_len));
       break;
     }
     default: break; /* the rest is the general model's (lensread.h) */
@@ -571,13 +633,36 @@ int lens_cols_scan(const char *path, int upto, struct lens_scan_counts *out, cha
       continue;
     }
     if (h.type == LENS_CHUNK_EVENTS_PACKED) {
-      int r = lens_unpack_chunk(&u, p, h.payload_len, &bad, &p, &len);
+      /* As the columns read them: the varint stream decoded in place. */
+      struct lens_packed_hdr ph;
+      const uint8_t *body;
+      size_t body_len;
+      int r = lens_unpack_body(&u, p, h.payload_len, &bad, &ph, &body, &body_len);
       if (r < 0) {
         snprintf(err, err_len, "out of memory");
         rc = -1;
         break;
       }
       if (!r) continue;
+      struct lens_unpack_cur cur;
+      struct lens_unpacked rec;
+      lens_unpack_init(&cur, body, body_len, ph.raw_bytes);
+      for (uint32_t i = 0; i < ph.count && lens_unpack_next(&cur, &rec); i++) {
+        unsigned kind = rec.kind;
+        if (!kind) { /* RAW: the fixed record's own header, id and time */
+          struct lens_rec_hdr rh;
+          memcpy(&rh, rec.raw, sizeof rh);
+          if (rh.size < 24) continue;
+          kind = rh.kind;
+          memcpy(&rec.id, rec.raw + 8, 8);
+          memcpy(&rec.ts, rec.raw + (kind == LENS_REC_START && rh.size >= 40 ? 32 : 16), 8);
+        }
+        sum += rec.id ^ rec.ts;
+        out->starts += kind == LENS_REC_START;
+        out->stops += kind == LENS_REC_STOP;
+        out->states += kind == LENS_REC_STATE;
+      }
+      continue;
     } else if (h.type != LENS_CHUNK_EVENTS) {
       continue;
     }

@@ -83,8 +83,9 @@ const char *lens_cols_str(const struct lens_cols *c, uint32_t thread, lens_str_t
 size_t lens_cols_events(const struct lens_cols *c);
 void lens_cols_free(struct lens_cols *c);
 
-/* The floor of bulk reading: walk the chunks, check every CRC, unpack
- * (zstd, varints) and decode every record's header, id and time, build
+/* The floor of bulk reading: walk the chunks, check every CRC, unzstd,
+ * and decode every record's header, id and time (packed chunks straight
+ * from the varint stream, as the columns read them), build
  * nothing. upto stops earlier, to measure the stages apart: after the
  * chunks' CRCs (LENS_SCAN_CRC), after zstd (LENS_SCAN_ZSTD). Adds to the
  * counts (records are counted only by LENS_SCAN_ALL); 0, or -1 with err set. */

@@ -1,7 +1,10 @@
-/* EVENTS_PACKED chunks (NCCL_LENS_COMPRESS=packed|zstd): unzstd, unpack
- * into the fixed records of an EVENTS chunk (common/lens_pack.c), then read
- * them as one (records.c), so nothing after this file knows the difference.
- * The buffers are the builder's, reused from chunk to chunk. */
+/* EVENTS_PACKED chunks (NCCL_LENS_COMPRESS=packed|zstd): header checks and
+ * unzstd (lens_unpack_body, for both readers), then for the general model
+ * an unpack into the fixed records of an EVENTS chunk (common/lens_pack.c),
+ * read as one (records.c), so nothing after this file knows the
+ * difference; the columnar reader decodes the varint stream itself
+ * (common/lens_unpack.h). The buffers are the reader's, reused from chunk
+ * to chunk. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,34 +23,43 @@ static int grow(uint8_t **buf, size_t *cap, size_t need) {
   return 0;
 }
 
-int lens_unpack_chunk(struct lens_unpacker *u, const uint8_t *p, uint32_t len, uint64_t *bad, const uint8_t **out,
-                      uint32_t *out_len) {
-  struct lens_packed_hdr ph;
-  if (len < sizeof ph) {
+int lens_unpack_body(struct lens_unpacker *u, const uint8_t *p, uint32_t len, uint64_t *bad,
+                     struct lens_packed_hdr *ph, const uint8_t **body, size_t *body_len) {
+  if (len < sizeof *ph) {
     (*bad)++;
     return 0;
   }
-  memcpy(&ph, p, sizeof ph);
-  const uint8_t *body = p + sizeof ph;
-  size_t body_len = len - sizeof ph;
-  if (ph.raw_bytes > LENS_UNPACK_MAX || ph.body_bytes > LENS_UNPACK_MAX ||
-      (ph.codec != LENS_PACK_CODEC_VARINT && ph.codec != LENS_PACK_CODEC_ZSTD)) {
-    *bad += ph.count;
+  memcpy(ph, p, sizeof *ph);
+  *body = p + sizeof *ph;
+  *body_len = len - sizeof *ph;
+  if (ph->raw_bytes > LENS_UNPACK_MAX || ph->body_bytes > LENS_UNPACK_MAX ||
+      (ph->codec != LENS_PACK_CODEC_VARINT && ph->codec != LENS_PACK_CODEC_ZSTD)) {
+    *bad += ph->count;
     return 0;
   }
-  if (ph.codec == LENS_PACK_CODEC_ZSTD) {
-    if (grow(&u->unzstd, &u->cap_unzstd, ph.body_bytes ? ph.body_bytes : 1)) return -1;
+  if (ph->codec == LENS_PACK_CODEC_ZSTD) {
+    if (grow(&u->unzstd, &u->cap_unzstd, ph->body_bytes ? ph->body_bytes : 1)) return -1;
     /* One context for the load: ZSTD_decompress makes and frees one per
      * call, which cost as much as the decompression of a chunk of a few KiB. */
     if (!u->dctx && !(u->dctx = ZSTD_createDCtx())) return -1;
-    size_t got = ZSTD_decompressDCtx(u->dctx, u->unzstd, ph.body_bytes, body, body_len);
-    if (ZSTD_isError(got) || got != ph.body_bytes) {
-      *bad += ph.count;
+    size_t got = ZSTD_decompressDCtx(u->dctx, u->unzstd, ph->body_bytes, *body, *body_len);
+    if (ZSTD_isError(got) || got != ph->body_bytes) {
+      *bad += ph->count;
       return 0;
     }
-    body = u->unzstd;
-    body_len = got;
+    *body = u->unzstd;
+    *body_len = got;
   }
+  return 1;
+}
+
+int lens_unpack_chunk(struct lens_unpacker *u, const uint8_t *p, uint32_t len, uint64_t *bad, const uint8_t **out,
+                      uint32_t *out_len) {
+  struct lens_packed_hdr ph;
+  const uint8_t *body;
+  size_t body_len;
+  int r = lens_unpack_body(u, p, len, bad, &ph, &body, &body_len);
+  if (r <= 0) return r;
   struct lens_events_hdr eh = {ph.slot, 0};
   if (grow(&u->unpack, &u->cap_unpack, sizeof eh + (size_t)ph.raw_bytes)) return -1;
   size_t got = 0;

@@ -27,6 +27,12 @@ struct lens_unpacker {
   size_t cap_unpack, cap_unzstd;
   struct ZSTD_DCtx_s *dctx; /* NULL until a zstd chunk */
 };
+/* The checks of an EVENTS_PACKED chunk's header and its zstd: 1: *ph
+ * holds the header and *body the varint stream (in u's buffer or the
+ * chunk); 0: the chunk is malformed (its records counted in *bad); -1: no
+ * memory. */
+int lens_unpack_body(struct lens_unpacker *u, const uint8_t *p, uint32_t len, uint64_t *bad,
+                     struct lens_packed_hdr *ph, const uint8_t **body, size_t *body_len);
 /* 1: *out (in u's buffer) holds an EVENTS payload of *out_len bytes; 0:
  * the chunk is malformed; -1: no memory. Records lost count in *bad. */
 int lens_unpack_chunk(struct lens_unpacker *u, const uint8_t *p, uint32_t len, uint64_t *bad, const uint8_t **out,
