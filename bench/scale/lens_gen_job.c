@@ -90,6 +90,7 @@ static uint64_t late_of(uint64_t k, int r) {
 #define T_LAUNCH 4000 /* the launch */
 #define T_GPU 2000   /* launch return -> kernel start */
 #define T_LAG 1500   /* the proxy notices a timer this late */
+#define T_NET 2000   /* a network step: posted -> received */
 
 static uint64_t arrival(uint64_t k, int r) { return k * C.period_ns + 50000 + jitter(k, r) + late_of(k, r); }
 static uint64_t kstart_true(uint64_t k, int r) { return arrival(k, r) + T_ENQ + T_LAUNCH + T_GPU; }
@@ -341,6 +342,11 @@ static int write_rank(int r) {
       stop(&o, id, mono(h, ce + T_LAG + 200));
     }
     uint64_t step_ns = (ke - ks) / (uint64_t)(C.steps + 1);
+    /* The sender of this rank's receives (prev) starts its step st at
+     * ks_p + 500 + st x step_ns_p: a receive step ends no earlier than that
+     * + T_NET, as a transfer on a real network does (the alignment's one-way
+     * bounds rest on it: docs/timeline.md). */
+    uint64_t ks_p = kstart_true(k, prev), step_ns_p = (ke - ks_p) / (uint64_t)(C.steps + 1);
     for (int send = 1; send >= 0; send--) {
       uint64_t op = LENS_ID_MAKE(LENS_T_PROXY_OP, 1, px_seq++);
       struct lens_p_proxy_op po = {.pid = (int32_t)pid, .peer = send ? next : prev, .n_steps = C.steps,
@@ -351,7 +357,8 @@ static int write_rank(int r) {
         struct lens_p_proxy_step ps = {.step = st};
         uint64_t t0 = ks + 500 + (uint64_t)st * step_ns, noise = rnd3(2, k, (uint64_t)r * 64 + (uint64_t)st) % 300;
         start(&o, LENS_T_PROXY_STEP, sid, op, ctx, mono(h, t0), r, &ps, sizeof ps);
-        stop(&o, sid, mono(h, t0 + step_ns + noise));
+        uint64_t end = t0 + step_ns + noise, sent = ks_p + 500 + (uint64_t)st * step_ns_p + T_NET;
+        stop(&o, sid, mono(h, !send && sent > end ? sent : end));
       }
       stop(&o, op, mono(h, ke + 1000));
     }

@@ -74,9 +74,12 @@ void rp_board_unmap(struct rp_board *b) {
 
 int64_t rp_board_delta(void) {
   /* CLOCK_REALTIME is not namespaced: it is the one clock every "host" of a
-   * multi-host replay shares. Best of 9 bracketed reads. */
+   * multi-host replay shares. Best of 9 bracketed reads, more (up to 1000)
+   * while the best bracket is above 1 us: a receive step waits for its
+   * sender's post + 4 us on this offset (rp_couple_link_ready), so the
+   * offset's error must stay well below that for the truth to be causal. */
   int64_t best = INT64_MAX, delta = 0;
-  for (int i = 0; i < 9; i++) {
+  for (int i = 0; i < 1000 && (i < 9 || best > 1000); i++) {
     struct timespec r;
     int64_t a = rp_now();
     clock_gettime(CLOCK_REALTIME, &r);
@@ -126,9 +129,14 @@ void rp_couple_arrive(struct rp_node *n, struct rp_plan *p) {
     off += pt->dur;
   }
   pe->total = off;
+  for (struct rp_task *t = p->tasks; t; t = t->next) t->board_ord1 = 0;
   if (ord >= RP_BOARD_INST || c->rank >= RP_BOARD_RANKS || !n->board) {
     cs->overflow++;
   } else {
+    /* A lone collective's network steps are coupled step by step with its
+     * peers' (rp_couple_link_*): its instance on every rank is this
+     * ordinal. Grouped or p2p tasks would share it: left uncoupled. */
+    if (ntasks == 1 && !first->is_p2p) p->tasks->board_ord1 = ord + 1;
     struct rp_board_inst *in = &n->board->inst[c->set][ord];
     pe->inst = in;
     if (!atomic_load(&in->is_set)) { /* every rank writes the same values */
@@ -211,6 +219,43 @@ void rp_couple_free(struct rp_node *n) {
   rp_couple_settle(n);
   free(n->couple);
   n->couple = NULL;
+}
+
+/* ---- step-level coupling of network links ---- */
+
+static struct rp_board_link *link_of(struct rp_node *n, const struct rp_op *op) {
+  int src = op->kind == RP_OP_NET_SEND ? op->rank : op->peer;
+  if (!n->board || !op->link_ord1 || src < 0 || src >= RP_BOARD_RANKS || op->channel < 0 || op->channel >= RP_MAX_CH ||
+      op->link_set < 0 || op->link_set >= RP_MAX_COMMSETS)
+    return NULL;
+  return &n->board->link[op->link_set][src][op->channel][(op->link_ord1 - 1) % RP_LINK_RING];
+}
+
+void rp_couple_link_open(struct rp_node *n, struct rp_op *op) {
+  struct rp_board_link *l = link_of(n, op);
+  if (!l) return;
+  /* closed while cleared, so a receiver never reads an older instance's
+   * posts under this instance's tag */
+  atomic_store(&l->tag, 0);
+  for (int k = 0; k < RP_LINK_STEPS; k++) atomic_store(&l->post[k], 0);
+  atomic_store(&l->tag, op->link_ord1);
+}
+
+void rp_couple_link_post(struct rp_node *n, struct rp_op *op, int k) {
+  struct rp_board_link *l = link_of(n, op);
+  if (!l || k < 0 || k >= RP_LINK_STEPS || atomic_load(&l->tag) != op->link_ord1) return;
+  atomic_store(&l->post[k], rp_now() + n->board_delta);
+}
+
+int rp_couple_link_ready(struct rp_node *n, const struct rp_op *op, int k, int64_t now, int64_t lat_ns) {
+  struct rp_board_link *l = link_of(n, op);
+  if (!l || k < 0 || k >= RP_LINK_STEPS) return 1; /* not coupled */
+  long long t1 = atomic_load(&l->tag);
+  if (t1 > op->link_ord1) return 1; /* the sender reached an instance RP_LINK_RING later: it posted this one long ago */
+  if (t1 != op->link_ord1) return 0; /* not opened yet (or being reset) */
+  long long p = atomic_load(&l->post[k]);
+  if (atomic_load(&l->tag) != t1 || !p) return 0;
+  return now + n->board_delta >= p + lat_ns;
 }
 
 static void jhex(FILE *f, uint64_t v) { fprintf(f, "\"%016" PRIx64 "\"", v); }

@@ -150,6 +150,10 @@ struct rp_op {
    * the frozen rank sits there; at_stall: this one does (proxy thread only) */
   int stall_step, stall_state;
   bool freeze, at_stall;
+  /* job scenarios: the step-level coupling of this op's link across
+   * processes (rp_couple.h): its instance ordinal + 1 (0 = uncoupled) and
+   * communicator set; the link's sender is rank (send) or peer (recv) */
+  int link_ord1, link_set;
 };
 
 struct rp_proxy {
@@ -220,6 +224,8 @@ struct rp_task {
   uint64_t items[RP_MAX_CH];
   bool graph;
   bool hang; /* the hung collective of a hang scenario (rp_hang.c): its kernel never ends */
+  int board_ord1; /* job scenarios: its instance's ordinal on the board + 1, when its network steps are
+                   * coupled across processes (rp_couple_link_*); 0 = not */
 };
 
 struct rp_appstate { /* NCCL's thread-local group state */

@@ -254,6 +254,10 @@ static void post_ops(struct rp_node *n, struct rp_task *t) {
         op->net_null_stop = true;
         n->hazard_net_null = false;
       }
+      if (t->board_ord1 && op->nSteps <= RP_LINK_STEPS) { /* the receive waits for its sender's posts */
+        op->link_ord1 = t->board_ord1;
+        op->link_set = c->set;
+      }
       if (t->hang) rp_hang_stall_op(n, op, dir == 1);
       if (via != own) rp_truth_hazard(n->truth, "pxn_same_process", c->rank, via);
       rp_proxy_post(&n->proxy[via], op);
@@ -362,6 +366,7 @@ struct rp_task *rp_tasks_clone(const struct rp_task *t) {
     c->pair = NULL;
     c->h = NULL;
     c->op_id = -1;
+    c->board_ord1 = 0;
     memset(c->items, 0, sizeof c->items);
     *tail = c;
     tail = &c->next;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "replay/rp_couple.h"
 #include "replay/rp_internal.h"
 #include "replay/rp_net.h"
 #include "replay/rp_truth.h"
@@ -152,6 +153,9 @@ static bool progress_send(struct rp_proxy *px, struct rp_op *op, int64_t now) {
         step_record(px, o, k, LENS_ST_PROXY_STEP_SEND_PEER_WAIT, o->trans);
       } else {
         o->trans = o->step_bytes;
+        /* isend accepted: the data is on its way now, before the profiler
+         * hears of it (net.cc records SendWait after isend returned) */
+        rp_couple_link_post(px->node, o, k);
         step_record(px, o, k, LENS_ST_PROXY_STEP_SEND_WAIT, o->trans);
         net_event(px, o, k, false);
         o->st[s].phase = PH_SEND_SENT;
@@ -183,6 +187,21 @@ static bool progress_send(struct rp_proxy *px, struct rp_op *op, int64_t now) {
   return did;
 }
 
+/* Whether recv step k's data is in by now: its own pace from t0, and in job
+ * scenarios its sender's post + the latency (the data cannot arrive before
+ * it was sent, whatever this side's pace says). A sender that never posts
+ * (its process died) is waited for a bounded time, then the op runs
+ * uncoupled. */
+static bool recv_arrived(struct rp_proxy *px, struct rp_op *op, int k, int64_t t0, int64_t now) {
+  int64_t due = t0 + (int64_t)(k + 1) * op->step_ns + NET_LAT_NS + op->wire_extra_ns;
+  if (now < due) return false;
+  if (rp_couple_link_ready(px->node, op, k, now, NET_LAT_NS + op->wire_extra_ns)) return true;
+  if (now < due + RP_LINK_WAIT_MAX_NS) return false;
+  rp_truth_hazard(px->node->truth, "recv_step_uncoupled", op->rank, k);
+  op->link_ord1 = 0;
+  return true;
+}
+
 /* net.cc recv path, with the duplicate-start case of §2.5. */
 static bool progress_recv(struct rp_proxy *px, struct rp_op *op, int64_t now) {
   bool did = false;
@@ -195,7 +214,7 @@ static bool progress_recv(struct rp_proxy *px, struct rp_op *op, int64_t now) {
         rp_hang_op_stalled(px, op);
         break;
       }
-      if (now >= t0 + (int64_t)(k + 1) * op->step_ns + NET_LAT_NS + op->wire_extra_ns) {
+      if (recv_arrived(px, op, k, t0, now)) {
         op->trans = op->step_bytes;
         step_record(px, op, k, LENS_ST_PROXY_STEP_RECV_FLUSH_WAIT, op->trans);
         net_event(px, op, k, false);
@@ -354,6 +373,7 @@ static bool append_op(struct rp_proxy *px, struct rp_op *op) {
     return true;
   }
   op->h = NULL;
+  if (op->kind == RP_OP_NET_SEND) rp_couple_link_open(px->node, op); /* before any of its steps is posted */
   if (rp_gate(LENS_EV_PROXY_OP, op->mask)) {
     lens_nccl_descr_v6_t d = {0};
     d.type = LENS_EV_PROXY_OP;
