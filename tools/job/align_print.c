@@ -40,16 +40,16 @@ void lens_align_print_text(FILE *f, const struct lens_model *m, const struct len
   char tb[256];
   lens_align_time_base_text(m, a, tb, sizeof tb);
   fprintf(f, "\nhosts (aligned: %s)\n", tb);
-  fprintf(f, "  %-24s %-8s %5s %5s %22s %10s %10s %9s  %-11s %5s\n", "host", "boot id", "procs", "ranks",
-          "offset s (job - mono)", "bound", "realtime", "drift ppm", "source", "syncs");
+  fprintf(f, "  %-24s %-8s %5s %5s %22s %10s %10s %9s  %-11s %5s %7s\n", "host", "boot id", "procs", "ranks",
+          "offset s (job - mono)", "bound", "realtime", "drift ppm", "source", "syncs", "one-way");
   for (size_t h = 0; h < a->n_hosts; h++) {
     const struct lens_align_host *x = &a->hosts[h];
     char b[32], c[32], o[40];
     fmt_ns(b, sizeof b, x->bound_ns);
     fmt_ns(c, sizeof c, x->coarse_bound_ns);
     fmt_s(o, sizeof o, x->offset_ns);
-    fprintf(f, "  %-24s %-8.8s %5u %5u %22s %10s %10s %9.2f  %-11s %5u\n", x->host, x->boot_id, x->n_procs,
-            x->n_ranks, o, b, c, x->drift_ppm, lens_align_source_name(x->source), x->n_sync);
+    fprintf(f, "  %-24s %-8.8s %5u %5u %22s %10s %10s %9.2f  %-11s %5u %7u\n", x->host, x->boot_id, x->n_procs,
+            x->n_ranks, o, b, c, x->drift_ppm, lens_align_source_name(x->source), x->n_sync, x->n_oneway);
   }
   double de = 0;
   for (size_t h = 0; h < a->n_hosts; h++)
@@ -61,6 +61,9 @@ void lens_align_print_text(FILE *f, const struct lens_model *m, const struct len
             a->sync_instances, (double)a->end_spread_ns / 1e3, a->sync_dropped ? " (contradicting: not used)" : "");
   else
     fprintf(f, "  sync points: none (no ring/tree collective with KernelCh on ranks of two hosts): REALTIME alone\n");
+  if (a->oneway_pairs)
+    fprintf(f, "  one-way pairs: %zu network transfers between hosts (a receive provably after its send)%s\n",
+            a->oneway_pairs, a->oneway_dropped ? " (contradicting REALTIME: not used)" : "");
   if (a->rejected_points)
     fprintf(f, "  note: %zu host ends left out: their ranks' own bounds contradicted each other\n", a->rejected_points);
 }
@@ -76,8 +79,9 @@ void lens_align_print_json(FILE *f, const struct lens_model *m, const struct len
   if (a->ref_utc_bound_ns == UINT64_MAX) fputs("null", f);
   else fprintf(f, "%" PRIu64, a->ref_utc_bound_ns);
   fprintf(f, ",\"end_spread_ns\":%" PRIu64 ",\"sync_instances\":%zu,\"sync_dropped\":%s,\"rejected_points\":%zu,"
-             "\"text\":",
-          a->end_spread_ns, a->sync_instances, a->sync_dropped ? "true" : "false", a->rejected_points);
+             "\"one_way_pairs\":%zu,\"one_way_dropped\":%s,\"text\":",
+          a->end_spread_ns, a->sync_instances, a->sync_dropped ? "true" : "false", a->rejected_points, a->oneway_pairs,
+          a->oneway_dropped ? "true" : "false");
   lens_json_str(f, tb);
   fputs("},\n\"hosts\":[", f);
   for (size_t h = 0; h < a->n_hosts; h++) {
@@ -103,7 +107,7 @@ void lens_align_print_json(FILE *f, const struct lens_model *m, const struct len
     fputs(",\"realtime_bound_ns\":", f);
     if (x->coarse_bound_ns == UINT64_MAX) fputs("null", f);
     else fprintf(f, "%" PRIu64, x->coarse_bound_ns);
-    fprintf(f, ",\"sync_points\":%u}", x->n_sync);
+    fprintf(f, ",\"sync_points\":%u,\"one_way_pairs\":%u}", x->n_sync, x->n_oneway);
   }
   fputc(']', f);
 }

@@ -46,6 +46,9 @@ static void usage(FILE *f) {
              "  --end-spread-us N     hosts: how far apart the ranks of one collective may end (default 5; doubled\n"
              "                        while the sync points contradict each other)\n"
              "  --sync-only           hosts: offsets from the job's sync points alone, not CLOCK_REALTIME (a check)\n"
+             "  --no-one-way          hosts: leave out the one-way bounds of network transfers between hosts\n"
+             "  --one-way-only        hosts: offsets from those one-way bounds alone (no REALTIME offset, no\n"
+             "                        collective end): a check\n"
              "  --stream              read host by host even when all traces would fit one model (the default\n"
              "                        above 1 GiB of traces, with --partial and with partial files; the\n"
              "                        records keep what the host alignment needs: docs/scale.md)\n"
@@ -74,6 +77,8 @@ static int job_option(void *ctx, int *i, int argc, char **argv) {
   if (lens_opt_flag(a, "--partial", 0)) return o->partial = 1, 1;
   if (lens_opt_flag(a, "--stream", 0)) return o->stream = 1, 1;
   if (lens_opt_flag(a, "--sync-only", 0)) return o->align.sync_only = 1, 1;
+  if (lens_opt_flag(a, "--no-one-way", 0)) return o->align.no_oneway = 1, 1;
+  if (lens_opt_flag(a, "--one-way-only", 0)) return o->align.oneway_only = 1, 1;
   if ((r = lens_top_option(CMD, i, argc, argv, &o->top))) return r;
   uint64_t n;
   if ((r = lens_opt_val(CMD, i, argc, argv, "--end-spread-us", 0, "a number of microseconds", &v))) {
@@ -213,19 +218,22 @@ static void *map_worker(void *arg) {
 /* One partial of many: procs, comms, records and ops renumbered. */
 static int concat_parts(const struct lens_job_part *ps, size_t n, struct lens_job_part *out) {
   memset(out, 0, sizeof *out);
-  size_t nf = 0, np = 0, nc = 0, nr = 0, no = 0;
+  size_t nf = 0, np = 0, nc = 0, nr = 0, no = 0, nw = 0;
   for (size_t k = 0; k < n; k++)
-    nf += ps[k].n_files, np += ps[k].n_procs, nc += ps[k].n_comms, nr += ps[k].n_recs, no += ps[k].n_ops;
+    nf += ps[k].n_files, np += ps[k].n_procs, nc += ps[k].n_comms, nr += ps[k].n_recs, no += ps[k].n_ops,
+        nw += ps[k].n_wops;
   out->files = calloc(nf ? nf : 1, sizeof *out->files);
   out->procs = calloc(np ? np : 1, sizeof *out->procs);
   out->comms = calloc(nc ? nc : 1, sizeof *out->comms);
   out->recs = calloc(nr ? nr : 1, sizeof *out->recs);
   out->ops = calloc(no ? no : 1, sizeof *out->ops);
-  if (!out->files || !out->procs || !out->comms || !out->recs || !out->ops) return -1;
+  out->wops = calloc(nw ? nw : 1, sizeof *out->wops);
+  if (!out->files || !out->procs || !out->comms || !out->recs || !out->ops || !out->wops) return -1;
   for (size_t k = 0; k < n; k++) {
     const struct lens_job_part *p = &ps[k];
     int32_t pb = (int32_t)out->n_procs;
     uint64_t ob = out->n_ops;
+    uint32_t rb = (uint32_t)out->n_recs;
     for (size_t i = 0; i < p->n_files; i++)
       if (!(out->files[out->n_files++] = strdup(p->files[i]))) return -1;
     memcpy(out->procs + out->n_procs, p->procs, p->n_procs * sizeof *p->procs);
@@ -243,6 +251,11 @@ static int concat_parts(const struct lens_job_part *ps, size_t n, struct lens_jo
     }
     memcpy(out->ops + out->n_ops, p->ops, p->n_ops * sizeof *p->ops);
     out->n_ops += p->n_ops;
+    for (size_t i = 0; i < p->n_wops; i++) {
+      struct lens_job_wop *w = &out->wops[out->n_wops++];
+      *w = p->wops[i];
+      w->rec += rb;
+    }
     out->have_clock_map |= p->have_clock_map;
   }
   size_t n_clocks;

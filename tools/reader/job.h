@@ -99,6 +99,15 @@ struct lens_job_straggler {
   uint64_t cause_count[8];   /* per enum lens_job_cause */
 };
 
+/* A one-way pair across hosts (oneway.h): a send op's step on process
+ * snd_proc provably not yet posted at sent_ns, and the matching recv op's
+ * step on rcv_proc provably in at recv_ns, each on its own host's
+ * CLOCK_MONOTONIC, so true(recv_ns) >= true(sent_ns). */
+struct lens_job_oneway {
+  int32_t snd_proc, rcv_proc;
+  uint64_t sent_ns, recv_ns;
+};
+
 struct lens_job {
   struct lens_job_inst *insts; size_t n_insts;
   struct lens_job_rank *ranks; size_t n_ranks;
@@ -110,6 +119,11 @@ struct lens_job {
   uint64_t min_wait_ns;      /* straggler threshold used */
   int comms_multi;           /* communicators with more than one rank loaded */
   int have_clock_map;        /* GPU starts mapped to host time (GPU-busy stage known) */
+  /* One-way pairs between processes of different host names, for the host
+   * alignment; ops whose link (sender, receiver, channel) is not unique in
+   * their instance on either side are not paired (ambiguous, counted). */
+  struct lens_job_oneway *oneway; size_t n_oneway;
+  size_t oneway_ambiguous;
 };
 
 /* Default straggler threshold: a last rank is named when the earliest rank

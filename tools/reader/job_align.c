@@ -15,6 +15,7 @@ const char *lens_align_source_name(int s) {
   case LENS_ALIGN_REF: return "reference";
   case LENS_ALIGN_SYNC: return "sync points";
   case LENS_ALIGN_REALTIME: return "realtime";
+  case LENS_ALIGN_ONEWAY: return "one-way";
   default: return "none";
   }
 }
@@ -183,11 +184,11 @@ static void tighten(int64_t *ub, size_t nh, size_t x, size_t y, int64_t v) {
 
 /* The constraint matrix for a spread eps. lo_c, hi_c: each point's bounds
  * drift-corrected and widened by the drift's error (ends_widened); read only
- * with_sync. */
+ * with_sync. ubw: the one-way pairs' hard bounds (oneway_bounds), or NULL. */
 static void constraints(const struct lens_align *a, const struct point *p, const int64_t *lo_c, const int64_t *hi_c,
-                        size_t np, uint64_t eps, int with_sync, int with_coarse, int64_t *ub) {
+                        size_t np, uint64_t eps, int with_sync, int with_coarse, const int64_t *ubw, int64_t *ub) {
   size_t nh = a->n_hosts;
-  for (size_t i = 0; i < nh * nh; i++) ub[i] = INT64_MAX;
+  for (size_t i = 0; i < nh * nh; i++) ub[i] = ubw ? ubw[i] : INT64_MAX;
   for (size_t h = 0; h < nh && with_coarse; h++)
     for (size_t g = 0; g < nh; g++) {
       const struct lens_align_host *x = &a->hosts[h], *y = &a->hosts[g];
@@ -211,6 +212,34 @@ static void constraints(const struct lens_align *a, const struct point *p, const
   }
 }
 
+/* The one-way pairs as hard bounds: a send on host A provably not yet
+ * posted at s, its receive on host B provably in at r, so
+ * true(r) >= true(s): corrected_B(r) + x_B + slack >= corrected_A(s) + x_A
+ * - slack, i.e. x_A - x_B <= corrected_B(r) - corrected_A(s) + both drift
+ * slacks. The least over all pairs of two hosts is kept (the promptest
+ * transfer decides, as in NTP's minimum-delay filter). Counts each host's
+ * pairs; returns the pairs between two hosts. */
+static size_t oneway_bounds(struct lens_align *a, const struct lens_job_oneway *ow, size_t now, int64_t *ubw) {
+  size_t nh = a->n_hosts, used = 0;
+  for (size_t i = 0; i < nh * nh; i++) ubw[i] = INT64_MAX;
+  for (size_t i = 0; i < now; i++) {
+    const struct lens_job_oneway *w = &ow[i];
+    if (w->snd_proc < 0 || w->rcv_proc < 0 || (size_t)w->snd_proc >= a->n_procs ||
+        (size_t)w->rcv_proc >= a->n_procs || !w->sent_ns || !w->recv_ns)
+      continue;
+    int32_t A = a->host_of_proc[w->snd_proc], B = a->host_of_proc[w->rcv_proc];
+    if (A < 0 || B < 0 || A == B) continue; /* one CLOCK_MONOTONIC: nothing about offsets */
+    const struct lens_align_host *ha = &a->hosts[A], *hb = &a->hosts[B];
+    int64_t v = corrected(hb, w->recv_ns) + (int64_t)drift_slack(hb, w->recv_ns) - corrected(ha, w->sent_ns) +
+                (int64_t)drift_slack(ha, w->sent_ns);
+    tighten(ubw, nh, (size_t)A, (size_t)B, v);
+    a->hosts[A].n_oneway++;
+    a->hosts[B].n_oneway++;
+    used++;
+  }
+  return used;
+}
+
 /* Each point's lower bound drift-corrected minus the drift's error, its
  * upper bound corrected plus it: once per point, not once per pair of hosts
  * and spread tried (the pairs: 12 % of a 128-partial merge). */
@@ -231,7 +260,7 @@ int lens_align_build_ends(const struct lens_align_proc_clock *pc, size_t n_procs
   size_t np = 0;
   struct point *p = points_of(j, a, &np);
   if (!p) return lens_align_free(a), -1;
-  int rc = lens_align_resolve(a, p, np, o);
+  int rc = lens_align_resolve_pairs(a, p, np, j ? j->oneway : NULL, j ? j->n_oneway : 0, o);
   free(p);
   if (rc) lens_align_free(a);
   return rc;
@@ -253,18 +282,28 @@ int lens_align_build(const struct lens_model *m, const struct lens_job *j, const
 
 int lens_align_resolve(struct lens_align *a, const struct lens_align_point *p, size_t np,
                        const struct lens_align_opts *o) {
+  return lens_align_resolve_pairs(a, p, np, NULL, 0, o);
+}
+
+int lens_align_resolve_pairs(struct lens_align *a, const struct lens_align_point *p, size_t np,
+                             const struct lens_job_oneway *ow, size_t now, const struct lens_align_opts *o) {
   struct lens_align_opts def = {0};
   if (!o) o = &def;
   a->ref = -1;
   a->ref_utc_bound_ns = UINT64_MAX;
+  a->oneway_pairs = 0;
+  a->oneway_dropped = 0;
   size_t nh = a->n_hosts;
   if (!nh) return 0;
-  for (size_t h = 0; h < nh; h++) a->hosts[h].n_sync = 0;
+  if (o->oneway_only) np = 0; /* no collective-end sync point */
+  for (size_t h = 0; h < nh; h++) a->hosts[h].n_sync = a->hosts[h].n_oneway = 0;
   int64_t *ub = malloc(nh * nh * sizeof *ub), *lo = malloc(nh * sizeof *lo), *hi = malloc(nh * sizeof *hi);
   int64_t *clo = malloc(nh * sizeof *clo), *chi = malloc(nh * sizeof *chi);
+  int64_t *blo = malloc(nh * sizeof *blo), *bhi = malloc(nh * sizeof *bhi);
+  int64_t *ubw = malloc(nh * nh * sizeof *ubw);
   int64_t *lo_c = malloc((np ? np : 1) * sizeof *lo_c), *hi_c = malloc((np ? np : 1) * sizeof *hi_c);
-  if (!ub || !lo || !hi || !clo || !chi || !lo_c || !hi_c) {
-    free(ub), free(lo), free(hi), free(clo), free(chi), free(lo_c), free(hi_c);
+  if (!ub || !lo || !hi || !clo || !chi || !blo || !bhi || !ubw || !lo_c || !hi_c) {
+    free(ub), free(lo), free(hi), free(clo), free(chi), free(blo), free(bhi), free(ubw), free(lo_c), free(hi_c);
     return -1;
   }
   lens_prefault(lo_c, np * sizeof *lo_c); /* written whole (ends_widened) */
@@ -282,29 +321,50 @@ int lens_align_resolve(struct lens_align *a, const struct lens_align_point *p, s
   struct lens_align_host *R = &a->hosts[ref];
   a->time_base_realtime = R->has_clock;
   if (R->has_clock) a->ref_utc_bound_ns = R->coarse_bound_ns;
-  int with_coarse = !o->sync_only;
+  int with_coarse = !o->sync_only && !o->oneway_only;
   /* The coarse solution alone: what the sync points are judged against. */
-  constraints(a, p, NULL, NULL, np, 0, 0, with_coarse, ub); /* no sync point read */
+  constraints(a, p, NULL, NULL, np, 0, 0, with_coarse, NULL, ub); /* no sync point read */
   int crc = lens_align_solve(nh, ub, ref, clo, chi);
+  /* The hard base: REALTIME and the one-way pairs. Pairs that contradict
+   * REALTIME (or each other) prove a rule they rest on broken here (a wrong
+   * pairing, a clock stepped): they are all left out, and said so. */
+  const int64_t *hard = NULL;
+  int brc = crc;
+  memcpy(blo, clo, nh * sizeof *blo);
+  memcpy(bhi, chi, nh * sizeof *bhi);
+  if (!o->no_oneway && now) {
+    a->oneway_pairs = oneway_bounds(a, ow, now, ubw);
+    if (a->oneway_pairs) {
+      constraints(a, p, NULL, NULL, np, 0, 0, with_coarse, ubw, ub);
+      if (lens_align_solve(nh, ub, ref, blo, bhi) == 0) {
+        hard = ubw, brc = 0;
+      } else {
+        a->oneway_dropped = 1;
+        for (size_t h = 0; h < nh; h++) a->hosts[h].n_oneway = 0;
+        memcpy(blo, clo, nh * sizeof *blo);
+        memcpy(bhi, chi, nh * sizeof *bhi);
+      }
+    }
+  }
   ends_widened(a, p, np, lo_c, hi_c);
   uint64_t eps = o->end_spread_ns ? o->end_spread_ns : LENS_ALIGN_END_SPREAD_NS;
   int rc = -1;
   for (; np && eps <= LENS_ALIGN_END_SPREAD_MAX_NS; eps *= 2) {
-    constraints(a, p, lo_c, hi_c, np, eps, 1, with_coarse, ub);
+    constraints(a, p, lo_c, hi_c, np, eps, 1, with_coarse, hard, ub);
     if ((rc = lens_align_solve(nh, ub, ref, lo, hi)) == 0) break;
   }
   /* A contradiction proved the assumed spread wrong; agreeing points do not
    * prove the first spread that agrees right: keep twice that. */
   if (!rc && eps != (o->end_spread_ns ? o->end_spread_ns : LENS_ALIGN_END_SPREAD_NS)) {
     eps *= 2;
-    constraints(a, p, lo_c, hi_c, np, eps, 1, with_coarse, ub);
+    constraints(a, p, lo_c, hi_c, np, eps, 1, with_coarse, hard, ub);
     rc = lens_align_solve(nh, ub, ref, lo, hi);
   }
-  if (rc) { /* no sync point, or they never agreed: REALTIME alone */
+  if (rc) { /* no sync point, or they never agreed: REALTIME and the one-way pairs */
     a->sync_dropped = np > 0;
     for (size_t h = 0; h < nh; h++) {
-      lo[h] = crc ? INT64_MIN : clo[h];
-      hi[h] = crc ? INT64_MAX : chi[h];
+      lo[h] = brc ? INT64_MIN : blo[h];
+      hi[h] = brc ? INT64_MAX : bhi[h];
     }
     eps = 0;
   }
@@ -327,15 +387,17 @@ int lens_align_resolve(struct lens_align *a, const struct lens_align_point *p, s
     }
     x->offset_ns = base + lo[h] + (hi[h] - lo[h]) / 2;
     x->bound_ns = (uint64_t)(hi[h] - lo[h] + 1) / 2;
-    /* Sync points narrowed it when the interval is tighter than REALTIME's. */
+    /* The job's evidence narrowed it when the interval is tighter than
+     * REALTIME's: the collective ends when they held, else the one-way
+     * pairs. */
     int narrowed = crc || clo[h] == INT64_MIN || chi[h] == INT64_MAX || hi[h] - lo[h] < chi[h] - clo[h];
-    x->source = !rc && narrowed ? LENS_ALIGN_SYNC : LENS_ALIGN_REALTIME;
+    x->source = !narrowed ? LENS_ALIGN_REALTIME : !rc ? LENS_ALIGN_SYNC : hard ? LENS_ALIGN_ONEWAY : LENS_ALIGN_REALTIME;
   }
   for (size_t h = 0; h < nh; h++)
     a->hosts[h].coarse_bound_ns = a->hosts[h].has_clock && R->has_clock && h != ref
                                       ? a->hosts[h].coarse_bound_ns + R->coarse_bound_ns
                                       : h == ref ? 0 : UINT64_MAX;
-  free(ub), free(lo), free(hi), free(clo), free(chi), free(lo_c), free(hi_c);
+  free(ub), free(lo), free(hi), free(clo), free(chi), free(blo), free(bhi), free(ubw), free(lo_c), free(hi_c);
   return 0;
 }
 

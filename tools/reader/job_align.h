@@ -33,7 +33,12 @@
  *          GPU's kernels (one kernel launched on an idle GPU is enough).
  * The last rank to arrive gives a tight lower bound, a promptly polling
  * proxy a tight upper one: over many instances (a minimum-delay filter, as
- * NTP's) the interval closes to a few us. */
+ * NTP's) the interval closes to a few us.
+ *
+ * One-way pairs (oneway.h, job_oneway.c): a receive step provably in at r
+ * on host B, its send provably not yet posted at s on host A, so
+ * x_A - x_B <= r - s: hard bounds in both directions wherever links run both
+ * ways between hosts (a ring), tightest over all pairs. */
 #ifndef NCCL_LENS_JOB_ALIGN_H
 #define NCCL_LENS_JOB_ALIGN_H
 
@@ -60,6 +65,7 @@ enum lens_align_source {
   LENS_ALIGN_REF,       /* the reference host: defines the job time base */
   LENS_ALIGN_SYNC,      /* the job's sync points narrowed it below REALTIME's bound */
   LENS_ALIGN_REALTIME,  /* CLOCK_REALTIME (NTP) alone */
+  LENS_ALIGN_ONEWAY,    /* the job's one-way pairs narrowed it (no collective-end sync point did) */
 };
 const char *lens_align_source_name(int source);
 
@@ -77,12 +83,15 @@ struct lens_align_host {
   int64_t coarse_offset_ns;     /* REALTIME's offset (0 when no clock evidence) */
   uint64_t coarse_bound_ns;     /* its bound against the job time base (UINT64_MAX: none) */
   uint32_t n_sync;              /* sync points (instances) that constrained it */
+  uint32_t n_oneway;            /* one-way pairs (it sent or received) that constrained it */
   int has_clock;                /* it left CLOCK evidence */
 };
 
 struct lens_align_opts {
   uint64_t end_spread_ns;       /* 0 = LENS_ALIGN_END_SPREAD_NS */
   int sync_only;                /* ignore REALTIME offsets (its rates still give drift): check the sync points alone */
+  int no_oneway;                /* ignore the one-way pairs (what the other evidence gives without them) */
+  int oneway_only;              /* the one-way pairs alone: no REALTIME offset, no collective-end sync point */
 };
 
 /* One process's clock evidence, all the alignment needs of it (a fixed-size
@@ -111,6 +120,8 @@ struct lens_align {
   size_t sync_instances;        /* instances that gave a sync point between hosts */
   size_t rejected_points;       /* rank ends whose own bounds contradicted (lower > upper): left out */
   int sync_dropped;             /* the sync points contradicted each other at every spread tried */
+  size_t oneway_pairs;          /* one-way pairs between two hosts (lens_job.oneway) */
+  int oneway_dropped;           /* they contradicted REALTIME: a pairing or evidence rule broke; not used */
 };
 
 /* Difference-constraint solver (pure; job_align_solve.c). ub[a * n + b] is
@@ -150,6 +161,13 @@ struct lens_align_point {
  * failure. lens_align_build = the hosts and points of a model + this. */
 int lens_align_resolve(struct lens_align *a, const struct lens_align_point *p, size_t np,
                        const struct lens_align_opts *o);
+/* The same with one-way pairs (procs indexing a->host_of_proc): each is a
+ * hard bound x_snd_host - x_rcv_host <= recv - sent (drift-corrected and
+ * widened by the drift's error), the tightest per pair of hosts kept (NTP's
+ * minimum-delay filter); never relaxed when the end spread is doubled or the
+ * sync points dropped. */
+int lens_align_resolve_pairs(struct lens_align *a, const struct lens_align_point *p, size_t np,
+                             const struct lens_job_oneway *ow, size_t now, const struct lens_align_opts *o);
 
 /* Builds the alignment from the model (its CLOCK evidence) and the job view
  * (sync points; may be NULL). 0, or -1 on allocation failure. */

@@ -468,5 +468,6 @@ void lens_job_free(struct lens_job *j) {
   free(j->rows);
   free(j->stragglers);
   free(j->tag_stragglers);
+  free(j->oneway);
   memset(j, 0, sizeof *j);
 }

@@ -22,6 +22,7 @@
 #include "job.h"
 #include "job_part.h"
 #include "job_priv.h"
+#include "oneway.h"
 
 static int func_id(const char *f) {
   static const char *const names[] = {"AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Reduce",
@@ -151,11 +152,77 @@ static char *comms_with_seq(const struct lens_model *m) {
  * completion over the steps. A step's own start->stop also holds the wait
  * for the GPU to produce the data (steps are posted ahead), and single
  * intervals come in bursts (one proxy pass completes several steps). */
-static int ops_of(const struct lens_model *m, const struct lens_event *e, int32_t rank, struct lens_job_part *p,
-                  size_t *cap) {
+/* The one-way evidence of an op (oneway.h) from its step events, when the
+ * steps were not folded by the reader. */
+static uint64_t op_oneway(const struct lens_model *m, const struct lens_event *op) {
+  if (m->steps_folded) return op->p.proxy_op.folded_oneway_ns;
+  uint64_t w = 0;
+  for (int32_t d = op->first_child; d >= 0; d = m->events[d].next_sibling) {
+    const struct lens_event *st = &m->events[d];
+    if (st->type != LENS_T_PROXY_STEP || st->p.proxy_step.step != LENS_ONEWAY_STEP) continue;
+    uint64_t pre = 0, post = 0;
+    lens_oneway_note(&pre, &post, LENS_ONEWAY_STEP_START, st->start_mono_ns, st->start_mono_ns);
+    if (st->stop_mono_ns) lens_oneway_note(&pre, &post, LENS_ONEWAY_STEP_STOP, st->stop_mono_ns, st->stop_mono_ns);
+    for (uint32_t i = 0; i < st->n_states && st->first_state + i < m->n_states; i++) {
+      const struct lens_state_ev *x = &m->states[st->first_state + i];
+      lens_oneway_note(&pre, &post, x->state, x->ts_mono_ns, x->last_mono_ns ? x->last_mono_ns : x->ts_mono_ns);
+    }
+    if (op->p.proxy_op.is_send && pre > w) w = pre; /* the same rules as the reader's fold (resolve.c) */
+    if (!op->p.proxy_op.is_send && post && (!w || post < w)) w = post;
+  }
+  return w;
+}
+
+/* The model's communicator ranks, by (communicator id, rank): whether an
+ * op's peer is a process of the same host name. */
+struct crank { uint64_t comm_id; int32_t rank, proc; };
+static int crank_cmp(const void *x, const void *y) {
+  const struct crank *a = x, *b = y;
+  if (a->comm_id != b->comm_id) return a->comm_id < b->comm_id ? -1 : 1;
+  return (a->rank > b->rank) - (a->rank < b->rank);
+}
+static struct crank *cranks_of(const struct lens_model *m) {
+  struct crank *v = malloc((m->n_comms ? m->n_comms : 1) * sizeof *v);
+  if (!v) return NULL;
+  for (size_t i = 0; i < m->n_comms; i++) v[i] = (struct crank){m->comms[i].comm_id, m->comms[i].rank, m->comms[i].proc};
+  qsort(v, m->n_comms, sizeof *v, crank_cmp);
+  return v;
+}
+static int peer_same_host(const struct lens_model *m, const struct crank *v, const struct lens_event *e, int32_t peer) {
+  struct crank k = {m->comms[e->comm].comm_id, peer, -1};
+  const struct crank *x = bsearch(&k, v, m->n_comms, sizeof *v, crank_cmp);
+  return x && x->proc >= 0 && (size_t)x->proc < m->n_procs && !strcmp(m->procs[x->proc].host, m->procs[e->proc].host);
+}
+
+/* Its one-way evidence, kept when its times are on the rank's own process's
+ * clock (a PXN op recorded by another process is left out: its host clock
+ * is another trace's), and when its peer is not a process of the same host
+ * name in this model (one CLOCK_MONOTONIC: no pair of theirs says anything
+ * about offsets, and within a node they are most of the links). */
+static int wop_of(const struct lens_model *m, const struct crank *cr, const struct lens_event *e,
+                  const struct lens_event *op, uint32_t rec, struct lens_job_part *p, size_t *cap) {
+  int ch = op->p.proxy_op.channel;
+  if (op->proc != e->proc || ch < 0 || ch > UINT16_MAX || peer_same_host(m, cr, e, op->p.proxy_op.peer)) return 0;
+  uint64_t t = op_oneway(m, op);
+  if (!t) return 0;
+  if (p->n_wops == *cap) {
+    size_t nc = *cap ? *cap * 2 : 1024;
+    struct lens_job_wop *nb = realloc(p->wops, nc * sizeof *nb);
+    if (!nb) return -1;
+    p->wops = nb, *cap = nc;
+  }
+  p->wops[p->n_wops++] = (struct lens_job_wop){.t = t, .rec = rec, .peer = op->p.proxy_op.peer,
+                                               .channel = (uint16_t)ch, .is_send = op->p.proxy_op.is_send != 0,
+                                               .step = LENS_ONEWAY_STEP};
+  return 0;
+}
+
+static int ops_of(const struct lens_model *m, const struct crank *cr, const struct lens_event *e, int32_t rank,
+                  struct lens_job_part *p, size_t *cap, size_t *cap_w) {
   for (int32_t c = e->first_child; c >= 0; c = m->events[c].next_sibling) {
     const struct lens_event *op = &m->events[c];
     if (op->type != LENS_T_PROXY_OP || op->p.proxy_op.peer < 0) continue;
+    if (wop_of(m, cr, e, op, (uint32_t)(p->n_recs - 1), p, cap_w)) return -1;
     uint64_t lo = UINT64_MAX, hi = 0, k = 0;
     if (m->steps_folded) { /* the reader counted them (LENS_LOAD_FOLD_STEPS) */
       k = op->p.proxy_op.folded_stops;
@@ -220,9 +287,10 @@ int lens_job_map(const struct lens_model *m, struct lens_job_part *p) {
   struct ord { uint64_t k; int64_t n; } *ord = calloc(hcap, sizeof *ord);
   /* error bound of each proxy thread's GPU clock map (worst segment) */
   double *map_err = calloc(m->n_threads ? m->n_threads : 1, sizeof *map_err);
-  size_t cap_ops = 0;
+  size_t cap_ops = 0, cap_wops = 0;
+  struct crank *cranks = cranks_of(m);
   int rc = -1;
-  if (!p->recs || !has_seq || !ord || !map_err || part_meta(m, p)) goto out;
+  if (!p->recs || !has_seq || !ord || !map_err || !cranks || part_meta(m, p)) goto out;
   for (size_t i = 0; i < m->n_clock_maps; i++) {
     const struct lens_clock_map *c = &m->clock_maps[i];
     if (c->thread >= 0 && (size_t)c->thread < m->n_threads && c->error_bound_ns > map_err[c->thread])
@@ -262,7 +330,7 @@ int lens_job_map(const struct lens_model *m, struct lens_job_part *p) {
     rank_row(m, map_err, (int32_t)i, c->rank, &k->r);
     k->user_tag = lens_event_user_tag(e);
     k->first_op = p->n_ops;
-    if (ops_of(m, e, c->rank, p, &cap_ops)) goto out;
+    if (ops_of(m, cranks, e, c->rank, p, &cap_ops, &cap_wops)) goto out;
     k->n_ops = (uint32_t)(p->n_ops - k->first_op);
   }
   /* What the host alignment needs of the events, kept with the records so
@@ -276,6 +344,7 @@ out:
   free(ord);
   free(has_seq);
   free(map_err);
+  free(cranks);
   if (rc) lens_job_part_free(p);
   return rc;
 }

@@ -25,6 +25,19 @@
  * out). */
 struct lens_job_op { int32_t snd, rcv; uint64_t dur; };
 
+/* One proxy op's one-way evidence (oneway.h), for the host alignment: the
+ * reduce pairs a send op (a -> b, channel) with the recv op (a -> b,
+ * channel) of the same instance. 24 bytes per op with a peer. */
+struct lens_job_wop {
+  uint64_t t;          /* host MONOTONIC ns: send: step LENS_ONEWAY_STEP provably not yet posted; recv: provably in */
+  uint32_t rec;        /* its record (rank side of an instance) in the partial */
+  int32_t peer;        /* the op's peer rank (the receiver of a send, the sender of a recv) */
+  uint16_t channel;
+  uint8_t is_send;
+  uint8_t step;        /* the step the evidence is of (LENS_ONEWAY_STEP) */
+  uint32_t reserved;
+};
+
 /* One rank's side of one instance. */
 struct lens_job_prec {
   /* match key */
@@ -50,6 +63,7 @@ struct lens_job_part {
   struct lens_job_pcomm *comms; size_t n_comms;
   struct lens_job_prec *recs; size_t n_recs;
   struct lens_job_op *ops; size_t n_ops;
+  struct lens_job_wop *wops; size_t n_wops;     /* in record order */
   struct lens_align_proc_clock *clocks;         /* n_procs of them (the host alignment's evidence); NULL: none */
   int have_clock_map;
   void *strings;                                /* storage of the strings of a partial read from a file */
@@ -65,8 +79,9 @@ void lens_job_part_free(struct lens_job_part *p);
  * their strings). Proc indexes in j are global: partial k's procs follow
  * those of partials 0..k-1. 0 / -1 (out of memory). */
 int lens_job_reduce(const struct lens_job_part *parts, size_t n, struct lens_job *j, uint64_t min_wait_ns);
-/* The same, freeing each partial's records once they are rows of j (recs
- * NULL, n_recs 0 after; procs, comms, ops, clocks and strings stay): the
+/* The same, freeing each partial's records (and one-way evidence) once they
+ * are rows of j (recs and wops NULL, n_recs and n_wops 0 after; procs,
+ * comms, ops, clocks and strings stay): the
  * records and the rows are not all alive at once (docs/scale.md, 2 GB). */
 int lens_job_reduce_consume(struct lens_job_part *parts, size_t n, struct lens_job *j, uint64_t min_wait_ns);
 

@@ -24,6 +24,10 @@
  *                sample's MONOTONIC, REALTIME - MONOTONIC, drift and its error
  *                in ppm as doubles, first event), one per process (ENDS and
  *                CLOCKS added later: a file without them places no host)
+ *    10 WAYS     count x struct lens_job_wop (host ns, record, peer rank, channel, is
+ *                send, step, 0), in record order: each proxy op's one-way evidence
+ *                (oneway.h) for the host alignment (added later: a file without it
+ *                gives no one-way pair; an older reader skips it)
  *     0 END      count 0, no payload
  * A reader takes only the version it knows and refuses a file that fails a
  * check; an unknown section tag is skipped (a newer writer may add one). */
@@ -47,7 +51,7 @@
 struct fhdr { char magic[8]; uint32_t version, hdr_size, flags, reserved0; uint64_t reserved1; };
 struct sec { uint32_t tag, crc; uint64_t count, len; };
 enum { S_END = 0, S_FILES = 1, S_PROCS = 2, S_COMMS = 3, S_STRINGS = 4, S_RECORDS = 5, S_OPS = 6, S_RECX = 7,
-       S_ENDS = 8, S_CLOCKS = 9 };
+       S_ENDS = 8, S_CLOCKS = 9, S_WAYS = 10 };
 
 struct disk_rec {
   uint64_t comm_id;
@@ -70,6 +74,7 @@ _Static_assert(sizeof(struct lens_job_pproc) == 72, "partial proc");
 _Static_assert(sizeof(struct lens_job_pcomm) == 152, "partial comm");
 _Static_assert(sizeof(struct lens_job_op) == 16, "partial op");
 _Static_assert(sizeof(struct disk_end) == 16, "partial rank end");
+_Static_assert(sizeof(struct lens_job_wop) == 24, "partial one-way evidence");
 _Static_assert(sizeof(struct lens_align_proc_clock) == 176, "partial process clock");
 
 /* ---- writing ---- */
@@ -176,7 +181,8 @@ int lens_job_part_write(FILE *f, const struct lens_job_part *p) {
   }
   if (section(f, S_ENDS, p->n_recs, rb.p, rb.len) ||
       (p->clocks && section(f, S_CLOCKS, p->n_procs, p->clocks, p->n_procs * sizeof *p->clocks)) ||
-      section(f, S_OPS, p->n_ops, p->ops, p->n_ops * sizeof *p->ops) || section(f, S_END, 0, NULL, 0)) {
+      section(f, S_OPS, p->n_ops, p->ops, p->n_ops * sizeof *p->ops) ||
+      section(f, S_WAYS, p->n_wops, p->wops, p->n_wops * sizeof *p->wops) || section(f, S_END, 0, NULL, 0)) {
     free(rb.p);
     goto out;
   }
@@ -335,6 +341,10 @@ int lens_job_part_read(const char *path, struct lens_job_part *p, char *err, siz
       if (p->ops) goto dup;
       FIXED(p->ops, p->n_ops, struct lens_job_op);
       break;
+    case S_WAYS:
+      if (p->wops) goto dup;
+      FIXED(p->wops, p->n_wops, struct lens_job_wop);
+      break;
     case S_RECORDS: {
       if (p->recs) goto dup;
       if (s.count * sizeof(struct disk_rec) != l) {
@@ -417,6 +427,11 @@ int lens_job_part_read(const char *path, struct lens_job_part *p, char *err, siz
       goto out;
     }
   }
+  for (size_t i = 0; i < p->n_wops; i++)
+    if (p->wops[i].rec >= p->n_recs || (i && p->wops[i].rec < p->wops[i - 1].rec)) {
+      bad(err, err_len, path, "one-way evidence points past the records or is out of record order");
+      goto out;
+    }
   for (size_t i = 0; i < p->n_comms; i++)
     if (p->comms[i].proc >= 0 && (size_t)p->comms[i].proc >= p->n_procs) {
       bad(err, err_len, path, "a communicator points past the processes");

@@ -20,6 +20,17 @@ struct lens_job_oprefs {
 /* Causes, straggler ranking, headline rows of a matched and decomposed job. */
 int lens_job_finish(struct lens_job *j, const struct lens_job_oprefs *o);
 
+/* One-way pairs of the matched instances (job_oneway.c). One end: a row's
+ * proxy op's evidence, by instance and link. */
+struct lens_job_wend { uint32_t inst; int32_t snd, rcv, proc; uint16_t ch; uint8_t is_send, pad; uint64_t t; };
+/* Adds the n wops of row (filled in r, of j's instances, whose first_rank
+ * are set) to *v. 0 / -1 (out of memory). */
+int lens_job_wends_add(const struct lens_job *j, size_t row, const struct lens_job_rank *r,
+                       const struct lens_job_wop *w, size_t n, struct lens_job_wend **v, size_t *nv, size_t *cap);
+/* Pairs the ends (sorted here) into j->oneway; host_of: global proc -> host
+ * name number. 0 / -1 (out of memory). */
+int lens_job_pair_oneway(struct lens_job *j, struct lens_job_wend *v, size_t n, const int32_t *host_of);
+
 /* A partial's string storage. */
 const char *lens_job_part_intern(void **strings, const char *s);
 void lens_job_part_strings_free(void *strings);

@@ -171,6 +171,8 @@ static int reduce(struct lens_job_part *parts, size_t n, struct lens_job *j, uin
   size_t hcap = 1024; /* instance slots, a power of two, grown to stay at most half full */
   uint32_t *slots = NULL, *inst_of = malloc((nk ? nk : 1) * sizeof *inst_of), *order = NULL, *rank_of_inst = NULL;
   uint32_t *row_of = NULL; /* per record (partial by partial, from rec_base): its row, UINT32_MAX none */
+  struct lens_job_wend *wends = NULL; /* the rows' one-way evidence (job_oneway.c) */
+  size_t n_wends = 0, cap_wends = 0;
   size_t *start = NULL, *rec_base = NULL;
   struct ikey *ik = NULL;
   struct rref *refs = malloc((nk ? nk : 1) * sizeof *refs);
@@ -307,8 +309,12 @@ static int reduce(struct lens_job_part *parts, size_t n, struct lens_job *j, uin
   lens_prefault(o.n_ops, rows * sizeof *o.n_ops);
   for (size_t k = 0; k < n; k++) {
     struct lens_job_part *pk = &parts[k];
+    size_t wc = 0; /* the partial's wops are in record order */
     for (size_t i = 0; i < pk->n_recs; i++) {
       uint32_t row = row_of[rec_base[k] + i];
+      while (wc < pk->n_wops && pk->wops[wc].rec < i) wc++;
+      size_t w0 = wc;
+      while (wc < pk->n_wops && pk->wops[wc].rec == i) wc++;
       if (row == UINT32_MAX) continue;
       const struct lens_job_prec *x = &pk->recs[i];
       struct lens_job_rank *r = &j->ranks[row];
@@ -317,10 +323,14 @@ static int reduce(struct lens_job_part *parts, size_t n, struct lens_job *j, uin
       o.part[row] = (uint32_t)k;
       o.first_op[row] = x->first_op;
       o.n_ops[row] = x->n_ops;
+      if (wc > w0 && lens_job_wends_add(j, row, r, pk->wops + w0, wc - w0, &wends, &n_wends, &cap_wends)) goto out;
     }
     if (!consume) continue;
     free(pk->recs);
     pk->recs = NULL;
+    free(pk->wops); /* copied into wends */
+    pk->wops = NULL;
+    pk->n_wops = 0;
     pk->n_recs = 0;
 #ifdef __GLIBC__
     /* The records came from the heap (the map keeps it): give their pages
@@ -339,6 +349,9 @@ static int reduce(struct lens_job_part *parts, size_t n, struct lens_job *j, uin
     else j->matched_one++;
     decompose(j, x, host_of, i, seen, lo, hi);
   }
+  if (lens_job_pair_oneway(j, wends, n_wends, host_of)) goto out;
+  free(wends);
+  wends = NULL;
   rc = lens_job_finish(j, &o);
 out:
   free(slots);
@@ -358,6 +371,7 @@ out:
   free(o.n_ops);
   free(row_of);
   free(rec_base);
+  free(wends);
   if (rc) lens_job_free(j);
   return rc;
 }
@@ -443,6 +457,7 @@ void lens_job_part_free(struct lens_job_part *p) {
   free(p->comms);
   free(p->recs);
   free(p->ops);
+  free(p->wops);
   free(p->clocks);
   lens_job_part_strings_free(p->strings);
   memset(p, 0, sizeof *p);

@@ -96,6 +96,11 @@ struct lens_payload {
        * and their first and last stop (the steps are not events then). */
       uint32_t folded_stops;
       uint64_t folded_stop_lo, folded_stop_hi;
+      /* Loaded with LENS_LOAD_FOLD_STEPS only: the one-way evidence of its
+       * step LENS_ONEWAY_STEP (oneway.h): a send op's latest host time that
+       * step was provably not yet posted, a recv op's earliest it was
+       * provably in; 0 = none. */
+      uint64_t folded_oneway_ns;
     } proxy_op;
     struct { int step; } proxy_step;
     struct { uint64_t start_gpu_ns, stop_gpu_ns; /* stop from state 22, 0 if none */ int channel; } kernel_ch;

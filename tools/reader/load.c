@@ -296,6 +296,7 @@ struct lens_model *lens_model_load_ex(const char *const *paths, size_t n_paths, 
   free(b.sess);
   free(b.thread_tmp);
   free(b.fsteps);
+  free(b.fevs);
   free(b.idq);
   lens_hash_free(&b.strings);
   lens_hash_free(&b.comms);
@@ -308,6 +309,7 @@ bad:
   free(b.sess);
   free(b.thread_tmp);
   free(b.fsteps);
+  free(b.fevs);
   free(b.idq);
   lens_hash_free(&b.strings);
   lens_hash_free(&b.comms);

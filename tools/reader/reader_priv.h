@@ -113,8 +113,15 @@ struct lens_builder {
   /* LENS_LOAD_FOLD_STEPS: the ProxySteps read, folded into their ProxyOp
    * once every file is read; the id table maps a step's id to
    * LENS_STEP_VALUE(index). */
-  struct lens_fstep { uint64_t parent_raw, stop; int32_t proc; uint32_t session, stopped, reserved; } *fsteps;
+  struct lens_fstep {
+    uint64_t parent_raw, stop;
+    int32_t proc;
+    uint32_t session, stopped;
+    int32_t ev;            /* step LENS_ONEWAY_STEP only: its one-way evidence in fevs; -1 other steps */
+  } *fsteps;
   size_t n_fsteps, cap_fsteps;
+  struct lens_fev { uint64_t pre, post; } *fevs; /* (oneway.h): one per step LENS_ONEWAY_STEP, not per step */
+  size_t n_fevs, cap_fevs;
 };
 /* A folded step's entry in the id table: below -1, so never an event index
  * (and turned to -1, "not found", once folded). */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "oneway.h"
 #include "reader_priv.h"
 
 static const char *str(struct lens_builder *b, uint32_t session, lens_str_t id) {
@@ -205,7 +206,17 @@ static int on_start(struct lens_builder *b, uint32_t session, int32_t thread, co
   if (s.h.type == LENS_T_PROXY_STEP && (b->flags & LENS_LOAD_FOLD_STEPS)) {
     struct lens_fstep *f = LENS_VEC_PUSH(b, b->fsteps, b->n_fsteps, cap_fsteps);
     if (!f) return lens_builder_oom(b);
-    *f = (struct lens_fstep){.parent_raw = s.parent, .proc = b->proc, .session = session};
+    struct lens_p_proxy_step ps;
+    size_t avail = size - sizeof s;
+    LOAD(ps, r + sizeof s, avail);
+    *f = (struct lens_fstep){.parent_raw = s.parent, .proc = b->proc, .session = session, .ev = -1};
+    if (ps.step == LENS_ONEWAY_STEP && b->n_fevs < INT32_MAX) {
+      struct lens_fev *v = LENS_VEC_PUSH(b, b->fevs, b->n_fevs, cap_fevs);
+      if (!v) return lens_builder_oom(b);
+      *v = (struct lens_fev){0, 0};
+      lens_oneway_note(&v->pre, &v->post, LENS_ONEWAY_STEP_START, s.ts, s.ts);
+      f->ev = (int32_t)(b->n_fevs - 1);
+    }
     struct lens_idq *q = LENS_VEC_PUSH(b, b->idq, b->n_idq, cap_idq);
     if (!q) return lens_builder_oom(b);
     *q = (struct lens_idq){.id = s.id, .value = LENS_STEP_VALUE(b->n_fsteps - 1), .session = session};
@@ -340,9 +351,15 @@ int lens_apply_pending(struct lens_builder *b) {
       if (q->id) m->orphan_stops++; /* a NULL handle (NetPlugin) is not an orphan */
       continue;
     }
-    if (idx < 0) { /* a folded ProxyStep: its first stop is all that is kept */
+    if (idx < 0) { /* a folded ProxyStep: its first stop and its one-way evidence are all that is kept */
       struct lens_fstep *f = &b->fsteps[LENS_STEP_INDEX(idx)];
-      if (q->kind == LENS_REC_STOP && !f->stopped) f->stopped = 1, f->stop = q->ts;
+      struct lens_fev *v = f->ev >= 0 ? &b->fevs[f->ev] : NULL;
+      if (q->kind == LENS_REC_STOP && !f->stopped) {
+        f->stopped = 1, f->stop = q->ts;
+        if (v) lens_oneway_note(&v->pre, &v->post, LENS_ONEWAY_STEP_STOP, q->ts, q->ts);
+      } else if (q->kind == LENS_REC_STATE && v) {
+        lens_oneway_note(&v->pre, &v->post, q->state, q->ts, q->repeats ? q->last_ts : q->ts);
+      }
       continue;
     }
     struct lens_event *e = &m->events[idx];

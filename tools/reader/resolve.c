@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "oneway.h"
 #include "reader_priv.h"
 
 #define MAX_DEPTH 16 /* parent chains are short (GroupApi > CollApi > Coll > ProxyOp > Step > Net) */
@@ -208,11 +209,22 @@ static void fold_steps(struct lens_builder *b) {
   for (size_t i = 0; i < b->n_fsteps; i++) {
     const struct lens_fstep *f = &b->fsteps[i];
     int64_t v;
-    if (!f->stop || !f->parent_raw ||
+    if ((!f->stop && f->ev < 0) || !f->parent_raw ||
         !lens_hash_get(&pv->events[f->proc], lens_hash_scope((uint32_t)f->proc, f->session), f->parent_raw, &v) ||
         v < 0 || m->events[v].type != LENS_T_PROXY_OP)
       continue;
     struct lens_event *op = &m->events[v];
+    if (f->ev >= 0) { /* step LENS_ONEWAY_STEP: its one-way evidence (oneway.h), whether it stopped or not */
+      const struct lens_fev *x = &b->fevs[f->ev];
+      uint64_t *w = &op->p.proxy_op.folded_oneway_ns;
+      if (op->p.proxy_op.is_send) {
+        /* every start of that step precedes its post: the latest of them */
+        if (x->pre > *w) *w = x->pre;
+      } else if (x->post && (!*w || x->post < *w)) {
+        *w = x->post; /* a start superseded before irecv gave a request has no post: not read */
+      }
+    }
+    if (!f->stop) continue;
     if (!op->p.proxy_op.folded_stops++) op->p.proxy_op.folded_stop_lo = op->p.proxy_op.folded_stop_hi = f->stop;
     if (f->stop < op->p.proxy_op.folded_stop_lo) op->p.proxy_op.folded_stop_lo = f->stop;
     if (f->stop > op->p.proxy_op.folded_stop_hi) op->p.proxy_op.folded_stop_hi = f->stop;
