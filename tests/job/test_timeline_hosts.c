@@ -8,7 +8,14 @@
  *     records): every bound at least the true error; within 10 us where the
  *     sync points were tight (bound <= 50 us) on a machine that is not
  *     overloaded (the simulated proxies' notices set the precision); also
- *     from the sync points alone (--sync-only);
+ *     from the sync points alone (--sync-only); the network transfers'
+ *     one-way pairs (a receive provably after its send: the replay couples
+ *     each receive step to its sender's post) constrain every host, and
+ *     alone (--one-way-only) place every host within a bound that holds;
+ *     the streamed, partial-file and single-model runs place the hosts
+ *     identically;
+ *   - four hosts: every bound holds with the one-way pairs, without them
+ *     and with them alone (the widths on stderr);
  *   - four hosts: the merged export: valid JSON on one time base, a process
  *     per host, events on every track nest, a flow through the ranks of each
  *     instance, each instance's last rank marked, the selection options. */
@@ -126,8 +133,14 @@ static int64_t truth_tau(const char *host, int64_t *first_launch) {
   return 0;
 }
 
-/* Every host's aligned time of one real instant against the reference's. */
-static void check_alignment(const char *json, int sync_only, int judge) {
+/* What an alignment was asked for (nccl-lens job options). */
+enum { ALL = 0, SYNC_ONLY = 1, ONEWAY_ONLY = 2, NO_ONEWAY = 3 };
+
+/* Every host's aligned time of one real instant against the reference's.
+ * Returns the widest bound (ns). */
+static double check_alignment(const char *json, int mode, int judge) {
+  int sync_only = mode == SYNC_ONLY;
+  double widest = 0;
   char path[400];
   snprintf(path, sizeof path, "%s/%s", dir, json);
   struct mj *d = mj_parse_file(path);
@@ -156,13 +169,48 @@ static void check_alignment(const char *json, int sync_only, int judge) {
     const struct mj *b = mj_get(h, "bound_ns");
     assert_true(b && b->type == MJ_NUM);
     double bound = b->num + mj_get(h, "drift_err_ppm")->num * 1e-6 * (dt < 0 ? -dt : dt) + 2;
-    fprintf(stderr, "%s %s: %s, true error %.0f ns, bound %.0f ns (%lld sync points)\n", json, mj_str(h, "host"), src,
-            err, bound, (long long)mj_int(h, "sync_points", 0));
+    long long ow = mj_int(h, "one_way_pairs", -1);
+    fprintf(stderr, "%s %s: %s, true error %.0f ns, bound %.0f ns (%lld sync points, %lld one-way pairs)\n", json,
+            mj_str(h, "host"), src, err, bound, (long long)mj_int(h, "sync_points", 0), ow);
     assert_true(err <= bound && -err <= bound);
+    if (bound > widest) widest = bound;
     if (sync_only) assert_string_equal(src, "sync points");
     if (judge && !strcmp(src, "sync points") && b->num <= 50000) assert_true(err <= 10000 && -err <= 10000);
+    /* Links cross between every two neighbouring hosts of the ring: each
+     * host's transfers pair (a receive provably after its send) unless
+     * they were asked to be left out. */
+    if (with_ns) assert_true(mode == NO_ONEWAY ? ow == 0 : ow > 0);
+    if (mode == ONEWAY_ONLY) assert_string_equal(src, "one-way"); /* and placed: bound checked above */
+  }
+  if (with_ns) {
+    const struct mj *tb = mj_get(d, "time_base");
+    const struct mj *dr = mj_get(tb, "one_way_dropped");
+    assert_true(dr && dr->type == MJ_BOOL && dr->num == 0); /* the pairs never contradicted REALTIME */
   }
   mj_free(d);
+  return widest;
+}
+
+/* Two runs of the alignment placed every host identically. */
+static void same_hosts(const char *json_a, const char *json_b) {
+  char pa[400], pb[400];
+  snprintf(pa, sizeof pa, "%s/%s", dir, json_a);
+  snprintf(pb, sizeof pb, "%s/%s", dir, json_b);
+  struct mj *a = mj_parse_file(pa), *b = mj_parse_file(pb);
+  assert_non_null(a);
+  assert_non_null(b);
+  const struct mj *x = mj_get(a, "hosts")->child, *y = mj_get(b, "hosts")->child;
+  for (; x && y; x = x->next, y = y->next) {
+    assert_string_equal(mj_str(x, "host"), mj_str(y, "host"));
+    assert_string_equal(mj_str(x, "source"), mj_str(y, "source"));
+    assert_int_equal(mj_int(x, "offset_ns", 0), mj_int(y, "offset_ns", 1));
+    assert_int_equal(mj_int(x, "bound_ns", -1), mj_int(y, "bound_ns", -1)); /* null (not placed) in both, or equal */
+    assert_int_equal(mj_int(x, "one_way_pairs", -1), mj_int(y, "one_way_pairs", -2));
+  }
+  assert_null(x);
+  assert_null(y);
+  mj_free(a);
+  mj_free(b);
 }
 
 /* Whether the 10 us accuracy is judged (the bound is asserted always): not
@@ -177,9 +225,32 @@ static void test_alignment(void **s) {
   use_hosts(2);
   int judge = judge_accuracy();
   assert_int_equal(run("job --json . -o job.json"), 0);
-  check_alignment("job.json", 0, judge);
+  check_alignment("job.json", ALL, judge);
   assert_int_equal(run("job --json --sync-only . -o job-sync.json"), 0);
-  if (with_ns) check_alignment("job-sync.json", 1, judge);
+  if (with_ns) check_alignment("job-sync.json", SYNC_ONLY, judge);
+  /* the one-way pairs alone (no REALTIME offset, no collective end) place
+   * every host, within a bound that holds */
+  assert_int_equal(run("job --json --one-way-only . -o job-oneway.json"), 0);
+  if (with_ns) check_alignment("job-oneway.json", ONEWAY_ONLY, 0);
+}
+
+/* Four hosts: every bound holds with the one-way pairs, without them and
+ * with them alone, and they bound every host alone. The widths go to stderr
+ * (docs/timeline.md's figures). Not asserted: that the pairs never widen a
+ * bound -- a pair that proves the ranks' ends further apart than the
+ * assumed spread doubles it, and so may widen another host's bound. */
+static void test_alignment_four_hosts(void **s) {
+  (void)s;
+  if (!with_ns) skip();
+  use_hosts(MAX_HOSTS);
+  assert_int_equal(run("job --json . -o job.json"), 0);
+  assert_int_equal(run("job --json --no-one-way . -o job-no-oneway.json"), 0);
+  assert_int_equal(run("job --json --one-way-only . -o job-oneway.json"), 0);
+  double with = check_alignment("job.json", ALL, 0);
+  double without = check_alignment("job-no-oneway.json", NO_ONEWAY, 0);
+  double alone = check_alignment("job-oneway.json", ONEWAY_ONLY, 0);
+  fprintf(stderr, "4 hosts, widest bound: %.1f us with the one-way pairs, %.1f us without, %.1f us from them alone\n",
+          with / 1e3, without / 1e3, alone / 1e3);
 }
 
 /* Read host by host (--stream), and map-reduced through one partial file per
@@ -191,7 +262,10 @@ static void test_alignment_streamed(void **s) {
   use_hosts(2);
   int judge = judge_accuracy();
   assert_int_equal(run("job --json --stream --sync-only . -o job-stream.json"), 0);
-  if (with_ns) check_alignment("job-stream.json", 1, judge);
+  if (with_ns) check_alignment("job-stream.json", SYNC_ONLY, judge);
+  same_hosts("job-sync.json", "job-stream.json");
+  assert_int_equal(run("job --json --stream --one-way-only . -o job-stream-oneway.json"), 0);
+  same_hosts("job-oneway.json", "job-stream-oneway.json");
   char args[512];
   for (int i = 0; i < (with_ns ? hosts_n : 1); i++) { /* one partial per host (traces: nccl-lens-HOST-PID.lens) */
     snprintf(args, sizeof args, "job --partial -o part-%d.lensjob %s", i,
@@ -199,8 +273,14 @@ static void test_alignment_streamed(void **s) {
     assert_int_equal(run(args), 0);
   }
   assert_int_equal(run("job --json --sync-only part-*.lensjob -o job-parts.json"), 0);
-  if (with_ns) check_alignment("job-parts.json", 1, judge);
-  else check_alignment("job-parts.json", 0, 0);
+  if (with_ns) check_alignment("job-parts.json", SYNC_ONLY, judge);
+  else check_alignment("job-parts.json", ALL, 0);
+  same_hosts("job-sync.json", "job-parts.json");
+  /* the partials keep the one-way evidence (section WAYS) */
+  assert_int_equal(run("job --json --one-way-only part-*.lensjob -o job-parts-oneway.json"), 0);
+  same_hosts("job-oneway.json", "job-parts-oneway.json");
+  assert_int_equal(run("job --json part-*.lensjob -o job-parts-all.json"), 0);
+  same_hosts("job.json", "job-parts-all.json");
 }
 
 /* Instances of the job view with every rank, and their last ranks. */
@@ -413,6 +493,7 @@ static void test_perfetto(void **s) {
 
 int main(void) {
   const struct CMUnitTest t[] = {cmocka_unit_test(test_alignment), cmocka_unit_test(test_alignment_streamed),
+                                 cmocka_unit_test(test_alignment_four_hosts),
                                  cmocka_unit_test(test_merged_export),
                                  cmocka_unit_test(test_export_selection), cmocka_unit_test(test_perfetto)};
   return cmocka_run_group_tests(t, setup, teardown);

@@ -295,7 +295,7 @@ int lens_align_resolve_pairs(struct lens_align *a, const struct lens_align_point
   a->oneway_dropped = 0;
   size_t nh = a->n_hosts;
   if (!nh) return 0;
-  if (o->oneway_only) np = 0; /* no collective-end sync point */
+  if (o->oneway_only) np = 0, a->sync_instances = 0; /* no collective-end sync point */
   for (size_t h = 0; h < nh; h++) a->hosts[h].n_sync = a->hosts[h].n_oneway = 0;
   int64_t *ub = malloc(nh * nh * sizeof *ub), *lo = malloc(nh * sizeof *lo), *hi = malloc(nh * sizeof *hi);
   int64_t *clo = malloc(nh * sizeof *clo), *chi = malloc(nh * sizeof *chi);
