@@ -30,6 +30,7 @@
 #include "reader/job_align.h"
 #include "reader/job.h"
 #include "reader/job_part.h"
+#include "reader/trace_size.h"
 
 #define CMD "job"
 
@@ -50,7 +51,8 @@ static void usage(FILE *f) {
              "  --one-way-only        hosts: offsets from those one-way bounds alone (no REALTIME offset, no\n"
              "                        collective end): a check\n"
              "  --stream              read host by host even when all traces would fit one model (the default\n"
-             "                        above 1 GiB of traces, with --partial and with partial files; the\n"
+             "                        above 1 GiB of traces (packed and zstd events counted at their fixed\n"
+             "                        size), with --partial and with partial files; the\n"
              "                        records keep what the host alignment needs: docs/scale.md)\n"
              "  --partial             write the compact per-instance records of the traces given (-o FILE, a\n"
              "                        .lensjob partial file) instead of the report; a later 'nccl-lens job' takes\n"
@@ -262,8 +264,10 @@ static int concat_parts(const struct lens_job_part *ps, size_t n, struct lens_jo
   return (out->clocks = lens_job_parts_clocks(ps, n, &n_clocks)) ? 0 : -1;
 }
 
-/* Streaming starts above this much trace data (one model of it would take
- * several times its size in memory). */
+/* Streaming starts above this much trace data in fixed form (one model of
+ * it would take several times its size in memory): packed and zstd chunks
+ * count at the size of their fixed records (trace_size.h), or a zstd
+ * trace of 10^8 events (300 MiB on disk) would be loaded into one model. */
 #define STREAM_BYTES (1ull << 30)
 
 /* Every trace in one model: the job view and the hosts' alignment (which
@@ -346,9 +350,8 @@ int lens_cmd_job(int argc, char **argv) {
     uint64_t bytes = 0;
     int any_partial = 0;
     for (size_t i = 0; i < n; i++) {
-      struct stat st;
-      if (!stat(paths[i], &st)) bytes += (uint64_t)st.st_size;
       if (lens_job_part_is(paths[i]) == 1) any_partial = 1;
+      else if (bytes <= STREAM_BYTES) bytes += lens_trace_fixed_bytes(paths[i], STREAM_BYTES - bytes);
     }
     if (any_partial && lens_filter_any(&c.filter)) {
       rc = lens_cli_usage(CMD, "--comm, --rank, --func, --since and --until select from traces, not partial files");
