@@ -86,7 +86,7 @@ static inline uint64_t lens_pk_get_slow(struct lens_unpack_cur *c) {
  * mispredicted its exit on most timestamps. With 8 bytes or more left the
  * word cannot run past the end; 9- and 10-byte values and the end of the
  * stream take the checked loop. */
-static inline uint64_t lens_pk_get(struct lens_unpack_cur *c) {
+static inline __attribute__((always_inline)) uint64_t lens_pk_get(struct lens_unpack_cur *c) {
   if (__builtin_expect(c->end - c->p >= 8, 1)) {
     uint64_t x;
     memcpy(&x, c->p, 8); /* little-endian: the first byte lowest */
@@ -109,8 +109,9 @@ static inline uint64_t lens_pk_get(struct lens_unpack_cur *c) {
 }
 
 /* The next record into *r: 1, or 0 at the end of the stream or at a
- * malformed record (or one that would pass the room left). */
-static inline int lens_unpack_next(struct lens_unpack_cur *c, struct lens_unpacked *r) {
+ * malformed record (or one that would pass the room left). Always inlined:
+ * called, *r goes through memory and the caller waits on its loads. */
+static inline __attribute__((always_inline)) int lens_unpack_next(struct lens_unpack_cur *c, struct lens_unpacked *r) {
   if (c->bad || c->p >= c->end) return 0;
   struct lens_pack_pred *p = &c->pred;
   uint8_t tag = *c->p++;

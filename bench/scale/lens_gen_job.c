@@ -45,12 +45,13 @@ static const char *const compress_name[] = {"none", "packed", "zstd"};
 
 struct cfg {
   int ranks, hosts, channels, steps, stragglers, threads, compress;
+  uint64_t chunk_bytes; /* fixed-record bytes a chunk holds at most: the writer's LENS_EVENTS_CHUNK_MAX */
   uint64_t events, seed, period_ns, exec_ns;
   const char *out;
 };
 
 static struct cfg C = {.ranks = 1024, .hosts = 128, .channels = 2, .steps = 8, .stragglers = 16, .threads = 0,
-                       .compress = COMPRESS_ZSTD,
+                       .compress = COMPRESS_ZSTD, .chunk_bytes = LENS_EVENTS_CHUNK_MAX,
                        .events = 100000000ull, .seed = 1, .period_ns = 2000000, .exec_ns = 200000, .out = NULL};
 
 /* Derived, shared read-only by the workers. */
@@ -229,7 +230,7 @@ static int write_rank(int r) {
   host_name(h, host, sizeof host);
   uint32_t pid = 10000 + (uint32_t)local;
   snprintf(path, sizeof path, "%s/nccl-lens-%s-%u.lens", C.out, host, pid);
-  struct out o = {.f = fopen(path, "wb"), .cap = LENS_EVENTS_CHUNK_MAX, .slot = 0};
+  struct out o = {.f = fopen(path, "wb"), .cap = (size_t)C.chunk_bytes, .slot = 0};
   if (!o.f) {
     fprintf(stderr, "lens-gen-job: cannot create %s: %s\n", path, strerror(errno));
     return -1;
@@ -418,9 +419,12 @@ static int write_truth(void) {
 static void usage(FILE *f) {
   fprintf(f, "usage: lens-gen-job -o DIR [--ranks N] [--hosts H] [--events E] [--stragglers S] [--channels C]\n"
              "                    [--steps K] [--seed X] [--threads T] [--compress none|packed|zstd]\n"
+             "                    [--chunk-kib N]\n"
              "  Writes a synthetic job's .lens traces (one file per rank/process) and DIR/truth.json.\n"
              "  Defaults: 1024 ranks on 128 hosts, 100000000 events, 16 stragglers, 2 channels, 8 steps per op,\n"
-             "  events compressed as the plugin's default (NCCL_LENS_COMPRESS=zstd).\n");
+             "  events compressed as the plugin's default (NCCL_LENS_COMPRESS=zstd), chunks of up to 256 KiB of\n"
+             "  fixed records as the plugin's writer cuts them from a busy ring (--chunk-kib: other sizes, to\n"
+             "  measure what a bigger zstd frame would give the reader; the plugin does not write them).\n");
 }
 
 static int num(const char *s, uint64_t *v) {
@@ -459,11 +463,14 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--steps")) C.steps = (int)v;
     else if (!strcmp(a, "--seed")) C.seed = v;
     else if (!strcmp(a, "--threads")) C.threads = (int)v;
+    else if (!strcmp(a, "--chunk-kib")) C.chunk_bytes = v * 1024;
     else return usage(stderr), 2;
   }
   if (!C.out || C.ranks < 2 || C.hosts < 1 || C.ranks % C.hosts || C.channels < 1 || C.channels > 32 ||
-      C.steps < 4 || C.steps > 64 || C.ranks > 1 << 20 || C.hosts > 100000)
-    return fprintf(stderr, "lens-gen-job: need -o DIR, ranks a multiple of hosts, 1-32 channels, 4-64 steps\n"), 2;
+      C.steps < 4 || C.steps > 64 || C.ranks > 1 << 20 || C.hosts > 100000 || C.chunk_bytes < 16384 ||
+      C.chunk_bytes > (16u << 20))
+    return fprintf(stderr, "lens-gen-job: need -o DIR, ranks a multiple of hosts, 1-32 channels, 4-64 steps, "
+                           "16-16384 KiB chunks\n"), 2;
   if (mkdir(C.out, 0755) && errno != EEXIST)
     return fprintf(stderr, "lens-gen-job: cannot create %s: %s\n", C.out, strerror(errno)), 1;
   n_inst = C.events / ((uint64_t)C.ranks * EVENTS_PER_RANK_INST(C));

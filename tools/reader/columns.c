@@ -130,7 +130,7 @@ static inline struct slotmap *slot_map(struct lens_cols_priv *pv, uint32_t sessi
 }
 
 /* Enters a START. 0, or -1 (no memory). */
-static int enter_id(struct lens_cols_priv *pv, uint32_t session, uint64_t id, unsigned type, size_t idx) {
+static int enter_id_slow(struct lens_cols_priv *pv, uint32_t session, uint64_t id, unsigned type, size_t idx) {
   struct slotmap *m = slot_map(pv, session, LENS_ID_SLOT(id), 1);
   if (!m) return -1;
   uint64_t seq = LENS_ID_SEQ(id);
@@ -155,6 +155,21 @@ static int enter_id(struct lens_cols_priv *pv, uint32_t session, uint64_t id, un
   s->idx[s->n] = (uint32_t)idx;
   s->top[s->n++] = (uint8_t)(id >> 56);
   return 0;
+}
+
+/* Nearly every START is the next number of its slot's latest run, with
+ * room: appended inline, no call. */
+static inline int enter_id(struct lens_cols_priv *pv, uint32_t session, uint64_t id, unsigned type, size_t idx) {
+  struct slotmap *m = slot_map(pv, session, LENS_ID_SLOT(id), 0);
+  if (__builtin_expect(m && m->n_segs && LENS_ID_TYPE(id) == type && idx < NO_IDX, 1)) {
+    struct seg *s = &m->segs[m->n_segs - 1];
+    if (__builtin_expect(LENS_ID_SEQ(id) == s->first + s->n && s->n < s->cap, 1)) {
+      s->idx[s->n] = (uint32_t)idx;
+      s->top[s->n++] = (uint8_t)(id >> 56);
+      return 0;
+    }
+  }
+  return enter_id_slow(pv, session, id, type, idx);
 }
 
 static int64_t find_id_slow(const struct lens_cols *c, struct lens_cols_priv *pv, const struct slotmap *m,
