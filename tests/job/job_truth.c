@@ -197,7 +197,13 @@ int job_check_dir(const char *dir, const char *truth_path, const char *more_trut
       const char *want = actual_cause(truth, last, (int)tr->n, mj_int(t, "seq", -1), max_wait, c->cause);
       c->injected_named += !strcmp(cause, c->cause) && crank == c->straggler;
       if (!strcmp(cause, want) && crank == c->straggler) c->named_right++;
-      else if (!strcmp(cause, "unknown") && crank == c->straggler) c->undecided++;
+      else if (!strcmp(cause, "unknown") && crank == c->straggler) {
+        c->undecided++;
+        double map_err = (double)rank_field(mj_get(j, "ranks"), crank, "map_err_ns");
+        if (map_err * 4 >= max_wait) c->undecided_coarse++;
+        fprintf(stderr, "  seq %lld: unknown with the last rank's clock map bound %.0f ns (%s)\n",
+                (long long)mj_int(t, "seq", -1), map_err, map_err * 4 >= max_wait ? "coarse" : "fine");
+      }
       if (strcmp(cause, want) || crank != c->straggler)
         fprintf(stderr, "  seq %lld: named %s rank %d (excess %lld ns), truth %s (injected %s) rank %d, wait %.0f ns\n",
                 (long long)mj_int(t, "seq", -1), cause, crank, (long long)mj_int(j, "cause_excess_ns", 0), want, c->cause,

@@ -14,6 +14,8 @@ struct job_check {
   size_t named_right;     /* ... and the job view named it with the cause that really made it late */
   size_t injected_named;  /* ... named with the injected cause */
   size_t undecided;       /* ... named with cause "unknown" (the trace could not decide) */
+  size_t undecided_coarse; /* ... of those, where the last rank's GPU clock map bound was >= a quarter of the wait:
+                            * the trace really cannot tell a busy GPU from a late call (job.md) */
   size_t quiet;           /* truth: no straggler (max wait below half the threshold) */
   size_t quiet_named;     /* ... yet the job view named a straggler cause (late rank) */
   size_t quiet_link;      /* ... or a slow link / starved proxy (real in the simulation when its proxies are slowed) */

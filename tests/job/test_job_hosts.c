@@ -98,7 +98,10 @@ static void arrival_cause_hosts(const char *scenario) {
   assert_true(c.truth_last_x * 10 >= c.instances * 9);
   assert_int_equal(c.named_right + c.undecided, c.truth_last_x);
   assert_int_equal(c.top_straggler, c.straggler);
-  if (!job_machine_overloaded()) assert_true(c.named_right * 10 >= c.truth_last_x * 9);
+  /* over the instances the trace can decide: an "unknown" where the last
+   * rank's GPU clock map bound is >= a quarter of the wait is right (17.6 ms
+   * once at load 6 with a 20 ms injection; test_job_replay.c) */
+  if (!job_machine_overloaded()) assert_true(c.named_right * 10 >= (c.truth_last_x - c.undecided_coarse) * 9);
 }
 
 static void test_late_app_hosts(void **s) {

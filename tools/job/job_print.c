@@ -13,6 +13,9 @@
 static const char *const flag_names[] = {"partial", "host_spans", "approx_rule", "ends_apart",
                                          "no_span", "by_order",   "graph"};
 
+/* Widest line of the text tables (docs/cli.md). */
+#define LENS_JOB_TEXT_COLS 120
+
 static unsigned pid_of(const struct lens_model *m, int32_t proc) {
   return proc >= 0 && (size_t)proc < m->n_procs ? m->procs[proc].pid : 0;
 }
@@ -55,16 +58,33 @@ static void straggler_rows(FILE *f, const struct lens_model *m, const struct len
           "wait caused ms", "times last", "causes");
   for (size_t i = 0; i < n; i++) {
     const struct lens_job_straggler *s = &v[i];
-    char who[96], causes[160] = "", tag[24] = "";
+    char who[96], tag[24] = "";
     snprintf(who, sizeof who, "%s:%u", lens_job_host(m, s->proc), pid_of(m, s->proc));
     if (by_tag) snprintf(tag, sizeof tag, "%10" PRIu64 " ", s->user_tag);
-    size_t o = 0;
-    for (int c = 1; c < 8; c++)
-      if (s->cause_count[c] && o < sizeof causes)
-        o += (size_t)snprintf(causes + o, sizeof causes - o, "%s%s %" PRIu64, o ? ", " : "", lens_job_cause_name(c),
-                              s->cause_count[c]);
-    fprintf(f, "  0x%-16" PRIx64 " %s%5d %-24s %16.3f %10" PRIu64 "  %s\n", s->comm_id, tag, s->rank, who,
-            s->wait_caused_ns / 1e6, s->times_last, causes);
+    int col = fprintf(f, "  0x%-16" PRIx64 " %s%5d %-24s %16.3f %10" PRIu64 " ", s->comm_id, tag, s->rank, who,
+                      s->wait_caused_ns / 1e6, s->times_last);
+    /* The causes after the columns, wrapped under themselves: a straggler
+     * late for several reasons (a loaded machine mixes them) would run past
+     * 120 columns on one line. */
+    int indent = col > 0 && col + 25 <= LENS_JOB_TEXT_COLS ? col + 1 : 8, at = col, first = 1;
+    for (int c = 1; c < 8; c++) {
+      if (!s->cause_count[c]) continue;
+      char item[48];
+      int w = snprintf(item, sizeof item, "%s %" PRIu64, lens_job_cause_name(c), s->cause_count[c]);
+      if (!first && at + 2 + w + 1 > LENS_JOB_TEXT_COLS) {
+        fprintf(f, ",\n%*s", indent, "");
+        at = indent;
+      } else if (!first) {
+        fputs(", ", f);
+        at += 2;
+      } else {
+        fputc(' ', f);
+        at++;
+      }
+      fputs(item, f);
+      at += w, first = 0;
+    }
+    fputc('\n', f);
   }
 }
 
@@ -255,7 +275,8 @@ void lens_job_print_json(FILE *f, const struct lens_model *m, const struct lens_
       const struct lens_job_rank *r = &j->ranks[in->first_rank + k];
       fprintf(f, "%s{\"rank\":%d,\"host\":", k ? "," : "", r->rank);
       lens_json_str(f, lens_job_host(m, r->proc));
-      fprintf(f, ",\"pid\":%u,\"span_ns\":%" PRIu64 ",", pid_of(m, r->proc), r->span_ns);
+      fprintf(f, ",\"pid\":%u,\"span_ns\":%" PRIu64 ",\"map_err_ns\":%" PRIu64 ",", pid_of(m, r->proc), r->span_ns,
+              r->map_err_ns);
       if (in->exec_ns) fprintf(f, "\"wait_ns\":%" PRIu64 "}", r->wait_ns);
       else fputs("\"wait_ns\":null}", f);
     }
