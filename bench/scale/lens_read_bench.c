@@ -10,8 +10,9 @@
  * pass (a shared machine's other load only ever adds time). Also prints the
  * share of that time spent reading the bytes (pread) alone.
  * --decode-only: the floor of any reader instead: the chunks walked through
- * one reused buffer, every CRC checked, packed chunks unzstd'ed and
- * unpacked, every record's header, id and time decoded, nothing built
+ * one reused buffer, every CRC checked, packed chunks unzstd'ed and their
+ * varint streams decoded in place (as the columns read them), every
+ * record's header, id and time decoded, nothing built
  * (lens_cols_scan); also the bytes alone, read the same way (pread in 4 MiB
  * blocks into one buffer).
  * --columns: the bulk columnar reader (columns.h), N files a columns set.
@@ -237,12 +238,12 @@ int main(int argc, char **argv) {
     printf("decode: %zu traces, %.1f MiB, %" PRIu64 " events (%" PRIu64 " stops, %" PRIu64
            " states), fastest of %zu passes (checksum %016" PRIx64 ")\n",
            n_paths, (double)bytes / 1048576.0, sc.starts, sc.stops, sc.states, repeat, sc.checksum);
-    printf("decode: %.3f s CPU on one core: %.2f M events/s per core (%.0f MiB/s), walk + CRC + unpack + decode, "
+    printf("decode: %.3f s CPU on one core: %.2f M events/s per core (%.0f MiB/s), walk + CRC + unzstd + decode, "
            "no model; the bytes alone (pread in 4 MiB blocks): %.3f s = %.0f%% of it\n",
            load_cpu, (double)events / load_cpu / 1e6, (double)bytes / 1048576.0 / load_cpu, blocks_cpu,
            100.0 * blocks_cpu / load_cpu);
     printf("decode: stages (each pass stops after one): bytes %.3f s, + chunk walk and CRC %.3f s, + zstd %.3f s, "
-           "+ unpack and decode %.3f s\n",
+           "+ decode %.3f s\n",
            blocks_cpu, crc_cpu, zstd_cpu, load_cpu);
   } else {
     printf("%s: %zu traces, %.1f MiB, %zu events (+%zu states), %zu file(s) per %s, fastest of %zu passes\n",
