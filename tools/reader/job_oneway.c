@@ -51,6 +51,7 @@ static int wend_cmp(const void *x, const void *y) {
 }
 
 int lens_job_pair_oneway(struct lens_job *j, struct lens_job_wend *v, size_t n, const int32_t *host_of) {
+  if (n < 2) return 0; /* no pair (and v may be NULL) */
   qsort(v, n, sizeof *v, wend_cmp);
   size_t cap = 0;
   for (size_t s = 0; s < n;) {

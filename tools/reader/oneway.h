@@ -49,9 +49,11 @@ static inline void lens_oneway_note(uint64_t *pre, uint64_t *post, uint32_t what
 }
 
 /* The step whose evidence a ProxyOp keeps: its first transfer. Every op
- * has it, and it has no less promptness than later steps: the receiver has
- * its irecv posted from the op's first pass, and the sender's last
- * SendPeerWait precedes its isend by one pass whatever the step. */
+ * has it (one pair per op, 24 bytes in the map), and a later step is not
+ * expected to be more prompt: the receiver has its irecv posted from the
+ * op's first pass, and the sender's last SendPeerWait precedes its isend by
+ * one pass whatever the step. The minimum over many ops (instances x
+ * channels) does the filtering. */
 #define LENS_ONEWAY_STEP 0
 
 #endif
