@@ -127,11 +127,16 @@ static void test_none_hosts(void **s) {
   if (!hosts_possible()) skip();
   struct job_check c;
   run_hosts("job-none", &c);
-  /* under a sanitizer the replay's app threads overrun their compute: real stragglers (in the truth) */
-  if (!job_machine_overloaded() && !*LENS_SANITIZER) assert_true(c.quiet * 2 >= c.instances);
+  /* Under a sanitizer or a load above one per CPU the replay's app threads
+   * overrun their compute: real stragglers in the truth (a CI beside two
+   * builds, load 5.2: 6 of 24 instances quiet in the truth), so the share of
+   * quiet instances is the simulation's, asserted on a quiet machine only, as
+   * in test_job_replay.c. Naming none there is always asserted. */
+  int sim_quiet = job_machine_quiet() && !*LENS_SANITIZER;
+  if (sim_quiet) assert_true(c.quiet * 2 >= c.instances);
   assert_int_equal(c.quiet_named, 0);
   /* a sanitizer build slows one process's proxies for the whole run: a really slow link */
-  if (!job_machine_overloaded() && !*LENS_SANITIZER) assert_int_equal(c.quiet_link, 0);
+  if (sim_quiet) assert_int_equal(c.quiet_link, 0);
 }
 
 int main(void) {

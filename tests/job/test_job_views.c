@@ -229,7 +229,40 @@ static void test_by_tag(void **s) {
   lens_test_rmtree(dir);
 }
 
+/* Waits of a third of a second keep the summary's tables within 120
+ * columns: a slow launch of 300 ms makes enqueue and completion averages and
+ * maxima of six digits before the point (the table once ran to 122 columns;
+ * a loaded CI's demo hit it with a 100+ ms enqueue). */
+static void test_summary_width_long_waits(void **s) {
+  (void)s;
+  char dir[256], cmd[2048];
+  lens_test_tmpdir(dir, sizeof dir, "jobwide");
+  snprintf(cmd, sizeof cmd,
+           "%s/bin/nccl-lens replay --scenario job-slow-launch --nodes 1 --ranks-per-node 2 --iters 3 --delay-us 300000 "
+           "--out %s --quiet",
+           LENS_BUILD_DIR, dir);
+  assert_int_equal(system(cmd), 0);
+  char *sum = run_cli(dir, "summary", "", "summary.txt");
+  /* the rows' enqueue avg/max (the first X/Y of a row): the slow launch
+   * really made some long */
+  double avg = 0, max = 0;
+  for (const char *row = strstr(sum, "\n  AllReduce "); row; row = strstr(row + 1, "\n  AllReduce ")) {
+    const char *eol = strchr(row + 1, '\n'), *slash = strchr(row + 1, '/');
+    if (!slash || (eol && slash > eol)) continue;
+    const char *num = slash;
+    while (num > row && num[-1] != ' ') num--;
+    double a, m;
+    if (sscanf(num, "%lf/%lf", &a, &m) == 2 && m > max) avg = a, max = m;
+  }
+  fprintf(stderr, "enqueue avg %.1f us, max %.1f us\n", avg, max);
+  assert_true(max >= 100000.0);
+  if (lens_test_max_line(sum) > 120) fail_msg("summary wider than 120 columns:\n%s", sum);
+  free(sum);
+  lens_test_rmtree(dir);
+}
+
 int main(void) {
-  const struct CMUnitTest t[] = {cmocka_unit_test(test_headline), cmocka_unit_test(test_by_tag)};
+  const struct CMUnitTest t[] = {cmocka_unit_test(test_headline), cmocka_unit_test(test_by_tag),
+                                 cmocka_unit_test(test_summary_width_long_waits)};
   return cmocka_run_group_tests(t, NULL, NULL);
 }

@@ -142,8 +142,18 @@ static void stat_json(FILE *f, const char *key, const struct lens_stat *s) {
   fprintf(f, ",\"max_ns\":%" PRIu64 "}", s->max);
 }
 
+/* "avg/max" in us within width columns: ns precision while it fits, fewer
+ * decimals for long waits (a loaded machine's 100+ ms enqueue max ran the
+ * table past 120 columns). */
+static void us_pair_fit(double avg_us_v, double max_us_v, int width, char *buf, size_t len) {
+  for (int prec = 3; prec >= 0; prec--) {
+    int n = snprintf(buf, len, "%.*f/%.*f", prec, avg_us_v, prec, max_us_v);
+    if (n <= width) return;
+  }
+}
+
 static void us_pair(const struct lens_stat *st, char *buf, size_t len) {
-  if (st->n) snprintf(buf, len, "%.3f/%.3f", avg_us(st), st->max / 1e3);
+  if (st->n) us_pair_fit(avg_us(st), st->max / 1e3, 19, buf, len);
   else snprintf(buf, len, "-");
 }
 
@@ -241,8 +251,8 @@ void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct l
     lens_size_bucket_label(r->bucket, size, sizeof size);
     human_bytes(r->bytes, bytes, sizeof bytes);
     human_bytes(r->proxy_bytes, pbytes, sizeof pbytes);
-    snprintf(enq, sizeof enq, "%.3f/%.3f", avg_us(&r->enqueue), r->enqueue.max / 1e3);
-    if (r->completion.n) snprintf(comp, sizeof comp, "%.3f/%.3f", avg_us(&r->completion), r->completion.max / 1e3);
+    us_pair_fit(avg_us(&r->enqueue), r->enqueue.max / 1e3, 19, enq, sizeof enq);
+    if (r->completion.n) us_pair_fit(avg_us(&r->completion), r->completion.max / 1e3, 21, comp, sizeof comp);
     else snprintf(comp, sizeof comp, "-");
     char ch[24] = "-";
     if (r->gpu_channel.n) snprintf(ch, sizeof ch, "%.3f", avg_us(&r->gpu_channel));
