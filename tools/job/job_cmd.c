@@ -231,6 +231,7 @@ static int concat_parts(const struct lens_job_part *ps, size_t n, struct lens_jo
   out->ops = calloc(no ? no : 1, sizeof *out->ops);
   out->wops = calloc(nw ? nw : 1, sizeof *out->wops);
   if (!out->files || !out->procs || !out->comms || !out->recs || !out->ops || !out->wops) return -1;
+  out->have_ce = 1;
   for (size_t k = 0; k < n; k++) {
     const struct lens_job_part *p = &ps[k];
     int32_t pb = (int32_t)out->n_procs;
@@ -259,6 +260,9 @@ static int concat_parts(const struct lens_job_part *ps, size_t n, struct lens_jo
       w->rec += rb;
     }
     out->have_clock_map |= p->have_clock_map;
+    out->ce_count += p->ce_count;
+    out->ce_enqueue_ns += p->ce_enqueue_ns;
+    if (!p->have_ce) out->have_ce = 0;
   }
   size_t n_clocks;
   return (out->clocks = lens_job_parts_clocks(ps, n, &n_clocks)) ? 0 : -1;
@@ -267,9 +271,8 @@ static int concat_parts(const struct lens_job_part *ps, size_t n, struct lens_jo
 /* Streaming starts above this much trace data in fixed form: one model
  * takes about three times its size in memory (a 10^7-event job, 870 MiB,
  * took 2.47 GB one model against 0.19 GB streamed; 4 M events 1.04 GB
- * against 0.35 GB and a third more CPU, the same report). Below it one
- * model keeps what the records do not: the copy-engine collectives' note.
- * Packed and zstd chunks
+ * against 0.35 GB and a third more CPU, the same report). Packed and zstd
+ * chunks
  * count at the size of their fixed records (trace_size.h), or a zstd
  * trace of 10^8 events (300 MiB on disk) would be loaded into one model. */
 #define STREAM_BYTES (256ull << 20)

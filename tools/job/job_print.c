@@ -136,21 +136,6 @@ static int by_wait(const void *a, const void *b) {
   return (*(const size_t *)a > *(const size_t *)b) - (*(const size_t *)a < *(const size_t *)b);
 }
 
-/* Copy-engine collectives (API v6+) in the model: the job view cannot match
- * or decompose them (no GPU timers: their events bracket the host's
- * enqueue), but says they were there. */
-static size_t ce_colls(const struct lens_model *m, uint64_t *ce_ns) {
-  size_t n = 0;
-  *ce_ns = 0;
-  for (size_t i = 0; i < m->n_events; i++) {
-    const struct lens_event *e = &m->events[i];
-    if (e->type != LENS_T_CE_COLL) continue;
-    n++;
-    if (e->stop_mono_ns > e->start_mono_ns) *ce_ns += e->stop_mono_ns - e->start_mono_ns;
-  }
-  return n;
-}
-
 void lens_job_print_text(FILE *f, const struct lens_model *m, const struct lens_job *j, size_t max_list,
                          const struct lens_align *a) {
   fprintf(f, "nccl-lens job: %zu files, %zu processes, %zu instances: %zu matched on all ranks, %zu on some, %zu on "
@@ -171,12 +156,15 @@ void lens_job_print_text(FILE *f, const struct lens_model *m, const struct lens_
             apart);
   if (!j->have_clock_map)
     fprintf(f, "note: no GPU clock map: a late rank's GPU-start stage is unknown (late app vs busy GPU undecided)\n");
-  uint64_t ce_ns;
-  size_t ce = ce_colls(m, &ce_ns);
-  if (ce)
-    fprintf(f, "note: %zu copy-engine (CE) collectives, not matched here: their events time the host's enqueue only "
-               "(CeColl start -> stop, %.1f us on average), not the copies; `nccl-lens summary` lists them\n",
-            ce, (double)ce_ns / (double)ce / 1e3);
+  /* Copy-engine collectives (API v6+): the job view cannot match or
+   * decompose them (no GPU timers: their events bracket the host's
+   * enqueue), but says they were there; the map counted them. */
+  if (j->ce_count)
+    fprintf(f, "note: %" PRIu64 " copy-engine (CE) collectives, not matched here: their events time the host's enqueue "
+               "only (CeColl start -> stop, %.1f us on average), not the copies; `nccl-lens summary` lists them\n",
+            j->ce_count, (double)j->ce_enqueue_ns / (double)j->ce_count / 1e3);
+  else if (!j->ce_known)
+    fprintf(f, "note: copy-engine collectives unknown (a partial file written before they were counted)\n");
   lens_job_print_headline(f, m, j);
   if (links) fprintf(f, "\nslow links: %zu instances with arrivals aligned and one link slow (see below)\n", links);
   size_t *o = malloc((j->n_insts + 1) * sizeof *o);
@@ -237,12 +225,11 @@ static void json_stragglers(FILE *f, const struct lens_model *m, const char *key
 void lens_job_print_json(FILE *f, const struct lens_model *m, const struct lens_job *j, const struct lens_align *a) {
   fprintf(f, "{\"schema\":\"nccl-lens-job/1\",\"threshold_ns\":%" PRIu64 ",\"min_wait_frac\":%.3f,", j->min_wait_ns,
           LENS_JOB_MIN_WAIT_FRAC);
-  uint64_t ce_ns;
-  size_t ce = ce_colls(m, &ce_ns);
-  if (!m->n_events && j->n_ranks) /* reduced from records (--stream, partial files): the events were not kept */
+  if (!j->ce_known) /* a partial file written before they were counted */
     fprintf(f, "\"ce_collectives\":null,");
   else
-    fprintf(f, "\"ce_collectives\":{\"count\":%zu,\"host_enqueue_ns\":%" PRIu64 "},", ce, ce_ns);
+    fprintf(f, "\"ce_collectives\":{\"count\":%" PRIu64 ",\"host_enqueue_ns\":%" PRIu64 "},", j->ce_count,
+            j->ce_enqueue_ns);
   fprintf(f, "\"clock_map\":%s,\"matched\":{\"all\":%zu,\"some\":%zu,\"one\":%zu},\n\"collectives\":[",
           j->have_clock_map ? "true" : "false", j->matched_all, j->matched_some, j->matched_one);
   for (size_t i = 0; i < j->n_insts; i++) {

@@ -119,6 +119,10 @@ struct lens_job {
   uint64_t min_wait_ns;      /* straggler threshold used */
   int comms_multi;           /* communicators with more than one rank loaded */
   int have_clock_map;        /* GPU starts mapped to host time (GPU-busy stage known) */
+  /* copy-engine collectives of the inputs and their host enqueue time; ce_known 0 when a partial file
+   * older than its section was among them */
+  uint64_t ce_count, ce_enqueue_ns;
+  int ce_known;
   /* One-way pairs between processes of different host names, for the host
    * alignment; ops whose link (sender, receiver, channel) is not unique in
    * their instance on either side are not paired (ambiguous, counted). */

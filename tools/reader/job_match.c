@@ -268,6 +268,13 @@ static int part_meta(const struct lens_model *m, struct lens_job_part *p) {
     memcpy(p->comms[i].name, c->name, sizeof c->name);
   }
   p->have_clock_map = m->n_clock_maps > 0;
+  for (size_t i = 0; i < m->n_events; i++) {
+    const struct lens_event *e = &m->events[i];
+    if (e->type != LENS_T_CE_COLL) continue;
+    p->ce_count++;
+    if (e->stop_mono_ns > e->start_mono_ns) p->ce_enqueue_ns += e->stop_mono_ns - e->start_mono_ns;
+  }
+  p->have_ce = 1;
   return 0;
 }
 

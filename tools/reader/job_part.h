@@ -66,6 +66,11 @@ struct lens_job_part {
   struct lens_job_wop *wops; size_t n_wops;     /* in record order */
   struct lens_align_proc_clock *clocks;         /* n_procs of them (the host alignment's evidence); NULL: none */
   int have_clock_map;
+  /* Copy-engine collectives (v6 CeColl) of the traces: the job view cannot
+   * match them (their events time the host's enqueue), it says they were
+   * there. have_ce 0: a partial file written before section 11 (unknown). */
+  uint64_t ce_count, ce_enqueue_ns;
+  int have_ce;
   void *strings;                                /* storage of the strings of a partial read from a file */
 };
 

@@ -28,6 +28,8 @@
  *                send, step, 0), in record order: each proxy op's one-way evidence
  *                (oneway.h) for the host alignment (added later: a file without it
  *                gives no one-way pair; an older reader skips it)
+ *    11 CE       count 1, {u64 copy-engine collectives, their host enqueue ns}
+ *                (added later: a file without it leaves them unknown)
  *     0 END      count 0, no payload
  * A reader takes only the version it knows and refuses a file that fails a
  * check; an unknown section tag is skipped (a newer writer may add one). */
@@ -51,7 +53,7 @@
 struct fhdr { char magic[8]; uint32_t version, hdr_size, flags, reserved0; uint64_t reserved1; };
 struct sec { uint32_t tag, crc; uint64_t count, len; };
 enum { S_END = 0, S_FILES = 1, S_PROCS = 2, S_COMMS = 3, S_STRINGS = 4, S_RECORDS = 5, S_OPS = 6, S_RECX = 7,
-       S_ENDS = 8, S_CLOCKS = 9, S_WAYS = 10 };
+       S_ENDS = 8, S_CLOCKS = 9, S_WAYS = 10, S_CE = 11 };
 
 struct disk_rec {
   uint64_t comm_id;
@@ -182,7 +184,9 @@ int lens_job_part_write(FILE *f, const struct lens_job_part *p) {
   if (section(f, S_ENDS, p->n_recs, rb.p, rb.len) ||
       (p->clocks && section(f, S_CLOCKS, p->n_procs, p->clocks, p->n_procs * sizeof *p->clocks)) ||
       section(f, S_OPS, p->n_ops, p->ops, p->n_ops * sizeof *p->ops) ||
-      section(f, S_WAYS, p->n_wops, p->wops, p->n_wops * sizeof *p->wops) || section(f, S_END, 0, NULL, 0)) {
+      section(f, S_WAYS, p->n_wops, p->wops, p->n_wops * sizeof *p->wops) ||
+      (p->have_ce && section(f, S_CE, 1, (uint64_t[2]){p->ce_count, p->ce_enqueue_ns}, 16)) ||
+      section(f, S_END, 0, NULL, 0)) {
     free(rb.p);
     goto out;
   }
@@ -345,6 +349,17 @@ int lens_job_part_read(const char *path, struct lens_job_part *p, char *err, siz
       if (p->wops) goto dup;
       FIXED(p->wops, p->n_wops, struct lens_job_wop);
       break;
+    case S_CE: {
+      uint64_t v[2];
+      if (p->have_ce) goto dup;
+      if (s.count != 1 || l != sizeof v) {
+        bad(err, err_len, path, "a section's size does not match its count");
+        goto out;
+      }
+      memcpy(v, q, sizeof v);
+      p->ce_count = v[0], p->ce_enqueue_ns = v[1], p->have_ce = 1;
+      break;
+    }
     case S_RECORDS: {
       if (p->recs) goto dup;
       if (s.count * sizeof(struct disk_rec) != l) {

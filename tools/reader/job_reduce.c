@@ -163,10 +163,14 @@ static int reduce(struct lens_job_part *parts, size_t n, struct lens_job *j, uin
   memset(j, 0, sizeof *j);
   j->min_wait_ns = min_wait_ns ? min_wait_ns : LENS_JOB_MIN_WAIT_NS;
   size_t nk = 0, n_procs = 0, n_hosts = 0, ni = 0, cap_i = 0;
+  j->ce_known = 1;
   for (size_t k = 0; k < n; k++) {
     nk += parts[k].n_recs;
     n_procs += parts[k].n_procs;
     if (parts[k].have_clock_map) j->have_clock_map = 1;
+    j->ce_count += parts[k].ce_count;
+    j->ce_enqueue_ns += parts[k].ce_enqueue_ns;
+    if (!parts[k].have_ce) j->ce_known = 0;
   }
   size_t hcap = 1024; /* instance slots, a power of two, grown to stay at most half full */
   uint32_t *slots = NULL, *inst_of = malloc((nk ? nk : 1) * sizeof *inst_of), *order = NULL, *rank_of_inst = NULL;
