@@ -239,7 +239,8 @@ static int concat_parts(const struct lens_job_part *ps, size_t n, struct lens_jo
     uint32_t rb = (uint32_t)out->n_recs;
     for (size_t i = 0; i < p->n_files; i++)
       if (!(out->files[out->n_files++] = strdup(p->files[i]))) return -1;
-    memcpy(out->procs + out->n_procs, p->procs, p->n_procs * sizeof *p->procs);
+    /* a part without procs or ops has NULL arrays: memcpy's arguments must not be NULL even for 0 bytes */
+    if (p->n_procs) memcpy(out->procs + out->n_procs, p->procs, p->n_procs * sizeof *p->procs);
     out->n_procs += p->n_procs;
     for (size_t i = 0; i < p->n_comms; i++) {
       struct lens_job_pcomm *c = &out->comms[out->n_comms++];
@@ -252,7 +253,7 @@ static int concat_parts(const struct lens_job_part *ps, size_t n, struct lens_jo
       if (r->r.proc >= 0) r->r.proc += pb;
       r->first_op += ob;
     }
-    memcpy(out->ops + out->n_ops, p->ops, p->n_ops * sizeof *p->ops);
+    if (p->n_ops) memcpy(out->ops + out->n_ops, p->ops, p->n_ops * sizeof *p->ops);
     out->n_ops += p->n_ops;
     for (size_t i = 0; i < p->n_wops; i++) {
       struct lens_job_wop *w = &out->wops[out->n_wops++];
