@@ -273,9 +273,9 @@ static int concat_parts(const struct lens_job_part *ps, size_t n, struct lens_jo
  * takes about three times its size in memory (a 10^7-event job, 870 MiB,
  * took 2.47 GB one model against 0.19 GB streamed; 4 M events 1.04 GB
  * against 0.35 GB and a third more CPU, the same report). Packed and zstd
- * chunks
- * count at the size of their fixed records (trace_size.h), or a zstd
- * trace of 10^8 events (300 MiB on disk) would be loaded into one model. */
+ * chunks count at the size of their fixed records (trace_size.h), or a
+ * zstd trace of 10^8 events (300 MiB on disk) would be loaded into one
+ * model. */
 #define STREAM_BYTES (256ull << 20)
 
 /* Every trace in one model: the job view and the hosts' alignment (which

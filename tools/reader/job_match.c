@@ -167,8 +167,7 @@ static uint64_t op_oneway(const struct lens_model *m, const struct lens_event *o
       const struct lens_state_ev *x = &m->states[st->first_state + i];
       lens_oneway_note(&pre, &post, x->state, x->ts_mono_ns, x->last_mono_ns ? x->last_mono_ns : x->ts_mono_ns);
     }
-    if (op->p.proxy_op.is_send && pre > w) w = pre; /* the same rules as the reader's fold (resolve.c) */
-    if (!op->p.proxy_op.is_send && post && (!w || post < w)) w = post;
+    lens_oneway_fold(&w, op->p.proxy_op.is_send, pre, post);
   }
   return w;
 }
@@ -268,23 +267,23 @@ static int part_meta(const struct lens_model *m, struct lens_job_part *p) {
     memcpy(p->comms[i].name, c->name, sizeof c->name);
   }
   p->have_clock_map = m->n_clock_maps > 0;
-  for (size_t i = 0; i < m->n_events; i++) {
-    const struct lens_event *e = &m->events[i];
-    if (e->type != LENS_T_CE_COLL) continue;
-    p->ce_count++;
-    if (e->stop_mono_ns > e->start_mono_ns) p->ce_enqueue_ns += e->stop_mono_ns - e->start_mono_ns;
-  }
-  p->have_ce = 1;
   return 0;
 }
 
 int lens_job_map(const struct lens_model *m, struct lens_job_part *p) {
   memset(p, 0, sizeof *p);
   size_t n = 0;
+  /* One pass: the records to make, and the copy-engine collectives, which
+   * the job view cannot match (their events time the host's enqueue) but
+   * counts, in partial files too. */
   for (size_t i = 0; i < m->n_events; i++) {
     const struct lens_event *e = &m->events[i];
     if ((e->type == LENS_T_COLL || e->type == LENS_T_P2P) && e->comm >= 0 && !(e->flags & LENS_EVF_REMOTE)) n++;
+    if (e->type != LENS_T_CE_COLL) continue;
+    p->ce_count++;
+    if (e->stop_mono_ns > e->start_mono_ns) p->ce_enqueue_ns += e->stop_mono_ns - e->start_mono_ns;
   }
+  p->have_ce = 1;
   p->recs = calloc(n ? n : 1, sizeof *p->recs);
   char *has_seq = comms_with_seq(m);
   /* order counters: per (comm index, func) for collectives without seq; per

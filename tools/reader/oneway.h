@@ -48,6 +48,18 @@ static inline void lens_oneway_note(uint64_t *pre, uint64_t *post, uint32_t what
   }
 }
 
+/* Folds one step's evidence into its op's: a send op keeps the latest
+ * "not yet posted" time, a recv op the earliest "arrived" time (0: none).
+ * The reader's step fold (resolve.c) and the map over unfolded steps
+ * (job_match.c) both use it, so both keep the same evidence. */
+static inline void lens_oneway_fold(uint64_t *op_t, int is_send, uint64_t pre, uint64_t post) {
+  if (is_send) {
+    if (pre > *op_t) *op_t = pre;
+  } else if (post && (!*op_t || post < *op_t)) {
+    *op_t = post;
+  }
+}
+
 /* The step whose evidence a ProxyOp keeps: its first transfer. Every op
  * has it (one pair per op, 24 bytes in the map), and a later step is not
  * expected to be more prompt: the receiver has its irecv posted from the

@@ -214,16 +214,13 @@ static void fold_steps(struct lens_builder *b) {
         v < 0 || m->events[v].type != LENS_T_PROXY_OP)
       continue;
     struct lens_event *op = &m->events[v];
-    if (f->ev >= 0) { /* step LENS_ONEWAY_STEP: its one-way evidence (oneway.h), whether it stopped or not */
-      const struct lens_fev *x = &b->fevs[f->ev];
-      uint64_t *w = &op->p.proxy_op.folded_oneway_ns;
-      if (op->p.proxy_op.is_send) {
-        /* every start of that step precedes its post: the latest of them */
-        if (x->pre > *w) *w = x->pre;
-      } else if (x->post && (!*w || x->post < *w)) {
-        *w = x->post; /* a start superseded before irecv gave a request has no post: not read */
-      }
-    }
+    /* step LENS_ONEWAY_STEP: its one-way evidence (oneway.h), whether it
+     * stopped or not; every start of a send step precedes its post (the
+     * latest counts), and a recv start superseded before irecv gave a
+     * request has no post (not read) */
+    if (f->ev >= 0)
+      lens_oneway_fold(&op->p.proxy_op.folded_oneway_ns, op->p.proxy_op.is_send, b->fevs[f->ev].pre,
+                       b->fevs[f->ev].post);
     if (!f->stop) continue;
     if (!op->p.proxy_op.folded_stops++) op->p.proxy_op.folded_stop_lo = op->p.proxy_op.folded_stop_hi = f->stop;
     if (f->stop < op->p.proxy_op.folded_stop_lo) op->p.proxy_op.folded_stop_lo = f->stop;

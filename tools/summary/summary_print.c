@@ -152,8 +152,9 @@ static void us_pair_fit(double avg_us_v, double max_us_v, int width, char *buf, 
   }
 }
 
-static void us_pair(const struct lens_stat *st, char *buf, size_t len) {
-  if (st->n) us_pair_fit(avg_us(st), st->max / 1e3, 19, buf, len);
+/* A stat's "avg/max" in us within width columns, "-" when it has no sample. */
+static void us_pair(const struct lens_stat *st, int width, char *buf, size_t len) {
+  if (st->n) us_pair_fit(avg_us(st), st->max / 1e3, width, buf, len);
   else snprintf(buf, len, "-");
 }
 
@@ -174,8 +175,8 @@ static void print_ce_text(FILE *f, const struct lens_summary *s) {
     lens_size_bucket_label(r->bucket, size, sizeof size);
     human_bytes(r->bytes, bytes, sizeof bytes);
     human_bytes(r->batch_bytes, bb, sizeof bb);
-    us_pair(&r->enqueue, enq, sizeof enq);
-    us_pair(&r->ce, ce, sizeof ce);
+    us_pair(&r->enqueue, 19, enq, sizeof enq);
+    us_pair(&r->ce, 19, ce, sizeof ce);
     if (r->sync.n) snprintf(sy, sizeof sy, "%" PRIu64 ", %.3f", r->sync.n, avg_us(&r->sync));
     if (r->batch.n) snprintf(ba, sizeof ba, "%" PRIu64 ", %.3f", r->batch.n, avg_us(&r->batch));
     const char *func = r->func && *r->func ? r->func : "-";
@@ -252,8 +253,7 @@ void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct l
     human_bytes(r->bytes, bytes, sizeof bytes);
     human_bytes(r->proxy_bytes, pbytes, sizeof pbytes);
     us_pair_fit(avg_us(&r->enqueue), r->enqueue.max / 1e3, 19, enq, sizeof enq);
-    if (r->completion.n) us_pair_fit(avg_us(&r->completion), r->completion.max / 1e3, 21, comp, sizeof comp);
-    else snprintf(comp, sizeof comp, "-");
+    us_pair(&r->completion, 21, comp, sizeof comp);
     char ch[24] = "-";
     if (r->gpu_channel.n) snprintf(ch, sizeof ch, "%.3f", avg_us(&r->gpu_channel));
     char pr[64];
