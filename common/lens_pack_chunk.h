@@ -17,15 +17,22 @@
  * the writer puts in one EVENTS or EVENTS_PACKED chunk (also at most half a
  * ring): what a busy thread's chunk holds. */
 #define LENS_EVENTS_CHUNK_MAX (256 * 1024)
-/* zstd's fastest level of the normal range: at 10 M events/s the writer
- * has about 50 ns an event. */
-#define LENS_ZSTD_LEVEL 1
+/* NCCL_LENS_ZSTD_LEVEL's default: zstd's first "fast" level. Against
+ * level 1 it writes about 10 % more bytes, costs the writer less, and
+ * decodes 1.3-2.4 times faster: at level 1 zstd's own decoding was a third
+ * to three fifths of a reader's pass over the columns (docs/scale.md,
+ * "zstd level"). Negative levels leave literals without Huffman coding,
+ * which is most of what a small frame spends decoding. */
+#define LENS_ZSTD_LEVEL_DEFAULT (-1)
+#define LENS_ZSTD_LEVEL_MIN (-50)
+#define LENS_ZSTD_LEVEL_MAX 19
 
 /* Fills *ph for slot and points *body at what follows it in the chunk:
- * stream[0..lens_pack_len) as it is, or its zstd frame in zbuf[0..zcap)
- * when zc is not NULL and the frame is smaller. Never fails: a zstd error
- * leaves the stream as it is. */
-void lens_pack_chunk(const struct lens_pack_enc *e, const void *stream, uint32_t slot, ZSTD_CCtx *zc, void *zbuf,
-                     size_t zcap, struct lens_packed_hdr *ph, const void **body, size_t *body_len);
+ * stream[0..lens_pack_len) as it is, or its zstd frame (at zstd_level) in
+ * zbuf[0..zcap) when zc is not NULL and the frame is smaller. Never fails:
+ * a zstd error leaves the stream as it is. */
+void lens_pack_chunk(const struct lens_pack_enc *e, const void *stream, uint32_t slot, ZSTD_CCtx *zc,
+                     int zstd_level, void *zbuf, size_t zcap, struct lens_packed_hdr *ph, const void **body,
+                     size_t *body_len);
 
 #endif

@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "config_parse.h"
+#include "lens_pack_chunk.h"
 #include "log.h"
 #include "nccl-lens/nccl_profiler_abi.h"
 #include "nccl-lens/registry.h"
@@ -31,6 +32,7 @@ static void defaults(struct lens_config *c) {
   c->recorder = 0;
   c->recorder_bytes = 64u << 20;
   c->compress = LENS_COMPRESS_DEFAULT;
+  c->zstd_level = LENS_ZSTD_LEVEL_DEFAULT;
   c->hang_timeout_s = 60;
 }
 
@@ -220,6 +222,15 @@ int lens_config_parse(struct lens_config *c) {
       c->compress = LENS_COMPRESS_ZSTD;
     else
       bad("NCCL_LENS_COMPRESS", v, "zstd (allowed none, packed, zstd)", &nbad);
+  }
+  if ((v = getenv("NCCL_LENS_ZSTD_LEVEL")) != NULL) {
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno || end == v || *end || x < LENS_ZSTD_LEVEL_MIN || x > LENS_ZSTD_LEVEL_MAX)
+      bad("NCCL_LENS_ZSTD_LEVEL", v, "-1 (allowed -50..19)", &nbad);
+    else
+      c->zstd_level = (int)x;
   }
   parse_u32_range("NCCL_LENS_HANG_TIMEOUT", &c->hang_timeout_s, 1, 86400, "60 (allowed 1..86400 s)", &nbad);
   parse_u32_range("NCCL_LENS_SLOW_MS", &c->slow_ms, 0, 3600000, "0 = off (allowed 0..3600000 ms)", &nbad);

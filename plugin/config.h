@@ -28,6 +28,7 @@ struct lens_config {
   uint32_t hang_timeout_s;    /* NCCL_LENS_HANG_TIMEOUT (60): no progress with work in flight this long = a hang */
   uint32_t slow_ms;           /* NCCL_LENS_SLOW_MS (0 = off): recorder dump when a kernel channel's GPU span exceeds it */
   int compress;               /* NCCL_LENS_COMPRESS (zstd): enum lens_compress */
+  int zstd_level;             /* NCCL_LENS_ZSTD_LEVEL (-1, LENS_ZSTD_LEVEL_DEFAULT) */
 };
 
 /* Valid after the first init; never NULL. */

@@ -47,6 +47,7 @@ static uint32_t g_period_us;
 static uint64_t g_events; /* this session */
 static struct lens_drops g_last_drops;
 static int g_compress = LENS_COMPRESS_DEFAULT; /* NCCL_LENS_COMPRESS of the open session (config.h) */
+static int g_zstd_level = LENS_ZSTD_LEVEL_DEFAULT; /* NCCL_LENS_ZSTD_LEVEL of the open session */
 
 /* ---- records: ring form -> file form ---- */
 
@@ -195,8 +196,8 @@ static int write_packed(uint32_t slot) {
   struct lens_packed_hdr ph;
   const void *body;
   size_t body_len;
-  lens_pack_chunk(&g_enc, g_pack_buf, slot, g_compress == LENS_COMPRESS_ZSTD ? g_zctx : NULL, g_zbuf, g_zcap, &ph,
-                  &body, &body_len);
+  lens_pack_chunk(&g_enc, g_pack_buf, slot, g_compress == LENS_COMPRESS_ZSTD ? g_zctx : NULL, g_zstd_level, g_zbuf,
+                  g_zcap, &ph, &body, &body_len);
   struct iovec parts[2] = {{&ph, sizeof ph}, {(void *)body, body_len}};
   return lens_tf_write_parts(LENS_CHUNK_EVENTS_PACKED, parts, 2);
 }
@@ -469,6 +470,7 @@ struct ctl_open {
   uint64_t recorder_bytes;
   uint32_t hang_timeout_s, slow_ms;
   int compress; /* enum lens_compress */
+  int zstd_level;
 };
 struct ctl {
   int kind;
@@ -594,6 +596,7 @@ static void session_begin(const struct ctl_open *o) {
   g_session = lens_tf_session();
   g_period_us = o->period_us;
   g_compress = o->compress;
+  g_zstd_level = o->zstd_level;
   g_events = 0;
   memset(&g_last_drops, 0, sizeof g_last_drops);
   lens_strtab_reset();
@@ -782,6 +785,7 @@ int lens_writer_open_session(const struct lens_config *c, const char *host, int 
   o->hang_timeout_s = c->hang_timeout_s;
   o->slow_ms = c->slow_ms;
   o->compress = c->compress;
+  o->zstd_level = c->zstd_level;
   memcpy(rec, session_rec, len);
   init_cvs();
   pthread_mutex_lock(&g_mu);

@@ -44,14 +44,14 @@ enum { COMPRESS_NONE, COMPRESS_PACKED, COMPRESS_ZSTD };
 static const char *const compress_name[] = {"none", "packed", "zstd"};
 
 struct cfg {
-  int ranks, hosts, channels, steps, stragglers, threads, compress;
+  int ranks, hosts, channels, steps, stragglers, threads, compress, zstd_level;
   uint64_t chunk_bytes; /* fixed-record bytes a chunk holds at most: the writer's LENS_EVENTS_CHUNK_MAX */
   uint64_t events, seed, period_ns, exec_ns;
   const char *out;
 };
 
 static struct cfg C = {.ranks = 1024, .hosts = 128, .channels = 2, .steps = 8, .stragglers = 16, .threads = 0,
-                       .compress = COMPRESS_ZSTD, .chunk_bytes = LENS_EVENTS_CHUNK_MAX,
+                       .compress = COMPRESS_ZSTD, .zstd_level = LENS_ZSTD_LEVEL_DEFAULT, .chunk_bytes = LENS_EVENTS_CHUNK_MAX,
                        .events = 100000000ull, .seed = 1, .period_ns = 2000000, .exec_ns = 200000, .out = NULL};
 
 /* Derived, shared read-only by the workers. */
@@ -137,7 +137,7 @@ static int put_packed(struct out *o, uint32_t slot, const uint8_t *buf, size_t l
   struct lens_packed_hdr ph;
   const void *body;
   size_t body_len;
-  lens_pack_chunk(o->enc, o->stream, slot, o->zc, o->zbuf, o->zcap, &ph, &body, &body_len);
+  lens_pack_chunk(o->enc, o->stream, slot, o->zc, C.zstd_level, o->zbuf, o->zcap, &ph, &body, &body_len);
   memcpy(o->chunk, &ph, sizeof ph);
   memcpy(o->chunk + sizeof ph, body, body_len);
   return put_chunk(o, LENS_CHUNK_EVENTS_PACKED, o->chunk, (uint32_t)(sizeof ph + body_len));
@@ -399,8 +399,8 @@ static int write_truth(void) {
           C.seed, C.ranks, C.hosts, C.ranks / C.hosts);
   fprintf(f, "\"instances\":%" PRIu64 ",\"events\":%" PRIu64 ",\"comm_id\":\"0x%" PRIx64 "\",\"func\":\"AllReduce\",",
           n_inst, (uint64_t)atomic_load(&events_written), (uint64_t)COMM_ID);
-  fprintf(f, "\"period_ns\":%" PRIu64 ",\"compress\":\"%s\",\n\"hosts_clock\":[", C.period_ns,
-          compress_name[C.compress]);
+  fprintf(f, "\"period_ns\":%" PRIu64 ",\"compress\":\"%s\",\"zstd_level\":%d,\n\"hosts_clock\":[",
+          C.period_ns, compress_name[C.compress], C.zstd_level);
   for (int h = 0; h < C.hosts; h++) {
     char hn[64];
     host_name(h, hn, sizeof hn);
@@ -419,10 +419,10 @@ static int write_truth(void) {
 static void usage(FILE *f) {
   fprintf(f, "usage: lens-gen-job -o DIR [--ranks N] [--hosts H] [--events E] [--stragglers S] [--channels C]\n"
              "                    [--steps K] [--seed X] [--threads T] [--compress none|packed|zstd]\n"
-             "                    [--chunk-kib N]\n"
+             "                    [--zstd-level L] [--chunk-kib N]\n"
              "  Writes a synthetic job's .lens traces (one file per rank/process) and DIR/truth.json.\n"
              "  Defaults: 1024 ranks on 128 hosts, 100000000 events, 16 stragglers, 2 channels, 8 steps per op,\n"
-             "  events compressed as the plugin's default (NCCL_LENS_COMPRESS=zstd), chunks of up to 256 KiB of\n"
+             "  events compressed as the plugin's default (NCCL_LENS_COMPRESS=zstd, NCCL_LENS_ZSTD_LEVEL=-1), chunks of up to 256 KiB of\n"
              "  fixed records as the plugin's writer cuts them from a busy ring (--chunk-kib: other sizes, to\n"
              "  measure what a bigger zstd frame would give the reader; the plugin does not write them).\n");
 }
@@ -452,6 +452,14 @@ int main(int argc, char **argv) {
       for (int k = 0; k < 3; k++)
         if (!strcmp(v, compress_name[k])) C.compress = k;
       if (C.compress < 0) return fprintf(stderr, "lens-gen-job: --compress takes none, packed or zstd\n"), 2;
+      continue;
+    }
+    if (!strcmp(a, "--zstd-level")) {
+      char *end;
+      long l = strtol(argv[++i], &end, 10);
+      if (*end || end == argv[i] || l < LENS_ZSTD_LEVEL_MIN || l > LENS_ZSTD_LEVEL_MAX)
+        return fprintf(stderr, "lens-gen-job: --zstd-level takes -50..19\n"), 2;
+      C.zstd_level = (int)l;
       continue;
     }
     if (num(argv[++i], &v)) return fprintf(stderr, "lens-gen-job: %s needs a number\n", a), 2;

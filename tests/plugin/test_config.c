@@ -18,7 +18,8 @@
 
 static const char *k_vars[] = {"NCCL_LENS_DISABLE", "NCCL_LENS_OUTPUT_DIR", "NCCL_LENS_EVENT_MASK",
                                "NCCL_LENS_BUFFER_SIZE", "NCCL_LENS_MAX_THREADS", "NCCL_LENS_WRITER_PERIOD_US",
-                               "NCCL_LENS_TSC", "NCCL_LENS_NVTX", "NCCL_LENS_CUPTI", "NCCL_LENS_REGISTRY_DIR"};
+                               "NCCL_LENS_TSC", "NCCL_LENS_NVTX", "NCCL_LENS_CUPTI", "NCCL_LENS_REGISTRY_DIR",
+                               "NCCL_LENS_COMPRESS", "NCCL_LENS_ZSTD_LEVEL"};
 
 static int setup(void **state) {
   for (size_t i = 0; i < sizeof k_vars / sizeof k_vars[0]; i++) unsetenv(k_vars[i]);
@@ -41,7 +42,31 @@ static void test_defaults(void **state) {
   assert_int_equal(c.nvtx, 1);
   assert_int_equal(c.cupti, LENS_CUPTI_OFF);
   assert_string_equal(c.registry_dir, "/tmp/nccl-lens");
+  assert_int_equal(c.compress, LENS_COMPRESS_ZSTD);
+  assert_int_equal(c.zstd_level, -1);
   assert_int_equal(test_log_count("nccl-lens"), 0);
+}
+
+/* NCCL_LENS_ZSTD_LEVEL: zstd's levels, negative ("fast") ones included,
+ * within -50..19; anything else keeps -1 and is logged once. */
+static void test_zstd_level(void **state) {
+  struct lens_config c;
+  const char *good[] = {"-50", "-7", "-1", "0", "1", "3", "19"};
+  const int want[] = {-50, -7, -1, 0, 1, 3, 19};
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    setenv("NCCL_LENS_ZSTD_LEVEL", good[i], 1);
+    assert_int_equal(lens_config_parse(&c), 0);
+    assert_int_equal(c.zstd_level, want[i]);
+  }
+  const char *bad[] = {"-51", "20", "", "1x", "fast", "99999999999999999999"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    test_log_clear();
+    setenv("NCCL_LENS_ZSTD_LEVEL", bad[i], 1);
+    assert_int_equal(lens_config_parse(&c), 1);
+    assert_int_equal(c.zstd_level, -1);
+    assert_int_equal(test_log_count("NCCL_LENS_ZSTD_LEVEL"), 1);
+  }
+  assert_int_equal(test_log_count("nccl-lens"), 1);
 }
 
 static void test_good_values(void **state) {
@@ -183,6 +208,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_defaults, setup),
       cmocka_unit_test_setup(test_good_values, setup),
+      cmocka_unit_test_setup(test_zstd_level, setup),
       cmocka_unit_test_setup(test_mask_forms, setup),
       cmocka_unit_test_setup(test_bad_values_use_defaults_and_log_once_each, setup),
       cmocka_unit_test_setup(test_debug_values_and_one_line, setup),
