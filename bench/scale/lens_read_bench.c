@@ -15,7 +15,9 @@
  * record's header, id and time decoded, nothing built
  * (lens_cols_scan); also the bytes alone, read the same way (pread in 4 MiB
  * blocks into one buffer).
- * --columns: the bulk columnar reader (columns.h), N files a columns set.
+ * --columns: the bulk columnar reader (columns.h), N files a column set:
+ * one set a pass, cleared for each group (lens_cols_clear), as a streaming
+ * reader keeps it.
  * Job: runs the nccl-lens binary given with --job on the same traces
  * (--json to /dev/null) and prints wall time, CPU time over all its threads,
  * events per CPU second and its max RSS. */
@@ -175,6 +177,7 @@ int main(int argc, char **argv) {
   for (size_t pass = 0; pass < repeat; pass++) {
     double pass_cpu = 0;
     events = states = 0;
+    struct lens_cols *cols = NULL; /* --columns: one set a pass, cleared for each group of files */
     if (decode_only) {
       double a = cpu_self();
       for (size_t i = 0; i < n_paths; i++) (void)read_blocks(paths[i]);
@@ -210,15 +213,17 @@ int main(int argc, char **argv) {
         break;
       }
       if (columns) {
-        struct lens_cols *c = lens_cols_new();
-        for (size_t k = i; c && k < i + n; k++)
-          if (lens_cols_read(c, paths[k], err, sizeof err)) {
+        /* One column set for the pass (its first files allocate it),
+         * cleared for each group of files, as a streaming reader keeps
+         * it (lens_cols_clear). */
+        if (!cols && !(cols = lens_cols_new())) return 1;
+        lens_cols_clear(cols);
+        for (size_t k = i; k < i + n; k++)
+          if (lens_cols_read(cols, paths[k], err, sizeof err)) {
             fprintf(stderr, "lens-read-bench: %s\n", err);
             return 1;
           }
-        if (!c) return 1;
-        events += lens_cols_events(c);
-        lens_cols_free(c);
+        events += lens_cols_events(cols);
         pass_cpu += cpu_self() - a;
         continue;
       }
@@ -230,6 +235,11 @@ int main(int argc, char **argv) {
       events += m->n_events;
       states += m->n_states;
       lens_model_free(m);
+      pass_cpu += cpu_self() - a;
+    }
+    if (cols) { /* counted: freeing it is part of the pass */
+      double a = cpu_self();
+      lens_cols_free(cols);
       pass_cpu += cpu_self() - a;
     }
     if (!pass || pass_cpu < load_cpu) load_cpu = pass_cpu;

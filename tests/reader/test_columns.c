@@ -11,7 +11,8 @@
  *   model has none, and a PXN ProxyOp's foreign parent left unresolved;
  * - the same orphans and unreadable records;
  * - a trace cut inside a chunk reads up to the same chunk, with the same
- *   cut reported. */
+ *   cut reported;
+ * - a column set cleared (lens_cols_clear) and read again compares the same. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -153,6 +154,19 @@ static void check_dir(const char *dir, int pxn) {
                 n, k, stopped, with_parent, remote, missing, (unsigned long long)m->orphan_stops);
   if (pxn) assert_true(remote > 0); /* the pxn part of the scenario */
   assert_true(c->t[LENS_T_KERNEL_CH].n > 0 && c->t[LENS_T_COLL].n > 0);
+  /* A cleared set reads as a new one: the files again, in the opposite
+   * order first (other thread and communicator indexes, strings), then
+   * cleared once more and read in order, compare the same. */
+  lens_cols_clear(c);
+  assert_int_equal(lens_cols_events(c), 0);
+  assert_int_equal(c->n_files, 0);
+  for (size_t i = n; i-- > 0;)
+    if (lens_cols_read(c, paths[i], err, sizeof err)) fail_msg("columns: %s", err);
+  assert_int_equal(lens_cols_events(c), k);
+  lens_cols_clear(c);
+  for (size_t i = 0; i < n; i++)
+    if (lens_cols_read(c, paths[i], err, sizeof err)) fail_msg("columns: %s", err);
+  assert_int_equal(compare(m, c), k);
   lens_cols_free(c);
   lens_model_free(m);
 }

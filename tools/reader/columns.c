@@ -224,12 +224,17 @@ static void free_file_state(struct lens_cols_priv *pv) {
   pv->n_later = pv->cap_later = 0;
 }
 
-static int push_later(struct lens_cols_priv *pv, const struct later *l) {
-  if (pv->n_later == pv->cap_later) {
-    size_t cap = pv->cap_later ? pv->cap_later * 2 : 1024;
-    if (grow((void **)&pv->later, cap, sizeof *pv->later)) return -1;
-    pv->cap_later = cap;
-  }
+static int grow_later(struct lens_cols_priv *pv) {
+  size_t cap = pv->cap_later ? pv->cap_later * 2 : 1024;
+  if (grow((void **)&pv->later, cap, sizeof *pv->later)) return -1;
+  pv->cap_later = cap;
+  return 0;
+}
+
+/* Inline: a chunk's parents are often in a chunk of another thread that
+ * comes later (a proxy's ProxyOps before the application's Colls). */
+static inline int push_later(struct lens_cols_priv *pv, const struct later *l) {
+  if (__builtin_expect(pv->n_later == pv->cap_later, 0) && grow_later(pv)) return -1;
   pv->later[pv->n_later++] = *l;
   return 0;
 }
@@ -605,6 +610,14 @@ oom:
   lens_cstream_close(&s);
   free_file_state(pv);
   return -1;
+}
+
+void lens_cols_clear(struct lens_cols *c) {
+  for (unsigned t = 0; t < LENS_T_COUNT; t++) c->t[t].n = 0;
+  c->n_threads = c->n_comms = c->n_files = 0;
+  lens_hash_free(&c->priv->strings); /* the strings and the files' paths */
+  lens_arena_free(c->priv->arena);
+  c->priv->arena = NULL;
 }
 
 void lens_cols_free(struct lens_cols *c) {

@@ -81,6 +81,12 @@ int lens_cols_read(struct lens_cols *c, const char *path, char *err, size_t err_
 /* The string a payload's string id names in the event's file and session (NULL for 0 or unknown). */
 const char *lens_cols_str(const struct lens_cols *c, uint32_t thread, lens_str_t id);
 size_t lens_cols_events(const struct lens_cols *c);
+/* Drops every event, thread, communicator, file and string, and keeps the
+ * columns' memory and the zstd context: a streaming reader takes one trace
+ * (or group of traces) after the other through one column set, and its
+ * columns stay mapped and in cache instead of being allocated and faulted
+ * in again for each. */
+void lens_cols_clear(struct lens_cols *c);
 void lens_cols_free(struct lens_cols *c);
 
 /* The floor of bulk reading: walk the chunks, check every CRC, unzstd,
