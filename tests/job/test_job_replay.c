@@ -65,7 +65,8 @@ static void arrival_cause(const char *sc) {
           c.truth_last_x);
   assert_true(c.named_right * 10 >= decidable * 9);
   assert_true(c.injected_named * 10 >= decidable * 8); /* the injection dominates */
-  if (quiet) assert_true(c.named_right * 100 >= c.truth_last_x * 99);
+  /* asked again: the rest of the machine may have woken during the run */
+  if (quiet && job_machine_quiet()) assert_true(c.named_right * 100 >= c.truth_last_x * 99);
 }
 
 static void test_late_app(void **s) { (void)s, arrival_cause("job-late-app"); }
@@ -77,7 +78,8 @@ static void test_gpu_busy(void **s) { (void)s, arrival_cause("job-gpu-busy"); }
  * (every replay thread several times slower: app threads overrun their 2 ms
  * compute, one process's proxies fall behind the others' for the whole run)
  * makes real stragglers and really slow links. Quiet means a 1-min load
- * below the CPU count: beside another test (ctest -j2, load 2.2 on 2 CPUs)
+ * below the CPU count and less than half a CPU of other work during the
+ * replay itself (job_truth.c; the load average lags a minute): beside another test (ctest -j2, load 2.2 on 2 CPUs)
  * the proxy thread of one cross-process link's rank (each has one network
  * link) fell behind for the whole 2 x 4 run and that link's steps really
  * were 1.7-32x the other's (24 of 24 instances named slow_link 7 -> 0 in a
