@@ -224,13 +224,17 @@ int lens_config_parse(struct lens_config *c) {
       bad("NCCL_LENS_COMPRESS", v, "zstd (allowed none, packed, zstd)", &nbad);
   }
   if ((v = getenv("NCCL_LENS_ZSTD_LEVEL")) != NULL) {
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (errno || end == v || *end || x < LENS_ZSTD_LEVEL_MIN || x > LENS_ZSTD_LEVEL_MAX)
+    /* Signed decimal; spaces around it as parse_uint allows, no '+'. */
+    const char *s = v;
+    while (isspace((unsigned char)*s)) s++;
+    uint64_t mag;
+    int neg = *s == '-';
+    if (!isdigit((unsigned char)s[neg]) || (s[neg] == '0' && (s[neg + 1] == 'x' || s[neg + 1] == 'X')) ||
+        parse_uint(s + neg, &mag) != 0 ||
+        mag > (uint64_t)(neg ? -LENS_ZSTD_LEVEL_MIN : LENS_ZSTD_LEVEL_MAX))
       bad("NCCL_LENS_ZSTD_LEVEL", v, "-1 (allowed -50..19)", &nbad);
     else
-      c->zstd_level = (int)x;
+      c->zstd_level = neg ? -(int)mag : (int)mag;
   }
   parse_u32_range("NCCL_LENS_HANG_TIMEOUT", &c->hang_timeout_s, 1, 86400, "60 (allowed 1..86400 s)", &nbad);
   parse_u32_range("NCCL_LENS_SLOW_MS", &c->slow_ms, 0, 3600000, "0 = off (allowed 0..3600000 ms)", &nbad);

@@ -71,9 +71,11 @@ int job_machine_quiet(void) {
     fprintf(stderr, "TSan build: the quiet-machine rates are printed, not asserted\n");
     return 0;
   }
-  if (g_other_cpus >= 0.5) {
-    fprintf(stderr, "other work used %.2f CPUs during the replay: the quiet-machine rates are printed, not asserted\n",
-            g_other_cpus);
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  if (g_other_cpus >= 0.25 * (double)(ncpu > 0 ? ncpu : 1)) { /* half a CPU of this VM's 2 */
+    fprintf(stderr, "other work used %.2f of %ld CPUs during the replay: the quiet-machine rates are printed, not "
+                    "asserted\n",
+            g_other_cpus, ncpu);
     return 0;
   }
   double l = 0;
@@ -100,7 +102,10 @@ int job_run_replay(const char *dir, const char *scenario, int nodes, int rpn, in
   int rc = system(cmd);
   double b1 = busy_s(), c1 = children_s(), w1 = mono_s();
   g_other_cpus = b0 >= 0 && b1 >= 0 && w1 > w0 ? ((b1 - b0) - (c1 - c0)) / (w1 - w0) : -1;
-  if (g_other_cpus < 0 && b0 >= 0 && b1 >= 0) g_other_cpus = 0; /* tick rounding */
+  /* /proc/stat counts in ticks, RUSAGE_CHILDREN exactly: a little below 0
+   * is rounding; far below, the measure is broken (unknown: the load
+   * average alone decides) */
+  if (g_other_cpus < 0) g_other_cpus = g_other_cpus > -0.2 ? 0 : -1;
   return rc;
 }
 

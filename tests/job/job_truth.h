@@ -36,9 +36,10 @@ int job_run_replay(const char *dir, const char *scenario, int nodes, int rpn, in
  * stderr); the decomposition and "never a wrong cause" always are. */
 int job_machine_overloaded(void);
 /* 1 when the 1-min load is below the CPU count and, if job_run_replay ran,
- * the rest of the machine used less than half a CPU while the last replay
- * ran: the rates the issue asks for (>= 99 %) are asserted only then; else
- * says so on stderr. */
+ * the rest of the machine used less than a quarter of its CPUs while the
+ * last replay ran (asked before a replay, that is the previous one's): the
+ * rates the issue asks for (>= 99 %) are asserted only then; else says so
+ * on stderr. */
 int job_machine_quiet(void);
 /* more_truth: another host's truth file (its processes' GPU drifts), or NULL. */
 int job_check_dir(const char *dir, const char *truth_path, const char *more_truth, struct job_check *c);

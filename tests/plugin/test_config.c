@@ -51,14 +51,14 @@ static void test_defaults(void **state) {
  * within -50..19; anything else keeps -1 and is logged once. */
 static void test_zstd_level(void **state) {
   struct lens_config c;
-  const char *good[] = {"-50", "-7", "-1", "0", "1", "3", "19"};
-  const int want[] = {-50, -7, -1, 0, 1, 3, 19};
+  const char *good[] = {"-50", "-7", "-1", "0", "1", "3", "19", "3 ", " -1 ", "-0"};
+  const int want[] = {-50, -7, -1, 0, 1, 3, 19, 3, -1, 0};
   for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
     setenv("NCCL_LENS_ZSTD_LEVEL", good[i], 1);
     assert_int_equal(lens_config_parse(&c), 0);
     assert_int_equal(c.zstd_level, want[i]);
   }
-  const char *bad[] = {"-51", "20", "", "1x", "fast", "99999999999999999999"};
+  const char *bad[] = {"-51", "20", "", "1x", "fast", "99999999999999999999", "+3", "--1", "- 1", "0x3", "-"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     test_log_clear();
     setenv("NCCL_LENS_ZSTD_LEVEL", bad[i], 1);

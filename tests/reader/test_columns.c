@@ -163,6 +163,7 @@ static void check_dir(const char *dir, int pxn) {
   for (size_t i = n; i-- > 0;)
     if (lens_cols_read(c, paths[i], err, sizeof err)) fail_msg("columns: %s", err);
   assert_int_equal(lens_cols_events(c), k);
+  assert_int_equal(compare(m, c), k); /* files are matched by path */
   lens_cols_clear(c);
   for (size_t i = 0; i < n; i++)
     if (lens_cols_read(c, paths[i], err, sizeof err)) fail_msg("columns: %s", err);

@@ -613,7 +613,9 @@ oom:
 }
 
 void lens_cols_clear(struct lens_cols *c) {
+  if (!c) return;
   for (unsigned t = 0; t < LENS_T_COUNT; t++) c->t[t].n = 0;
+  c->priv->first_cap = 0; /* as a new set: from the next file's size */
   c->n_threads = c->n_comms = c->n_files = 0;
   lens_hash_free(&c->priv->strings); /* the strings and the files' paths */
   lens_arena_free(c->priv->arena);

@@ -82,7 +82,8 @@ int lens_cols_read(struct lens_cols *c, const char *path, char *err, size_t err_
 const char *lens_cols_str(const struct lens_cols *c, uint32_t thread, lens_str_t id);
 size_t lens_cols_events(const struct lens_cols *c);
 /* Drops every event, thread, communicator, file and string, and keeps the
- * columns' memory and the zstd context: a streaming reader takes one trace
+ * columns' memory and the zstd context (the strings and the per-file id
+ * arrays are freed, as after each file): a streaming reader takes one trace
  * (or group of traces) after the other through one column set, and its
  * columns stay mapped and in cache instead of being allocated and faulted
  * in again for each. */
