@@ -32,8 +32,10 @@ int job_run_replay(const char *dir, const char *scenario, int nodes, int rpn, in
 /* The replay's proxies and GPU clock maps are real threads on this machine:
  * with more than 3 runnable threads per CPU (other builds beside the tests)
  * a proxy stalls for tens of ms and its steps and notices stop meaning
- * anything. Then the rates that depend on them are not asserted (said on
- * stderr); the decomposition and "never a wrong cause" always are. */
+ * anything; so too when job_run_replay measured other work on three
+ * quarters of the CPUs during its replay. Then the rates that depend on
+ * them are not asserted (said on stderr); the decomposition and "never a
+ * wrong cause" always are. */
 int job_machine_overloaded(void);
 /* 1 when the 1-min load is below the CPU count and, if job_run_replay ran,
  * the rest of the machine used less than a quarter of its CPUs while the
