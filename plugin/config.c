@@ -142,6 +142,29 @@ static void parse_bool(const char *var, int *dst, int dflt, int *nbad) {
     bad(var, v, dflt ? "1" : "0", nbad);
 }
 
+/* Decimal with an optional '-' (no '+', no hex), spaces around it as
+ * parse_uint allows. */
+static int parse_int(const char *s, int64_t *out) {
+  while (isspace((unsigned char)*s)) s++;
+  int neg = *s == '-';
+  uint64_t mag;
+  if (!isdigit((unsigned char)s[neg]) || (s[neg] == '0' && (s[neg + 1] == 'x' || s[neg + 1] == 'X')) ||
+      parse_uint(s + neg, &mag) != 0 || mag > (uint64_t)INT64_MAX)
+    return -1;
+  *out = neg ? -(int64_t)mag : (int64_t)mag;
+  return 0;
+}
+
+static void parse_int_range(const char *var, int *dst, int lo, int hi, const char *dflt, int *nbad) {
+  const char *v = getenv(var);
+  int64_t x;
+  if (!v) return;
+  if (parse_int(v, &x) != 0 || x < lo || x > hi)
+    bad(var, v, dflt, nbad);
+  else
+    *dst = (int)x;
+}
+
 static void parse_u32_range(const char *var, uint32_t *dst, uint64_t lo, uint64_t hi, const char *dflt, int *nbad) {
   const char *v = getenv(var);
   uint64_t x;
@@ -223,19 +246,8 @@ int lens_config_parse(struct lens_config *c) {
     else
       bad("NCCL_LENS_COMPRESS", v, "zstd (allowed none, packed, zstd)", &nbad);
   }
-  if ((v = getenv("NCCL_LENS_ZSTD_LEVEL")) != NULL) {
-    /* Signed decimal; spaces around it as parse_uint allows, no '+'. */
-    const char *s = v;
-    while (isspace((unsigned char)*s)) s++;
-    uint64_t mag;
-    int neg = *s == '-';
-    if (!isdigit((unsigned char)s[neg]) || (s[neg] == '0' && (s[neg + 1] == 'x' || s[neg + 1] == 'X')) ||
-        parse_uint(s + neg, &mag) != 0 ||
-        mag > (uint64_t)(neg ? -LENS_ZSTD_LEVEL_MIN : LENS_ZSTD_LEVEL_MAX))
-      bad("NCCL_LENS_ZSTD_LEVEL", v, "-1 (allowed -50..19)", &nbad);
-    else
-      c->zstd_level = neg ? -(int)mag : (int)mag;
-  }
+  parse_int_range("NCCL_LENS_ZSTD_LEVEL", &c->zstd_level, LENS_ZSTD_LEVEL_MIN, LENS_ZSTD_LEVEL_MAX,
+                  "-1 (allowed -50..19)", &nbad);
   parse_u32_range("NCCL_LENS_HANG_TIMEOUT", &c->hang_timeout_s, 1, 86400, "60 (allowed 1..86400 s)", &nbad);
   parse_u32_range("NCCL_LENS_SLOW_MS", &c->slow_ms, 0, 3600000, "0 = off (allowed 0..3600000 ms)", &nbad);
   return nbad;
