@@ -59,6 +59,13 @@ static void same_answer(const char *dir, const char *const *globs, size_t n) {
   assert_same_file(a, b);
 }
 
+/* dir/name parsed as JSON (NULL if it is not). */
+static struct mj *json_in(const char *dir, const char *name) {
+  char p[400];
+  snprintf(p, sizeof p, "%s/%s", dir, name);
+  return mj_parse_file(p);
+}
+
 static void test_replay(void **s) {
   (void)s;
   char dir[256];
@@ -99,7 +106,7 @@ static void test_replay(void **s) {
 
 static void test_synthetic(void **s) {
   (void)s;
-  char dir[256], p[400];
+  char dir[256];
   lens_test_tmpdir(dir, sizeof dir, "jobpart");
   assert_int_equal(lens_test_sh("%s/bin/lens-gen-job -o %s/t --ranks 16 --hosts 4 --events 300000 --stragglers 4 --seed 7 "
                       ">/dev/null && mv %s/t/truth.json %s/",
@@ -108,10 +115,7 @@ static void test_synthetic(void **s) {
   const char *globs[] = {"*host000*", "*host001*", "*host002*", "*host003*"};
   same_answer(dir, globs, 4);
   /* every injected straggler named last with its cause */
-  snprintf(p, sizeof p, "%s/truth.json", dir);
-  struct mj *truth = mj_parse_file(p);
-  snprintf(p, sizeof p, "%s/merged.json", dir);
-  struct mj *job = mj_parse_file(p);
+  struct mj *truth = json_in(dir, "truth.json"), *job = json_in(dir, "merged.json");
   assert_non_null(truth);
   assert_non_null(job);
   const struct mj *st = mj_get(truth, "stragglers"), *co = mj_get(job, "collectives");
@@ -147,7 +151,7 @@ static void test_synthetic(void **s) {
  * had none) and its JSON "ce_collectives": null. */
 static void test_copy_engine(void **s) {
   (void)s;
-  char dir[256], p[400];
+  char dir[256];
   lens_test_tmpdir(dir, sizeof dir, "jobpart");
   assert_int_equal(lens_test_sh("%s replay --scenario ce --api 6 --nodes 2 --iters 5 --out %s/t --quiet >/dev/null", LENS,
                                 dir),
@@ -155,10 +159,7 @@ static void test_copy_engine(void **s) {
   assert_int_equal(lens_test_sh("%s job --json -o %s/one.json %s/t", LENS, dir, dir), 0);
   const char *globs[] = {"*"};
   same_answer(dir, globs, 1); /* streamed == merged == mixed, byte for byte */
-  snprintf(p, sizeof p, "%s/one.json", dir);
-  struct mj *one = mj_parse_file(p);
-  snprintf(p, sizeof p, "%s/merged.json", dir);
-  struct mj *merged = mj_parse_file(p);
+  struct mj *one = json_in(dir, "one.json"), *merged = json_in(dir, "merged.json");
   assert_non_null(one);
   assert_non_null(merged);
   const struct mj *a = mj_get(one, "ce_collectives"), *b = mj_get(merged, "ce_collectives");
