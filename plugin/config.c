@@ -27,13 +27,16 @@ static void defaults(struct lens_config *c) {
   c->use_tsc = 1;
   c->nvtx = 1;
   c->cupti = LENS_CUPTI_OFF; /* CUPTI adds ~10 us to each NCCL launch on an H100: opt in (docs/gpu-check.md) */
-  strcpy(c->registry_dir, LENS_REGISTRY_DEFAULT_DIR);
+  c->registry_dir[0] = 0; /* per user (lens_registry_default_dir), resolved by the writer */
   c->flush_timeout_ms = 1000;
   c->recorder = 0;
   c->recorder_bytes = 64u << 20;
   c->compress = LENS_COMPRESS_DEFAULT;
   c->zstd_level = LENS_ZSTD_LEVEL_DEFAULT;
   c->hang_timeout_s = 60;
+  c->live = 1;
+  c->live_period_ms = 500;
+  c->dump_interval_s = 60;
 }
 
 static const struct {
@@ -220,8 +223,12 @@ int lens_config_parse(struct lens_config *c) {
     else
       bad("NCCL_LENS_CUPTI", v, "off", &nbad);
   }
-  parse_dir("NCCL_LENS_REGISTRY_DIR", c->registry_dir, sizeof c->registry_dir, "\"" LENS_REGISTRY_DEFAULT_DIR "\"",
-            &nbad);
+  if ((v = getenv("NCCL_LENS_REGISTRY_DIR")) != NULL && *v) /* empty: the per-user default */
+    parse_dir("NCCL_LENS_REGISTRY_DIR", c->registry_dir, sizeof c->registry_dir,
+              "(per user: $XDG_RUNTIME_DIR/nccl-lens, else /tmp/nccl-lens-<uid>)", &nbad);
+  parse_bool("NCCL_LENS_LIVE", &c->live, 1, &nbad);
+  parse_u32_range("NCCL_LENS_LIVE_PERIOD_MS", &c->live_period_ms, 10, 60000, "500 (allowed 10..60000)", &nbad);
+  parse_u32_range("NCCL_LENS_DUMP_INTERVAL", &c->dump_interval_s, 0, 86400, "60 (allowed 0..86400 s)", &nbad);
   parse_u32_range("NCCL_LENS_FLUSH_TIMEOUT_MS", &c->flush_timeout_ms, 0, 600000, "1000 (allowed 0..600000)", &nbad);
   if ((v = getenv("NCCL_LENS_MODE")) != NULL) {
     if (!strcasecmp(v, "recorder"))

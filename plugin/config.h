@@ -21,7 +21,7 @@ struct lens_config {
   int use_tsc;                /* NCCL_LENS_TSC (1 = use TSC when invariant) */
   int nvtx;                   /* NCCL_LENS_NVTX (1) */
   enum lens_cupti_mode cupti; /* NCCL_LENS_CUPTI (off) */
-  char registry_dir[512];     /* NCCL_LENS_REGISTRY_DIR (/tmp/nccl-lens) */
+  char registry_dir[512];     /* NCCL_LENS_REGISTRY_DIR ("" = per user: $XDG_RUNTIME_DIR/nccl-lens, else /tmp/nccl-lens-<uid>) */
   uint32_t flush_timeout_ms;  /* NCCL_LENS_FLUSH_TIMEOUT_MS (1000): longest finalize/exit waits for the writer */
   int recorder;               /* NCCL_LENS_MODE (trace): recorder = keep the last events in memory, dump on demand */
   uint64_t recorder_bytes;    /* NCCL_LENS_RECORDER_SIZE (64M): the recorder's bound */
@@ -29,6 +29,9 @@ struct lens_config {
   uint32_t slow_ms;           /* NCCL_LENS_SLOW_MS (0 = off): recorder dump when a kernel channel's GPU span exceeds it */
   int compress;               /* NCCL_LENS_COMPRESS (zstd): enum lens_compress */
   int zstd_level;             /* NCCL_LENS_ZSTD_LEVEL (-1, LENS_ZSTD_LEVEL_DEFAULT) */
+  int live;                   /* NCCL_LENS_LIVE (1): publish the live page for the agent */
+  uint32_t live_period_ms;    /* NCCL_LENS_LIVE_PERIOD_MS (500, 10..60000) */
+  uint32_t dump_interval_s;   /* NCCL_LENS_DUMP_INTERVAL (60): at most one requested recorder dump this often */
 };
 
 /* Valid after the first init; never NULL. */

@@ -10,8 +10,10 @@
 #include "nccl-lens/live.h"
 #include "nccl-lens/trace_format.h"
 
-/* Session start: NCCL_LENS_LIVE / NCCL_LENS_LIVE_PERIOD_MS are read here. */
-void lens_live_begin(const char *registry_dir, int pid, const char *host);
+/* Session start. on: NCCL_LENS_LIVE; period_ms: NCCL_LENS_LIVE_PERIOD_MS;
+ * dirfd: the checked registry directory (regdir.h), -1 for none (then the
+ * aggregates are kept but no page is published). */
+void lens_live_begin(int on, uint32_t period_ms, int dirfd, int pid, const char *host);
 /* One record in ring form (raw timestamps, string pointers), before the
  * writer converts it in place. */
 void lens_live_on_record(const struct lens_rec_hdr *h);
@@ -24,7 +26,7 @@ void lens_live_end(void);
 
 /* live_agg.c -> live_page.c */
 struct lens_live_page *lens_live_private(void); /* the writer's private copy */
-int lens_live_page_open(const char *dir, int pid);
+int lens_live_page_open(int dirfd, int pid);
 void lens_live_page_publish(const struct lens_live_page *p);
 void lens_live_page_close(void);
 

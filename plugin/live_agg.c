@@ -61,15 +61,10 @@ static uint64_t mix(uint64_t x) {
   return x;
 }
 
-void lens_live_begin(const char *registry_dir, int pid, const char *host) {
-  const char *e = getenv("NCCL_LENS_LIVE");
-  g_on = !(e && *e == '0');
+void lens_live_begin(int on, uint32_t period_ms, int dirfd, int pid, const char *host) {
+  g_on = on && dirfd >= 0; /* no registry directory: nowhere to publish, nothing to aggregate */
   if (!g_on) return;
-  e = getenv("NCCL_LENS_LIVE_PERIOD_MS");
-  long ms = e && *e ? strtol(e, NULL, 10) : 500;
-  if (ms < 10) ms = 10;
-  if (ms > 60000) ms = 60000;
-  g_period_ns = (uint64_t)ms * 1000000ull;
+  g_period_ns = (uint64_t)period_ms * 1000000ull;
   if (!g_p) {
     g_p = calloc(1, sizeof *g_p);
     g_inst = calloc(LIVE_INST, sizeof *g_inst);
@@ -97,7 +92,8 @@ void lens_live_begin(const char *registry_dir, int pid, const char *host) {
   g_p->start_mono_ns = lens_mono_ns();
   g_p->start_real_ns = lens_real_ns();
   snprintf(g_p->host, sizeof g_p->host, "%s", host);
-  g_open = lens_live_page_open(registry_dir, pid) == 0;
+  g_open = lens_live_page_open(dirfd, pid) == 0;
+  g_on = g_open; /* a page we cannot publish is not worth aggregating */
   g_last_pub = 0;
 }
 

@@ -15,20 +15,26 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lens_safe_fs.h"
 #include "live.h"
 #include "log.h"
+#include "regdir.h"
 
 static struct lens_live_page *g_map;
 static uint64_t g_recent_copied;
 static int g_fail_once;
 
-int lens_live_page_open(const char *dir, int pid) {
+/* Created under a fresh name with O_EXCL|O_NOFOLLOW in the checked registry
+ * directory (regdir.h), sized, mapped, given its header, then renamed into
+ * place: nothing another user planted is ever opened, and readers never see
+ * a page without its header. Mode 0644: the agent of another user may read
+ * it where a site shares the directory (docs/security.md). */
+int lens_live_page_open(int dirfd, int pid) {
   lens_live_page_close();
-  char path[PATH_MAX], tmp[PATH_MAX];
-  if (snprintf(path, sizeof path, "%s/%d.live", dir, pid) >= (int)sizeof path) return -1;
-  snprintf(tmp, sizeof tmp, "%s/.%d.live.tmp", dir, pid);
-  mkdir(dir, 01777); /* as the registry: shared by every user's jobs */
-  int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  char name[64], tmp[256];
+  snprintf(name, sizeof name, "%d.live", pid);
+  tmp[0] = 0;
+  int fd = dirfd < 0 ? (errno = EBADF, -1) : lens_tmp_create(dirfd, name, 0644, tmp, sizeof tmp);
   if (fd < 0 || ftruncate(fd, sizeof(struct lens_live_page)) != 0) goto fail;
   void *m = mmap(NULL, sizeof(struct lens_live_page), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (m == MAP_FAILED) goto fail;
@@ -36,15 +42,21 @@ int lens_live_page_open(const char *dir, int pid) {
   g_map->magic = LENS_LIVE_MAGIC;
   g_map->version = LENS_LIVE_VERSION;
   g_map->size = sizeof(struct lens_live_page);
-  if (rename(tmp, path) != 0) goto fail; /* readers never see a page without its header */
+  g_map->pid = (uint32_t)pid;
+  g_map->proc_start_ticks = lens_proc_start_ticks((int)getpid());
+  g_map->pidns = lens_self_pidns();
+  if (lens_tmp_commit(dirfd, tmp, name) != 0) {
+    tmp[0] = 0; /* removed by the commit */
+    goto fail;
+  }
   close(fd);
   g_recent_copied = 0;
   return 0;
 fail:
-  lens_log_once(&g_fail_once, LENS_LOG_WARN, "nccl-lens: cannot create the live page %s (%s); no live metrics", path,
-                strerror(errno));
+  lens_log_once(&g_fail_once, LENS_LOG_WARN, "nccl-lens: cannot create the live page %s/%s (%s); no live metrics",
+                lens_regdir_path(), name, strerror(errno));
   if (fd >= 0) close(fd);
-  unlink(tmp);
+  if (tmp[0] && dirfd >= 0) unlinkat(dirfd, tmp, 0);
   lens_live_page_close();
   return -1;
 }
@@ -55,7 +67,9 @@ void lens_live_page_publish(const struct lens_live_page *p) {
   __atomic_store_n(&g_map->seq, s + 1, __ATOMIC_RELAXED);
   __atomic_thread_fence(__ATOMIC_RELEASE);
   size_t head = offsetof(struct lens_live_page, series) - offsetof(struct lens_live_page, pid);
+  uint64_t ticks = g_map->proc_start_ticks, ns = g_map->pidns; /* the process's identity, set at open */
   memcpy(&g_map->pid, &p->pid, head);
+  g_map->proc_start_ticks = ticks, g_map->pidns = ns;
   memcpy(g_map->series, p->series, (size_t)p->n_series * sizeof p->series[0]);
   uint64_t from = g_recent_copied;
   if (p->recent_total - from > LENS_LIVE_RECENT) from = p->recent_total - LENS_LIVE_RECENT;

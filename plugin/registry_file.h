@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 /* Session start: where to write and what trace to name. */
-void lens_registry_begin(const char *dir, int pid, const char *trace_path);
+void lens_registry_begin(int pid, const char *trace_path); /* in the checked directory (regdir.h) */
 /* Rewrite from the slot table (writer thread). */
 void lens_registry_write(void);
 void lens_registry_remove(void);

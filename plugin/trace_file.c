@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -26,7 +27,11 @@ static uint64_t g_seq;      /* next chunk number in the file */
 static uint32_t g_session;  /* session number being written */
 static uint64_t g_chunks;   /* chunks written this session */
 static char g_path[PATH_MAX];
-static int g_err_once, g_nofile_once;
+static int g_err_once, g_nofile_once, g_removed_once;
+static char g_dir[PATH_MAX], g_host[64];
+static int g_file_pid, g_renamed;
+static uint64_t g_lost_bytes; /* in trace files removed under us */
+static int create_trace(void);
 
 static int mkdir_p(const char *dir) {
   char tmp[PATH_MAX];
@@ -40,31 +45,6 @@ static int mkdir_p(const char *dir) {
   }
   if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return -1;
   return 0;
-}
-
-/* Walk the chunk headers of an existing file: next seq, last session, and
- * where the last complete chunk ends. */
-static void scan_existing(int fd, uint64_t size, int *had_chunks, uint32_t *max_session) {
-  struct lens_file_hdr fh;
-  *had_chunks = 0;
-  *max_session = 0;
-  g_seq = 0;
-  g_end = 0;
-  if (size < sizeof fh || pread(fd, &fh, sizeof fh, 0) != (ssize_t)sizeof fh || lens_file_hdr_check(&fh) != 0)
-    return; /* not ours or empty: caller rewrites from 0 */
-  uint64_t off = sizeof fh;
-  for (;;) {
-    struct lens_chunk_hdr h;
-    if (off + sizeof h > size || pread(fd, &h, sizeof h, (off_t)off) != (ssize_t)sizeof h) break;
-    if (lens_chunk_hdr_check(&h) != 0) break;
-    uint64_t next = off + sizeof h + h.payload_len + lens_chunk_padding(h.payload_len);
-    if (next > size) break;
-    *had_chunks = 1;
-    if (h.session > *max_session) *max_session = h.session;
-    g_seq = h.seq + 1;
-    off = next;
-  }
-  g_end = off;
 }
 
 /* The file header, written when the file is new, and retried before every
@@ -111,10 +91,10 @@ int lens_tf_open(const char *dir, const char *host, int pid) {
     pthread_mutex_unlock(&g_mu);
     return 0;
   }
-  char file[PATH_MAX];
-  int fd = -1;
-  if (mkdir_p(dir) == 0 && snprintf(file, sizeof file, "%s/nccl-lens-%s-%d.lens", dir, host, pid) < (int)sizeof file)
-    fd = open(file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  snprintf(g_dir, sizeof g_dir, "%s", dir);
+  snprintf(g_host, sizeof g_host, "%s", host);
+  g_file_pid = pid;
+  int fd = create_trace();
   if (fd < 0) {
     int e = errno;
     g_path[0] = 0;
@@ -124,31 +104,75 @@ int lens_tf_open(const char *dir, const char *host, int pid) {
                   strerror(e));
     return -1;
   }
-  if (!realpath(file, g_path)) snprintf(g_path, sizeof g_path, "%s", file);
-  struct stat st;
-  int regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-  uint64_t size = regular ? (uint64_t)st.st_size : 0;
-  int had = 0;
-  uint32_t maxs = 0;
+  g_fd = fd;
+  g_session = 0;
   g_seq = 0;
   g_end = 0;
-  int rfd = regular ? open(file, O_RDONLY | O_CLOEXEC) : -1; /* a pipe or device: nothing to scan */
-  if (rfd >= 0) {
-    scan_existing(rfd, size, &had, &maxs);
-    close(rfd);
-  }
-  if (g_end < size && ftruncate(fd, (off_t)g_end) != 0) {
-    /* keep going: the reader stops at the torn chunk, we lose this file's tail */
-  }
-  g_fd = fd;
-  g_session = had ? maxs + 1 : 0;
-  if (g_end == 0) {
-    g_seq = 0;
-    if (ensure_header() != 0) atomic_fetch_add(&lens_cnt.write_errors, 1); /* retried before each chunk */
-  }
+  if (ensure_header() != 0) atomic_fetch_add(&lens_cnt.write_errors, 1); /* retried before each chunk */
   pthread_mutex_unlock(&g_mu);
+  if (g_renamed) lens_log(LENS_LOG_INFO, "nccl-lens: a file of that name existed; writing the trace to %s", g_path);
   return 0;
 }
+
+/* The trace is always a new file: O_CREAT|O_EXCL|O_NOFOLLOW, so a link or
+ * file someone put in a shared output directory is never followed or
+ * truncated. A name that exists (another process of this pid, a planted
+ * link) gets a suffix: nccl-lens-<host>-<pid>.<n>.lens. Lock held. */
+static int create_trace(void) {
+  char file[PATH_MAX];
+  if (mkdir_p(g_dir) != 0) return -1;
+  g_renamed = 0;
+  for (int k = 0; k < 1000; k++) {
+    int n = k ? snprintf(file, sizeof file, "%s/nccl-lens-%s-%d.%d.lens", g_dir, g_host, g_file_pid, k)
+              : snprintf(file, sizeof file, "%s/nccl-lens-%s-%d.lens", g_dir, g_host, g_file_pid);
+    if (n < 0 || n >= (int)sizeof file) return errno = ENAMETOOLONG, -1;
+    int fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      g_renamed = k > 0;
+      if (!realpath(file, g_path)) snprintf(g_path, sizeof g_path, "%s", file);
+      return fd;
+    }
+    if (errno != EEXIST) return -1;
+  }
+  return errno = EEXIST, -1;
+}
+
+/* Someone removed the trace (rm -rf of the output directory): everything
+ * written to it is gone with the inode. Noticed by the writer every 100 ms:
+ * logged once with what was lost, and a new file started (directory made
+ * again), into which the writer sends the session's metadata again. */
+int lens_tf_check_removed(void) {
+  pthread_mutex_lock(&g_mu);
+  struct stat st;
+  if (g_mem || g_fd < 0 || fstat(g_fd, &st) != 0 || st.st_nlink != 0) {
+    pthread_mutex_unlock(&g_mu);
+    return 0;
+  }
+  uint64_t lost = g_end, chunks = g_seq;
+  g_lost_bytes += lost;
+  char old[PATH_MAX];
+  snprintf(old, sizeof old, "%s", g_path);
+  close(g_fd);
+  g_fd = create_trace();
+  g_seq = 0;
+  g_end = 0;
+  int e = errno;
+  if (g_fd >= 0 && ensure_header() != 0) atomic_fetch_add(&lens_cnt.write_errors, 1);
+  pthread_mutex_unlock(&g_mu);
+  if (g_fd >= 0)
+    lens_log_once(&g_removed_once, LENS_LOG_WARN,
+                  "nccl-lens: the trace file %s was removed while recording (its directory deleted?): %llu bytes in "
+                  "%llu chunks written to it are lost; recording goes on in %s",
+                  old, (unsigned long long)lost, (unsigned long long)chunks, g_path);
+  else
+    lens_log_once(&g_removed_once, LENS_LOG_WARN,
+                  "nccl-lens: the trace file %s was removed while recording: %llu bytes lost, and a new one cannot "
+                  "be created (%s); recording without a file",
+                  old, (unsigned long long)lost, strerror(e));
+  return 1;
+}
+
+uint64_t lens_tf_lost_bytes(void) { return g_lost_bytes; }
 
 uint32_t lens_tf_session(void) {
   pthread_mutex_lock(&g_mu);
@@ -257,39 +281,110 @@ const char *lens_tf_path(void) { return g_path; }
 
 struct dump_ctx {
   int fd, failed;
-  uint64_t seq;
+  uint64_t seq, end;                         /* next chunk number; file size after the last whole chunk */
+  uint64_t total, skip_left, skipped, skipped_chunks;
 };
 
-static void dump_chunk(void *ctx, uint16_t type, uint32_t session, const void *payload, uint32_t len) {
+/* Event chunks may be left out, oldest first, when the disk cannot hold the
+ * whole store; metadata (session, communicators, strings) never. */
+static int dump_skippable(uint16_t type) {
+  return type == LENS_CHUNK_EVENTS || type == LENS_CHUNK_EVENTS_PACKED || type == LENS_CHUNK_CUPTI;
+}
+
+static uint64_t dump_chunk_bytes(uint32_t len) { return sizeof(struct lens_chunk_hdr) + len + lens_chunk_padding(len); }
+
+static void dump_size(void *ctx, uint16_t type, uint32_t session, const void *payload, uint32_t len) {
+  (void)type, (void)session, (void)payload;
+  ((struct dump_ctx *)ctx)->total += dump_chunk_bytes(len);
+}
+
+static void dump_write(struct dump_ctx *d, uint16_t type, uint32_t session, const void *payload, uint32_t len) {
   static const uint8_t zeros[8];
-  struct dump_ctx *d = ctx;
-  if (d->failed) return;
   struct lens_chunk_hdr h;
   lens_chunk_hdr_init(&h, type, session, d->seq++, payload, len);
   uint32_t pad = lens_chunk_padding(len);
   struct iovec iov[3] = {{&h, sizeof h}, {(void *)payload, len}, {(void *)zeros, pad}};
   ssize_t w = writev(d->fd, iov, 3);
-  if (w != (ssize_t)(sizeof h + len + pad)) d->failed = 1;
+  if (w != (ssize_t)(sizeof h + len + pad)) {
+    d->failed = 1;
+    if (ftruncate(d->fd, (off_t)d->end) != 0) { /* a torn chunk stays: readers stop there */
+    }
+    return;
+  }
+  d->end += sizeof h + len + pad;
 }
 
+static void dump_chunk(void *ctx, uint16_t type, uint32_t session, const void *payload, uint32_t len) {
+  struct dump_ctx *d = ctx;
+  if (d->failed) return;
+  if (d->skip_left && dump_skippable(type)) {
+    uint64_t b = dump_chunk_bytes(len);
+    d->skip_left = b >= d->skip_left ? 0 : d->skip_left - b;
+    d->skipped += b;
+    d->skipped_chunks++;
+    return;
+  }
+  dump_write(d, type, session, payload, len);
+}
+
+/* Writes the store to a new file (O_EXCL|O_NOFOLLOW: never over anything
+ * that is there). When the file system has less room than the store, the
+ * oldest event chunks are left out so that the newest (those around the
+ * hang) fit, and a NOTE at the end says how much; a write that still fails
+ * leaves the file cut at its last whole chunk. */
 int lens_tf_dump(char *path, size_t cap) {
   pthread_mutex_lock(&g_mu);
-  int ok = g_mem && mkdir_p(g_mem_dir) == 0 &&
-           snprintf(path, cap, "%s/nccl-lens-%s-%d-dump%u.lens", g_mem_dir, g_mem_host, g_mem_pid, g_dumps++) <
-               (int)cap;
-  int fd = ok ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
-  struct dump_ctx d = {fd, fd < 0, 0};
+  int fd = -1;
+  if (g_mem && mkdir_p(g_mem_dir) == 0) {
+    for (int k = 0; k < 1000 && fd < 0; k++) {
+      if (snprintf(path, cap, "%s/nccl-lens-%s-%d-dump%u.lens", g_mem_dir, g_mem_host, g_mem_pid, g_dumps++) >=
+          (int)cap)
+        break;
+      fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+      if (fd < 0 && errno != EEXIST) break;
+    }
+  }
+  struct dump_ctx d = {fd, fd < 0, 0, 0, 0, 0, 0, 0};
+  uint64_t avail = 0;
   if (fd >= 0) {
+    lens_rec_foreach(dump_size, &d);
+    struct statvfs vs;
+    uint64_t need = d.total + sizeof(struct lens_file_hdr) + 4096; /* + the NOTE */
+    if (fstatvfs(fd, &vs) == 0) {
+      avail = (uint64_t)vs.f_bavail * (uint64_t)vs.f_frsize;
+      if (need > avail) d.skip_left = need - avail + (256u << 10); /* a margin for blocks and metadata */
+    }
     struct lens_file_hdr fh;
     lens_file_hdr_init(&fh, LENS_PRODUCER_PLUGIN, lens_real_ns());
     d.failed = write(fd, &fh, sizeof fh) != (ssize_t)sizeof fh;
+    d.end = sizeof fh;
     lens_rec_foreach(dump_chunk, &d);
-    d.failed |= close(fd) != 0;
+    if (d.skipped && !d.failed) {
+      struct {
+        struct lens_note_hdr h;
+        char t[300];
+      } note;
+      int n = snprintf(note.t, sizeof note.t,
+                       "nccl-lens recorder dump: the file system had %llu bytes free for %llu; the oldest %llu event "
+                       "chunks (%llu bytes) were left out so that the newest fit",
+                       (unsigned long long)avail, (unsigned long long)d.total, (unsigned long long)d.skipped_chunks,
+                       (unsigned long long)d.skipped);
+      if (n < 0) n = 0;
+      if (n >= (int)sizeof note.t) n = (int)sizeof note.t - 1;
+      note.h = (struct lens_note_hdr){lens_mono_ns(), LENS_LOG_WARN, (uint32_t)n};
+      dump_write(&d, LENS_CHUNK_NOTE, g_session, &note, (uint32_t)(sizeof note.h + (size_t)n));
+    }
+    if (close(fd) != 0) d.failed = 1;
   }
   pthread_mutex_unlock(&g_mu);
+  if (d.skipped)
+    lens_log(LENS_LOG_WARN, "nccl-lens: recorder dump %s: %llu bytes free, the oldest %llu bytes of events left out",
+             path, (unsigned long long)avail, (unsigned long long)d.skipped);
   if (d.failed) {
     atomic_fetch_add_explicit(&lens_cnt.write_errors, 1, memory_order_relaxed);
-    lens_log_once(&g_err_once, LENS_LOG_WARN, "nccl-lens: writing the recorder's dump %s failed", path);
+    lens_log_once(&g_err_once, LENS_LOG_WARN,
+                  "nccl-lens: writing the recorder's dump %s failed after %llu bytes (kept up to the last whole chunk)",
+                  fd >= 0 ? path : g_mem_dir, (unsigned long long)d.end);
     return -1;
   }
   return 0;

@@ -28,6 +28,11 @@ int lens_tf_write_parts(uint16_t type, const struct iovec *parts, int n);
 uint64_t lens_tf_chunks(void);
 void lens_tf_close(void);
 const char *lens_tf_path(void); /* absolute path, "" when none */
+/* Writer, every 100 ms: 1 when the trace file was found removed (a new one
+ * was started: the caller sends the session's metadata again). */
+int lens_tf_check_removed(void);
+/* Bytes written to trace files that were removed under us. */
+uint64_t lens_tf_lost_bytes(void);
 /* Recorder mode: writes the store as <dir>/nccl-lens-<host>-<pid>-dump<N>.lens
  * (path returned). 0 ok, -1 failed (counted, logged once). */
 #include <stddef.h>

@@ -1,13 +1,22 @@
 /* Dump triggers of the flight recorder (watchdog.h). Writer thread only. */
 #include "watchdog.h"
 
+#include <fcntl.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "log.h"
+#include "regdir.h"
 
 #define LENS_ST_KCH_STOP_STATE 22 /* NCCL's ncclProfilerKernelChStop: arg = the stop pTimer */
 #include <unistd.h>
 
 static uint64_t g_timeout_ns;
-static char g_request[600];
+static char g_request[64];  /* "<pid>.dump" in the registry directory */
+static uint64_t g_dump_gap_ns, g_last_request_ns, g_refused;
+static time_t g_session_real_s;
+static int g_refused_once;
 static int64_t g_in_flight;
 static int g_progress;       /* seen since the last tick */
 static uint64_t g_last_progress_ns, g_last_poll_ns;
@@ -21,12 +30,15 @@ static int g_fired;          /* this hang was dumped */
 static uint64_t g_slow_ns, g_slow_seen_ns, g_last_slow_dump_ns;
 static struct { uint64_t id, start_gpu; } g_kch[SLOW_SLOTS];
 
-void lens_wd_configure(uint32_t timeout_s, uint32_t slow_ms, const char *registry_dir, int pid) {
+void lens_wd_configure(uint32_t timeout_s, uint32_t slow_ms, uint32_t dump_interval_s, int pid) {
+  g_dump_gap_ns = (uint64_t)dump_interval_s * 1000000000ull;
+  g_last_request_ns = 0;
+  g_session_real_s = time(NULL);
   g_timeout_ns = (uint64_t)timeout_s * 1000000000ull;
   g_slow_ns = (uint64_t)slow_ms * 1000000ull;
   g_slow_seen_ns = g_last_slow_dump_ns = 0;
   for (unsigned i = 0; i < SLOW_SLOTS; i++) g_kch[i].id = 0;
-  snprintf(g_request, sizeof g_request, "%s/%d.dump", registry_dir, pid);
+  snprintf(g_request, sizeof g_request, "%d.dump", pid);
   g_in_flight = 0;
   g_progress = 1;
   g_last_progress_ns = 0;
@@ -68,6 +80,32 @@ void lens_wd_observe(const struct lens_rec_hdr *h, const void *rec) {
   if (g_in_flight < 0) g_in_flight = 0; /* a stop whose start came before the session */
 }
 
+static void refuse(const char *why);
+
+/* A request is the file's existence; it is judged without opening it (a
+ * FIFO or device there must not block us) and always removed. */
+static int take_request(uint64_t now) {
+  int dfd = lens_regdir_fd();
+  struct stat st;
+  if (dfd < 0 || fstatat(dfd, g_request, &st, AT_SYMLINK_NOFOLLOW) != 0) return 0;
+  unlinkat(dfd, g_request, 0);
+  time_t t = time(NULL);
+  if (!S_ISREG(st.st_mode) || (st.st_uid != geteuid() && st.st_uid != 0)) {
+    refuse("not a regular file of this user or root");
+    return 0;
+  }
+  if (st.st_mtime < g_session_real_s - 1 || st.st_mtime + 60 < t) {
+    refuse("stale: made before this process's session or over a minute ago");
+    return 0;
+  }
+  if (g_last_request_ns && now - g_last_request_ns < g_dump_gap_ns) {
+    refuse("rate limit NCCL_LENS_DUMP_INTERVAL");
+    return 0;
+  }
+  g_last_request_ns = now;
+  return 1;
+}
+
 const char *lens_wd_tick(uint64_t now) {
   if (g_progress || !g_last_progress_ns) {
     g_progress = 0;
@@ -85,7 +123,16 @@ const char *lens_wd_tick(uint64_t now) {
   }
   if (g_request[0] && now - g_last_poll_ns >= 100000000ull) {
     g_last_poll_ns = now;
-    if (access(g_request, F_OK) == 0 && unlink(g_request) == 0) return "user request (nccl-lens dump)";
+    if (take_request(now)) return "user request (nccl-lens dump)";
   }
   return NULL;
+}
+
+uint64_t lens_wd_requests_refused(void) { return g_refused; }
+
+static void refuse(const char *why) {
+  g_refused++;
+  lens_log_once(&g_refused_once, LENS_LOG_WARN,
+                "nccl-lens: recorder dump request %s/%s refused (%s); further refusals are counted, not logged",
+                lens_regdir_path(), g_request, why);
 }

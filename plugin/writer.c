@@ -23,6 +23,7 @@
 #include "hooks.h"
 #include "live.h"
 #include "log.h"
+#include "regdir.h"
 #include "registry_file.h"
 #include "recorder.h"
 #include "ring.h"
@@ -471,6 +472,8 @@ struct ctl_open {
   uint32_t hang_timeout_s, slow_ms;
   int compress; /* enum lens_compress */
   int zstd_level;
+  int live;
+  uint32_t live_period_ms, dump_interval_s;
 };
 struct ctl {
   int kind;
@@ -589,9 +592,14 @@ static void meta_forget(void) {
   g_meta_lost = 0;
 }
 
+static int g_session_pid;
+
 static void session_begin(const struct ctl_open *o) {
+  g_session_pid = o->pid;
   lens_rec_configure(o->recorder, o->recorder_bytes);
-  if (o->recorder) lens_wd_configure(o->hang_timeout_s, o->slow_ms, o->registry_dir, o->pid);
+  lens_regdir_open(o->registry_dir, o->pid); /* checked, or none: logged once */
+  lens_regdir_sweep();
+  if (o->recorder) lens_wd_configure(o->hang_timeout_s, o->slow_ms, o->dump_interval_s, o->pid);
   lens_tf_open(o->out_dir, o->host, o->pid); /* may block on a stalled mount: only this thread waits */
   g_session = lens_tf_session();
   g_period_us = o->period_us;
@@ -600,8 +608,8 @@ static void session_begin(const struct ctl_open *o) {
   g_events = 0;
   memset(&g_last_drops, 0, sizeof g_last_drops);
   lens_strtab_reset();
-  lens_registry_begin(o->registry_dir, o->pid, lens_tf_path());
-  lens_live_begin(o->registry_dir, o->pid, o->host);
+  lens_registry_begin(o->pid, lens_tf_path());
+  lens_live_begin(o->live, o->live_period_ms, lens_regdir_fd(), o->pid, o->host);
   atomic_store_explicit(&lens_slots.changed, 1, memory_order_relaxed);
   g_open = 1;
   lens_clock_evidence_write(1);
@@ -682,7 +690,7 @@ static int handle(struct ctl *c) {
 static void *writer_main(void *arg) {
   (void)arg;
   pthread_setname_np(pthread_self(), "nccl-lens-wr");
-  uint64_t idle_us = 1000, last_periodic = lens_mono_ns();
+  uint64_t idle_us = 1000, last_periodic = lens_mono_ns(), last_removed_check = last_periodic;
   /* A pass that found 1/64 of a ring (64 KiB of 4 MiB: ~1600 events) goes
    * round again at once: the ring fills faster than a sleep allows for, and
    * on a loaded machine a sleeping writer waits for a CPU after every wake.
@@ -701,6 +709,15 @@ static void *writer_main(void *arg) {
       most = drain_all();
       blobs = drain_blobs();
       uint64_t now = lens_mono_ns();
+      if (now - last_removed_check >= 100000000ull) {
+        last_removed_check = now;
+        if (lens_tf_check_removed()) { /* the new file needs SESSION, COMMs and strings again */
+          g_meta_lost = 1;
+          lens_strtab_reset();
+          lens_registry_begin(g_session_pid, lens_tf_path());
+          atomic_store_explicit(&lens_slots.changed, 1, memory_order_relaxed);
+        }
+      }
       if (now - last_periodic >= 1000000000ull) {
         last_periodic = now;
         lens_clock_refine();
@@ -786,6 +803,9 @@ int lens_writer_open_session(const struct lens_config *c, const char *host, int 
   o->slow_ms = c->slow_ms;
   o->compress = c->compress;
   o->zstd_level = c->zstd_level;
+  o->live = c->live;
+  o->live_period_ms = c->live_period_ms;
+  o->dump_interval_s = c->dump_interval_s;
   memcpy(rec, session_rec, len);
   init_cvs();
   pthread_mutex_lock(&g_mu);

@@ -9,7 +9,11 @@
  * page, then reads `seq` again: equal and even is a consistent snapshot,
  * otherwise it retries (a bounded number of times). The page stays after the
  * last finalize with state FINISHED (its final totals); a reader tells a dead
- * process by its pid and `start_real_ns`.
+ * process by its pid, `proc_start_ticks` and `pidns`.
+ *
+ * The page is another process's memory: a reader copies it with read()
+ * (never trusting a mapping's size), checks magic, version and size, and
+ * bounds every count and every name (names may lack their terminator).
  *
  * Cardinality is bounded here: at most LENS_LIVE_COMMS communicators and
  * LENS_LIVE_SERIES series per process; an event that finds no free series is
@@ -24,7 +28,7 @@
 #include <stdint.h>
 
 #define LENS_LIVE_MAGIC 0x3156494C534E454Cull /* "LENSLIV1" little-endian */
-#define LENS_LIVE_VERSION 2 /* 2: recent[] grew from 1024 to 8192 */
+#define LENS_LIVE_VERSION 3 /* 2: recent[] grew from 1024 to 8192; 3: the process's start ticks and pid namespace */
 #define LENS_LIVE_COMMS 64
 #define LENS_LIVE_SERIES 256
 /* Completed instances kept for the agent's execution/wait split: a rank may
@@ -93,6 +97,8 @@ struct lens_live_page {
   uint32_t version, size; /* sizeof(struct lens_live_page) */
   uint64_t seq;           /* seqlock (see above); accessed atomically */
   uint32_t pid, state;
+  uint64_t proc_start_ticks; /* /proc/<pid>/stat field 22: with pid, tells a live process from a reused pid */
+  uint64_t pidns;            /* inode of the process's /proc/self/ns/pid: pid and start are judged only there */
   uint64_t start_mono_ns, start_real_ns;     /* the session's start */
   uint64_t updated_mono_ns, updated_real_ns; /* this copy */
   char host[64];

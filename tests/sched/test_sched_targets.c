@@ -22,6 +22,7 @@
 
 #include "nccl-lens/registry.h"
 #include "nccl-lens/trace_format.h"
+#include "lens_safe_fs.h"
 #include "sched/sched_targets.h"
 #include "../lens_test_tmp.h"
 
@@ -74,7 +75,9 @@ static void test_registry_path(void **state) {
   /* No override: the target's initial environment (ctest sets it), else the default. */
   lens_sched_registry_path(getpid(), 77, NULL, p, sizeof p);
   const char *env = getenv("NCCL_LENS_REGISTRY_DIR");
-  snprintf(want, sizeof want, "/proc/%d/root%s/77.reg", getpid(), env ? env : LENS_REGISTRY_DEFAULT_DIR);
+  char dflt[512]; /* the per-user default, as this process computes it for itself */
+  assert_int_equal(lens_registry_default_dir(dflt, sizeof dflt), 0);
+  snprintf(want, sizeof want, "/proc/%d/root%s/77.reg", getpid(), env && *env ? env : dflt);
   assert_string_equal(p, want);
 }
 

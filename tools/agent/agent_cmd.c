@@ -19,6 +19,7 @@
 #include "agent_model.h"
 #include "cli/cli.h"
 #include "cli/opt.h"
+#include "lens_safe_fs.h"
 #include "nccl-lens/registry.h"
 #include "otlp_json.h"
 #include "prom_text.h"
@@ -126,7 +127,11 @@ int lens_cmd_agent(int argc, char **argv) {
   int otlp = 0, once = 0, bench = 0;
   double interval = 10, duration = 0, follow = 1;
   unsigned keep = 300;
-  if (!dir || !*dir) dir = LENS_REGISTRY_DEFAULT_DIR;
+  static char dflt_dir[512];
+  if (!dir || !*dir) {
+    lens_registry_default_dir(dflt_dir, sizeof dflt_dir);
+    dir = dflt_dir;
+  }
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i], *v;
     double x;

@@ -16,6 +16,7 @@
 #include "agent_model.h"
 #include "cli/cli.h"
 #include "cli/opt.h"
+#include "lens_safe_fs.h"
 #include "nccl-lens/registry.h"
 
 static volatile sig_atomic_t g_stop;
@@ -137,7 +138,11 @@ static void draw(const struct agent_model *m, struct prev *pv, size_t *npv, size
 int lens_cmd_top(int argc, char **argv) {
   const char *dir = getenv("NCCL_LENS_REGISTRY_DIR");
   double duration = 0, period = 1;
-  if (!dir || !*dir) dir = LENS_REGISTRY_DEFAULT_DIR;
+  static char dflt_dir[512];
+  if (!dir || !*dir) {
+    lens_registry_default_dir(dflt_dir, sizeof dflt_dir);
+    dir = dflt_dir;
+  }
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i], *v;
     int r;

@@ -14,6 +14,7 @@
 
 #include "cli/cli.h"
 #include "cli/opt.h"
+#include "lens_safe_fs.h"
 #include "nccl-lens/registry.h"
 
 #define CMD "dump"
@@ -22,7 +23,7 @@ static void usage(FILE *f) {
   fprintf(f, "usage: nccl-lens dump [--registry-dir DIR] [--wait-s N] PID...|--all\n"
              "  Asks processes recording with NCCL_LENS_MODE=recorder to write their flight recorder as a .lens\n"
              "  file (in their NCCL_LENS_OUTPUT_DIR) now. --all: every process registered in the registry\n"
-             "  directory (NCCL_LENS_REGISTRY_DIR, default " LENS_REGISTRY_DEFAULT_DIR "). Waits up to --wait-s\n"
+             "  directory (NCCL_LENS_REGISTRY_DIR, default " LENS_REGISTRY_DEFAULT_DESC "). Waits up to --wait-s\n"
              "  seconds (5) for each process to take the request; exit status 1 if one did not.\n");
 }
 
@@ -43,7 +44,11 @@ static int taken(const char *dir, long pid) {
 
 int lens_cmd_dump(int argc, char **argv) {
   const char *dir = getenv("NCCL_LENS_REGISTRY_DIR");
-  if (!dir || !*dir) dir = LENS_REGISTRY_DEFAULT_DIR;
+  static char dflt_dir[512];
+  if (!dir || !*dir) {
+    lens_registry_default_dir(dflt_dir, sizeof dflt_dir);
+    dir = dflt_dir;
+  }
   long pids[256];
   int n = 0, all = 0;
   double wait_s = 5;

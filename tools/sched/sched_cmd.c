@@ -19,6 +19,7 @@
 #include "sched/sched_report.h"
 #include "sched/sched_targets.h"
 #include "sched/sched_trace.h"
+#include "lens_safe_fs.h"
 #include "nccl-lens/registry.h"
 
 #define CMD "sched"
@@ -157,7 +158,11 @@ static int parse_opts(int argc, char **argv, struct opts *o) {
     return lens_cli_usage(CMD, "--registry-only needs --follow and --registry-dir"), -1;
   if (!o->page_dir) o->page_dir = o->registry_dir;
   if (!o->page_dir) o->page_dir = getenv("NCCL_LENS_REGISTRY_DIR");
-  if (!o->page_dir || !*o->page_dir) o->page_dir = LENS_REGISTRY_DEFAULT_DIR;
+  if (!o->page_dir || !*o->page_dir) {
+    static char dflt[512];
+    lens_registry_default_dir(dflt, sizeof dflt);
+    o->page_dir = dflt;
+  }
   if (!strcmp(o->page_dir, "none")) o->page_dir = NULL;
   return 0;
 }
@@ -233,7 +238,9 @@ static void follow_found(void *ctx, int pid) {
 static int refresh(struct run *r, int scan) {
   char err[512];
   if (r->o.follow) {
-    lens_sched_scan_registry_dir(r->o.registry_dir ? r->o.registry_dir : LENS_REGISTRY_DEFAULT_DIR, follow_found, r);
+    char dflt[512];
+    if (!r->o.registry_dir) lens_registry_default_dir(dflt, sizeof dflt);
+    lens_sched_scan_registry_dir(r->o.registry_dir ? r->o.registry_dir : dflt, follow_found, r);
     if (scan && !r->o.registry_only) lens_sched_scan_plugin_procs(follow_found, r);
   }
   for (size_t i = 0; i < r->n_targets;) {

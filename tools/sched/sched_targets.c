@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "lens_chunk.h"
+#include "lens_safe_fs.h"
 #include "nccl-lens/registry.h"
 #include "nccl-lens/trace_format.h"
 
@@ -105,17 +106,17 @@ int lens_sched_maps_plugin(int host_pid) {
   return found;
 }
 
-/* NCCL_LENS_REGISTRY_DIR from the process's initial environment, if set. */
-static int environ_registry_dir(int host_pid, char *out, size_t len) {
-  static const char key[] = "NCCL_LENS_REGISTRY_DIR=";
+/* A variable ("NAME=") of the process's initial environment, if set and not empty. */
+static int environ_var(int host_pid, const char *key, char *out, size_t len) {
+  size_t kl = strlen(key);
   char path[64], buf[65536];
   snprintf(path, sizeof path, "/proc/%d/environ", host_pid);
   ssize_t n = read_small(path, buf, sizeof buf);
   for (ssize_t i = 0; i < n;) {
     const char *s = buf + i;
     size_t l = strnlen(s, (size_t)(n - i));
-    if (l > sizeof key - 1 && !memcmp(s, key, sizeof key - 1)) {
-      snprintf(out, len, "%s", s + sizeof key - 1);
+    if (l > kl && !memcmp(s, key, kl)) {
+      snprintf(out, len, "%s", s + kl);
       return 0;
     }
     i += (ssize_t)l + 1;
@@ -127,8 +128,14 @@ void lens_sched_registry_path(int host_pid, uint32_t ns_pid, const char *registr
   char dir[PATH_MAX];
   if (registry_dir)
     snprintf(dir, sizeof dir, "%s", registry_dir);
-  else if (environ_registry_dir(host_pid, dir, sizeof dir) != 0)
-    snprintf(dir, sizeof dir, "%s", LENS_REGISTRY_DEFAULT_DIR);
+  else if (environ_var(host_pid, "NCCL_LENS_REGISTRY_DIR=", dir, sizeof dir) != 0) {
+    /* The plugin's per-user default, as the target computes it (lens_safe_fs.h). */
+    char xdg[PATH_MAX];
+    uid_t uid = 0;
+    int has_xdg = environ_var(host_pid, "XDG_RUNTIME_DIR=", xdg, sizeof xdg) == 0;
+    lens_proc_uid(host_pid, &uid);
+    lens_registry_dir_for(has_xdg ? xdg : NULL, uid, dir, sizeof dir);
+  }
   /* Relative directories are relative to the target's cwd, as the plugin saw them. */
   if (dir[0] == '/')
     snprintf(out, len, "/proc/%d/root%s/%u.reg", host_pid, dir, ns_pid);
