@@ -32,6 +32,10 @@ static char g_dir[PATH_MAX], g_host[64];
 static int g_file_pid, g_renamed;
 static uint64_t g_lost_bytes; /* in trace files removed under us */
 static int create_trace(void);
+static int reopen_own(const char *dir, const char *host, int pid);
+static int g_own_ok; /* the file this process created, to continue in a later session */
+static dev_t g_own_dev;
+static ino_t g_own_ino;
 
 static int mkdir_p(const char *dir) {
   char tmp[PATH_MAX];
@@ -45,6 +49,31 @@ static int mkdir_p(const char *dir) {
   }
   if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return -1;
   return 0;
+}
+
+/* Walk the chunk headers of an existing file: next seq, last session, and
+ * where the last complete chunk ends. */
+static void scan_existing(int fd, uint64_t size, int *had_chunks, uint32_t *max_session) {
+  struct lens_file_hdr fh;
+  *had_chunks = 0;
+  *max_session = 0;
+  g_seq = 0;
+  g_end = 0;
+  if (size < sizeof fh || pread(fd, &fh, sizeof fh, 0) != (ssize_t)sizeof fh || lens_file_hdr_check(&fh) != 0)
+    return; /* not ours or empty: caller rewrites from 0 */
+  uint64_t off = sizeof fh;
+  for (;;) {
+    struct lens_chunk_hdr h;
+    if (off + sizeof h > size || pread(fd, &h, sizeof h, (off_t)off) != (ssize_t)sizeof h) break;
+    if (lens_chunk_hdr_check(&h) != 0) break;
+    uint64_t next = off + sizeof h + h.payload_len + lens_chunk_padding(h.payload_len);
+    if (next > size) break;
+    *had_chunks = 1;
+    if (h.session > *max_session) *max_session = h.session;
+    g_seq = h.seq + 1;
+    off = next;
+  }
+  g_end = off;
 }
 
 /* The file header, written when the file is new, and retried before every
@@ -91,6 +120,10 @@ int lens_tf_open(const char *dir, const char *host, int pid) {
     pthread_mutex_unlock(&g_mu);
     return 0;
   }
+  if (reopen_own(dir, host, pid) == 0) { /* this process's file of an earlier session: append */
+    pthread_mutex_unlock(&g_mu);
+    return 0;
+  }
   snprintf(g_dir, sizeof g_dir, "%s", dir);
   snprintf(g_host, sizeof g_host, "%s", host);
   g_file_pid = pid;
@@ -114,6 +147,35 @@ int lens_tf_open(const char *dir, const char *host, int pid) {
   return 0;
 }
 
+/* A later session of this process (after the last finalize, NCCL may init
+ * again) continues the file this process created: the same path, opened
+ * without O_CREAT and O_NOFOLLOW, and only if it is still the very inode we
+ * created (a regular file with one link). Lock held. 0 = reopened. */
+static int reopen_own(const char *dir, const char *host, int pid) {
+  if (!g_own_ok || !g_path[0] || strcmp(dir, g_dir) || strcmp(host, g_host) || pid != g_file_pid) return -1;
+  int fd = open(g_path, O_RDWR | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0) return -1;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_dev != g_own_dev ||
+      st.st_ino != g_own_ino) {
+    close(fd);
+    return -1;
+  }
+  int had = 0;
+  uint32_t maxs = 0;
+  scan_existing(fd, (uint64_t)st.st_size, &had, &maxs);
+  if (g_end < (uint64_t)st.st_size && ftruncate(fd, (off_t)g_end) != 0) {
+    /* keep going: the reader stops at the torn chunk */
+  }
+  g_fd = fd;
+  g_session = had ? maxs + 1 : 0;
+  if (g_end == 0) {
+    g_seq = 0;
+    if (ensure_header() != 0) atomic_fetch_add(&lens_cnt.write_errors, 1);
+  }
+  return 0;
+}
+
 /* The trace is always a new file: O_CREAT|O_EXCL|O_NOFOLLOW, so a link or
  * file someone put in a shared output directory is never followed or
  * truncated. A name that exists (another process of this pid, a planted
@@ -128,6 +190,9 @@ static int create_trace(void) {
     if (n < 0 || n >= (int)sizeof file) return errno = ENAMETOOLONG, -1;
     int fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, 0644);
     if (fd >= 0) {
+      struct stat st;
+      g_own_ok = fstat(fd, &st) == 0;
+      g_own_dev = st.st_dev, g_own_ino = st.st_ino;
       g_renamed = k > 0;
       if (!realpath(file, g_path)) snprintf(g_path, sizeof g_path, "%s", file);
       return fd;
@@ -396,4 +461,5 @@ void lens_tf_reset_after_fork(void) {
   if (g_fd >= 0) close(g_fd);
   g_fd = -1;
   g_path[0] = 0;
+  g_own_ok = 0; /* the parent's file: the child creates its own */
 }

@@ -230,7 +230,7 @@ static void test_demo_unprivileged(void **state) {
 static int setup(void **state) {
   (void)state;
   if (!mkdtemp(g_tmp)) return -1;
-  return chmod(g_tmp, 0777); /* the unprivileged demo writes here too */
+  return chmod(g_tmp, 01777); /* the unprivileged demo writes here too; sticky, as /tmp: the plugin trusts a registry below no other kind of world-writable directory */
 }
 
 static int teardown(void **state) {

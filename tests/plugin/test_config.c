@@ -41,7 +41,10 @@ static void test_defaults(void **state) {
   assert_int_equal(c.use_tsc, 1);
   assert_int_equal(c.nvtx, 1);
   assert_int_equal(c.cupti, LENS_CUPTI_OFF);
-  assert_string_equal(c.registry_dir, "/tmp/nccl-lens");
+  assert_string_equal(c.registry_dir, ""); /* per user, resolved by the writer (lens_registry_default_dir) */
+  assert_int_equal(c.live, 1);
+  assert_int_equal(c.live_period_ms, 500);
+  assert_int_equal(c.dump_interval_s, 60);
   assert_int_equal(c.compress, LENS_COMPRESS_ZSTD);
   assert_int_equal(c.zstd_level, -1);
   assert_int_equal(test_log_count("nccl-lens"), 0);

@@ -1,7 +1,10 @@
 /* A stalled output file system must never hang the job (issue: "the job must
  * never wait for us"). A named pipe stands in for a hung NFS/Lustre mount:
  * with no reader, open() blocks; with a reader that never reads, write()
- * blocks once the pipe holds 64 KiB. Through the ABI only, in forked
+ * blocks once the pipe holds 64 KiB. The plugin creates its trace with
+ * O_CREAT|O_EXCL|O_NOFOLLOW, so no FIFO can stand at the trace's name: the
+ * test's open() (below) sends the plugin's open of <trace>.lens to the FIFO
+ * <trace>.lens.fifo, with the kernel's own blocking. Through the ABI only, in forked
  * children (configuration is read once per process); the parent gives each
  * child a deadline and kills it if it hangs, which fails the test.
  *
@@ -26,6 +29,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <dlfcn.h>
 
 #include "lensread.h"
 #include "plugin_driver.h"
@@ -39,6 +43,40 @@
 
 static int g_mask;
 static char g_dir[256];
+
+/* ---- the hung mount: the executable's open() comes first in the plugin's
+ * symbol lookup (ENABLE_EXPORTS); a .lens path with a FIFO beside it
+ * (<path>.fifo) opens that FIFO instead, as it is: blocking. ---- */
+static int stall_redirect(const char *path, char *out, size_t cap) {
+  size_t n = path ? strlen(path) : 0;
+  if (n < 5 || strcmp(path + n - 5, ".lens") || snprintf(out, cap, "%s.fifo", path) >= (int)cap) return 0;
+  struct stat st;
+  return stat(out, &st) == 0 && S_ISFIFO(st.st_mode);
+}
+
+static int stall_open(const char *sym, const char *path, int flags, va_list ap) {
+  int (*real)(const char *, int, ...) = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, sym);
+  mode_t mode = (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? (mode_t)va_arg(ap, int) : 0;
+  char fifo[600];
+  if (stall_redirect(path, fifo, sizeof fifo)) return real(fifo, flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW));
+  return real(path, flags, mode);
+}
+
+int open(const char *path, int flags, ...) {
+  va_list ap;
+  va_start(ap, flags);
+  int fd = stall_open("open", path, flags, ap);
+  va_end(ap);
+  return fd;
+}
+
+int open64(const char *path, int flags, ...) {
+  va_list ap;
+  va_start(ap, flags);
+  int fd = stall_open("open64", path, flags, ap);
+  va_end(ap);
+  return fd;
+}
 
 static int64_t now_ns(void) {
   struct timespec ts;
@@ -106,8 +144,9 @@ static void *emit_thread(void *arg) {
 }
 
 static void make_fifo(void) {
-  char path[512];
-  trace_path_for(path, sizeof path, g_dir, getpid());
+  char path[600];
+  trace_path_for(path, sizeof path - 5, g_dir, getpid());
+  strcat(path, ".fifo"); /* stall_redirect sends the trace's open here */
   if (mkfifo(path, 0644) != 0) {
     perror("mkfifo");
     exit(90);
