@@ -417,7 +417,8 @@ int lens_tf_dump(char *path, size_t cap) {
     uint64_t need = d.total + sizeof(struct lens_file_hdr) + 4096; /* + the NOTE */
     if (fstatvfs(fd, &vs) == 0) {
       avail = (uint64_t)vs.f_bavail * (uint64_t)vs.f_frsize;
-      if (need > avail) d.skip_left = need - avail + (256u << 10); /* a margin for blocks and metadata */
+      uint64_t margin = avail / 8 < (64u << 10) ? avail / 8 : (64u << 10); /* blocks and metadata */
+      if (need + margin > avail) d.skip_left = need + margin - avail;
     }
     struct lens_file_hdr fh;
     lens_file_hdr_init(&fh, LENS_PRODUCER_PLUGIN, lens_real_ns());

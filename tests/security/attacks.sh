@@ -193,6 +193,19 @@ check "removed output directory: a new trace was started" '[ -n "$(ls /tmp/gone/
 "$lens" summary /tmp/gone >/tmp/gone.sum 2>&1
 check "removed output directory: the loss is logged in the new trace" 'grep -q "was removed while recording" /tmp/gone.sum'
 
+# ---- 8. a recorder dump onto a nearly full file system ----
+# 128 KiB of room for a recorder holding ~1 MB (fixed records): the dump
+# keeps the newest events, says how much it left out, and reads cleanly.
+mkdir -p /tmp/small && mount -t tmpfs -o size=128k lens-small /tmp/small
+NCCL_LENS_COMPRESS=none NCCL_LENS_MODE=recorder NCCL_LENS_HANG_TIMEOUT=1 timeout 60 "$lens" replay \
+  --scenario hang-missing --iters 400 --hang-exit-after 3 --out /tmp/small --quiet >/tmp/small.log 2>&1
+"$lens" summary /tmp/small >/tmp/small.sum 2>&1
+ev=$(sed -n 's/.*(2 rank inits), \([0-9]*\) events.*/\1/p' /tmp/small.sum)
+check "dump on a full disk: the newest ${ev:-0} events kept, readable to the end" \
+  '[ "${ev:-0}" -gt 100 ] && ! grep -q "not read" /tmp/small.sum'
+check "dump on a full disk: what was left out is said in the dump" 'grep -q "were left out so that the newest fit" /tmp/small.sum'
+umount /tmp/small
+
 if [ -n "${LENS_ATTACKS_KEEP:-}" ]; then mkdir -p "$LENS_ATTACKS_KEEP" && cp -a /tmp/. "$LENS_ATTACKS_KEEP/" 2>/dev/null; fi
 echo "attacks: $pass passed, $fail failed"
 echo "$pass passed, $fail failed"
