@@ -373,7 +373,8 @@ static void test_page_read_forged(void **state) {
 
 /* The loader itself: a process mapping the plugin with a FIFO as its
  * registry. `sched --follow --duration 1` ends on time (it stalled past
- * its duration), exit 0, and says the refusal once. */
+ * its duration), exit 0, and says the refusal once; `sched --pid` fails
+ * at once with that one line. */
 static void test_follow_fifo_registry(void **state) {
   (void)state;
   const char *why_not = sched_test_cannot_probe();
@@ -404,9 +405,22 @@ static void test_follow_fifo_registry(void **state) {
   int rc = lens_attack_run((char *[]){LENS_CLI, "sched", "--follow", "--registry-dir", dir,
                                       "--duration", "1", "--out", out_dir, "--page-dir", "none", NULL},
                            NULL, 10000, err, sizeof err, out, sizeof out, &secs);
+  /* --pid: refused at once (not after the 5 s wait for a registry), one line, exit 1. */
+  static char err2[16384], out2[16384];
+  char pidarg[32];
+  snprintf(pidarg, sizeof pidarg, "%d", (int)child);
+  double secs2 = 0;
+  int rc2 = lens_attack_run((char *[]){LENS_CLI, "sched", "--pid", pidarg, "--registry-dir", dir, "--duration", "1",
+                                       "--out", out_dir, "--page-dir", "none", NULL},
+                            NULL, 10000, err2, sizeof err2, out2, sizeof out2, &secs2);
   lens_attack_reap(child);
   munmap(map, 1);
   close(fd);
+  if (rc2 != 1 || secs2 > 3.0) print_error("--pid: rc=%d secs=%.2f stderr=[%s]\n", rc2, secs2, err2);
+  assert_int_equal(rc2, 1);
+  assert_true(secs2 <= 3.0);
+  assert_int_equal(lens_count_lines(err2, "nccl-lens sched:"), 1);
+  assert_non_null(strstr(err2, "registry refused"));
   char said[64];
   snprintf(said, sizeof said, "registry refused for pid %d ", (int)child);
   if (rc != 0 || secs > 3.0 || lens_count_lines(err, said) != 1)

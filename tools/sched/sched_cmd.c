@@ -288,6 +288,8 @@ static int first_target(struct run *r) {
   for (;;) {
     if (lens_sched_target_refresh(t, r->o.registry_dir, r->o.all_threads, err, sizeof err) >= 0) return 0;
     if (lens_sched_start_ticks(r->o.pid) == 0) return lens_cli_error(CMD, "process %d has exited", r->o.pid);
+    /* A registry that is there but refused will not become the process's own by waiting. */
+    if (t->refused) return lens_cli_error(CMD, "%s", err);
     /* The plugin writes its registry after the first init: give a process that
      * has it loaded a moment; anything else fails now. */
     if (lens_sched_maps_plugin(r->o.pid) != 1 || lens_sched_mono_ns() > deadline || stop_signal)
