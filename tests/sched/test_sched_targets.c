@@ -171,14 +171,14 @@ static void count_pid(void *ctx, int pid) {
 /* --follow finds processes that map the plugin, through registry files and /proc maps. */
 static void test_find_plugin_processes(void **state) {
   (void)state;
-  char dir[64], reg[PATH_MAX], so[PATH_MAX];
+  char dir[64], reg[PATH_MAX], so[PATH_MAX], why[256];
   lens_test_tmpdir(dir, sizeof dir, "sched-follow");
   snprintf(reg, sizeof reg, "%s/%d.reg", dir, getpid());
   FILE *f = fopen(reg, "w");
   fputs("nccl-lens-registry 1\n", f);
   fclose(f);
   int found = 0;
-  lens_sched_scan_registry_dir(dir, count_pid, &found);
+  lens_sched_scan_registry_dir(dir, count_pid, &found, why, sizeof why);
   assert_int_equal(found, 0); /* a registry alone is not enough: stale files stay behind */
   lens_sched_scan_plugin_procs(count_pid, &found);
   assert_int_equal(found, 0);
@@ -191,7 +191,7 @@ static void test_find_plugin_processes(void **state) {
   void *map = mmap(NULL, 1, PROT_READ, MAP_PRIVATE, fd, 0);
   assert_true(map != MAP_FAILED);
   assert_int_equal(lens_sched_maps_plugin(getpid()), 1);
-  lens_sched_scan_registry_dir(dir, count_pid, &found);
+  lens_sched_scan_registry_dir(dir, count_pid, &found, why, sizeof why);
   assert_int_equal(found, 1);
   found = 0;
   lens_sched_scan_plugin_procs(count_pid, &found);

@@ -25,8 +25,12 @@ static void on_signal(int sig) {
   g_stop = 1;
 }
 
+/* The previous sample of one rank: keyed by (pid, communicator, rank), as a
+ * process may hold several ranks of one communicator (keyed without the
+ * rank, its second rank's count minus the first's wrapped to 1.8e19 ops/s). */
 struct prev {
   uint32_t pid;
+  int32_t rank;
   uint64_t comm_id;
   uint64_t ops, bytes, wait_ns, exec_ns, last;
 };
@@ -37,12 +41,13 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static struct prev *prev_of(struct prev *v, size_t *n, size_t cap, uint32_t pid, uint64_t comm_id) {
+static struct prev *prev_of(struct prev *v, size_t *n, size_t cap, uint32_t pid, uint64_t comm_id, int32_t rank) {
   for (size_t i = 0; i < *n; i++)
-    if (v[i].pid == pid && v[i].comm_id == comm_id) return &v[i];
+    if (v[i].pid == pid && v[i].comm_id == comm_id && v[i].rank == rank) return &v[i];
   if (*n == cap) return NULL;
   memset(&v[*n], 0, sizeof v[*n]);
   v[*n].pid = pid;
+  v[*n].rank = rank;
   v[*n].comm_id = comm_id;
   return &v[(*n)++];
 }
@@ -112,9 +117,11 @@ static void draw(const struct agent_model *m, struct prev *pv, size_t *npv, size
       uint64_t inst = 0;
       for (uint32_t i = 0; i < m->n_splits; i++)
         if (m->splits[i].comm_id == lc->comm_id) inst += m->splits[i].instances;
-      struct prev *q = prev_of(pv, npv, cap, p->pid, lc->comm_id);
+      struct prev *q = prev_of(pv, npv, cap, p->pid, lc->comm_id, lc->rank);
       double rate = 0, gbs = 0;
-      if (q && !first && dt > 0) {
+      /* Counters only grow; one that went back is a new process (or a
+       * forged page): no rate rather than a wrapped one. */
+      if (q && !first && dt > 0 && ops >= q->ops && bytes >= q->bytes) {
         rate = (double)(ops - q->ops) / dt;
         gbs = (double)(bytes - q->bytes) / dt / 1e9;
       }
@@ -162,7 +169,7 @@ int lens_cmd_top(int argc, char **argv) {
     } else if (lens_opt_flag(o, "--help", 'h')) {
       printf("usage: nccl-lens top [--dir DIR] [--period S] [--duration S]\n"
              "  Live view of this node's ranks from their pages.\n"
-             "  --dir DIR       the live pages (default NCCL_LENS_REGISTRY_DIR, else /tmp/nccl-lens)\n"
+             "  --dir DIR       the live pages (default NCCL_LENS_REGISTRY_DIR, else " LENS_REGISTRY_DEFAULT_DESC ")\n"
              "  --period S      redraw every S seconds, 0.1..3600 (default 1)\n"
              "  --duration S    stop after S seconds, 0..2592000 (default 0: until q or SIGINT)\n"
              "  Exit status: 0 done, 1 failed, 2 usage error.\n");
@@ -183,8 +190,13 @@ int lens_cmd_top(int argc, char **argv) {
     raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
     tcsetattr(0, TCSANOW, &raw);
   }
-  signal(SIGINT, on_signal);
-  signal(SIGTERM, on_signal);
+  /* No SA_RESTART: a signal ends the poll() of the loop at once. Every read
+   * of a page is non-blocking (live_read.c), so nothing else waits long. */
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
   double t0 = now_s(), prev_t = t0;
   int first = 1, stdin_open = 1;
   while (!g_stop) {

@@ -37,6 +37,7 @@
 struct opts {
   int pid, follow, all_threads, quiet, verbose, stats;
   int registry_only; /* --follow: only the registry dir, no /proc scan (the demo's own processes) */
+  int page_dir_explicit; /* named by --page-dir, --registry-dir or NCCL_LENS_REGISTRY_DIR, not the default */
   const char *out_dir, *btf, *registry_dir, *page_dir;
   double duration_s;
   uint64_t min_offcpu_ns, min_wait_ns;
@@ -48,8 +49,10 @@ struct run {
   struct opts o;
   struct lens_sched_probe *probe;
   struct lens_sched_trace *trace;
-  struct lens_sched_page *page;      /* NULL: --page-dir none */
+  struct lens_sched_page *page;      /* NULL: --page-dir none, or its directory was refused */
+  int page_dirfd;                    /* the checked page directory (lens_sched_page_open_dir) */
   int page_failed;
+  int scan_refused;                  /* the registry directory was refused (said once) */
   struct lens_sched_target *targets; /* MAX_TARGETS */
   size_t n_targets;
   struct watch cur[MAX_WATCH];
@@ -75,10 +78,11 @@ static void usage(FILE *f) {
           "  --registry-only      with --follow: find processes only by their registry files in --registry-dir\n"
           "                       (no /proc scan), so only processes that publish there are watched\n"
           "  --registry-dir DIR   registry directory inside the target (default: its NCCL_LENS_REGISTRY_DIR\n"
-          "                       or " "/tmp/nccl-lens" ")\n"
+          "                       or " LENS_REGISTRY_DEFAULT_DESC " as the target computes it)\n"
           "  --page-dir DIR       where <pid>.sched, the live starvation totals for `nccl-lens agent`, goes\n"
-          "                       (default: --registry-dir, else $NCCL_LENS_REGISTRY_DIR, else /tmp/nccl-lens;\n"
-          "                       'none': no page)\n"
+          "                       (default: --registry-dir, else $NCCL_LENS_REGISTRY_DIR, else your own\n"
+          "                       " LENS_REGISTRY_DEFAULT_DESC "; 'none': no page). It must be yours, or\n"
+          "                       sticky and owned by root; it is created 0700 when missing\n"
           "  --btf PATH           kernel BTF to use instead of /sys/kernel/btf/vmlinux\n"
           "  --stats              print the probe's in-kernel cost (bpf_stats) at exit\n"
           "  --quiet, --verbose   fewer messages / libbpf's own messages too\n"
@@ -158,6 +162,7 @@ static int parse_opts(int argc, char **argv, struct opts *o) {
     return lens_cli_usage(CMD, "--registry-only needs --follow and --registry-dir"), -1;
   if (!o->page_dir) o->page_dir = o->registry_dir;
   if (!o->page_dir) o->page_dir = getenv("NCCL_LENS_REGISTRY_DIR");
+  o->page_dir_explicit = o->page_dir && *o->page_dir;
   if (!o->page_dir || !*o->page_dir) {
     static char dflt[512];
     lens_registry_default_dir(dflt, sizeof dflt);
@@ -238,9 +243,15 @@ static void follow_found(void *ctx, int pid) {
 static int refresh(struct run *r, int scan) {
   char err[512];
   if (r->o.follow) {
-    char dflt[512];
+    char dflt[512], why[256];
     if (!r->o.registry_dir) lens_registry_default_dir(dflt, sizeof dflt);
-    lens_sched_scan_registry_dir(r->o.registry_dir ? r->o.registry_dir : dflt, follow_found, r);
+    const char *dir = r->o.registry_dir ? r->o.registry_dir : dflt;
+    if (lens_sched_scan_registry_dir(dir, follow_found, r, why, sizeof why) < 0) {
+      /* Once per run: a missing default directory is only a node without jobs yet. */
+      if (!r->scan_refused && (r->o.registry_dir || errno != ENOENT))
+        note(r, NOTE_WARN, "not scanning registry directory %s: %s", dir, why);
+      r->scan_refused = 1;
+    }
     if (scan && !r->o.registry_only) lens_sched_scan_plugin_procs(follow_found, r);
   }
   for (size_t i = 0; i < r->n_targets;) {
@@ -253,7 +264,12 @@ static int refresh(struct run *r, int scan) {
       r->targets[i] = r->targets[--r->n_targets];
       continue;
     }
-    if (rc < 0) t->n_tids = kept; /* registry removed at finalize: keep what we had */
+    if (rc < 0 && t->refused) {
+      /* A planted or foreign registry: nothing of it is watched, said once per target. */
+      if (!t->refusal_noted) note(r, NOTE_WARN, "%s", err);
+      t->refusal_noted = 1;
+    } else if (rc < 0)
+      t->n_tids = kept; /* registry removed at finalize: keep what we had */
     i++;
   }
   sync_watch(r);
@@ -272,6 +288,8 @@ static int first_target(struct run *r) {
   for (;;) {
     if (lens_sched_target_refresh(t, r->o.registry_dir, r->o.all_threads, err, sizeof err) >= 0) return 0;
     if (lens_sched_start_ticks(r->o.pid) == 0) return lens_cli_error(CMD, "process %d has exited", r->o.pid);
+    /* A registry that is there but refused will not become the process's own by waiting. */
+    if (t->refused) return lens_cli_error(CMD, "%s", err);
     /* The plugin writes its registry after the first init: give a process that
      * has it loaded a moment; anything else fails now. */
     if (lens_sched_maps_plugin(r->o.pid) != 1 || lens_sched_mono_ns() > deadline || stop_signal)
@@ -313,7 +331,7 @@ static void on_sample(void *ctx, const struct lens_bpf_sample *b) {
 }
 
 static void write_page(struct run *r) {
-  if (!r->page || lens_sched_page_write(r->page, r->o.page_dir, r->o.min_wait_ns) == 0) return;
+  if (!r->page || lens_sched_page_write(r->page, r->page_dirfd, r->o.min_wait_ns) == 0) return;
   if (!r->page_failed++) note(r, NOTE_WARN, "cannot write the starvation page in %s: %s (the agent will not see it)",
                               r->o.page_dir, strerror(errno));
 }
@@ -366,6 +384,15 @@ static int run_probe(struct run *r, struct lens_sched_trace *trace) {
     return lens_cli_error(CMD, "%s", err);
   }
   r->trace = trace;
+  if (r->page) {
+    /* Checked once, used by descriptor: a directory swapped later is not ours to follow. */
+    r->page_dirfd = lens_sched_page_open_dir(r->o.page_dir, r->o.page_dir_explicit, err, sizeof err);
+    if (r->page_dirfd < 0) {
+      note(r, NOTE_WARN, "not writing the starvation page: %s: %s (the agent will not see it)", r->o.page_dir, err);
+      free(r->page);
+      r->page = NULL;
+    }
+  }
 
   uint64_t t0 = lens_sched_mono_ns(), last_refresh = 0, last_scan = 0, last_flush = t0, last_page = t0;
   uint64_t end = r->o.duration_s > 0 ? t0 + (uint64_t)(r->o.duration_s * 1e9) : UINT64_MAX;
@@ -430,6 +457,7 @@ static int run_probe(struct run *r, struct lens_sched_trace *trace) {
   }
   if (r->o.stats) print_stats(r, seconds, cnt);
   lens_sched_probe_close(r->probe);
+  if (r->page) close(r->page_dirfd);
   return 0;
 }
 

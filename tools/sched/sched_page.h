@@ -40,10 +40,29 @@ struct lens_sched_page {
 
 /* Adds one sample to its thread's totals; roles as the registry has them. */
 void lens_sched_page_add(struct lens_sched_page *p, const struct lens_sched_sample *s, uint32_t roles);
-/* Writes dir/<getpid()>.sched (temporary file + rename). 0 ok, -1 (errno). */
-int lens_sched_page_write(const struct lens_sched_page *p, const char *dir, uint64_t min_wait_ns);
-/* Reads a page written by lens_sched_page_write (the agent). Fills out (its
- * threads), *writer_pid and *updated_real_ns. 0 ok, -1 unreadable or not a page. */
+/* A page is at most this big: 4096 threads of lines of at most ~230 bytes. */
+#define LENS_SCHED_PAGE_MAX_BYTES (2 * 1024 * 1024)
+
+/* Opens (creating it 0700 if missing) and checks the page directory with
+ * lens_dir_open: ours, or, when explicit_dir (the user named it), a sticky
+ * shared directory owned by root or us. The descriptor, or -1 + why. */
+int lens_sched_page_open_dir(const char *dir, int explicit_dir, char *why, size_t why_len);
+/* Writes <dirfd>/<getpid()>.sched, mode 0644: a fresh O_EXCL temporary file
+ * then renamed (lens_file_replace), so no planted link is ever written
+ * through. 0 ok, -1 (errno). */
+int lens_sched_page_write(const struct lens_sched_page *p, int dirfd, uint64_t min_wait_ns);
+/* Parses page text (NUL-terminated). Every number is strict decimal without
+ * sign or overflow; a malformed thread line is skipped, at most
+ * LENS_SCHED_PAGE_THREADS are kept. 0 ok, -1 not a page. */
+int lens_sched_page_parse(const char *text, struct lens_sched_page *out, uint32_t *writer_pid,
+                          uint64_t *updated_real_ns);
+/* Reads <dirfd>/name (the agent): opened O_NOFOLLOW|O_NONBLOCK, a regular
+ * file of one link and at most LENS_SCHED_PAGE_MAX_BYTES, owned by root or
+ * the caller's euid (anything else is a forgery). Fills out (its threads),
+ * *writer_pid and *updated_real_ns. 0 ok, -1 with why (may be NULL). */
+int lens_sched_page_read_at(int dirfd, const char *name, struct lens_sched_page *out, uint32_t *writer_pid,
+                            uint64_t *updated_real_ns, char *why, size_t why_len);
+/* The same by path (AT_FDCWD). */
 int lens_sched_page_read(const char *path, struct lens_sched_page *out, uint32_t *writer_pid,
                          uint64_t *updated_real_ns);
 /* A watched thread's registry roles as the metrics and `top` label them:

@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "lens_chunk.h"
 #include "lens_safe_fs.h"
@@ -124,7 +124,7 @@ static int environ_var(int host_pid, const char *key, char *out, size_t len) {
   return -1;
 }
 
-void lens_sched_registry_path(int host_pid, uint32_t ns_pid, const char *registry_dir, char *out, size_t len) {
+void lens_sched_registry_dir(int host_pid, const char *registry_dir, char *out, size_t len) {
   char dir[PATH_MAX];
   if (registry_dir)
     snprintf(dir, sizeof dir, "%s", registry_dir);
@@ -138,23 +138,114 @@ void lens_sched_registry_path(int host_pid, uint32_t ns_pid, const char *registr
   }
   /* Relative directories are relative to the target's cwd, as the plugin saw them. */
   if (dir[0] == '/')
-    snprintf(out, len, "/proc/%d/root%s/%u.reg", host_pid, dir, ns_pid);
+    snprintf(out, len, "/proc/%d/root%s", host_pid, dir);
   else
-    snprintf(out, len, "/proc/%d/cwd/%s/%u.reg", host_pid, dir, ns_pid);
+    snprintf(out, len, "/proc/%d/cwd/%s", host_pid, dir);
 }
+
+void lens_sched_registry_path(int host_pid, uint32_t ns_pid, const char *registry_dir, char *out, size_t len) {
+  char dir[PATH_MAX];
+  lens_sched_registry_dir(host_pid, registry_dir, dir, sizeof dir);
+  snprintf(out, len, "%s/%u.reg", dir, ns_pid);
+}
+
+/* Strict numbers for registry text, which another user may have written:
+ * digits only (hex: an optional 0x), no sign, no overflow, ended by a space,
+ * a newline or the end. Advances *s. */
+static int reg_num(const char **s, int base, uint64_t max, uint64_t *v) {
+  const char *p = *s;
+  while (*p == ' ') p++;
+  if (base == 16 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) p += 2;
+  uint64_t x = 0;
+  const char *d0 = p;
+  for (;; p++) {
+    unsigned d;
+    if (*p >= '0' && *p <= '9') d = (unsigned)(*p - '0');
+    else if (base == 16 && *p >= 'a' && *p <= 'f') d = (unsigned)(*p - 'a' + 10);
+    else if (base == 16 && *p >= 'A' && *p <= 'F') d = (unsigned)(*p - 'A' + 10);
+    else break;
+    if (x > (max - d) / (unsigned)base) return -1;
+    x = x * (unsigned)base + d;
+  }
+  if (p == d0 || (*p != ' ' && *p != '\n' && *p != 0)) return -1;
+  *s = p;
+  *v = x;
+  return 0;
+}
+
+#define TID_MAX 0x3fffffffull /* above any pid_max (2^22) */
 
 int lens_sched_parse_registry(const char *text, void (*fn)(void *, uint32_t, uint32_t, uint32_t), void *ctx) {
   size_t ml = strlen(LENS_REGISTRY_MAGIC);
   if (strncmp(text, LENS_REGISTRY_MAGIC, ml) != 0 || (text[ml] != ' ' && text[ml] != '\n')) return -1;
   int n = 0;
   for (const char *line = text; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
-    unsigned tid, outer, roles;
+    uint64_t tid, outer, roles;
     if (strncmp(line, "thread ", 7) != 0) continue; /* unknown lines are ignored by contract */
-    if (sscanf(line + 7, "%u %u %x", &tid, &outer, &roles) != 3) continue;
-    fn(ctx, tid, outer, roles);
+    const char *p = line + 7;
+    if (reg_num(&p, 10, TID_MAX, &tid) || reg_num(&p, 10, TID_MAX, &outer) || reg_num(&p, 16, UINT32_MAX, &roles) ||
+        tid == 0)
+      continue; /* a malformed line: skipped, like an unknown one */
+    fn(ctx, (uint32_t)tid, (uint32_t)outer, (uint32_t)roles);
     n++;
   }
   return n;
+}
+
+int lens_sched_parse_registry_id(const char *text, struct lens_sched_registry_id *id) {
+  memset(id, 0, sizeof *id);
+  size_t ml = strlen(LENS_REGISTRY_MAGIC);
+  if (strncmp(text, LENS_REGISTRY_MAGIC, ml) != 0 || (text[ml] != ' ' && text[ml] != '\n')) return -1;
+  for (const char *line = text; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+    const char *p;
+    uint64_t v;
+    if (!strncmp(line, "pid ", 4) && (p = line + 4, reg_num(&p, 10, TID_MAX, &v) == 0))
+      id->pid = (uint32_t)v, id->has_pid = 1;
+    else if (!strncmp(line, "start ", 6) && (p = line + 6, reg_num(&p, 10, UINT64_MAX, &v) == 0))
+      id->start_ticks = v, id->has_start = 1;
+    else if (!strncmp(line, "pidns ", 6) && (p = line + 6, reg_num(&p, 10, UINT64_MAX, &v) == 0))
+      id->pidns = v, id->has_pidns = 1;
+  }
+  return 0;
+}
+
+/* The inode of /proc/<pid>/ns/<kind> (pid = 0: self); 0 when unknown (an
+ * old kernel without time namespaces, a process gone). */
+static uint64_t ns_inode(int pid, const char *kind) {
+  char path[96];
+  struct stat st;
+  if (pid) snprintf(path, sizeof path, "/proc/%d/ns/%s", pid, kind);
+  else snprintf(path, sizeof path, "/proc/self/ns/%s", kind);
+  return stat(path, &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+int lens_sched_registry_matches(int host_pid, uint32_t ns_pid, const struct lens_sched_registry_id *id, char *why,
+                                size_t why_len) {
+  uint64_t target_ns = ns_inode(host_pid, "pid");
+  if (id->has_pid && id->pid != ns_pid) {
+    snprintf(why, why_len, "it names pid %u, but the process is pid %u in its namespace", id->pid, ns_pid);
+    return -1;
+  }
+  if (id->has_pidns && target_ns && id->pidns != target_ns) {
+    snprintf(why, why_len, "it names pid namespace %llu, but pid %d runs in %llu", (unsigned long long)id->pidns,
+             host_pid, (unsigned long long)target_ns);
+    return -1;
+  }
+  if (!id->has_start) return 0; /* written by a plugin before `start` existed */
+  /* /proc/<pid>/stat's start time is shifted into the reader's time
+   * namespace: the plugin's own reading and ours only compare within one. */
+  uint64_t our_time = ns_inode(0, "time"), its_time = ns_inode(host_pid, "time");
+  if (our_time != its_time) return 0;
+  /* The registry's pid namespace is the target's (checked above, or unknown
+   * for an old plugin: then both must be ours to compare anything). */
+  if (!id->has_pidns && target_ns != ns_inode(0, "pid")) return 0;
+  uint64_t ticks = lens_sched_start_ticks(host_pid);
+  if (ticks && ticks != id->start_ticks) {
+    snprintf(why, why_len, "it was written by a process that started at tick %llu, not pid %d (tick %llu)",
+             (unsigned long long)id->start_ticks, host_pid, (unsigned long long)ticks);
+    return -1;
+  }
+  return 0;
 }
 
 /* Calls fn(ctx, host_tid, ns_tid) for every thread of the process. */
@@ -164,8 +255,8 @@ static int each_task(int host_pid, void (*fn)(void *, uint32_t, uint32_t), void 
   DIR *d = opendir(path);
   if (!d) return -1;
   struct dirent *de;
-  int n = 0;
-  while ((de = readdir(d))) {
+  int n = 0, entries = 0;
+  while ((de = readdir(d)) && entries++ < LENS_SCHED_MAX_TASKS) {
     if (!isdigit((unsigned char)de->d_name[0])) continue;
     char sp[320];
     uint32_t outer, inner;
@@ -242,14 +333,37 @@ int lens_sched_target_refresh(struct lens_sched_target *t, const char *registry_
     }
     return (int)t->n_tids;
   }
-  lens_sched_registry_path(t->host_pid, t->ns_pid, registry_dir, t->reg_path, sizeof t->reg_path);
-  static char text[1 << 16]; /* one loader thread: static keeps the stack small */
-  ssize_t len = read_small(t->reg_path, text, sizeof text);
+  char dir[PATH_MAX - 32], name[32], why[256]; /* dir/name fits in reg_path */
+  lens_sched_registry_dir(t->host_pid, registry_dir, dir, sizeof dir);
+  snprintf(name, sizeof name, "%u.reg", t->ns_pid);
+  snprintf(t->reg_path, sizeof t->reg_path, "%s/%s", dir, name);
+  t->refused = 0;
+  /* The registry is the target's to write and anyone's to plant: its
+   * directory walked without following links and owned by the target's
+   * user (or a root-owned sticky shared one); the file opened O_NONBLOCK (a
+   * FIFO would stall us), regular, one link, bounded, owned by the target's
+   * effective uid. */
+  uid_t uid;
+  if (lens_proc_uid(t->host_pid, &uid) != 0) {
+    snprintf(err, err_len, "process %d has exited", t->host_pid);
+    t->n_tids = 0;
+    return -1;
+  }
+  static char text[LENS_REGISTRY_MAX_BYTES + 1]; /* one loader thread: static keeps the stack small */
+  ssize_t len = -1;
+  int dfd = lens_dir_open(dir, 0, uid, LENS_DIR_SHARED_STICKY, why, sizeof why);
+  if (dfd >= 0) {
+    len = lens_file_read_text(dfd, name, uid, text, sizeof text, why, sizeof why);
+    close(dfd);
+  }
   if (len < 0) {
     t->has_registry = 0;
     t->n_tids = 0;
-    snprintf(err, err_len, "no nccl-lens registry found for pid %d (%s: %s)", t->host_pid, t->reg_path,
-             strerror(errno));
+    /* Missing is the normal case of a process not yet (or no longer)
+     * publishing; anything else is a refusal the caller reports once. */
+    t->refused = errno != ENOENT;
+    snprintf(err, err_len, "%s for pid %d (%s: %s)", t->refused ? "registry refused" : "no nccl-lens registry found",
+             t->host_pid, t->reg_path, why);
     return -1;
   }
   uint32_t crc = lens_crc32c(0, text, (size_t)len);
@@ -260,9 +374,19 @@ int lens_sched_target_refresh(struct lens_sched_target *t, const char *registry_
   r.t = t;
   r.n_want = 0;
   t->n_tids = 0;
-  if (lens_sched_parse_registry(text, reg_thread, &r) < 0) {
+  struct lens_sched_registry_id id;
+  if (lens_sched_parse_registry_id(text, &id) < 0 || lens_sched_parse_registry(text, reg_thread, &r) < 0) {
     t->has_registry = 0;
     snprintf(err, err_len, "%s is not an nccl-lens registry", t->reg_path);
+    return -1;
+  }
+  /* Not the target's own file (planted for a pid, or left by an earlier
+   * process with the same pid): watching its tids would watch strangers. */
+  if (lens_sched_registry_matches(t->host_pid, t->ns_pid, &id, why, sizeof why) != 0) {
+    t->has_registry = 0;
+    t->n_tids = 0;
+    t->refused = 1;
+    snprintf(err, err_len, "registry refused for pid %d (%s: %s)", t->host_pid, t->reg_path, why);
     return -1;
   }
   t->has_registry = 1;
@@ -272,15 +396,30 @@ int lens_sched_target_refresh(struct lens_sched_target *t, const char *registry_
   return (int)t->n_tids;
 }
 
-int lens_sched_scan_registry_dir(const char *dir, void (*fn)(void *, int), void *ctx) {
-  DIR *d = opendir(dir);
-  if (!d) return -1;
+int lens_sched_scan_registry_dir(const char *dir, void (*fn)(void *, int), void *ctx, char *why, size_t why_len) {
+  /* Ours, or a sticky shared directory owned by root (or us): a directory
+   * another user controls could hold anything under any name. */
+  int dfd = lens_dir_open(dir, 0, geteuid(), LENS_DIR_SHARED_STICKY, why, why_len);
+  if (dfd < 0) return -1;
+  DIR *d = fdopendir(dfd);
+  if (!d) {
+    snprintf(why, why_len, "%s", strerror(errno));
+    close(dfd);
+    return -1;
+  }
   struct dirent *de;
-  int n = 0;
-  while ((de = readdir(d))) {
-    char *end;
-    long pid = strtol(de->d_name, &end, 10);
-    if (pid <= 0 || strcmp(end, ".reg") != 0) continue;
+  int n = 0, entries = 0;
+  /* Bounded: a directory stuffed with names costs one poll at most this much. */
+  while ((de = readdir(d)) && entries++ < LENS_SCHED_SCAN_MAX) {
+    const char *c = de->d_name;
+    long pid = 0;
+    for (; *c >= '0' && *c <= '9' && pid <= (long)TID_MAX; c++) pid = pid * 10 + (*c - '0');
+    if (c == de->d_name || pid <= 0 || pid > (long)TID_MAX || strcmp(c, ".reg") != 0) continue;
+    struct stat st;
+    uid_t uid;
+    /* A regular file of the process's own user; never a link, FIFO or another's file. */
+    if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (lens_proc_uid((int)pid, &uid) != 0 || st.st_uid != uid) continue;
     if (lens_sched_maps_plugin((int)pid) != 1) continue; /* stale file, or a pid of another namespace */
     fn(ctx, (int)pid);
     n++;

@@ -11,6 +11,8 @@
 #include <stdint.h>
 
 #define LENS_SCHED_MAX_TIDS 1024
+#define LENS_SCHED_MAX_TASKS 65536 /* /proc/<pid>/task entries read per scan at most */
+#define LENS_SCHED_SCAN_MAX 16384  /* registry directory entries looked at per scan at most */
 
 struct lens_sched_tid {
   uint32_t host_tid; /* as the kernel (and our /proc) sees it */
@@ -24,6 +26,8 @@ struct lens_sched_target {
   uint64_t start_ticks;        /* /proc/<pid>/stat starttime: tells pid reuse apart */
   char reg_path[PATH_MAX];     /* /proc/<pid>/root/<dir>/<ns_pid>.reg */
   int has_registry;            /* the last refresh found and parsed it */
+  int refused;                 /* the last refresh found one and refused it (not the target's own, not safe) */
+  int refusal_noted;           /* for the caller: the refusal was reported (once per target) */
   uint32_t reg_crc;            /* of the registry text last translated */
   uint64_t translated_mono_ns; /* when its tids were last matched against /proc */
   size_t n_tids;
@@ -37,15 +41,37 @@ uint64_t lens_sched_start_ticks(int host_pid);
 /* 1 if the process maps libnccl-profiler-lens*.so, 0 if not, -1 if it is gone/unreadable. */
 int lens_sched_maps_plugin(int host_pid);
 /* The registry directory the process uses: registry_dir if not NULL, else its
- * NCCL_LENS_REGISTRY_DIR (from /proc/<pid>/environ), else the default; then
- * prefixed with /proc/<pid>/root. */
+ * NCCL_LENS_REGISTRY_DIR (from /proc/<pid>/environ), else the per-user
+ * default as it computes it (its XDG_RUNTIME_DIR and euid); then prefixed
+ * with /proc/<pid>/root (or /proc/<pid>/cwd/ when relative): the directory
+ * as the target sees it, from our namespace. */
+void lens_sched_registry_dir(int host_pid, const char *registry_dir, char *out, size_t len);
+/* The same plus /<ns_pid>.reg. */
 void lens_sched_registry_path(int host_pid, uint32_t ns_pid, const char *registry_dir, char *out, size_t len);
+
+/* The identity lines of a registry (all in the writer's own namespace). */
+struct lens_sched_registry_id {
+  uint32_t pid;
+  uint64_t start_ticks, pidns;
+  int has_pid, has_start, has_pidns;
+};
+/* Fills id from registry text; -1 if not a registry. */
+int lens_sched_parse_registry_id(const char *text, struct lens_sched_registry_id *id);
+/* 0 if a registry read through /proc/<host_pid>/root can be the process's
+ * own: its pid is ns_pid, its pidns the inode of /proc/<host_pid>/ns/pid and
+ * its start the process's start ticks (compared only when we share its time
+ * namespace: /proc/<pid>/stat is shifted into the reader's). Lines a plugin
+ * did not write are not checked. -1 with why otherwise. */
+int lens_sched_registry_matches(int host_pid, uint32_t ns_pid, const struct lens_sched_registry_id *id, char *why,
+                                size_t why_len);
 
 /* Fills t->tids from its registry (threads with LENS_ROLE_PROXY or, on NCCL >= 2.31,
  * LENS_ROLE_PROFILER: the thread that polls KernelCh), or with
  * every thread of the process when all_threads. Returns the number of tids,
- * or -1 when there is no registry (and !all_threads) or the process is gone;
- * why in err. Cheap when called often: an unchanged registry is matched
+ * or -1 when there is no registry (and !all_threads), it was refused
+ * (t->refused: not a regular file of the target's euid in a directory of its
+ * user, not the target's own by pid, pidns or start; the caller reports it
+ * once) or the process is gone; why in err. Cheap when called often: an unchanged registry is matched
  * against /proc/<pid>/task again only once a second (threads that exited). */
 int lens_sched_target_refresh(struct lens_sched_target *t, const char *registry_dir, int all_threads,
                               char *err, size_t err_len);
@@ -61,9 +87,13 @@ int lens_sched_parse_registry(const char *text, void (*fn)(void *ctx, uint32_t t
 uint32_t lens_sched_host_tid(int host_pid, uint32_t ns_tid);
 
 /* Registry files <pid>.reg in dir (our own mount and pid namespace): calls fn
- * for each pid that is alive and maps the plugin. Cheap enough to run every
- * poll, so --follow sees a new process as soon as it publishes. */
-int lens_sched_scan_registry_dir(const char *dir, void (*fn)(void *ctx, int host_pid), void *ctx);
+ * for each pid that is alive, maps the plugin and owns the file (a regular
+ * file, never followed). dir is opened with lens_dir_open: ours, or sticky
+ * and owned by root; at most LENS_SCHED_SCAN_MAX entries are looked at.
+ * Cheap enough to run every poll, so --follow sees a new process as soon as
+ * it publishes. Pids found, or -1 with why (the directory refused). */
+int lens_sched_scan_registry_dir(const char *dir, void (*fn)(void *ctx, int host_pid), void *ctx, char *why,
+                                 size_t why_len);
 
 /* Scans /proc for processes that map the plugin; calls fn for each pid. */
 int lens_sched_scan_plugin_procs(void (*fn)(void *ctx, int host_pid), void *ctx);
