@@ -23,6 +23,7 @@
 #include "otlp_json.h"
 #include "otlp_push.h"
 #include "prom_text.h"
+#include "text_escape.h"
 #include "web_config.h"
 
 static volatile sig_atomic_t g_stop;
@@ -46,11 +47,9 @@ static void render_locked(struct agent *a, struct strbuf *b) {
   prom_render(a->m, a->host, b);
   if (a->pusher) { /* the push thread's own account: a collector behind or down shows here */
     struct otlp_stats st;
-    char h[300];
+    char h[600];
     otlp_pusher_stats(a->pusher, &st);
-    snprintf(h, sizeof h, "%s", a->host);
-    for (char *p = h; *p; p++)
-      if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20) *p = '_';
+    prom_label_value(a->host, sizeof a->host, h, sizeof h);
     sb_printf(b, "# HELP nccl_lens_agent_otlp_pushes_total OTLP pushes by result (sent: 2xx; failed: no answer, "
                  "an error status or retries exhausted).\n# TYPE nccl_lens_agent_otlp_pushes_total counter\n"
                  "nccl_lens_agent_otlp_pushes_total{host=\"%s\",result=\"sent\"} %llu\n"
@@ -195,8 +194,12 @@ int lens_cmd_agent(int argc, char **argv) {
   pthread_mutex_init(&a.mu, NULL);
   if (gethostname(a.host, sizeof a.host - 1) != 0) strcpy(a.host, "unknown");
   a.m = calloc(1, sizeof *a.m);
-  if (!a.m) return lens_cli_error("agent", "out of memory");
   int rc = 0;
+  struct agent_http *http = NULL; /* before every goto out */
+  if (!a.m) {
+    rc = lens_cli_error("agent", "out of memory");
+    goto out;
+  }
   if (bench > 0) { /* the budget figures: CPU per scrape of the pages in --dir */
     struct rusage r0, r1;
     struct timespec w0, w1;
@@ -219,9 +222,7 @@ int lens_cmd_agent(int argc, char **argv) {
     printf("agent bench: %zu page(s), %zu series, exposition %zu bytes; per scrape: %.3f ms CPU, %.3f ms wall; "
            "at one scrape per 15 s: %.4f %% of a core\n",
            a.m->pages.n, series, bytes, cpu * 1e3 / bench, wall * 1e3 / bench, cpu / bench / 15.0 * 100.0);
-    agent_model_free(a.m);
-    free(a.m);
-    return 0;
+    goto out;
   }
   if (once) { /* one exposition on stdout (and one textfile / push when asked) */
     struct strbuf b = {0};
@@ -234,12 +235,8 @@ int lens_cmd_agent(int argc, char **argv) {
       otlp_render(a.m, a.host, &ob);
       if (ob.oom || otlp_send(&ocfg, ob.s, ob.len, stop_requested, NULL) != 0) rc = 1;
       sb_free(&ob);
-      otlp_config_free(&ocfg);
     }
-    if (web_file) web_config_free(&wc);
-    agent_model_free(a.m);
-    free(a.m);
-    return rc;
+    goto out;
   }
   /* Slow clients each hold a descriptor: room for the connection limit. */
   struct rlimit nofile;
@@ -247,7 +244,6 @@ int lens_cmd_agent(int argc, char **argv) {
     nofile.rlim_cur = nofile.rlim_max < 4096 ? nofile.rlim_max : 4096;
     setrlimit(RLIMIT_NOFILE, &nofile);
   }
-  struct agent_http *http = NULL;
   if (listen_on) {
     struct sockaddr_in sa;
     if (parse_listen(listen_on, &sa) != 0) {
@@ -310,7 +306,7 @@ out:
   agent_http_stop(http);
   if (otlp) otlp_config_free(&ocfg);
   if (web_file) web_config_free(&wc);
-  agent_model_free(a.m);
+  if (a.m) agent_model_free(a.m);
   free(a.m);
   return rc;
 }

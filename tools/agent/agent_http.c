@@ -9,7 +9,36 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdarg.h>
 #include <string.h>
+#include <time.h>
+
+/* libmicrohttpd's messages (a refused connection over a limit, a failed
+ * handshake) come at the rate clients make them: at most one line per 10 s
+ * reaches stderr, with a count of those held back, so a flood of hostile
+ * connections cannot flood the log too. */
+static pthread_mutex_t g_log_mu = PTHREAD_MUTEX_INITIALIZER;
+static void mhd_log(void *cls, const char *fmt, va_list ap) {
+  (void)cls;
+  static time_t last;
+  static unsigned long held;
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  pthread_mutex_lock(&g_log_mu);
+  if (last && t.tv_sec - last < 10) {
+    held++;
+  } else {
+    char m[512];
+    vsnprintf(m, sizeof m, fmt, ap);
+    size_t n = strlen(m);
+    while (n && (m[n - 1] == '\n' || m[n - 1] == '\r')) m[--n] = 0;
+    if (held) fprintf(stderr, "nccl-lens agent: http: %s (and %lu messages held back)\n", m, held);
+    else fprintf(stderr, "nccl-lens agent: http: %s\n", m);
+    held = 0;
+    last = t.tv_sec ? t.tv_sec : 1;
+  }
+  pthread_mutex_unlock(&g_log_mu);
+}
 
 struct agent_http {
   struct MHD_Daemon *d;
@@ -160,6 +189,7 @@ struct agent_http *agent_http_start(const struct sockaddr_in *sa, const struct w
   struct MHD_OptionItem o[16];
   int n = 0;
 #define OPT(opt, v, p) o[n++] = (struct MHD_OptionItem){opt, (intptr_t)(v), (void *)(p)}
+  OPT(MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL); /* first, or libmicrohttpd says so */
   OPT(MHD_OPTION_SOCK_ADDR, 0, sa);
   OPT(MHD_OPTION_THREAD_POOL_SIZE, AGENT_HTTP_THREADS, NULL);
   OPT(MHD_OPTION_CONNECTION_LIMIT, AGENT_HTTP_CONNECTIONS, NULL);

@@ -39,8 +39,8 @@ void sb_free(struct strbuf *b) {
   memset(b, 0, sizeof *b);
 }
 
-/* Every name below comes from a page: bounded by its array, escaped
- * (text_escape.h). F(x) is a series' function/algo/proto, C(x) a comm name. */
+/* Every name below comes from a page: LV reads it bounded by its array and
+ * escapes it (text_escape.h). */
 #define LV(src, buf) prom_label_value((src), sizeof(src), (buf), sizeof(buf))
 
 static void family(struct strbuf *b, const char *name, const char *type, const char *help) {
@@ -93,12 +93,14 @@ static void per_function(struct strbuf *b, const struct agent_model *m, const ch
       if (s->comm >= p->n_comms || s->is_p2p != p2p) continue;
       int first = 1; /* only the first series of its (comm, function) prints the sum */
       for (uint32_t k = 0; k < si && first; k++)
-        if (p->series[k].comm == s->comm && p->series[k].is_p2p == p2p && !strncmp(p->series[k].func, s->func, LENS_LIVE_FUNC))
+        if (p->series[k].comm == s->comm && p->series[k].is_p2p == p2p &&
+            !strncmp(p->series[k].func, s->func, LENS_LIVE_FUNC))
           first = 0;
       if (!first) continue;
       uint64_t v = 0;
       for (uint32_t k = si; k < p->n_series; k++)
-        if (p->series[k].comm == s->comm && p->series[k].is_p2p == p2p && !strncmp(p->series[k].func, s->func, LENS_LIVE_FUNC))
+        if (p->series[k].comm == s->comm && p->series[k].is_p2p == p2p &&
+            !strncmp(p->series[k].func, s->func, LENS_LIVE_FUNC))
           v += bytes ? p->series[k].bytes : p->series[k].count;
       char cl[600], f[80];
       comm_labels(cl, sizeof cl, host, p, &p->comms[s->comm]);
