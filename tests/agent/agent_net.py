@@ -5,7 +5,7 @@ each bounded by an alarm so none outlives its test.
 stuck DIR               -> an OTLP collector that accepts and never answers; DIR/port, then DIR/accepted once one
                            connection came
 collector DIR SPEC      -> an OTLP/HTTP receiver answering in turn the statuses of SPEC ("503:1,200": 503 with
-                           Retry-After: 1, then 200; the last repeats); per request a line "<monotonic s> <status>
+                           Retry-After: 1, then 200; "503:+2": Retry-After an HTTP date 2 s ahead; the last repeats); per request a line "<monotonic s> <status>
                            <json ok|bad> <gzip|plain>" in DIR/requests.txt, and the "comm" attribute values seen in
                            DIR/comms.json
 get URL CA [user pass [cert key]] -> one HTTPS GET; prints the status, then the headers (lower-case name: value)
@@ -71,7 +71,10 @@ def collector(d, spec):
             with open(os.path.join(d, "requests.txt"), "a") as f:
                 f.write("%.3f %s %s %s\n" % (time.monotonic(), status, ok, enc))
             self.send_response(int(status))
-            if retry:
+            if retry.startswith("+"):  # "+N": an HTTP date N s ahead
+                import email.utils
+                self.send_header("Retry-After", email.utils.formatdate(time.time() + int(retry[1:]), usegmt=True))
+            elif retry:
                 self.send_header("Retry-After", retry)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", "2")

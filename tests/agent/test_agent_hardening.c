@@ -450,6 +450,16 @@ static void test_stuck_collector(void **state) {
   printf("stuck collector: worst scrape %.3f s; SIGTERM to exit %.3f s\n", worst, took);
   assert_int_equal(st, 0);
   assert_true(took < 2.0);
+  /* --once waits for its push, but not past SIGTERM */
+  const char *once[] = {CLI, "agent", "--once", "--otlp", "--dir", reg, NULL};
+  pid_t o = spawn(once, NULL, NULL, env);
+  sleep(1);
+  assert_true(waitpid(o, NULL, WNOHANG) == 0); /* still waiting on the collector */
+  kill(o, SIGTERM);
+  st = wait_bounded(o, 10, &took);
+  printf("stuck collector, --once: SIGTERM to exit %.3f s (status %d)\n", took, st);
+  assert_int_equal(st, 1); /* the push did not happen */
+  assert_true(took < 2.0);
   kill(col, SIGKILL);
   wait_status(col);
   lens_test_rmtree(g_dir);
@@ -505,6 +515,26 @@ static void test_otlp_retries(void **state) {
   assert_non_null(err);
   assert_non_null(strstr(err, "HTTP 400"));
   free(err);
+  /* no Retry-After: the backoff's first step, 1 s; an HTTP date 2 s ahead: 1..2 s (whole seconds) */
+  static const struct {
+    const char *spec;
+    double lo, hi;
+  } waits[] = {{"429,200", 0.9, 5.0}, {"504:+2,200", 0.9, 5.0}};
+  for (size_t w = 0; w < sizeof waits / sizeof waits[0]; w++) {
+    unlink(reqs);
+    col = start_py("collector", waits[w].spec, &cport);
+    snprintf(ep, sizeof ep, "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:%d", cport);
+    assert_int_equal(wait_bounded(spawn(ag, NULL, errp, env2), 30, NULL), 0);
+    kill(col, SIGTERM);
+    wait_status(col);
+    t = lens_test_slurp(reqs, NULL);
+    assert_non_null(t);
+    assert_int_equal(sscanf(t, "%lf %d %7s %7s\n%lf %d", &t1, &s1, ok1, z1, &t2, &s2), 6);
+    printf("%s: retried after %.3f s\n", waits[w].spec, t2 - t1);
+    assert_int_equal(s2, 200);
+    assert_true(t2 - t1 >= waits[w].lo && t2 - t1 < waits[w].hi);
+    free(t);
+  }
   const char *env3[] = {ep, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf", NULL};
   assert_int_equal(wait_bounded(spawn(ag, NULL, errp, env3), 30, NULL), 2);
   err = lens_test_slurp(errp, NULL);
