@@ -50,6 +50,7 @@ struct agent_http {
    * constant time. Only ever a password the hash accepted. */
   pthread_mutex_t mu;
   char *cached[WEB_CONFIG_MAX_USERS];
+  int hashing; /* bcrypt checks running, under mu: at most AGENT_HTTP_BCRYPTS */
 };
 
 static void add_headers(const struct agent_http *h, struct MHD_Response *r) {
@@ -89,19 +90,33 @@ static int password_ok(struct agent_http *h, const char *user, const char *pass)
     pthread_mutex_unlock(&h->mu);
     if (hit) return 1;
   }
+  /* A flood of wrong passwords must not take every thread for bcrypt: past
+   * AGENT_HTTP_BCRYPTS at once, a password not in the cache is refused
+   * unchecked. A scraper whose password was checked once is in the cache. */
+  pthread_mutex_lock(&h->mu);
+  int busy = h->hashing >= AGENT_HTTP_BCRYPTS;
+  if (!busy) h->hashing++;
+  pthread_mutex_unlock(&h->mu);
+  if (busy) return 0;
   struct crypt_data *cd = calloc(1, sizeof *cd);
-  if (!cd) return 0;
+  if (!cd) {
+    pthread_mutex_lock(&h->mu);
+    h->hashing--;
+    pthread_mutex_unlock(&h->mu);
+    return 0;
+  }
   const char *hash = u >= 0 ? h->wc->users[u].hash : dummy;
   const char *out = crypt_r(pass, hash, cd);
   int ok = u >= 0 && out && out[0] != '*' && same(out, hash);
   free(cd);
-  if (ok) {
-    char *copy = strdup(pass);
-    pthread_mutex_lock(&h->mu);
+  char *copy = ok ? strdup(pass) : NULL;
+  pthread_mutex_lock(&h->mu);
+  h->hashing--;
+  if (copy) {
     free(h->cached[u]);
     h->cached[u] = copy;
-    pthread_mutex_unlock(&h->mu);
   }
+  pthread_mutex_unlock(&h->mu);
   return ok;
 }
 

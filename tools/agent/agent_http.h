@@ -16,6 +16,7 @@
 #define AGENT_HTTP_CONNECTIONS 1024   /* in all */
 #define AGENT_HTTP_PER_IP 16          /* per client address: one address cannot take the others' share */
 #define AGENT_HTTP_TIMEOUT_S 5        /* idle (no byte either way) before a connection is closed */
+#define AGENT_HTTP_BCRYPTS 2          /* bcrypt checks at once: the other threads stay free for scrapes */
 
 /* Fills b with the exposition (b->oom when memory ran out). */
 typedef void (*agent_render_fn)(void *arg, struct strbuf *b);
