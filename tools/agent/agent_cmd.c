@@ -190,6 +190,9 @@ int lens_cmd_agent(int argc, char **argv) {
   }
   signal(SIGINT, on_signal);
   signal(SIGTERM, on_signal);
+  /* A peer that closes first (a scraper, a TLS collector: curl runs with
+   * CURLOPT_NOSIGNAL and so leaves SIGPIPE alone) must not end the agent. */
+  signal(SIGPIPE, SIG_IGN);
   struct agent a = {.dir = dir, .keep_s = keep};
   pthread_mutex_init(&a.mu, NULL);
   if (gethostname(a.host, sizeof a.host - 1) != 0) strcpy(a.host, "unknown");

@@ -87,6 +87,8 @@ static int file_var(char *dst, size_t cap, const char *a, const char *b, char *e
 
 int otlp_config_from_env(struct otlp_cfg *c, char *err, size_t errlen) {
   memset(c, 0, sizeof *c);
+  /* here, in the main thread before any other: libcurl's global setup */
+  if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) return fail(err, errlen, "%s", "libcurl cannot start");
   const char *e = getenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT");
   if (e && *e) {
     if (strlen(e) >= sizeof c->url) return fail(err, errlen, "%s is too long", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT");
