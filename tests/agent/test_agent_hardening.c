@@ -624,6 +624,10 @@ static void test_web_config(void **state) {
       {"tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n  client_auth_type: RequireAndVerifyClientCert\n",
        "client_ca_file is needed"},
       {"tls_server_config: [\n", "YAML error"},
+      {"tls_server_config:\n  cert_file: cert.pem\n  key_file: cert.pem\n", "cert_file and key_file: "},
+      {"tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n  client_ca_file: hash.txt\n"
+       "  client_auth_type: RequireAndVerifyClientCert\n",
+       "client_ca_file: "},
   };
   int port = free_port();
   char listen[64];

@@ -18,8 +18,12 @@
  * reaches stderr, with a count of those held back, so a flood of hostile
  * connections cannot flood the log too. */
 static pthread_mutex_t g_log_mu = PTHREAD_MUTEX_INITIALIZER;
+/* Until the daemon runs its messages are left out: a failed start is told by
+ * agent_http_start's caller in one line of its own. */
+static volatile int g_log_on;
 static void mhd_log(void *cls, const char *fmt, va_list ap) {
   (void)cls;
+  if (!__atomic_load_n(&g_log_on, __ATOMIC_RELAXED)) return;
   static time_t last;
   static unsigned long held;
   struct timespec t;
@@ -229,6 +233,7 @@ struct agent_http *agent_http_start(const struct sockaddr_in *sa, const struct w
     free(h);
     return NULL;
   }
+  __atomic_store_n(&g_log_on, 1, __ATOMIC_RELAXED);
   return h;
 }
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <gnutls/gnutls.h>
 #include <yaml.h>
 
 struct ctx {
@@ -87,6 +88,25 @@ static int tls_version(struct ctx *x, const char *key, const char *v, enum web_t
   return 0;
 }
 
+/* The files are checked here, so that a wrong one is a configuration error
+ * that names it rather than a server that will not start. */
+static int check_pems(struct ctx *x, const struct web_config *c) {
+  gnutls_certificate_credentials_t cred;
+  if (gnutls_certificate_allocate_credentials(&cred) != GNUTLS_E_SUCCESS) return fail(x, "GnuTLS cannot start");
+  gnutls_datum_t cert = {(unsigned char *)c->cert_pem, (unsigned)strlen(c->cert_pem)};
+  gnutls_datum_t key = {(unsigned char *)c->key_pem, (unsigned)strlen(c->key_pem)};
+  int r = gnutls_certificate_set_x509_key_mem2(cred, &cert, &key, GNUTLS_X509_FMT_PEM, NULL, 0);
+  int rc = 0;
+  if (r < 0) rc = fail(x, "cert_file and key_file: %s", gnutls_strerror(r));
+  if (!rc && c->client_ca_pem) {
+    gnutls_datum_t ca = {(unsigned char *)c->client_ca_pem, (unsigned)strlen(c->client_ca_pem)};
+    r = gnutls_certificate_set_x509_trust_mem(cred, &ca, GNUTLS_X509_FMT_PEM);
+    if (r <= 0) rc = fail(x, "client_ca_file: %s", r < 0 ? gnutls_strerror(r) : "no certificate in it");
+  }
+  gnutls_certificate_free_credentials(cred);
+  return rc;
+}
+
 /* Keys exporter-toolkit documents that nccl-lens does not implement. */
 static int unsupported(struct ctx *x, const char *section, const char *k) {
   static const char *const known[] = {"cert", "key", "client_allowed_sans", "cipher_suites",
@@ -140,6 +160,7 @@ static int tls_section(struct ctx *x, yaml_node_t *map, struct web_config *c) {
     }
   }
   if (have_cert != have_key) return fail(x, "tls_server_config needs both cert_file and key_file");
+  if (have_cert && check_pems(x, c)) return -1;
   c->tls = have_cert;
   if (!c->tls && (have_ca || auth_set || c->min_version || c->max_version))
     return fail(x, "tls_server_config without cert_file and key_file");
