@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <gnutls/gnutls.h>
 #include <yaml.h>
@@ -196,6 +197,11 @@ static int http_section(struct ctx *x, yaml_node_t *map, struct web_config *c) {
       if (!ok) return fail(x, "http_server_config.headers: '%s' is not a supported header", name);
       if (!header_ok(v) || strlen(v) >= sizeof c->headers[0].value)
         return fail(x, "http_server_config.headers.%s: control characters or over 1023 bytes", name);
+      /* the values exporter-toolkit accepts for these two */
+      if (!strcmp(name, "X-Content-Type-Options") && strcasecmp(v, "nosniff") != 0)
+        return fail(x, "http_server_config.headers.X-Content-Type-Options: only nosniff, not '%.64s'", v);
+      if (!strcmp(name, "X-Frame-Options") && strcasecmp(v, "deny") != 0 && strcasecmp(v, "sameorigin") != 0)
+        return fail(x, "http_server_config.headers.X-Frame-Options: deny or sameorigin, not '%.64s'", v);
       if (c->n_headers == WEB_CONFIG_MAX_HEADERS) return fail(x, "http_server_config.headers: too many");
       snprintf(c->headers[c->n_headers].name, sizeof c->headers[0].name, "%s", name);
       snprintf(c->headers[c->n_headers].value, sizeof c->headers[0].value, "%s", v);
