@@ -232,7 +232,6 @@ static long attempt(const struct otlp_cfg *c, const void *body, size_t len, int 
     curl_off_t ra = -1;
     /* curl parses both forms of Retry-After: delay-seconds and an HTTP date */
     if (curl_easy_getinfo(e, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0) *retry_after = (long)ra;
-    else if (ra == 0) *retry_after = -1;
   }
   curl_multi_remove_handle(m, e);
 out:
