@@ -3,7 +3,6 @@
  * and pushes OTLP/HTTP JSON (docs/metrics.md). */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <microhttpd.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,13 +15,17 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 
+#include "agent_http.h"
 #include "agent_model.h"
 #include "cli/cli.h"
 #include "cli/opt.h"
 #include "lens_safe_fs.h"
 #include "nccl-lens/registry.h"
 #include "otlp_json.h"
+#include "otlp_push.h"
 #include "prom_text.h"
+#include "text_escape.h"
+#include "web_config.h"
 
 static volatile sig_atomic_t g_stop;
 static void on_signal(int sig) {
@@ -37,40 +40,45 @@ struct agent {
   unsigned keep_s;
   char host[256];
   uint64_t scrapes;
+  struct otlp_pusher *pusher; /* NULL: no OTLP push */
 };
 
 static void render_locked(struct agent *a, struct strbuf *b) {
   agent_model_refresh(a->m, a->dir, a->keep_s);
   prom_render(a->m, a->host, b);
+  if (a->pusher) { /* the push thread's own account: a collector behind or down shows here */
+    struct otlp_stats st;
+    char h[600];
+    otlp_pusher_stats(a->pusher, &st);
+    prom_label_value(a->host, sizeof a->host, h, sizeof h);
+    sb_printf(b, "# HELP nccl_lens_agent_otlp_pushes_total OTLP pushes by result (sent: 2xx; failed: no answer, "
+                 "an error status or retries exhausted).\n# TYPE nccl_lens_agent_otlp_pushes_total counter\n"
+                 "nccl_lens_agent_otlp_pushes_total{host=\"%s\",result=\"sent\"} %llu\n"
+                 "nccl_lens_agent_otlp_pushes_total{host=\"%s\",result=\"failed\"} %llu\n",
+              h, (unsigned long long)st.sent, h, (unsigned long long)st.failed);
+    sb_printf(b, "# HELP nccl_lens_agent_otlp_dropped_total OTLP bodies dropped unsent: the queue of %d was full "
+                 "(the oldest goes).\n# TYPE nccl_lens_agent_otlp_dropped_total counter\n"
+                 "nccl_lens_agent_otlp_dropped_total{host=\"%s\"} %llu\n",
+              OTLP_QUEUE, h, (unsigned long long)st.dropped);
+    sb_printf(b, "# HELP nccl_lens_agent_otlp_retries_total OTLP POSTs retried after 429, 502, 503 or 504.\n"
+                 "# TYPE nccl_lens_agent_otlp_retries_total counter\n"
+                 "nccl_lens_agent_otlp_retries_total{host=\"%s\"} %llu\n",
+              h, (unsigned long long)st.retries);
+  }
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-                                  const char *version, const char *upload, size_t *upload_len, void **state) {
-  (void)version, (void)upload, (void)upload_len, (void)state;
-  struct agent *a = cls;
-  struct MHD_Response *r;
-  unsigned status = MHD_HTTP_OK;
-  if (strcmp(method, "GET") != 0 || strcmp(url, "/metrics") != 0) {
-    static const char nf[] = "nccl-lens agent: GET /metrics\n";
-    status = strcmp(url, "/metrics") ? MHD_HTTP_NOT_FOUND : MHD_HTTP_METHOD_NOT_ALLOWED;
-    r = MHD_create_response_from_buffer(sizeof nf - 1, (void *)nf, MHD_RESPMEM_PERSISTENT);
-  } else {
-    struct strbuf b = {0};
-    pthread_mutex_lock(&a->mu);
-    render_locked(a, &b);
-    a->scrapes++;
-    pthread_mutex_unlock(&a->mu);
-    if (b.oom) {
-      sb_free(&b);
-      return MHD_NO;
-    }
-    r = MHD_create_response_from_buffer(b.len, b.s, MHD_RESPMEM_MUST_FREE);
-    MHD_add_response_header(r, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
-  }
-  if (!r) return MHD_NO;
-  enum MHD_Result rc = MHD_queue_response(c, status, r);
-  MHD_destroy_response(r);
-  return rc;
+/* The /metrics server's renderer: the lock is held only while rendering. */
+static void render_scrape(void *arg, struct strbuf *b) {
+  struct agent *a = arg;
+  pthread_mutex_lock(&a->mu);
+  render_locked(a, b);
+  a->scrapes++;
+  pthread_mutex_unlock(&a->mu);
+}
+
+static int stop_requested(void *arg) {
+  (void)arg;
+  return g_stop != 0;
 }
 
 /* node-exporter's textfile collector reads *.prom: written whole, renamed. */
@@ -108,12 +116,14 @@ static int parse_listen(const char *s, struct sockaddr_in *sa) {
 }
 
 static const char usage[] =
-    "usage: nccl-lens agent [--listen ADDR:PORT] [--textfile DIR] [--otlp] [--dir DIR] [--interval S]\n"
-    "                       [--keep S] [--duration S] [--follow S] [--once] [--bench N]\n"
-    "  --listen ADDR:PORT   serve /metrics (Prometheus text) there\n"
+    "usage: nccl-lens agent [--listen ADDR:PORT] [--web.config.file FILE] [--textfile DIR] [--otlp] [--dir DIR]\n"
+    "                       [--interval S] [--keep S] [--duration S] [--follow S] [--once] [--bench N]\n"
+    "  --listen ADDR:PORT   serve /metrics (Prometheus text) there; ADDR empty (:PORT) is 127.0.0.1\n"
+    "  --web.config.file FILE  TLS, basic auth and response headers: the exporter-toolkit YAML\n"
     "  --textfile DIR       write nccl_lens.prom there every --interval (node_exporter's textfile collector)\n"
     "  --otlp               push metrics as OTLP/HTTP JSON (OTEL_EXPORTER_OTLP_ENDPOINT)\n"
-    "  --dir DIR            the live pages (default NCCL_LENS_REGISTRY_DIR, else /tmp/nccl-lens)\n"
+    "  --dir DIR            the live pages (default NCCL_LENS_REGISTRY_DIR, else\n"
+    "                       " LENS_REGISTRY_DEFAULT_DESC ")\n"
     "  --interval S         textfile/OTLP period, 0.05..86400 s (default 10)\n"
     "  --follow S           how often the pages are read, 0.05..60 s (default 1)\n"
     "  --keep S             keep finished processes' series this long, 0..86400 s (default 300)\n"
@@ -123,7 +133,7 @@ static const char usage[] =
     "  Exit status: 0 done, 1 failed, 2 usage error.\n";
 
 int lens_cmd_agent(int argc, char **argv) {
-  const char *listen_on = NULL, *textfile = NULL, *dir = getenv("NCCL_LENS_REGISTRY_DIR");
+  const char *listen_on = NULL, *textfile = NULL, *web_file = NULL, *dir = getenv("NCCL_LENS_REGISTRY_DIR");
   int otlp = 0, once = 0, bench = 0;
   double interval = 10, duration = 0, follow = 1;
   unsigned keep = 300;
@@ -147,6 +157,9 @@ int lens_cmd_agent(int argc, char **argv) {
     if (VAL("--listen", "ADDR:PORT")) {
       if (r < 0) return 2;
       listen_on = v;
+    } else if (VAL("--web.config.file", "a YAML file")) {
+      if (r < 0) return 2;
+      web_file = v;
     } else if (VAL("--textfile", "a directory")) {
       if (r < 0) return 2;
       textfile = v;
@@ -170,12 +183,32 @@ int lens_cmd_agent(int argc, char **argv) {
 #undef NUM
   }
   if (interval < 0.05) interval = 0.05;
+  if (web_file && !listen_on) return lens_cli_usage("agent", "--web.config.file needs --listen");
+  /* Configuration is checked before anything runs: a bad file or variable is
+   * a usage error (2), never a server started without what was asked. */
+  char err[1200];
+  struct web_config wc;
+  if (web_file && web_config_load(web_file, &wc, err, sizeof err) != 0) return lens_cli_usage("agent", "%s", err);
+  struct otlp_cfg ocfg;
+  if (otlp && otlp_config_from_env(&ocfg, err, sizeof err) != 0) {
+    if (web_file) web_config_free(&wc);
+    return lens_cli_usage("agent", "%s", err);
+  }
+  signal(SIGINT, on_signal);
+  signal(SIGTERM, on_signal);
+  /* A peer that closes first (a scraper, a TLS collector: curl runs with
+   * CURLOPT_NOSIGNAL and so leaves SIGPIPE alone) must not end the agent. */
+  signal(SIGPIPE, SIG_IGN);
   struct agent a = {.dir = dir, .keep_s = keep};
   pthread_mutex_init(&a.mu, NULL);
   if (gethostname(a.host, sizeof a.host - 1) != 0) strcpy(a.host, "unknown");
   a.m = calloc(1, sizeof *a.m);
-  if (!a.m) return lens_cli_error("agent", "out of memory");
   int rc = 0;
+  struct agent_http *http = NULL; /* before every goto out */
+  if (!a.m) {
+    rc = lens_cli_error("agent", "out of memory");
+    goto out;
+  }
   if (bench > 0) { /* the budget figures: CPU per scrape of the pages in --dir */
     struct rusage r0, r1;
     struct timespec w0, w1;
@@ -198,9 +231,7 @@ int lens_cmd_agent(int argc, char **argv) {
     printf("agent bench: %zu page(s), %zu series, exposition %zu bytes; per scrape: %.3f ms CPU, %.3f ms wall; "
            "at one scrape per 15 s: %.4f %% of a core\n",
            a.m->pages.n, series, bytes, cpu * 1e3 / bench, wall * 1e3 / bench, cpu / bench / 15.0 * 100.0);
-    agent_model_free(a.m);
-    free(a.m);
-    return 0;
+    goto out;
   }
   if (once) { /* one exposition on stdout (and one textfile / push when asked) */
     struct strbuf b = {0};
@@ -208,23 +239,40 @@ int lens_cmd_agent(int argc, char **argv) {
     if (!b.oom) fwrite(b.s, 1, b.len, stdout);
     sb_free(&b);
     if (textfile && write_textfile(&a, textfile) != 0) rc = lens_cli_error("agent", "cannot write %s", textfile);
-    if (otlp && otlp_push(a.m, a.host) != 0) rc = 1;
-    agent_model_free(a.m);
-    free(a.m);
-    return rc;
+    if (otlp) {
+      struct strbuf ob = {0};
+      otlp_render(a.m, a.host, &ob);
+      if (ob.oom || otlp_send(&ocfg, ob.s, ob.len, stop_requested, NULL) != 0) rc = 1;
+      sb_free(&ob);
+    }
+    goto out;
   }
-  struct MHD_Daemon *d = NULL;
+  /* Slow clients each hold a descriptor: room for the connection limit. */
+  struct rlimit nofile;
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < 4096 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max < 4096 ? nofile.rlim_max : 4096;
+    setrlimit(RLIMIT_NOFILE, &nofile);
+  }
   if (listen_on) {
     struct sockaddr_in sa;
-    if (parse_listen(listen_on, &sa) != 0) return lens_cli_error("agent", "bad --listen '%s' (ADDR:PORT)", listen_on);
-    d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, &a,
-                         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
-                         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
-    if (!d) return lens_cli_error("agent", "cannot listen on %s: %s", listen_on, strerror(errno));
-    fprintf(stderr, "nccl-lens agent: serving http://%s/metrics from %s\n", listen_on, dir);
+    if (parse_listen(listen_on, &sa) != 0) {
+      rc = lens_cli_usage("agent", "bad --listen '%s' (ADDR:PORT, an IPv4 address)", listen_on);
+      goto out;
+    }
+    http = agent_http_start(&sa, web_file ? &wc : NULL, render_scrape, &a, err, sizeof err);
+    if (!http) {
+      rc = lens_cli_error("agent", "cannot listen on %s: %s", listen_on, err);
+      goto out;
+    }
+    char shown[INET_ADDRSTRLEN] = "?";
+    inet_ntop(AF_INET, &sa.sin_addr, shown, sizeof shown);
+    fprintf(stderr, "nccl-lens agent: serving %s://%s:%u/metrics from %s\n", web_file && wc.tls ? "https" : "http",
+            shown, (unsigned)ntohs(sa.sin_port), dir);
   }
-  signal(SIGINT, on_signal);
-  signal(SIGTERM, on_signal);
+  if (otlp && !(a.pusher = otlp_pusher_start(&ocfg))) {
+    rc = 1;
+    goto out;
+  }
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   double next = 0, next_follow = 0;
@@ -245,20 +293,29 @@ int lens_cmd_agent(int argc, char **argv) {
     if (el >= next) {
       next = el + interval;
       if (textfile && write_textfile(&a, textfile) != 0) fprintf(stderr, "nccl-lens agent: cannot write %s\n", textfile);
-      if (otlp) {
+      if (a.pusher) { /* rendered under the lock, sent by the push thread without it */
+        struct strbuf ob = {0};
         pthread_mutex_lock(&a.mu);
         agent_model_refresh(a.m, a.dir, a.keep_s);
-        otlp_push(a.m, a.host);
+        otlp_render(a.m, a.host, &ob);
         pthread_mutex_unlock(&a.mu);
+        if (!ob.oom) otlp_pusher_enqueue(a.pusher, &ob);
+        sb_free(&ob);
       }
     }
     struct timespec nap = {0, 50000000};
     nanosleep(&nap, NULL);
   }
-  if (d) MHD_stop_daemon(d);
   /* the last state for the textfile collector: what a job that just ended left */
   if (textfile && write_textfile(&a, textfile) != 0) fprintf(stderr, "nccl-lens agent: cannot write %s\n", textfile);
-  agent_model_free(a.m);
+out:
+  /* the push in flight is abandoned within ~0.1 s, whatever the collector does */
+  otlp_pusher_stop(a.pusher);
+  a.pusher = NULL;
+  agent_http_stop(http);
+  if (otlp) otlp_config_free(&ocfg);
+  if (web_file) web_config_free(&wc);
+  if (a.m) agent_model_free(a.m);
   free(a.m);
   return rc;
 }

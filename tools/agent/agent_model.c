@@ -57,14 +57,19 @@ static int local_ranks(const struct agent_model *m, uint64_t comm_id, int *nrank
 }
 
 static struct agent_split *split_of(struct agent_model *m, uint64_t comm_id, const char *func, const char *name) {
+  /* page arrays may lack their terminator: bounded by their size, and a
+   * 24-byte name matches the 23 bytes kept of it */
+  size_t fn = strnlen(func, LENS_LIVE_FUNC);
+  if (fn > sizeof m->splits[0].func - 1) fn = sizeof m->splits[0].func - 1;
   for (uint32_t i = 0; i < m->n_splits; i++)
-    if (m->splits[i].comm_id == comm_id && !strcmp(m->splits[i].func, func)) return &m->splits[i];
+    if (m->splits[i].comm_id == comm_id && strlen(m->splits[i].func) == fn && !memcmp(m->splits[i].func, func, fn))
+      return &m->splits[i];
   if (m->n_splits == AGENT_SPLITS) return NULL;
   struct agent_split *s = &m->splits[m->n_splits++];
   memset(s, 0, sizeof *s);
   s->comm_id = comm_id;
-  snprintf(s->func, sizeof s->func, "%s", func);
-  snprintf(s->comm_name, sizeof s->comm_name, "%s", name);
+  snprintf(s->func, sizeof s->func, "%.*s", (int)fn, func);
+  snprintf(s->comm_name, sizeof s->comm_name, "%.*s", (int)strnlen(name, sizeof s->comm_name), name);
   s->last_rank = -1;
   return s;
 }

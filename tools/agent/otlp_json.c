@@ -5,7 +5,8 @@
 #define _GNU_SOURCE
 #include "otlp_json.h"
 
-#include <curl/curl.h>
+#include "text_escape.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,29 +18,21 @@ static uint64_t real_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* JSON string escaping. */
-static void js(struct strbuf *b, const char *s) {
-  sb_printf(b, "\"");
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      sb_printf(b, "\\%c", c);
-    else if (c < 0x20)
-      sb_printf(b, "\\u%04x", c);
-    else
-      sb_printf(b, "%c", c);
-  }
-  sb_printf(b, "\"");
-}
+/* Keys are ours; values may come from a page: at most a page array's size
+ * (the largest is a comm name, 64; the host 256), escaped (text_escape.h). */
+#define JS_MAX 256
+static void js(struct strbuf *b, const char *s) { json_string(b, s, JS_MAX); }
 
-static void attr(struct strbuf *b, int *first, const char *k, const char *v) {
+/* v read to at most vmax bytes: a page's array may lack its terminator. */
+static void attr_n(struct strbuf *b, int *first, const char *k, const char *v, size_t vmax) {
   sb_printf(b, "%s{\"key\":", *first ? "" : ",");
   js(b, k);
   sb_printf(b, ",\"value\":{\"stringValue\":");
-  js(b, v);
+  json_string(b, v, vmax);
   sb_printf(b, "}}");
   *first = 0;
 }
+static void attr(struct strbuf *b, int *first, const char *k, const char *v) { attr_n(b, first, k, v, JS_MAX); }
 
 static void comm_attrs(struct strbuf *b, const struct lens_live_page *p, const struct lens_live_comm *c,
                        const char *func) {
@@ -50,10 +43,10 @@ static void comm_attrs(struct strbuf *b, const struct lens_live_page *p, const s
   attr(b, &first, "pid", v);
   snprintf(v, sizeof v, "%d", c->rank);
   attr(b, &first, "rank", v);
-  attr(b, &first, "comm", c->name);
+  attr_n(b, &first, "comm", c->name, sizeof c->name);
   snprintf(v, sizeof v, "%016llx", (unsigned long long)c->comm_id);
   attr(b, &first, "comm_id", v);
-  if (func) attr(b, &first, "function", func);
+  if (func) attr_n(b, &first, "function", func, LENS_LIVE_FUNC);
   sb_printf(b, "]");
 }
 
@@ -87,11 +80,11 @@ static void per_function_sum(struct ctx *x, const struct agent_model *m, const c
       if (s->comm >= p->n_comms || (!bytes && s->is_p2p)) continue;
       int dup = 0;
       for (uint32_t k = 0; k < si && !dup; k++)
-        dup = p->series[k].comm == s->comm && !strcmp(p->series[k].func, s->func);
+        dup = p->series[k].comm == s->comm && !strncmp(p->series[k].func, s->func, LENS_LIVE_FUNC);
       if (dup) continue;
       uint64_t v = 0;
       for (uint32_t k = si; k < p->n_series; k++)
-        if (p->series[k].comm == s->comm && !strcmp(p->series[k].func, s->func))
+        if (p->series[k].comm == s->comm && !strncmp(p->series[k].func, s->func, LENS_LIVE_FUNC))
           v += bytes ? p->series[k].bytes : p->series[k].count;
       sb_printf(x->b, "%s{", first ? "" : ",");
       comm_attrs(x->b, p, &p->comms[s->comm], s->func);
@@ -140,9 +133,9 @@ static void exec_hist(struct ctx *x, const struct agent_model *m) {
     int first = 1;
     snprintf(id, sizeof id, "%016llx", (unsigned long long)s->comm_id);
     sb_printf(x->b, "%s{\"attributes\":[", i ? "," : "");
-    attr(x->b, &first, "comm", s->comm_name);
+    attr_n(x->b, &first, "comm", s->comm_name, sizeof s->comm_name);
     attr(x->b, &first, "comm_id", id);
-    attr(x->b, &first, "function", s->func);
+    attr_n(x->b, &first, "function", s->func, sizeof s->func);
     attr(x->b, &first, "partial", s->local_ranks < s->nranks ? "true" : "false");
     sb_printf(x->b, "]");
     times(x, x->start);
@@ -160,7 +153,7 @@ static void busbw_gauge(struct ctx *x, const struct agent_model *m) {
     snprintf(id, sizeof id, "%016llx", (unsigned long long)s->comm_id);
     sb_printf(x->b, "%s{\"attributes\":[", i ? "," : "");
     attr(x->b, &first, "comm_id", id);
-    attr(x->b, &first, "function", s->func);
+    attr_n(x->b, &first, "function", s->func, sizeof s->func);
     sb_printf(x->b, "],\"timeUnixNano\":\"%llu\",\"asDouble\":%.6f}", (unsigned long long)x->now, s->last_busbw_gbs);
   }
   sb_printf(x->b, "]}}");
@@ -200,72 +193,4 @@ void otlp_render(const struct agent_model *m, const char *host, struct strbuf *b
   busbw_gauge(&x, m);
   wait_sum(&x, m);
   sb_printf(b, "]}]}]}\n");
-}
-
-static const char *env2(const char *a, const char *b) {
-  const char *v = getenv(a);
-  if (v && *v) return v;
-  v = getenv(b);
-  return v && *v ? v : NULL;
-}
-
-int otlp_push(const struct agent_model *m, const char *host) {
-  char url[2048];
-  const char *e = getenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT");
-  if (e && *e)
-    snprintf(url, sizeof url, "%s", e); /* used as is (the specification) */
-  else {
-    e = getenv("OTEL_EXPORTER_OTLP_ENDPOINT");
-    if (!e || !*e) e = "http://localhost:4318";
-    size_t n = strlen(e);
-    snprintf(url, sizeof url, "%.*s/v1/metrics", (int)(n && e[n - 1] == '/' ? n - 1 : n), e);
-  }
-  const char *t = env2("OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT");
-  long timeout_ms = t ? strtol(t, NULL, 10) : 10000;
-  if (timeout_ms <= 0) timeout_ms = 10000;
-  struct strbuf b = {0};
-  otlp_render(m, host, &b);
-  if (b.oom) return -1;
-  CURL *c = curl_easy_init();
-  if (!c) {
-    sb_free(&b);
-    return -1;
-  }
-  struct curl_slist *hl = curl_slist_append(NULL, "Content-Type: application/json");
-  /* OTEL_EXPORTER_OTLP_HEADERS: key=value pairs, comma-separated, values URL-encoded. */
-  const char *hv = env2("OTEL_EXPORTER_OTLP_METRICS_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS");
-  if (hv) {
-    char *dup = strdup(hv), *save = NULL;
-    for (char *kv = dup ? strtok_r(dup, ",", &save) : NULL; kv; kv = strtok_r(NULL, ",", &save)) {
-      char *eq = strchr(kv, '=');
-      if (!eq) continue;
-      *eq = 0;
-      int n = 0;
-      char *val = curl_easy_unescape(c, eq + 1, 0, &n);
-      char line[1024];
-      while (*kv == ' ') kv++;
-      snprintf(line, sizeof line, "%s: %s", kv, val ? val : "");
-      curl_free(val);
-      hl = curl_slist_append(hl, line);
-    }
-    free(dup);
-  }
-  curl_easy_setopt(c, CURLOPT_URL, url);
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
-  curl_easy_setopt(c, CURLOPT_POSTFIELDS, b.s);
-  curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)b.len);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  CURLcode rc = curl_easy_perform(c);
-  long status = 0;
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-  curl_slist_free_all(hl);
-  curl_easy_cleanup(c);
-  sb_free(&b);
-  if (rc != CURLE_OK || status / 100 != 2) {
-    fprintf(stderr, "nccl-lens agent: OTLP push to %s failed: %s (HTTP %ld)\n", url,
-            rc != CURLE_OK ? curl_easy_strerror(rc) : "status", status);
-    return -1;
-  }
-  return 0;
 }

@@ -1,5 +1,4 @@
-/* OTLP/HTTP JSON metrics push (docs/metrics.md): the standard
- * OTEL_EXPORTER_OTLP_* variables, libcurl as the client. */
+/* OTLP/HTTP JSON metrics body (docs/metrics.md); otlp_push.h sends it. */
 #ifndef NCCL_LENS_AGENT_OTLP_JSON_H
 #define NCCL_LENS_AGENT_OTLP_JSON_H
 
@@ -8,7 +7,5 @@
 
 /* The ExportMetricsServiceRequest of the model, JSON (protobuf JSON mapping). */
 void otlp_render(const struct agent_model *m, const char *host, struct strbuf *b);
-/* Renders and POSTs it; 0 ok (2xx). Errors print one line. */
-int otlp_push(const struct agent_model *m, const char *host);
 
 #endif

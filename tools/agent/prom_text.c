@@ -2,6 +2,8 @@
  * (HELP, TYPE, every sample), as the format requires. */
 #include "prom_text.h"
 
+#include "text_escape.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,21 +39,9 @@ void sb_free(struct strbuf *b) {
   memset(b, 0, sizeof *b);
 }
 
-/* Label value escaping: backslash, double quote, newline. */
-static const char *esc(const char *in, char *out, size_t cap) {
-  size_t j = 0;
-  for (const char *p = in; *p && j + 2 < cap; p++) {
-    if (*p == '\\' || *p == '"') out[j++] = '\\';
-    if (*p == '\n') {
-      out[j++] = '\\';
-      out[j++] = 'n';
-      continue;
-    }
-    out[j++] = *p;
-  }
-  out[j] = 0;
-  return out;
-}
+/* Every name below comes from a page: LV reads it bounded by its array and
+ * escapes it (text_escape.h). */
+#define LV(src, buf) prom_label_value((src), sizeof(src), (buf), sizeof(buf))
 
 static void family(struct strbuf *b, const char *name, const char *type, const char *help) {
   sb_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
@@ -61,8 +51,8 @@ static void family(struct strbuf *b, const char *name, const char *type, const c
 static void comm_labels(char *buf, size_t cap, const char *host, const struct lens_live_page *p,
                         const struct lens_live_comm *c) {
   char h[200], n[200];
-  snprintf(buf, cap, "host=\"%s\",pid=\"%u\",rank=\"%d\",comm=\"%s\",comm_id=\"%016llx\"", esc(host, h, sizeof h),
-           p->pid, c->rank, esc(c->name, n, sizeof n), (unsigned long long)c->comm_id);
+  snprintf(buf, cap, "host=\"%s\",pid=\"%u\",rank=\"%d\",comm=\"%s\",comm_id=\"%016llx\"",
+           prom_label_value(host, 256, h, sizeof h), p->pid, c->rank, LV(c->name, n), (unsigned long long)c->comm_id);
 }
 
 static void series_labels(char *buf, size_t cap, const char *host, const struct lens_live_page *p,
@@ -72,8 +62,9 @@ static void series_labels(char *buf, size_t cap, const char *host, const struct 
   agent_size_label(s->size_bucket == 255 ? -1 : s->size_bucket, size, sizeof size);
   char tag[32] = "";
   if (s->user_tag) snprintf(tag, sizeof tag, "%llu", (unsigned long long)s->user_tag);
-  snprintf(buf, cap, "%s,function=\"%s\",algo=\"%s\",proto=\"%s\",size=\"%s\",tag=\"%s\"", cl, s->func, s->algo,
-           s->proto, size, tag);
+  char f[80], a[80], pr[80];
+  snprintf(buf, cap, "%s,function=\"%s\",algo=\"%s\",proto=\"%s\",size=\"%s\",tag=\"%s\"", cl, LV(s->func, f),
+           LV(s->algo, a), LV(s->proto, pr), size, tag);
 }
 
 static void hist(struct strbuf *b, const char *name, const char *labels, const struct lens_live_hist *h) {
@@ -102,23 +93,25 @@ static void per_function(struct strbuf *b, const struct agent_model *m, const ch
       if (s->comm >= p->n_comms || s->is_p2p != p2p) continue;
       int first = 1; /* only the first series of its (comm, function) prints the sum */
       for (uint32_t k = 0; k < si && first; k++)
-        if (p->series[k].comm == s->comm && p->series[k].is_p2p == p2p && !strcmp(p->series[k].func, s->func))
+        if (p->series[k].comm == s->comm && p->series[k].is_p2p == p2p &&
+            !strncmp(p->series[k].func, s->func, LENS_LIVE_FUNC))
           first = 0;
       if (!first) continue;
       uint64_t v = 0;
       for (uint32_t k = si; k < p->n_series; k++)
-        if (p->series[k].comm == s->comm && p->series[k].is_p2p == p2p && !strcmp(p->series[k].func, s->func))
+        if (p->series[k].comm == s->comm && p->series[k].is_p2p == p2p &&
+            !strncmp(p->series[k].func, s->func, LENS_LIVE_FUNC))
           v += bytes ? p->series[k].bytes : p->series[k].count;
-      char cl[600];
+      char cl[600], f[80];
       comm_labels(cl, sizeof cl, host, p, &p->comms[s->comm]);
-      sb_printf(b, "%s{%s,function=\"%s\"} %llu\n", name, cl, s->func, (unsigned long long)v);
+      sb_printf(b, "%s{%s,function=\"%s\"} %llu\n", name, cl, LV(s->func, f), (unsigned long long)v);
     }
   }
 }
 
 void prom_render(const struct agent_model *m, const char *host, struct strbuf *b) {
   char l[1024], h[200];
-  esc(host, h, sizeof h);
+  prom_label_value(host, 256, h, sizeof h);
 
   family(b, "nccl_lens_process_info", "gauge", "A process with a live page on this node (1); state running/finished/gone.");
   for (size_t pi = 0; pi < m->pages.n; pi++) {
@@ -215,9 +208,9 @@ void prom_render(const struct agent_model *m, const char *host, struct strbuf *b
          "partial=\"true\": not every rank is on this node, an upper bound.");
   for (uint32_t i = 0; i < m->n_splits; i++) {
     const struct agent_split *s = &m->splits[i];
-    char n[200];
+    char n[200], f[80];
     snprintf(l, sizeof l, "host=\"%s\",comm=\"%s\",comm_id=\"%016llx\",function=\"%s\",partial=\"%s\"", h,
-             esc(s->comm_name, n, sizeof n), (unsigned long long)s->comm_id, s->func,
+             LV(s->comm_name, n), (unsigned long long)s->comm_id, LV(s->func, f),
              s->local_ranks < s->nranks ? "true" : "false");
     hist(b, "nccl_collective_exec_time_seconds", l, &s->exec);
   }
@@ -225,16 +218,16 @@ void prom_render(const struct agent_model *m, const char *host, struct strbuf *b
          "Bus bandwidth (nccl-tests' factor) of the newest matched instance, from its execution, GB/s.");
   for (uint32_t i = 0; i < m->n_splits; i++) {
     const struct agent_split *s = &m->splits[i];
-    char n[200];
+    char n[200], f[80];
     sb_printf(b, "nccl_bus_bandwidth_gbs{host=\"%s\",comm=\"%s\",comm_id=\"%016llx\",function=\"%s\"} %.6f\n", h,
-              esc(s->comm_name, n, sizeof n), (unsigned long long)s->comm_id, s->func, s->last_busbw_gbs);
+              LV(s->comm_name, n), (unsigned long long)s->comm_id, LV(s->func, f), s->last_busbw_gbs);
   }
   family(b, "nccl_lens_last_rank", "gauge", "The rank that started last (shortest span) in the newest matched instance.");
   for (uint32_t i = 0; i < m->n_splits; i++) {
     const struct agent_split *s = &m->splits[i];
-    char n[200];
+    char n[200], f[80];
     sb_printf(b, "nccl_lens_last_rank{host=\"%s\",comm=\"%s\",comm_id=\"%016llx\",function=\"%s\"} %d\n", h,
-              esc(s->comm_name, n, sizeof n), (unsigned long long)s->comm_id, s->func, s->last_rank);
+              LV(s->comm_name, n), (unsigned long long)s->comm_id, LV(s->func, f), s->last_rank);
   }
   family(b, "nccl_lens_wait_seconds_total", "counter",
          "Time a rank's kernels waited for the last rank (its span minus the execution), matched instances.");
