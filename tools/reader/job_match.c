@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "job.h"
+#include "lens_checked.h"
 #include "job_part.h"
 #include "job_priv.h"
 #include "oneway.h"
@@ -76,7 +77,7 @@ static void rank_row(const struct lens_model *m, const double *map_err, int32_t 
     if (x->acc.gpu_start_mono_ns && x->acc.gpu_start_mono_ns < ms) ms = x->acc.gpu_start_mono_ns;
     if (!r->kstart_notice_ns || x->start_mono_ns < r->kstart_notice_ns) r->kstart_notice_ns = x->start_mono_ns;
     if (x->acc.gpu_stop_mono_ns > mt) mt = x->acc.gpu_stop_mono_ns;
-    if (x->thread >= 0 && map_err[x->thread] > (double)r->map_err_ns) r->map_err_ns = (uint64_t)map_err[x->thread];
+    if (x->thread >= 0 && map_err[x->thread] > (double)r->map_err_ns) r->map_err_ns = lens_f2u64(map_err[x->thread]);
   }
   if (t) {
     r->span_ns = t - s;
