@@ -52,12 +52,6 @@
 #include "lens_chunk.h"
 #include "reader_priv.h"
 
-/* The largest drift (and its error) a partial may hold, in ppm: a writer
- * computes them from CLOCK samples of times at most 2^62 ns over at least
- * LENS_ALIGN_DRIFT_MIN_SPAN_NS (0.1 s), 2^63 / 1e8 * 1e6 < 1e17. NaN and
- * infinities fail the comparison too. */
-#define LENS_JOB_PART_DRIFT_MAX_PPM 1e17
-
 struct fhdr { char magic[8]; uint32_t version, hdr_size, flags, reserved0; uint64_t reserved1; };
 struct sec { uint32_t tag, crc; uint64_t count, len; };
 enum { S_END = 0, S_FILES = 1, S_PROCS = 2, S_COMMS = 3, S_STRINGS = 4, S_RECORDS = 5, S_OPS = 6, S_RECX = 7,
@@ -204,6 +198,46 @@ out:
   free(b.p);
   free(t.s);
   return rc;
+}
+
+/* ---- what a partial may hold (job_part.h) ---- */
+/* LENS_JOB_PART_DRIFT_MAX_PPM: the map computes drifts from CLOCK samples of
+ * times at most 2^62 ns (the reader drops others) over at least
+ * LENS_ALIGN_DRIFT_MIN_SPAN_NS (0.1 s): 2^63 / 1e8 * 1e6 < 1e17. NaN and
+ * infinities fail the comparisons. */
+#define RANK_TIMES(X)                                                                                                  \
+  X(span_ns) X(api_ns) X(launch_start_ns) X(launch_stop_ns) X(kstart_mono_ns) X(kstop_mono_ns) X(map_err_ns)          \
+      X(kstart_notice_ns) X(starved_ns) X(end_lo_ns) X(end_hi_ns)
+int lens_job_rank_times_ok(const struct lens_job_rank *r) {
+#define OK(f) &&lens_time_ok(r->f)
+  return 1 RANK_TIMES(OK);
+#undef OK
+}
+int lens_job_rank_clear_bad_times(struct lens_job_rank *r) {
+  int n = 0;
+#define CLR(f)                                                                                                         \
+  if (!lens_time_ok(r->f)) r->f = 0, n++;
+  RANK_TIMES(CLR)
+#undef CLR
+  return n;
+}
+int lens_job_clock_ok(const struct lens_align_proc_clock *c) {
+  return lens_time_ok(c->bound_ns) && lens_time_ok(c->ref_mono_ns) && lens_time_ok(c->start_mono_ns) &&
+         lens_stime_ok(c->real_minus_mono_ns) && lens_stime_ok(c->timens_mono_offset_ns) &&
+         fabs(c->drift_ppm) <= LENS_JOB_PART_DRIFT_MAX_PPM && c->drift_err_ppm >= 0 &&
+         c->drift_err_ppm <= LENS_JOB_PART_DRIFT_MAX_PPM;
+}
+int lens_job_clock_clear_bad(struct lens_align_proc_clock *c) {
+  if (lens_job_clock_ok(c)) return 0;
+  /* what was past the bounds is not evidence: the process as one without samples */
+  if (!lens_time_ok(c->start_mono_ns)) c->start_mono_ns = 0;
+  if (!lens_stime_ok(c->timens_mono_offset_ns)) c->timens_mono_offset_ns = 0;
+  c->has_clock = 0;
+  c->bound_ns = c->ref_mono_ns = 0;
+  c->real_minus_mono_ns = 0;
+  c->drift_ppm = 0;
+  c->drift_err_ppm = LENS_ALIGN_DRIFT_UNKNOWN_PPM;
+  return 1;
 }
 
 /* ---- reading ---- */
@@ -462,11 +496,7 @@ int lens_job_part_read(const char *path, struct lens_job_part *p, char *err, siz
    * readings: refused here, so the reduce and the alignment compute on
    * values whose sums and differences fit (lens_checked.h). */
   for (size_t i = 0; i < p->n_recs; i++) {
-    const struct lens_job_rank *r = &p->recs[i].r;
-    if (!lens_time_ok(r->span_ns) || !lens_time_ok(r->api_ns) || !lens_time_ok(r->launch_start_ns) ||
-        !lens_time_ok(r->launch_stop_ns) || !lens_time_ok(r->kstart_mono_ns) || !lens_time_ok(r->kstop_mono_ns) ||
-        !lens_time_ok(r->map_err_ns) || !lens_time_ok(r->kstart_notice_ns) || !lens_time_ok(r->starved_ns) ||
-        !lens_time_ok(r->end_lo_ns) || !lens_time_ok(r->end_hi_ns)) {
+    if (!lens_job_rank_times_ok(&p->recs[i].r)) {
       bad(err, err_len, path, "a record's time is past 2^62 ns");
       goto out;
     }
@@ -477,11 +507,7 @@ int lens_job_part_read(const char *path, struct lens_job_part *p, char *err, siz
       goto out;
     }
   for (size_t i = 0; p->clocks && i < n_clocks; i++) {
-    const struct lens_align_proc_clock *c = &p->clocks[i];
-    if (!lens_time_ok(c->bound_ns) || !lens_time_ok(c->ref_mono_ns) || !lens_time_ok(c->start_mono_ns) ||
-        !lens_stime_ok(c->real_minus_mono_ns) || !lens_stime_ok(c->timens_mono_offset_ns) ||
-        !(fabs(c->drift_ppm) <= LENS_JOB_PART_DRIFT_MAX_PPM) ||
-        !(c->drift_err_ppm >= 0 && c->drift_err_ppm <= LENS_JOB_PART_DRIFT_MAX_PPM)) {
+    if (!lens_job_clock_ok(&p->clocks[i])) {
       bad(err, err_len, path, "a process clock's time or drift is out of range");
       goto out;
     }

@@ -96,11 +96,6 @@ static int fail(struct lens_builder *b, const char *fmt, ...) {
 
 int lens_builder_oom(struct lens_builder *b) { return fail(b, "out of memory while loading traces"); }
 
-int lens_builder_bad_time(struct lens_builder *b, const char *what) {
-  const char *path = b->file >= 0 && (size_t)b->file < b->m->n_files ? b->m->files[b->file].path : "a trace";
-  return fail(b, "%s: not a valid trace (%s is past 2^62 ns: no clock reads that)", path, what);
-}
-
 /* Walks chunks from the end of the file header; returns the validated views
  * and sets the file's truncation fields. */
 static int walk_chunks(struct lens_builder *b, struct lens_file *f, const uint8_t *base, size_t size,

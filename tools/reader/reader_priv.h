@@ -153,9 +153,6 @@ int lens_same_trace_select(const char *const *paths, size_t n, size_t *keep, siz
 int lens_resolve_model(struct lens_builder *b);
 
 int lens_builder_oom(struct lens_builder *b);
-/* The file refused: what (a record's time, ...) is past LENS_TIME_MAX_NS
- * (lens_checked.h). Returns -1. */
-int lens_builder_bad_time(struct lens_builder *b, const char *what);
 
 /* The id table of proc (NULL when out of range). */
 static inline struct lens_hash *lens_proc_events(const struct lens_reader_priv *pv, int32_t proc) {

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lens_checked.h"
 #include "oneway.h"
 #include "reader_priv.h"
 
@@ -204,7 +203,6 @@ static int on_start(struct lens_builder *b, uint32_t session, int32_t thread, co
     return 0;
   }
   struct lens_model *m = b->m;
-  if (!lens_time_ok(s.ts)) return lens_builder_bad_time(b, "an event's start");
   if (s.h.type == LENS_T_PROXY_STEP && (b->flags & LENS_LOAD_FOLD_STEPS)) {
     struct lens_fstep *f = LENS_VEC_PUSH(b, b->fsteps, b->n_fsteps, cap_fsteps);
     if (!f) return lens_builder_oom(b);
@@ -245,9 +243,6 @@ static int on_start(struct lens_builder *b, uint32_t session, int32_t thread, co
   if (s.h.aux & LENS_START_F_BAD_CONTEXT) e->flags |= LENS_EVF_BAD_CONTEXT;
   if (s.h.aux & LENS_START_F_DROPPED_BEFORE) e->flags |= LENS_EVF_DROPPED_NEAR;
   parse_payload(b, session, e->type, r + sizeof s, size - sizeof s, &e->p);
-  if ((e->type == LENS_T_KERNEL_CH && !lens_time_ok(e->p.kernel_ch.start_gpu_ns)) ||
-      (e->type == LENS_T_KERNEL_PHASE && !lens_time_ok(e->p.kernel_phase.start_gpu_ns)))
-    return lens_builder_bad_time(b, "a kernel's GPU start");
   if (!(e->flags & LENS_EVF_REMOTE)) {
     int64_t c;
     if (lens_hash_get(&b->comms, lens_hash_scope((uint32_t)b->proc, session), s.context, &c)) e->comm = (int32_t)c;
@@ -307,14 +302,12 @@ int lens_read_events_chunk(struct lens_builder *b, const struct lens_chunk_hdr *
     } else if (rh.kind == LENS_REC_STOP && rh.size >= sizeof(struct lens_rec_stop)) {
       struct lens_rec_stop s;
       memcpy(&s, r, sizeof s);
-      if (!lens_time_ok(s.ts)) return lens_builder_bad_time(b, "an event's stop");
       struct lens_pending *q = LENS_VEC_PUSH(b, b->pend, b->n_pend, cap_pend);
       if (!q) return lens_builder_oom(b);
       *q = (struct lens_pending){.id = s.id, .ts = s.ts, .session = h.session, .kind = LENS_REC_STOP};
     } else if (rh.kind == LENS_REC_STATE && rh.size >= sizeof(struct lens_rec_state)) {
       struct lens_rec_state_run s = {0};
       memcpy(&s, r, rh.size >= sizeof s ? sizeof s : sizeof s.s);
-      if (!lens_time_ok(s.s.ts) || !lens_time_ok(s.last_ts)) return lens_builder_bad_time(b, "a state's time");
       struct lens_pending *q = LENS_VEC_PUSH(b, b->pend, b->n_pend, cap_pend);
       if (!q) return lens_builder_oom(b);
       *q = (struct lens_pending){.id = s.s.id, .ts = s.s.ts, .arg = s.s.arg, .session = h.session,
@@ -386,9 +379,6 @@ int lens_apply_pending(struct lens_builder *b) {
     t->s = (struct lens_state_ev){.ts_mono_ns = q->ts, .arg = q->arg, .state = q->state, .has_args = q->has_args,
                                   .last_mono_ns = q->repeats ? q->last_ts : q->ts, .count = q->repeats ? q->repeats : 1,
                                   .max_gap_ns = q->repeats ? q->max_gap_ns : 0};
-    if (((e->type == LENS_T_KERNEL_CH && q->state == 22) || (e->type == LENS_T_KERNEL_PHASE && q->state == 31)) &&
-        q->has_args && !lens_time_ok(q->arg))
-      return lens_builder_bad_time(b, "a kernel's GPU stop");
     if (e->type == LENS_T_KERNEL_CH && q->state == 22 && q->has_args && !e->p.kernel_ch.stop_gpu_ns)
       e->p.kernel_ch.stop_gpu_ns = q->arg;
     if (e->type == LENS_T_KERNEL_PHASE && q->state == 31 && q->has_args && !e->p.kernel_phase.stop_gpu_ns)
