@@ -1,9 +1,10 @@
 /* libFuzzer target: a .lens trace (fixed, packed and zstd event chunks,
  * metadata chunks) through both readers and the job analysis, as
  * `nccl-lens job FILE` and `summary` take it: the general model
- * (lens_model_load, folded steps and not), the columnar reader
- * (lens_cols_read), the job view (map, reduce, causes), the host alignment
- * and the job report printed to /dev/null. The chunks' CRCs are recomputed
+ * (lens_model_load, folded steps and not) with the GPU analysis and the
+ * starvation merge as lens_cli_load runs them, the summary, the columnar
+ * reader (lens_cols_read), the job view (map, reduce, causes), the host
+ * alignment, and the reports printed to /dev/null. The chunks' CRCs are recomputed
  * first (fuzz_fix_trace_crcs). A sanitizer report, a crash or a
  * hang is a finding; a trace refused with a message is not. */
 #include <stddef.h>
@@ -11,12 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyses.h"
 #include "columns.h"
 #include "fuzz_util.h"
 #include "job.h"
 #include "job/job_print.h"
 #include "job_align.h"
 #include "lensread.h"
+#include "summary/summary_model.h"
+#include "summary/summary_print.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size > (1u << 20)) return -1; /* keep inputs small: the readers' limits are tested elsewhere */
@@ -31,6 +35,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (int fold = 0; fold < 2; fold++) {
     struct lens_model *m = lens_model_load_ex(paths, 1, fold ? LENS_LOAD_FOLD_STEPS : 0, err, sizeof err, NULL);
     if (!m) continue;
+    /* as lens_cli_load: the GPU analysis (clock maps), the starvation merge */
+    if (lens_analyze_gpu) lens_analyze_gpu(m, err, sizeof err);
+    if (lens_analyze_starvation && m->n_sched) lens_analyze_starvation(m, 0);
+    struct lens_summary s;
+    if (!lens_summary_build(m, &s, lens_analyze_gpu != NULL)) {
+      lens_summary_print_text(fuzz_devnull(), m, &s);
+      lens_summary_print_json(fuzz_devnull(), m, &s);
+      lens_summary_free(&s);
+    }
     struct lens_job j;
     if (!lens_job_build(m, &j, 0)) {
       struct lens_align al;
