@@ -304,6 +304,16 @@ int lens_align_resolve_pairs(struct lens_align *a, const struct lens_align_point
   a->oneway_dropped = 0;
   size_t nh = a->n_hosts;
   if (!nh) return 0;
+  if (nh > LENS_ALIGN_MAX_HOSTS) { /* not solved: each host on its own clock */
+    for (size_t h = 0; h < nh; h++) {
+      struct lens_align_host *x = &a->hosts[h];
+      x->source = LENS_ALIGN_NONE;
+      x->offset_ns = x->has_clock ? x->coarse_offset_ns : 0;
+      x->bound_ns = UINT64_MAX;
+      x->n_sync = x->n_oneway = 0;
+    }
+    return 0;
+  }
   if (o->oneway_only) np = 0, a->sync_instances = 0; /* no collective-end sync point */
   for (size_t h = 0; h < nh; h++) a->hosts[h].n_sync = a->hosts[h].n_oneway = 0;
   size_t nn; /* hosts come from files: the matrix's size is checked, not wrapped */
