@@ -72,6 +72,29 @@ int lens_sched_page_write(const struct lens_sched_page *p, const char *dir, uint
   return 0;
 }
 
+/* n unsigned decimal fields after prefix, each at most its max, and nothing
+ * else on the line: 1, or 0. By hand, not sscanf: its %u and %llu on a
+ * number past the type are undefined behaviour (C11 7.21.6.2), and a page is
+ * any file in the directory. */
+static int fields(const char *line, const char *prefix, uint64_t *v, const uint64_t *max, int n) {
+  size_t pl = strlen(prefix);
+  if (strncmp(line, prefix, pl)) return 0;
+  const char *p = line + pl;
+  for (int i = 0; i < n; i++) {
+    while (*p == ' ') p++;
+    if (*p < '0' || *p > '9') return 0;
+    uint64_t x = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+      unsigned d = (unsigned)(*p - '0');
+      if (x > (max[i] - d) / 10) return 0;
+      x = x * 10 + d;
+    }
+    v[i] = x;
+  }
+  while (*p == ' ' || *p == '\n' || *p == '\r') p++;
+  return *p == 0;
+}
+
 int lens_sched_page_read(const char *path, struct lens_sched_page *out, uint32_t *writer_pid,
                          uint64_t *updated_real_ns) {
   FILE *f = fopen(path, "re");
@@ -82,22 +105,24 @@ int lens_sched_page_read(const char *path, struct lens_sched_page *out, uint32_t
   out->evicted = 0;
   *writer_pid = 0;
   *updated_real_ns = 0;
+  static const uint64_t max_thread[10] = {UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT64_MAX,
+                                          UINT64_MAX,  UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX};
+  static const uint64_t max_pid[1] = {UINT32_MAX}, max_u64[1] = {UINT64_MAX};
   while (ok && fgets(line, sizeof line, f)) {
-    struct lens_sched_page_thread e;
-    unsigned long long v[6], u;
-    unsigned p, t, nt, r;
-    memset(&e, 0, sizeof e);
-    if (sscanf(line, "thread %u %u %u %u %llu %llu %llu %llu %llu %llu", &p, &t, &nt, &r, &v[0], &v[1], &v[2], &v[3],
-               &v[4], &v[5]) == 10) {
+    uint64_t v[10];
+    if (fields(line, "thread ", v, max_thread, 10)) {
       if (out->n == LENS_SCHED_PAGE_THREADS) continue;
-      e.pid = p, e.tid = t, e.ns_tid = nt, e.roles = r;
-      e.runq_ns = v[0], e.runq_waits = v[1], e.preempt_ns = v[2], e.preempt_waits = v[3], e.offcpu_ns = v[4],
-      e.sleeps = v[5];
+      struct lens_sched_page_thread e;
+      memset(&e, 0, sizeof e);
+      e.pid = (uint32_t)v[0], e.tid = (uint32_t)v[1], e.ns_tid = (uint32_t)v[2], e.roles = (uint32_t)v[3];
+      e.runq_ns = v[4], e.runq_waits = v[5], e.preempt_ns = v[6], e.preempt_waits = v[7], e.offcpu_ns = v[8],
+      e.sleeps = v[9];
       out->t[out->n++] = e;
-    } else if (sscanf(line, "pid %llu", &u) == 1)
-      *writer_pid = (uint32_t)u;
-    else if (sscanf(line, "updated_real_ns %llu", &u) == 1)
-      *updated_real_ns = u;
+    } else if (fields(line, "pid ", v, max_pid, 1)) {
+      *writer_pid = (uint32_t)v[0];
+    } else if (fields(line, "updated_real_ns ", v, max_u64, 1)) {
+      *updated_real_ns = v[0];
+    }
   }
   fclose(f);
   return ok ? 0 : -1;
