@@ -15,6 +15,13 @@
 #include "nccl-lens/trace_format.h"
 
 static char fuzz_dir[256];
+static char fuzz_files[4][512]; /* written into it, removed with it at exit */
+
+static void fuzz_cleanup(void) {
+  for (int i = 0; i < 4; i++)
+    if (fuzz_files[i][0]) unlink(fuzz_files[i]);
+  if (fuzz_dir[0]) rmdir(fuzz_dir);
+}
 
 /* The directory, made once (under $TMPDIR, else /dev/shm when there, else /tmp). */
 static inline const char *fuzz_tmpdir(void) {
@@ -26,6 +33,7 @@ static inline const char *fuzz_tmpdir(void) {
     perror("mkdtemp");
     abort();
   }
+  atexit(fuzz_cleanup);
   return fuzz_dir;
 }
 
@@ -33,6 +41,13 @@ static inline const char *fuzz_tmpdir(void) {
 static inline const char *fuzz_write(const char *name, const uint8_t *data, size_t size) {
   static char path[512];
   snprintf(path, sizeof path, "%s/%s", fuzz_tmpdir(), name);
+  for (int i = 0; i < 4; i++) {
+    if (!strcmp(fuzz_files[i], path)) break;
+    if (!fuzz_files[i][0]) {
+      snprintf(fuzz_files[i], sizeof fuzz_files[i], "%s", path);
+      break;
+    }
+  }
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) {
     perror(path);
