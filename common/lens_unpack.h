@@ -108,6 +108,9 @@ static inline __attribute__((always_inline)) uint64_t lens_pk_get(struct lens_un
   return lens_pk_get_slow(c);
 }
 
+/* A rank's zigzag delta, its low 32 bits (the writer's delta of two int32 ranks). */
+static inline uint64_t lens_pk_get_rank_delta(struct lens_unpack_cur *c) { return (uint64_t)lens_pk_unzz(lens_pk_get(c)); }
+
 /* The next record into *r: 1, or 0 at the end of the stream or at a
  * malformed record (or one that would pass the room left). Always inlined:
  * called, *r goes through memory and the caller waits on its loads. */
@@ -178,7 +181,10 @@ static inline __attribute__((always_inline)) int lens_unpack_next(struct lens_un
     return 1;
   }
   /* START */
-  uint64_t pbytes = (fl & 1) ? lens_pack_std_payload(type) : lens_pk_get(c) * 8;
+  /* the word count checked before it is scaled: a huge one must not wrap to a small size */
+  uint64_t pwords = (fl & 1) ? 0 : lens_pk_get(c);
+  if (pwords > 4 * LENS_PACK_MAX_PAYLOAD_WORDS / 8) goto bad;
+  uint64_t pbytes = (fl & 1) ? lens_pack_std_payload(type) : pwords * 8;
   if (c->bad || pbytes > 4 * LENS_PACK_MAX_PAYLOAD_WORDS || sizeof(struct lens_rec_start) + pbytes > c->room) goto bad;
   uint32_t reserved = 0;
   if (!(fl & 2)) {
@@ -191,7 +197,8 @@ static inline __attribute__((always_inline)) int lens_unpack_next(struct lens_un
     }
     if (mask & LENS_PK_M_PARENT) p->parent[type] += (uint64_t)lens_pk_unzz(lens_pk_get(c));
     if (mask & LENS_PK_M_CTX) p->ctx += (uint64_t)lens_pk_unzz(lens_pk_get(c));
-    if (mask & LENS_PK_M_RANK) p->rank = (int32_t)((int64_t)p->rank + lens_pk_unzz(lens_pk_get(c)));
+    /* the rank's delta added modulo 2^32 (unsigned: a forged delta must not overflow) */
+    if (mask & LENS_PK_M_RANK) p->rank = (int32_t)((uint32_t)p->rank + (uint32_t)lens_pk_get_rank_delta(c));
     if (mask & LENS_PK_M_RESERVED) {
       uint64_t v = lens_pk_get(c);
       if (v > UINT32_MAX) goto bad;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lens_checked.h"
 #include "reader_priv.h"
 
 /* Copy up to sizeof(*dst) bytes of payload into a zeroed dst. */
@@ -195,6 +196,13 @@ static int on_clock(struct lens_builder *b, const uint8_t *p, uint32_t len) {
   if (!c) return lens_builder_oom(b);
   c->proc = b->proc;
   copy_in(&c->r, sizeof c->r, p, len);
+  /* A sample with a time past 2^62 ns (lens_checked.h) is no clock reading:
+   * left out, so that the alignment computes on times whose differences fit. */
+  if (!lens_time_ok(c->r.mono_before_ns) || !lens_time_ok(c->r.mono_after_ns) || !lens_time_ok(c->r.real_ns) ||
+      !lens_time_ok(c->r.ntp_maxerror_ns) || !lens_stime_ok(c->r.timens_mono_offset_ns)) {
+    b->m->n_clocks--;
+    return 0;
+  }
   c->r.boot_id[sizeof c->r.boot_id - 1] = 0;
   c->r.host[sizeof c->r.host - 1] = 0;
   return 0;

@@ -8,6 +8,7 @@
 
 #include "host_clock.h"
 #include "job_align.h"
+#include "lens_checked.h"
 #include "reader_priv.h"
 
 const char *lens_align_source_name(int s) {
@@ -42,19 +43,22 @@ static void drift_of(const struct lens_model *m, int32_t proc, double *ppm, doub
   double fm = (double)f->r.mono_before_ns + (double)(f->r.mono_after_ns - f->r.mono_before_ns) / 2;
   double lm = (double)l->r.mono_before_ns + (double)(l->r.mono_after_ns - l->r.mono_before_ns) / 2;
   double span = lm - fm;
-  double dr = (double)((int64_t)l->r.real_ns - (int64_t)f->r.real_ns);
+  double dr = (double)lens_u64_diff(l->r.real_ns, f->r.real_ns);
   *ppm = (dr / span - 1.0) * 1e6;
   double w = (double)(f->r.mono_after_ns - f->r.mono_before_ns + l->r.mono_after_ns - l->r.mono_before_ns) / 2 + 2;
   *err_ppm = w / span * 1e6;
 }
 
+/* Times and drifts may come from a partial file: every step saturates
+ * (lens_checked.h) rather than overflow or convert out of range. */
 static int64_t corrected(const struct lens_align_host *h, uint64_t mono) {
-  double dt = (double)((int64_t)(mono - h->ref_mono_ns));
-  return (int64_t)mono + (int64_t)llround(dt * h->drift_ppm * 1e-6);
+  double dt = (double)lens_u64_diff(mono, h->ref_mono_ns);
+  return lens_i64_add(lens_u2i64(mono), lens_f2i64(round(dt * h->drift_ppm * 1e-6)));
 }
 static uint64_t drift_slack(const struct lens_align_host *h, uint64_t mono) {
-  double dt = fabs((double)((int64_t)(mono - h->ref_mono_ns)));
-  return (uint64_t)(dt * h->drift_err_ppm * 1e-6) + 1;
+  double dt = fabs((double)lens_u64_diff(mono, h->ref_mono_ns));
+  uint64_t s = lens_f2u64(dt * h->drift_err_ppm * 1e-6);
+  return s == UINT64_MAX ? s : s + 1;
 }
 
 void lens_align_proc_clock_of(const struct lens_model *m, int32_t p, struct lens_align_proc_clock *x) {
@@ -193,7 +197,9 @@ static void constraints(const struct lens_align *a, const struct point *p, const
     for (size_t g = 0; g < nh; g++) {
       const struct lens_align_host *x = &a->hosts[h], *y = &a->hosts[g];
       if (h == g || !x->has_clock || !y->has_clock) continue;
-      tighten(ub, nh, h, g, x->coarse_offset_ns - y->coarse_offset_ns + (int64_t)(x->coarse_bound_ns + y->coarse_bound_ns));
+      tighten(ub, nh, h, g,
+              lens_i64_add(lens_i64_sub(x->coarse_offset_ns, y->coarse_offset_ns),
+                           lens_i64_add(lens_u2i64(x->coarse_bound_ns), lens_u2i64(y->coarse_bound_ns))));
     }
   /* x_h - x_g <= eps - lo_h + hi_g for two hosts' ends of one instance
    * (times drift-corrected, widened by the drift's error). */
@@ -206,7 +212,8 @@ static void constraints(const struct lens_align *a, const struct point *p, const
           if (p[u].lo > p[u].hi && p[u].lo - p[u].hi > eps) ub[(size_t)p[u].host * nh + (size_t)p[u].host] = -1;
           continue;
         }
-        tighten(ub, nh, (size_t)p[u].host, (size_t)p[v].host, (int64_t)eps - lo_c[u] + hi_c[v]);
+        tighten(ub, nh, (size_t)p[u].host, (size_t)p[v].host,
+                lens_i64_add(lens_i64_sub(lens_u2i64(eps), lo_c[u]), hi_c[v]));
       }
     s = e;
   }
@@ -230,8 +237,10 @@ static size_t oneway_bounds(struct lens_align *a, const struct lens_job_oneway *
     int32_t A = a->host_of_proc[w->snd_proc], B = a->host_of_proc[w->rcv_proc];
     if (A < 0 || B < 0 || A == B) continue; /* one CLOCK_MONOTONIC: nothing about offsets */
     const struct lens_align_host *ha = &a->hosts[A], *hb = &a->hosts[B];
-    int64_t v = corrected(hb, w->recv_ns) + (int64_t)drift_slack(hb, w->recv_ns) - corrected(ha, w->sent_ns) +
-                (int64_t)drift_slack(ha, w->sent_ns);
+    int64_t v = lens_i64_add(lens_i64_sub(lens_i64_add(corrected(hb, w->recv_ns),
+                                                       lens_u2i64(drift_slack(hb, w->recv_ns))),
+                                          corrected(ha, w->sent_ns)),
+                             lens_u2i64(drift_slack(ha, w->sent_ns)));
     tighten(ubw, nh, (size_t)A, (size_t)B, v);
     a->hosts[A].n_oneway++;
     a->hosts[B].n_oneway++;
@@ -246,8 +255,8 @@ static size_t oneway_bounds(struct lens_align *a, const struct lens_job_oneway *
 static void ends_widened(const struct lens_align *a, const struct point *p, size_t np, int64_t *lo_c, int64_t *hi_c) {
   for (size_t u = 0; u < np; u++) {
     const struct lens_align_host *h = &a->hosts[p[u].host];
-    lo_c[u] = corrected(h, p[u].lo) - (int64_t)drift_slack(h, p[u].lo);
-    hi_c[u] = corrected(h, p[u].hi) + (int64_t)drift_slack(h, p[u].hi);
+    lo_c[u] = lens_i64_sub(corrected(h, p[u].lo), lens_u2i64(drift_slack(h, p[u].lo)));
+    hi_c[u] = lens_i64_add(corrected(h, p[u].hi), lens_u2i64(drift_slack(h, p[u].hi)));
   }
 }
 
@@ -295,12 +304,24 @@ int lens_align_resolve_pairs(struct lens_align *a, const struct lens_align_point
   a->oneway_dropped = 0;
   size_t nh = a->n_hosts;
   if (!nh) return 0;
+  if (nh > LENS_ALIGN_MAX_HOSTS) { /* not solved: each host on its own clock */
+    for (size_t h = 0; h < nh; h++) {
+      struct lens_align_host *x = &a->hosts[h];
+      x->source = LENS_ALIGN_NONE;
+      x->offset_ns = x->has_clock ? x->coarse_offset_ns : 0;
+      x->bound_ns = UINT64_MAX;
+      x->n_sync = x->n_oneway = 0;
+    }
+    return 0;
+  }
   if (o->oneway_only) np = 0, a->sync_instances = 0; /* no collective-end sync point */
   for (size_t h = 0; h < nh; h++) a->hosts[h].n_sync = a->hosts[h].n_oneway = 0;
-  int64_t *ub = malloc(nh * nh * sizeof *ub), *lo = malloc(nh * sizeof *lo), *hi = malloc(nh * sizeof *hi);
+  size_t nn; /* hosts come from files: the matrix's size is checked, not wrapped */
+  if (lens_mul_size(nh, nh, &nn) || lens_mul_size(nn, sizeof(int64_t), &nn)) return -1;
+  int64_t *ub = malloc(nn), *lo = malloc(nh * sizeof *lo), *hi = malloc(nh * sizeof *hi);
   int64_t *clo = malloc(nh * sizeof *clo), *chi = malloc(nh * sizeof *chi);
   int64_t *blo = malloc(nh * sizeof *blo), *bhi = malloc(nh * sizeof *bhi);
-  int64_t *ubw = malloc(nh * nh * sizeof *ubw);
+  int64_t *ubw = malloc(nn);
   int64_t *lo_c = malloc((np ? np : 1) * sizeof *lo_c), *hi_c = malloc((np ? np : 1) * sizeof *hi_c);
   if (!ub || !lo || !hi || !clo || !chi || !blo || !bhi || !ubw || !lo_c || !hi_c) {
     free(ub), free(lo), free(hi), free(clo), free(chi), free(blo), free(bhi), free(ubw), free(lo_c), free(hi_c);
@@ -385,12 +406,15 @@ int lens_align_resolve_pairs(struct lens_align *a, const struct lens_align_point
       x->bound_ns = UINT64_MAX;
       continue;
     }
-    x->offset_ns = base + lo[h] + (hi[h] - lo[h]) / 2;
-    x->bound_ns = (uint64_t)(hi[h] - lo[h] + 1) / 2;
+    /* the width in unsigned: lo and hi may be far apart (absurd inputs) */
+    uint64_t w = hi[h] >= lo[h] ? (uint64_t)hi[h] - (uint64_t)lo[h] : 0;
+    x->offset_ns = lens_i64_add(base, lo[h] + (int64_t)(w / 2));
+    x->bound_ns = w / 2 + (w & 1);
     /* The job's evidence narrowed it when the interval is tighter than
      * REALTIME's: the collective ends when they held, else the one-way
      * pairs. */
-    int narrowed = crc || clo[h] == INT64_MIN || chi[h] == INT64_MAX || hi[h] - lo[h] < chi[h] - clo[h];
+    int narrowed = crc || clo[h] == INT64_MIN || chi[h] == INT64_MAX ||
+                   (chi[h] >= clo[h] && w < (uint64_t)chi[h] - (uint64_t)clo[h]);
     x->source = !narrowed ? LENS_ALIGN_REALTIME : !rc ? LENS_ALIGN_SYNC : hard ? LENS_ALIGN_ONEWAY : LENS_ALIGN_REALTIME;
   }
   for (size_t h = 0; h < nh; h++)
@@ -417,7 +441,7 @@ int lens_align_to_job(const struct lens_align *a, int32_t proc, uint64_t mono_ns
     return -1;
   }
   const struct lens_align_host *x = &a->hosts[h];
-  *job = corrected(x, mono_ns) + x->offset_ns;
+  *job = lens_i64_add(corrected(x, mono_ns), x->offset_ns);
   if (bound) *bound = x->bound_ns + (x->source == LENS_ALIGN_REF ? 0 : drift_slack(x, mono_ns));
   return 0;
 }

@@ -51,6 +51,11 @@
 /* How far apart the ranks of one ring/tree collective may end (the last
  * chunk's hop); doubled while the sync points contradict each other. */
 #define LENS_ALIGN_END_SPREAD_NS 5000ULL
+/* The most hosts aligned: the solver is dense (hosts^2 bounds, Bellman-Ford
+ * up to hosts^3 steps), and a partial of a few hundred KiB can name this many
+ * hosts. Past it no host is placed (every source LENS_ALIGN_NONE) rather
+ * than the merge running for hours. */
+#define LENS_ALIGN_MAX_HOSTS 2048
 #define LENS_ALIGN_END_SPREAD_MAX_NS 1000000ULL
 /* A GPU clock runs within this of its host's over a kernel's span (drift). */
 #define LENS_ALIGN_GPU_RATE_PPM 100.0

@@ -5,11 +5,12 @@
 
 #include "gpu_analysis.h"
 #include "job_align.h"
+#include "lens_checked.h"
 
 #define ACC_BAD_TIMER (LENS_ACC_STOP_BEFORE_START | LENS_ACC_RING_OVERRUN | LENS_ACC_SHARED_TIMER)
 
 /* GPU ns as host ns, with the rate margin on the side that keeps the bound. */
-static uint64_t rate_margin(uint64_t gpu_ns) { return (uint64_t)((double)gpu_ns * LENS_ALIGN_GPU_RATE_PPM * 1e-6) + 1; }
+static uint64_t rate_margin(uint64_t gpu_ns) { return lens_f2u64((double)gpu_ns * LENS_ALIGN_GPU_RATE_PPM * 1e-6) + 1; }
 
 /* The GPU (clock map) and pTimer range of a rank's channels; -1 none. */
 static int32_t rank_gpu(const struct lens_model *m, const struct lens_job_rank *r, uint64_t *s_out, uint64_t *t_out,
@@ -110,13 +111,13 @@ size_t lens_align_propagate(struct lens_align_end *v, size_t n, double rate_ppm)
     /* forward: a later end is at least (dt x lo_rate) after, at most (dt x hi_rate) */
     for (size_t k = s + 1; k < e; k++) {
       double dt = (double)(v[k].gpu_end - v[k - 1].gpu_end);
-      uint64_t lo = v[k - 1].lo + (uint64_t)(dt * lo_rate), hi = v[k - 1].hi + (uint64_t)(dt * hi_rate) + 1;
+      uint64_t lo = v[k - 1].lo + lens_f2u64(dt * lo_rate), hi = v[k - 1].hi + lens_f2u64(dt * hi_rate) + 1;
       if (lo > v[k].lo) v[k].lo = lo;
       if (hi < v[k].hi) v[k].hi = hi;
     }
     for (size_t k = e - 1; k > s; k--) { /* backward */
       double dt = (double)(v[k].gpu_end - v[k - 1].gpu_end);
-      uint64_t lo = v[k].lo - (uint64_t)(dt * hi_rate) - 1, hi = v[k].hi - (uint64_t)(dt * lo_rate);
+      uint64_t lo = v[k].lo - lens_f2u64(dt * hi_rate) - 1, hi = v[k].hi - lens_f2u64(dt * lo_rate);
       if (lo > v[k - 1].lo) v[k - 1].lo = lo;
       if (hi < v[k - 1].hi) v[k - 1].hi = hi;
     }
@@ -141,7 +142,7 @@ static int64_t *map_slack_of(const struct lens_model *m, struct lens_job_rank *r
     int32_t mi = lens_gpu_map_for(m, th, s);
     if (mi < 0 || (size_t)mi >= m->n_clock_maps || s < m->clock_maps[mi].gpu_from || s > m->clock_maps[mi].gpu_to)
       continue;
-    int64_t d = (int64_t)lens_gpu_map_ns(m, mi, s) - (int64_t)r->launch_start_ns;
+    int64_t d = lens_u64_diff(lens_gpu_map_ns(m, mi, s), r->launch_start_ns);
     if (d < 0) d = 0;
     if (d < b[mi]) b[mi] = d;
   }

@@ -15,6 +15,7 @@
 
 #include "job.h"
 #include "job_priv.h"
+#include "lens_checked.h"
 
 const char *lens_job_cause_name(int c) {
   static const char *const n[] = {"none",          "late_app_call", "slow_enqueue", "slow_launch",
@@ -23,7 +24,7 @@ const char *lens_job_cause_name(int c) {
 }
 
 static uint64_t threshold(const struct lens_job *j, const struct lens_job_inst *in) {
-  uint64_t f = (uint64_t)((double)in->exec_ns * LENS_JOB_MIN_WAIT_FRAC);
+  uint64_t f = lens_f2u64((double)in->exec_ns * LENS_JOB_MIN_WAIT_FRAC);
   return f > j->min_wait_ns ? f : j->min_wait_ns;
 }
 
@@ -34,11 +35,11 @@ static int stage(const struct lens_job_rank *r, int s, int64_t *v) {
   switch (s) {
   case ST_ENQUEUE:
     if (!r->api_ns || !r->launch_start_ns) return 0;
-    *v = (int64_t)(r->launch_start_ns - r->api_ns);
+    *v = lens_u64_diff(r->launch_start_ns, r->api_ns);
     return 1;
   default:
     if (!r->launch_start_ns || !r->launch_stop_ns) return 0;
-    *v = (int64_t)(r->launch_stop_ns - r->launch_start_ns);
+    *v = lens_u64_diff(r->launch_stop_ns, r->launch_start_ns);
     return 1;
   }
 }
@@ -66,7 +67,7 @@ static void late_cause(struct lens_job_inst *in, struct lens_job_rank *r, int64_
   const struct lens_job_rank *L = NULL;
   for (size_t i = 0; i < in->n_ranks; i++)
     if (r[i].rank == in->last_rank) L = &r[i];
-  int64_t late = (int64_t)in->max_wait_ns; /* against the first rank to arrive */
+  int64_t late = lens_u2i64(in->max_wait_ns); /* against the first rank to arrive */
   in->cause_rank = in->last_rank;
   in->cause = LENS_CAUSE_UNKNOWN;
   in->cause_excess_ns = late;
@@ -78,7 +79,7 @@ static void late_cause(struct lens_job_inst *in, struct lens_job_rank *r, int64_
     if (!stage(L, s, &v)) continue;
     for (size_t i = 0; i < in->n_ranks; i++)
       if (&r[i] != L && stage(&r[i], s, &tmp[k])) k++;
-    ex[s] = v - median_i64(tmp, k);
+    ex[s] = lens_i64_sub(v, median_i64(tmp, k));
   }
   /* GPU wait after the launch returned, as an interval: the mapped GPU
    * start +- its clock map's error bound, and the proxy's notice of the
@@ -86,23 +87,24 @@ static void late_cause(struct lens_job_inst *in, struct lens_job_rank *r, int64_
    * interval decides it. */
   int64_t gpu_lo = INT64_MIN, gpu_hi = INT64_MAX;
   if (L->launch_stop_ns && L->kstart_mono_ns) {
-    int64_t g = (int64_t)L->kstart_mono_ns - (int64_t)L->launch_stop_ns;
-    gpu_lo = g - (int64_t)L->map_err_ns;
-    gpu_hi = g + (int64_t)L->map_err_ns;
+    int64_t g = lens_u64_diff(L->kstart_mono_ns, L->launch_stop_ns);
+    gpu_lo = lens_i64_sub(g, lens_u2i64(L->map_err_ns));
+    gpu_hi = lens_i64_add(g, lens_u2i64(L->map_err_ns));
   }
   if (L->launch_stop_ns && L->kstart_notice_ns) {
-    int64_t g = (int64_t)L->kstart_notice_ns - (int64_t)L->launch_stop_ns;
+    int64_t g = lens_u64_diff(L->kstart_notice_ns, L->launch_stop_ns);
     if (g < gpu_hi) gpu_hi = g;
   }
   int64_t host_best = ex[0] > ex[1] ? ex[0] : ex[1];
-  /* INT64_MIN: neither host stage measured (doubling it would overflow). */
-  if (host_best != INT64_MIN && 2 * host_best >= late && gpu_lo < host_best) {
+  /* INT64_MIN: neither host stage measured. The doubling saturates: the
+   * times come from files and may be anything. */
+  if (host_best != INT64_MIN && lens_i64_mul(2, host_best) >= late && gpu_lo < host_best) {
     in->cause = ex[1] >= ex[0] ? LENS_CAUSE_SLOW_LAUNCH : LENS_CAUSE_SLOW_ENQUEUE;
     in->cause_excess_ns = host_best;
-  } else if (gpu_lo != INT64_MIN && 2 * gpu_lo >= late) {
+  } else if (gpu_lo != INT64_MIN && lens_i64_mul(2, gpu_lo) >= late) {
     in->cause = LENS_CAUSE_GPU_BUSY;
     in->cause_excess_ns = gpu_lo;
-  } else if (gpu_hi != INT64_MAX && 2 * gpu_hi < late && L->api_ns) {
+  } else if (gpu_hi != INT64_MAX && lens_i64_mul(2, gpu_hi) < late && L->api_ns) {
     in->cause = LENS_CAUSE_LATE_APP; /* every stage after the API call was on time */
   } /* else: the GPU clock map is too coarse to tell a busy GPU from a late app */
 }
@@ -277,7 +279,7 @@ static int confirm_links(struct lens_job *j) {
     in->cause = LENS_CAUSE_SLOW_LINK;
     in->cause_rank = in->link_snd;
     in->cause_peer = in->link_rcv;
-    in->cause_excess_ns = (int64_t)(in->link_ratio * 1000);
+    in->cause_excess_ns = lens_f2i64(in->link_ratio * 1000);
   }
   free(v);
   return 0;
@@ -312,7 +314,7 @@ static int causes(const struct lens_job_oprefs *o, struct lens_job *j) {
         most = r[k].starved_ns;
         in->cause = LENS_CAUSE_STARVED_PROXY;
         in->cause_rank = r[k].rank;
-        in->cause_excess_ns = (int64_t)most;
+        in->cause_excess_ns = lens_u2i64(most);
       }
     if (in->cause == LENS_CAUSE_NONE) rc = slow_link(o, in, r, &buf, &cap);
   }
@@ -433,13 +435,13 @@ static int rows(struct lens_job *j) {
       if (in->max_wait_ns >= threshold(j, in) && in->last_rank >= 0) last[nl++] = in->last_rank;
     }
     if (ne) {
-      row->exec_avg = (uint64_t)(exec_sum / (double)ne);
+      row->exec_avg = lens_f2u64(exec_sum / (double)ne);
       qsort(ex, ne, sizeof *ex, cmp_i64); /* exec values fit int64 */
       row->exec_p50 = ex[(ne - 1) / 2];
       row->exec_p99 = ex[(size_t)ceil(0.99 * (double)ne) - 1];
       row->busbw_gbps = exec_sum > 0 ? moved / exec_sum : 0;
     }
-    if (nw) row->wait_avg = (uint64_t)(wsum / (double)nw);
+    if (nw) row->wait_avg = lens_f2u64(wsum / (double)nw);
     row->with_straggler = nl;
     qsort(last, nl, sizeof *last, cmp_i32);
     for (size_t q = 0; q < nl;) { /* the mode: most frequent last rank */

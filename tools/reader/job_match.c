@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "job.h"
+#include "lens_checked.h"
 #include "job_part.h"
 #include "job_priv.h"
 #include "oneway.h"
@@ -76,7 +77,7 @@ static void rank_row(const struct lens_model *m, const double *map_err, int32_t 
     if (x->acc.gpu_start_mono_ns && x->acc.gpu_start_mono_ns < ms) ms = x->acc.gpu_start_mono_ns;
     if (!r->kstart_notice_ns || x->start_mono_ns < r->kstart_notice_ns) r->kstart_notice_ns = x->start_mono_ns;
     if (x->acc.gpu_stop_mono_ns > mt) mt = x->acc.gpu_stop_mono_ns;
-    if (x->thread >= 0 && map_err[x->thread] > (double)r->map_err_ns) r->map_err_ns = (uint64_t)map_err[x->thread];
+    if (x->thread >= 0 && map_err[x->thread] > (double)r->map_err_ns) r->map_err_ns = lens_f2u64(map_err[x->thread]);
   }
   if (t) {
     r->span_ns = t - s;
@@ -334,6 +335,7 @@ int lens_job_map(const struct lens_model *m, struct lens_job_part *p) {
     }
     inst_fill(m, k, e, !k->kind && !has_seq[e->comm]);
     rank_row(m, map_err, (int32_t)i, c->rank, &k->r);
+    lens_job_rank_clear_bad_times(&k->r); /* a forged trace's times past 2^62 ns: unknown (job_part.h) */
     k->user_tag = lens_event_user_tag(e);
     k->first_op = p->n_ops;
     if (ops_of(m, cranks, e, c->rank, p, &cap_ops, &cap_wops)) goto out;
@@ -344,7 +346,16 @@ int lens_job_map(const struct lens_model *m, struct lens_job_part *p) {
    * host's clock, and each process's clock evidence. */
   if (p->n_recs && lens_align_bracket_ranks(m, &p->recs[0].r, p->n_recs, sizeof *p->recs) < 0) goto out;
   if (!(p->clocks = malloc((p->n_procs ? p->n_procs : 1) * sizeof *p->clocks))) goto out;
-  for (size_t i = 0; i < p->n_procs; i++) lens_align_proc_clock_of(m, (int32_t)i, &p->clocks[i]);
+  for (size_t i = 0; i < p->n_procs; i++) {
+    lens_align_proc_clock_of(m, (int32_t)i, &p->clocks[i]);
+    lens_job_clock_clear_bad(&p->clocks[i]);
+  }
+  /* what a partial may hold, so that a partial of any trace reads back */
+  for (size_t i = 0; i < p->n_recs; i++) lens_job_rank_clear_bad_times(&p->recs[i].r);
+  size_t nw = 0;
+  for (size_t i = 0; i < p->n_wops; i++)
+    if (lens_time_ok(p->wops[i].t)) p->wops[nw++] = p->wops[i];
+  p->n_wops = nw;
   rc = 0;
 out:
   free(ord);

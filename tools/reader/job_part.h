@@ -106,6 +106,18 @@ struct lens_align_proc_clock *lens_job_parts_clocks(const struct lens_job_part *
 int lens_job_part_write(FILE *f, const struct lens_job_part *p);
 /* 1 if the file starts with the partial magic, 0 if not, -1 unreadable. */
 int lens_job_part_is(const char *path);
+
+/* Times a partial holds are at most LENS_TIME_MAX_NS (lens_checked.h: past
+ * any clock reading, and their sums and differences fit int64), its clock
+ * drifts finite and at most LENS_JOB_PART_DRIFT_MAX_PPM. The map clears what
+ * a trace had past them (a time 0 is unknown, a clock without samples);
+ * the partial reader refuses a file that holds such a value. Clear: how many
+ * were cleared. */
+#define LENS_JOB_PART_DRIFT_MAX_PPM 1e17
+int lens_job_rank_times_ok(const struct lens_job_rank *r);
+int lens_job_rank_clear_bad_times(struct lens_job_rank *r);
+int lens_job_clock_ok(const struct lens_align_proc_clock *c);
+int lens_job_clock_clear_bad(struct lens_align_proc_clock *c);
 int lens_job_part_read(const char *path, struct lens_job_part *p, char *err, size_t err_len);
 
 #endif

@@ -34,6 +34,7 @@
  * A reader takes only the version it knows and refuses a file that fails a
  * check; an unknown section tag is skipped (a newer writer may add one). */
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -47,6 +48,7 @@
 #include "file_read.h"
 #include "job_part.h"
 #include "job_priv.h"
+#include "lens_checked.h"
 #include "lens_chunk.h"
 #include "reader_priv.h"
 
@@ -198,6 +200,46 @@ out:
   return rc;
 }
 
+/* ---- what a partial may hold (job_part.h) ---- */
+/* LENS_JOB_PART_DRIFT_MAX_PPM: the map computes drifts from CLOCK samples of
+ * times at most 2^62 ns (the reader drops others) over at least
+ * LENS_ALIGN_DRIFT_MIN_SPAN_NS (0.1 s): 2^63 / 1e8 * 1e6 < 1e17. NaN and
+ * infinities fail the comparisons. */
+#define RANK_TIMES(X)                                                                                                  \
+  X(span_ns) X(api_ns) X(launch_start_ns) X(launch_stop_ns) X(kstart_mono_ns) X(kstop_mono_ns) X(map_err_ns)          \
+      X(kstart_notice_ns) X(starved_ns) X(end_lo_ns) X(end_hi_ns)
+int lens_job_rank_times_ok(const struct lens_job_rank *r) {
+#define OK(f) &&lens_time_ok(r->f)
+  return 1 RANK_TIMES(OK);
+#undef OK
+}
+int lens_job_rank_clear_bad_times(struct lens_job_rank *r) {
+  int n = 0;
+#define CLR(f)                                                                                                         \
+  if (!lens_time_ok(r->f)) r->f = 0, n++;
+  RANK_TIMES(CLR)
+#undef CLR
+  return n;
+}
+int lens_job_clock_ok(const struct lens_align_proc_clock *c) {
+  return lens_time_ok(c->bound_ns) && lens_time_ok(c->ref_mono_ns) && lens_time_ok(c->start_mono_ns) &&
+         lens_stime_ok(c->real_minus_mono_ns) && lens_stime_ok(c->timens_mono_offset_ns) &&
+         fabs(c->drift_ppm) <= LENS_JOB_PART_DRIFT_MAX_PPM && c->drift_err_ppm >= 0 &&
+         c->drift_err_ppm <= LENS_JOB_PART_DRIFT_MAX_PPM;
+}
+int lens_job_clock_clear_bad(struct lens_align_proc_clock *c) {
+  if (lens_job_clock_ok(c)) return 0;
+  /* what was past the bounds is not evidence: the process as one without samples */
+  if (!lens_time_ok(c->start_mono_ns)) c->start_mono_ns = 0;
+  if (!lens_stime_ok(c->timens_mono_offset_ns)) c->timens_mono_offset_ns = 0;
+  c->has_clock = 0;
+  c->bound_ns = c->ref_mono_ns = 0;
+  c->real_minus_mono_ns = 0;
+  c->drift_ppm = 0;
+  c->drift_err_ppm = LENS_ALIGN_DRIFT_UNKNOWN_PPM;
+  return 1;
+}
+
 /* ---- reading ---- */
 int lens_job_part_is(const char *path) {
   FILE *f = fopen(path, "rb");
@@ -215,13 +257,16 @@ static int bad(char *err, size_t len, const char *path, const char *why) {
 
 /* count strings from a FILES/STRINGS payload, interned into p->strings. */
 static int get_strs(struct lens_job_part *p, const uint8_t *d, size_t len, uint64_t count, const char ***out) {
-  const char **v = calloc(count ? count : 1, sizeof *v);
+  /* each string takes at least 8 bytes (its length, padded): a count the
+   * payload cannot hold is refused before anything is allocated for it */
+  if (count > len / 8) return -1;
+  const char **v = calloc(count ? (size_t)count : 1, sizeof *v);
   if (!v) return -1;
   size_t off = 0;
   char tmp[4096];
   for (uint64_t i = 0; i < count; i++) {
     uint32_t l;
-    if (len - off < 4) goto fail;
+    if (off > len || len - off < 4) goto fail;
     memcpy(&l, d + off, 4);
     if (l >= sizeof tmp || l > len - off - 4) goto fail;
     memcpy(tmp, d + off + 4, l);
@@ -273,6 +318,7 @@ int lens_job_part_read(const char *path, struct lens_job_part *p, char *err, siz
   struct fhdr h;
   const char **files = NULL, **strs = NULL;
   uint64_t n_strs = 0;
+  size_t n_clocks = 0;
   int rc = -1, got_end = 0;
   if (size < sizeof h) {
     bad(err, err_len, path, "shorter than its header");
@@ -309,7 +355,8 @@ int lens_job_part_read(const char *path, struct lens_job_part *p, char *err, siz
     off += l;
 #define FIXED(arr, n, T)                                                                                               \
   do {                                                                                                                 \
-    if (s.count * sizeof(T) != l) {                                                                                    \
+    size_t need_;                                                                                                      \
+    if (lens_mul_size(s.count, sizeof(T), &need_) || need_ != l) {                                                    \
       bad(err, err_len, path, "a section's size does not match its count");                                          \
       goto out;                                                                                                        \
     }                                                                                                                  \
@@ -322,7 +369,7 @@ int lens_job_part_read(const char *path, struct lens_job_part *p, char *err, siz
     case S_END: got_end = 1; break;
     case S_FILES:
       if (files || get_strs(p, q, l, s.count, &files)) goto badstr;
-      p->files = calloc(s.count ? s.count : 1, sizeof *p->files);
+      p->files = calloc(s.count ? (size_t)s.count : 1, sizeof *p->files);
       if (!p->files) goto oom;
       for (uint64_t i = 0; i < s.count; i++, p->n_files++)
         if (!(p->files[i] = strdup(files[i]))) goto oom;
@@ -362,15 +409,17 @@ int lens_job_part_read(const char *path, struct lens_job_part *p, char *err, siz
     }
     case S_RECORDS: {
       if (p->recs) goto dup;
-      if (s.count * sizeof(struct disk_rec) != l) {
+      size_t need;
+      if (lens_mul_size(s.count, sizeof(struct disk_rec), &need) || need != l ||
+          lens_mul_size(s.count, sizeof *p->recs, &need)) {
         bad(err, err_len, path, "a section's size does not match its count");
         goto out;
       }
       /* malloc, not calloc: each record is written whole below, and calloc
        * cleared reused heap pages one fault at a time before the prefault */
-      p->recs = malloc((s.count ? s.count : 1) * sizeof *p->recs);
+      p->recs = malloc(need ? need : 1);
       if (!p->recs) goto oom;
-      lens_prefault(p->recs, (size_t)s.count * sizeof *p->recs);
+      lens_prefault(p->recs, need);
       for (uint64_t i = 0; i < s.count; i++) {
         struct disk_rec x;
         memcpy(&x, q + i * sizeof x, sizeof x);
@@ -392,7 +441,8 @@ int lens_job_part_read(const char *path, struct lens_job_part *p, char *err, siz
       break;
     }
     case S_RECX:
-      if (!p->recs || s.count != p->n_recs || s.count * sizeof(struct disk_recx) != l) {
+      if (!p->recs || s.count != p->n_recs || l / sizeof(struct disk_recx) != s.count ||
+          l % sizeof(struct disk_recx)) {
         bad(err, err_len, path, "record extras without their records, or of another count");
         goto out;
       }
@@ -404,7 +454,7 @@ int lens_job_part_read(const char *path, struct lens_job_part *p, char *err, siz
       }
       break;
     case S_ENDS:
-      if (!p->recs || s.count != p->n_recs || s.count * sizeof(struct disk_end) != l) {
+      if (!p->recs || s.count != p->n_recs || l / sizeof(struct disk_end) != s.count || l % sizeof(struct disk_end)) {
         bad(err, err_len, path, "rank ends without their records, or of another count");
         goto out;
       }
@@ -417,15 +467,10 @@ int lens_job_part_read(const char *path, struct lens_job_part *p, char *err, siz
       break;
     case S_CLOCKS: {
       if (p->clocks) goto dup;
-      size_t n_clocks = 0;
       FIXED(p->clocks, n_clocks, struct lens_align_proc_clock);
       for (size_t i = 0; i < n_clocks; i++) {
         p->clocks[i].host[sizeof p->clocks[i].host - 1] = 0;
         p->clocks[i].boot_id[sizeof p->clocks[i].boot_id - 1] = 0;
-      }
-      if (n_clocks != p->n_procs) {
-        bad(err, err_len, path, "process clocks of another count than the processes");
-        goto out;
       }
       break;
     }
@@ -433,12 +478,37 @@ int lens_job_part_read(const char *path, struct lens_job_part *p, char *err, siz
     }
 #undef FIXED
   }
-  /* references inside the partial must hold before anyone indexes with them */
+  /* references inside the partial must hold before anyone indexes with them
+   * (the sections may come in any order: PROCS after CLOCKS too) */
+  if (p->clocks && n_clocks != p->n_procs) {
+    bad(err, err_len, path, "process clocks of another count than the processes");
+    goto out;
+  }
   for (size_t i = 0; i < p->n_recs; i++) {
     const struct lens_job_prec *r = &p->recs[i];
     if ((r->r.proc >= 0 && (size_t)r->r.proc >= p->n_procs) || r->first_op > p->n_ops ||
         r->n_ops > p->n_ops - r->first_op) {
       bad(err, err_len, path, "a record points past the processes or ops");
+      goto out;
+    }
+  }
+  /* Times past LENS_TIME_MAX_NS and drifts out of any clock's range are no
+   * readings: refused here, so the reduce and the alignment compute on
+   * values whose sums and differences fit (lens_checked.h). */
+  for (size_t i = 0; i < p->n_recs; i++) {
+    if (!lens_job_rank_times_ok(&p->recs[i].r)) {
+      bad(err, err_len, path, "a record's time is past 2^62 ns");
+      goto out;
+    }
+  }
+  for (size_t i = 0; i < p->n_wops; i++)
+    if (!lens_time_ok(p->wops[i].t)) {
+      bad(err, err_len, path, "one-way evidence's time is past 2^62 ns");
+      goto out;
+    }
+  for (size_t i = 0; p->clocks && i < n_clocks; i++) {
+    if (!lens_job_clock_ok(&p->clocks[i])) {
+      bad(err, err_len, path, "a process clock's time or drift is out of range");
       goto out;
     }
   }

@@ -28,6 +28,7 @@
 
 #include "job.h"
 #include "job_part.h"
+#include "lens_checked.h"
 #include "job_priv.h"
 #include "reader_priv.h"
 
@@ -135,12 +136,13 @@ static void decompose(struct lens_job *j, struct lens_job_inst *in, const int32_
   for (size_t i = 0; i < in->n_ranks && !host; i++) {
     if (!r[i].kstop_mono_ns || r[i].proc < 0) continue;
     int32_t h = host_of[r[i].proc];
-    int64_t a = (int64_t)r[i].kstop_mono_ns - (int64_t)r[i].map_err_ns;
-    int64_t b = (int64_t)r[i].kstop_mono_ns + (int64_t)r[i].map_err_ns;
+    /* times from files: saturated, never overflowed (lens_checked.h) */
+    int64_t a = lens_i64_sub(lens_u2i64(r[i].kstop_mono_ns), lens_u2i64(r[i].map_err_ns));
+    int64_t b = lens_i64_add(lens_u2i64(r[i].kstop_mono_ns), lens_u2i64(r[i].map_err_ns));
     if (seen[h] != inst_no + 1) seen[h] = inst_no + 1, lo[h] = b, hi[h] = a;
     if (b < lo[h]) lo[h] = b;
     if (a > hi[h]) hi[h] = a;
-    if (hi[h] - lo[h] > (int64_t)tol) in->flags |= LENS_JOB_ENDS_APART;
+    if (lens_i64_sub(hi[h], lo[h]) > lens_u2i64(tol)) in->flags |= LENS_JOB_ENDS_APART;
   }
   if (in->flags & LENS_JOB_ENDS_APART) { /* do not guess */
     in->last_rank = -1;

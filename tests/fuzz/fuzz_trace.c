@@ -1,0 +1,66 @@
+/* libFuzzer target: a .lens trace (fixed, packed and zstd event chunks,
+ * metadata chunks) through both readers and the job analysis, as
+ * `nccl-lens job FILE` and `summary` take it: the general model
+ * (lens_model_load, folded steps and not) with the GPU analysis and the
+ * starvation merge as lens_cli_load runs them, the summary, the columnar
+ * reader (lens_cols_read), the job view (map, reduce, causes), the host
+ * alignment, and the reports printed to /dev/null. The chunks' CRCs are recomputed
+ * first (fuzz_fix_trace_crcs). A sanitizer report, a crash or a
+ * hang is a finding; a trace refused with a message is not. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyses.h"
+#include "columns.h"
+#include "fuzz_util.h"
+#include "job.h"
+#include "job/job_print.h"
+#include "job_align.h"
+#include "lensread.h"
+#include "summary/summary_model.h"
+#include "summary/summary_print.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size > (1u << 20)) return -1; /* keep inputs small: the readers' limits are tested elsewhere */
+  uint8_t *fixed = malloc(size ? size : 1);
+  if (!fixed) return 0;
+  memcpy(fixed, data, size);
+  fuzz_fix_trace_crcs(fixed, size); /* the parsers, not the CRCs, see the mutations */
+  const char *path = fuzz_write("in.lens", fixed, size);
+  free(fixed);
+  const char *paths[1] = {path};
+  char err[512];
+  for (int fold = 0; fold < 2; fold++) {
+    struct lens_model *m = lens_model_load_ex(paths, 1, fold ? LENS_LOAD_FOLD_STEPS : 0, err, sizeof err, NULL);
+    if (!m) continue;
+    /* as lens_cli_load: the GPU analysis (clock maps), the starvation merge */
+    if (lens_analyze_gpu) lens_analyze_gpu(m, err, sizeof err);
+    if (lens_analyze_starvation && m->n_sched) lens_analyze_starvation(m, 0);
+    struct lens_summary s;
+    if (!lens_summary_build(m, &s, lens_analyze_gpu != NULL)) {
+      lens_summary_print_text(fuzz_devnull(), m, &s);
+      lens_summary_print_json(fuzz_devnull(), m, &s);
+      lens_summary_free(&s);
+    }
+    struct lens_job j;
+    if (!lens_job_build(m, &j, 0)) {
+      struct lens_align al;
+      struct lens_align_opts o = {0};
+      if (!lens_align_build(m, &j, &o, &al)) {
+        lens_job_print_text(fuzz_devnull(), m, &j, 0, &al);
+        lens_job_print_json(fuzz_devnull(), m, &j, &al);
+        lens_align_free(&al);
+      }
+      lens_job_free(&j);
+    }
+    lens_model_free(m);
+  }
+  struct lens_cols *c = lens_cols_new();
+  if (c) {
+    lens_cols_read(c, path, err, sizeof err);
+    lens_cols_free(c);
+  }
+  return 0;
+}
