@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reader/gpu_analysis.h"
+#include "analysis/gpu/gpu_analysis.h"
 
 #define BAD (LENS_ACC_OUTSIDE_KERNEL | LENS_ACC_RING_OVERRUN | LENS_ACC_STOP_BEFORE_START | LENS_ACC_SHARED_TIMER | \
              LENS_ACC_NON_MONOTONIC)

@@ -18,8 +18,8 @@
 #include <cmocka.h>
 
 #include "nccl-lens/nccl_profiler_abi.h"
-#include "reader/analyses.h"
-#include "reader/gpu_analysis.h"
+#include "analysis/analyses.h"
+#include "analysis/gpu/gpu_analysis.h"
 #include "../lens_test_tmp.h"
 
 static int cupti_lines, all_lines;

@@ -14,8 +14,8 @@
 
 #include <cmocka.h>
 
-#include "reader/analyses.h"
-#include "reader/gpu_analysis.h"
+#include "analysis/analyses.h"
+#include "analysis/gpu/gpu_analysis.h"
 #include "synth.h"
 
 #define BAD (LENS_ACC_OUTSIDE_KERNEL | LENS_ACC_RING_OVERRUN | LENS_ACC_STOP_BEFORE_START | LENS_ACC_SHARED_TIMER | \

@@ -12,9 +12,9 @@
 #include <cmocka.h>
 #include <cupti_activity.h>
 
-#include "reader/analyses.h"
-#include "reader/gpu_analysis.h"
-#include "reader/gpu_walk.h"
+#include "analysis/analyses.h"
+#include "analysis/gpu/gpu_analysis.h"
+#include "analysis/gpu/gpu_walk.h"
 #include "synth.h"
 
 #define LAUNCH_BYTES (sizeof(CUpti_ActivityExternalCorrelation) + sizeof(CUpti_ActivityAPI) + sizeof(CUpti_ActivityKernel10))

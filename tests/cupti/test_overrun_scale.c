@@ -23,8 +23,8 @@
 
 #include "../lens_test_tmp.h"
 #include "overrun_score.h"
-#include "reader/analyses.h"
-#include "reader/gpu_analysis.h"
+#include "analysis/analyses.h"
+#include "analysis/gpu/gpu_analysis.h"
 
 static char dir[256];
 

@@ -18,8 +18,8 @@
 #include <cupti_activity.h>
 #include <cupti_driver_cbid.h>
 
-#include "reader/analyses.h"
-#include "reader/gpu_analysis.h"
+#include "analysis/analyses.h"
+#include "analysis/gpu/gpu_analysis.h"
 #include "truth_json.h"
 #include "../lens_test_tmp.h"
 

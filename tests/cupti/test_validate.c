@@ -14,8 +14,8 @@
 
 #include <cmocka.h>
 
-#include "reader/analyses.h"
-#include "reader/gpu_analysis.h"
+#include "analysis/analyses.h"
+#include "analysis/gpu/gpu_analysis.h"
 #include "synth.h"
 #include "trace_writer.h"
 #include "../lens_test_tmp.h"

@@ -26,7 +26,7 @@ done
 objs=("$build/bin/fuzz_trace" -object "$build/bin/fuzz_jobpart" -object "$build/bin/fuzz_live_page"
   -object "$build/bin/fuzz_sched_page")
 "$prof" merge -sparse "$tmp"/*.profraw -o "$tmp/all.profdata"
-readers='tools/reader/(chunks|records|packed|columns|load|chunk_stream|job_part_io)\.c|common/lens_unpack\.h|tools/sched/sched_page\.c|tools/agent/live_read\.c'
+readers='tools/reader/(chunks|records|packed|columns|load|chunk_stream)\.c|tools/analysis/job/job_part_io\.c|common/lens_unpack\.h|tools/sched/sched_page\.c|tools/agent/live_read\.c'
 echo "== the readers of untrusted bytes"
 "$cov" report -instr-profile="$tmp/all.profdata" "${objs[@]}" | grep -E "^Filename|^-|$readers" || true
 echo "== all of tools/reader and common"

@@ -1,4 +1,4 @@
-/* The network view (tools/reader/net_*.c, `nccl-lens net`) against the
+/* The network view (tools/analysis/net/net_*.c, `nccl-lens net`) against the
  * replay's ground truth of every proxy step (docs/replay.md, "Network
  * scenarios"): bytes per link exact; every step's phases within 2 % or 1 us
  * (plus the truth's own bracket); the injected slow link ranked first with
@@ -23,7 +23,7 @@
 #include "cli_run.h"
 #include "../lens_test_file.h"
 #include "mini_json.h"
-#include "reader/net_analysis.h"
+#include "analysis/net/net_analysis.h"
 
 enum { EVEN, SLOW_LINK, GPU_BOUND, SLOW_RECV, IB, NRUNS };
 static const char *const scen[NRUNS] = {"net-even", "net-slow-link", "net-gpu-bound", "net-slow-recv", "net-ib"};

@@ -1,4 +1,4 @@
-/* Host alignment (tools/reader/job_align.h) on synthetic hosts whose true
+/* Host alignment (tools/analysis/job/job_align.h) on synthetic hosts whose true
  * offsets are known: coarse REALTIME placements with NTP errors inside their
  * bounds, and sync points built the way a real job gives them (each rank's
  * end bracketed by its launch + span below and its proxy's notice above,
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "reader/job_align.h"
+#include "analysis/job/job_align.h"
 
 #define NH 4
 #define RPH 2 /* ranks per host */

@@ -20,8 +20,8 @@
 #include <cmocka.h>
 
 #include "../lens_test_tmp.h"
-#include "reader/job_align.h"
-#include "reader/job_part.h"
+#include "analysis/job/job_align.h"
+#include "analysis/job/job_part.h"
 
 #define MONO_A(t) ((uint64_t)(t) + 1000000000000ull)              /* host A's clock at true time t */
 #define D_NS (5000000000ll)                                       /* B's clock runs 5 s ahead of A's */

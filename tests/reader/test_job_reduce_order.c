@@ -17,8 +17,8 @@
 
 #include <cmocka.h>
 
-#include "reader/job_align.h"
-#include "reader/job_part.h"
+#include "analysis/job/job_align.h"
+#include "analysis/job/job_part.h"
 
 #define NR 8   /* ranks, one proxy op each */
 #define NP 4   /* processes, ranks r and r + 4 in process r */

@@ -32,9 +32,9 @@
 #include <cmocka.h>
 
 #include "nccl-lens/trace_format.h"
-#include "reader/analyses.h"
+#include "analysis/analyses.h"
 #include "reader/lensread.h"
-#include "reader/starvation.h"
+#include "analysis/sched/starvation.h"
 #include "sched_test_util.h"
 #include "../lens_test_tmp.h"
 

@@ -31,9 +31,9 @@
 
 #include "nccl-lens/nccl_profiler_abi.h"
 #include "nccl-lens/trace_format.h"
-#include "reader/analyses.h"
+#include "analysis/analyses.h"
 #include "reader/lensread.h"
-#include "reader/starvation.h"
+#include "analysis/sched/starvation.h"
 #include "sched/sched_page.h"
 #include "sched_test_util.h"
 #include "../lens_test_tmp.h"

@@ -12,8 +12,8 @@
 
 #include <cmocka.h>
 
-#include "reader/starvation.h"
-#include "reader/analyses.h"
+#include "analysis/sched/starvation.h"
+#include "analysis/analyses.h"
 
 #define MAXN 4096
 static struct lens_proc procs[2];

@@ -18,7 +18,7 @@
 #include "demo/demo_hooks.h"
 #include "export/chrome.h"
 #include "export/load_traces.h"
-#include "reader/analyses.h"
+#include "analysis/analyses.h"
 #include "summary/summary_print.h"
 
 #define CMD "demo"

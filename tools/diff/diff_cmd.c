@@ -13,7 +13,7 @@
 #include "cli/trace_args.h"
 #include "diff/diff_print.h"
 #include "export/load_traces.h"
-#include "reader/analyses.h"
+#include "analysis/analyses.h"
 
 #define CMD "diff"
 

@@ -1,6 +1,6 @@
 /* `nccl-lens diff A B`: two runs compared per communicator and per operation
  * (func, size bucket). The numbers come from the views every command shows:
- * the job view's execution (tools/reader/job.h) for a communicator with
+ * the job view's execution (tools/analysis/job/job.h) for a communicator with
  * several ranks loaded in both runs, else summary's completion
  * (tools/summary/summary_model.h). Nothing is re-derived from events here:
  * this file matches the two runs' rows and ranks the differences. */
@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "reader/job.h"
+#include "analysis/job/job.h"
 #include "reader/lensread.h"
 #include "summary/summary_model.h"
 

@@ -14,7 +14,7 @@
 #include "export/lanes.h"
 #include "export/proxy_levels.h"
 
-/* From tools/reader/starvation.c when linked. */
+/* From tools/analysis/sched/starvation.c when linked. */
 __attribute__((weak)) int lens_starvation_sample_matches(const struct lens_model *m, const struct lens_sched_sample *s,
                                                          int32_t t);
 

@@ -13,8 +13,8 @@
 #include "cli/trace_args.h"
 #include "export/chrome.h"
 #include "export/job_export.h"
-#include "reader/job.h"
-#include "reader/job_align.h"
+#include "analysis/job/job.h"
+#include "analysis/job/job_align.h"
 
 #define CMD "export"
 

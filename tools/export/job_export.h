@@ -1,5 +1,5 @@
 /* The merged job timeline (`nccl-lens export --format job`, docs/timeline.md):
- * the traces of every host on one job time base (tools/reader/job_align.h),
+ * the traces of every host on one job time base (tools/analysis/job/job_align.h),
  * as Chrome Trace Event JSON for Perfetto.
  *
  * Layout: one process per host ("host NAME: ranks ..."), and per rank its
@@ -28,8 +28,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "reader/job.h"
-#include "reader/job_align.h"
+#include "analysis/job/job.h"
+#include "analysis/job/job_align.h"
 
 struct lens_job_export_opts {
   int have_comm;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "cli/cli.h"
-#include "reader/analyses.h"
+#include "analysis/analyses.h"
 
 static void progress(uint64_t done, uint64_t total) {
   lens_cli_progress("loading traces (MiB)", (long)(done >> 20), (long)(total >> 20));

@@ -1,5 +1,5 @@
 /* nccl-lens hang TRACE|DIR... [--json] [-o FILE]: where a hung job's ranks
- * part and what each stuck rank waits for (tools/reader/hang_analysis.h). */
+ * part and what each stuck rank waits for (tools/analysis/hang/hang_analysis.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +10,7 @@
 #include "cli/trace_args.h"
 #include "export/load_traces.h"
 #include "hang/hang_print.h"
-#include "reader/hang_analysis.h"
+#include "analysis/hang/hang_analysis.h"
 
 #define CMD "hang"
 

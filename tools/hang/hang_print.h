@@ -4,7 +4,7 @@
 
 #include <stdio.h>
 
-#include "reader/hang_analysis.h"
+#include "analysis/hang/hang_analysis.h"
 #include "reader/lensread.h"
 
 void lens_hang_print_text(FILE *f, const struct lens_model *m, const struct lens_hang_report *h);

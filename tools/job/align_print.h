@@ -1,11 +1,11 @@
-/* Printing the host alignment (tools/reader/job_align.h): the "hosts" table
+/* Printing the host alignment (tools/analysis/job/job_align.h): the "hosts" table
  * of `nccl-lens job` and summary's clocks section, and its JSON key. */
 #ifndef NCCL_LENS_ALIGN_PRINT_H
 #define NCCL_LENS_ALIGN_PRINT_H
 
 #include <stdio.h>
 
-#include "reader/job_align.h"
+#include "analysis/job/job_align.h"
 
 /* The time base line and one row per host. Prints nothing for one host. */
 void lens_align_print_text(FILE *f, const struct lens_model *m, const struct lens_align *a);

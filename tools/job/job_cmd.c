@@ -27,9 +27,9 @@
 #include "cli/trace_args.h"
 #include "export/load_traces.h"
 #include "job/job_print.h"
-#include "reader/job_align.h"
-#include "reader/job.h"
-#include "reader/job_part.h"
+#include "analysis/job/job_align.h"
+#include "analysis/job/job.h"
+#include "analysis/job/job_part.h"
 #include "reader/trace_size.h"
 
 #define CMD "job"

@@ -1,4 +1,4 @@
-/* Printing the job view (tools/reader/job.h): text tables, the JSON contract
+/* Printing the job view (tools/analysis/job/job.h): text tables, the JSON contract
  * of `nccl-lens job --json` (docs/job.md), and the headline tables that
  * summary and report lead with. */
 #ifndef NCCL_LENS_JOB_PRINT_H
@@ -6,8 +6,8 @@
 
 #include <stdio.h>
 
-#include "reader/job.h"
-#include "reader/job_align.h"
+#include "analysis/job/job.h"
+#include "analysis/job/job_align.h"
 
 /* Headline tables (one per communicator with > 1 rank loaded) and the
  * straggler ranking. Prints nothing when no communicator has 2 ranks. */

@@ -7,7 +7,7 @@
 #include "cli/opt.h"
 #include "cli/trace_args.h"
 #include "net/net_print.h"
-#include "reader/analyses.h"
+#include "analysis/analyses.h"
 
 #define CMD "net"
 #define DEFAULT_TOP 10

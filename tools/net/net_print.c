@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "export/json_out.h"
-#include "report/report_md.h"
+#include "cli/format.h"
 
 #define TOP_INSTANCES 5
 #define TOP_ASYM 5
@@ -55,8 +55,8 @@ static void conn_row(const struct lens_model *m, const struct lens_net *n, const
   fmt_bytes(a->t.bytes, r->bytes, sizeof r->bytes);
   if (a->gbps > 0) snprintf(r->gbps, sizeof r->gbps, "%.2f", a->gbps);
   else snprintf(r->gbps, sizeof r->gbps, "-");
-  lens_report_fmt_ns((double)a->p50_step_ns, r->p50, sizeof r->p50);
-  lens_report_fmt_ns((double)a->p99_step_ns, r->p99, sizeof r->p99);
+  lens_fmt_ns((double)a->p50_step_ns, r->p50, sizeof r->p50);
+  lens_fmt_ns((double)a->p99_step_ns, r->p99, sizeof r->p99);
   if (s)
     snprintf(r->send, sizeof r->send, "%.0f/%.0f/%.0f", share(&s->t, LENS_NET_SEND_GPU_WAIT),
              share(&s->t, LENS_NET_SEND_PEER_WAIT), share(&s->t, LENS_NET_SEND_WIRE));
@@ -101,7 +101,7 @@ static void starvation_line(FILE *f, const struct lens_net *n, const char *pre) 
     return;
   }
   char t[24];
-  lens_report_fmt_ns((double)n->total.starved_ns, t, sizeof t);
+  lens_fmt_ns((double)n->total.starved_ns, t, sizeof t);
   fprintf(f, "%s%" PRIu64 " steps (%s) overlapped a starved proxy thread: flagged and left out of the ranking, "
              "not blamed on the network\n",
           pre, n->total.starved_steps, t);
@@ -181,7 +181,7 @@ static void top_instances(FILE *f, const struct lens_model *m, int md) {
     const struct lens_event *e = &m->events[v[i].ev];
     const struct lens_net_split *s = &v[i].s;
     char t[24];
-    lens_report_fmt_ns((double)s->step_ns, t, sizeof t);
+    lens_fmt_ns((double)s->step_ns, t, sizeof t);
     char seq[24] = "-"; /* p2p has no seqNumber */
     if (e->type == LENS_T_COLL) snprintf(seq, sizeof seq, "%" PRIu64, e->p.coll.seq);
     if (md)
@@ -215,8 +215,8 @@ static void qps(FILE *f, const struct lens_net *n, int md) {
     const struct lens_net_qp *q = &n->qps[i];
     char b[24], p50[20], mx[20];
     fmt_bytes(q->bytes, b, sizeof b);
-    lens_report_fmt_ns((double)q->p50_ns, p50, sizeof p50);
-    lens_report_fmt_ns((double)q->max_ns, mx, sizeof mx);
+    lens_fmt_ns((double)q->p50_ns, p50, sizeof p50);
+    lens_fmt_ns((double)q->max_ns, mx, sizeof mx);
     const char *dir = q->dir == LENS_NET_DIR_SEND ? "send" : q->dir == LENS_NET_DIR_RECV ? "recv" : "-";
     if (md)
       fprintf(f, "| %d | %s | %d | %d | %d | %d | %s | %" PRIu64 " | %s | %s | %s |\n", q->rank,

@@ -1,11 +1,11 @@
 /* The network view as text, Markdown (the report's section) and JSON
- * (contract: docs/net.md). Numbers come from tools/reader/net_analysis.h. */
+ * (contract: docs/net.md). Numbers come from tools/analysis/net/net_analysis.h. */
 #ifndef NCCL_LENS_NET_PRINT_H
 #define NCCL_LENS_NET_PRINT_H
 
 #include <stdio.h>
 
-#include "reader/net_analysis.h"
+#include "analysis/net/net_analysis.h"
 
 /* top: connections listed (the rest are counted); <= 0 means all. */
 void lens_net_print_text(FILE *f, const struct lens_model *m, const struct lens_net *n, int top);

@@ -287,6 +287,12 @@ struct lens_model {
 struct lens_model *lens_model_load(const char *const *paths, size_t n_paths, char *err, size_t err_len,
                                    void (*progress)(uint64_t done, uint64_t total));
 void lens_model_free(struct lens_model *m);
+/* An analysis that keeps state beside a model (the reader knows none of
+ * them) registers how to release it: lens_model_free calls fn(m) first,
+ * before the model's address can be reused. The same fn registers once; at
+ * most LENS_MODEL_RELEASE_MAX. 0, or -1 when full. */
+#define LENS_MODEL_RELEASE_MAX 8
+int lens_model_on_free(struct lens_model *m, void (*fn)(struct lens_model *m));
 /* lens_model_load with flags. LENS_LOAD_FOLD_STEPS: ProxySteps do not become
  * events; each ProxyOp counts its steps that stopped and keeps their first
  * and last stop (proxy_op.folded_*), and their states are not kept. For a

@@ -319,14 +319,21 @@ bad:
   return NULL;
 }
 
-/* The GPU analysis keeps state beside the model (gpu_analysis.h); it must go
- * before the model's address can be reused by the next model. */
-__attribute__((weak)) void lens_gpu_release(struct lens_model *m);
+int lens_model_on_free(struct lens_model *m, void (*fn)(struct lens_model *m)) {
+  struct lens_reader_priv *priv = m ? m->priv : NULL;
+  if (!priv || !fn) return -1;
+  for (size_t i = 0; i < priv->n_on_free; i++)
+    if (priv->on_free[i] == fn) return 0;
+  if (priv->n_on_free == LENS_MODEL_RELEASE_MAX) return -1;
+  priv->on_free[priv->n_on_free++] = fn;
+  return 0;
+}
 
 void lens_model_free(struct lens_model *m) {
   if (!m) return;
-  if (lens_gpu_release) lens_gpu_release(m);
   struct lens_reader_priv *priv = m->priv;
+  /* Analyses' state first (lens_model_on_free), last registered first. */
+  for (size_t i = priv ? priv->n_on_free : 0; i-- > 0;) priv->on_free[i](m);
   if (priv) {
     for (size_t i = 0; i < priv->n_maps; i++) free(priv->maps[i].addr);
     free(priv->maps);

@@ -9,12 +9,7 @@
 #include "lensread.h"
 #include "reader_hash.h"
 
-/* Asks for transparent huge pages over the 2 MiB-aligned interior of a big
- * allocation (fewer page faults); a hint only. */
-void lens_hugepage_hint(void *p, size_t len);
-/* Faults in the pages of a big allocation about to be written whole, in one
- * call; a hint only. */
-void lens_prefault(void *p, size_t len);
+#include "mem_hint.h"
 /* Sizes a writer never exceeds by far (its chunks hold at most 256 KiB of
  * fixed records); a packed chunk claiming more is malformed input, not a
  * reason to allocate. */
@@ -68,6 +63,8 @@ struct lens_reader_priv {
   struct lens_hash *events; size_t n_events_hash;
   struct lens_proc_session { int32_t proc; uint32_t session; } *sessions; /* every session number seen */
   size_t n_sessions, cap_sessions;
+  void (*on_free[LENS_MODEL_RELEASE_MAX])(struct lens_model *m); /* lens_model_on_free */
+  size_t n_on_free;
 };
 
 /* A stop or state record waiting for its event (applied per file in file order). */

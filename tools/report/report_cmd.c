@@ -9,7 +9,7 @@
 
 #include "cli/cli.h"
 #include "cli/trace_args.h"
-#include "reader/analyses.h"
+#include "analysis/analyses.h"
 #include "report/report_md.h"
 #include "summary/summary_top.h"
 

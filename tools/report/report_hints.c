@@ -29,15 +29,15 @@ static int late_ranks(FILE *f, const struct lens_model *m, const struct lens_rep
     }
     if (!worst || a < 10e3 || a < 2 * second) continue;
     char s[32], mx[32], lb[48];
-    lens_report_fmt_ns(a, s, sizeof s);
-    lens_report_fmt_ns((double)w->max_ns, mx, sizeof mx);
+    lens_fmt_ns(a, s, sizeof s);
+    lens_fmt_ns((double)w->max_ns, mx, sizeof mx);
     if (w->same_thread_n * 2 > w->n) { /* mostly one thread launching several ranks: launch order */
       const struct lens_thread *t = w->thread >= 0 ? &m->threads[w->thread] : NULL;
       fprintf(f, "- **Rank %d of %s starts %s after the first rank on average** (max %s, last in %" PRIu64 " of %" PRIu64
                  " operations), but one thread (tid %u of %s:%u) starts its collectives and those of other ranks of "
                  "this communicator one after another: that is the order in which one thread drives several GPUs, "
                  "not compute imbalance. One thread or process per GPU removes it.\n",
-              w->rank, lens_report_comm_label(w->comm_name, w->comm_id, lb, sizeof lb), s, mx, w->last_n, w->n,
+              w->rank, lens_fmt_comm_label(w->comm_name, w->comm_id, lb, sizeof lb), s, mx, w->last_n, w->n,
               t ? t->tid : 0, t ? m->procs[t->proc].host : "?", t ? m->procs[t->proc].pid : 0);
       n++;
       continue;
@@ -45,7 +45,7 @@ static int late_ranks(FILE *f, const struct lens_model *m, const struct lens_rep
     fprintf(f, "- **Rank %d of %s arrives %s late on average** (max %s, last to arrive in %" PRIu64 " of %" PRIu64
                " operations): the other ranks wait for it inside the collective. Look at what rank %d does before "
                "its collectives (compute imbalance, data loading, host synchronisation).\n",
-            w->rank, lens_report_comm_label(w->comm_name, w->comm_id, lb, sizeof lb), s, mx, w->last_n, w->n, w->rank);
+            w->rank, lens_fmt_comm_label(w->comm_name, w->comm_id, lb, sizeof lb), s, mx, w->last_n, w->n, w->rank);
     n++;
   }
   return n;
@@ -69,8 +69,8 @@ static int outliers(FILE *f, const struct lens_report *r) {
     prev_max = best->completion.max;
     char size[32], a[32], mx[32], lb[48], fl[96], al[96];
     lens_size_bucket_label(best->bucket, size, sizeof size);
-    lens_report_fmt_ns(avg(&best->completion), a, sizeof a);
-    lens_report_fmt_ns((double)best->completion.max, mx, sizeof mx);
+    lens_fmt_ns(avg(&best->completion), a, sizeof a);
+    lens_fmt_ns((double)best->completion.max, mx, sizeof mx);
     /* The average is over the operations with a completion time; the row
      * counts them all: say both when they differ. */
     char over[96];
@@ -83,7 +83,7 @@ static int outliers(FILE *f, const struct lens_report *r) {
                "operation in the timeline (`nccl-lens export`) and see what its ranks and proxy thread were doing.\n",
             lens_summary_func_label(best, fl, sizeof fl), lens_summary_algo_label(best, al, sizeof al),
             nz(best->proto), size,
-            lens_report_comm_label(s->groups[best->group].name, s->groups[best->group].comm_id, lb, sizeof lb), mx,
+            lens_fmt_comm_label(s->groups[best->group].name, s->groups[best->group].comm_id, lb, sizeof lb), mx,
             (double)best->completion.max / avg(&best->completion), a, over);
     n++;
   }
@@ -106,11 +106,11 @@ static int launch_bound(FILE *f, const struct lens_report *r) {
     }
     if (!comp.n || !enq.n || avg(&enq) <= avg(&comp)) continue;
     char a[32], b[32], lb[48];
-    lens_report_fmt_ns(avg(&enq), a, sizeof a);
-    lens_report_fmt_ns(avg(&comp), b, sizeof b);
+    lens_fmt_ns(avg(&enq), a, sizeof a);
+    lens_fmt_ns(avg(&comp), b, sizeof b);
     fprintf(f, "- **%s is launch-bound**: enqueueing an operation takes %s on the host on average, longer than "
                "the %s it takes to complete. Group or fuse small operations, or capture them in a CUDA graph.\n",
-            lens_report_comm_label(s->groups[g].name, s->groups[g].comm_id, lb, sizeof lb), a, b);
+            lens_fmt_comm_label(s->groups[g].name, s->groups[g].comm_id, lb, sizeof lb), a, b);
     n++;
   }
   return n;
@@ -122,7 +122,7 @@ static int starved(FILE *f, const struct lens_model *m, const struct lens_report
   for (size_t i = 0; i < r->n_starve; i++)
     if (!w || r->starve[i].starved_ns > w->starved_ns) w = &r->starve[i];
   char ns[32];
-  lens_report_fmt_ns(w ? (double)w->starved_ns : 0, ns, sizeof ns);
+  lens_fmt_ns(w ? (double)w->starved_ns : 0, ns, sizeof ns);
   fprintf(f, "- **%.1f%% of KernelCh starved** (%" PRIu64 " of %" PRIu64 "): their proxy thread was runnable but "
              "not running while they completed; worst thread tid %u (%s starved). Give the proxy thread a core of "
              "its own (CPU affinity, fewer data-loader threads).\n",

@@ -3,7 +3,7 @@
  * report_model.c. */
 #include "report/report_md.h"
 #include "hang/hang_print.h"
-#include "reader/hang_analysis.h"
+#include "analysis/hang/hang_analysis.h"
 
 #include "job/job_print.h"
 
@@ -15,25 +15,13 @@
 #include "summary/summary_print.h"
 #include "validate/validate_print.h"
 
-/* From tools/reader/starvation.c when linked. */
+/* From tools/analysis/sched/starvation.c when linked. */
 __attribute__((weak)) void lens_print_starvation(FILE *f, const struct lens_model *m);
-
-void lens_report_fmt_ns(double ns, char *buf, size_t len) {
-  if (ns < 1e3) snprintf(buf, len, "%.0f ns", ns);
-  else if (ns < 1e6) snprintf(buf, len, "%.2f us", ns / 1e3);
-  else if (ns < 1e9) snprintf(buf, len, "%.2f ms", ns / 1e6);
-  else snprintf(buf, len, "%.2f s", ns / 1e9);
-}
 
 static const char *nz(const char *s) { return s && *s ? s : "-"; }
 
 #define REPORT_NET_TOP 10 /* connections in the Network section: one screen */
 
-const char *lens_report_comm_label(const char *name, uint64_t comm_id, char *buf, size_t len) {
-  if (name && *name) return name;
-  snprintf(buf, len, "comm 0x%" PRIx64, comm_id);
-  return buf;
-}
 static double avg(const struct lens_stat *s) { return s->n ? (double)s->sum / (double)s->n : 0.0; }
 static double pct(uint64_t a, uint64_t b) { return b ? 100.0 * (double)a / (double)b : 0.0; }
 
@@ -59,7 +47,7 @@ static void recorded(FILE *f, const struct lens_model *m, const struct lens_repo
       const struct lens_file *fl = &m->files[pr->file];
       char mask[256], dur[32];
       mask_names(pr->event_mask, mask, sizeof mask);
-      lens_report_fmt_ns((double)(r->procs[p].last_ns - r->procs[p].first_ns), dur, sizeof dur);
+      lens_fmt_ns((double)(r->procs[p].last_ns - r->procs[p].first_ns), dur, sizeof dur);
       fprintf(f, "| %s:%u | v%u | 0x%x (%s) | %s | %u | %s | `%s` |\n", pr->host, pr->pid, pr->nccl_api_version,
               pr->event_mask, mask, r->procs[p].last_ns ? dur : "-", fl->n_sessions, fl->clean_end ? "yes" : "no",
               fl->path);
@@ -74,7 +62,7 @@ static void recorded(FILE *f, const struct lens_model *m, const struct lens_repo
       const struct lens_proc *pr = &m->procs[cm->proc];
       char life[32] = "not finalized";
       if (cm->fini_mono_ns >= cm->init_mono_ns && cm->fini_mono_ns)
-        lens_report_fmt_ns((double)(cm->fini_mono_ns - cm->init_mono_ns), life, sizeof life);
+        lens_fmt_ns((double)(cm->fini_mono_ns - cm->init_mono_ns), life, sizeof life);
       fprintf(f, "| %s | 0x%" PRIx64 " | %d | %d | %d | %s:%u | %s |\n", nz(cm->name), cm->comm_id, cm->rank,
               cm->nranks, cm->nnodes, pr->host, pr->pid, life);
     }
@@ -117,7 +105,7 @@ static void collectives(FILE *f, const struct lens_summary *s) {
       const struct lens_sum_group *g = &s->groups[cur];
       char lb[48];
       fprintf(f, "%s### %s (comm id 0x%" PRIx64 ", %d ranks, %d seen)\n\n", k ? "\n" : "",
-              lens_report_comm_label(g->name, g->comm_id, lb, sizeof lb), g->comm_id, g->nranks, g->ranks_seen);
+              lens_fmt_comm_label(g->name, g->comm_id, lb, sizeof lb), g->comm_id, g->nranks, g->ranks_seen);
       fprintf(f, "| func | algo | proto | size | count | bytes | enqueue avg | enqueue max | completion avg | "
                  "completion max | algbw | ch GPU avg | proxy ops/steps/bytes | graph ops |\n"
                  "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n");
@@ -166,7 +154,7 @@ static void ce_collectives(FILE *f, const struct lens_summary *s) {
     if (r->batch.n) snprintf(ba, sizeof ba, "%.3f", avg(&r->batch) / 1e3);
     fprintf(f, "| %s | %s | %s | %s | %" PRIu64 " | %" PRIu64 " | %s | %s | %s | %" PRIu64 " | %s | %" PRIu64
                " | %s | %" PRIu64 " |\n",
-            lens_report_comm_label(g->name, g->comm_id, lb, sizeof lb), nz(r->func), nz(r->sync_strategy), size,
+            lens_fmt_comm_label(g->name, g->comm_id, lb, sizeof lb), nz(r->func), nz(r->sync_strategy), size,
             r->count, r->bytes, enq, ca, cm, r->sync.n, sa, r->batch.n, ba, r->batch_bytes);
   }
   fputc('\n', f);
@@ -196,12 +184,12 @@ static void completion_vs_enqueue(FILE *f, const struct lens_model *m, const str
       comp.sum += w->completion.sum;
     }
     char a[32], b[32], ratio[32] = "-";
-    lens_report_fmt_ns(avg(&enq), a, sizeof a);
-    lens_report_fmt_ns(avg(&comp), b, sizeof b);
+    lens_fmt_ns(avg(&enq), a, sizeof a);
+    lens_fmt_ns(avg(&comp), b, sizeof b);
     if (comp.n && avg(&enq) > 0) snprintf(ratio, sizeof ratio, "%.2f", avg(&comp) / avg(&enq));
     char lb[48];
     fprintf(f, "| %s | %" PRIu64 " | %" PRIu64 " | %s | %s | %s |\n",
-            lens_report_comm_label(s->groups[g].name, s->groups[g].comm_id, lb, sizeof lb), ops, comp.n, a,
+            lens_fmt_comm_label(s->groups[g].name, s->groups[g].comm_id, lb, sizeof lb), ops, comp.n, a,
             comp.n ? b : "-", ratio);
   }
   fputc('\n', f);
@@ -215,11 +203,11 @@ static void completion_vs_enqueue(FILE *f, const struct lens_model *m, const str
   for (size_t i = 0; i < r->n_late; i++) {
     const struct lens_rep_late *l = &r->late[i];
     char a[32], b[32];
-    lens_report_fmt_ns(l->n ? (double)l->sum_ns / (double)l->n : 0, a, sizeof a);
-    lens_report_fmt_ns((double)l->max_ns, b, sizeof b);
+    lens_fmt_ns(l->n ? (double)l->sum_ns / (double)l->n : 0, a, sizeof a);
+    lens_fmt_ns((double)l->max_ns, b, sizeof b);
     char lb[48];
     fprintf(f, "| %s | %d | %" PRIu64 " | %s | %s | %" PRIu64 " (%.0f%%) |\n",
-            lens_report_comm_label(l->comm_name, l->comm_id, lb, sizeof lb), l->rank, l->n, a, b,
+            lens_fmt_comm_label(l->comm_name, l->comm_id, lb, sizeof lb), l->rank, l->n, a, b,
             l->last_n, pct(l->last_n, l->n));
   }
   (void)m;
@@ -241,8 +229,8 @@ static void accuracy(FILE *f, const struct lens_model *m, const struct lens_repo
           r->kernel_ch, s->time_source[0], s->time_source[1], s->time_source[2], m->n_kernels);
   if (r->lag_n) {
     char a[32], b[32];
-    lens_report_fmt_ns((double)r->lag_sum_ns / (double)r->lag_n, a, sizeof a);
-    lens_report_fmt_ns((double)r->lag_max_ns, b, sizeof b);
+    lens_fmt_ns((double)r->lag_sum_ns / (double)r->lag_n, a, sizeof a);
+    lens_fmt_ns((double)r->lag_max_ns, b, sizeof b);
     fprintf(f, " The thread that polls KernelCh (the proxy; on NCCL >= 2.31 its profiler thread) noticed kernel channel completion %s after it on average (max %s, %" PRIu64 " channels).", a,
             b, r->lag_n);
   }
@@ -254,8 +242,8 @@ static void accuracy(FILE *f, const struct lens_model *m, const struct lens_repo
       const struct lens_clock_map *c = &m->clock_maps[i];
       const struct lens_thread *t = c->thread >= 0 ? &m->threads[c->thread] : NULL;
       char res[32], eb[32];
-      lens_report_fmt_ns(c->residual_ns, res, sizeof res);
-      lens_report_fmt_ns(c->error_bound_ns, eb, sizeof eb);
+      lens_fmt_ns(c->residual_ns, res, sizeof res);
+      lens_fmt_ns(c->error_bound_ns, eb, sizeof eb);
       fprintf(f, "| %s:%u tid %u | %d | %s | %u | %.9f | %s | %s |\n", m->procs[c->proc].host, m->procs[c->proc].pid,
               t ? t->tid : 0, c->rank, lens_time_source_name(c->source), c->n_points, c->slope, res, eb);
     }
@@ -297,7 +285,7 @@ static void proxies(FILE *f, const struct lens_model *m, const struct lens_repor
     const struct lens_rep_starve *x = &r->starve[i];
     const struct lens_thread *t = &m->threads[x->thread];
     char ns[32];
-    lens_report_fmt_ns((double)x->starved_ns, ns, sizeof ns);
+    lens_fmt_ns((double)x->starved_ns, ns, sizeof ns);
     fprintf(f, "| %s:%u tid %u | %" PRIu64 " | %" PRIu64 " (%.1f%%) | %" PRIu64 " | %" PRIu64 " (%.1f%%) | %s |\n",
             m->procs[t->proc].host, m->procs[t->proc].pid, t->tid, x->kernel_ch, x->kernel_ch_starved,
             pct(x->kernel_ch_starved, x->kernel_ch), x->proxy, x->proxy_starved, pct(x->proxy_starved, x->proxy), ns);

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "reader/lensread.h"
-#include "reader/net_analysis.h"
+#include "analysis/net/net_analysis.h"
 #include "summary/summary_model.h"
 
 /* Recorded span of one process: first event start .. last event stop. */

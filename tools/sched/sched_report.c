@@ -1,5 +1,5 @@
 /* See sched_report.h. Not behind LENS_HAVE_BPF on purpose: this strong
- * reference is what links tools/reader/starvation.c into nccl-lens, so the
+ * reference is what links tools/analysis/sched/starvation.c into nccl-lens, so the
  * weak lens_analyze_starvation / lens_print_starvation that other commands
  * test for resolve (a weak reference alone never pulls an object out of the
  * lensread archive). */

@@ -7,7 +7,7 @@
 #include "export/json_out.h"
 #include "host_clock.h"
 #include "job/align_print.h"
-#include "reader/job.h"
+#include "analysis/job/job.h"
 #include "summary/summary_print.h"
 
 static void fmt_ns(char *buf, size_t len, uint64_t ns) {

@@ -5,7 +5,7 @@
 #include "cli/cli.h"
 #include "cli/opt.h"
 #include "cli/trace_args.h"
-#include "reader/analyses.h"
+#include "analysis/analyses.h"
 #include "job/job_print.h"
 #include "summary/summary_print.h"
 #include "summary/summary_top.h"

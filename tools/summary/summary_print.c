@@ -7,7 +7,7 @@
 
 #include "export/json_out.h"
 
-/* From tools/reader/starvation.c when linked. */
+/* From tools/analysis/sched/starvation.c when linked. */
 __attribute__((weak)) void lens_print_starvation(FILE *f, const struct lens_model *m);
 __attribute__((weak)) void lens_json_starvation(FILE *f, const struct lens_model *m);
 

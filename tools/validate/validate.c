@@ -13,8 +13,8 @@
 #include "cli/opt.h"
 #include "cli/trace_args.h"
 #include "export/load_traces.h"
-#include "reader/analyses.h"
-#include "reader/gpu_analysis.h"
+#include "analysis/analyses.h"
+#include "analysis/gpu/gpu_analysis.h"
 #include "validate_print.h"
 
 static void load_progress(uint64_t done, uint64_t total) {

@@ -9,7 +9,7 @@
 #include "cli/cli.h"
 #include "export/json_out.h"
 
-#include "reader/gpu_analysis.h"
+#include "analysis/gpu/gpu_analysis.h"
 #include "validate_print.h"
 
 static const char *const flag_names[] = {"stop_before_start", "non_monotonic", "shared_timer", "ring_overrun",

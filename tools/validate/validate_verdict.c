@@ -9,8 +9,8 @@
  * only durations are. Without CUPTI only durations can be vouched for. */
 #include <stdio.h>
 
-#include "report/report_md.h"
-#include "reader/gpu_analysis.h"
+#include "cli/format.h"
+#include "analysis/gpu/gpu_analysis.h"
 #include "validate_print.h"
 
 #define PLACEMENT_NS 2000.0
@@ -35,7 +35,7 @@ void lens_validate_judge(const struct lens_model *m, struct lens_validate_verdic
   }
   const char *basis = cupti_maps ? "CUPTI kernel records" : "proxy notice times (biased late by the least polling delay)";
   char bound[32]; /* in human units, for the prose */
-  lens_report_fmt_ns(worst_bound, bound, sizeof bound);
+  lens_fmt_ns(worst_bound, bound, sizeof bound);
   const struct lens_gpu_report *r = lens_gpu_report_get(m);
   size_t contradict = r ? r->kernels_contradict : 0;
   /* What to do for better absolute times depends on what was given. */

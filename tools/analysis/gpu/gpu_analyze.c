@@ -41,6 +41,7 @@ struct lens_gpu_state *lens_gpu_state(const struct lens_model *m, int create) {
     states = s;
   }
   pthread_mutex_unlock(&states_mu);
+  if (s && create) lens_model_on_free((struct lens_model *)m, lens_gpu_release); /* freed with the model */
   return s;
 }
 

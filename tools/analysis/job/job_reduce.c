@@ -30,7 +30,7 @@
 #include "job_part.h"
 #include "lens_checked.h"
 #include "job_priv.h"
-#include "reader_priv.h"
+#include "mem_hint.h"
 
 /* An instance's key. */
 struct ikey {

@@ -7,7 +7,7 @@
 
 #include "lensread.h"
 
-/* GPU side (CUPTI engineer, tools/reader/gpu_*.c): parse CUPTI blobs and extra
+/* GPU side (CUPTI engineer, tools/analysis/gpu/gpu_*.c): parse CUPTI blobs and extra
  * buffers with libcupti's record walker, join ext id -> correlation id ->
  * kernel -> KernelLaunch -> Coll/P2p -> KernelCh, fit per-GPU clock maps,
  * map KernelCh/kernels to host time, set LENS_ACC_* flags (stop before start,
@@ -19,7 +19,7 @@ __attribute__((weak)) int lens_analyze_gpu(struct lens_model *m, char *err, size
  * as CUPTI delivered the buffer). Call before lens_analyze_gpu. */
 __attribute__((weak)) int lens_model_add_cupti_file(struct lens_model *m, const char *path, char *err, size_t err_len);
 
-/* Starvation (eBPF engineer, tools/reader/starvation.c): merge probe samples
+/* Starvation (eBPF engineer, tools/analysis/sched/starvation.c): merge probe samples
  * with the plugin's events by thread (outer tid) and time; set
  * LENS_ACC_STARVED, acc.starved_ns, acc.sched_sample on every KernelCh,
  * ProxyOp and ProxyStep whose timing overlaps a starvation interval of its

@@ -1,4 +1,4 @@
-/* Per-model storage of the GPU analysis (private to tools/reader/gpu_*.c). */
+/* Per-model storage of the GPU analysis (private to tools/analysis/gpu/gpu_*.c). */
 #ifndef NCCL_LENS_GPU_STATE_H
 #define NCCL_LENS_GPU_STATE_H
 

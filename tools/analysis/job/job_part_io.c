@@ -50,7 +50,7 @@
 #include "job_priv.h"
 #include "lens_checked.h"
 #include "lens_chunk.h"
-#include "reader_priv.h"
+#include "mem_hint.h"
 
 struct fhdr { char magic[8]; uint32_t version, hdr_size, flags, reserved0; uint64_t reserved1; };
 struct sec { uint32_t tag, crc; uint64_t count, len; };

@@ -24,7 +24,7 @@
  * that was not recorded (dropped, or a ProxyOp without a handle, which makes
  * NCCL record no step states) turns the time around it into `unknown`,
  * never into a guess. A step whose timing overlaps a starvation interval of
- * its proxy thread (LENS_ACC_STARVED, tools/reader/starvation.c) keeps its
+ * its proxy thread (LENS_ACC_STARVED, tools/analysis/sched/starvation.c) keeps its
  * split but is counted apart and left out of the blame (ranking, dominant
  * phase): a late proxy is not a slow network. */
 #ifndef NCCL_LENS_NET_ANALYSIS_H

@@ -1,4 +1,4 @@
-/* Internals shared by the network view's files (tools/reader/net_*.c). */
+/* Internals shared by the network view's files (tools/analysis/net/net_*.c). */
 #ifndef NCCL_LENS_NET_PRIV_H
 #define NCCL_LENS_NET_PRIV_H
 

@@ -1,5 +1,5 @@
 /* The GPU analysis (lens_analyze_gpu, declared in analyses.h), split across
- * tools/reader/gpu_*.c: record collection and the CUPTI join (gpu_join.c),
+ * tools/analysis/gpu/gpu_*.c: record collection and the CUPTI join (gpu_join.c),
  * clock fits (gpu_clock.c), accuracy flags (gpu_flags.c), and the entry
  * point with its per-model storage (gpu_analyze.c).
  *

@@ -9,7 +9,7 @@
 #include "host_clock.h"
 #include "job_align.h"
 #include "lens_checked.h"
-#include "reader_priv.h"
+#include "mem_hint.h"
 
 const char *lens_align_source_name(int s) {
   switch (s) {
