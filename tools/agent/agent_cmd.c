@@ -309,10 +309,12 @@ int lens_cmd_agent(int argc, char **argv) {
   /* the last state for the textfile collector: what a job that just ended left */
   if (textfile && write_textfile(&a, textfile) != 0) fprintf(stderr, "nccl-lens agent: cannot write %s\n", textfile);
 out:
-  /* the push in flight is abandoned within ~0.1 s, whatever the collector does */
+  /* The server first: its threads render under a.mu and read a.pusher, so
+   * they must be gone before the pusher is (TSan saw the race). Then the
+   * push in flight is abandoned within ~0.1 s, whatever the collector does. */
+  agent_http_stop(http);
   otlp_pusher_stop(a.pusher);
   a.pusher = NULL;
-  agent_http_stop(http);
   if (otlp) otlp_config_free(&ocfg);
   if (web_file) web_config_free(&wc);
   if (a.m) agent_model_free(a.m);
