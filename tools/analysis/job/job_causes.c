@@ -391,6 +391,10 @@ static int row_cmp(const void *x, const void *y) {
   return bucket_of(a->bytes) - bucket_of(b->bytes);
 }
 
+/* An instance that belongs in a headline row: seen on more than one rank
+ * of a communicator of more than one. */
+static int multi_rank(const struct lens_job_inst *in) { return in->nranks >= 2 && in->ranks_seen >= 2; }
+
 static int rows(struct lens_job *j) {
   size_t n = j->n_insts;
   size_t *idx = malloc((n ? n : 1) * sizeof *idx);
@@ -407,8 +411,15 @@ static int rows(struct lens_job *j) {
   for (size_t i = 0; i < n;) {
     size_t k = i;
     while (k < n && !row_cmp(&idx[i], &idx[k])) k++;
-    const struct lens_job_inst *first = &j->insts[idx[i]];
-    if (first->nranks < 2 || first->ranks_seen < 2) {
+    /* A row holds the group's instances seen on more than one rank. A
+     * one-rank instance (an AlltoAll's self-send, a communicator of which
+     * one rank was loaded) says nothing about waiting and is left out of
+     * the row, not allowed to decide for the group: the sort is not stable,
+     * and a group whose first instance was one was dropped whole. */
+    const struct lens_job_inst *first = NULL;
+    for (size_t q = i; q < k && !first; q++)
+      if (multi_rank(&j->insts[idx[q]])) first = &j->insts[idx[q]];
+    if (!first) {
       i = k;
       continue;
     }
@@ -421,6 +432,7 @@ static int rows(struct lens_job *j) {
     double moved = 0, exec_sum = 0, wsum = 0;
     for (size_t q = i; q < k; q++) {
       const struct lens_job_inst *in = &j->insts[idx[q]];
+      if (!multi_rank(in)) continue;
       row->count++;
       if (!in->exec_ns) continue;
       row->decomposed++;
