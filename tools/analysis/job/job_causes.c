@@ -95,6 +95,13 @@ static void late_cause(struct lens_job_inst *in, struct lens_job_rank *r, int64_
     int64_t g = lens_u64_diff(L->kstart_notice_ns, L->launch_stop_ns);
     if (g < gpu_hi) gpu_hi = g;
   }
+  /* Host spans (some rank had no KernelCh): every span ends at the proxy's
+   * completion notice, which a stalled proxy delays by milliseconds, so the
+   * lateness itself may be the notices', and no GPU start is compared with
+   * it: neither a busy GPU nor a late call is seen. Only a host stage,
+   * measured on the same host clock as the spans, may be named. */
+  int host_spans = (in->flags & LENS_JOB_HOST_SPANS) != 0;
+  if (host_spans) gpu_lo = INT64_MIN, gpu_hi = INT64_MAX;
   int64_t host_best = ex[0] > ex[1] ? ex[0] : ex[1];
   /* INT64_MIN: neither host stage measured. The doubling saturates: the
    * times come from files and may be anything. */
@@ -106,7 +113,7 @@ static void late_cause(struct lens_job_inst *in, struct lens_job_rank *r, int64_
     in->cause_excess_ns = gpu_lo;
   } else if (gpu_hi != INT64_MAX && lens_i64_mul(2, gpu_hi) < late && L->api_ns) {
     in->cause = LENS_CAUSE_LATE_APP; /* every stage after the API call was on time */
-  } /* else: the GPU clock map is too coarse to tell a busy GPU from a late app */
+  } /* else: the GPU clock map is too coarse to tell a busy GPU from a late app, or host spans hide both */
 }
 
 struct step { int32_t snd, rcv, rank, proc; uint64_t dur; }; /* one proxy op: its link, who ran it, its pace */
