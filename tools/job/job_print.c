@@ -46,9 +46,9 @@ static void cause_text(const struct lens_job_inst *in, char *buf, size_t len) {
 static const char cause_legend[] =
     "  causes: late app call = its enqueue, launch and GPU start were on time, the call came late; late or busy GPU =\n"
     "  no GPU clock map tells the two apart; host spans = last on spans that end at the proxy's notices (no KernelCh\n"
-    "  on some rank; a stalled proxy delays them): no GPU-side cause is named; other stages: +us over the other ranks'\n"
-    "  median; slow link: its steps' time over the other links'; starved proxy: the longest its proxy was kept from a\n"
-    "  CPU within one event\n";
+    "  on some rank; a stalled proxy delays them): no GPU-side cause is named; other stages: +us = the lateness the\n"
+    "  stage explains (its excess over the other ranks' median, at most the max wait); slow link: its steps' time over\n"
+    "  the other links'; starved proxy: the longest its proxy was kept from a CPU within one event\n";
 
 static void comm_head(FILE *f, const struct lens_model *m, uint64_t comm_id) {
   const char *name = "-";

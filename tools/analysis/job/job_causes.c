@@ -104,13 +104,18 @@ static void late_cause(struct lens_job_inst *in, struct lens_job_rank *r, int64_
   if (host_spans) gpu_lo = INT64_MIN, gpu_hi = INT64_MAX;
   int64_t host_best = ex[0] > ex[1] ? ex[0] : ex[1];
   /* INT64_MIN: neither host stage measured. The doubling saturates: the
-   * times come from files and may be anything. */
+   * times come from files and may be anything. The excess reported is the
+   * part of this instance's lateness the stage explains: the stage's
+   * excess, at most the lateness. A stage longer than the lateness holds
+   * time the other ranks lost too (a GPU queue that grows each iteration
+   * behind an application running ahead of it, a launch that blocks on
+   * that queue): it is not how late this rank was here. */
   if (host_best != INT64_MIN && lens_i64_mul(2, host_best) >= late && gpu_lo < host_best) {
     in->cause = ex[1] >= ex[0] ? LENS_CAUSE_SLOW_LAUNCH : LENS_CAUSE_SLOW_ENQUEUE;
-    in->cause_excess_ns = host_best;
+    in->cause_excess_ns = host_best < late ? host_best : late;
   } else if (gpu_lo != INT64_MIN && lens_i64_mul(2, gpu_lo) >= late) {
     in->cause = LENS_CAUSE_GPU_BUSY;
-    in->cause_excess_ns = gpu_lo;
+    in->cause_excess_ns = gpu_lo < late ? gpu_lo : late;
   } else if (gpu_hi != INT64_MAX && lens_i64_mul(2, gpu_hi) < late && L->api_ns) {
     in->cause = LENS_CAUSE_LATE_APP; /* every stage after the API call was on time */
   } /* else: the GPU clock map is too coarse to tell a busy GPU from a late app, or host spans hide both */
