@@ -254,6 +254,18 @@ int job_check_dir(const char *dir, const char *truth_path, const char *more_trut
       const char *want = actual_cause(truth, last, (int)tr->n, mj_int(t, "seq", -1), max_wait, c->cause);
       c->injected_named += !strcmp(cause, c->cause) && crank == c->straggler;
       if (!strcmp(cause, want) && crank == c->straggler) c->named_right++;
+      /* the excess a stage is credited with is how late this instance's
+       * straggler was, as far as the stage explains it: per instance, not
+       * the time a GPU queue or a blocking launch accumulated over the run */
+      if (crank == c->straggler &&
+          (!strcmp(cause, "slow_enqueue") || !strcmp(cause, "slow_launch") || !strcmp(cause, "gpu_busy"))) {
+        double ex = (double)mj_int(j, "cause_excess_ns", 0);
+        if (ex > max_wait + fmax(2000, 0.01 * max_wait) || 2 * ex + 4000 < max_wait) {
+          c->excess_off++;
+          fprintf(stderr, "  seq %lld: %s excess %.1f us, truth: rank %d was %.1f us late\n",
+                  (long long)mj_int(t, "seq", -1), cause, ex / 1e3, c->straggler, max_wait / 1e3);
+        }
+      }
       else if (!strcmp(cause, "unknown") && crank == c->straggler) {
         c->undecided++;
         double map_err = (double)rank_field(mj_get(j, "ranks"), crank, "map_err_ns");

@@ -16,6 +16,9 @@ struct job_check {
   size_t undecided;       /* ... named with cause "unknown" (the trace could not decide) */
   size_t undecided_coarse; /* ... of those, where the last rank's GPU clock map bound was >= a quarter of the wait:
                             * the trace really cannot tell a busy GPU from a late call (job.md) */
+  size_t excess_off;      /* ... named with a stage (slow_enqueue, slow_launch, gpu_busy) whose "+X us" excess is
+                           * not this instance's lateness: above the truth's max wait (+ 1 % or 2 us), or below half
+                           * of it (docs/job.md: the stage explains at least half, and never more than all) */
   size_t quiet;           /* truth: no straggler (max wait below half the threshold) */
   size_t quiet_named;     /* ... yet the job view named a straggler cause (late rank) */
   size_t quiet_link;      /* ... or a slow link / starved proxy (real in the simulation when its proxies are slowed) */

@@ -18,10 +18,10 @@
 
 static void report(const char *sc, const struct job_check *c) {
   fprintf(stderr,
-          "%s: %zu instances, %zu matched, exec ok %zu, waits ok %zu, last=injected %zu named %zu (as injected %zu), "
-          "quiet %zu named %zu, link named %zu, top straggler %d\n",
-          sc, c->instances, c->matched, c->exec_ok, c->wait_ok, c->truth_last_x, c->named_right, c->injected_named, c->quiet,
-          c->quiet_named, c->link_named, c->top_straggler);
+          "%s: %zu instances, %zu matched, exec ok %zu, waits ok %zu, last=injected %zu named %zu (as injected %zu, "
+          "excess off %zu), quiet %zu named %zu, link named %zu, top straggler %d\n",
+          sc, c->instances, c->matched, c->exec_ok, c->wait_ok, c->truth_last_x, c->named_right, c->injected_named,
+          c->excess_off, c->quiet, c->quiet_named, c->link_named, c->top_straggler);
 }
 
 static void run(const char *sc, int nodes, int rpn, int iters, struct job_check *c) {
@@ -54,6 +54,8 @@ static void arrival_cause(const char *sc) {
   assert_true(c.truth_last_x * 10 >= c.instances * 9);
   assert_int_equal(c.named_right + c.undecided, c.truth_last_x);
   assert_int_equal(c.top_straggler, c.straggler);
+  /* "+X us" is this instance's lateness (docs/job.md), whatever the load */
+  assert_int_equal(c.excess_off, 0);
   if (job_machine_overloaded()) return;
   /* "unknown" where the last rank's own GPU clock map is too coarse to
    * decide (its bound >= a quarter of the wait: a notice map on a loaded

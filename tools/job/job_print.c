@@ -31,15 +31,24 @@ static void cause_text(const struct lens_job_inst *in, char *buf, size_t len) {
     break;
   case LENS_CAUSE_STARVED_PROXY: snprintf(buf, len, "r%d starved proxy (%.1f us)", in->cause_rank, us); break;
   case LENS_CAUSE_LATE_APP: snprintf(buf, len, "r%d late app call (+%.1f us)", in->cause_rank, us); break;
-  case LENS_CAUSE_UNKNOWN: snprintf(buf, len, "r%d late or busy GPU (+%.1f us)", in->cause_rank, us); break;
+  case LENS_CAUSE_UNKNOWN:
+    /* host spans end at the proxy's completion notices: neither the GPU
+     * start nor a late call is seen there (docs/job.md) */
+    if (in->flags & LENS_JOB_HOST_SPANS)
+      snprintf(buf, len, "r%d host spans (+%.1f us)", in->cause_rank, us);
+    else
+      snprintf(buf, len, "r%d late or busy GPU (+%.1f us)", in->cause_rank, us);
+    break;
   default: snprintf(buf, len, "r%d %s (+%.1f us)", in->cause_rank, lens_job_cause_name(in->cause), us);
   }
 }
 
 static const char cause_legend[] =
     "  causes: late app call = its enqueue, launch and GPU start were on time, the call came late; late or busy GPU =\n"
-    "  no GPU clock map tells the two apart; other stages: +us over the other ranks' median; slow link: its steps' time\n"
-    "  over the other links'; starved proxy: the longest its proxy was kept from a CPU within one event\n";
+    "  no GPU clock map tells the two apart; host spans = last on spans that end at the proxy's notices (no KernelCh\n"
+    "  on some rank; a stalled proxy delays them): no GPU-side cause is named; other stages: +us = the lateness the\n"
+    "  stage explains (its excess over the other ranks' median, at most the max wait); slow link: its steps' time over\n"
+    "  the other links'; starved proxy: the longest its proxy was kept from a CPU within one event\n";
 
 static void comm_head(FILE *f, const struct lens_model *m, uint64_t comm_id) {
   const char *name = "-";

@@ -70,7 +70,7 @@ struct lens_job_inst {
   uint32_t flags;            /* LENS_JOB_* */
   int cause;                 /* enum lens_job_cause */
   int cause_rank, cause_peer; /* straggler; slow link sender/receiver */
-  int64_t cause_excess_ns;   /* the stage's excess over the other ranks' median (or link ratio x1000) */
+  int64_t cause_excess_ns;   /* the lateness the stage explains: its excess, at most max_wait_ns (link ratio x1000) */
   uint64_t user_tag;         /* v7 userProfilerTag of the call (the first rank's that has one), 0 = untagged */
   int link_snd, link_rcv;    /* the instance's slowest link against its proxies' other links */
   double link_ratio;         /* ... and how much slower (0 = no proxy steps) */

@@ -95,18 +95,30 @@ static void late_cause(struct lens_job_inst *in, struct lens_job_rank *r, int64_
     int64_t g = lens_u64_diff(L->kstart_notice_ns, L->launch_stop_ns);
     if (g < gpu_hi) gpu_hi = g;
   }
+  /* Host spans (some rank had no KernelCh): every span ends at the proxy's
+   * completion notice, which a stalled proxy delays by milliseconds, so the
+   * lateness itself may be the notices', and no GPU start is compared with
+   * it: neither a busy GPU nor a late call is seen. Only a host stage,
+   * measured on the same host clock as the spans, may be named. */
+  int host_spans = (in->flags & LENS_JOB_HOST_SPANS) != 0;
+  if (host_spans) gpu_lo = INT64_MIN, gpu_hi = INT64_MAX;
   int64_t host_best = ex[0] > ex[1] ? ex[0] : ex[1];
   /* INT64_MIN: neither host stage measured. The doubling saturates: the
-   * times come from files and may be anything. */
+   * times come from files and may be anything. The excess reported is the
+   * part of this instance's lateness the stage explains: the stage's
+   * excess, at most the lateness. A stage longer than the lateness holds
+   * time the other ranks lost too (a GPU queue that grows each iteration
+   * behind an application running ahead of it, a launch that blocks on
+   * that queue): it is not how late this rank was here. */
   if (host_best != INT64_MIN && lens_i64_mul(2, host_best) >= late && gpu_lo < host_best) {
     in->cause = ex[1] >= ex[0] ? LENS_CAUSE_SLOW_LAUNCH : LENS_CAUSE_SLOW_ENQUEUE;
-    in->cause_excess_ns = host_best;
+    in->cause_excess_ns = host_best < late ? host_best : late;
   } else if (gpu_lo != INT64_MIN && lens_i64_mul(2, gpu_lo) >= late) {
     in->cause = LENS_CAUSE_GPU_BUSY;
-    in->cause_excess_ns = gpu_lo;
+    in->cause_excess_ns = gpu_lo < late ? gpu_lo : late;
   } else if (gpu_hi != INT64_MAX && lens_i64_mul(2, gpu_hi) < late && L->api_ns) {
     in->cause = LENS_CAUSE_LATE_APP; /* every stage after the API call was on time */
-  } /* else: the GPU clock map is too coarse to tell a busy GPU from a late app */
+  } /* else: the GPU clock map is too coarse to tell a busy GPU from a late app, or host spans hide both */
 }
 
 struct step { int32_t snd, rcv, rank, proc; uint64_t dur; }; /* one proxy op: its link, who ran it, its pace */
@@ -391,6 +403,10 @@ static int row_cmp(const void *x, const void *y) {
   return bucket_of(a->bytes) - bucket_of(b->bytes);
 }
 
+/* An instance that belongs in a headline row: seen on more than one rank
+ * of a communicator of more than one. */
+static int multi_rank(const struct lens_job_inst *in) { return in->nranks >= 2 && in->ranks_seen >= 2; }
+
 static int rows(struct lens_job *j) {
   size_t n = j->n_insts;
   size_t *idx = malloc((n ? n : 1) * sizeof *idx);
@@ -407,8 +423,15 @@ static int rows(struct lens_job *j) {
   for (size_t i = 0; i < n;) {
     size_t k = i;
     while (k < n && !row_cmp(&idx[i], &idx[k])) k++;
-    const struct lens_job_inst *first = &j->insts[idx[i]];
-    if (first->nranks < 2 || first->ranks_seen < 2) {
+    /* A row holds the group's instances seen on more than one rank. A
+     * one-rank instance (an AlltoAll's self-send, a communicator of which
+     * one rank was loaded) says nothing about waiting and is left out of
+     * the row, not allowed to decide for the group: the sort is not stable,
+     * and a group whose first instance was one was dropped whole. */
+    const struct lens_job_inst *first = NULL;
+    for (size_t q = i; q < k && !first; q++)
+      if (multi_rank(&j->insts[idx[q]])) first = &j->insts[idx[q]];
+    if (!first) {
       i = k;
       continue;
     }
@@ -421,6 +444,7 @@ static int rows(struct lens_job *j) {
     double moved = 0, exec_sum = 0, wsum = 0;
     for (size_t q = i; q < k; q++) {
       const struct lens_job_inst *in = &j->insts[idx[q]];
+      if (!multi_rank(in)) continue;
       row->count++;
       if (!in->exec_ns) continue;
       row->decomposed++;
