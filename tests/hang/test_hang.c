@@ -49,10 +49,18 @@ static void done(struct run *r) {
   mj_free(r->hang);
 }
 
+/* hang --json writes comm_id as the other views do: a string "0x..." */
+static uint64_t hex_id(const struct mj *c) {
+  const char *s = mj_str(c, "comm_id");
+  assert_non_null(s);
+  assert_true(s[0] == '0' && s[1] == 'x');
+  return strtoull(s, NULL, 16);
+}
+
 static const struct mj *comm_by_id(const struct mj *hang, uint64_t id) {
   const struct mj *cs = mj_get(hang, "communicators");
   for (size_t i = 0; cs && i < cs->n; i++)
-    if (mj_uint(mj_at(cs, i), "comm_id", 0) == id) return mj_at(cs, i);
+    if (hex_id(mj_at(cs, i)) == id) return mj_at(cs, i);
   return NULL;
 }
 

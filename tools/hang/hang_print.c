@@ -95,7 +95,9 @@ static void ints(FILE *f, const int32_t *v, size_t n) {
 }
 
 static void comm_json(FILE *f, const struct lens_model *m, const struct lens_hang_comm *c) {
-  fprintf(f, "{\"comm_id\":%" PRIu64 ",\"name\":", c->comm_id);
+  fputs("{\"comm_id\":", f);
+  lens_json_hex(f, c->comm_id);
+  fputs(",\"name\":", f);
   lens_json_str(f, c->name[0] ? c->name : NULL);
   fprintf(f, ",\"nranks\":%d,\"stuck\":%s,\"stuck_func\":", c->nranks, c->stuck ? "true" : "false");
   lens_json_str(f, c->stuck_func >= 0 ? c->funcs[c->stuck_func] : NULL);
