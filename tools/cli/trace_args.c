@@ -12,6 +12,26 @@
 #include "cli/opt.h"
 #include "export/load_traces.h"
 
+/* -o FILE that is a directory, or whose directory does not exist or cannot be written: said
+ * before loading gigabytes, not after, by every command that reads traces. */
+static int out_dir_unwritable(const char *cmd, const struct lens_trace_cli *c) {
+  if (!c->out || !strcmp(c->out, "-")) return 0;
+  struct stat st;
+  if (stat(c->out, &st) == 0 && S_ISDIR(st.st_mode))
+    return lens_cli_error(cmd, "cannot write %s: it is a directory", c->out);
+  if (access(c->out, W_OK) == 0) return 0; /* an existing writable file (/dev/null in an unwritable /dev) */
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", c->out);
+  char *slash = strrchr(dir, '/');
+  if (!slash) strcpy(dir, ".");
+  else if (slash == dir) dir[1] = 0;
+  else *slash = 0;
+  if (stat(dir, &st) != 0) return lens_cli_error(cmd, "cannot write %s: %s", c->out, strerror(errno));
+  if (!S_ISDIR(st.st_mode)) return lens_cli_error(cmd, "cannot write %s: %s is not a directory", c->out, dir);
+  if (access(dir, W_OK | X_OK) != 0) return lens_cli_error(cmd, "cannot write %s: %s", c->out, strerror(errno));
+  return 0;
+}
+
 /* One step of the shared loop: 0 next argument, 1 stop (c->exit_code set). */
 static int parse_one(const char *cmd, int *i, int argc, char **argv, struct lens_trace_cli *c,
                      lens_trace_cli_extra_fn extra, void *ctx, void (*usage)(FILE *)) {
@@ -25,6 +45,7 @@ static int parse_one(const char *cmd, int *i, int argc, char **argv, struct lens
   }
   if ((r = lens_opt_val(cmd, i, argc, argv, "--output", 'o', "a file name (- for standard output)", &v))) {
     if (r < 0) return 1;
+    if (!*v) return lens_cli_usage(cmd, "-o wants a file name (- for standard output), not ''"), 1;
     c->out = v;
     return 0;
   }
@@ -73,6 +94,7 @@ int lens_trace_cli_parse(const char *cmd, int argc, char **argv, struct lens_tra
   if (lens_filter_check(cmd, &c->filter)) return 1;
   if (check && check(ctx)) return 1;
   if (!c->n) return lens_cli_usage(cmd, "no trace files given"), 1;
+  if (out_dir_unwritable(cmd, c)) return c->exit_code = 1, 1; /* a runtime error: exit 1 */
   c->exit_code = 0;
   return 0;
 }
@@ -199,27 +221,10 @@ struct lens_model *lens_trace_cli_load(const char *cmd, struct lens_trace_cli *c
   return m;
 }
 
-/* -o FILE whose directory does not exist or cannot be written. */
-static int out_dir_unwritable(const char *cmd, const struct lens_trace_cli *c) {
-  if (!c->out || !strcmp(c->out, "-")) return 0;
-  char dir[4096];
-  snprintf(dir, sizeof dir, "%s", c->out);
-  char *slash = strrchr(dir, '/');
-  if (!slash) strcpy(dir, ".");
-  else if (slash == dir) dir[1] = 0;
-  else *slash = 0;
-  struct stat st;
-  if (stat(dir, &st) != 0) return lens_cli_error(cmd, "cannot write %s: %s", c->out, strerror(errno));
-  if (!S_ISDIR(st.st_mode)) return lens_cli_error(cmd, "cannot write %s: %s is not a directory", c->out, dir);
-  if (access(dir, W_OK | X_OK) != 0) return lens_cli_error(cmd, "cannot write %s: %s", c->out, strerror(errno));
-  return 0;
-}
-
 struct lens_model *lens_trace_cli_start(const char *cmd, int argc, char **argv, struct lens_trace_cli *c,
                                         lens_trace_cli_extra_fn extra, lens_trace_cli_check_fn check, void *ctx,
                                         void (*usage)(FILE *), int *exit_code) {
   int r = lens_trace_cli_parse(cmd, argc, argv, c, extra, check, ctx, usage);
-  if (!r && out_dir_unwritable(cmd, c)) r = 1, c->exit_code = 1; /* say it before loading gigabytes, not after */
   struct lens_model *m = r ? NULL : lens_trace_cli_load(cmd, c);
   if (!m) {
     *exit_code = c->exit_code;

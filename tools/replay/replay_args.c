@@ -84,6 +84,7 @@ int lens_replay_parse_args(int argc, char **argv, struct lens_replay_opts *o) {
     } else if (!strcmp(a, "--scenario")) {
       o->scenario = v, i++;
     } else if (!strcmp(a, "--out")) {
+      if (!*v) return bad("--out wants a directory, not '%s'", v);
       o->out_dir = v, i++;
     } else if (!strcmp(a, "--truth")) {
       o->truth = v, i++;

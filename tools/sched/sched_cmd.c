@@ -125,7 +125,10 @@ static int parse_opts(int argc, char **argv, struct opts *o) {
       break;
     case 'f': o->follow = 1; break;
     case 'a': o->all_threads = 1; break;
-    case 'o': o->out_dir = optarg; break;
+    case 'o':
+      if (!*optarg) return lens_cli_usage(CMD, "--out wants a directory, not ''"), -1;
+      o->out_dir = optarg;
+      break;
     case 'd': {
       char *e;
       o->duration_s = strtod(optarg, &e);

@@ -91,6 +91,8 @@ int lens_cmd_validate(int argc, char **argv) {
   if (f) {
     int pr = lens_validate_print(f, m, &o); /* 1 after its own error line */
     rc = lens_trace_cli_close_out("validate", &c, f, 0) || pr;
+  } else {
+    rc = 1; /* "cannot write" said: never exit 0 after it */
   }
 free_model:
   lens_gpu_release(m);
