@@ -27,8 +27,13 @@ static void run(struct run *r, const char *scenario, const char *extra) {
   lens_test_tmpdir(dir, sizeof dir, scenario);
   snprintf(cmd, sizeof cmd,
            "mkdir -p %s && %s/bin/nccl-lens replay --quiet --scenario %s --nodes 2 %s --out %s --truth %s/truth.json"
-           " && %s/bin/nccl-lens hang --json -o %s/hang.json %s && %s/bin/nccl-lens report -o %s/report.md %s/*.lens",
-           dir, LENS_BUILD_DIR, scenario, extra, dir, dir, LENS_BUILD_DIR, dir, dir, LENS_BUILD_DIR, dir, dir);
+           " && %s/bin/nccl-lens hang --json -o %s/hang.json %s && %s/bin/nccl-lens report -o %s/report.md %s/*.lens"
+           " && %s/bin/nccl-lens hang -o %s/hang.txt %s",
+           dir, LENS_BUILD_DIR, scenario, extra, dir, dir, LENS_BUILD_DIR, dir, dir, LENS_BUILD_DIR, dir, dir,
+           LENS_BUILD_DIR, dir, dir);
+  assert_int_equal(system(cmd), 0);
+  /* the text stays within 120 columns (the waiting and proxy lines were up to 142) */
+  snprintf(cmd, sizeof cmd, "awk 'length($0) > 120 { print; bad = 1 } END { exit bad }' %s/hang.txt", dir);
   assert_int_equal(system(cmd), 0);
   snprintf(path, sizeof path, "%s/truth.json", dir);
   r->truth = mj_parse_file(path);

@@ -99,7 +99,9 @@ int lens_trace_cli_parse(const char *cmd, int argc, char **argv, struct lens_tra
   return 0;
 }
 
-void lens_trace_cli_usage_common(FILE *f) {
+void lens_trace_cli_usage_common(FILE *f) { lens_trace_cli_usage_common_but(f, 0); }
+
+void lens_trace_cli_usage_common_but(FILE *f, int no_cupti) {
   fprintf(f,
           "common options (every command that reads traces):\n"
           "  -o, --output FILE       write there instead of standard output (- = standard output)\n"
@@ -109,13 +111,14 @@ void lens_trace_cli_usage_common(FILE *f) {
           "  --func NAME[,...]       only these operations: AllReduce, AllGather, Send, Recv, ... (any case)\n"
           "  --since T, --until T    only events overlapping this window, T after the first event of the host\n"
           "                          (its own CLOCK_MONOTONIC): 1.5s, 200ms, 30us or 500ns; a bare number is seconds\n"
-          "  --cupti-buffer FILE     raw CUPTI activity buffer saved on the GPU machine (repeatable)\n"
+          "%s"
           "  --min-wait-us N         starvation: ignore scheduler waits shorter than N us (default 0)\n"
           "  --tag-names T:NAME,...  names of user tags (NCCL 2.31+), e.g. 1:forward (default: NCCL_LENS_TAG_NAMES)\n"
           "  --                      only paths follow\n"
           "  A DIR stands for the .lens files in it. Options take --opt=VALUE too, -o also -oFILE.\n"
           "  The selection runs after the GPU clock fits and starvation analysis, which use every event.\n"
-          "  Exit status: 0 done, 1 failed (unreadable trace, write error), 2 usage error.\n");
+          "  Exit status: 0 done, 1 failed (unreadable trace, write error), 2 usage error.\n",
+          no_cupti ? "" : "  --cupti-buffer FILE     raw CUPTI activity buffer saved on the GPU machine (repeatable)\n");
 }
 
 void lens_trace_cli_free(struct lens_trace_cli *c) {

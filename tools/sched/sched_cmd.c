@@ -382,6 +382,10 @@ static int run_probe(struct run *r, struct lens_sched_trace *trace) {
                                      .min_offcpu_ns = r->o.min_offcpu_ns, .verbose = r->o.verbose,
                                      .stats = r->o.stats};
   if (lens_sched_probe_open(&r->probe, &po, err, sizeof err) != 0) return lens_cli_error(CMD, "%s", err);
+  if (lens_cli_make_dir(r->o.out_dir) != 0) { /* created (0755) as the other commands' outputs */
+    lens_sched_probe_close(r->probe);
+    return lens_cli_error(CMD, "cannot write to --out %s: %s", r->o.out_dir, strerror(errno));
+  }
   if (lens_sched_trace_open(trace, r->o.out_dir, err, sizeof err) != 0) {
     lens_sched_probe_close(r->probe);
     return lens_cli_error(CMD, "%s", err);
