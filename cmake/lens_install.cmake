@@ -6,8 +6,10 @@
 #                                       loader's path for NCCL_PROFILER_PLUGIN=lens)
 #   include/nccl-lens/*.h               public headers
 #   lib/pkgconfig/nccl-lens.pc          pkg-config (Cflags, variable plugin)
-#   share/man/man1/nccl-lens.1          the manual page (every command)
-#   share/doc/nccl-lens/                README and docs/
+#   share/man/man1/nccl-lens.1.gz       the manual page (every command), gzipped
+#   share/doc/nccl-lens/                README, docs/, LICENSE (Apache-2.0), copyright
+#   share/bash-completion/completions/nccl-lens, share/zsh/vendor-completions/_nccl-lens
+#                                       shell completion (completion/, from the --help texts)
 #   share/nccl-lens/                    Grafana dashboard, Prometheus rules
 # `cmake --install build --prefix P`, or `cpack -G DEB` in build/.
 include(GNUInstallDirs)
@@ -22,8 +24,21 @@ install(DIRECTORY ${CMAKE_SOURCE_DIR}/include/nccl-lens DESTINATION ${CMAKE_INST
   FILES_MATCHING PATTERN "*.h")
 configure_file(${CMAKE_SOURCE_DIR}/cmake/nccl-lens.pc.in ${CMAKE_BINARY_DIR}/nccl-lens.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/nccl-lens.pc DESTINATION ${LENS_INSTALL_LIBDIR}/pkgconfig)
-install(FILES ${CMAKE_SOURCE_DIR}/docs/man/nccl-lens.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
-install(FILES ${CMAKE_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# The man page gzipped (-n: no name or time in it, the same bytes every time), made when installing
+# so that an install after a partial build has it too.
+set(LENS_MAN_GZ ${CMAKE_BINARY_DIR}/nccl-lens.1.gz)
+install(CODE "execute_process(COMMAND gzip -9 -n -c \"${CMAKE_SOURCE_DIR}/docs/man/nccl-lens.1\"
+  OUTPUT_FILE \"${LENS_MAN_GZ}\" RESULT_VARIABLE lens_gz)
+if(NOT lens_gz EQUAL 0)
+  message(FATAL_ERROR \"gzip of the man page failed: \${lens_gz}\")
+endif()")
+install(FILES ${LENS_MAN_GZ} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+install(FILES ${CMAKE_SOURCE_DIR}/README.md ${CMAKE_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# Debian's copyright file (machine-readable format): /usr/share/doc/nccl-lens/copyright in the .deb.
+install(FILES ${CMAKE_SOURCE_DIR}/cmake/copyright DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES ${CMAKE_SOURCE_DIR}/completion/nccl-lens.bash DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
+  RENAME nccl-lens)
+install(FILES ${CMAKE_SOURCE_DIR}/completion/_nccl-lens DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions)
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs PATTERN "man" EXCLUDE)
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/deploy/ DESTINATION ${CMAKE_INSTALL_DATADIR}/nccl-lens)
 
@@ -32,7 +47,9 @@ install(DIRECTORY ${CMAKE_SOURCE_DIR}/deploy/ DESTINATION ${CMAKE_INSTALL_DATADI
 set(CPACK_PACKAGE_NAME nccl-lens)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_VENDOR "nccl-lens")
-set(CPACK_PACKAGE_CONTACT "nccl-lens maintainers <maintainers@users.noreply.a-seed-0c55de03.example>")
+set(CPACK_PACKAGE_CONTACT "nccl-lens developers <nccl-lens@users.noreply.github.com>")
+set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${CPACK_PACKAGE_CONTACT}")
+set(CPACK_RESOURCE_FILE_LICENSE ${CMAKE_SOURCE_DIR}/LICENSE)
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "NCCL profiler plugin and trace tools (nccl-lens)")
 set(CPACK_PACKAGE_DESCRIPTION
   "An NCCL profiler plugin (libnccl-profiler-lens.so) that records every event NCCL reports into a crash-safe trace at a few tens of nanoseconds per event, draws NVTX ranges for Nsight Systems, and the nccl-lens command: summary, report, export to Perfetto, validate GPU times, hang and straggler diagnosis, network view, a node agent for Prometheus, an eBPF probe of proxy-thread scheduling.")

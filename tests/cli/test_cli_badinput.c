@@ -234,6 +234,47 @@ static void test_bad_output_dir_before_loading(void **state) {
   assert_non_null(strstr(r.err, "cannot write /nonexistent/dir/out.txt: No such file or directory"));
 }
 
+/* Every command that reads traces: -o that names a directory (or whose directory is missing) is
+ * "cannot write", exit 1, one line; -o '' is a usage error, exit 2. validate exited 0 after it. */
+static void test_output_unwritable_every_command(void **state) {
+  (void)state;
+  const char *cmds[] = {"summary", "report", "export", "job", "net", "hang", "validate", "diff"};
+  char missing_dir[256], other[256];
+  snprintf(missing_dir, sizeof missing_dir, "%s/no-such-dir/out.txt", dirpath);
+  snprintf(other, sizeof other, "%s/other.lens", dirpath); /* diff's second run */
+  sample_trace_write(other);
+  for (size_t k = 0; k < sizeof cmds / sizeof *cmds; k++) {
+    const char *outs[] = {dirpath, missing_dir};
+    for (size_t o = 0; o < 2; o++) {
+      struct cli_result r;
+      const char *a[] = {cmds[k], "-o", outs[o], sample, strcmp(cmds[k], "diff") ? NULL : other, NULL};
+      assert_int_equal(cli_run(&r, a), 0);
+      if (r.status != 1 || r.err_lines != 1 || !strstr(r.err, "cannot write"))
+        fprintf(stderr, "%s -o %s: status %d stderr <%s>\n", cmds[k], outs[o], r.status, r.err);
+      assert_int_equal(r.status, 1);
+      assert_int_equal(r.err_lines, 1);
+      assert_non_null(strstr(r.err, "cannot write"));
+    }
+    struct cli_result r;
+    const char *e[] = {cmds[k], "-o", "", sample, strcmp(cmds[k], "diff") ? NULL : other, NULL};
+    assert_int_equal(cli_run(&r, e), 0);
+    if (r.status != 2 || r.err_lines != 1)
+      fprintf(stderr, "%s -o '': status %d stderr <%s>\n", cmds[k], r.status, r.err);
+    assert_int_equal(r.status, 2);
+    assert_int_equal(r.err_lines, 1);
+  }
+  const char *const empty_out[][5] = {{"sched", "--pid", "1", "--out", ""}, {"demo", "--out", "", NULL},
+                                      {"replay", "--out", "", NULL}};
+  for (size_t k = 0; k < sizeof empty_out / sizeof *empty_out; k++) {
+    const char *a[6] = {0};
+    memcpy(a, empty_out[k], sizeof empty_out[k]);
+    struct cli_result r;
+    assert_int_equal(cli_run(&r, a), 0);
+    assert_int_equal(r.status, 2);
+    assert_int_equal(r.err_lines, 1);
+  }
+}
+
 /* Replay children end as processes do, also with --no-finalize: the plugin's at-exit pass runs (no
  * registry file left behind, every trace ends cleanly). */
 static void test_replay_children_exit_cleanly(void **state) {
@@ -284,6 +325,7 @@ int main(void) {
       cmocka_unit_test(test_version_everywhere),
       cmocka_unit_test(test_plugin_warn_shown),
       cmocka_unit_test(test_bad_output_dir_before_loading),
+      cmocka_unit_test(test_output_unwritable_every_command),
       cmocka_unit_test(test_replay_children_exit_cleanly),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

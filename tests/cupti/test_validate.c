@@ -338,12 +338,56 @@ static int setup(void **st) {
   return 0;
 }
 
+/* --limit bounds every list, the channels without a launch too (graph replays: 50 x 3 nodes x 4
+ * channels here; 161 MB of them on a big job before), and the verdict is the text's first line. */
+static void test_cli_limit_bounds_every_list(void **st) {
+  (void)st;
+  struct synth_opts o;
+  synth_default(&o);
+  o.launches = 30;
+  o.graph_nodes = 3;
+  o.graph_replays = 50;
+  struct synth s;
+  assert_int_equal(synth_build(&s, &o), 0);
+  char tp[512], args[1024];
+  static char out[1 << 21];
+  path(tp, sizeof(tp), "graph-limit.lens");
+  assert_int_equal(synth_write_trace(&s, tp, 1, 1 << 20), 0);
+  snprintf(args, sizeof(args), "%s --limit 5 2>/dev/null", tp);
+  assert_int_equal(run_cli(args, out, sizeof(out)), 0);
+  assert_int_equal(strncmp(out, "verdict: ", 9), 0); /* first */
+  assert_int_equal(count_of(out, "verdict: "), 1);
+  assert_int_equal(count_of(out, "\n  launch "), 5);
+  const char *orphans = strstr(out, "channels without a launch");
+  assert_non_null(orphans);
+  assert_int_equal(count_of(orphans, "\n    ch "), 5);
+  assert_non_null(strstr(orphans, "more channels not listed: --limit N lists more"));
+  /* all of them without --limit as JSON, five with it, and the count left out */
+  static char json[1 << 22];
+  snprintf(args, sizeof(args), "%s --json 2>/dev/null", tp);
+  assert_int_equal(run_cli(args, json, sizeof(json)), 0);
+  const char *jo = strstr(json, "\"channels_without_launch\":[");
+  assert_non_null(jo);
+  size_t all = count_of(jo, "\"channel\":");
+  assert_true(all >= 50 * 3 * 4);
+  assert_int_equal(num_after(json, "\"channels_without_launch_unlisted\":"), 0);
+  snprintf(args, sizeof(args), "%s --json --limit 5 2>/dev/null", tp);
+  assert_int_equal(run_cli(args, json, sizeof(json)), 0);
+  jo = strstr(json, "\"channels_without_launch\":[");
+  assert_non_null(jo);
+  assert_int_equal(count_of(jo, "\"channel\":"), 5);
+  assert_int_equal(num_after(json, "\"channels_without_launch_unlisted\":"), (long)all - 5);
+  assert_int_equal(num_after(json, "\"launches_unlisted\":"), 30 + 3 - 5); /* the graph captures are launches */
+  synth_free(&s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_reader_and_analysis),
       cmocka_unit_test(test_cli_json_and_text),
       cmocka_unit_test(test_cli_short_run), cmocka_unit_test(test_cli_bad_input),
       cmocka_unit_test(test_cli_json_equals_text), cmocka_unit_test(test_cli_json_many_launches),
+      cmocka_unit_test(test_cli_limit_bounds_every_list),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -27,8 +27,13 @@ static void run(struct run *r, const char *scenario, const char *extra) {
   lens_test_tmpdir(dir, sizeof dir, scenario);
   snprintf(cmd, sizeof cmd,
            "mkdir -p %s && %s/bin/nccl-lens replay --quiet --scenario %s --nodes 2 %s --out %s --truth %s/truth.json"
-           " && %s/bin/nccl-lens hang --json -o %s/hang.json %s && %s/bin/nccl-lens report -o %s/report.md %s/*.lens",
-           dir, LENS_BUILD_DIR, scenario, extra, dir, dir, LENS_BUILD_DIR, dir, dir, LENS_BUILD_DIR, dir, dir);
+           " && %s/bin/nccl-lens hang --json -o %s/hang.json %s && %s/bin/nccl-lens report -o %s/report.md %s/*.lens"
+           " && %s/bin/nccl-lens hang -o %s/hang.txt %s",
+           dir, LENS_BUILD_DIR, scenario, extra, dir, dir, LENS_BUILD_DIR, dir, dir, LENS_BUILD_DIR, dir, dir,
+           LENS_BUILD_DIR, dir, dir);
+  assert_int_equal(system(cmd), 0);
+  /* the text stays within 120 columns (the waiting and proxy lines were up to 142) */
+  snprintf(cmd, sizeof cmd, "awk 'length($0) > 120 { print; bad = 1 } END { exit bad }' %s/hang.txt", dir);
   assert_int_equal(system(cmd), 0);
   snprintf(path, sizeof path, "%s/truth.json", dir);
   r->truth = mj_parse_file(path);
@@ -49,10 +54,18 @@ static void done(struct run *r) {
   mj_free(r->hang);
 }
 
+/* hang --json writes comm_id as the other views do: a string "0x..." */
+static uint64_t hex_id(const struct mj *c) {
+  const char *s = mj_str(c, "comm_id");
+  assert_non_null(s);
+  assert_true(s[0] == '0' && s[1] == 'x');
+  return strtoull(s, NULL, 16);
+}
+
 static const struct mj *comm_by_id(const struct mj *hang, uint64_t id) {
   const struct mj *cs = mj_get(hang, "communicators");
   for (size_t i = 0; cs && i < cs->n; i++)
-    if (mj_uint(mj_at(cs, i), "comm_id", 0) == id) return mj_at(cs, i);
+    if (hex_id(mj_at(cs, i)) == id) return mj_at(cs, i);
   return NULL;
 }
 

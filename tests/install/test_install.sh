@@ -2,8 +2,10 @@
 # cmake --install into a temporary prefix: the plugin, the CLI, the public
 # headers, the man page and nccl-lens.pc are there; pkg-config works against
 # it (and a program including the headers compiles with its Cflags); the
-# installed CLI runs and finds the installed plugin beside itself; then the
-# Debian package (cpack -G DEB) lists the same files and its dependencies
+# installed CLI runs and finds the installed plugin beside itself; the man page
+# is gzipped, LICENSE and the copyright file are there, the shell completion
+# matches the --help texts; then the Debian package (cpack -G DEB) lists the
+# same files, its maintainer and its dependencies
 # (skipped, with the reason, when dpkg-deb is missing).
 # Usage: test_install.sh BUILD_DIR
 set -euo pipefail
@@ -16,8 +18,9 @@ p=$tmp/prefix
 cmake --install "$build" --prefix "$p" >"$tmp/install.log" || { cat "$tmp/install.log"; fail "cmake --install"; }
 files=(bin/nccl-lens lib/libnccl-profiler-lens.so include/nccl-lens/control.h include/nccl-lens/trace_format.h
   include/nccl-lens/live.h include/nccl-lens/registry.h include/nccl-lens/nccl_profiler_abi.h
-  lib/pkgconfig/nccl-lens.pc share/man/man1/nccl-lens.1 share/doc/nccl-lens/README.md
-  share/doc/nccl-lens/docs/cli.md)
+  lib/pkgconfig/nccl-lens.pc share/man/man1/nccl-lens.1.gz share/doc/nccl-lens/README.md
+  share/doc/nccl-lens/docs/cli.md share/doc/nccl-lens/LICENSE share/doc/nccl-lens/copyright
+  share/bash-completion/completions/nccl-lens share/zsh/vendor-completions/_nccl-lens)
 for f in "${files[@]}"; do
   [ -f "$p/$f" ] || fail "missing $f under the prefix"
 done
@@ -48,9 +51,27 @@ cc $flags -fsyntax-only "$tmp/use.c" || fail "a program including the installed 
   --quiet >"$tmp/replay.log" 2>&1 || { cat "$tmp/replay.log"; fail "installed nccl-lens replay"; }
 ls "$tmp"/traces/*.lens >/dev/null || fail "the installed replay wrote no trace"
 "$p/bin/nccl-lens" summary "$tmp/traces" >/dev/null || fail "installed nccl-lens summary"
+gzip -t "$p/share/man/man1/nccl-lens.1.gz" || fail "the man page is not gzipped"
 if command -v man >/dev/null; then
-  man -l "$p/share/man/man1/nccl-lens.1" 2>&1 | grep -q "nccl-lens - NCCL profiler plugin" || fail "man page does not render"
+  man -l "$p/share/man/man1/nccl-lens.1.gz" 2>&1 | grep -q "nccl-lens - NCCL profiler plugin" || fail "man page does not render"
 fi
+grep -q "Apache License" "$p/share/doc/nccl-lens/LICENSE" || fail "LICENSE is not the Apache License"
+grep -q "^License: Apache-2.0" "$p/share/doc/nccl-lens/copyright" || fail "copyright names no license"
+
+# shell completion: the installed files are what the installed binary's --help texts give
+# (completion/gen_completion.sh), and bash completes commands and a command's options
+src=$(cd "$(dirname "$0")/../.." && pwd)
+bash "$src/completion/gen_completion.sh" "$p/bin/nccl-lens" "$tmp" >/dev/null || fail "gen_completion.sh"
+cmp -s "$tmp/nccl-lens.bash" "$p/share/bash-completion/completions/nccl-lens" ||
+  fail "bash completion differs from the --help texts: run completion/gen_completion.sh build/bin/nccl-lens"
+cmp -s "$tmp/_nccl-lens" "$p/share/zsh/vendor-completions/_nccl-lens" ||
+  fail "zsh completion differs from the --help texts: run completion/gen_completion.sh build/bin/nccl-lens"
+got=$(bash -c 'source "$1"; COMP_WORDS=(nccl-lens vali); COMP_CWORD=1; _nccl_lens; echo "${COMPREPLY[*]}"
+  COMP_WORDS=(nccl-lens validate --li); COMP_CWORD=2; _nccl_lens; echo "${COMPREPLY[*]}"' _ \
+  "$p/share/bash-completion/completions/nccl-lens")
+[ "$got" = "$(printf 'validate\n--limit')" ] || fail "bash completion gave <$got>"
+if command -v zsh >/dev/null; then zsh -n "$p/share/zsh/vendor-completions/_nccl-lens" || fail "zsh completion"; fi
+echo "completion: bash and zsh match the --help texts"
 
 # the Debian package
 if ! command -v dpkg-deb >/dev/null; then
@@ -63,10 +84,15 @@ deb=$(ls "$tmp"/deb/*.deb)
 echo "package: $(basename "$deb")"
 dpkg-deb -c "$deb" >"$tmp/list"
 for f in usr/bin/nccl-lens usr/lib/libnccl-profiler-lens.so usr/include/nccl-lens/control.h \
-  usr/lib/pkgconfig/nccl-lens.pc usr/share/man/man1/nccl-lens.1; do
+  usr/lib/pkgconfig/nccl-lens.pc usr/share/man/man1/nccl-lens.1.gz usr/share/doc/nccl-lens/copyright \
+  usr/share/bash-completion/completions/nccl-lens usr/share/zsh/vendor-completions/_nccl-lens; do
   grep -q " \./$f\$" "$tmp/list" || fail "dpkg-deb -c does not list /$f"
 done
 [ "$(dpkg-deb -f "$deb" Package)" = nccl-lens ] || fail "package name"
+maint=$(dpkg-deb -f "$deb" Maintainer)
+echo "Maintainer: $maint"
+[ "$maint" = "nccl-lens developers <nccl-lens@users.noreply.github.com>" ] || fail "Maintainer is '$maint'"
+! grep -q " \./usr/share/man/man1/nccl-lens\.1\$" "$tmp/list" || fail "the .deb has the man page uncompressed"
 depends=$(dpkg-deb -f "$deb" Depends)
 echo "Depends: $depends"
 for d in libzstd libbpf libc6; do

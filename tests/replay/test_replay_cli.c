@@ -45,7 +45,45 @@ static void bad_options(void **state) {
   assert_non_null(strstr(out, "--scenario"));
 }
 
+/* What a scenario cannot honour is refused (exit 2, one line of at most 120 columns), never run as
+ * something else: before, --straggler 4 of 4 ranks ran rank 1, ce ran v5 (exit 0, its error
+ * twice), net-* and hang-proxy on one node injected nothing. */
+static void unhonoured_options(void **state) {
+  (void)state;
+  static const struct {
+    const char *args, *says;
+  } cases[] = {
+      {"--scenario job-late-app --nodes 2 --straggler 4", "--straggler 4 is not a rank of the 4 ranks (0..3)"},
+      {"--scenario job-slow-launch --straggler 2", "--straggler 2 is not a rank of the 2 ranks"},
+      {"--scenario allreduce --straggler 1", "--straggler is for job-* scenarios"},
+      {"--scenario job-starved-proxy --straggler 1", "job-starved-proxy always starves"},
+      {"--scenario ce", "scenario ce needs --api 6, 7 or auto"},
+      {"--scenario ce --api 5", "scenario ce needs --api 6, 7 or auto"},
+      {"--scenario net-slow-link", "scenario net-slow-link needs --nodes 2+"},
+      {"--scenario net-even --nodes 1", "scenario net-even needs --nodes 2"},
+      {"--scenario hang-proxy", "scenario hang-proxy needs --nodes 2"},
+      {"--scenario job-slow-link", "scenario job-slow-link needs --nodes 2"},
+      {"--scenario hang-missing --ranks-per-node 1", "scenario hang-missing needs 2 ranks"},
+  };
+  char dir[] = "/tmp/lens-replay-cli-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char args[512], out[4096];
+    snprintf(args, sizeof args, "--plugin rec --iters 1 --hang-exit-after 0.1 --out %s %s", dir, cases[i].args);
+    int rc = run(args, out, sizeof out);
+    if (rc != 2 || !strstr(out, cases[i].says)) fprintf(stderr, "replay %s: exit %d, <%s>\n", cases[i].args, rc, out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, cases[i].says));
+    assert_int_equal(strchr(out, '\n') - out + 1, (long)strlen(out)); /* one line */
+    assert_true(strlen(out) <= 121);
+  }
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(name_rule), cmocka_unit_test(bad_options)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(name_rule), cmocka_unit_test(bad_options),
+                                     cmocka_unit_test(unhonoured_options)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -123,7 +123,7 @@ static const char usage[] =
     "  --textfile DIR       write nccl_lens.prom there every --interval (node_exporter's textfile collector)\n"
     "  --otlp               push metrics as OTLP/HTTP JSON (OTEL_EXPORTER_OTLP_ENDPOINT)\n"
     "  --dir DIR            the live pages (default NCCL_LENS_REGISTRY_DIR, else\n"
-    "                       " LENS_REGISTRY_DEFAULT_DESC ")\n"
+    "                       " LENS_REGISTRY_DEFAULT_DESC "; a --dir that does not exist is an error)\n"
     "  --interval S         textfile/OTLP period, 0.05..86400 s (default 10)\n"
     "  --follow S           how often the pages are read, 0.05..60 s (default 1)\n"
     "  --keep S             keep finished processes' series this long, 0..86400 s (default 300)\n"
@@ -142,6 +142,7 @@ int lens_cmd_agent(int argc, char **argv) {
     lens_registry_default_dir(dflt_dir, sizeof dflt_dir);
     dir = dflt_dir;
   }
+  int dir_given = 0;
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i], *v;
     double x;
@@ -166,6 +167,7 @@ int lens_cmd_agent(int argc, char **argv) {
     } else if (VAL("--dir", "a directory")) {
       if (r < 0) return 2;
       dir = v;
+      dir_given = 1;
     } else if (VAL("--interval", "seconds")) NUM(0.05, 86400, interval = x);
     else if (VAL("--follow", "seconds")) NUM(0.05, 60, follow = x);
     else if (VAL("--keep", "seconds")) NUM(0, 86400, keep = (unsigned)x);
@@ -184,6 +186,11 @@ int lens_cmd_agent(int argc, char **argv) {
   }
   if (interval < 0.05) interval = 0.05;
   if (web_file && !listen_on) return lens_cli_usage("agent", "--web.config.file needs --listen");
+  struct sockaddr_in listen_sa;
+  if (listen_on && parse_listen(listen_on, &listen_sa) != 0) /* with --once too: never a bad address accepted */
+    return lens_cli_usage("agent", "bad --listen '%s' (ADDR:PORT, an IPv4 address, port 0..65535)", listen_on);
+  /* A --dir that is not there is a mistake (exit 1); the default one missing is fine: nothing runs yet. */
+  if (dir_given && lens_cli_check_dir("agent", dir)) return 1;
   /* Configuration is checked before anything runs: a bad file or variable is
    * a usage error (2), never a server started without what was asked. */
   char err[1200];

@@ -150,6 +150,7 @@ int lens_cmd_top(int argc, char **argv) {
     lens_registry_default_dir(dflt_dir, sizeof dflt_dir);
     dir = dflt_dir;
   }
+  int dir_given = 0;
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i], *v;
     int r;
@@ -157,6 +158,7 @@ int lens_cmd_top(int argc, char **argv) {
     if ((r = lens_opt_val("top", &i, argc, argv, "--dir", 0, "a directory", &v))) {
       if (r < 0) return 2;
       dir = v;
+      dir_given = 1;
     } else if ((r = lens_opt_val("top", &i, argc, argv, "--duration", 0, "seconds", &v)) ||
                (r = lens_opt_val("top", &i, argc, argv, "--period", 0, "seconds", &v))) {
       if (r < 0) return 2;
@@ -169,7 +171,8 @@ int lens_cmd_top(int argc, char **argv) {
     } else if (lens_opt_flag(o, "--help", 'h')) {
       printf("usage: nccl-lens top [--dir DIR] [--period S] [--duration S]\n"
              "  Live view of this node's ranks from their pages.\n"
-             "  --dir DIR       the live pages (default NCCL_LENS_REGISTRY_DIR, else " LENS_REGISTRY_DEFAULT_DESC ")\n"
+             "  --dir DIR       the live pages (default NCCL_LENS_REGISTRY_DIR, else\n"
+             "                  " LENS_REGISTRY_DEFAULT_DESC "; a --dir that does not exist is an error)\n"
              "  --period S      redraw every S seconds, 0.1..3600 (default 1)\n"
              "  --duration S    stop after S seconds, 0..2592000 (default 0: until q or SIGINT)\n"
              "  Exit status: 0 done, 1 failed, 2 usage error.\n");
@@ -179,6 +182,8 @@ int lens_cmd_top(int argc, char **argv) {
     }
   }
   if (period < 0.1) period = 0.1;
+  /* A --dir that is not there is a mistake (exit 1); the default one missing is fine: nothing runs yet. */
+  if (dir_given && lens_cli_check_dir("top", dir)) return 1;
   struct agent_model *m = calloc(1, sizeof *m);
   size_t cap = 4096, npv = 0;
   struct prev *pv = calloc(cap, sizeof *pv);

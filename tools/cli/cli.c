@@ -1,6 +1,9 @@
 #include "cli/cli.h"
 
+#include <errno.h>
 #include <stdarg.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int lens_cli_error(const char *cmd, const char *fmt, ...) {
@@ -35,4 +38,28 @@ void lens_cli_progress(const char *what, long done, long total) {
     fprintf(stderr, "\r%s: %ld/%ld (%ld%%)\033[K", what, done, total, done * 100 / total);
   else
     fprintf(stderr, "\r%s: %ld\033[K", what, done);
+}
+
+int lens_cli_check_dir(const char *cmd, const char *dir) {
+  struct stat st;
+  if (stat(dir, &st) != 0) return lens_cli_error(cmd, "%s: %s", dir, strerror(errno));
+  if (!S_ISDIR(st.st_mode)) return lens_cli_error(cmd, "%s: not a directory", dir);
+  return 0;
+}
+
+int lens_cli_make_dir(const char *dir) {
+  char p[4096];
+  if (!*dir) return errno = ENOENT, -1;
+  if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) return errno = ENAMETOOLONG, -1;
+  for (char *s = p + 1; *s; s++)
+    if (*s == '/') {
+      *s = 0;
+      if (mkdir(p, 0755) != 0 && errno != EEXIST) return -1;
+      *s = '/';
+    }
+  if (mkdir(p, 0755) != 0 && errno != EEXIST) return -1;
+  struct stat st;
+  if (stat(p, &st) != 0) return -1;
+  if (!S_ISDIR(st.st_mode)) return errno = ENOTDIR, -1;
+  return access(p, W_OK | X_OK);
 }

@@ -12,6 +12,13 @@ int lens_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(
  * of a usage error in every command). */
 int lens_cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* A directory named on the command line (--dir): 0 when it is one, else its one error line
+ * ("nccl-lens <cmd>: DIR: reason") and 1. */
+int lens_cli_check_dir(const char *cmd, const char *dir);
+
+/* mkdir -p DIR (0755 for what it creates), then a writable directory: 0, else -1 with errno. */
+int lens_cli_make_dir(const char *dir);
+
 /* Progress line on stderr, only when stderr is a terminal; done < 0 clears it. */
 void lens_cli_progress(const char *what, long done, long total);
 

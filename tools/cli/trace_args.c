@@ -12,6 +12,26 @@
 #include "cli/opt.h"
 #include "export/load_traces.h"
 
+/* -o FILE that is a directory, or whose directory does not exist or cannot be written: said
+ * before loading gigabytes, not after, by every command that reads traces. */
+static int out_dir_unwritable(const char *cmd, const struct lens_trace_cli *c) {
+  if (!c->out || !strcmp(c->out, "-")) return 0;
+  struct stat st;
+  if (stat(c->out, &st) == 0 && S_ISDIR(st.st_mode))
+    return lens_cli_error(cmd, "cannot write %s: it is a directory", c->out);
+  if (access(c->out, W_OK) == 0) return 0; /* an existing writable file (/dev/null in an unwritable /dev) */
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", c->out);
+  char *slash = strrchr(dir, '/');
+  if (!slash) strcpy(dir, ".");
+  else if (slash == dir) dir[1] = 0;
+  else *slash = 0;
+  if (stat(dir, &st) != 0) return lens_cli_error(cmd, "cannot write %s: %s", c->out, strerror(errno));
+  if (!S_ISDIR(st.st_mode)) return lens_cli_error(cmd, "cannot write %s: %s is not a directory", c->out, dir);
+  if (access(dir, W_OK | X_OK) != 0) return lens_cli_error(cmd, "cannot write %s: %s", c->out, strerror(errno));
+  return 0;
+}
+
 /* One step of the shared loop: 0 next argument, 1 stop (c->exit_code set). */
 static int parse_one(const char *cmd, int *i, int argc, char **argv, struct lens_trace_cli *c,
                      lens_trace_cli_extra_fn extra, void *ctx, void (*usage)(FILE *)) {
@@ -25,6 +45,7 @@ static int parse_one(const char *cmd, int *i, int argc, char **argv, struct lens
   }
   if ((r = lens_opt_val(cmd, i, argc, argv, "--output", 'o', "a file name (- for standard output)", &v))) {
     if (r < 0) return 1;
+    if (!*v) return lens_cli_usage(cmd, "-o wants a file name (- for standard output), not ''"), 1;
     c->out = v;
     return 0;
   }
@@ -73,11 +94,14 @@ int lens_trace_cli_parse(const char *cmd, int argc, char **argv, struct lens_tra
   if (lens_filter_check(cmd, &c->filter)) return 1;
   if (check && check(ctx)) return 1;
   if (!c->n) return lens_cli_usage(cmd, "no trace files given"), 1;
+  if (out_dir_unwritable(cmd, c)) return c->exit_code = 1, 1; /* a runtime error: exit 1 */
   c->exit_code = 0;
   return 0;
 }
 
-void lens_trace_cli_usage_common(FILE *f) {
+void lens_trace_cli_usage_common(FILE *f) { lens_trace_cli_usage_common_but(f, 0); }
+
+void lens_trace_cli_usage_common_but(FILE *f, int no_cupti) {
   fprintf(f,
           "common options (every command that reads traces):\n"
           "  -o, --output FILE       write there instead of standard output (- = standard output)\n"
@@ -87,13 +111,14 @@ void lens_trace_cli_usage_common(FILE *f) {
           "  --func NAME[,...]       only these operations: AllReduce, AllGather, Send, Recv, ... (any case)\n"
           "  --since T, --until T    only events overlapping this window, T after the first event of the host\n"
           "                          (its own CLOCK_MONOTONIC): 1.5s, 200ms, 30us or 500ns; a bare number is seconds\n"
-          "  --cupti-buffer FILE     raw CUPTI activity buffer saved on the GPU machine (repeatable)\n"
+          "%s"
           "  --min-wait-us N         starvation: ignore scheduler waits shorter than N us (default 0)\n"
           "  --tag-names T:NAME,...  names of user tags (NCCL 2.31+), e.g. 1:forward (default: NCCL_LENS_TAG_NAMES)\n"
           "  --                      only paths follow\n"
           "  A DIR stands for the .lens files in it. Options take --opt=VALUE too, -o also -oFILE.\n"
           "  The selection runs after the GPU clock fits and starvation analysis, which use every event.\n"
-          "  Exit status: 0 done, 1 failed (unreadable trace, write error), 2 usage error.\n");
+          "  Exit status: 0 done, 1 failed (unreadable trace, write error), 2 usage error.\n",
+          no_cupti ? "" : "  --cupti-buffer FILE     raw CUPTI activity buffer saved on the GPU machine (repeatable)\n");
 }
 
 void lens_trace_cli_free(struct lens_trace_cli *c) {
@@ -199,27 +224,10 @@ struct lens_model *lens_trace_cli_load(const char *cmd, struct lens_trace_cli *c
   return m;
 }
 
-/* -o FILE whose directory does not exist or cannot be written. */
-static int out_dir_unwritable(const char *cmd, const struct lens_trace_cli *c) {
-  if (!c->out || !strcmp(c->out, "-")) return 0;
-  char dir[4096];
-  snprintf(dir, sizeof dir, "%s", c->out);
-  char *slash = strrchr(dir, '/');
-  if (!slash) strcpy(dir, ".");
-  else if (slash == dir) dir[1] = 0;
-  else *slash = 0;
-  struct stat st;
-  if (stat(dir, &st) != 0) return lens_cli_error(cmd, "cannot write %s: %s", c->out, strerror(errno));
-  if (!S_ISDIR(st.st_mode)) return lens_cli_error(cmd, "cannot write %s: %s is not a directory", c->out, dir);
-  if (access(dir, W_OK | X_OK) != 0) return lens_cli_error(cmd, "cannot write %s: %s", c->out, strerror(errno));
-  return 0;
-}
-
 struct lens_model *lens_trace_cli_start(const char *cmd, int argc, char **argv, struct lens_trace_cli *c,
                                         lens_trace_cli_extra_fn extra, lens_trace_cli_check_fn check, void *ctx,
                                         void (*usage)(FILE *), int *exit_code) {
   int r = lens_trace_cli_parse(cmd, argc, argv, c, extra, check, ctx, usage);
-  if (!r && out_dir_unwritable(cmd, c)) r = 1, c->exit_code = 1; /* say it before loading gigabytes, not after */
   struct lens_model *m = r ? NULL : lens_trace_cli_load(cmd, c);
   if (!m) {
     *exit_code = c->exit_code;

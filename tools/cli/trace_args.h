@@ -48,6 +48,8 @@ void lens_trace_cli_free(struct lens_trace_cli *c);
 /* The options every command that reads traces takes, with their ranges and
  * meanings, for the end of each command's --help. */
 void lens_trace_cli_usage_common(FILE *f);
+/* The same, less --cupti-buffer when no_cupti (diff: each run's buffers go inside its traces). */
+void lens_trace_cli_usage_common_but(FILE *f, int no_cupti);
 
 /* Replaces each directory among c->paths by the files in it whose names end
  * in one of c->suffixes (NULL: ".lens"), sorted by name: every command that

@@ -138,6 +138,7 @@ int lens_cmd_demo(int argc, char **argv) {
     } else if ((r = lens_opt_val(CMD, &i, argc, argv, "--out", 'o', "a directory", &dir)) ||
                (r = lens_opt_val(CMD, &i, argc, argv, "--plugin", 0, "a plugin path", &plugin))) {
       if (r < 0) return 2;
+      if (!*dir || (plugin && !*plugin)) return lens_cli_usage(CMD, "--out and --plugin want a path, not ''");
     } else {
       return lens_cli_usage(CMD, "unknown argument '%s'", argv[i]);
     }

@@ -30,7 +30,7 @@ static void usage(FILE *f) {
           "  --top N          list at most N changes as text (default 20, 0 = all); --json lists every row\n"
           "  --vs             ends run A's traces and starts run B's (needed when a run has several files)\n",
           LENS_DIFF_THRESHOLD_DEFAULT);
-  lens_trace_cli_usage_common(f);
+  lens_trace_cli_usage_common_but(f, 1); /* --cupti-buffer is refused here */
 }
 
 struct diff_opts {

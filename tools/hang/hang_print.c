@@ -12,8 +12,24 @@ static uint32_t tid_of(const struct lens_model *m, int32_t thread) {
   return thread >= 0 && (size_t)thread < m->n_threads ? m->threads[thread].tid : 0;
 }
 
-static void ranks_list(FILE *f, const int32_t *r, size_t n) {
-  for (size_t i = 0; i < n; i++) fprintf(f, "%s%d", i ? ", " : "", r[i]);
+/* Text lines stay within 120 columns: long rank lists wrap, indented. */
+#define HANG_COLUMNS 120
+
+/* Ranks after a prefix of col columns, wrapped onto indented lines. */
+static void ranks_list(FILE *f, const int32_t *r, size_t n, int col) {
+  for (size_t i = 0; i < n; i++) {
+    char b[24];
+    int len = snprintf(b, sizeof b, "%d%s", r[i], i + 1 < n ? "," : "");
+    if (i && col + 1 + len > HANG_COLUMNS) {
+      fputs("\n    ", f);
+      col = 4;
+    } else if (i) {
+      fputc(' ', f);
+      col++;
+    }
+    fputs(b, f);
+    col += len;
+  }
 }
 
 static double secs(uint64_t a, uint64_t b) { return a > b ? (double)(a - b) / 1e9 : 0.0; }
@@ -29,13 +45,13 @@ static void comm_text(FILE *f, const struct lens_model *m, const struct lens_han
   const char *func = fi >= 0 ? c->funcs[fi] : "?";
   fprintf(f, "STUCK at %s seq %" PRId64 "\n", func, c->stuck_seq);
   if (c->n_missing) {
-    fprintf(f, "  never entered it: rank%s ", c->n_missing > 1 ? "s" : "");
-    ranks_list(f, c->missing, c->n_missing);
+    int col = fprintf(f, "  never entered it: rank%s ", c->n_missing > 1 ? "s" : "");
+    ranks_list(f, c->missing, c->n_missing, col);
     fputc('\n', f);
   }
   if (c->n_untraced) {
-    fprintf(f, "  no trace loaded for rank%s ", c->n_untraced > 1 ? "s" : "");
-    ranks_list(f, c->untraced, c->n_untraced);
+    int col = fprintf(f, "  no trace loaded for rank%s ", c->n_untraced > 1 ? "s" : "");
+    ranks_list(f, c->untraced, c->n_untraced, col);
     fputc('\n', f);
   }
   fprintf(f, "  %-6s %-8s %-14s %-16s %s\n", "rank", "pid", "last started", "last completed", func);
@@ -51,12 +67,12 @@ static void comm_text(FILE *f, const struct lens_model *m, const struct lens_han
   }
   for (size_t i = 0; i < c->n_waiting; i++) {
     const struct lens_hang_wait *w = &c->waiting[i];
-    fprintf(f, "  rank %d %s peer %d, channel %d: step %d, %s (%s)", w->rank, w->is_send ? "send to" : "recv from",
-            w->peer, w->channel, w->step, w->state ? lens_state_name(w->state) : "-",
-            lens_hang_state_meaning(w->state, w->is_send, w->step_started));
+    /* what it means on a line of its own: the two stay within 120 columns */
+    fprintf(f, "  rank %d %s peer %d, channel %d: step %d, %s", w->rank, w->is_send ? "send to" : "recv from",
+            w->peer, w->channel, w->step, w->state ? lens_state_name(w->state) : "-");
     if (w->state_repeats > 1)
       fprintf(f, ", recorded %" PRIu64 " times over %.3f s", w->state_repeats, secs(w->state_last_ns, w->state_since_ns));
-    fputc('\n', f);
+    fprintf(f, "\n      %s\n", lens_hang_state_meaning(w->state, w->is_send, w->step_started));
   }
 }
 
@@ -73,7 +89,7 @@ void lens_hang_print_text(FILE *f, const struct lens_model *m, const struct lens
     else if (p->recording)
       fprintf(f, "still recording %.3f s before the end of its trace: cycling\n", secs(p->trace_end_ns, p->last_record_ns));
     else
-      fprintf(f, "silent for the last %.3f s of its trace: stopped, or polling receives (NCCL records nothing then)\n",
+      fprintf(f, "silent for the last %.3f s of its trace:\n      stopped, or polling receives (NCCL records nothing then)\n",
               secs(p->trace_end_ns, p->last_record_ns));
   }
 }
@@ -95,7 +111,9 @@ static void ints(FILE *f, const int32_t *v, size_t n) {
 }
 
 static void comm_json(FILE *f, const struct lens_model *m, const struct lens_hang_comm *c) {
-  fprintf(f, "{\"comm_id\":%" PRIu64 ",\"name\":", c->comm_id);
+  fputs("{\"comm_id\":", f);
+  lens_json_hex(f, c->comm_id);
+  fputs(",\"name\":", f);
   lens_json_str(f, c->name[0] ? c->name : NULL);
   fprintf(f, ",\"nranks\":%d,\"stuck\":%s,\"stuck_func\":", c->nranks, c->stuck ? "true" : "false");
   lens_json_str(f, c->stuck_func >= 0 ? c->funcs[c->stuck_func] : NULL);

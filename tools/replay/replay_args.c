@@ -11,8 +11,8 @@ static const char usage[] =
     "usage: nccl-lens replay [--plugin PATH|NAME] [--scenario NAME] [--ranks-per-node N] [--nodes N]\n"
     "                        [--iters N] [--api 4|5|6|7|auto] [--out DIR] [--truth FILE] [--seed N]\n"
     "                        [--no-finalize] [--reload] [--mask-change] [--quiet] [--verbose]\n"
-    "                        [--hang-exit-after SECONDS] [--hang-post-gap-ms N] [--straggler RANK] [--delay-us N] [--node I --board FILE]\n"
-    "                        [--slow FUNC:FACTOR]\n"
+    "                        [--hang-exit-after SECONDS] [--hang-post-gap-ms N] [--straggler RANK] [--delay-us N]\n"
+    "                        [--node I --board FILE] [--slow FUNC:FACTOR]\n"
     "Drives a profiler plugin exactly as NCCL 2.28.9 would (2.31.2 with ncclProfiler_v7), without a GPU.\n"
     "  --plugin      a path, or a name X for libnccl-profiler-X.so (default: the lens plugin of this build)\n"
     "  --scenario    allreduce (default), sendrecv, mixed, graph, pxn, starved, overrun, tagged, symmetric,\n"
@@ -84,6 +84,7 @@ int lens_replay_parse_args(int argc, char **argv, struct lens_replay_opts *o) {
     } else if (!strcmp(a, "--scenario")) {
       o->scenario = v, i++;
     } else if (!strcmp(a, "--out")) {
+      if (!*v) return bad("--out wants a directory, not '%s'", v);
       o->out_dir = v, i++;
     } else if (!strcmp(a, "--truth")) {
       o->truth = v, i++;

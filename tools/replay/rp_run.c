@@ -27,8 +27,40 @@ void lens_replay_opts_init(struct lens_replay_opts *o) {
   o->node = -1;
 }
 
+/* What the scenario cannot do with these options, said instead of running something else: a
+ * straggler that is no rank, CE collectives through an API that has none, net-*, hang-proxy or
+ * job-slow-link on one node, where no inter-node link has proxy ops. NULL: fine. */
+static const char *unhonoured(const struct lens_replay_opts *o, char *buf, size_t len) {
+  int nranks = o->nodes * o->ranks_per_node;
+  bool job = rp_job_kind_of(o->scenario) != RP_JOB_OFF;
+  if (o->straggler >= 0 && !job) return "--straggler is for job-* scenarios";
+  if (o->straggler == LENS_REPLAY_STRAGGLER_ROTATE && !job) return "--straggler rotate is for job-* scenarios";
+  if (o->straggler != -1 && rp_job_kind_of(o->scenario) == RP_JOB_STARVED_PROXY)
+    return "--straggler: job-starved-proxy always starves rank 0's proxy";
+  if (o->straggler >= nranks) {
+    snprintf(buf, len, "--straggler %d is not a rank of the %d ranks (0..%d)", o->straggler, nranks, nranks - 1);
+    return buf;
+  }
+  if (!strcmp(o->scenario, "ce") && o->api != LENS_REPLAY_API_AUTO && o->api < 6)
+    return "scenario ce needs --api 6, 7 or auto (v4, v5 have no CE collectives)";
+  /* A frozen proxy, a network fault or a slow link act on inter-node proxy ops only; a missing
+   * rank (hang-missing, hang-graph) needs another rank to wait for it. */
+  bool multi = !strcmp(o->scenario, "hang-proxy") || !strncmp(o->scenario, "net-", 4) ||
+               rp_job_kind_of(o->scenario) == RP_JOB_SLOW_LINK;
+  if (multi && o->nodes < 2) {
+    snprintf(buf, len, "scenario %s needs --nodes 2+ (one node has no network)", o->scenario);
+    return buf;
+  }
+  if (rp_hang_known(o->scenario) && nranks < 2) {
+    snprintf(buf, len, "scenario %s needs 2 ranks or more (one hangs, one waits)", o->scenario);
+    return buf;
+  }
+  return NULL;
+}
+
 static int check_opts(const struct lens_replay_opts *o) {
   const char *why = NULL;
+  static char buf[160];
   if (!o->plugin || !*o->plugin) why = "no plugin given";
   else if (!o->scenario || !rp_scenario_known(o->scenario)) why = "unknown scenario";
   else if (o->ranks_per_node < 1 || o->ranks_per_node > RP_MAX_LOCAL) why = "--ranks-per-node must be 1..16";
@@ -38,6 +70,7 @@ static int check_opts(const struct lens_replay_opts *o) {
   else if (o->node >= o->nodes) why = "--node must be below --nodes";
   else if ((o->node >= 0) != (o->board != NULL)) why = "--node and --board go together";
   else if (o->board && rp_job_kind_of(o->scenario) == RP_JOB_OFF) why = "--board needs a job-* scenario";
+  else why = unhonoured(o, buf, sizeof buf);
   if (why && !strcmp(why, "unknown scenario"))
     fprintf(stderr, "nccl-lens replay: unknown scenario '%s' (allreduce, sendrecv, mixed, graph, pxn, starved, overrun, "
                     "tagged, symmetric, phases, all, hang-missing, hang-proxy, hang-graph, job-none, job-late-app, "

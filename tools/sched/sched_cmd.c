@@ -125,7 +125,10 @@ static int parse_opts(int argc, char **argv, struct opts *o) {
       break;
     case 'f': o->follow = 1; break;
     case 'a': o->all_threads = 1; break;
-    case 'o': o->out_dir = optarg; break;
+    case 'o':
+      if (!*optarg) return lens_cli_usage(CMD, "--out wants a directory, not ''"), -1;
+      o->out_dir = optarg;
+      break;
     case 'd': {
       char *e;
       o->duration_s = strtod(optarg, &e);
@@ -379,6 +382,10 @@ static int run_probe(struct run *r, struct lens_sched_trace *trace) {
                                      .min_offcpu_ns = r->o.min_offcpu_ns, .verbose = r->o.verbose,
                                      .stats = r->o.stats};
   if (lens_sched_probe_open(&r->probe, &po, err, sizeof err) != 0) return lens_cli_error(CMD, "%s", err);
+  if (lens_cli_make_dir(r->o.out_dir) != 0) { /* created (0755) as the other commands' outputs */
+    lens_sched_probe_close(r->probe);
+    return lens_cli_error(CMD, "cannot write to --out %s: %s", r->o.out_dir, strerror(errno));
+  }
   if (lens_sched_trace_open(trace, r->o.out_dir, err, sizeof err) != 0) {
     lens_sched_probe_close(r->probe);
     return lens_cli_error(CMD, "%s", err);

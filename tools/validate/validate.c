@@ -25,8 +25,9 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: nccl-lens validate [--json] [--limit N] [-o FILE] [common options] TRACE.lens|DIR...\n"
           "  --json               machine-readable output\n"
-          "  --limit N            list at most N launches in detail (default: 20 as text, all with --json;\n"
-          "                       totals and flags always cover all)\n");
+          "  --limit N            list at most N of each list: clock maps, launches, channels without a launch\n"
+          "                       (default: 20 as text, all with --json; totals and flags always cover all)\n"
+          "  The text starts with the verdict.\n");
   lens_trace_cli_usage_common(f);
 }
 
@@ -91,6 +92,8 @@ int lens_cmd_validate(int argc, char **argv) {
   if (f) {
     int pr = lens_validate_print(f, m, &o); /* 1 after its own error line */
     rc = lens_trace_cli_close_out("validate", &c, f, 0) || pr;
+  } else {
+    rc = 1; /* "cannot write" said: never exit 0 after it */
   }
 free_model:
   lens_gpu_release(m);

@@ -228,23 +228,34 @@ oom:
 }
 
 /* Channels of every Coll/P2p of launch ordinal k (k == n_launches: ops
- * without a launch). */
-static void print_channels_of(FILE *f, const struct lens_model *m, const struct launch_index *ix, size_t k, int json) {
+ * without a launch), at most max of them (-1: all); returns how many were left out. */
+static size_t print_channels_of(FILE *f, const struct lens_model *m, const struct launch_index *ix, size_t k, int json,
+                                long max) {
   int first = 1;
+  long shown = 0;
+  size_t left = 0;
   for (size_t o = ix->first[k]; o < ix->first[k + 1]; o++) {
     const struct lens_event *op = &m->events[ix->ops[o]];
     for (int32_t c = op->first_child; c >= 0; c = m->events[c].next_sibling)
       if (m->events[c].type == LENS_T_KERNEL_CH) {
+        if (max >= 0 && shown >= max) {
+          left++;
+          continue;
+        }
         print_channel(f, m, &m->events[c], op, json, first);
         first = 0;
+        shown++;
       }
   }
+  return left;
 }
 
-static void print_maps(FILE *f, const struct lens_model *m, int json) {
+/* The clock maps, at most limit of them (-1: all); returns how many were left out. */
+static size_t print_maps(FILE *f, const struct lens_model *m, int json, long limit) {
   if (!json) fprintf(f, "clock maps (host_mono = offset + slope * pTimer), per GPU = proxy thread:\n");
   if (!json && !m->n_clock_maps) fprintf(f, "  none (no KernelCh timers)\n");
-  for (size_t i = 0; i < m->n_clock_maps; i++) {
+  size_t n = limit >= 0 && (size_t)limit < m->n_clock_maps ? (size_t)limit : m->n_clock_maps;
+  for (size_t i = 0; i < n; i++) {
     const struct lens_clock_map *c = &m->clock_maps[i];
     const char *src = c->source == LENS_TS_CUPTI ? "cupti" : "notice";
     double ppm = (c->slope - 1.0) * 1e6;
@@ -269,6 +280,9 @@ static void print_maps(FILE *f, const struct lens_model *m, int json) {
               (int64_t)(lens_gpu_map_ns(m, (int32_t)i, c->gpu_from) - c->gpu_from), drift, c->residual_ns,
               c->error_bound_ns, c->n_points);
   }
+  size_t left = m->n_clock_maps - n;
+  if (!json && left) fprintf(f, "  (%zu more clock maps not listed: --limit N lists more)\n", left);
+  return left;
 }
 
 /* Which files were read, intact or cut, and how many events each gave, as
@@ -314,6 +328,10 @@ int lens_validate_print(FILE *f, const struct lens_model *m, const struct lens_v
    * the output shares that terminal. */
   int progress = !isatty(fileno(f));
   lens_cli_progress(NULL, -1, 0);
+  /* --limit bounds every list: clock maps, launches, channels without a launch. */
+  long limit = o->limit;
+  if (limit == LENS_VALIDATE_LIMIT_DEFAULT) limit = json ? -1 : LENS_VALIDATE_TEXT_LAUNCHES;
+  size_t maps_left;
   if (json) {
     print_files_json(f, m);
     fprintf(f,
@@ -324,9 +342,10 @@ int lens_validate_print(FILE *f, const struct lens_model *m, const struct lens_v
             r->cupti_available ? "true" : "false", json_str(r->cupti_note, note, sizeof(note)), r->blobs, r->blob_errors, r->records,
             r->kernel_records, r->ext_records, r->api_records, r->kernels_joined, r->kernels_graph,
             r->kernels_graph_joined, r->graph_join, r->foreign_ext_ids, r->launches_with_ext, r->launches_no_kernel);
-    print_maps(f, m, 1);
-    fprintf(f, "],\"launches\":[");
+    maps_left = print_maps(f, m, 1, limit);
+    fprintf(f, "],\"clock_maps_unlisted\":%zu,\"launches\":[", maps_left);
   } else {
+    fprintf(f, "verdict: %s: %s\n", v.level, v.text); /* first: a big job's listing is long */
     fprintf(f, "CUPTI: %s; %zu records in %zu buffers (%zu kernels, %zu external ids, %zu API)%s\n",
             r->cupti_available ? "libcupti walker loaded" : "libcupti absent, KernelCh-only analysis", r->records,
             r->blobs, r->kernel_records, r->ext_records, r->api_records, r->blob_errors ? ", SOME BUFFERS CORRUPT" : "");
@@ -336,11 +355,10 @@ int lens_validate_print(FILE *f, const struct lens_model *m, const struct lens_v
             "external ids: %zu; launches without kernel record: %zu of %zu\n",
             r->kernels_joined, r->kernels_graph, r->graph_join, r->kernels_graph_joined, r->foreign_ext_ids,
             r->launches_no_kernel, r->launches_with_ext);
-    print_maps(f, m, 0);
+    maps_left = print_maps(f, m, 0, limit);
     fprintf(f, "launches (kernels) and their channels:\n");
   }
-  long shown = 0, limit = o->limit;
-  if (limit == LENS_VALIDATE_LIMIT_DEFAULT) limit = json ? -1 : LENS_VALIDATE_TEXT_LAUNCHES;
+  long shown = 0;
   size_t unlisted = 0;
   int first = 1;
   struct launch_index ix;
@@ -360,16 +378,17 @@ int lens_validate_print(FILE *f, const struct lens_model *m, const struct lens_v
     if (json && !first) fputc(',', f);
     first = 0;
     print_kernel_head(f, m, l, json);
-    print_channels_of(f, m, &ix, k - 1, json);
+    print_channels_of(f, m, &ix, k - 1, json, -1);
     if (json) fprintf(f, "]}");
     shown++;
     if (progress && !(shown & 4095)) lens_cli_progress("writing launches", shown, limit >= 0 ? limit : (long)ix.n_launches);
   }
   lens_cli_progress(NULL, -1, 0);
   if (!json && unlisted) fprintf(f, "  (%zu more launches not listed: --limit N lists more)\n", unlisted);
-  if (json) fprintf(f, "],\"channels_without_launch\":[");
+  if (json) fprintf(f, "],\"launches_unlisted\":%zu,\"channels_without_launch\":[", unlisted);
   else fprintf(f, "channels without a launch (graph replays, v4 traces):\n");
-  print_channels_of(f, m, &ix, ix.n_launches, json);
+  size_t orphans_left = print_channels_of(f, m, &ix, ix.n_launches, json, limit);
+  if (!json && orphans_left) fprintf(f, "  (%zu more channels not listed: --limit N lists more)\n", orphans_left);
   launch_index_free(&ix);
   size_t fc[N_FLAG_NAMES];
   memset(fc, 0, sizeof(fc));
@@ -382,7 +401,8 @@ int lens_validate_print(FILE *f, const struct lens_model *m, const struct lens_v
     for (size_t b = 0; b < N_FLAG_NAMES; b++) fc[b] += (e->acc.flags >> b) & 1;
   }
   if (json) {
-    fprintf(f, "],\"totals\":{\"kernel_ch\":%zu,\"mapped\":%zu,\"checked_against_kernel\":%zu,\"flags\":{", kch, mapped,
+    fprintf(f, "],\"channels_without_launch_unlisted\":%zu", orphans_left);
+    fprintf(f, ",\"totals\":{\"kernel_ch\":%zu,\"mapped\":%zu,\"checked_against_kernel\":%zu,\"flags\":{", kch, mapped,
             r->kch_cupti_checked);
     for (size_t b = 0; b < N_FLAG_NAMES; b++) fprintf(f, "%s\"%s\":%zu", b ? "," : "", flag_names[b], fc[b]);
     fprintf(f, "}},\"verdict\":{\"level\":\"%s\",\"text\":\"%s\"}}\n", v.level, v.text);
@@ -391,7 +411,7 @@ int lens_validate_print(FILE *f, const struct lens_model *m, const struct lens_v
             r->kch_cupti_checked);
     fprintf(f, "  flags:");
     for (size_t b = 0; b < N_FLAG_NAMES; b++) fprintf(f, " %s=%zu", flag_names[b], fc[b]);
-    fprintf(f, "\nverdict: %s: %s\n", v.level, v.text);
+    fputc('\n', f);
   }
   return 0;
 }
