@@ -31,6 +31,7 @@
 #include "reader/columns.h"
 #include "reader/lensread.h"
 #include "reader/trace_size.h"
+#include "../lens_test_file.h"
 #include "../lens_test_tmp.h"
 
 static size_t list(const char *dir, char names[][600], size_t max) {
@@ -297,20 +298,6 @@ static void test_cut(void **state) {
   lens_test_rmtree(dir);
 }
 
-static uint8_t *slurp_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t *b = malloc((size_t)n + 1);
-  assert_non_null(b);
-  assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
-  fclose(f);
-  *len = (size_t)n;
-  return b;
-}
-
 static void spit_file(const char *path, const uint8_t *a, size_t na, const uint8_t *b, size_t nb) {
   FILE *f = fopen(path, "wb");
   assert_non_null(f);
@@ -354,7 +341,8 @@ static void test_damaged(void **state) {
   size_t n = list(dir, names, 64);
   assert_true(n >= 1);
   size_t len;
-  uint8_t *orig = slurp_file(names[0], &len);
+  uint8_t *orig = (uint8_t *)lens_test_slurp(names[0], &len);
+  assert_non_null(orig);
   /* The EVENTS chunks, and the one in the middle of them. */
   size_t offs[4096], nev = 0, off = sizeof(struct lens_file_hdr);
   while (off + sizeof(struct lens_chunk_hdr) <= len && nev < 4096) {
