@@ -6,8 +6,12 @@
  * Each chunk = lens_chunk_hdr (32 bytes) + payload (payload_len bytes,
  * padded with zeros to a multiple of 8). payload_crc is CRC-32C of the
  * payload bytes (without padding); hdr_crc is CRC-32C of the first 28 header
- * bytes. A reader stops at the first chunk that is short or fails a check and
- * reports the bytes after it as cut. A file may hold several sessions (the
+ * bytes. A reader skips a chunk whose payload fails its CRC (its header says
+ * how long it is) and, after a header that fails its check, goes on at the
+ * next 8-byte aligned offset holding a header that checks and whose payload
+ * fits the file, reporting the bytes skipped as damaged; a chunk that runs
+ * past the end of the file (or a bad header with no valid one after it) ends
+ * the walk, and the bytes after the last whole chunk are reported as cut. A file may hold several sessions (the
  * plugin is finalized, then NCCL loads it again): each starts with a SESSION
  * chunk.
  *

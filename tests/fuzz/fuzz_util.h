@@ -68,14 +68,20 @@ static inline const char *fuzz_write(const char *name, const uint8_t *data, size
 /* Chunk and section CRCs recomputed over what the input holds, so that a
  * mutation reaches the parsers instead of failing its CRC (the fixed copy is
  * what a writer of those bytes would have written). A chunk or section that
- * claims more bytes than remain, or a chunk without its magic, ends the walk
- * as it ends the reader's. */
+ * claims more bytes than remain ends the walk as it ends the reader's; past
+ * a chunk without its magic the walk goes on at the next 8-byte aligned
+ * magic, as the reader resynchronises on the next valid header (so the
+ * chunks after a broken one reach the parsers too). */
 static inline void fuzz_fix_trace_crcs(uint8_t *d, size_t n) {
   size_t off = sizeof(struct lens_file_hdr);
   struct lens_chunk_hdr h;
   while (off <= n && n - off >= sizeof h) {
     memcpy(&h, d + off, sizeof h);
-    if (h.magic != LENS_CHUNK_MAGIC || h.payload_len > n - off - sizeof h) break;
+    if (h.magic != LENS_CHUNK_MAGIC) {
+      off += 8;
+      continue;
+    }
+    if (h.payload_len > n - off - sizeof h) break;
     h.payload_crc = lens_crc32c(0, d + off + sizeof h, h.payload_len);
     h.hdr_crc = lens_crc32c(0, &h, offsetof(struct lens_chunk_hdr, hdr_crc));
     memcpy(d + off, &h, sizeof h);

@@ -12,6 +12,10 @@
  * - the same orphans and unreadable records;
  * - a trace cut inside a chunk reads up to the same chunk, with the same
  *   cut reported;
+ * - a bit flipped in the payload, or in the header, of an EVENTS chunk in the
+ *   middle of a trace costs that chunk only: both readers read every other
+ *   chunk's events (the same as the trace with that chunk cut out) and
+ *   report exactly its bytes and one chunk as damaged, and summary says so;
  * - a column set cleared (lens_cols_clear) and read again compares the same. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,6 +31,7 @@
 #include "reader/columns.h"
 #include "reader/lensread.h"
 #include "reader/trace_size.h"
+#include "../lens_test_file.h"
 #include "../lens_test_tmp.h"
 
 static size_t list(const char *dir, char names[][600], size_t max) {
@@ -293,6 +298,113 @@ static void test_cut(void **state) {
   lens_test_rmtree(dir);
 }
 
+static void spit_file(const char *path, const uint8_t *a, size_t na, const uint8_t *b, size_t nb) {
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(a, 1, na, f), na);
+  if (nb) assert_int_equal(fwrite(b, 1, nb, f), nb);
+  fclose(f);
+}
+
+static struct lens_model *load_one(const char *path) {
+  const char *paths[1] = {path};
+  char err[512];
+  struct lens_model *m = lens_model_load(paths, 1, err, sizeof err, NULL);
+  if (!m) fail_msg("load %s: %s", path, err);
+  return m;
+}
+
+/* Every event of a is in b (same process, session and id: a and b read one
+ * trace each) with the same type, start and stop; with all, b holds no other. */
+static void events_in(const struct lens_model *a, const struct lens_model *b, int all) {
+  assert_int_equal(a->n_procs, b->n_procs);
+  if (all) assert_int_equal(a->n_events, b->n_events);
+  for (size_t i = 0; i < a->n_events; i++) {
+    const struct lens_event *e = &a->events[i];
+    int32_t p = e->proc;
+    int32_t j = lens_model_find_in_session(b, p, e->session, e->id);
+    if (j < 0) fail_msg("event %zu (id %llx) missing", i, (unsigned long long)e->id);
+    assert_int_equal(b->events[j].type, e->type);
+    assert_int_equal(b->events[j].start_mono_ns, e->start_mono_ns);
+    if (all) assert_int_equal(b->events[j].stop_mono_ns, e->stop_mono_ns);
+  }
+}
+
+/* One bit flipped in an EVENTS chunk in the middle of a trace: in its payload
+ * (header valid: that chunk skipped) or in its header's length (resync on the
+ * next header). Either way every other chunk is read. */
+static void test_damaged(void **state) {
+  (void)state;
+  char dir[256], names[64][600], bad[700], ref[700], cmd[2000];
+  lens_test_tmpdir(dir, sizeof dir, "cols-damaged");
+  run_replay(dir, "zstd");
+  size_t n = list(dir, names, 64);
+  assert_true(n >= 1);
+  size_t len;
+  uint8_t *orig = (uint8_t *)lens_test_slurp(names[0], &len);
+  assert_non_null(orig);
+  /* The EVENTS chunks, and the one in the middle of them. */
+  size_t offs[4096], nev = 0, off = sizeof(struct lens_file_hdr);
+  while (off + sizeof(struct lens_chunk_hdr) <= len && nev < 4096) {
+    struct lens_chunk_hdr h;
+    memcpy(&h, orig + off, sizeof h);
+    if (h.type == LENS_CHUNK_EVENTS || h.type == LENS_CHUNK_EVENTS_PACKED) offs[nev++] = off;
+    off += sizeof h + h.payload_len + ((8 - (h.payload_len & 7)) & 7);
+  }
+  assert_int_equal(off, len);
+  assert_true(nev >= 3);
+  size_t at = offs[nev / 2];
+  struct lens_chunk_hdr h;
+  memcpy(&h, orig + at, sizeof h);
+  size_t whole = sizeof h + h.payload_len + ((8 - (h.payload_len & 7)) & 7);
+  /* The reference: the same trace with that chunk cut out. */
+  snprintf(ref, sizeof ref, "%s/ref.trace", dir);
+  snprintf(bad, sizeof bad, "%s/bad.trace", dir);
+  spit_file(ref, orig, at, orig + at + whole, len - at - whole);
+  struct lens_model *mo = load_one(names[0]), *mr = load_one(ref);
+  assert_true(mr->n_events < mo->n_events); /* the chunk held events */
+  events_in(mr, mo, 0);
+  for (int where = 0; where < 2; where++) {
+    uint8_t *b = malloc(len);
+    memcpy(b, orig, len);
+    if (where == 0) b[at + sizeof h + h.payload_len / 2] ^= 0x10; /* payload */
+    else b[at + offsetof(struct lens_chunk_hdr, payload_len)] ^= 0x02; /* header: a wrong length */
+    spit_file(bad, b, len, NULL, 0);
+    free(b);
+    struct lens_model *m = load_one(bad);
+    const struct lens_file *f = &m->files[0];
+    assert_null(f->truncation);
+    assert_int_equal(f->truncated_bytes, 0);
+    assert_int_equal(f->damaged_bytes, whole);
+    assert_int_equal(f->damaged_chunks, 1);
+    assert_int_equal(f->lost_chunks, mo->files[0].lost_chunks);
+    assert_int_equal(f->clean_end, mo->files[0].clean_end);
+    events_in(m, mr, 1); /* every event but the damaged chunk's */
+    events_in(m, mo, 0);
+    struct lens_cols *c = lens_cols_new();
+    char err[512];
+    if (lens_cols_read(c, bad, err, sizeof err)) fail_msg("columns: %s", err);
+    assert_null(c->files[0].truncation);
+    assert_int_equal(c->files[0].truncated_bytes, 0);
+    assert_int_equal(c->files[0].damaged_bytes, whole);
+    assert_int_equal(c->files[0].damaged_chunks, 1);
+    assert_int_equal(c->files[0].lost_chunks, f->lost_chunks);
+    compare(m, c);
+    lens_cols_free(c);
+    lens_model_free(m);
+    /* summary says it: a warning line, and the figures in --json. */
+    snprintf(cmd, sizeof cmd,
+             "%s/bin/nccl-lens summary %s 2>&1 | grep -q 'damaged: .*1 chunks (%zu bytes)' && "
+             "%s/bin/nccl-lens summary --json %s 2>/dev/null | grep -q '\"damaged_bytes\":%zu,\"damaged_chunks\":1'",
+             LENS_BUILD_DIR, bad, whole, LENS_BUILD_DIR, bad, whole);
+    if (system(cmd) != 0) fail_msg("summary does not report the damage (%s)", where ? "header" : "payload");
+  }
+  free(orig);
+  lens_model_free(mo);
+  lens_model_free(mr);
+  lens_test_rmtree(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_replay_fixed),
@@ -300,6 +412,7 @@ int main(void) {
       cmocka_unit_test(test_replay_packed),
       cmocka_unit_test(test_gen_job),
       cmocka_unit_test(test_cut),
+      cmocka_unit_test(test_damaged),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -29,7 +29,15 @@ void lens_cli_load_notes(const char *cmd, const struct lens_model *m) {
   /* A cut file is still read up to its last whole chunk (a killed job's
    * trace is exactly that): say so once per file, and go on. */
   for (size_t i = 0; i < m->n_files; i++) {
-    if (m->files[i].truncated_bytes)
+    /* One line per file: damage (chunks skipped inside it) with its cut, if any. */
+    const struct lens_file *fl = &m->files[i];
+    if (fl->damaged_bytes)
+      fprintf(stderr,
+              "nccl-lens %s: warning: %s is damaged: %llu chunks (%llu bytes) fail their CRC and were skipped%s%s%s\n",
+              cmd, fl->path, (unsigned long long)fl->damaged_chunks, (unsigned long long)fl->damaged_bytes,
+              fl->truncated_bytes ? "; it is also cut short (" : "", fl->truncated_bytes ? fl->truncation : "",
+              fl->truncated_bytes ? ")" : "");
+    else if (m->files[i].truncated_bytes)
       fprintf(stderr, "nccl-lens %s: warning: %s is cut short (%s); read up to its last whole chunk, %llu bytes after it\n",
               cmd, m->files[i].path, m->files[i].truncation, (unsigned long long)m->files[i].truncated_bytes);
     else if (!m->files[i].n_sessions)

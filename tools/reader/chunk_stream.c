@@ -100,36 +100,85 @@ static uint64_t file_end(const struct lens_cstream *s) {
   return s->eof && got < s->size ? got : s->size;
 }
 
-static int stop(struct lens_cstream *s, const char *why) {
+/* The walk ends at file offset at: what follows is reported as cut. */
+static int stop_at(struct lens_cstream *s, const char *why, uint64_t at) {
   s->truncation = why;
-  uint64_t at = s->buf_off + s->pos, end = file_end(s);
+  uint64_t end = file_end(s);
   s->truncated_bytes = end > at ? end - at : 0; /* bytes after the last valid chunk */
   return 0;
 }
 
+static int stop(struct lens_cstream *s, const char *why) { return stop_at(s, why, s->buf_off + s->pos); }
+
+/* A valid header numbered seq: a jump from the number expected is chunks the
+ * writer could not write (disk full) that its own DROPS chunk may not have
+ * survived, or, right after a skipped bad header, chunks the damage took. */
+static void number(struct lens_cstream *s, uint64_t seq) {
+  if (seq > s->expect_seq) {
+    if (s->resynced) s->damaged_chunks += seq - s->expect_seq;
+    else s->lost_chunks += seq - s->expect_seq;
+  }
+  s->resynced = 0;
+  s->expect_seq = seq + 1;
+}
+
+/* The header at pos fails its check: moves pos to the next 8-byte aligned
+ * offset whose header checks and whose payload fits the file, counting the
+ * bytes passed as damaged. 1 found, 0 none (pos back where it was: the rest
+ * is a cut tail), -1 read error (err set). */
+static int resync(struct lens_cstream *s, char *err, size_t err_len) {
+  uint64_t from = s->buf_off + s->pos;
+  struct lens_chunk_hdr h;
+  for (;;) {
+    s->pos += 8;
+    if (fill(s, sizeof h, err, err_len)) return -1;
+    uint64_t at = s->buf_off + s->pos, end = file_end(s);
+    if (at >= end || end - at < sizeof h || s->len - s->pos < sizeof h) break;
+    uint32_t magic;
+    memcpy(&magic, s->buf + s->pos, sizeof magic);
+    if (magic != LENS_CHUNK_MAGIC) continue;
+    memcpy(&h, s->buf + s->pos, sizeof h);
+    if (lens_chunk_hdr_check(&h)) continue;
+    if ((uint64_t)h.payload_len + lens_chunk_padding(h.payload_len) > end - at - sizeof h) continue;
+    s->damaged_bytes += at - from;
+    s->resynced = 1;
+    return 1;
+  }
+  return 0; /* none: the caller ends the walk where the bad header is (stop_at) */
+}
+
 int lens_cstream_next(struct lens_cstream *s, struct lens_chunk_hdr *h, const uint8_t **payload, char *err,
                       size_t err_len) {
-  if (fill(s, sizeof *h, err, err_len)) return -1;
-  uint64_t at = s->buf_off + s->pos, end = file_end(s), avail = end > at ? end - at : 0;
-  if (!avail) return stop(s, NULL);
-  if (avail < sizeof *h) return stop(s, "file ends inside a chunk header");
-  memcpy(h, s->buf + s->pos, sizeof *h);
-  if (lens_chunk_hdr_check(h)) return stop(s, "chunk header fails its check (magic or CRC)");
-  size_t need = sizeof *h + (size_t)h->payload_len + lens_chunk_padding(h->payload_len);
-  /* Checked before reading: no buffer grown for a length the file cannot hold. */
-  if (need > avail) return stop(s, "file ends inside a chunk payload");
-  if (fill(s, need, err, err_len)) return -1;
-  if (s->len - s->pos < need) return stop(s, "file ends inside a chunk payload"); /* it shrank */
-  const uint8_t *p = s->buf + s->pos + sizeof *h;
-  /* lens_chunk_payload_check's test, three streams at a time (a tenth of the floor's time, docs/scale.md). */
-  if (lens_crc32c_x3(0, p, h->payload_len) != h->payload_crc) return stop(s, "chunk payload fails its CRC");
-  s->pos += need;
-  /* The writer numbers every chunk it tries, written or not: a jump is a
-   * loss (disk full) that its own DROPS chunk may not have survived. */
-  if (h->seq > s->expect_seq) s->lost_chunks += h->seq - s->expect_seq;
-  s->expect_seq = h->seq + 1;
-  *payload = p;
-  return 1;
+  for (;;) {
+    if (fill(s, sizeof *h, err, err_len)) return -1;
+    uint64_t at = s->buf_off + s->pos, end = file_end(s), avail = end > at ? end - at : 0;
+    if (!avail) return stop(s, NULL);
+    if (avail < sizeof *h) return stop(s, "file ends inside a chunk header");
+    memcpy(h, s->buf + s->pos, sizeof *h);
+    if (lens_chunk_hdr_check(h)) {
+      int r = resync(s, err, err_len);
+      if (r < 0) return -1;
+      if (!r) return stop_at(s, "chunk header fails its check (magic or CRC)", at);
+      continue;
+    }
+    size_t need = sizeof *h + (size_t)h->payload_len + lens_chunk_padding(h->payload_len);
+    /* Checked before reading: no buffer grown for a length the file cannot hold. */
+    if (need > avail) return stop(s, "file ends inside a chunk payload");
+    if (fill(s, need, err, err_len)) return -1;
+    if (s->len - s->pos < need) return stop(s, "file ends inside a chunk payload"); /* it shrank */
+    const uint8_t *p = s->buf + s->pos + sizeof *h;
+    s->pos += need;
+    number(s, h->seq);
+    /* lens_chunk_payload_check's test, three streams at a time (a tenth of the floor's time, docs/scale.md).
+     * A bad payload under a good header: exactly this chunk is lost. */
+    if (lens_crc32c_x3(0, p, h->payload_len) != h->payload_crc) {
+      s->damaged_bytes += need;
+      s->damaged_chunks++;
+      continue;
+    }
+    *payload = p;
+    return 1;
+  }
 }
 
 void lens_cstream_close(struct lens_cstream *s) {

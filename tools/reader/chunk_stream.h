@@ -2,9 +2,15 @@
  * columns.h): the file is read in blocks with pread instead of whole into a
  * fresh allocation, so a file of any size costs a few MiB and no page
  * faults after the first block. Same checks as the general loader (load.c):
- * the file header, then each chunk's header CRC, length and payload CRC; the
- * walk stops at the first chunk that fails one, and the bytes after it are
- * reported as cut, as lens_file.truncated_bytes and .truncation are. */
+ * the file header, then each chunk's header CRC, length and payload CRC. A
+ * chunk whose payload fails its CRC is skipped (its header, valid, says how
+ * long it is); a header that fails its check is skipped by scanning forward,
+ * 8 bytes at a time, to the next header that checks and whose payload fits
+ * the file. Both are counted as damage (damaged_bytes, damaged_chunks), as
+ * lens_file's are. A file cut short (a header or a payload past its end, or
+ * a bad header with no valid one after it) is read up to its last whole
+ * chunk, and the bytes after it are reported as cut, as
+ * lens_file.truncated_bytes and .truncation are. */
 #ifndef NCCL_LENS_READER_CHUNK_STREAM_H
 #define NCCL_LENS_READER_CHUNK_STREAM_H
 
@@ -23,9 +29,12 @@ struct lens_cstream {
   uint64_t buf_off;    /* file offset of buf[0] */
   int eof;             /* pread returned 0: the file ends at buf_off + len */
   uint64_t expect_seq; /* the next chunk number the writer gave */
+  int resynced;        /* a bad header was skipped: the next chunk's number gap is damage, not loss */
   /* Results, complete once lens_cstream_next has returned 0. */
   uint64_t lost_chunks;     /* gaps in the chunk numbers (chunks the writer could not write) */
   uint64_t truncated_bytes; /* bytes after the last whole, valid chunk */
+  uint64_t damaged_bytes;   /* bytes skipped inside the file: chunks failing a CRC */
+  uint64_t damaged_chunks;  /* chunks those bytes held (from the chunk numbers) */
   const char *truncation;   /* why the walk stopped early, NULL when it did not */
   uint64_t bytes;           /* bytes read from the file */
 };

@@ -602,6 +602,8 @@ int lens_cols_read(struct lens_cols *c, const char *path, char *err, size_t err_
   f->truncated_bytes = s.truncated_bytes;
   f->truncation = s.truncation;
   f->lost_chunks = s.lost_chunks;
+  f->damaged_bytes = s.damaged_bytes;
+  f->damaged_chunks = s.damaged_chunks;
   lens_cstream_close(&s);
   free_file_state(pv);
   return 0;

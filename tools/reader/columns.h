@@ -14,7 +14,8 @@
  * zero-extended (strings stay ids: lens_cols_str), and for KernelCh and
  * KernelPhase the stop pTimer (STATE 22 / 31).
  *
- * Same as the general model: the chunk checks and cut files (chunk_stream.h),
+ * Same as the general model: the chunk checks, damaged chunks skipped and cut
+ * files (chunk_stream.h),
  * packed and zstd chunks, the first STOP kept, orphans counted, parents and
  * ids scoped to (file, session), a PXN ProxyOp's parent left to the other
  * process. Not done here: superseded ProxySteps, comms inherited from
@@ -48,6 +49,7 @@ struct lens_cols_file {
   const char *path;
   uint32_t producer, pid;
   uint64_t bytes, truncated_bytes, lost_chunks;
+  uint64_t damaged_bytes, damaged_chunks; /* chunks skipped for a bad CRC (lens_file's) */
   const char *truncation; /* NULL: read to its end */
   uint64_t bad_records, orphan_stops;
 };

@@ -4,7 +4,10 @@
  *
  * Loading: lens_model_load() reads any number of .lens files (plugin traces
  * and probe traces) into one model. Files cut short are read up to their last
- * complete chunk; the cut is reported in lens_file.truncated_bytes. A file
+ * complete chunk; the cut is reported in lens_file.truncated_bytes. A chunk
+ * that fails its CRC inside a file (a flipped bit) is skipped and the walk
+ * goes on from the next valid chunk header: lens_file.damaged_bytes and
+ * damaged_chunks say what that cost. A file
  * that isn't a .lens trace, or is unreadable, is an error (one line in err).
  *
  * Joins done at load time: START/STOP/STATE records become lens_event objects
@@ -192,6 +195,8 @@ struct lens_file {
   uint64_t truncated_bytes; /* bytes after the last valid chunk (0 = intact) */
   const char *truncation;   /* why reading stopped early, NULL if intact */
   uint64_t lost_chunks;     /* gaps in the chunk numbers: chunks the writer failed to write */
+  uint64_t damaged_bytes;   /* bytes skipped inside the file: chunks that fail a CRC (0 = none) */
+  uint64_t damaged_chunks;  /* chunks those bytes held (from the chunk numbers) */
   uint32_t n_sessions;
   int clean_end;            /* last session ended with FINI */
   uint32_t fini_reason;     /* of the last FINI: 1 finalize, 2 exit */

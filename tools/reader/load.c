@@ -1,4 +1,4 @@
-/* lens_model_load: read each file, walk its chunks up to the first bad one,
+/* lens_model_load: read each file, walk its valid chunks (skipping damaged ones),
  * read metadata (pass A), then event records (pass B), then join. */
 #include <errno.h>
 #include <fcntl.h>
@@ -96,8 +96,29 @@ static int fail(struct lens_builder *b, const char *fmt, ...) {
 
 int lens_builder_oom(struct lens_builder *b) { return fail(b, "out of memory while loading traces"); }
 
+/* The header at off fails its check: the next 8-byte aligned offset whose
+ * header checks and whose payload fits the file, or 0 if there is none (the
+ * rule of chunk_stream.c's resync, which the columns follow). */
+static size_t resync(const uint8_t *base, size_t size, size_t off) {
+  struct lens_chunk_hdr h;
+  for (off += 8; off < size && size - off >= sizeof h; off += 8) {
+    uint32_t magic;
+    memcpy(&magic, base + off, sizeof magic);
+    if (magic != LENS_CHUNK_MAGIC) continue;
+    memcpy(&h, base + off, sizeof h);
+    if (lens_chunk_hdr_check(&h)) continue;
+    if ((uint64_t)h.payload_len + lens_chunk_padding(h.payload_len) > size - off - sizeof h) continue;
+    return off;
+  }
+  return 0;
+}
+
 /* Walks chunks from the end of the file header; returns the validated views
- * and sets the file's truncation fields. */
+ * and sets the file's truncation and damage fields. A chunk whose payload
+ * fails its CRC is skipped; a header that fails its check is skipped up to
+ * the next valid header (resync); both count as damage. A header or payload
+ * past the file's end, or a bad header with no valid one after it, ends the
+ * walk: the rest is a cut tail. */
 static int walk_chunks(struct lens_builder *b, struct lens_file *f, const uint8_t *base, size_t size,
                        struct lens_chunk_view **views, size_t *n_views) {
   size_t cap = 0, off = sizeof(struct lens_file_hdr);
@@ -105,7 +126,10 @@ static int walk_chunks(struct lens_builder *b, struct lens_file *f, const uint8_
   *n_views = 0;
   const char *why = NULL;
   uint64_t expect_seq = 0;
+  int resynced = 0;
   f->lost_chunks = 0;
+  f->damaged_bytes = 0;
+  f->damaged_chunks = 0;
   while (off < size) {
     struct lens_chunk_hdr h;
     if (size - off < sizeof h) {
@@ -114,8 +138,15 @@ static int walk_chunks(struct lens_builder *b, struct lens_file *f, const uint8_
     }
     memcpy(&h, base + off, sizeof h);
     if (lens_chunk_hdr_check(&h)) {
-      why = "chunk header fails its check (magic or CRC)";
-      break;
+      size_t next = resync(base, size, off);
+      if (!next) {
+        why = "chunk header fails its check (magic or CRC)";
+        break;
+      }
+      f->damaged_bytes += next - off;
+      resynced = 1;
+      off = next;
+      continue;
     }
     uint64_t need = (uint64_t)h.payload_len + lens_chunk_padding(h.payload_len);
     if (need > size - off - sizeof h) {
@@ -123,20 +154,26 @@ static int walk_chunks(struct lens_builder *b, struct lens_file *f, const uint8_
       break;
     }
     const uint8_t *p = base + off + sizeof h;
-    if (lens_chunk_payload_check(&h, p)) {
-      why = "chunk payload fails its CRC";
-      break;
+    off += sizeof h + need;
+    /* The writer numbers every chunk it tries, written or not: a jump is
+     * a loss (disk full) that its own DROPS chunk may not have survived, or,
+     * right after a skipped bad header, the chunks the damage took. */
+    if (h.seq > expect_seq) {
+      if (resynced) f->damaged_chunks += h.seq - expect_seq;
+      else f->lost_chunks += h.seq - expect_seq;
+    }
+    resynced = 0;
+    expect_seq = h.seq + 1;
+    if (lens_chunk_payload_check(&h, p)) { /* a good header: exactly this chunk is lost */
+      f->damaged_bytes += sizeof h + need;
+      f->damaged_chunks++;
+      continue;
     }
     if (lens_vec_reserve((void **)views, &cap, *n_views + 1, sizeof **views)) return lens_builder_oom(b);
-    (*views)[*n_views].h = (const struct lens_chunk_hdr *)(base + off);
+    (*views)[*n_views].h = (const struct lens_chunk_hdr *)(p - sizeof h);
     (*views)[*n_views].payload = p;
     (*views)[*n_views].len = h.payload_len;
     (*n_views)++;
-    off += sizeof h + need;
-    /* The writer numbers every chunk it tries, written or not: a jump is
-     * a loss (disk full) that its own DROPS chunk may not have survived. */
-    if (h.seq > expect_seq) f->lost_chunks += h.seq - expect_seq;
-    expect_seq = h.seq + 1;
   }
   f->truncated_bytes = size - off;
   f->truncation = why;

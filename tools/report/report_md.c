@@ -323,6 +323,11 @@ static void losses(FILE *f, const struct lens_model *m, const struct lens_report
               fl->lost_chunks);
       cut++;
     }
+    if (fl->damaged_bytes) {
+      fprintf(f, "- damaged: `%s`: %" PRIu64 " chunks (%" PRIu64 " bytes) fail their CRC and were skipped\n", fl->path,
+              fl->damaged_chunks, fl->damaged_bytes);
+      cut++;
+    }
     if (!fl->n_sessions && !fl->truncated_bytes) {
       fprintf(f, "- empty: `%s` holds its header only: the process wrote nothing more (killed at once? disk full?)\n",
               fl->path);

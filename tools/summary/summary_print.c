@@ -121,6 +121,12 @@ static void print_drops_text(FILE *f, const struct lens_model *m) {
               fl->path, fl->lost_chunks);
       cut = 1;
     }
+    if (fl->damaged_bytes) {
+      fprintf(f, "  damaged: %s: %" PRIu64 " chunks (%" PRIu64 " bytes) fail their CRC and were skipped; the counts "
+                 "above miss their events\n",
+              fl->path, fl->damaged_chunks, fl->damaged_bytes);
+      cut = 1;
+    }
     if (!fl->n_sessions && !fl->truncated_bytes) {
       fprintf(f, "  empty: %s holds its header only: the process wrote nothing more (killed at once? disk full?)\n",
               fl->path);
@@ -322,8 +328,9 @@ void lens_summary_print_json(FILE *f, const struct lens_model *m, const struct l
     fprintf(f, ",\"producer\":%u,\"size_bytes\":%" PRIu64 ",\"truncated_bytes\":%" PRIu64 ",\"truncation\":",
             fl->producer, fl->size_bytes, fl->truncated_bytes);
     lens_json_str(f, fl->truncation);
-    fprintf(f, ",\"lost_chunks\":%" PRIu64 ",\"sessions\":%u,\"clean_end\":%s}", fl->lost_chunks, fl->n_sessions,
-            fl->clean_end ? "true" : "false");
+    fprintf(f, ",\"lost_chunks\":%" PRIu64 ",\"damaged_bytes\":%" PRIu64 ",\"damaged_chunks\":%" PRIu64
+               ",\"sessions\":%u,\"clean_end\":%s}",
+            fl->lost_chunks, fl->damaged_bytes, fl->damaged_chunks, fl->n_sessions, fl->clean_end ? "true" : "false");
   }
   fprintf(f, "],\"processes\":%zu,\"events\":%zu,\"communicators\":[", m->n_procs, m->n_events);
   size_t *o = row_order(s);
@@ -399,10 +406,14 @@ void lens_summary_print_json(FILE *f, const struct lens_model *m, const struct l
             m->procs[p].pid, d->ring_full, d->no_thread_slot, d->null_handle, d->bad_handle, d->write_errors,
             d->cupti_records, d->blob_queue_full);
   }
-  uint64_t cut = 0;
-  for (size_t i = 0; i < m->n_files; i++) cut += m->files[i].truncated_bytes;
-  fprintf(f, "],\"orphan_stops\":%" PRIu64 ",\"bad_records\":%" PRIu64 ",\"truncated_bytes\":%" PRIu64 "}",
-          m->orphan_stops, m->bad_records, cut);
+  uint64_t cut = 0, damaged = 0, damaged_chunks = 0;
+  for (size_t i = 0; i < m->n_files; i++)
+    cut += m->files[i].truncated_bytes, damaged += m->files[i].damaged_bytes,
+        damaged_chunks += m->files[i].damaged_chunks;
+  fprintf(f,
+          "],\"orphan_stops\":%" PRIu64 ",\"bad_records\":%" PRIu64 ",\"truncated_bytes\":%" PRIu64
+          ",\"damaged_bytes\":%" PRIu64 ",\"damaged_chunks\":%" PRIu64 "}",
+          m->orphan_stops, m->bad_records, cut, damaged, damaged_chunks);
   fputs(",\"event_flags\":{", f);
   int first = 1;
   for (int b = 0; b < 32; b++)

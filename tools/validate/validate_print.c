@@ -301,10 +301,13 @@ static void print_files_json(FILE *f, const struct lens_model *m) {
     fprintf(f, "%s{\"path\":", i ? "," : "");
     lens_json_str(f, fl->path);
     fprintf(f, ",\"size_bytes\":%" PRIu64 ",\"intact\":%s,\"truncated_bytes\":%" PRIu64 ",\"truncation\":",
-            fl->size_bytes, fl->truncated_bytes || !fl->n_sessions ? "false" : "true", fl->truncated_bytes);
+            fl->size_bytes, fl->truncated_bytes || fl->damaged_bytes || !fl->n_sessions ? "false" : "true",
+            fl->truncated_bytes);
     lens_json_str(f, fl->truncation);
-    fprintf(f, ",\"lost_chunks\":%" PRIu64 ",\"sessions\":%u,\"clean_end\":%s,\"events\":", fl->lost_chunks,
-            fl->n_sessions, fl->clean_end ? "true" : "false");
+    fprintf(f,
+            ",\"lost_chunks\":%" PRIu64 ",\"damaged_bytes\":%" PRIu64 ",\"damaged_chunks\":%" PRIu64
+            ",\"sessions\":%u,\"clean_end\":%s,\"events\":",
+            fl->lost_chunks, fl->damaged_bytes, fl->damaged_chunks, fl->n_sessions, fl->clean_end ? "true" : "false");
     if (ev) fprintf(f, "%" PRIu64 "}", ev[i]);
     else fputs("null}", f);
   }

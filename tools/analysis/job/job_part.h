@@ -102,7 +102,7 @@ struct lens_align_proc_clock *lens_job_parts_clocks(const struct lens_job_part *
 
 /* Partial files. "NCCLJOBP" magic; see job_part_io.c for the layout. */
 #define LENS_JOB_PART_MAGIC "NCCLJOBP"
-#define LENS_JOB_PART_VERSION 1u
+#define LENS_JOB_PART_VERSION 2u /* 2: sections zstd-compressed; 1 still read */
 int lens_job_part_write(FILE *f, const struct lens_job_part *p);
 /* 1 if the file starts with the partial magic, 0 if not, -1 unreadable. */
 int lens_job_part_is(const char *path);

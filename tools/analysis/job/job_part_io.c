@@ -1,12 +1,15 @@
-/* Partial files (`nccl-lens job --partial -o FILE`), format version 1.
+/* Partial files (`nccl-lens job --partial -o FILE`), format version 2.
  *
  * All integers little-endian, structs naturally aligned (sizes asserted
  * below):
- *   header  32 bytes: magic "NCCLJOBP", u32 version (1), u32 header size
+ *   header  32 bytes: magic "NCCLJOBP", u32 version (2), u32 header size
  *           (32), u32 flags (bit 0: a GPU clock map was fitted), u32 and u64
  *           reserved (0)
  *   then sections, each: struct sec (24 bytes: u32 tag, u32 CRC-32C of the
- *           payload, u64 count, u64 payload bytes, a multiple of 8) + payload
+ *           stored payload, u64 count, u64 stored payload bytes) + payload.
+ *           Version 2 stores each payload of one byte or more as one zstd
+ *           frame (with its content size) of the bytes below; version 1
+ *           stored them as they are (padded to 8), and is still read.
  *     1 FILES    count strings: u32 length + bytes, padded to 8
  *     2 PROCS    count x struct lens_job_pproc (pid, outer pid, host[64])
  *     3 COMMS    count x struct lens_job_pcomm (proc, rank, nranks, 0, comm id, name[128])
@@ -31,8 +34,13 @@
  *    11 CE       count 1, {u64 copy-engine collectives, their host enqueue ns}
  *                (added later: a file without it leaves them unknown)
  *     0 END      count 0, no payload
- * A reader takes only the version it knows and refuses a file that fails a
- * check; an unknown section tag is skipped (a newer writer may add one). */
+ * A reader takes only the versions it knows (a version-1 reader refuses a
+ * version-2 file by its version, with one line) and refuses a file that
+ * fails a check; an unknown section tag is skipped (a newer writer may add
+ * one). The sections' decompressed bytes together may be at most
+ * PART_RAW_RATIO times the file's size (plus 1 MiB): a frame claiming more
+ * is refused before anything is allocated for it (the measured ratio is 7 to
+ * 8, docs/scale.md). */
 #include <errno.h>
 #include <math.h>
 #include <fcntl.h>
@@ -44,6 +52,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <zstd.h>
+
 #include "crc32c_x3.h"
 #include "file_read.h"
 #include "job_part.h"
@@ -51,6 +61,11 @@
 #include "lens_checked.h"
 #include "lens_chunk.h"
 #include "mem_hint.h"
+
+/* zstd level of the sections: 3 (zstd's default) took 2.40 MB of a host's
+ * partial to 344 KB, 1 to 357 KB, 9 to 324 KB at several times the time. */
+#define PART_ZSTD_LEVEL 3
+#define PART_RAW_RATIO 256
 
 struct fhdr { char magic[8]; uint32_t version, hdr_size, flags, reserved0; uint64_t reserved1; };
 struct sec { uint32_t tag, crc; uint64_t count, len; };
@@ -100,9 +115,24 @@ static int put_str(struct buf *b, const char *s) {
   uint32_t l = (uint32_t)strlen(s);
   return put(b, &l, 4) || put(b, s, l) || put(b, zero, (8 - ((4 + l) & 7)) & 7);
 }
-static int section(FILE *f, uint32_t tag, uint64_t count, const void *p, size_t len) {
-  struct sec s = {tag, lens_crc32c(0, p, len), count, len};
-  return fwrite(&s, sizeof s, 1, f) != 1 || (len && fwrite(p, len, 1, f) != 1) ? -1 : 0;
+/* One section, its payload compressed into z's buffer (one zstd frame). */
+struct zw { ZSTD_CCtx *cx; void *out; size_t cap; };
+static int section(FILE *f, struct zw *z, uint32_t tag, uint64_t count, const void *p, size_t len) {
+  const void *w = p;
+  size_t wl = len;
+  if (len) {
+    size_t need = ZSTD_compressBound(len);
+    if (need > z->cap) {
+      void *q = realloc(z->out, need);
+      if (!q) return -1;
+      z->out = q, z->cap = need;
+    }
+    size_t r = ZSTD_compressCCtx(z->cx, z->out, z->cap, p, len, PART_ZSTD_LEVEL);
+    if (ZSTD_isError(r)) return -1;
+    w = z->out, wl = r;
+  }
+  struct sec s = {tag, lens_crc32c(0, w, wl), count, wl};
+  return fwrite(&s, sizeof s, 1, f) != 1 || (wl && fwrite(w, wl, 1, f) != 1) ? -1 : 0;
 }
 
 /* String table: the distinct pointers of the records (few), linear lookup
@@ -127,13 +157,14 @@ int lens_job_part_write(FILE *f, const struct lens_job_part *p) {
   memcpy(h.magic, LENS_JOB_PART_MAGIC, 8);
   struct buf b = {0};
   struct stab t = {0};
+  struct zw z = {ZSTD_createCCtx(), NULL, 0};
   int oom = 0, rc = -1;
-  if (fwrite(&h, sizeof h, 1, f) != 1) goto out;
+  if (!z.cx || fwrite(&h, sizeof h, 1, f) != 1) goto out;
   for (size_t i = 0; i < p->n_files; i++)
     if (put_str(&b, p->files[i])) goto out;
-  if (section(f, S_FILES, p->n_files, b.p, b.len)) goto out;
-  if (section(f, S_PROCS, p->n_procs, p->procs, p->n_procs * sizeof *p->procs)) goto out;
-  if (section(f, S_COMMS, p->n_comms, p->comms, p->n_comms * sizeof *p->comms)) goto out;
+  if (section(f, &z, S_FILES, p->n_files, b.p, b.len)) goto out;
+  if (section(f, &z, S_PROCS, p->n_procs, p->procs, p->n_procs * sizeof *p->procs)) goto out;
+  if (section(f, &z, S_COMMS, p->n_comms, p->comms, p->n_comms * sizeof *p->comms)) goto out;
   /* records first into the buffer (they name the strings), strings then written before them */
   struct buf rb = {0};
   for (size_t i = 0; i < p->n_recs; i++) {
@@ -159,7 +190,7 @@ int lens_job_part_write(FILE *f, const struct lens_job_part *p) {
       free(rb.p);
       goto out;
     }
-  if (section(f, S_STRINGS, t.n, b.p, b.len) || section(f, S_RECORDS, p->n_recs, rb.p, rb.len)) {
+  if (section(f, &z, S_STRINGS, t.n, b.p, b.len) || section(f, &z, S_RECORDS, p->n_recs, rb.p, rb.len)) {
     free(rb.p);
     goto out;
   }
@@ -171,7 +202,7 @@ int lens_job_part_write(FILE *f, const struct lens_job_part *p) {
       goto out;
     }
   }
-  if (section(f, S_RECX, p->n_recs, rb.p, rb.len)) {
+  if (section(f, &z, S_RECX, p->n_recs, rb.p, rb.len)) {
     free(rb.p);
     goto out;
   }
@@ -183,12 +214,12 @@ int lens_job_part_write(FILE *f, const struct lens_job_part *p) {
       goto out;
     }
   }
-  if (section(f, S_ENDS, p->n_recs, rb.p, rb.len) ||
-      (p->clocks && section(f, S_CLOCKS, p->n_procs, p->clocks, p->n_procs * sizeof *p->clocks)) ||
-      section(f, S_OPS, p->n_ops, p->ops, p->n_ops * sizeof *p->ops) ||
-      section(f, S_WAYS, p->n_wops, p->wops, p->n_wops * sizeof *p->wops) ||
-      (p->have_ce && section(f, S_CE, 1, (uint64_t[2]){p->ce_count, p->ce_enqueue_ns}, 16)) ||
-      section(f, S_END, 0, NULL, 0)) {
+  if (section(f, &z, S_ENDS, p->n_recs, rb.p, rb.len) ||
+      (p->clocks && section(f, &z, S_CLOCKS, p->n_procs, p->clocks, p->n_procs * sizeof *p->clocks)) ||
+      section(f, &z, S_OPS, p->n_ops, p->ops, p->n_ops * sizeof *p->ops) ||
+      section(f, &z, S_WAYS, p->n_wops, p->wops, p->n_wops * sizeof *p->wops) ||
+      (p->have_ce && section(f, &z, S_CE, 1, (uint64_t[2]){p->ce_count, p->ce_enqueue_ns}, 16)) ||
+      section(f, &z, S_END, 0, NULL, 0)) {
     free(rb.p);
     goto out;
   }
@@ -197,6 +228,8 @@ int lens_job_part_write(FILE *f, const struct lens_job_part *p) {
 out:
   free(b.p);
   free(t.s);
+  free(z.out);
+  ZSTD_freeCCtx(z.cx);
   return rc;
 }
 
@@ -283,9 +316,11 @@ fail:
 }
 
 /* The file mapped read-only with its pages populated, not read into the
- * heap: the sections are decoded straight from the page cache, so the merge
- * neither copies 84 MiB of partials (128 files, 416 k records) nor faults a
- * fresh heap page per 4 KiB of them (docs/scale.md, Figures). A file that is
+ * heap: a version-1 file's sections are decoded straight from the page
+ * cache, so the merge neither copies 84 MiB of partials (128 files, 416 k
+ * records) nor faults a fresh heap page per 4 KiB of them (docs/scale.md,
+ * Figures); a version-2 file's sections are decompressed from it, one at a
+ * time, into a buffer freed after the section. A file that is
  * not regular, or empty, goes the read path for its error message. A
  * partial is written once, before the reduce: one truncated while mapped
  * would fault, which is why the trace reader (files still being written)
@@ -317,6 +352,8 @@ int lens_job_part_read(const char *path, struct lens_job_part *p, char *err, siz
   if (map_file(path, &d, &size, &mapped, err, err_len)) return -1;
   struct fhdr h;
   const char **files = NULL, **strs = NULL;
+  uint8_t *raw = NULL; /* a version-2 section's payload, decompressed */
+  ZSTD_DCtx *dx = NULL;
   uint64_t n_strs = 0;
   size_t n_clocks = 0;
   int rc = -1, got_end = 0;
@@ -329,11 +366,15 @@ int lens_job_part_read(const char *path, struct lens_job_part *p, char *err, siz
     bad(err, err_len, path, "bad magic or header size");
     goto out;
   }
-  if (h.version != LENS_JOB_PART_VERSION) {
-    snprintf(err, err_len, "%s: job partial format version %u (this reader knows %u)", path, h.version,
+  if (h.version != 1 && h.version != LENS_JOB_PART_VERSION) {
+    snprintf(err, err_len, "%s: job partial format version %u (this reader knows 1 to %u)", path, h.version,
              LENS_JOB_PART_VERSION);
     goto out;
   }
+  /* what the sections may decompress to, all together (saturated) */
+  uint64_t raw_left = size > (UINT64_MAX - (1u << 20)) / PART_RAW_RATIO ? UINT64_MAX
+                                                                         : (uint64_t)size * PART_RAW_RATIO + (1u << 20);
+  if (h.version >= 2 && !(dx = ZSTD_createDCtx())) goto oom;
   p->have_clock_map = h.flags & 1;
   size_t off = sizeof h;
   while (!got_end) {
@@ -353,6 +394,23 @@ int lens_job_part_read(const char *path, struct lens_job_part *p, char *err, siz
     const uint8_t *q = d + off;
     size_t l = (size_t)s.len;
     off += l;
+    free(raw);
+    raw = NULL;
+    if (dx && l) {
+      unsigned long long rl = ZSTD_getFrameContentSize(q, l);
+      if (rl == ZSTD_CONTENTSIZE_UNKNOWN || rl == ZSTD_CONTENTSIZE_ERROR || rl > raw_left) {
+        bad(err, err_len, path, "a section's zstd frame is damaged or claims too many bytes");
+        goto out;
+      }
+      if (!(raw = malloc(rl ? (size_t)rl : 1))) goto oom;
+      size_t got = ZSTD_decompressDCtx(dx, raw, (size_t)rl, q, l);
+      if (ZSTD_isError(got) || got != rl) {
+        bad(err, err_len, path, "a section's zstd frame does not decompress to its size");
+        goto out;
+      }
+      raw_left -= rl;
+      q = raw, l = (size_t)rl;
+    }
 #define FIXED(arr, n, T)                                                                                               \
   do {                                                                                                                 \
     size_t need_;                                                                                                      \
@@ -535,6 +593,8 @@ oom:
 out:
   free(files);
   free(strs);
+  free(raw);
+  ZSTD_freeDCtx(dx);
   if (mapped) munmap((void *)d, size);
   else free((void *)d);
   if (rc) lens_job_part_free(p);
