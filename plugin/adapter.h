@@ -33,6 +33,30 @@ struct lens_v7_fields {
 int lens_start_member(void *ctx, void **eHandle, int tindex, uint64_t parent, int rank, const void *u,
                       const struct lens_v7_fields *x);
 
+/* How every START builder of adapter_v4.c and adapter_members.c opens, in a
+ * function with parameters ctx, h, parent and rank (record.h): claim the
+ * START record of type T with a payload of struct P, p pointing at it, or
+ * return when the ring refused it. Expands in place: the same code as
+ * writing it out, no call and no indirection added to the hot path. */
+#define LENS_MEMBER_BEGIN(T, P, role)                                                                \
+  struct lens_wip w;                                                                                 \
+  struct lens_rec_start *r =                                                                         \
+      lens_start_begin(&w, h, (uint64_t)(uintptr_t)ctx, T, sizeof(struct P), parent, rank, 0, role); \
+  if (!r) return;                                                                                    \
+  struct P *p = (void *)(r + 1)
+
+/* The leading fields every Coll (v4, v5 and later) and CeColl share: the same
+ * names in their descriptors and in their payloads. */
+#define LENS_COPY_COLL_HEAD(p, d)                         \
+  do {                                                    \
+    (p)->seq = (d)->seqNumber;                            \
+    (p)->func = (lens_str_t)(uintptr_t)(d)->func;         \
+    (p)->send_buff = (uint64_t)(uintptr_t)(d)->sendBuff;  \
+    (p)->recv_buff = (uint64_t)(uintptr_t)(d)->recvBuff;  \
+    (p)->count = (d)->count;                              \
+    (p)->datatype = (lens_str_t)(uintptr_t)(d)->datatype; \
+  } while (0)
+
 /* An unknown descriptor type: counted, logged once, no handle. */
 void lens_start_unknown(void **eHandle, uint64_t type);
 

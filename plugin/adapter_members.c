@@ -9,12 +9,17 @@
 
 static const struct lens_v7_fields k_no_v7;
 
+/* The leading fields CollApi and P2pApi share. */
+#define COPY_API_HEAD(p, d)                               \
+  do {                                                    \
+    (p)->func = (lens_str_t)(uintptr_t)(d)->func;         \
+    (p)->count = (d)->count;                              \
+    (p)->datatype = (lens_str_t)(uintptr_t)(d)->datatype; \
+    (p)->stream = (uint64_t)(uintptr_t)(d)->stream;       \
+  } while (0)
+
 static void start_group_api(void *ctx, void **h, uint64_t parent, int rank, const struct lens_nccl_group_api *d) {
-  struct lens_wip w;
-  struct lens_rec_start *r = lens_start_begin(&w, h, (uint64_t)(uintptr_t)ctx, LENS_T_GROUP_API,
-                                              sizeof(struct lens_p_group_api), parent, rank, 0, LENS_ROLE_APP);
-  if (!r) return;
-  struct lens_p_group_api *p = (void *)(r + 1);
+  LENS_MEMBER_BEGIN(LENS_T_GROUP_API, lens_p_group_api, LENS_ROLE_APP);
   p->graph_captured = d->graphCaptured;
   p->group_depth = d->groupDepth;
   lens_start_end(&w, h);
@@ -22,15 +27,8 @@ static void start_group_api(void *ctx, void **h, uint64_t parent, int rank, cons
 
 static void start_coll_api(void *ctx, void **h, uint64_t parent, int rank, const struct lens_nccl_coll_api *d,
                            const struct lens_v7_fields *x) {
-  struct lens_wip w;
-  struct lens_rec_start *r = lens_start_begin(&w, h, (uint64_t)(uintptr_t)ctx, LENS_T_COLL_API,
-                                              sizeof(struct lens_p_coll_api), parent, rank, 0, LENS_ROLE_APP);
-  if (!r) return;
-  struct lens_p_coll_api *p = (void *)(r + 1);
-  p->func = (lens_str_t)(uintptr_t)d->func;
-  p->count = d->count;
-  p->datatype = (lens_str_t)(uintptr_t)d->datatype;
-  p->stream = (uint64_t)(uintptr_t)d->stream;
+  LENS_MEMBER_BEGIN(LENS_T_COLL_API, lens_p_coll_api, LENS_ROLE_APP);
+  COPY_API_HEAD(p, d);
   p->root = d->root;
   p->graph_captured = d->graphCaptured;
   p->user_tag = x->user_tag;
@@ -39,15 +37,8 @@ static void start_coll_api(void *ctx, void **h, uint64_t parent, int rank, const
 
 static void start_p2p_api(void *ctx, void **h, uint64_t parent, int rank, const struct lens_nccl_p2p_api *d,
                           const struct lens_v7_fields *x) {
-  struct lens_wip w;
-  struct lens_rec_start *r = lens_start_begin(&w, h, (uint64_t)(uintptr_t)ctx, LENS_T_P2P_API,
-                                              sizeof(struct lens_p_p2p_api), parent, rank, 0, LENS_ROLE_APP);
-  if (!r) return;
-  struct lens_p_p2p_api *p = (void *)(r + 1);
-  p->func = (lens_str_t)(uintptr_t)d->func;
-  p->count = d->count;
-  p->datatype = (lens_str_t)(uintptr_t)d->datatype;
-  p->stream = (uint64_t)(uintptr_t)d->stream;
+  LENS_MEMBER_BEGIN(LENS_T_P2P_API, lens_p_p2p_api, LENS_ROLE_APP);
+  COPY_API_HEAD(p, d);
   p->graph_captured = d->graphCaptured;
   p->reserved = 0;
   p->user_tag = x->user_tag;
@@ -56,11 +47,7 @@ static void start_p2p_api(void *ctx, void **h, uint64_t parent, int rank, const 
 
 static void start_kernel_launch(void *ctx, void **h, uint64_t parent, int rank,
                                 const struct lens_nccl_kernel_launch *d) {
-  struct lens_wip w;
-  struct lens_rec_start *r = lens_start_begin(&w, h, (uint64_t)(uintptr_t)ctx, LENS_T_KERNEL_LAUNCH,
-                                              sizeof(struct lens_p_kernel_launch), parent, rank, 0, LENS_ROLE_APP);
-  if (!r) return;
-  struct lens_p_kernel_launch *p = (void *)(r + 1);
+  LENS_MEMBER_BEGIN(LENS_T_KERNEL_LAUNCH, lens_p_kernel_launch, LENS_ROLE_APP);
   p->stream = (uint64_t)(uintptr_t)d->stream;
   /* CUPTI first: the external id must be on the stack before NCCL launches. */
   uint64_t ext = 0;
@@ -73,17 +60,8 @@ static void start_kernel_launch(void *ctx, void **h, uint64_t parent, int rank,
 
 static void start_coll(void *ctx, void **h, uint64_t parent, int rank, const struct lens_nccl_coll_v5 *d,
                        const struct lens_v7_fields *x) {
-  struct lens_wip w;
-  struct lens_rec_start *r = lens_start_begin(&w, h, (uint64_t)(uintptr_t)ctx, LENS_T_COLL,
-                                              sizeof(struct lens_p_coll), parent, rank, 0, lens_task_role());
-  if (!r) return;
-  struct lens_p_coll *p = (void *)(r + 1);
-  p->seq = d->seqNumber;
-  p->func = (lens_str_t)(uintptr_t)d->func;
-  p->send_buff = (uint64_t)(uintptr_t)d->sendBuff;
-  p->recv_buff = (uint64_t)(uintptr_t)d->recvBuff;
-  p->count = d->count;
-  p->datatype = (lens_str_t)(uintptr_t)d->datatype;
+  LENS_MEMBER_BEGIN(LENS_T_COLL, lens_p_coll, lens_task_role());
+  LENS_COPY_COLL_HEAD(p, d);
   p->algo = (lens_str_t)(uintptr_t)d->algo;
   p->proto = (lens_str_t)(uintptr_t)d->proto;
   p->parent_group = (uint64_t)(uintptr_t)d->parentGroup;
@@ -100,11 +78,7 @@ static void start_coll(void *ctx, void **h, uint64_t parent, int rank, const str
 
 static void start_p2p(void *ctx, void **h, uint64_t parent, int rank, const struct lens_nccl_p2p_v5 *d,
                       const struct lens_v7_fields *x) {
-  struct lens_wip w;
-  struct lens_rec_start *r = lens_start_begin(&w, h, (uint64_t)(uintptr_t)ctx, LENS_T_P2P,
-                                              sizeof(struct lens_p_p2p), parent, rank, 0, lens_task_role());
-  if (!r) return;
-  struct lens_p_p2p *p = (void *)(r + 1);
+  LENS_MEMBER_BEGIN(LENS_T_P2P, lens_p_p2p, lens_task_role());
   p->func = (lens_str_t)(uintptr_t)d->func;
   p->buff = (uint64_t)(uintptr_t)d->buff;
   p->datatype = (lens_str_t)(uintptr_t)d->datatype;
@@ -120,17 +94,8 @@ static void start_p2p(void *ctx, void **h, uint64_t parent, int rank, const stru
 
 static void start_ce_coll(void *ctx, void **h, uint64_t parent, int rank, const struct lens_nccl_ce_coll *d,
                           const struct lens_v7_fields *x) {
-  struct lens_wip w;
-  struct lens_rec_start *r = lens_start_begin(&w, h, (uint64_t)(uintptr_t)ctx, LENS_T_CE_COLL,
-                                              sizeof(struct lens_p_ce_coll), parent, rank, 0, lens_task_role());
-  if (!r) return;
-  struct lens_p_ce_coll *p = (void *)(r + 1);
-  p->seq = d->seqNumber;
-  p->func = (lens_str_t)(uintptr_t)d->func;
-  p->send_buff = (uint64_t)(uintptr_t)d->sendBuff;
-  p->recv_buff = (uint64_t)(uintptr_t)d->recvBuff;
-  p->count = d->count;
-  p->datatype = (lens_str_t)(uintptr_t)d->datatype;
+  LENS_MEMBER_BEGIN(LENS_T_CE_COLL, lens_p_ce_coll, lens_task_role());
+  LENS_COPY_COLL_HEAD(p, d);
   p->sync_strategy = (lens_str_t)(uintptr_t)d->syncStrategy;
   p->stream = (uint64_t)(uintptr_t)d->stream;
   p->root = d->root;
@@ -144,22 +109,14 @@ static void start_ce_coll(void *ctx, void **h, uint64_t parent, int rank, const 
 }
 
 static void start_ce_sync(void *ctx, void **h, uint64_t parent, int rank, const struct lens_nccl_ce_sync *d) {
-  struct lens_wip w;
-  struct lens_rec_start *r = lens_start_begin(&w, h, (uint64_t)(uintptr_t)ctx, LENS_T_CE_SYNC,
-                                              sizeof(struct lens_p_ce_sync), parent, rank, 0, lens_task_role());
-  if (!r) return;
-  struct lens_p_ce_sync *p = (void *)(r + 1);
+  LENS_MEMBER_BEGIN(LENS_T_CE_SYNC, lens_p_ce_sync, lens_task_role());
   p->is_complete = d->isComplete;
   p->n_ranks = d->nRanks;
   lens_start_end(&w, h);
 }
 
 static void start_ce_batch(void *ctx, void **h, uint64_t parent, int rank, const struct lens_nccl_ce_batch *d) {
-  struct lens_wip w;
-  struct lens_rec_start *r = lens_start_begin(&w, h, (uint64_t)(uintptr_t)ctx, LENS_T_CE_BATCH,
-                                              sizeof(struct lens_p_ce_batch), parent, rank, 0, lens_task_role());
-  if (!r) return;
-  struct lens_p_ce_batch *p = (void *)(r + 1);
+  LENS_MEMBER_BEGIN(LENS_T_CE_BATCH, lens_p_ce_batch, lens_task_role());
   p->total_bytes = d->totalBytes;
   p->num_ops = d->numOps;
   p->use_intra_sync = d->useIntraSync;

@@ -7,17 +7,8 @@
 #include "record.h"
 
 static void start_coll_v4(void *ctx, void **h, uint64_t parent, int rank, const lens_nccl_descr_v4_t *d) {
-  struct lens_wip w;
-  struct lens_rec_start *r = lens_start_begin(&w, h, (uint64_t)(uintptr_t)ctx, LENS_T_COLL,
-                                              sizeof(struct lens_p_coll), parent, rank, 0, lens_task_role());
-  if (!r) return;
-  struct lens_p_coll *p = (void *)(r + 1);
-  p->seq = d->coll.seqNumber;
-  p->func = (lens_str_t)(uintptr_t)d->coll.func;
-  p->send_buff = (uint64_t)(uintptr_t)d->coll.sendBuff;
-  p->recv_buff = (uint64_t)(uintptr_t)d->coll.recvBuff;
-  p->count = d->coll.count;
-  p->datatype = (lens_str_t)(uintptr_t)d->coll.datatype;
+  LENS_MEMBER_BEGIN(LENS_T_COLL, lens_p_coll, lens_task_role());
+  LENS_COPY_COLL_HEAD(p, &d->coll);
   p->algo = (lens_str_t)(uintptr_t)d->coll.algo;
   p->proto = (lens_str_t)(uintptr_t)d->coll.proto;
   p->parent_group = 0;
@@ -30,11 +21,7 @@ static void start_coll_v4(void *ctx, void **h, uint64_t parent, int rank, const 
 }
 
 static void start_p2p_v4(void *ctx, void **h, uint64_t parent, int rank, const lens_nccl_descr_v4_t *d) {
-  struct lens_wip w;
-  struct lens_rec_start *r = lens_start_begin(&w, h, (uint64_t)(uintptr_t)ctx, LENS_T_P2P,
-                                              sizeof(struct lens_p_p2p), parent, rank, 0, lens_task_role());
-  if (!r) return;
-  struct lens_p_p2p *p = (void *)(r + 1);
+  LENS_MEMBER_BEGIN(LENS_T_P2P, lens_p_p2p, lens_task_role());
   p->func = (lens_str_t)(uintptr_t)d->p2p.func;
   p->buff = (uint64_t)(uintptr_t)d->p2p.buff;
   p->datatype = (lens_str_t)(uintptr_t)d->p2p.datatype;

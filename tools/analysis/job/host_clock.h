@@ -1,5 +1,5 @@
 /* Coarse placement of a process's CLOCK_MONOTONIC on a job time base, from
- * the CLOCK chunks its writer left (plugin/clock_evidence.c). The job time
+ * the CLOCK chunks its writer left (plugin/writer/clock_evidence.c). The job time
  * base is CLOCK_REALTIME as each host's NTP keeps it: good to NTP's error
  * (adjtimex maxerror, typically under a millisecond on a synced host), which
  * the bound says. Finer alignment from the job's own sync points (collective

@@ -1,4 +1,4 @@
-/* Live aggregation on the writer thread (plugin/live.h, docs/metrics.md).
+/* Live aggregation on the writer thread (plugin/live/live.h, docs/metrics.md).
  *
  * Records arrive in ring form, one thread's ring at a time, so a KernelCh
  * may be seen before the Coll it belongs to (the proxy's ring drained first):
