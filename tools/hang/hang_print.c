@@ -110,13 +110,15 @@ static const char *proxy_verdict(const struct lens_hang_proxy *p) {
   return p->waiting_only ? "waiting" : "silent";
 }
 
-/* One comm's headline: "AllReduce seq 3 of replay-world (id 0x...) on 4 of 4 ranks, never entered: rank 2". */
+/* One comm's headline: "AllReduce seq 3 of replay-world stuck on 3 of 4 ranks, never entered by rank 2"
+ * (the comm's id when it has no name). */
 static void comm_headline(FILE *f, const struct lens_hang_report *h, const struct lens_hang_comm *c) {
   int stuck = 0;
   for (int32_t r = 0; r < c->nranks; r++) stuck += c->ranks[r].stuck;
-  fprintf(f, "%s seq %" PRId64 " of %s (id 0x%016" PRIx64 ") stuck on %d of %d ranks",
-          c->stuck_func >= 0 ? c->funcs[c->stuck_func] : "?", c->stuck_seq, c->name[0] ? c->name : "(unnamed)",
-          c->comm_id, stuck, c->nranks);
+  fprintf(f, "%s seq %" PRId64 " of ", c->stuck_func >= 0 ? c->funcs[c->stuck_func] : "?", c->stuck_seq);
+  if (c->name[0]) fprintf(f, "%s", c->name);
+  else fprintf(f, "0x%016" PRIx64, c->comm_id);
+  fprintf(f, " stuck on %d of %d ranks", stuck, c->nranks);
   if (c->n_missing) {
     fprintf(f, ", never entered by rank%s", c->n_missing > 1 ? "s" : "");
     for (size_t i = 0; i < c->n_missing; i++) fprintf(f, "%s%d", i ? "," : " ", c->missing[i]);
@@ -139,7 +141,7 @@ void lens_hang_print_headline(FILE *f, const struct lens_hang_report *h) {
     if (n++) fputs("; ", f);
     comm_headline(f, h, &h->comms[i]);
   }
-  fputs(" (nccl-lens hang has the diagnosis)\n", f);
+  fputs(": see nccl-lens hang\n", f);
 }
 
 void lens_hang_print_headline_md(FILE *f, const struct lens_hang_report *h) {
