@@ -3,6 +3,8 @@
  * ranks AllGather first, slower from A to B and faster from B to A; a run
  * against itself is "no change"; communicators are matched by name or size
  * when their hashes differ; more iterations change the counts;
+ * a rank late on every AllReduce (job-late-app against job-none) is a change
+ * of the wait, the injected delay, though execution held;
  * usage errors give one line and exit 2. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -129,6 +131,67 @@ static void test_more_iterations_change_counts(void **state) {
   assert_non_null(strstr(rep, "allreduce_counts True"));
 }
 
+/* job-none against job-late-app (2 x 2): the late rank's AllReduces execute
+ * as before and the other three ranks wait ~3 ms each time. diff said "no
+ * change" (it compared execution only). Every row must now be slower by the
+ * wait, within 10% of what the truths give (per row: the mean over its
+ * instances of the longest rank wait, late run minus healthy run). */
+static const char *WAIT_PY =
+    "import json,sys,math\n"
+    "d=json.load(open(sys.argv[1]))\n"
+    "def waits(p):\n"
+    "  w={}\n"
+    "  for i in json.load(open(p))['instances']:\n"
+    "    k=(i['func'],int(math.log2(i['bytes'])) if i['bytes'] else -1)\n"
+    "    w.setdefault(k,[]).append(max(r['wait_ns'] for r in i['ranks']))\n"
+    "  return {k:sum(v)/len(v) for k,v in w.items()}\n"
+    "a=waits(sys.argv[1].replace('diff.json','none/truth.json'))\n"
+    "b=waits(sys.argv[1].replace('diff.json','late/truth.json'))\n"
+    "print('no_change', d['no_change'], 'rows', len(d['rows']))\n"
+    "ok=0\n"
+    "for r in d['rows']:\n"
+    "  want=b[(r['func'],r['size_log2'])]-a[(r['func'],r['size_log2'])]\n"
+    "  got=r['wait_change_ns']\n"
+    "  good=r['time']=='execution' and r['status']=='slower' and 'wait' in r['moved'] and got is not None and "
+    "abs(got-want)<=0.1*want\n"
+    "  ok+=good\n"
+    "  print(r['func'], r['size_bucket'], r['status'], r['moved'], 'wait change', got, 'truth', want, 'ok' if good else 'BAD')\n"
+    "print('rows_ok', ok==len(d['rows']) and ok>0)\n";
+
+static void test_late_app_is_a_wait_change(void **state) {
+  (void)state;
+  char none[300], late[300], truth[320], out[300], rep[4096];
+  snprintf(none, sizeof none, "%s/none", cli_tmpdir());
+  snprintf(late, sizeof late, "%s/late", cli_tmpdir());
+  const char *dirs[] = {none, late}, *scen[] = {"job-none", "job-late-app"};
+  for (int i = 0; i < 2; i++) {
+    struct cli_result r;
+    snprintf(truth, sizeof truth, "%s/truth.json", dirs[i]);
+    const char *args[] = {"replay", "--scenario", scen[i], "--nodes", "2", "--ranks-per-node", "2", "--out", dirs[i],
+                          "--truth", truth, "--quiet", NULL};
+    assert_int_equal(cli_run(&r, args), 0);
+    if (r.status) fail_msg("replay: %s", r.err);
+  }
+  snprintf(out, sizeof out, "%s/diff.json", cli_tmpdir());
+  struct cli_result r;
+  const char *args[] = {"diff", "--json", none, late, "-o", out, NULL};
+  assert_int_equal(cli_run(&r, args), 0);
+  assert_int_equal(r.status, 0);
+  assert_int_equal(cli_python(WAIT_PY, out, rep, sizeof rep), 0);
+  printf("%s", rep);
+  assert_non_null(strstr(rep, "no_change False"));
+  assert_non_null(strstr(rep, "rows_ok True"));
+  /* the text says it, not "no change" */
+  const char *t[] = {"diff", none, late, NULL};
+  assert_int_equal(cli_run(&r, t), 0);
+  assert_null(strstr(r.out, "no change"));
+  assert_non_null(strstr(r.out, "wait (last rank's lateness)"));
+  /* a run against itself: still no change */
+  const char *same[] = {"diff", late, late, NULL};
+  assert_int_equal(cli_run(&r, same), 0);
+  assert_non_null(strstr(r.out, "no change:"));
+}
+
 static void test_usage_errors(void **state) {
   (void)state;
   struct cli_result r;
@@ -154,6 +217,7 @@ int main(void) {
       cmocka_unit_test(test_same_run_no_change),
       cmocka_unit_test(test_comms_matched_without_hash),
       cmocka_unit_test(test_more_iterations_change_counts),
+      cmocka_unit_test(test_late_app_is_a_wait_change),
       cmocka_unit_test(test_usage_errors),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

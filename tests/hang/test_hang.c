@@ -12,26 +12,50 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <string.h>
 
 #include "mini_json.h"
 #include "../lens_test_tmp.h"
 
 struct run {
-  struct mj *truth, *hang;
+  struct mj *truth, *hang, *summary, *job;
   char report[1 << 16]; /* the report's start: its hang section */
+  char summary_txt[1 << 12], job_txt[1 << 12]; /* the first lines of summary's and job's text */
+  int hang_status;      /* `hang`'s exit status */
 };
+
+static void slurp_head(const char *path, char *buf, size_t len) {
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  size_t n = fread(buf, 1, len - 1, f);
+  buf[n] = 0;
+  fclose(f);
+}
 
 static void run(struct run *r, const char *scenario, const char *extra) {
   char dir[400], cmd[4096], path[600];
   lens_test_tmpdir(dir, sizeof dir, scenario);
   snprintf(cmd, sizeof cmd,
            "mkdir -p %s && %s/bin/nccl-lens replay --quiet --scenario %s --nodes 2 %s --out %s --truth %s/truth.json"
-           " && %s/bin/nccl-lens hang --json -o %s/hang.json %s && %s/bin/nccl-lens report -o %s/report.md %s/*.lens"
-           " && %s/bin/nccl-lens hang -o %s/hang.txt %s",
-           dir, LENS_BUILD_DIR, scenario, extra, dir, dir, LENS_BUILD_DIR, dir, dir, LENS_BUILD_DIR, dir, dir,
-           LENS_BUILD_DIR, dir, dir);
+           " && %s/bin/nccl-lens report -o %s/report.md %s/*.lens",
+           dir, LENS_BUILD_DIR, scenario, extra, dir, dir, LENS_BUILD_DIR, dir, dir);
   assert_int_equal(system(cmd), 0);
+  /* summary and job say it too, from the same analysis (text and JSON) */
+  snprintf(cmd, sizeof cmd,
+           "%s/bin/nccl-lens summary -o %s/summary.txt %s && %s/bin/nccl-lens summary --json -o %s/summary.json %s"
+           " && %s/bin/nccl-lens job -o %s/job.txt %s && %s/bin/nccl-lens job --json -o %s/job.json %s",
+           LENS_BUILD_DIR, dir, dir, LENS_BUILD_DIR, dir, dir, LENS_BUILD_DIR, dir, dir, LENS_BUILD_DIR, dir, dir);
+  assert_int_equal(system(cmd), 0);
+  /* hang's exit status: 3 when something is stuck (docs/hang.md), the same for text and JSON */
+  snprintf(cmd, sizeof cmd, "%s/bin/nccl-lens hang --json -o %s/hang.json %s", LENS_BUILD_DIR, dir, dir);
+  int st = system(cmd);
+  assert_true(WIFEXITED(st));
+  r->hang_status = WEXITSTATUS(st);
+  snprintf(cmd, sizeof cmd, "%s/bin/nccl-lens hang -o %s/hang.txt %s", LENS_BUILD_DIR, dir, dir);
+  st = system(cmd);
+  assert_true(WIFEXITED(st));
+  assert_int_equal(WEXITSTATUS(st), r->hang_status);
   /* the text stays within 120 columns (the waiting and proxy lines were up to 142) */
   snprintf(cmd, sizeof cmd, "awk 'length($0) > 120 { print; bad = 1 } END { exit bad }' %s/hang.txt", dir);
   assert_int_equal(system(cmd), 0);
@@ -39,19 +63,27 @@ static void run(struct run *r, const char *scenario, const char *extra) {
   r->truth = mj_parse_file(path);
   snprintf(path, sizeof path, "%s/hang.json", dir);
   r->hang = mj_parse_file(path);
+  snprintf(path, sizeof path, "%s/summary.json", dir);
+  r->summary = mj_parse_file(path);
+  snprintf(path, sizeof path, "%s/job.json", dir);
+  r->job = mj_parse_file(path);
   snprintf(path, sizeof path, "%s/report.md", dir);
-  FILE *f = fopen(path, "r");
-  assert_non_null(f);
-  size_t n = fread(r->report, 1, sizeof r->report - 1, f);
-  r->report[n] = 0;
-  fclose(f);
+  slurp_head(path, r->report, sizeof r->report);
+  snprintf(path, sizeof path, "%s/summary.txt", dir);
+  slurp_head(path, r->summary_txt, sizeof r->summary_txt);
+  snprintf(path, sizeof path, "%s/job.txt", dir);
+  slurp_head(path, r->job_txt, sizeof r->job_txt);
   assert_non_null(r->truth);
   assert_non_null(r->hang);
+  assert_non_null(r->summary);
+  assert_non_null(r->job);
 }
 
 static void done(struct run *r) {
   mj_free(r->truth);
   mj_free(r->hang);
+  mj_free(r->summary);
+  mj_free(r->job);
 }
 
 /* hang --json writes comm_id as the other views do: a string "0x..." */
@@ -92,6 +124,36 @@ static const struct mj *proxy_of(const struct mj *hang, int64_t rank) {
   return NULL;
 }
 
+/* A view's "hang" object (summary --json, job --json) against the truth:
+ * the stuck instance, the missing rank and the frozen proxy, nothing else. */
+static void check_view_hang(const char *view, const struct mj *v, const struct mj *th) {
+  const struct mj *h = mj_get(v, "hang");
+  if (!h || !mj_get(h, "stuck") || mj_get(h, "stuck")->num != 1) fail_msg("%s --json: no stuck hang object", view);
+  const struct mj *cs = mj_get(h, "communicators");
+  assert_int_equal(cs->n, 1);
+  const struct mj *c = mj_at(cs, 0);
+  assert_int_equal(hex_id(c), mj_uint(th, "comm_id", 0));
+  assert_string_equal(mj_str(c, "func"), mj_str(th, "func"));
+  assert_int_equal(mj_int(c, "seq", -1), mj_int(th, "seq", -2));
+  int64_t m = mj_int(th, "missing_rank", -1), fr = mj_int(th, "frozen_rank", -1);
+  const struct mj *miss = mj_get(c, "missing_ranks"), *frozen = mj_get(c, "frozen_proxy_ranks");
+  assert_int_equal(miss->n, m >= 0 ? 1 : 0);
+  if (m >= 0) assert_true(has_int(miss, m));
+  if (frozen->n != (fr >= 0 ? 1u : 0u) || (fr >= 0 && !has_int(frozen, fr)))
+    fail_msg("%s --json: %zu frozen proxies, truth: rank %d", view, frozen->n, (int)fr);
+}
+
+/* The first line of a view's text: "hang: FUNC seq S ..." */
+static void check_text_hang(const char *view, const char *txt, const struct mj *th) {
+  char want[128];
+  snprintf(want, sizeof want, "hang: %s seq %d of ", mj_str(th, "func"), (int)mj_int(th, "seq", -1));
+  if (strncmp(txt, want, strlen(want))) fail_msg("%s: first line is not '%s...': %.200s", view, want, txt);
+  int64_t fr = mj_int(th, "frozen_rank", -1);
+  snprintf(want, sizeof want, "frozen proxy of rank %d", (int)fr);
+  const char *eol = strchr(txt, '\n');
+  if (fr >= 0 && (!strstr(txt, want) || strstr(txt, want) > eol)) fail_msg("%s: '%s' not on the hang line", view, want);
+}
+
 static void check_hang(const char *scenario, const char *extra) {
   static struct run r;
   char args[128];
@@ -106,6 +168,18 @@ static void check_hang(const char *scenario, const char *extra) {
   assert_true(mj_get(c, "stuck")->num == 1);
   assert_int_equal(mj_int(c, "stuck_seq", -1), mj_int(th, "seq", -2));
   assert_string_equal(mj_str(c, "stuck_func"), mj_str(th, "func"));
+  assert_int_equal(r.hang_status, 3); /* stuck: documented exit status 3 */
+  check_view_hang("summary", r.summary, th);
+  check_view_hang("job", r.job, th);
+  check_text_hang("summary", r.summary_txt, th);
+  check_text_hang("job", r.job_txt, th);
+  /* the report's hints name it first */
+  const char *hints = strstr(r.report, "## What to look at next\n\n");
+  assert_non_null(hints);
+  char want[128];
+  snprintf(want, sizeof want, "## What to look at next\n\n- **Hang: %s seq %d of ", mj_str(th, "func"),
+           (int)mj_int(th, "seq", -1));
+  if (strncmp(hints, want, strlen(want))) fail_msg("report: the first hint is not the hang: %.300s", hints);
   char line[128]; /* the report has the same diagnosis */
   snprintf(line, sizeof line, "STUCK at %s seq %d\n", mj_str(th, "func"), (int)mj_int(th, "seq", -1));
   assert_non_null(strstr(r.report, line));
@@ -150,6 +224,19 @@ static void check_hang(const char *scenario, const char *extra) {
     assert_true(mj_get(px, "recording")->num == 0);
     assert_true(mj_uint(px, "silent_ns", 0) > 500000000ull);
   }
+  /* the frozen proxy is named, and only it: the other silent proxies' ops
+   * wait on their GPU or peer, which a stopped proxy and a polling one show
+   * alike (they were all called "silent: stopped, or polling") */
+  const struct mj *ps = mj_get(r.hang, "proxies");
+  for (size_t i = 0; ps && i < ps->n; i++) {
+    const struct mj *px = mj_at(ps, i);
+    int64_t rk = mj_int(px, "rank", -9);
+    int is_frozen = mj_get(px, "frozen")->num == 1;
+    if (is_frozen != (rk == frozen)) fail_msg("%s: proxy of rank %d frozen=%d, truth frozen rank %d", scenario, (int)rk,
+                                              is_frozen, (int)frozen);
+    if (is_frozen) assert_string_equal(mj_str(px, "verdict"), "frozen");
+    if (frozen >= 0 && !is_frozen) assert_true(strcmp(mj_str(px, "verdict"), "silent") != 0);
+  }
   done(&r);
 }
 
@@ -165,6 +252,12 @@ static void test_graph_replay(void **s) { (void)s; check_hang("hang-graph", "");
 static void check_healthy(const char *scenario) {
   static struct run r;
   run(&r, scenario, "--iters 2");
+  assert_int_equal(r.hang_status, 0); /* nothing stuck */
+  assert_true(mj_get(mj_get(r.summary, "hang"), "stuck")->num == 0);
+  assert_true(mj_get(mj_get(r.job, "hang"), "stuck")->num == 0);
+  assert_null(strstr(r.summary_txt, "hang: "));
+  assert_null(strstr(r.job_txt, "hang: "));
+  assert_null(strstr(r.report, "- **Hang: "));
   const struct mj *cs = mj_get(r.hang, "communicators");
   assert_true(cs && cs->n > 0);
   for (size_t i = 0; i < cs->n; i++) {

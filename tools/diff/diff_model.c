@@ -104,6 +104,40 @@ static struct keyed *find_or_add(struct keyed **v, size_t *n, size_t *cap, const
   return k;
 }
 
+static int bucket_of(uint64_t b) { /* the job rows' size bucket: floor(log2(bytes)), -1 for 0 */
+  int k = -1;
+  while (b) b >>= 1, k++;
+  return k;
+}
+
+/* The row's waits and wall time from the job view's instances: the ones its
+ * row counts (seen on more than one rank), decomposed. */
+static int cmp_u64(const void *x, const void *y) {
+  uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+  return (a > b) - (a < b);
+}
+
+static int job_waits(const struct lens_job *j, uint64_t comm_id, struct keyed *k) {
+  double wait = 0, wall = 0;
+  uint64_t *w = malloc((j->n_insts ? j->n_insts : 1) * sizeof *w);
+  if (!w) return -1;
+  size_t n = 0;
+  for (size_t i = 0; i < j->n_insts; i++) {
+    const struct lens_job_inst *in = &j->insts[i];
+    if (in->comm_id != comm_id || in->nranks < 2 || in->ranks_seen < 2 || !in->exec_ns) continue;
+    if (bucket_of(in->bytes) != k->bucket || !streq(in->func, k->func)) continue;
+    wait += (double)in->max_wait_ns;
+    wall += (double)in->exec_ns + (double)in->max_wait_ns;
+    w[n++] = in->max_wait_ns;
+  }
+  if (n) qsort(w, n, sizeof *w, cmp_u64);
+  k->s.wait_ns = n ? wait / (double)n : 0;
+  k->s.wait_p50_ns = n ? (double)w[(n - 1) / 2] : 0; /* as the job rows' exec_p50 */
+  k->s.wall_ns = n ? wall / (double)n : 0;
+  free(w);
+  return 0;
+}
+
 /* One run's rows of one communicator under the metric. */
 static int side_rows(const struct lens_diff_run *r, int32_t gi, int metric, struct keyed **v, size_t *n) {
   size_t cap = 0;
@@ -124,7 +158,10 @@ static int side_rows(const struct lens_diff_run *r, int32_t gi, int metric, stru
       k->s.total_ns = (double)jr->exec_avg * (double)jr->decomposed;
       k->s.busbw_gbps = jr->busbw_gbps;
       k->s.algbw_gbps = f > 0 ? jr->busbw_gbps / f : 0;
+      k->s.wait_rank_ns = (double)jr->wait_avg;
     }
+    for (size_t i = 0; i < *n; i++)
+      if (job_waits(r->j, g->comm_id, &(*v)[i])) return -1;
     return 0;
   }
   for (size_t i = 0; i < r->s->n_rows; i++) {
@@ -179,11 +216,29 @@ static void judge(struct lens_diff_row *r, double total, double thr) {
       double m = (r->b.p50_ns - r->a.p50_ns) / r->a.p50_ns;
       moved = beyond(m, thr) && (m > 0) == (r->change > 0);
     }
-    if (moved) {
-      r->status = r->change > 0 ? LENS_DIFF_SLOWER : LENS_DIFF_FASTER;
-      r->score = fabs(r->change) * w;
-      return;
-    }
+    if (moved) r->moved |= LENS_DIFF_MOVED_EXEC;
+  }
+  /* Waiting (execution rows): a change of the wait counts when it is beyond
+   * the threshold of A's wall time, so that 2 -> 3 us of wait on a 70 us
+   * operation is noise and 0 -> 3 ms is not. */
+  if (r->metric == LENS_DIFF_EXECUTION && r->a.wall_ns > 0 && r->b.wall_ns > 0) {
+    r->wait_change_ns = r->b.wait_ns - r->a.wait_ns;
+    r->wall_change = (r->b.wall_ns - r->a.wall_ns) / r->a.wall_ns;
+    /* the median too, the same way: a few late launches move the mean only */
+    double m = r->b.wait_p50_ns - r->a.wait_p50_ns;
+    if (beyond(r->wait_change_ns / r->a.wall_ns, thr) && beyond(m / r->a.wall_ns, thr) && (m > 0) == (r->wait_change_ns > 0))
+      r->moved |= LENS_DIFF_MOVED_WAIT;
+  }
+  if (r->moved & LENS_DIFF_MOVED_EXEC) {
+    r->status = r->change > 0 ? LENS_DIFF_SLOWER : LENS_DIFF_FASTER;
+    r->score = fabs(r->change) * w;
+    if (r->moved & LENS_DIFF_MOVED_WAIT) r->score = fmax(r->score, fabs(r->wall_change) * w);
+    return;
+  }
+  if (r->moved & LENS_DIFF_MOVED_WAIT) { /* slower or faster as a whole: its wall time */
+    r->status = r->wait_change_ns > 0 ? LENS_DIFF_SLOWER : LENS_DIFF_FASTER;
+    r->score = fabs(r->wall_change) * w;
+    return;
   }
   r->status = counted ? LENS_DIFF_COUNT : LENS_DIFF_SAME;
 }
@@ -192,6 +247,10 @@ static int by_importance(const void *x, const void *y) {
   const struct lens_diff_row *a = x, *b = y;
   int ca = a->status != LENS_DIFF_SAME, cb = b->status != LENS_DIFF_SAME;
   if (ca != cb) return cb - ca;
+  /* a change of the operation itself before one of the ranks' arrivals only
+   * (on a launch-bound run waits dwarf execution and move with launch order) */
+  int wa = a->moved == LENS_DIFF_MOVED_WAIT, wb = b->moved == LENS_DIFF_MOVED_WAIT;
+  if (wa != wb) return wa - wb;
   if (a->score != b->score) return a->score < b->score ? 1 : -1;
   if (a->comm != b->comm) return a->comm < b->comm ? -1 : 1;
   int f = strcmp(a->func ? a->func : "", b->func ? b->func : "");

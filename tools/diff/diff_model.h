@@ -3,7 +3,13 @@
  * the job view's execution (tools/analysis/job/job.h) for a communicator with
  * several ranks loaded in both runs, else summary's completion
  * (tools/summary/summary_model.h). Nothing is re-derived from events here:
- * this file matches the two runs' rows and ranks the differences. */
+ * this file matches the two runs' rows and ranks the differences.
+ *
+ * With the job view, waiting is compared too, not only execution: a rank
+ * that arrives 3 ms late leaves every instance's execution as it was and
+ * makes the others wait 3 ms. Per instance its wait is its longest rank
+ * wait (how late the last rank was: lens_job_inst.max_wait_ns) and its wall
+ * time execution + that wait (first rank in -> all out). */
 #ifndef NCCL_LENS_DIFF_MODEL_H
 #define NCCL_LENS_DIFF_MODEL_H
 
@@ -44,7 +50,16 @@ struct lens_diff_side {
   double total_ns;     /* avg x timed: the row's weight */
   double busbw_gbps, algbw_gbps;
   const char *algo, *proto; /* the most frequent (summary rows), NULL unknown */
+  /* execution rows only (0 otherwise), means over the timed instances */
+  double wait_ns;      /* each instance's longest wait: how late its last rank was */
+  double wait_p50_ns;  /* its median over the instances */
+  double wait_rank_ns; /* per rank and instance (the job table's "wait avg") */
+  double wall_ns;      /* execution + wait */
 };
+
+/* What moved beyond the threshold in a row (bits of lens_diff_row.moved). */
+#define LENS_DIFF_MOVED_EXEC 1u /* the execution (mean and median) */
+#define LENS_DIFF_MOVED_WAIT 2u /* the wait (mean and median), by threshold % of A's wall time */
 
 struct lens_diff_comm {
   int32_t a, b;        /* summary group index in each run, -1 absent */
@@ -59,13 +74,16 @@ struct lens_diff_row {
   int metric;
   struct lens_diff_side a, b;
   double change;       /* (b - a) / a of the time, 0 when either has none */
+  double wait_change_ns; /* b.wait_ns - a.wait_ns (execution rows) */
+  double wall_change;    /* (b - a) / a of the wall time, 0 when unknown */
+  unsigned moved;        /* LENS_DIFF_MOVED_* */
   double score;        /* |change| x the row's share of the runs' time (new/gone: the share) */
   int status;          /* enum lens_diff_status */
 };
 
 struct lens_diff {
   struct lens_diff_comm *comms; size_t n_comms;
-  struct lens_diff_row *rows; size_t n_rows; /* changes first, by score; then the rest */
+  struct lens_diff_row *rows; size_t n_rows; /* changes first (execution ones, then wait-only ones), by score; then the rest */
   size_t n_changed;    /* rows whose status is not SAME */
   double threshold;    /* percent */
 };

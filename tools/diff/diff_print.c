@@ -53,6 +53,7 @@ static void row_text(FILE *f, const struct lens_diff_run *a, const struct lens_d
   if (r->a.present && r->a.timed) human_ns(r->a.avg_ns, ta, sizeof ta);
   if (r->b.present && r->b.timed) human_ns(r->b.avg_ns, tb, sizeof tb);
   if (r->status == LENS_DIFF_NEW || r->status == LENS_DIFF_GONE) snprintf(ch, sizeof ch, "%s", lens_diff_status_name(r->status));
+  else if (r->moved == LENS_DIFF_MOVED_WAIT) snprintf(ch, sizeof ch, "wait %s", r->wait_change_ns > 0 ? "+" : "-");
   else if (r->change != 0) snprintf(ch, sizeof ch, "%+.1f%%", r->change * 100);
   else snprintf(ch, sizeof ch, "%s", lens_diff_status_name(r->status));
   if (r->a.present && r->b.present) snprintf(bw, sizeof bw, "%.2f -> %.2f", r->a.busbw_gbps, r->b.busbw_gbps);
@@ -64,6 +65,17 @@ static void row_text(FILE *f, const struct lens_diff_run *a, const struct lens_d
   snprintf(t, sizeof t, "%s -> %s", r->a.present ? ta : "-", r->b.present ? tb : "-");
   fprintf(f, "  %-18.18s %-14.14s %-15s %-15s %-23s %8s %-11s %17s%s\n", cl, nz(r->func), size, cnt, t, ch,
           r->metric == LENS_DIFF_EXECUTION ? "execution" : "completion", bw, al);
+  if (r->moved & LENS_DIFF_MOVED_WAIT) { /* the wait moved: it and the wall time, on a line of their own */
+    char wa[24], wb[24], wd[24], la[24], lb[24];
+    human_ns(r->a.wait_ns, wa, sizeof wa);
+    human_ns(r->b.wait_ns, wb, sizeof wb);
+    human_ns(fabs(r->wait_change_ns), wd, sizeof wd);
+    human_ns(r->a.wall_ns, la, sizeof la);
+    human_ns(r->b.wall_ns, lb, sizeof lb);
+    fprintf(f, "      wait (last rank's lateness) %s -> %s (%c%s), wall time %s -> %s (%+.1f%%)%s\n", wa, wb,
+            r->wait_change_ns < 0 ? '-' : '+', wd, la, lb, r->wall_change * 100,
+            r->moved & LENS_DIFF_MOVED_EXEC ? "" : ", execution held");
+  }
 }
 
 void lens_diff_print_text(FILE *f, const struct lens_diff_run *a, const struct lens_diff_run *b,
@@ -73,8 +85,9 @@ void lens_diff_print_text(FILE *f, const struct lens_diff_run *a, const struct l
   run_line(f, "B", b);
   fprintf(f, "  time: execution (job view) for a communicator with several ranks in both runs, else completion (its\n"
              "  kernel launch -> its last channel or proxy op); a change under %.1f%% (or of the mean but not the median)\n"
-             "  is noise\n",
-          d->threshold);
+             "  is noise. With the job view the wait (how late each instance's last rank was) counts too, when it moves\n"
+             "  by %.1f%% of the wall time (execution + wait)\n",
+          d->threshold, d->threshold);
   fprintf(f, "communicators:\n");
   for (size_t i = 0; i < d->n_comms; i++) {
     const struct lens_diff_comm *c = &d->comms[i];
@@ -89,7 +102,7 @@ void lens_diff_print_text(FILE *f, const struct lens_diff_run *a, const struct l
               ga ? ga->comm_id : gb->comm_id);
   }
   if (!d->n_changed) {
-    fprintf(f, "\nno change: %zu operation%s compared, time within %.1f%% and the same counts\n", d->n_rows,
+    fprintf(f, "\nno change: %zu operation%s compared, time and wait within %.1f%% and the same counts\n", d->n_rows,
             d->n_rows == 1 ? "" : "s", d->threshold);
     return;
   }
@@ -123,6 +136,18 @@ static void side_json(FILE *f, const struct lens_diff_side *s) {
   lens_json_double(f, s->busbw_gbps);
   fputs(",\"algbw_gbps\":", f);
   lens_json_double(f, s->algbw_gbps);
+  if (s->wall_ns > 0) {
+    fputs(",\"wait_ns\":", f);
+    lens_json_double(f, s->wait_ns);
+    fputs(",\"wait_p50_ns\":", f);
+    lens_json_double(f, s->wait_p50_ns);
+    fputs(",\"wait_rank_avg_ns\":", f);
+    lens_json_double(f, s->wait_rank_ns);
+    fputs(",\"wall_ns\":", f);
+    lens_json_double(f, s->wall_ns);
+  } else {
+    fputs(",\"wait_ns\":null,\"wait_p50_ns\":null,\"wait_rank_avg_ns\":null,\"wall_ns\":null", f);
+  }
   fputs(",\"algo\":", f);
   lens_json_str(f, s->algo);
   fputs(",\"proto\":", f);
@@ -184,6 +209,15 @@ void lens_diff_print_json(FILE *f, const struct lens_diff_run *a, const struct l
     fprintf(f, ",\"size_log2\":%d,\"time\":\"%s\",\"status\":\"%s\",\"time_change_pct\":", r->bucket,
             r->metric == LENS_DIFF_EXECUTION ? "execution" : "completion", lens_diff_status_name(r->status));
     if (r->a.present && r->b.present && r->a.timed && r->b.timed) lens_json_double(f, r->change * 100);
+    else fputs("null", f);
+    fprintf(f, ",\"moved\":[%s%s%s]", r->moved & LENS_DIFF_MOVED_EXEC ? "\"execution\"" : "",
+            (r->moved & LENS_DIFF_MOVED_EXEC) && (r->moved & LENS_DIFF_MOVED_WAIT) ? "," : "",
+            r->moved & LENS_DIFF_MOVED_WAIT ? "\"wait\"" : "");
+    fputs(",\"wait_change_ns\":", f);
+    if (r->a.wall_ns > 0 && r->b.wall_ns > 0) lens_json_double(f, r->wait_change_ns);
+    else fputs("null", f);
+    fputs(",\"wall_change_pct\":", f);
+    if (r->a.wall_ns > 0 && r->b.wall_ns > 0) lens_json_double(f, r->wall_change * 100);
     else fputs("null", f);
     fputs(",\"score\":", f);
     lens_json_double(f, r->score);

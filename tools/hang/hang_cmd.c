@@ -20,7 +20,8 @@ static void usage(FILE *f) {
              "  rank started and completed, the collective where the ranks part and the ranks that never entered\n"
              "  it; per stuck rank the channels whose kernel never stopped and the proxy ops in flight with the\n"
              "  step, the state it sits in and the peer it waits for; whether each proxy thread still recorded.\n"
-             "  --json                  one JSON object\n");
+             "  --json                  one JSON object\n"
+             "  Exit status: 0 nothing stuck, 3 a collective is stuck, 1 error, 2 usage.\n");
   lens_trace_cli_usage_common(f);
 }
 
@@ -52,6 +53,7 @@ int lens_cmd_hang(int argc, char **argv) {
       if (json) lens_hang_print_json(f, m, &h);
       else lens_hang_print_text(f, m, &h);
       rc = lens_trace_cli_close_out(CMD, &c, f, 0);
+      if (!rc && h.n_stuck_comms) rc = LENS_HANG_EXIT_STUCK; /* docs/hang.md: 0 nothing stuck, 3 stuck */
     }
     lens_hang_free(&h);
   }

@@ -88,10 +88,107 @@ void lens_hang_print_text(FILE *f, const struct lens_model *m, const struct lens
       fprintf(f, "recorded nothing\n");
     else if (p->recording)
       fprintf(f, "still recording %.3f s before the end of its trace: cycling\n", secs(p->trace_end_ns, p->last_record_ns));
+    else if (p->frozen)
+      fprintf(f, "FROZEN: silent for the last %.3f s of its trace\n      while rank %d's send (channel %d) waits for "
+                 "its credit at step %d, which its receive posted\n",
+              secs(p->trace_end_ns, p->last_record_ns), p->blocked_rank, p->blocked_channel, p->blocked_step);
+    else if (p->waiting_only)
+      fprintf(f, "no record for the last %.3f s of its trace:\n      its ops wait on their GPU or peer (above); "
+                 "NCCL records nothing then, nothing says it stopped\n",
+              secs(p->trace_end_ns, p->last_record_ns));
     else
       fprintf(f, "silent for the last %.3f s of its trace:\n      stopped, or polling receives (NCCL records nothing then)\n",
               secs(p->trace_end_ns, p->last_record_ns));
   }
+}
+
+/* The verdict on a proxy thread, as JSON and the headline name it. */
+static const char *proxy_verdict(const struct lens_hang_proxy *p) {
+  if (!p->last_record_ns) return "nothing_recorded";
+  if (p->recording) return "cycling";
+  if (p->frozen) return "frozen";
+  return p->waiting_only ? "waiting" : "silent";
+}
+
+/* One comm's headline: "AllReduce seq 3 of replay-world stuck on 3 of 4 ranks, never entered by rank 2"
+ * (the comm's id when it has no name). */
+static void comm_headline(FILE *f, const struct lens_hang_report *h, const struct lens_hang_comm *c) {
+  int stuck = 0;
+  for (int32_t r = 0; r < c->nranks; r++) stuck += c->ranks[r].stuck;
+  fprintf(f, "%s seq %" PRId64 " of ", c->stuck_func >= 0 ? c->funcs[c->stuck_func] : "?", c->stuck_seq);
+  if (c->name[0]) fprintf(f, "%s", c->name);
+  else fprintf(f, "0x%016" PRIx64, c->comm_id);
+  fprintf(f, " stuck on %d of %d ranks", stuck, c->nranks);
+  if (c->n_missing) {
+    fprintf(f, ", never entered by rank%s", c->n_missing > 1 ? "s" : "");
+    for (size_t i = 0; i < c->n_missing; i++) fprintf(f, "%s%d", i ? "," : " ", c->missing[i]);
+  }
+  int any = 0;
+  for (size_t i = 0; i < h->n_proxies; i++) {
+    const struct lens_hang_proxy *p = &h->proxies[i];
+    if (!p->frozen || p->rank < 0 || p->rank >= c->nranks || c->ranks[p->rank].proc != p->proc) continue;
+    fprintf(f, "%s%d", any ? "," : ", frozen proxy of rank ", p->rank);
+    any = 1;
+  }
+}
+
+void lens_hang_print_headline(FILE *f, const struct lens_hang_report *h) {
+  if (!h->n_stuck_comms) return;
+  fputs("hang: ", f);
+  int n = 0;
+  for (size_t i = 0; i < h->n_comms; i++) {
+    if (!h->comms[i].stuck) continue;
+    if (n++) fputs("; ", f);
+    comm_headline(f, h, &h->comms[i]);
+  }
+  fputs(": see nccl-lens hang\n", f);
+}
+
+void lens_hang_print_headline_md(FILE *f, const struct lens_hang_report *h) {
+  if (!h->n_stuck_comms) return;
+  fputs("- **Hang: ", f);
+  int n = 0;
+  for (size_t i = 0; i < h->n_comms; i++) {
+    if (!h->comms[i].stuck) continue;
+    if (n++) fputs("; ", f);
+    comm_headline(f, h, &h->comms[i]);
+  }
+  fputs("**. The hang diagnosis above has what each stuck rank's channels and proxy ops wait for; `nccl-lens hang` "
+        "exits 3 on such traces.\n", f);
+}
+
+void lens_hang_print_headline_json(FILE *f, const struct lens_hang_report *h) {
+  if (!h) {
+    fputs("null", f);
+    return;
+  }
+  fprintf(f, "{\"stuck\":%s,\"stuck_communicators\":%zu,\"communicators\":[", h->n_stuck_comms ? "true" : "false",
+          h->n_stuck_comms);
+  int n = 0;
+  for (size_t i = 0; i < h->n_comms; i++) {
+    const struct lens_hang_comm *c = &h->comms[i];
+    if (!c->stuck) continue;
+    int stuck = 0;
+    for (int32_t r = 0; r < c->nranks; r++) stuck += c->ranks[r].stuck;
+    fputs(n++ ? ",{\"comm_id\":" : "{\"comm_id\":", f);
+    lens_json_hex(f, c->comm_id);
+    fputs(",\"name\":", f);
+    lens_json_str(f, c->name[0] ? c->name : NULL);
+    fputs(",\"func\":", f);
+    lens_json_str(f, c->stuck_func >= 0 ? c->funcs[c->stuck_func] : NULL);
+    fprintf(f, ",\"seq\":%" PRId64 ",\"nranks\":%d,\"stuck_ranks\":%d,\"missing_ranks\":[", c->stuck_seq, c->nranks,
+            stuck);
+    for (size_t k = 0; k < c->n_missing; k++) fprintf(f, "%s%d", k ? "," : "", c->missing[k]);
+    fputs("],\"frozen_proxy_ranks\":[", f);
+    int any = 0;
+    for (size_t k = 0; k < h->n_proxies; k++) {
+      const struct lens_hang_proxy *p = &h->proxies[k];
+      if (!p->frozen || p->rank < 0 || p->rank >= c->nranks || c->ranks[p->rank].proc != p->proc) continue;
+      fprintf(f, "%s%d", any++ ? "," : "", p->rank);
+    }
+    fputs("]}", f);
+  }
+  fputs("]}", f);
 }
 
 static void per_func(FILE *f, const struct lens_hang_comm *c, const struct lens_hang_rank *r, int completed) {
@@ -165,10 +262,14 @@ void lens_hang_print_json(FILE *f, const struct lens_model *m, const struct lens
   for (size_t i = 0; i < h->n_proxies; i++) {
     const struct lens_hang_proxy *p = &h->proxies[i];
     fprintf(f, "%s{\"pid\":%u,\"tid\":%u,\"rank\":%d,\"last_record_ns\":%" PRIu64 ",\"trace_end_ns\":%" PRIu64
-               ",\"silent_ns\":%" PRIu64 ",\"recording\":%s}",
+               ",\"silent_ns\":%" PRIu64 ",\"recording\":%s,\"frozen\":%s,\"verdict\":\"%s\"",
             i ? "," : "", pid_of(m, p->proc), tid_of(m, p->thread), p->rank, p->last_record_ns, p->trace_end_ns,
             p->trace_end_ns > p->last_record_ns ? p->trace_end_ns - p->last_record_ns : 0,
-            p->recording ? "true" : "false");
+            p->recording ? "true" : "false", p->frozen ? "true" : "false", proxy_verdict(p));
+    if (p->frozen)
+      fprintf(f, ",\"blocked_send\":{\"rank\":%d,\"channel\":%d,\"step\":%d}", p->blocked_rank, p->blocked_channel,
+              p->blocked_step);
+    fputc('}', f);
   }
   fputs("]}\n", f);
 }

@@ -27,6 +27,7 @@
 #include "cli/trace_args.h"
 #include "export/load_traces.h"
 #include "job/job_print.h"
+#include "hang/hang_print.h"
 #include "analysis/job/job_align.h"
 #include "analysis/job/job.h"
 #include "analysis/job/job_part.h"
@@ -278,6 +279,27 @@ static int concat_parts(const struct lens_job_part *ps, size_t n, struct lens_jo
  * model. */
 #define STREAM_BYTES (256ull << 20)
 
+/* The hang analysis of `nccl-lens hang` on these traces; 1 when h holds it.
+ * It reads the ProxySteps of the stuck ops (their step, state, a frozen
+ * proxy): when something is stuck and the model folded the steps, the
+ * traces are read again with every step, so that job names what hang names. */
+static int job_hang(const struct lens_trace_cli *c, char **paths, size_t n, const struct lens_model *m, int folded,
+                    struct lens_hang_report *h) {
+  if (lens_hang_analyze(m, h) != 0) return 0;
+  if (!h->n_stuck_comms || !folded) return 1;
+  struct lens_load_opts lo = {.cupti_files = c->cupti, .n_cupti_files = c->n_cupti, .min_wait_ns = c->min_wait_ns,
+                              .no_progress = 1};
+  struct lens_model *full = lens_cli_load(CMD, (const char *const *)paths, n, &lo);
+  if (!full) return 1; /* keep the folded answer: what is stuck is the same */
+  struct lens_hang_report h2;
+  if (!lens_filter_apply(CMD, &c->filter, full, 0) && lens_hang_analyze(full, &h2) == 0) {
+    lens_hang_free(h);
+    *h = h2;
+  }
+  lens_model_free(full);
+  return 1;
+}
+
 /* Every trace in one model: the job view and the hosts' alignment (which
  * needs the events). */
 static int job_one_model(const struct opts *o, const struct lens_trace_cli *c, char **paths, size_t n) {
@@ -313,12 +335,19 @@ static int job_one_model(const struct opts *o, const struct lens_trace_cli *c, c
     return 1;
   }
   int rc = 1;
+  struct lens_hang_report h; /* the same analysis as `nccl-lens hang`: a stuck collective leads */
+  int have_hang = job_hang(c, paths, n, m, fold, &h);
   FILE *f = lens_trace_cli_open_out(CMD, c);
   if (f) {
-    if (o->json) lens_job_print_json(f, m, &j, &al);
-    else lens_job_print_text(f, m, &j, (size_t)o->top, &al);
+    if (o->json) {
+      lens_job_print_json(f, m, &j, &al, have_hang ? &h : NULL);
+    } else {
+      if (have_hang) lens_hang_print_headline(f, &h);
+      lens_job_print_text(f, m, &j, (size_t)o->top, &al);
+    }
     rc = lens_trace_cli_close_out(CMD, c, f, 0);
   }
+  if (have_hang) lens_hang_free(&h);
   lens_align_free(&al);
   lens_job_free(&j);
   lens_model_free(m);
@@ -433,7 +462,7 @@ int lens_cmd_job(int argc, char **argv) {
   if (bad_align) goto oom;
   f = lens_trace_cli_open_out(CMD, &c);
   if (f) {
-    if (o.json) lens_job_print_json(f, skel, &j, &al);
+    if (o.json) lens_job_print_json(f, skel, &j, &al, NULL); /* no model of the whole job: hang not analysed */
     else lens_job_print_text(f, skel, &j, (size_t)o.top, &al);
     rc = lens_trace_cli_close_out(CMD, &c, f, 0);
   }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "export/json_out.h"
+#include "hang/hang_print.h"
 #include "summary/summary_model.h"
 
 static const char *const flag_names[] = {"partial", "host_spans", "approx_rule", "ends_apart",
@@ -231,9 +232,13 @@ static void json_stragglers(FILE *f, const struct lens_model *m, const char *key
   }
 }
 
-void lens_job_print_json(FILE *f, const struct lens_model *m, const struct lens_job *j, const struct lens_align *a) {
+void lens_job_print_json(FILE *f, const struct lens_model *m, const struct lens_job *j, const struct lens_align *a,
+                         const struct lens_hang_report *hang) {
   fprintf(f, "{\"schema\":\"nccl-lens-job/1\",\"threshold_ns\":%" PRIu64 ",\"min_wait_frac\":%.3f,", j->min_wait_ns,
           LENS_JOB_MIN_WAIT_FRAC);
+  fputs("\"hang\":", f);
+  lens_hang_print_headline_json(f, hang);
+  fputc(',', f);
   if (!j->ce_known) /* a partial file written before they were counted */
     fprintf(f, "\"ce_collectives\":null,");
   else

@@ -17,7 +17,11 @@ void lens_job_print_headline(FILE *f, const struct lens_model *m, const struct l
 /* a: the host alignment (may be NULL): its "hosts" table / JSON keys. */
 void lens_job_print_text(FILE *f, const struct lens_model *m, const struct lens_job *j, size_t max_list,
                          const struct lens_align *a);
-void lens_job_print_json(FILE *f, const struct lens_model *m, const struct lens_job *j, const struct lens_align *a);
+/* hang: the hang analysis of the same traces (its "hang" value), NULL when
+ * not run (streamed or partial input: JSON null). */
+struct lens_hang_report;
+void lens_job_print_json(FILE *f, const struct lens_model *m, const struct lens_job *j, const struct lens_align *a,
+                         const struct lens_hang_report *hang);
 /* Markdown headline for `nccl-lens report`. */
 void lens_job_print_md(FILE *f, const struct lens_model *m, const struct lens_job *j);
 

@@ -7,6 +7,7 @@
 #include "nccl-lens/nccl_profiler_abi.h"
 #include "report/report_md.h"
 #include "validate/validate_print.h"
+#include "hang/hang_print.h"
 
 static const char *nz(const char *s) { return s && *s ? s : "-"; }
 static double avg(const struct lens_stat *s) { return s->n ? (double)s->sum / (double)s->n : 0.0; }
@@ -227,7 +228,13 @@ static int slow_links(FILE *f, const struct lens_report *r) {
 }
 
 int lens_report_print_hints(FILE *f, const struct lens_model *m, const struct lens_report *r) {
-  int n = late_ranks(f, m, r);
+  int n = 0;
+  struct lens_hang_report h; /* a stuck collective first: the same analysis as `nccl-lens hang` */
+  if (lens_hang_analyze(m, &h) == 0) {
+    if (h.n_stuck_comms) lens_hang_print_headline_md(f, &h), n++;
+    lens_hang_free(&h);
+  }
+  n += late_ranks(f, m, r);
   n += slow_links(f, r);
   n += starved(f, m, r);
   n += outliers(f, r);

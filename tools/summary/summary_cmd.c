@@ -9,6 +9,7 @@
 #include "job/job_print.h"
 #include "summary/summary_print.h"
 #include "summary/summary_top.h"
+#include "hang/hang_print.h"
 
 #define CMD "summary"
 
@@ -49,11 +50,15 @@ int lens_cmd_summary(int argc, char **argv) {
   size_t cut = lens_summary_top(&s, (size_t)o.top);
   if (cut) fprintf(stderr, "nccl-lens summary: --top %ld: %zu operation rows left out\n", o.top, cut);
   s.wide = o.wide;
+  struct lens_hang_report h; /* the same analysis as `nccl-lens hang`: a stuck collective leads */
+  int have_hang = lens_hang_analyze(m, &h) == 0;
+  if (have_hang) s.hang = &h;
   FILE *f = lens_trace_cli_open_out(CMD, &c);
   if (f) {
     if (o.json) {
       lens_summary_print_json(f, m, &s);
     } else {
+      if (have_hang) lens_hang_print_headline(f, &h);
       struct lens_job j; /* the job view leads whenever a communicator has more than one rank loaded */
       if (!lens_job_build(m, &j, 0)) {
         if (j.comms_multi) {
@@ -67,6 +72,7 @@ int lens_cmd_summary(int argc, char **argv) {
     }
     rc = lens_trace_cli_close_out(CMD, &c, f, 0);
   }
+  if (have_hang) lens_hang_free(&h);
   lens_summary_free(&s);
   lens_model_free(m);
 done:

@@ -69,7 +69,11 @@ struct lens_summary {
   int analyses_ran;
   int wide; /* text: every column (summary --wide); else the tables fit 120 columns */
   uint64_t evf_counts[32];  /* events per LENS_EVF_* bit */
+  /* the hang analysis (hang_analysis.h) when the command ran it; JSON "hang"
+   * is null without it. Not owned. */
+  const struct lens_hang_report *hang;
 };
+struct lens_hang_report;
 
 int lens_summary_build(const struct lens_model *m, struct lens_summary *s, int analyses_ran);
 void lens_summary_free(struct lens_summary *s);

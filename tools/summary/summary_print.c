@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "export/json_out.h"
+#include "hang/hang_print.h"
 
 /* From tools/analysis/sched/starvation.c when linked. */
 __attribute__((weak)) void lens_print_starvation(FILE *f, const struct lens_model *m);
@@ -332,7 +333,9 @@ void lens_summary_print_json(FILE *f, const struct lens_model *m, const struct l
                ",\"sessions\":%u,\"clean_end\":%s}",
             fl->lost_chunks, fl->damaged_bytes, fl->damaged_chunks, fl->n_sessions, fl->clean_end ? "true" : "false");
   }
-  fprintf(f, "],\"processes\":%zu,\"events\":%zu,\"communicators\":[", m->n_procs, m->n_events);
+  fprintf(f, "],\"processes\":%zu,\"events\":%zu,\"hang\":", m->n_procs, m->n_events);
+  lens_hang_print_headline_json(f, s->hang);
+  fputs(",\"communicators\":[", f);
   size_t *o = row_order(s);
   for (size_t g = 0; g < s->n_groups; g++) {
     const struct lens_sum_group *gr = &s->groups[g];

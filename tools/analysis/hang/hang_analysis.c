@@ -253,6 +253,33 @@ static int diagnose_comm(struct pass *p, int k, int32_t *first_stuck_ev) {
   return 0;
 }
 
+/* A silent proxy thread x: frozen when a peer's send cycles in SendPeerWait
+ * at step S toward one of x's receives (same channel, the sender as peer)
+ * that has posted step S or later: the credit is owed by x, which no longer
+ * runs (hang_analysis.h). Else waiting_only when every stuck op it drives
+ * waits on its GPU or its peer. */
+static void frozen_evidence(const struct lens_hang_report *r, struct lens_hang_proxy *x) {
+  int ops = 0, owed = 0;
+  for (size_t k = 0; k < r->n_comms; k++) {
+    const struct lens_hang_comm *c = &r->comms[k];
+    for (size_t i = 0; i < c->n_waiting; i++) {
+      const struct lens_hang_wait *rv = &c->waiting[i];
+      if (rv->thread != x->thread) continue;
+      ops++;
+      if (rv->is_send || !rv->step_started) continue;
+      for (size_t j = 0; j < c->n_waiting && !owed; j++) {
+        const struct lens_hang_wait *sd = &c->waiting[j];
+        if (!sd->is_send || sd->state != LENS_ST_PROXY_STEP_SEND_PEER_WAIT || sd->state_repeats < 2) continue;
+        if (sd->peer != rv->rank || rv->peer != sd->rank || sd->channel != rv->channel || rv->step < sd->step) continue;
+        owed = 1;
+        x->blocked_rank = sd->rank, x->blocked_channel = sd->channel, x->blocked_step = sd->step;
+      }
+    }
+  }
+  x->frozen = owed;
+  x->waiting_only = !owed && ops > 0;
+}
+
 /* Proxy threads of the processes that hold a stuck rank. */
 static int proxies(struct pass *p) {
   const struct lens_model *m = p->m;
@@ -286,8 +313,10 @@ static int proxies(struct pass *p) {
   for (size_t t = 0; t < m->n_threads && !rc; t++) {
     const struct lens_thread *th = &m->threads[t];
     if (!(th->roles & LENS_ROLE_PROXY) || th->proc < 0 || !want[th->proc]) continue;
-    struct lens_hang_proxy x = {th->proc, (int32_t)t, th->proxy_rank, thr_last[t], proc_end[th->proc], 0};
+    struct lens_hang_proxy x = {th->proc, (int32_t)t, th->proxy_rank, thr_last[t], proc_end[th->proc], 0, 0, -1, -1, -1, 0};
     x.recording = x.last_record_ns && x.trace_end_ns - x.last_record_ns <= LENS_HANG_ALIVE_NS;
+    if (!x.recording) frozen_evidence(r, &x);
+    r->n_frozen += x.frozen != 0;
     rc = push((void **)&r->proxies, &r->n_proxies, &cap, sizeof x, &x);
   }
   free(thr_last);

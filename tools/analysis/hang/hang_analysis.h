@@ -71,6 +71,16 @@ struct lens_hang_proxy {
   uint64_t last_record_ns;     /* its last record (start, stop or state) */
   uint64_t trace_end_ns;       /* the last time its process's trace shows (records, heartbeats) */
   int recording;               /* 1: recorded within LENS_HANG_ALIVE_NS of the trace end */
+  /* 1: not recording, and a peer's send waits for a credit this proxy owes:
+   * the peer cycles in SendPeerWait at step S toward this proxy's rank while
+   * this proxy's receive from it (same channel) has posted step S or later.
+   * A proxy that still ran would have passed that credit on; one that polls
+   * receives records nothing either, so silence alone never says frozen. */
+  int frozen;
+  int32_t blocked_rank, blocked_channel, blocked_step; /* the send that waits for it (frozen only) */
+  /* not recording, not frozen: every stuck op of its rank waits on its GPU or
+   * its peer (the trace cannot tell a stopped proxy from one polling) */
+  int waiting_only;
 };
 #define LENS_HANG_ALIVE_NS 200000000ull /* a cycling proxy that floods records far more often */
 
@@ -78,6 +88,7 @@ struct lens_hang_report {
   struct lens_hang_comm *comms; size_t n_comms;
   struct lens_hang_proxy *proxies; size_t n_proxies;
   size_t n_stuck_comms;
+  size_t n_frozen;             /* proxies with frozen set */
 };
 
 /* Returns 0, or -1 when out of memory (r is then empty). */
@@ -85,5 +96,7 @@ int lens_hang_analyze(const struct lens_model *m, struct lens_hang_report *r);
 void lens_hang_free(struct lens_hang_report *r);
 /* "send: data ready, waiting for the peer's credit" ... */
 const char *lens_hang_state_meaning(uint32_t state, int is_send, int step_started);
+/* Exit status of `nccl-lens hang` when a collective is stuck (docs/hang.md). */
+#define LENS_HANG_EXIT_STUCK 3
 
 #endif
