@@ -282,9 +282,12 @@ static int concat_parts(const struct lens_job_part *ps, size_t n, struct lens_jo
 /* The hang analysis of `nccl-lens hang` on these traces; 1 when h holds it.
  * It reads the ProxySteps of the stuck ops (their step, state, a frozen
  * proxy): when something is stuck and the model folded the steps, the
- * traces are read again with every step, so that job names what hang names. */
+ * traces are read again with every step, so that job names what hang names.
+ * h then points into that second model (names, communicators): it goes to
+ * *keep, to be freed only after h is printed. */
 static int job_hang(const struct lens_trace_cli *c, char **paths, size_t n, const struct lens_model *m, int folded,
-                    struct lens_hang_report *h) {
+                    struct lens_hang_report *h, struct lens_model **keep) {
+  *keep = NULL;
   if (lens_hang_analyze(m, h) != 0) return 0;
   if (!h->n_stuck_comms || !folded) return 1;
   struct lens_load_opts lo = {.cupti_files = c->cupti, .n_cupti_files = c->n_cupti, .min_wait_ns = c->min_wait_ns,
@@ -295,6 +298,8 @@ static int job_hang(const struct lens_trace_cli *c, char **paths, size_t n, cons
   if (!lens_filter_apply(CMD, &c->filter, full, 0) && lens_hang_analyze(full, &h2) == 0) {
     lens_hang_free(h);
     *h = h2;
+    *keep = full;
+    return 1;
   }
   lens_model_free(full);
   return 1;
@@ -336,7 +341,8 @@ static int job_one_model(const struct opts *o, const struct lens_trace_cli *c, c
   }
   int rc = 1;
   struct lens_hang_report h; /* the same analysis as `nccl-lens hang`: a stuck collective leads */
-  int have_hang = job_hang(c, paths, n, m, fold, &h);
+  struct lens_model *hang_model;
+  int have_hang = job_hang(c, paths, n, m, fold, &h, &hang_model);
   FILE *f = lens_trace_cli_open_out(CMD, c);
   if (f) {
     if (o->json) {
@@ -348,6 +354,7 @@ static int job_one_model(const struct opts *o, const struct lens_trace_cli *c, c
     rc = lens_trace_cli_close_out(CMD, c, f, 0);
   }
   if (have_hang) lens_hang_free(&h);
+  lens_model_free(hang_model); /* after h, which points into it */
   lens_align_free(&al);
   lens_job_free(&j);
   lens_model_free(m);
