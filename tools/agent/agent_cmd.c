@@ -3,6 +3,7 @@
  * and pushes OTLP/HTTP JSON (docs/metrics.md). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -87,14 +88,11 @@ static int write_textfile(struct agent *a, const char *dir) {
   pthread_mutex_lock(&a->mu);
   render_locked(a, &b);
   pthread_mutex_unlock(&a->mu);
-  char tmp[4096], path[4096];
-  snprintf(path, sizeof path, "%s/nccl_lens.prom", dir);
-  snprintf(tmp, sizeof tmp, "%s/.nccl_lens.prom.%d", dir, (int)getpid());
-  FILE *f = b.oom ? NULL : fopen(tmp, "we");
-  int ok = f && fwrite(b.s, 1, b.len, f) == b.len;
-  if (f && fclose(f) != 0) ok = 0;
-  if (ok && rename(tmp, path) != 0) ok = 0;
-  if (!ok) unlink(tmp);
+  /* --textfile DIR is the user's; the temporary is still a fresh O_EXCL
+   * name (lens_file_replace), so nothing planted in DIR is followed. */
+  int dfd = b.oom ? -1 : open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int ok = dfd >= 0 && lens_file_replace(dfd, "nccl_lens.prom", 0644, b.s, b.len) == 0;
+  if (dfd >= 0) close(dfd);
   sb_free(&b);
   return ok ? 0 : -1;
 }

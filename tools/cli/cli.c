@@ -1,6 +1,7 @@
 #include "cli/cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -62,4 +63,16 @@ int lens_cli_make_dir(const char *dir) {
   if (stat(p, &st) != 0) return -1;
   if (!S_ISDIR(st.st_mode)) return errno = ENOTDIR, -1;
   return access(p, W_OK | X_OK);
+}
+
+FILE *lens_cli_fopen_new(const char *path) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return NULL;
+  FILE *f = fdopen(fd, "w");
+  if (!f) {
+    int e = errno;
+    close(fd);
+    errno = e;
+  }
+  return f;
 }

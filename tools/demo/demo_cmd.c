@@ -101,7 +101,7 @@ static int write_outputs(const char *dir, char **files, size_t n, struct lens_ch
   char path[PATH_MAX];
   int rc = 0;
   snprintf(path, sizeof path, "%s/trace.json", dir);
-  FILE *f = fopen(path, "w");
+  FILE *f = lens_cli_fopen_new(path);
   if (!f || lens_export_chrome(f, m, cc) || fclose(f)) {
     rc = lens_cli_error(CMD, "cannot write %s", path);
     goto done;
@@ -113,7 +113,7 @@ static int write_outputs(const char *dir, char **files, size_t n, struct lens_ch
   }
   for (int json = 0; json < 2 && !rc; json++) {
     snprintf(path, sizeof path, "%s/%s", dir, json ? "summary.json" : "summary.txt");
-    f = fopen(path, "w");
+    f = lens_cli_fopen_new(path);
     if (!f) {
       rc = lens_cli_error(CMD, "cannot write %s", path);
       break;

@@ -53,7 +53,7 @@ struct rp_board *rp_board_anon(void) {
 }
 
 struct rp_board *rp_board_file(const char *path, char *err, size_t errlen) {
-  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600); /* nofollow-ok: --board FILE, named on the command line */
   if (fd < 0 || ftruncate(fd, (off_t)sizeof(struct rp_board)) != 0) {
     snprintf(err, errlen, "board %s: %s", path, strerror(errno));
     if (fd >= 0) close(fd);

@@ -125,7 +125,7 @@ static int run_forked(const struct lens_replay_opts *o, FILE *truth, struct lens
     if (pid == 0) {
       close(p[0]);
       struct lens_replay_result r = {0};
-      FILE *tf = o->truth ? fopen(parts[i], "w") : NULL;
+      FILE *tf = o->truth ? fopen(parts[i], "w") : NULL; /* nofollow-ok: beside --truth FILE, named on the command line */
       int rc = rp_node_run(o, i, tf, &r);
       if (tf) fclose(tf);
       ssize_t w = write(p[1], &r, sizeof r);
@@ -176,7 +176,7 @@ int lens_replay_run(const struct lens_replay_opts *o, struct lens_replay_result 
   if (check_opts(o) != 0) return 2;
   FILE *truth = NULL;
   if (o->truth) {
-    truth = fopen(o->truth, "w");
+    truth = fopen(o->truth, "w"); /* nofollow-ok: --truth FILE, named on the command line */
     if (!truth) {
       fprintf(stderr, "nccl-lens replay: cannot write %s: %s\n", o->truth, strerror(errno));
       return 2;

@@ -69,7 +69,9 @@ int lens_sched_trace_open(struct lens_sched_trace *t, const char *dir, char *err
     snprintf(err, err_len, "output path too long");
     return -1;
   }
-  t->fd = open(t->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  /* sched runs as root, and its name is predictable: a link or FIFO planted
+   * there fails the open instead of being followed or blocking it. */
+  t->fd = open(t->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
   if (t->fd < 0) {
     snprintf(err, err_len, "cannot create %s: %s", t->path, strerror(errno));
     return -1;
