@@ -24,6 +24,7 @@
 
 #include "lens_test_tmp.h"
 #include "../lens_test_file.h"
+#include "../lens_test_proc.h"
 
 #define CLI LENS_BUILD_DIR "/bin/nccl-lens"
 #define CHECK_PY LENS_SOURCE_DIR "/tests/agent/agent_check.py"
@@ -32,29 +33,8 @@
 
 static char g_dir[256];
 
-/* Starts argv with stdout to out_path (NULL: /dev/null), env "K=V" pairs added. */
-static pid_t spawn(const char *const *argv, const char *out_path, const char *const *env) {
-  pid_t p = fork();
-  if (p == 0) {
-    int fd = open(out_path ? out_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) dup2(fd, 1);
-    int nul = open("/dev/null", O_RDONLY);
-    if (nul >= 0) dup2(nul, 0);
-    for (int i = 0; env && env[i]; i++) putenv((char *)env[i]);
-    execvp(argv[0], (char *const *)argv);
-    _exit(127);
-  }
-  return p;
-}
-
-static int wait_status(pid_t p) {
-  int st = 0;
-  if (waitpid(p, &st, 0) < 0) return -1;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
 static int run(const char *const *argv, const char *out_path, const char *const *env) {
-  return wait_status(spawn(argv, out_path, env));
+  return lens_test_wait_status(lens_test_spawn(argv, out_path, NULL, env));
 }
 
 static int have(const char *prog) {
@@ -196,13 +176,13 @@ static void test_prometheus_scrapes_agent(void **state) {
              "    static_configs:\n      - targets: ['%s']\n", listen);
   fclose(f);
   const char *ag[] = {CLI, "agent", "--listen", listen, "--dir", reg, "--duration", "90", NULL};
-  pid_t agent = spawn(ag, NULL, NULL);
+  pid_t agent = lens_test_spawn(ag, NULL, NULL, NULL);
   char cfg_arg[400], tsdb_arg[400], web_arg[100];
   snprintf(cfg_arg, sizeof cfg_arg, "--config.file=%s", cfg);
   snprintf(tsdb_arg, sizeof tsdb_arg, "--storage.tsdb.path=%s", tsdb);
   snprintf(web_arg, sizeof web_arg, "--web.listen-address=%s", plisten);
   const char *pr[] = {"prometheus", cfg_arg, tsdb_arg, web_arg, "--log.level=error", NULL};
-  pid_t prom = spawn(pr, NULL, NULL);
+  pid_t prom = lens_test_spawn(pr, NULL, NULL, NULL);
   char url[128], cmd[1200];
   snprintf(url, sizeof url, "http://%s", plisten);
   int up = 0;
@@ -213,8 +193,8 @@ static void test_prometheus_scrapes_agent(void **state) {
     if (waitpid(prom, NULL, WNOHANG) == prom) break;
   }
   if (!up) {
-    kill(agent, SIGTERM), wait_status(agent);
-    kill(prom, SIGKILL), wait_status(prom);
+    kill(agent, SIGTERM), lens_test_wait_status(agent);
+    kill(prom, SIGKILL), lens_test_wait_status(prom);
     print_message("skipped: prometheus could not start on loopback within 30 s\n");
     skip();
   }
@@ -233,8 +213,8 @@ static void test_prometheus_scrapes_agent(void **state) {
   }
   kill(prom, SIGTERM);
   kill(agent, SIGTERM);
-  assert_int_equal(wait_status(agent), 0);
-  wait_status(prom);
+  assert_int_equal(lens_test_wait_status(agent), 0);
+  lens_test_wait_status(prom);
   assert_non_null(got);
   assert_string_equal(got, want);
   free(got);
@@ -254,7 +234,7 @@ static void test_otlp_push_decodes(void **state) {
   snprintf(cmd, sizeof cmd, "cp %s/tests/agent/otlp_metrics.proto %s", LENS_SOURCE_DIR, proto);
   assert_int_equal(system(cmd), 0);
   const char *rc[] = {PY, CHECK_PY, "receiver", g_dir, NULL};
-  pid_t recv = spawn(rc, NULL, NULL);
+  pid_t recv = lens_test_spawn(rc, NULL, NULL, NULL);
   path_of(portf, sizeof portf, "port");
   char *port = NULL;
   for (int i = 0; i < 100 && !(port = lens_test_slurp(portf, NULL)); i++) usleep(100000);
@@ -266,7 +246,7 @@ static void test_otlp_push_decodes(void **state) {
   const char *env[] = {ep, "OTEL_EXPORTER_OTLP_HEADERS=x-lens-test=a%20b", "OTEL_EXPORTER_OTLP_TIMEOUT=5000", NULL};
   const char *ag[] = {CLI, "agent", "--once", "--otlp", "--dir", reg, NULL};
   int st = run(ag, NULL, env);
-  assert_int_equal(wait_status(recv), 0);
+  assert_int_equal(lens_test_wait_status(recv), 0);
   char err[300];
   path_of(err, sizeof err, "otlp_error.txt");
   char *e = lens_test_slurp(err, NULL);
@@ -310,7 +290,7 @@ static void test_top_under_tmux(void **state) {
   path_of(outd, sizeof outd, "out");
   snprintf(outarg, sizeof outarg, "NCCL_LENS_OUTPUT_DIR=%s", outd);
   const char *env2[] = {env_reg, "NCCL_LENS_LIVE_PERIOD_MS=100", outarg, NULL};
-  pid_t replay = spawn(rp, NULL, env2);
+  pid_t replay = lens_test_spawn(rp, NULL, NULL, env2);
   /* While it runs, the pane shows four ranks, one with a positive rate. */
   int seen = 0;
   for (int i = 0; i < 40 && !seen; i++) { /* bounded: 20 s */
@@ -329,7 +309,7 @@ static void test_top_under_tmux(void **state) {
     seen = system(cmd) == 0;
   }
   kill(replay, SIGTERM);
-  wait_status(replay);
+  lens_test_wait_status(replay);
   char exitf[300];
   path_of(exitf, sizeof exitf, "exit");
   char *ex = lens_test_slurp(exitf, NULL);
@@ -386,7 +366,7 @@ static void test_split_follows_fast_ranks(void **state) {
                        "NCCL_LENS_FLUSH_TIMEOUT_MS=30000", NULL};
   const char *ag[] = {CLI, "agent", "--dir", reg, "--textfile", tf, "--interval", "0.2", "--follow", "0.2",
                       "--keep", "600", NULL};
-  pid_t a = spawn(ag, NULL, env);
+  pid_t a = lens_test_spawn(ag, NULL, NULL, env);
   pid_t r[4];
   char rank[4][4];
   for (int i = 0; i < 4; i++) {
@@ -394,11 +374,11 @@ static void test_split_follows_fast_ranks(void **state) {
     path_of(outp[i], sizeof outp[i], rank[i]);
     const char *ld[] = {LENS_BUILD_DIR "/bin/lens-live-load", "--rank", rank[i], "--nranks", "4", "--rate", "200000",
                         "--seconds", "2.5", "--min-collectives", "9000", NULL};
-    r[i] = spawn(ld, outp[i], env);
+    r[i] = lens_test_spawn(ld, outp[i], NULL, env);
   }
   unsigned long long colls_min = ~0ull;
   for (int i = 0; i < 4; i++) {
-    assert_int_equal(wait_status(r[i]), 0);
+    assert_int_equal(lens_test_wait_status(r[i]), 0);
     char *o = lens_test_slurp(outp[i], NULL);
     assert_non_null(o);
     unsigned long long cb = 0, co = 0;
@@ -409,7 +389,7 @@ static void test_split_follows_fast_ranks(void **state) {
   /* the ranks finalized (their pages hold the final totals): the agent's
    * last textfile, written as it stops, has everything */
   kill(a, SIGTERM);
-  assert_int_equal(wait_status(a), 0);
+  assert_int_equal(lens_test_wait_status(a), 0);
   snprintf(tfile, sizeof tfile, "%s/nccl_lens.prom", tf);
   char *t = lens_test_slurp(tfile, NULL);
   assert_non_null(t);

@@ -30,6 +30,7 @@
 
 #include "lens_test_tmp.h"
 #include "../lens_test_file.h"
+#include "../lens_test_proc.h"
 #include "nccl-lens/live.h"
 
 #define CLI LENS_BUILD_DIR "/bin/nccl-lens"
@@ -46,29 +47,6 @@ static double now_s(void) {
 }
 
 static void path_of(char *out, size_t cap, const char *name) { snprintf(out, cap, "%s/%s", g_dir, name); }
-
-/* argv with stdout to out_path and stderr to err_path (NULL: /dev/null), env "K=V" added. */
-static pid_t spawn(const char *const *argv, const char *out_path, const char *err_path, const char *const *env) {
-  pid_t p = fork();
-  if (p == 0) {
-    int fd = open(out_path ? out_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) dup2(fd, 1);
-    fd = open(err_path ? err_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) dup2(fd, 2);
-    int nul = open("/dev/null", O_RDONLY);
-    if (nul >= 0) dup2(nul, 0);
-    for (int i = 0; env && env[i]; i++) putenv((char *)env[i]);
-    execvp(argv[0], (char *const *)argv);
-    _exit(127);
-  }
-  return p;
-}
-
-static int wait_status(pid_t p) {
-  int st = 0;
-  if (waitpid(p, &st, 0) < 0) return -1;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
 
 /* Waits at most limit_s; -1 (and SIGKILL) if it did not end. */
 static int wait_bounded(pid_t p, double limit_s, double *took) {
@@ -227,7 +205,7 @@ static pid_t start_agent(int port, const char *reg, const char *const *extra, co
   int n = 8;
   for (int i = 0; extra && extra[i] && n < 30; i++) argv[n++] = extra[i];
   argv[n] = NULL;
-  return spawn(argv, NULL, err_path, env);
+  return lens_test_spawn(argv, NULL, err_path, env);
 }
 
 /* 200 slow connections from 20 other loopback addresses (10 each, under the
@@ -360,7 +338,7 @@ static pid_t start_py(const char *mode, const char *spec, int *port) {
   path_of(portf, sizeof portf, "port");
   unlink(portf);
   const char *argv[] = {PY, NET_PY, mode, g_dir, spec, NULL};
-  pid_t p = spawn(argv, NULL, NULL, NULL);
+  pid_t p = lens_test_spawn(argv, NULL, NULL, NULL);
   char *s = wait_file(portf, 20);
   assert_non_null(s);
   *port = atoi(s);
@@ -379,7 +357,7 @@ static void test_forged_names_escaped(void **state) {
   make_reg(reg, sizeof reg, 1);
   path_of(prom, sizeof prom, "m.prom");
   const char *ag[] = {CLI, "agent", "--once", "--dir", reg, NULL};
-  assert_int_equal(wait_status(spawn(ag, prom, NULL, NULL)), 0);
+  assert_int_equal(lens_test_wait_status(lens_test_spawn(ag, prom, NULL, NULL)), 0);
   char *e = lens_test_slurp(prom, NULL);
   assert_non_null(e);
   assert_int_equal(lines_starting(e, "forged_metric"), 0);
@@ -403,9 +381,9 @@ static void test_forged_names_escaped(void **state) {
   snprintf(ep, sizeof ep, "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:%d", cport);
   const char *env[] = {ep, NULL};
   const char *ag2[] = {CLI, "agent", "--once", "--otlp", "--dir", reg, NULL};
-  assert_int_equal(wait_status(spawn(ag2, NULL, NULL, env)), 0);
+  assert_int_equal(lens_test_wait_status(lens_test_spawn(ag2, NULL, NULL, env)), 0);
   kill(col, SIGTERM);
-  wait_status(col);
+  lens_test_wait_status(col);
   char jp[300];
   path_of(jp, sizeof jp, "comms.json");
   snprintf(cmd, sizeof cmd,
@@ -466,7 +444,7 @@ static void test_stuck_collector(void **state) {
   assert_true(took < 2.0);
   /* --once waits for its push, but not past SIGTERM */
   const char *once[] = {CLI, "agent", "--once", "--otlp", "--dir", reg, NULL};
-  pid_t o = spawn(once, NULL, NULL, env);
+  pid_t o = lens_test_spawn(once, NULL, NULL, env);
   sleep(1);
   assert_true(waitpid(o, NULL, WNOHANG) == 0); /* still waiting on the collector */
   kill(o, SIGTERM);
@@ -475,7 +453,7 @@ static void test_stuck_collector(void **state) {
   assert_int_equal(st, 1); /* the push did not happen */
   assert_true(took < 2.0);
   kill(col, SIGKILL);
-  wait_status(col);
+  lens_test_wait_status(col);
   lens_test_rmtree(g_dir);
 }
 
@@ -494,9 +472,9 @@ static void test_otlp_retries(void **state) {
   char ep[128];
   snprintf(ep, sizeof ep, "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:%d", cport);
   const char *env[] = {ep, "OTEL_EXPORTER_OTLP_COMPRESSION=gzip", NULL};
-  assert_int_equal(wait_bounded(spawn(ag, NULL, errp, env), 30, NULL), 0);
+  assert_int_equal(wait_bounded(lens_test_spawn(ag, NULL, errp, env), 30, NULL), 0);
   kill(col, SIGTERM);
-  wait_status(col);
+  lens_test_wait_status(col);
   char *t = lens_test_slurp(reqs, NULL);
   assert_non_null(t);
   double t1 = 0, t2 = 0;
@@ -515,10 +493,10 @@ static void test_otlp_retries(void **state) {
   col = start_py("collector", "400", &cport);
   snprintf(ep, sizeof ep, "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:%d", cport);
   const char *env2[] = {ep, NULL};
-  assert_int_equal(wait_bounded(spawn(ag, NULL, errp, env2), 30, NULL), 1);
+  assert_int_equal(wait_bounded(lens_test_spawn(ag, NULL, errp, env2), 30, NULL), 1);
   usleep(300000);
   kill(col, SIGTERM);
-  wait_status(col);
+  lens_test_wait_status(col);
   t = lens_test_slurp(reqs, NULL);
   assert_non_null(t);
   int n400 = 0;
@@ -538,9 +516,9 @@ static void test_otlp_retries(void **state) {
     unlink(reqs);
     col = start_py("collector", waits[w].spec, &cport);
     snprintf(ep, sizeof ep, "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:%d", cport);
-    assert_int_equal(wait_bounded(spawn(ag, NULL, errp, env2), 30, NULL), 0);
+    assert_int_equal(wait_bounded(lens_test_spawn(ag, NULL, errp, env2), 30, NULL), 0);
     kill(col, SIGTERM);
-    wait_status(col);
+    lens_test_wait_status(col);
     t = lens_test_slurp(reqs, NULL);
     assert_non_null(t);
     assert_int_equal(sscanf(t, "%lf %d %7s %7s\n%lf %d", &t1, &s1, ok1, z1, &t2, &s2), 6);
@@ -550,7 +528,7 @@ static void test_otlp_retries(void **state) {
     free(t);
   }
   const char *env3[] = {ep, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf", NULL};
-  assert_int_equal(wait_bounded(spawn(ag, NULL, errp, env3), 30, NULL), 2);
+  assert_int_equal(wait_bounded(lens_test_spawn(ag, NULL, errp, env3), 30, NULL), 2);
   err = lens_test_slurp(errp, NULL);
   assert_non_null(err);
   assert_non_null(strstr(err, "http/protobuf is not supported"));
@@ -663,7 +641,7 @@ static void test_web_config(void **state) {
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     write_web("web.yml", bad[i].yaml);
     const char *ag[] = {CLI, "agent", "--listen", listen, "--dir", reg, "--web.config.file", web, NULL};
-    assert_int_equal(wait_bounded(spawn(ag, NULL, errp, NULL), 10, NULL), 2);
+    assert_int_equal(wait_bounded(lens_test_spawn(ag, NULL, errp, NULL), 10, NULL), 2);
     char *e = lens_test_slurp(errp, NULL);
     assert_non_null(e);
     if (!strstr(e, bad[i].says)) print_message("case %zu: %s", i, e);
@@ -858,7 +836,7 @@ static void test_prometheus_tls_basic_auth(void **state) {
   snprintf(web_arg, sizeof web_arg, "--web.listen-address=127.0.0.1:%d", pport);
   snprintf(url, sizeof url, "http://127.0.0.1:%d", pport);
   const char *pr[] = {"prometheus", cfg_arg, tsdb_arg, web_arg, "--log.level=error", NULL};
-  pid_t prom = spawn(pr, NULL, NULL, NULL);
+  pid_t prom = lens_test_spawn(pr, NULL, NULL, NULL);
   double good = -3, bad = -3, ops = -3;
   for (int i = 0; i < 60 && !(good == 1 && bad == 0 && ops >= 5); i++) { /* bounded: ~60 s */
     sleep(1);
@@ -887,7 +865,7 @@ static void test_default_listen_is_loopback(void **state) {
   int port = free_port();
   snprintf(listen, sizeof listen, ":%d", port);
   const char *ag[] = {CLI, "agent", "--listen", listen, "--dir", reg, "--duration", "60", NULL};
-  pid_t agent = spawn(ag, NULL, errp, NULL);
+  pid_t agent = lens_test_spawn(ag, NULL, errp, NULL);
   assert_true(agent_ready(port, agent));
   char cmd[600];
   /* the listening socket's local address, from the kernel's table */
