@@ -290,6 +290,7 @@ uint64_t lens_proc_start_ticks(int pid) {
   char *p = strrchr(buf, ')');
   if (!p) return 0;
   p++;
+  if (p[0] == ' ' && (p[1] == 'Z' || p[1] == 'X')) return 0; /* a zombie or dead task has ended */
   for (int field = 3; field < 22; field++) {
     p = strchr(p + 1, ' ');
     if (!p) return 0;
@@ -312,7 +313,12 @@ int lens_proc_uid(int pid, uid_t *uid) {
   return 0;
 }
 
-uint64_t lens_self_pidns(void) {
+uint64_t lens_proc_ns(int pid, const char *kind) {
+  char path[96];
   struct stat st;
-  return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+  if (pid > 0)
+    snprintf(path, sizeof path, "/proc/%d/ns/%s", pid, kind);
+  else
+    snprintf(path, sizeof path, "/proc/self/ns/%s", kind);
+  return stat(path, &st) == 0 ? (uint64_t)st.st_ino : 0;
 }

@@ -89,13 +89,15 @@ ssize_t lens_file_read_text(int dirfd, const char *name, uid_t owner, char *buf,
                             size_t why_len);
 
 /* A process's identity, to tell a live process from a reused pid.
- * start_ticks: field 22 of /proc/<pid>/stat (clock ticks since boot); 0 if
- * the process is gone or unreadable. */
+ * start_ticks: field 22 of /proc/<pid>/stat (clock ticks since boot, shifted
+ * into the reader's time namespace); 0 if the process is gone, a zombie or
+ * unreadable. */
 uint64_t lens_proc_start_ticks(int pid);
 /* Effective uid of /proc/<pid> (second field of "Uid:"), 0 ok / -1. */
 int lens_proc_uid(int pid, uid_t *uid);
-/* The inode of /proc/self/ns/pid (0 if unknown): files naming a pid are
- * only judged by a process of the same pid namespace. */
-uint64_t lens_self_pidns(void);
+/* The inode of /proc/<pid>/ns/<kind> ("pid", "time", ...; pid 0: our own),
+ * 0 if unknown (a process gone, a kernel without that namespace): files
+ * naming a pid are only judged by a process of the same pid namespace. */
+uint64_t lens_proc_ns(int pid, const char *kind);
 
 #endif

@@ -44,7 +44,7 @@ int lens_live_page_open(int dirfd, int pid) {
   g_map->size = sizeof(struct lens_live_page);
   g_map->pid = (uint32_t)pid;
   g_map->proc_start_ticks = lens_proc_start_ticks((int)getpid());
-  g_map->pidns = lens_self_pidns();
+  g_map->pidns = lens_proc_ns(0, "pid");
   if (lens_tmp_commit(dirfd, tmp, name) != 0) {
     tmp[0] = 0; /* removed by the commit */
     goto fail;

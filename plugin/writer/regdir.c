@@ -21,8 +21,7 @@ static int g_fd = -1;
 static char g_path[512];
 static int g_fail_once;
 
-int lens_regdir_open(const char *configured, int pid) {
-  (void)pid;
+int lens_regdir_open(const char *configured) {
   lens_regdir_close();
   int explicit_dir = configured && *configured;
   if (explicit_dir)
@@ -106,7 +105,7 @@ int lens_regdir_sweep(void) {
     close(dfd);
     return 0;
   }
-  uint64_t self_ns = lens_self_pidns();
+  uint64_t self_ns = lens_proc_ns(0, "pid");
   long self = (long)getpid();
   int removed = 0, scanned = 0;
   struct dirent *e;

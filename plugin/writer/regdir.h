@@ -14,7 +14,7 @@
 
 /* configured: NCCL_LENS_REGISTRY_DIR, "" for the per-user default.
  * Returns 0 when the directory is usable. */
-int lens_regdir_open(const char *configured, int pid);
+int lens_regdir_open(const char *configured);
 /* The checked directory's descriptor, or -1 (no registry this session). */
 int lens_regdir_fd(void);
 /* Its path, for messages ("" when none). */

@@ -55,7 +55,7 @@ void lens_registry_begin(int pid, const char *trace_path) {
   snprintf(g_name, sizeof g_name, "%d.reg", pid);
   g_active = lens_regdir_fd() >= 0;
   g_start_ticks = lens_proc_start_ticks((int)getpid());
-  g_pidns = lens_self_pidns();
+  g_pidns = lens_proc_ns(0, "pid");
 }
 
 /* The file is built in memory, then written to a fresh O_EXCL temporary and

@@ -597,7 +597,7 @@ static int g_session_pid;
 static void session_begin(const struct ctl_open *o) {
   g_session_pid = o->pid;
   lens_rec_configure(o->recorder, o->recorder_bytes);
-  lens_regdir_open(o->registry_dir, o->pid); /* checked, or none: logged once */
+  lens_regdir_open(o->registry_dir); /* checked, or none: logged once */
   lens_regdir_sweep();
   if (o->recorder) lens_wd_configure(o->hang_timeout_s, o->slow_ms, o->dump_interval_s, o->pid);
   lens_tf_open(o->out_dir, o->host, o->pid); /* may block on a stalled mount: only this thread waits */

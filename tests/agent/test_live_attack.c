@@ -57,7 +57,7 @@ static struct lens_live_page *make_page(void) {
   p->pid = (uint32_t)getpid();
   p->state = LENS_LIVE_RUNNING;
   p->proc_start_ticks = lens_proc_start_ticks(getpid());
-  p->pidns = lens_self_pidns();
+  p->pidns = lens_proc_ns(0, "pid");
   p->updated_real_ns = p->start_real_ns = real_ns();
   snprintf(p->host, sizeof p->host, "h");
   p->n_comms = 1;

@@ -157,7 +157,7 @@ static void test_registry_identity(void **state) {
   char dir[64], reg[256], err[1024], extra[256];
   lens_test_tmpdir(dir, sizeof dir, "sched-id");
   snprintf(reg, sizeof reg, "%s/%d.reg", dir, getpid());
-  uint64_t ticks = lens_sched_start_ticks(getpid()), ns = lens_self_pidns();
+  uint64_t ticks = lens_proc_start_ticks(getpid()), ns = lens_proc_ns(0, "pid");
   assert_true(ticks > 0 && ns > 0);
   struct lens_sched_target *t = new_target();
 

@@ -59,9 +59,9 @@ static void test_proc_facts(void **state) {
   assert_int_equal(ns_pid, (uint32_t)getpid()); /* the test runs in our own namespace */
   assert_int_equal(lens_sched_host_tid(getpid(), (uint32_t)gettid()), (uint32_t)gettid());
   assert_int_equal(lens_sched_host_tid(getpid(), 0x3ffffffe), 0);
-  uint64_t t1 = lens_sched_start_ticks(getpid());
+  uint64_t t1 = lens_proc_start_ticks(getpid());
   assert_true(t1 > 0);
-  assert_int_equal(lens_sched_start_ticks(getpid()), t1);
+  assert_int_equal(lens_proc_start_ticks(getpid()), t1);
   assert_int_equal(lens_sched_maps_plugin(getpid()), 0);
   assert_int_equal(lens_sched_maps_plugin(0x3ffffffe), -1);
 }
@@ -158,7 +158,7 @@ static void test_exited_process(void **state) {
   assert_non_null(strstr(err, "has exited"));
   /* A live pid whose start time differs from the one recorded: reused. */
   t->host_pid = getpid();
-  t->start_ticks = lens_sched_start_ticks(getpid()) + 1;
+  t->start_ticks = lens_proc_start_ticks(getpid()) + 1;
   assert_int_equal(lens_sched_target_refresh(t, NULL, 1, err, sizeof err), -1);
   assert_non_null(strstr(err, "has exited"));
   free(t);

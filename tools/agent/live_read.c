@@ -180,7 +180,7 @@ int live_read_dir(const char *dir, unsigned keep_s, struct live_set *s) {
     return e == ENOENT ? 0 : -1;
   }
   struct dirent *e;
-  uint64_t now = real_ns(), self_ns = lens_self_pidns();
+  uint64_t now = real_ns(), self_ns = lens_proc_ns(0, "pid");
   int entries = 0;
   while ((e = readdir(d)) && entries++ < LIVE_SCAN_MAX) {
     const char *c = e->d_name;

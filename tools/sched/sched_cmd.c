@@ -261,7 +261,7 @@ static int refresh(struct run *r, int scan) {
     struct lens_sched_target *t = &r->targets[i];
     size_t kept = t->n_tids;
     int rc = lens_sched_target_refresh(t, r->o.registry_dir, r->o.all_threads, err, sizeof err);
-    int gone = rc < 0 && lens_sched_start_ticks(t->host_pid) != t->start_ticks;
+    int gone = rc < 0 && lens_proc_start_ticks(t->host_pid) != t->start_ticks;
     if (gone) {
       note(r, NOTE_INFO, "pid %d exited", t->host_pid);
       r->targets[i] = r->targets[--r->n_targets];
@@ -290,7 +290,7 @@ static int first_target(struct run *r) {
   uint64_t deadline = lens_sched_mono_ns() + REGISTRY_WAIT_NS;
   for (;;) {
     if (lens_sched_target_refresh(t, r->o.registry_dir, r->o.all_threads, err, sizeof err) >= 0) return 0;
-    if (lens_sched_start_ticks(r->o.pid) == 0) return lens_cli_error(CMD, "process %d has exited", r->o.pid);
+    if (lens_proc_start_ticks(r->o.pid) == 0) return lens_cli_error(CMD, "process %d has exited", r->o.pid);
     /* A registry that is there but refused will not become the process's own by waiting. */
     if (t->refused) return lens_cli_error(CMD, "%s", err);
     /* The plugin writes its registry after the first init: give a process that

@@ -80,20 +80,6 @@ int lens_sched_ns_pid(int host_pid, uint32_t *ns_pid) {
   return status_nspid(path, &outer, ns_pid);
 }
 
-uint64_t lens_sched_start_ticks(int host_pid) {
-  char path[64], buf[2048];
-  snprintf(path, sizeof path, "/proc/%d/stat", host_pid);
-  if (read_small(path, buf, sizeof buf) <= 0) return 0;
-  /* comm may hold spaces and ')': fields restart after the last ')'. starttime is field 22. */
-  const char *p = strrchr(buf, ')');
-  if (!p) return 0;
-  p++;
-  if (p[0] == ' ' && (p[1] == 'Z' || p[1] == 'X')) return 0; /* zombie or dead: nothing left to watch */
-  for (int field = 2; field < 22 && *p; p++)
-    if (*p == ' ' && p[1] != ' ') field++;
-  return strtoull(p, NULL, 10);
-}
-
 int lens_sched_maps_plugin(int host_pid) {
   char path[64], line[4096];
   snprintf(path, sizeof path, "/proc/%d/maps", host_pid);
@@ -209,19 +195,9 @@ int lens_sched_parse_registry_id(const char *text, struct lens_sched_registry_id
   return 0;
 }
 
-/* The inode of /proc/<pid>/ns/<kind> (pid = 0: self); 0 when unknown (an
- * old kernel without time namespaces, a process gone). */
-static uint64_t ns_inode(int pid, const char *kind) {
-  char path[96];
-  struct stat st;
-  if (pid) snprintf(path, sizeof path, "/proc/%d/ns/%s", pid, kind);
-  else snprintf(path, sizeof path, "/proc/self/ns/%s", kind);
-  return stat(path, &st) == 0 ? (uint64_t)st.st_ino : 0;
-}
-
 int lens_sched_registry_matches(int host_pid, uint32_t ns_pid, const struct lens_sched_registry_id *id, char *why,
                                 size_t why_len) {
-  uint64_t target_ns = ns_inode(host_pid, "pid");
+  uint64_t target_ns = lens_proc_ns(host_pid, "pid");
   if (id->has_pid && id->pid != ns_pid) {
     snprintf(why, why_len, "it names pid %u, but the process is pid %u in its namespace", id->pid, ns_pid);
     return -1;
@@ -234,12 +210,12 @@ int lens_sched_registry_matches(int host_pid, uint32_t ns_pid, const struct lens
   if (!id->has_start) return 0; /* written by a plugin before `start` existed */
   /* /proc/<pid>/stat's start time is shifted into the reader's time
    * namespace: the plugin's own reading and ours only compare within one. */
-  uint64_t our_time = ns_inode(0, "time"), its_time = ns_inode(host_pid, "time");
+  uint64_t our_time = lens_proc_ns(0, "time"), its_time = lens_proc_ns(host_pid, "time");
   if (our_time != its_time) return 0;
   /* The registry's pid namespace is the target's (checked above, or unknown
    * for an old plugin: then both must be ours to compare anything). */
-  if (!id->has_pidns && target_ns != ns_inode(0, "pid")) return 0;
-  uint64_t ticks = lens_sched_start_ticks(host_pid);
+  if (!id->has_pidns && target_ns != lens_proc_ns(0, "pid")) return 0;
+  uint64_t ticks = lens_proc_start_ticks(host_pid);
   if (ticks && ticks != id->start_ticks) {
     snprintf(why, why_len, "it was written by a process that started at tick %llu, not pid %d (tick %llu)",
              (unsigned long long)id->start_ticks, host_pid, (unsigned long long)ticks);
@@ -313,7 +289,7 @@ static void all_match(void *c, uint32_t host_tid, uint32_t ns_tid) {
 
 int lens_sched_target_refresh(struct lens_sched_target *t, const char *registry_dir, int all_threads, char *err,
                               size_t err_len) {
-  uint64_t ticks = lens_sched_start_ticks(t->host_pid);
+  uint64_t ticks = lens_proc_start_ticks(t->host_pid);
   if (!ticks || (t->start_ticks && ticks != t->start_ticks)) {
     snprintf(err, err_len, "process %d has exited", t->host_pid);
     t->n_tids = 0;

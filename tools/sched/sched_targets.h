@@ -36,8 +36,6 @@ struct lens_sched_target {
 
 /* Last NSpid field of /proc/<pid>/status (or Tgid if the kernel has no NSpid). 0 / -1. */
 int lens_sched_ns_pid(int host_pid, uint32_t *ns_pid);
-/* starttime field of /proc/<pid>/stat; 0 if the process is gone or a zombie. */
-uint64_t lens_sched_start_ticks(int host_pid);
 /* 1 if the process maps libnccl-profiler-lens*.so, 0 if not, -1 if it is gone/unreadable. */
 int lens_sched_maps_plugin(int host_pid);
 /* The registry directory the process uses: registry_dir if not NULL, else its
