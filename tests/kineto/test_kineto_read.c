@@ -269,6 +269,11 @@ static void test_not_kineto(void **s) {
   assert_non_null(strstr(err, "not a regular file"));
   assert_int_equal(read_err("/nonexistent/x.json", err, sizeof err, &in), -1);
   assert_true(lens_kineto_name_is("a/rank-0.json") && lens_kineto_name_is("b.JSON.GZ"));
+  /* a directory's other JSON files are not taken for traces */
+  assert_true(lens_kineto_sniff(B200) && lens_kineto_sniff(HTA1));
+  const char *truth = "{\"processes\":[],\"instances\":[]}";
+  assert_false(lens_kineto_sniff(write_file("truth.json", truth, strlen(truth))));
+  assert_false(lens_kineto_sniff(path)); /* the FIFO */
   assert_false(lens_kineto_name_is("x.lens") || lens_kineto_name_is(".json.gz.lens"));
 }
 

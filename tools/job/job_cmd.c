@@ -374,6 +374,10 @@ static int job_one_model(const struct opts *o, const struct lens_trace_cli *c, c
   return rc;
 }
 
+/* A directory's .json[.gz] files are taken when they are Kineto traces (a
+ * replay's truth.json or a job.json beside the traces are not). */
+static int dir_accept(const char *path) { return !lens_kineto_name_is(path) || lens_kineto_sniff(path); }
+
 int lens_cmd_job(int argc, char **argv) {
   struct opts o = {.top = 20};
   struct lens_trace_cli c;
@@ -386,6 +390,7 @@ int lens_cmd_job(int argc, char **argv) {
   /* traces, partial files, Kineto traces */
   static const char *const suffixes[] = {".lens", ".lensjob", ".json", ".json.gz", NULL};
   c.suffixes = suffixes;
+  c.dir_accept = dir_accept;
   if (lens_trace_cli_expand_dirs(CMD, &c)) {
     lens_trace_cli_free(&c);
     return 1;

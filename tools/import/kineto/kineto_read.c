@@ -384,6 +384,30 @@ int lens_kineto_name_is(const char *path) {
   return (n > 5 && !strcasecmp(path + n - 5, ".json")) || (n > 8 && !strcasecmp(path + n - 8, ".json.gz"));
 }
 
+int lens_kineto_sniff(const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return 0;
+  struct stat sb;
+  gzFile z = NULL;
+  if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) || !(z = gzdopen(fd, "rb"))) {
+    close(fd);
+    return 0;
+  }
+  enum { N = 64 << 10 };
+  char *b = malloc(N + 1);
+  int n = b ? gzread(z, b, N) : -1;
+  gzclose(z);
+  int yes = 0;
+  if (n > 0) {
+    b[n] = 0;
+    for (int i = 0; i < n; i++) /* NULs in the text would hide what follows from strstr */
+      if (!b[i]) b[i] = ' ';
+    yes = strstr(b, "\"traceEvents\"") || strstr(b, "\"schemaVersion\"");
+  }
+  free(b);
+  return yes;
+}
+
 int lens_kineto_read(const char *path, lens_kineto_event_fn fn, void *ctx, struct lens_kineto_info *info_out,
                      char *err, size_t err_len) {
   struct lens_kineto_info info_local;

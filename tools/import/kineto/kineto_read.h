@@ -76,5 +76,9 @@ int lens_kineto_read(const char *path, lens_kineto_event_fn fn, void *ctx, struc
 
 /* 1 when path's name is a Kineto trace's: ends in .json or .json.gz. */
 int lens_kineto_name_is(const char *path);
+/* 1 when path looks like a Kineto trace: a regular file whose first 64 KiB
+ * (gunzip'd) name "traceEvents" or "schemaVersion" (other JSON files of a
+ * directory, e.g. a replay's truth.json, are not traces). */
+int lens_kineto_sniff(const char *path);
 
 #endif
