@@ -159,8 +159,8 @@ void lens_job_print_text(FILE *f, const struct lens_model *m, const struct lens_
           m->n_files, m->n_procs, j->n_insts, j->matched_all, j->matched_some, j->matched_one);
   if (src && src->kineto_files) {
     fprintf(f, "kineto: %zu files, %" PRIu64 " NCCL kernels; times are each file's host wall clock (CLOCK_REALTIME,\n"
-               "  GPU times mapped by CUPTI), its error unknown unless the hosts table below places it; spans and\n"
-               "  stages are differences on one host's clock\n",
+               "  GPU times mapped by CUPTI), its error unknown unless the hosts table below places it; a span is\n"
+               "  the NCCL kernel's (not KernelCh pTimers), stages are differences on one host's clock\n",
             src->kineto_files, src->kernels);
     if (src->by_order)
       fprintf(f, "kineto: %" PRIu64 " kernels (%zu instances) matched by order, not Seq: ambiguous where a rank's trace\n"
