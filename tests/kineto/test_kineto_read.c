@@ -227,12 +227,14 @@ static void test_wrong_types(void **s) {
       "\"Process Group Ranks\":7,\"Group size\":null}},"
       "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclKernel_Broadcast_RING_LL_Sum_float(a)\",\"ts\":99999999999999999999,"
       "\"dur\":-3},"
+      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_SendRecv\",\"ts\":9000000000000000,"
+      "\"dur\":9000000000000000,\"args\":{\"Process Group Name\":\"9\"}},"
       "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_Generic\",\"ts\":12.3456,\"dur\":1,"
       "\"args\":{\"Collective name\":\"reduce_scatter_tensor\",\"Seq\":\"17\"}},"
       "[],7,\"x\",null],\"traceEvents2\":{}}";
   const char *p = write_file("types.json", doc, strlen(doc));
   assert_int_equal(read_err(p, err, sizeof err, &in), 0);
-  assert_int_equal(in.events, 4); /* objects in traceEvents; [], 7, "x", null are not events */
+  assert_int_equal(in.events, 5); /* objects in traceEvents; [], 7, "x", null are not events */
   assert_true(in.bad_values >= 5);
   assert_false(in.has_base);
   assert_false(in.has_rank);
@@ -247,10 +249,19 @@ static void test_wrong_types(void **s) {
   assert_int_equal(lens_kineto_job_map(p, &part, &st, err, sizeof err), 0);
   assert_int_equal(st.rank, 5);
   assert_int_equal(st.rank_from, 2);
-  assert_int_equal(part.n_recs, 1);
-  assert_string_equal(part.recs[0].func_s, "ReduceScatter");
-  assert_int_equal(part.recs[0].seq, 17);
-  assert_int_equal(part.recs[0].r.kstart_mono_ns, 12346);
+  assert_int_equal(part.n_recs, 2);
+  const struct lens_job_prec *g = NULL, *big = NULL;
+  for (size_t i = 0; i < part.n_recs; i++) {
+    if (!strcmp(part.recs[i].func_s, "ReduceScatter")) g = &part.recs[i];
+    if (!strcmp(part.recs[i].func_s, "SendRecv")) big = &part.recs[i];
+  }
+  assert_non_null(g);
+  assert_int_equal(g->seq, 17);
+  assert_int_equal(g->r.kstart_mono_ns, 12346);
+  /* 9e18 ns + 9e18 ns: past what a partial holds, cleared (unknown), not wrapped */
+  assert_non_null(big);
+  assert_int_equal(big->r.kstop_mono_ns, 0);
+  assert_int_equal(big->r.span_ns, 0);
   lens_job_part_free(&part);
 }
 

@@ -160,7 +160,8 @@ void lens_job_print_text(FILE *f, const struct lens_model *m, const struct lens_
   if (src && src->kineto_files) {
     fprintf(f, "kineto: %zu files, %" PRIu64 " NCCL kernels; times are each file's host wall clock (CLOCK_REALTIME,\n"
                "  GPU times mapped by CUPTI), its error unknown unless the hosts table below places it; a span is\n"
-               "  the NCCL kernel's (not KernelCh pTimers), stages are differences on one host's clock\n",
+               "  the NCCL kernel's (not KernelCh pTimers), stages are differences on one host's clock; a\n"
+               "  kineto-rankR host's \"mono\" clock in the hosts table is that file's wall clock\n",
             src->kineto_files, src->kernels);
     if (src->by_order)
       fprintf(f, "kineto: %" PRIu64 " kernels (%zu instances) matched by order, not Seq: ambiguous where a rank's trace\n"

@@ -234,6 +234,13 @@ static int is_nccl_kernel(const struct lens_kineto_event *e) {
          strstr(e->name, "Kernel");
 }
 
+/* a + b of two file values, saturated (a time and a duration may each be
+ * anything an int64 holds) */
+static int64_t sat_add(int64_t a, int64_t b) {
+  int64_t v;
+  return __builtin_add_overflow(a, b, &v) ? (b > 0 ? INT64_MAX : INT64_MIN) : v;
+}
+
 static void fill_launch(struct kk *k, const struct launch *l) {
   k->launch_ts = l->ts, k->launch_dur = l->dur, k->launch_pid = l->pid, k->launch_tid = l->tid;
   k->has_launch = 1;
@@ -355,7 +362,7 @@ static const struct rpc *rpc_enclosing(struct rpc *const *v, size_t n, int64_t p
   }
   if (!lo) return NULL;
   const struct rpc *r = v[lo - 1];
-  return r->pid == pid && r->tid == tid && r->ts <= t && r->ts + r->dur >= t ? r : NULL;
+  return r->pid == pid && r->tid == tid && r->ts <= t && sat_add(r->ts, r->dur) >= t ? r : NULL;
 }
 
 /* Kernels in (group key, func, start) order, for the order index. */
@@ -505,12 +512,12 @@ static int build(struct imp *m, const char *path, const struct lens_kineto_info 
     r->event = -1;
     r->span_ns = (uint64_t)k->dur;
     r->kstart_mono_ns = abs_ns(in, k->ts);
-    r->kstop_mono_ns = r->kstart_mono_ns ? abs_ns(in, k->ts + k->dur) : 0;
+    r->kstop_mono_ns = r->kstart_mono_ns ? abs_ns(in, sat_add(k->ts, k->dur)) : 0;
     r->map_err_ns = LENS_KINETO_MAP_ERR_NS;
     r->api_ns = api[ord[q]] ? abs_ns(in, api[ord[q]]) : 0;
     if (k->has_launch && k->launch_dur >= 0) {
       r->launch_start_ns = abs_ns(in, k->launch_ts);
-      r->launch_stop_ns = r->launch_start_ns ? abs_ns(in, k->launch_ts + k->launch_dur) : 0;
+      r->launch_stop_ns = r->launch_start_ns ? abs_ns(in, sat_add(k->launch_ts, k->launch_dur)) : 0;
     }
     /* the end on the wall clock, within the mapping's error: a sync point */
     if (r->kstop_mono_ns > LENS_KINETO_MAP_ERR_NS) {
