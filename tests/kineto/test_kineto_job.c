@@ -118,8 +118,72 @@ static void test_none(void **s) {
   assert_int_equal(c.truth_last_x, 0);
 }
 
+/* Two ranks' Kineto files of one AllReduce process group, written here: rank
+ * 1's window starts one collective later (it misses the first). With Seq
+ * the instances pair right; without, order pairs them wrongly and the
+ * report says so (uneven_comms). */
+static void write_rank(const char *dir, int rank, int first, int n, int with_seq) {
+  char path[400];
+  snprintf(path, sizeof path, "%s/rank-%d.json", dir, rank);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fprintf(f, "{\"schemaVersion\":1,\"distributedInfo\":{\"rank\":%d,\"world_size\":2},"
+             "\"baseTimeNanoseconds\":1767189312000000000,\"traceEvents\":[",
+          rank);
+  for (int i = first; i < first + n; i++) {
+    long ts = 1000000 + i * 10000L + (rank ? 300 : 0); /* rank 1 arrives 300 us late: its span is the shortest */
+    long dur = rank ? 100 : 400;
+    fprintf(f, "%s{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_RING_LL(x)\",\"pid\":%d,"
+               "\"tid\":7,\"ts\":%ld,\"dur\":%ld,\"args\":{\"correlation\":%d,\"Process Group Name\":\"0\","
+               "\"Group size\":2",
+            i == first ? "" : ",", rank, ts, dur + i, i + 1);
+    if (with_seq) fprintf(f, ",\"Seq\":%d", i + 1);
+    fputs("}}", f);
+  }
+  fputs("]}", f);
+  fclose(f);
+}
+
+static void order_case(int with_seq) {
+  char dir[256], cmd[1024], jp[400];
+  lens_test_tmpdir(dir, sizeof dir, "kineto-order");
+  write_rank(dir, 0, 0, 4, with_seq);
+  write_rank(dir, 1, 1, 3, with_seq);
+  snprintf(jp, sizeof jp, "%s/out.json", dir);
+  snprintf(cmd, sizeof cmd, "%s/bin/nccl-lens job --json -o %s %s", LENS_BUILD_DIR, jp, dir);
+  assert_int_equal(system(cmd), 0);
+  struct mj *j = mj_parse_file(jp);
+  assert_non_null(j);
+  const struct mj *k = mj_get(j, "kineto");
+  assert_int_equal(mj_int(k, "by_seq", -1), with_seq ? 7 : 0);
+  assert_int_equal(mj_int(k, "by_order", -1), with_seq ? 0 : 7);
+  assert_int_equal(mj_int(k, "uneven_comms", -1), with_seq ? 0 : 1);
+  const struct mj *m = mj_get(j, "matched");
+  assert_int_equal(mj_int(m, "all", -1), 3);
+  assert_int_equal(mj_int(m, "one", -1), 1);
+  /* with Seq every pair is one collective: rank 1 last by 300 us, execution its span */
+  const struct mj *cs = mj_get(j, "collectives");
+  for (size_t i = 0; with_seq && i < cs->n; i++) {
+    const struct mj *c = mj_at(cs, i);
+    if (mj_int(c, "ranks_seen", 0) != 2) continue;
+    int64_t seq = mj_int(c, "seq", -1);
+    assert_int_equal(mj_int(c, "last_rank", -1), 1);
+    assert_int_equal(mj_int(c, "exec_ns", -1), (100 + (seq - 1)) * 1000);
+    assert_int_equal(mj_int(c, "max_wait_ns", -1), 300000);
+  }
+  mj_free(j);
+  lens_test_rmtree(dir);
+}
+
+static void test_order_vs_seq(void **s) {
+  (void)s;
+  order_case(1);
+  order_case(0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_order_vs_seq),
       cmocka_unit_test(test_none),
       cmocka_unit_test(test_late_app),
       cmocka_unit_test(test_slow_launch),

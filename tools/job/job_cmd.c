@@ -374,6 +374,44 @@ static int job_one_model(const struct opts *o, const struct lens_trace_cli *c, c
   return rc;
 }
 
+/* Communicators matched by order (Kineto files without Seq) whose ranks
+ * hold different numbers of their instances: the order pairs some kernels
+ * of different collectives there (a profiling window that starts mid-step
+ * on one rank). */
+struct comm_rank { uint64_t comm; int32_t rank; };
+static int comm_rank_cmp(const void *x, const void *y) {
+  const struct comm_rank *a = x, *b = y;
+  if (a->comm != b->comm) return a->comm < b->comm ? -1 : 1;
+  return (a->rank > b->rank) - (a->rank < b->rank);
+}
+static size_t uneven_order_comms(const struct lens_job *j) {
+  size_t n = 0, out = 0;
+  for (size_t i = 0; i < j->n_insts; i++)
+    if (j->insts[i].flags & LENS_JOB_BY_ORDER) n += j->insts[i].n_ranks;
+  struct comm_rank *v = malloc((n ? n : 1) * sizeof *v);
+  if (!v) return 0;
+  n = 0;
+  for (size_t i = 0; i < j->n_insts; i++) {
+    const struct lens_job_inst *in = &j->insts[i];
+    if (!(in->flags & LENS_JOB_BY_ORDER)) continue;
+    for (size_t k = 0; k < in->n_ranks; k++) v[n++] = (struct comm_rank){in->comm_id, j->ranks[in->first_rank + k].rank};
+  }
+  qsort(v, n, sizeof *v, comm_rank_cmp);
+  for (size_t s = 0; s < n;) { /* one communicator: its ranks' counts */
+    size_t e = s, lo = SIZE_MAX, hi = 0;
+    while (e < n && v[e].comm == v[s].comm) {
+      size_t r = e;
+      while (e < n && v[e].comm == v[s].comm && v[e].rank == v[r].rank) e++;
+      if (e - r < lo) lo = e - r;
+      if (e - r > hi) hi = e - r;
+    }
+    out += lo != hi;
+    s = e;
+  }
+  free(v);
+  return out;
+}
+
 /* A directory's .json[.gz] files are taken when they are Kineto traces (a
  * replay's truth.json or a job.json beside the traces are not). */
 static int dir_accept(const char *path) { return !lens_kineto_name_is(path) || lens_kineto_sniff(path); }
@@ -494,7 +532,7 @@ int lens_cmd_job(int argc, char **argv) {
   int bad_align = !clocks || lens_align_build_ends(clocks, n_clocks, &j, &o.align, &al);
   free(clocks);
   if (bad_align) goto oom;
-  struct lens_job_sources src = {.kineto_files = x.n_kinetos};
+  struct lens_job_sources src = {.kineto_files = x.n_kinetos, .uneven_comms = x.n_kinetos ? uneven_order_comms(&j) : 0};
   for (size_t i = 0; i < x.n_kinetos; i++) {
     const struct lens_kineto_job_stats *k = &x.kstats[i];
     src.kernels += k->nccl_kernels, src.by_seq += k->by_seq, src.by_order += k->by_order;

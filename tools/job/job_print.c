@@ -167,6 +167,10 @@ void lens_job_print_text(FILE *f, const struct lens_model *m, const struct lens_
       fprintf(f, "kineto: %" PRIu64 " kernels (%zu instances) matched by order, not Seq: ambiguous where a rank's trace\n"
                  "  misses or adds a kernel\n",
               src->by_order, insts_by_order(j));
+    if (src->uneven_comms)
+      fprintf(f, "kineto: %zu communicators matched by order have different kernel counts on different ranks:\n"
+                 "  some of their instances pair kernels of different collectives\n",
+              src->uneven_comms);
     if (src->no_launch || src->no_api || src->dropped)
       fprintf(f, "kineto: %" PRIu64 " kernels without their launch, %" PRIu64 " without a record_param_comms op, %" PRIu64
                  " dropped\n",
@@ -260,8 +264,8 @@ void lens_job_print_json(FILE *f, const struct lens_model *m, const struct lens_
   if (src && src->kineto_files)
     fprintf(f, "\"kineto\":{\"files\":%zu,\"clock\":\"wall clock per host (CLOCK_REALTIME), error unknown unless "
                "aligned\",\"kernels\":%" PRIu64 ",\"by_seq\":%" PRIu64 ",\"by_order\":%" PRIu64
-               ",\"instances_by_order\":%zu,\"no_launch\":%" PRIu64 ",\"no_api\":%" PRIu64 ",\"dropped\":%" PRIu64 "},",
-            src->kineto_files, src->kernels, src->by_seq, src->by_order, insts_by_order(j), src->no_launch, src->no_api,
+               ",\"instances_by_order\":%zu,\"uneven_comms\":%zu,\"no_launch\":%" PRIu64 ",\"no_api\":%" PRIu64 ",\"dropped\":%" PRIu64 "},",
+            src->kineto_files, src->kernels, src->by_seq, src->by_order, insts_by_order(j), src->uneven_comms, src->no_launch, src->no_api,
             src->dropped);
   fputs("\"hang\":", f);
   lens_hang_print_headline_json(f, hang);

@@ -16,6 +16,8 @@ struct lens_job_sources {
   uint64_t kernels, by_seq, by_order;   /* NCCL kernels read; matched by Seq / by order (ambiguous) */
   uint64_t no_launch, no_api;           /* kernels whose launch / record_param_comms op was not found */
   uint64_t dropped;                     /* kernels past the importer's bounds */
+  size_t uneven_comms;                  /* communicators matched by order whose ranks hold different numbers
+                                         * of kernels: there the order pairs some kernels wrongly */
 };
 
 /* Headline tables (one per communicator with > 1 rank loaded) and the
