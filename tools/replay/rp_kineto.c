@@ -154,6 +154,7 @@ static int write_rank(struct rp_node *n, int local, const char *dir, int64_t wal
           (int)pid, local, local);
   int64_t seqs[RP_MAX_COMMSETS * RP_MAX_LOCAL] = {0};
   int64_t ext = 1000, corr = 1;
+  int64_t last_p2p_start[RP_MAX_COMMSETS * RP_MAX_LOCAL] = {0};
   for (int i = 0; i < nops; i++) {
     const struct rp_truth_op *o = rp_truth_op_at(n->truth, i);
     if (!o || o->comm < 0 || o->comm >= n->ncomm_sets * n->rpn) continue;
@@ -161,6 +162,9 @@ static int write_rank(struct rp_node *n, int local, const char *dir, int64_t wal
     if (c->local != local || o->graph_replay == -2) continue; /* a capture launches nothing */
     int64_t seq = o->is_p2p ? -1 : seqs[o->comm]++;
     if (!o->kernel_start || o->kernel_end <= o->kernel_start) continue; /* never ran (a hang) */
+    /* a send and a receive grouped together share one kernel (and launch) */
+    if (o->is_p2p && o->kernel_start == last_p2p_start[o->comm]) continue;
+    if (o->is_p2p) last_p2p_start[o->comm] = o->kernel_start;
     int eager = o->launch_start && o->launch_end >= o->launch_start && o->api_ns;
     int64_t e = ext++, k = corr++;
     int stream = STREAM_BASE + c->set;
