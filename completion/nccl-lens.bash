@@ -13,8 +13,8 @@ _nccl_lens() {
   case $cmd in
   demo) opts="--help --out --plugin" ;;
   replay) opts="--api --board --delay-us --hang-exit-after --hang-post-gap-ms --help --iters --kineto
-    --mask-change --no-finalize --node --nodes --out --plugin --quiet --ranks-per-node --reload
-    --scenario --seed --slow --straggler --truth --verbose" ;;
+    --kineto-layout --mask-change --no-finalize --node --nodes --out --plugin --quiet
+    --ranks-per-node --reload --scenario --seed --slow --straggler --truth --verbose" ;;
   export) opts="--comm --cupti-buffer --format --func --help --min-wait-us --output --rank --since --tag-names
     --types --until -o" ;;
   summary) opts="--comm --cupti-buffer --func --help --json --min-wait-us --output --rank --since --tag-names

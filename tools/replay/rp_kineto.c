@@ -17,7 +17,14 @@
  * RP_KINETO_NODE_WALL_ERR_NS off (a host's NTP error; the truth's
  * kineto_wall_error_ns), so that the reader's alignment has something to
  * find. Seq: the collective's order on its communicator (PyTorch's process
- * group sequence number), the same on every rank. */
+ * group sequence number), the same on every rank.
+ * --kineto-layout 2023 writes the layout of before May 2024 instead (as the
+ * HTA test files have it): no baseTimeNanoseconds, ts and dur in whole epoch
+ * µs (a µs clock: both ends floored), distributedInfo with backend, rank and
+ * world_size only, ncclKernel_<Func>_RING_LL_Sum_float kernels without
+ * collective args or Seq and with External id = correlation,
+ * cudaLaunchKernel (cuda_runtime), record_param_comms without collective
+ * args (its own External id: only its span encloses the launch). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -71,14 +78,25 @@ static const char *torch_dtype(const char *d, uint64_t *size) {
   return "Byte";
 }
 
-/* µs with three decimals of an epoch ns against the base. */
+static int old_layout; /* --kineto-layout 2023 (one writer at a time: the end of a node's run) */
+
+/* µs with three decimals of an epoch ns against the base (2023: whole epoch µs). */
 static void put_us(FILE *f, int64_t ns, int64_t base) {
   int64_t r = ns - base;
   if (r < 0) r = 0;
-  fprintf(f, "%" PRId64 ".%03" PRId64, r / 1000, r % 1000);
+  if (old_layout) fprintf(f, "%" PRId64, r / 1000);
+  else fprintf(f, "%" PRId64 ".%03" PRId64, r / 1000, r % 1000);
 }
 
 static void put_dur(FILE *f, int64_t ns) { put_us(f, ns, 0); }
+
+/* A span from..to: its start, then its duration as the clock's resolution gives it. */
+static void put_span(FILE *f, int64_t from, int64_t to, int64_t base) {
+  put_us(f, from, base);
+  fputs(", \"dur\": ", f);
+  if (old_layout) fprintf(f, "%" PRId64, (to - base) / 1000 - (from - base) / 1000);
+  else put_dur(f, to - from);
+}
 
 static void ranks_list(FILE *f, int nranks) {
   fputc('"', f);
@@ -131,22 +149,29 @@ static int write_rank(struct rp_node *n, int local, const char *dir, int64_t wal
   if (first == INT64_MAX) first = rp_now();
   int64_t base = (int64_t)(((uint64_t)(first + wall_off) / KINETO_BASE_STEP_NS) * KINETO_BASE_STEP_NS);
   int world = n->nodes * n->rpn;
-  fprintf(f, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [{\"id\": %d, \"name\": \"nccl-lens replay GPU\", "
-             "\"totalGlobalMem\": 85899345920, \"computeMajor\": 9, \"computeMinor\": 0}],\n",
-          local);
-  fprintf(f, "  \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": %d, \"world_size\": %d, \"pg_count\": %d, "
-             "\"pg_config\": [",
-          c0->rank, world, n->ncomm_sets);
-  for (int s = 0; s < n->ncomm_sets; s++) {
-    fprintf(f, "%s{\"pg_name\": \"%d\", \"pg_desc\": \"%s\", \"backend_config\": \"cuda:nccl\", \"pg_size\": %d, "
-               "\"ranks\": ",
-            s ? ", " : "", s, s ? "undefined" : "default_pg", c0->nranks);
-    ranks_list(f, c0->nranks);
-    fputc('}', f);
+  if (old_layout) { /* 2023: no base (epoch µs), no device properties, distributedInfo without pg_config */
+    base = 0;
+    fprintf(f, "{\"schemaVersion\": 1, \"record_shapes\": 1, \"distributedInfo\": {\"backend\": \"nccl\", "
+               "\"rank\": %d, \"world_size\": %d}, \"traceEvents\": [\n",
+            c0->rank, world);
+  } else {
+    fprintf(f, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [{\"id\": %d, \"name\": \"nccl-lens replay GPU\", "
+               "\"totalGlobalMem\": 85899345920, \"computeMajor\": 9, \"computeMinor\": 0}],\n",
+            local);
+    fprintf(f, "  \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": %d, \"world_size\": %d, \"pg_count\": %d, "
+               "\"pg_config\": [",
+            c0->rank, world, n->ncomm_sets);
+    for (int s = 0; s < n->ncomm_sets; s++) {
+      fprintf(f, "%s{\"pg_name\": \"%d\", \"pg_desc\": \"%s\", \"backend_config\": \"cuda:nccl\", \"pg_size\": %d, "
+                 "\"ranks\": ",
+              s ? ", " : "", s, s ? "undefined" : "default_pg", c0->nranks);
+      ranks_list(f, c0->nranks);
+      fputc('}', f);
+    }
+    fprintf(f, "], \"nccl_version\": \"2.28.9\"},\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": %" PRId64
+               ",\n  \"traceEvents\": [\n",
+            base);
   }
-  fprintf(f, "], \"nccl_version\": \"2.28.9\"},\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": %" PRId64
-             ",\n  \"traceEvents\": [\n",
-          base);
   pid_t pid = getpid();
   fprintf(f, "  {\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"tid\": 0, \"args\": {\"name\": "
              "\"python\"}},\n  {\"ph\": \"M\", \"name\": \"process_labels\", \"pid\": %d, \"tid\": 0, \"args\": "
@@ -160,13 +185,13 @@ static int write_rank(struct rp_node *n, int local, const char *dir, int64_t wal
     if (!o || o->comm < 0 || o->comm >= n->ncomm_sets * n->rpn) continue;
     const struct rp_comm *c = &n->comms[o->comm];
     if (c->local != local || o->graph_replay == -2) continue; /* a capture launches nothing */
-    int64_t seq = o->is_p2p ? -1 : seqs[o->comm]++;
+    int64_t seq = o->is_p2p || old_layout ? -1 : seqs[o->comm]++;
     if (!o->kernel_start || o->kernel_end <= o->kernel_start) continue; /* never ran (a hang) */
     /* a send and a receive grouped together share one kernel (and launch) */
     if (o->is_p2p && o->kernel_start == last_p2p_start[o->comm]) continue;
     if (o->is_p2p) last_p2p_start[o->comm] = o->kernel_start;
     int eager = o->launch_start && o->launch_end >= o->launch_start && o->api_ns;
-    int64_t e = ext++, k = corr++;
+    int64_t k = corr++, e = old_layout ? k : ext++; /* 2023: the kernel's External id is its correlation */
     int stream = STREAM_BASE + c->set;
     if (eager) {
       int64_t a = o->api_ns + wall_off, le = o->launch_end + wall_off, ls = o->launch_start + wall_off;
@@ -174,48 +199,49 @@ static int write_rank(struct rp_node *n, int local, const char *dir, int64_t wal
       fprintf(f, ",\n  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"c10d::%s_\", \"pid\": %d, \"tid\": %d, "
                  "\"ts\": ",
               coll_name(o->func), (int)pid, o->tid);
-      put_us(f, a, base);
-      fputs(", \"dur\": ", f);
-      put_dur(f, end - a);
-      fprintf(f, ", \"args\": {\"External id\": %" PRId64 "}}", e + 500000);
+      put_span(f, a, end, base);
+      fprintf(f, ", \"args\": {\"External id\": %" PRId64 "}}", ext + 500000);
       fprintf(f, ",\n  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"record_param_comms\", \"pid\": %d, "
                  "\"tid\": %d, \"ts\": ",
               (int)pid, o->tid);
-      put_us(f, a + 100, base);
-      fputs(", \"dur\": ", f);
-      put_dur(f, end - a - 200);
-      fprintf(f, ", \"args\": {\"External id\": %" PRId64 ", \"Rank\": %d", e, c->rank);
-      coll_args(f, o, c, seq);
-      fputs("}}", f);
-      fprintf(f, ",\n  {\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"%s\", \"pid\": %d, \"tid\": %d, "
-                 "\"ts\": ",
-              annotation(o->func), (int)pid, o->tid);
-      put_us(f, ls - 50 > a + 100 ? ls - 50 : a + 100, base);
-      fputs(", \"dur\": ", f);
-      put_dur(f, le - ls + 100);
-      fprintf(f, ", \"args\": {\"External id\": %" PRId64 "}}", e);
-      fprintf(f, ",\n  {\"ph\": \"X\", \"cat\": \"cuda_driver\", \"name\": \"cuLaunchKernelEx\", \"pid\": %d, "
-                 "\"tid\": %d, \"ts\": ",
+      put_span(f, old_layout ? a : a + 100, end - 100, base); /* 2023: whole µs; it must enclose the launch */
+      if (old_layout) {
+        fprintf(f, ", \"args\": {\"External id\": %" PRId64 ", \"Input Dims\": [[%" PRIu64 "], [], []]}}",
+                ext++ + 100000, o->count);
+      } else {
+        fprintf(f, ", \"args\": {\"External id\": %" PRId64 ", \"Rank\": %d", e, c->rank);
+        coll_args(f, o, c, seq);
+        fputs("}}", f);
+        fprintf(f, ",\n  {\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"%s\", \"pid\": %d, "
+                   "\"tid\": %d, \"ts\": ",
+                annotation(o->func), (int)pid, o->tid);
+        put_span(f, ls - 50 > a + 100 ? ls - 50 : a + 100, le + 50, base);
+        fprintf(f, ", \"args\": {\"External id\": %" PRId64 "}}", e);
+      }
+      fprintf(f, ",\n  {\"ph\": \"X\", \"cat\": \"%s\", \"name\": \"%s\", \"pid\": %d, \"tid\": %d, \"ts\": ",
+              old_layout ? "cuda_runtime" : "cuda_driver", old_layout ? "cudaLaunchKernel" : "cuLaunchKernelEx",
               (int)pid, o->tid);
-      put_us(f, ls, base);
-      fputs(", \"dur\": ", f);
-      put_dur(f, le - ls);
-      fprintf(f, ", \"args\": {\"cbid\": 652, \"correlation\": %" PRId64 ", \"External id\": %" PRId64 "}}", k, e);
+      put_span(f, ls, le, base);
+      fprintf(f, ", \"args\": {\"cbid\": %d, \"correlation\": %" PRId64 ", \"External id\": %" PRId64 "}}",
+              old_layout ? 211 : 652, k, e);
       fprintf(f, ",\n  {\"ph\": \"s\", \"id\": %" PRId64 ", \"pid\": %d, \"tid\": %d, \"ts\": ", k, (int)pid, o->tid);
       put_us(f, ls, base);
       fputs(", \"cat\": \"ac2g\", \"name\": \"ac2g\"}", f);
     }
     int64_t ks = o->kernel_start + wall_off, ke = o->kernel_end + wall_off;
-    fprintf(f, ",\n  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"ncclDevKernel_%s_RING_LL"
-               "(ncclDevKernelArgsStorage<4096ul>)\", \"pid\": %d, \"tid\": %d, \"ts\": ",
-            kernel_func(o->func), local, stream);
-    put_us(f, ks, base);
-    fputs(", \"dur\": ", f);
-    put_dur(f, ke - ks);
+    if (old_layout)
+      fprintf(f, ",\n  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"ncclKernel_%s_RING_LL_Sum_float"
+                 "(ncclDevComm*, unsigned long, ncclWork*)\", \"pid\": %d, \"tid\": %d, \"ts\": ",
+              kernel_func(o->func), local, stream);
+    else
+      fprintf(f, ",\n  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"ncclDevKernel_%s_RING_LL"
+                 "(ncclDevKernelArgsStorage<4096ul>)\", \"pid\": %d, \"tid\": %d, \"ts\": ",
+              kernel_func(o->func), local, stream);
+    put_span(f, ks, ke, base);
     fprintf(f, ", \"args\": {\"External id\": %" PRId64 ", \"queued\": 0, \"device\": %d, \"context\": 1, "
                "\"stream\": %d, \"correlation\": %" PRId64 ", \"grid\": [%d, 1, 1], \"block\": [512, 1, 1]",
             e, local, stream, k, o->nChannels);
-    coll_args(f, o, c, seq);
+    if (!old_layout) coll_args(f, o, c, seq);
     fputs("}}", f);
     if (eager) {
       fprintf(f, ",\n  {\"ph\": \"f\", \"id\": %" PRId64 ", \"pid\": %d, \"tid\": %d, \"ts\": ", k, local, stream);
@@ -223,7 +249,7 @@ static int write_rank(struct rp_node *n, int local, const char *dir, int64_t wal
       fputs(", \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}", f);
     }
   }
-  fprintf(f, "\n  ],\n  \"traceName\": \"%s\"\n}\n", path);
+  fprintf(f, "\n  ],\n  \"traceName\": \"rank-%d.json\"\n}\n", c0->rank);
   int bad = ferror(f);
   if (fclose(f) || bad) {
     fprintf(stderr, "nccl-lens replay: writing %s failed\n", path);
@@ -241,6 +267,7 @@ int rp_kineto_write(struct rp_node *n, const char *dir) {
   /* this process's wall clock: REALTIME - MONOTONIC, plus the simulated host error */
   int64_t wall_off = (n->board ? n->board_delta : rp_board_delta()) + rp_kineto_wall_error_ns(n);
   int rc = 0;
+  old_layout = n->o->kineto_2023;
   for (int l = 0; l < n->rpn; l++) rc |= write_rank(n, l, dir, wall_off);
   return rc;
 }
