@@ -288,6 +288,30 @@ static void test_not_kineto(void **s) {
   assert_false(lens_kineto_name_is("x.lens") || lens_kineto_name_is(".json.gz.lens"));
 }
 
+/* More process groups than the importer keeps (4096): the rest counted as dropped, never a crash. */
+static void test_many_groups(void **s) {
+  (void)s;
+  char path[600], err[512];
+  snprintf(path, sizeof path, "%s/groups.json", tmp);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs("{\"distributedInfo\":{\"rank\":0,\"world_size\":2},\"traceEvents\":[", f);
+  for (int i = 0; i < 5000; i++)
+    fprintf(f, "%s{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_RING_LL\",\"ts\":%d,"
+               "\"dur\":5,\"args\":{\"Process Group Name\":\"g%d\",\"Seq\":1}}",
+            i ? "," : "", 100 + i, i);
+  fputs("]}", f);
+  fclose(f);
+  struct lens_job_part part;
+  struct lens_kineto_job_stats st;
+  assert_int_equal(lens_kineto_job_map(path, &part, &st, err, sizeof err), 0);
+  assert_int_equal(part.n_comms, 4096);
+  assert_int_equal(part.n_recs, 4096);
+  assert_int_equal(st.dropped, 5000 - 4096);
+  assert_int_equal(st.by_seq, 4096);
+  lens_job_part_free(&part);
+}
+
 static long maxrss_kb(void) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
@@ -343,7 +367,7 @@ int main(void) {
       /* first: the peak RSS it measures against is this process's before any other read */
       cmocka_unit_test(test_bounded_memory), cmocka_unit_test(test_b200),         cmocka_unit_test(test_hta_pair),
       cmocka_unit_test(test_deep),           cmocka_unit_test(test_huge_tokens),  cmocka_unit_test(test_truncated),
-      cmocka_unit_test(test_wrong_types),    cmocka_unit_test(test_not_kineto),
+      cmocka_unit_test(test_wrong_types),    cmocka_unit_test(test_not_kineto),   cmocka_unit_test(test_many_groups),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -51,6 +51,7 @@ struct imp {
   int64_t *kcorr; size_t kcorr_cap; uint32_t *kcorr_idx; /* open hash: correlation -> kernel */
   struct lwin lw;
   struct group *groups; size_t ngroups;
+  int32_t group_slot[2 * MAX_GROUPS];        /* open hash of the keys: index + 1, 0 free */
   char funcs[MAX_FUNCS][32]; size_t nfuncs;
   int64_t cpu_pid; int has_cpu_pid;
   uint64_t dropped;
@@ -152,14 +153,20 @@ static struct kk *kcorr_get(struct imp *m, int64_t corr) {
 
 /* ---- names ---- */
 
-/* The process group's index (key "pg NAME"), -1 when the table is full. */
+/* The process group's index (its key: the name, or "stream N"), -1 when
+ * the table is full. Hashed: a file may name thousands of groups. */
 static int32_t group_of(struct imp *m, const char *key, const char *desc) {
-  for (size_t i = m->ngroups; i-- > 0;)
-    if (!strcmp(m->groups[i].key, key)) return (int32_t)i;
+  uint64_t h = lens_kineto_pg_comm_id(key);
+  size_t s = (size_t)hash64(h) & (2 * MAX_GROUPS - 1);
+  char k[sizeof m->groups[0].key];
+  snprintf(k, sizeof k, "%s", key); /* as stored: a longer name is cut */
+  for (; m->group_slot[s]; s = (s + 1) & (2 * MAX_GROUPS - 1))
+    if (!strcmp(m->groups[m->group_slot[s] - 1].key, k)) return m->group_slot[s] - 1;
   if (m->ngroups == MAX_GROUPS) return -1;
   struct group *g = &m->groups[m->ngroups];
-  snprintf(g->key, sizeof g->key, "%s", key);
+  memcpy(g->key, k, sizeof k);
   snprintf(g->desc, sizeof g->desc, "%s", desc && strcmp(desc, "undefined") ? desc : "");
+  m->group_slot[s] = (int32_t)(m->ngroups + 1);
   return (int32_t)m->ngroups++;
 }
 
