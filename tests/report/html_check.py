@@ -53,6 +53,55 @@ def chrome(page, *extra):
                 '--user-data-dir=' + prof, '--virtual-time-budget=10000'] + list(extra) + [page])
 
 
+def shrink_png(path):
+    """The docs' copy of a screenshot, small: 4 bits a channel (0 and 255 kept), the rows of background at the
+    bottom cut, deflated at level 9. Reads the 8-bit RGB(A) non-interlaced PNG Chromium writes."""
+    import struct, zlib
+    b = open(path, 'rb').read()
+    i, idat, hdr = 8, b'', None
+    while i < len(b):
+        n, = struct.unpack('>I', b[i:i + 4])
+        t, d = b[i + 4:i + 8], b[i + 8:i + 8 + n]
+        i += 12 + n
+        if t == b'IHDR':
+            hdr = struct.unpack('>IIBBBBB', d)
+        elif t == b'IDAT':
+            idat += d
+    w, h, depth, ctype, _, _, interlace = hdr
+    if depth != 8 or interlace or ctype not in (2, 6):
+        return
+    bpp = 3 if ctype == 2 else 4
+    raw, stride, rows, prev = zlib.decompress(idat), w * bpp, [], bytearray(w * bpp)
+    for y in range(h):
+        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for x in range(stride):
+            a = line[x - bpp] if x >= bpp else 0
+            c = prev[x - bpp] if x >= bpp else 0
+            if f == 1:
+                line[x] = (line[x] + a) & 255
+            elif f == 2:
+                line[x] = (line[x] + prev[x]) & 255
+            elif f == 3:
+                line[x] = (line[x] + (a + prev[x]) // 2) & 255
+            elif f == 4:
+                p = a + prev[x] - c
+                pa, pb, pc = abs(p - a), abs(p - prev[x]), abs(p - c)
+                line[x] = (line[x] + (a if pa <= pb and pa <= pc else prev[x] if pb <= pc else c)) & 255
+        rows.append(bytes(line))
+        prev = line
+    n = len(rows)
+    while n > 1 and rows[n - 1] == rows[-1]:
+        n -= 1
+    q = bytes(round(v / 17) * 17 for v in range(256))
+    body = b''.join(b'\0' + r.translate(q) for r in rows[:min(len(rows), n + 24)])
+
+    def chunk(t, d):
+        return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d) & 0xffffffff)
+    hdr = struct.pack('>IIBBBBB', w, min(len(rows), n + 24), 8, ctype, 0, 0, 0)
+    open(path, 'wb').write(b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', hdr) + chunk(b'IDAT', zlib.compress(body, 9)) +
+                           chunk(b'IEND', b''))
+
+
 # scenario, replay options, the verdict lines that must be "bad", plots that must be drawn
 SCEN = [
     ('job-late-app', [], {'stragglers'}, {'waits', 'stragglers', 'busbw', 'lag', 'clock_maps', 'flags'}),
@@ -214,6 +263,32 @@ for name, opts, bad, plots in SCEN:
     chrome(page, '--window-size=1400,3000', '--screenshot=' + png)
     if not os.path.exists(png) or os.path.getsize(png) < 10000:
         fail('%s: no screenshot' % name)
+    elif shots:
+        shrink_png(png)
+
+# ---- a hostile host name (the traces name their host) shows as text, never as markup ----
+HOSTILE = '<img id=pwn src=x>"&\'<!--'
+d = os.path.join(tmp, 'hostile')
+os.mkdir(d)
+p = subprocess.run(['unshare', '--uts', sys.executable, '-c',
+                    'import os, socket, sys; socket.sethostname(sys.argv[1]); os.execv(sys.argv[2], sys.argv[2:])',
+                    HOSTILE, lens, 'replay', '--scenario', 'job-late-app', '--out', d, '--quiet'],
+                   capture_output=True, timeout=240)
+if p.returncode != 0:
+    print('hostile host name: not checked (unshare --uts needs root here)')
+else:
+    page = os.path.join(tmp, 'hostile.html')
+    run([lens, 'report', '--html', '-o', page, d])
+    text = open(page, encoding='utf-8', errors='replace').read()
+    if '<img id=pwn' in text or text.lower().count('</script') != 4:
+        fail('hostile: the host name went into the page unescaped')
+    dom = chrome(page, '--dump-dom').stdout
+    m = re.search(r'<pre id="lens-check"[^>]*data-done="1"[^>]*>(.*?)</pre>', dom, re.S)
+    C = json.loads(html.unescape(m.group(1))) if m else {'errors': ['not drawn']}
+    if 'id="pwn"' in dom or C['errors'] or html.escape(HOSTILE, quote=False) not in dom:
+        fail('hostile: markup from a host name, or errors %s' % C['errors'])
+    else:
+        print('hostile host name: shown as text')
 
 if fails:
     print('%d failure(s); pages in %s' % (len(fails), tmp))

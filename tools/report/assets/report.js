@@ -126,9 +126,14 @@
       if (lo === hi) { lo /= 2; hi *= 2; }
       var x = d3.scale.log().base(2).domain([lo, hi]).range([0, w]);
       var y = d3.scale.linear().domain([0, 1.08 * (d3.max(all, function (p) { return p.max; }) || 1)]).range([h, 0]);
-      var ticks = [], t = Math.pow(2, Math.floor(Math.log(lo) / Math.LN2));
-      var step = Math.max(1, Math.ceil((Math.log(hi / lo) / Math.LN2) / 10));
-      for (; t <= hi; t *= Math.pow(2, step)) if (t >= lo) ticks.push(t);
+      /* the sizes themselves while few, else powers of two */
+      var ticks = d3.set(all.map(function (p) { return p.bytes; })).values().map(Number).sort(d3.ascending);
+      if (ticks.length > 8) {
+        ticks = [];
+        var t = Math.pow(2, Math.floor(Math.log(lo) / Math.LN2));
+        var step = Math.max(1, Math.ceil((Math.log(hi / lo) / Math.LN2) / 10));
+        for (; t <= hi; t *= Math.pow(2, step)) if (t >= lo) ticks.push(t);
+      }
       axes(g, x, y, w, h, 'message size (bytes, log scale)', 'bus bandwidth (GB/s)', bytes, null, ticks);
       var color = d3.scale.category10(), marks = 0, values = [];
       var line = d3.svg.line().x(function (p) { return x(p.bytes); }).y(function (p) { return y(p.busbw); });
@@ -520,6 +525,8 @@
       g.selectAll('.name').data(F).enter().append('text').attr('class', 'label').attr('x', -6)
         .attr('y', function (d, i) { return y(i) + y.rangeBand() / 2 + 4; }).attr('text-anchor', 'end')
         .text(function (d) { return d.flag + ' (' + fint(d.events) + ')'; });
+      if (!d3.sum(F, function (d) { return d.events; }))
+        g.append('text').attr('class', 'label').attr('x', 10).attr('y', h / 2 + 4).text('no event flagged');
       return {marks: F.length, values: F.map(function (d) { return d.events; })};
     });
   }
