@@ -14,6 +14,8 @@
 #     exit status); the verdict agrees with them;
 #   - the export command named for a straggler's instance shows that
 #     instance (its "(last rank)" slice is in the window);
+#   - as root (unshare): a host name with markup shows as text; without d3,
+#     --html exits 1 with one line and writes no page;
 #   - a screenshot (1400x3000) of each page is written; with LENS_HTML_SHOTS=DIR
 #     they go there (docs/img/ holds the ones docs/report.md shows).
 # Exits 77 (ctest: skipped) only when Chromium is not installed.
@@ -289,6 +291,20 @@ else:
         fail('hostile: markup from a host name, or errors %s' % C['errors'])
     else:
         print('hostile host name: shown as text')
+
+# ---- without libjs-d3: one line, exit 1, no page (an empty directory mounted over d3's) ----
+empty = os.path.join(tmp, 'no-d3')
+os.mkdir(empty)
+page = os.path.join(tmp, 'no-d3.html')
+p = subprocess.run(['unshare', '-m', 'sh', '-c', 'mount --bind "$1" /usr/share/javascript/d3 && shift && exec "$@"', 'sh',
+                    empty, lens, 'report', '--html', '-o', page, os.path.join(tmp, 'job-late-app')],
+                   capture_output=True, text=True, timeout=240)
+if 'mount' in p.stderr or 'unshare' in p.stderr:
+    print('without d3: not checked (unshare -m needs root here)')
+elif p.returncode != 1 or p.stderr.count('\n') != 1 or 'libjs-d3' not in p.stderr or os.path.exists(page):
+    fail('without d3: exit %d, stderr %r' % (p.returncode, p.stderr))
+else:
+    print('without d3: ' + p.stderr.strip())
 
 if fails:
     print('%d failure(s); pages in %s' % (len(fails), tmp))

@@ -419,6 +419,9 @@
         var y = d3.scale.linear().domain([0, d3.max(T.lag.counts) * 1.05]).range([h, 0]);
         axes(g, x, y, w, h, 'notice lag (us, from this bin\'s lower edge, log2 bins)', 'KernelCh',
              function (i) { return f3(T.lag.bins_lo_us[i]); }, d3.format('d'));
+        if (idx.length > 12) /* many bins: slanted labels, so that they do not run into each other */
+          g.selectAll('.axis:first-of-type text').attr('transform', 'rotate(-35)').style('text-anchor', 'end')
+            .attr('dx', '-0.4em').attr('dy', '0.6em');
         g.selectAll('.bar').data(idx).enter().append('rect').attr('x', function (i) { return x(i); })
           .attr('width', x.rangeBand()).attr('y', function (i) { return y(T.lag.counts[i]); })
           .attr('height', function (i) { return h - y(T.lag.counts[i]); }).attr('fill', '#5b7bb4')
