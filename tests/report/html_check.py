@@ -13,7 +13,9 @@
 #     the other commands' (job --json, net --json, validate --json, hang's
 #     exit status); the verdict agrees with them;
 #   - the export command named for a straggler's instance shows that
-#     instance (its "(last rank)" slice is in the window);
+#     instance (its "(last rank)" slice is in the window); the Markdown
+#     report's hints put a hang first and name each straggler's seq, rank
+#     and export window;
 #   - as root (unshare): a host name with markup shows as text; without d3,
 #     --html exits 1 with one line and writes no page;
 #   - a screenshot (1400x3000) of each page is written; with LENS_HTML_SHOTS=DIR
@@ -246,6 +248,16 @@ for name, opts, bad, plots in SCEN:
     val = json.loads(run([lens, 'validate', '--json', d]).stdout)
     if J['gpu']['level'] != val['verdict']['level'] or J['gpu']['text'] != val['verdict']['text']:
         fail('%s: GPU verdict != validate --json' % name)
+
+    # ---- the Markdown report's "what to look at next" says the same: the hang first, each straggler's instance ----
+    md = run([lens, 'report', d]).stdout
+    nxt = md[md.find('## What to look at next'):]
+    if J['hang'] is not None and not nxt.split('\n- ', 1)[-1].startswith('**Hang: '):
+        fail('%s: the hang is not the first hint' % name)
+    for s in J['stragglers']['list'][:3]:
+        i0 = s['instances'][0] if s['instances'] else None
+        if i0 and i0['export'] and ('seq %d (rank %d last' % (i0['seq'], s['rank']) not in nxt or i0['export'] not in nxt):
+            fail('%s: no hint names seq %d of rank %d and its export window' % (name, i0['seq'], s['rank']))
 
     # ---- the export window of a straggler's worst instance shows it ----
     S = J['stragglers']['list']
