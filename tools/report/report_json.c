@@ -356,7 +356,7 @@ static int waits(struct ctx *x) {
     return 0;
   }
   int bins = LENS_REPORT_TIME_BINS;
-  uint64_t bin_ns = ((uint64_t)(hi - lo) + (uint64_t)bins) / (uint64_t)bins;
+  uint64_t bin_ns = ((uint64_t)hi - (uint64_t)lo) / (uint64_t)bins + 1; /* unsigned: hostile times do not overflow */
   if (!bin_ns) bin_ns = 1;
   double *cell = calloc((size_t)rows * (size_t)bins, sizeof *cell);
   if (!cell) return -1;
@@ -373,7 +373,7 @@ static int waits(struct ctx *x) {
         unplaced++;
         continue;
       }
-      size_t b = (size_t)((uint64_t)(t - lo) / bin_ns);
+      size_t b = (size_t)(((uint64_t)t - (uint64_t)lo) / bin_ns);
       if (b >= (size_t)bins) b = (size_t)bins - 1;
       cell[(size_t)(rk->rank / group) * (size_t)bins + b] += (double)rk->wait_ns / 1e3;
     }
@@ -381,7 +381,7 @@ static int waits(struct ctx *x) {
   fputc('{', f);
   comm_keys(f, x->m, best);
   fprintf(f, ",\"nranks\":%d,\"rank_group\":%d,\"unit\":\"us\",\"t0_s\":", nranks, group);
-  num(f, (double)(lo - x->v.origin) / 1e9);
+  num(f, ((double)lo - (double)x->v.origin) / 1e9);
   fputs(",\"bin_s\":", f);
   num(f, (double)bin_ns / 1e9);
   fprintf(f, ",\"n_bins\":%d,\"unplaced\":%zu,\"rows\":[", bins, unplaced);

@@ -80,14 +80,17 @@ void lens_report_window_of(const struct lens_report_view *v, const struct lens_j
     if (b > e) e = b;
   }
   if (s > e) return;
-  int64_t pad = (e - s) / 2 > 50000 ? (e - s) / 2 : 50000;
-  int64_t since = s - pad - comm_origin, until = e + pad - comm_origin;
+  /* in 128 bits: times from a hostile trace may sit anywhere in int64 */
+  __int128 len = (__int128)e - s, pad = len / 2 > 50000 ? len / 2 : 50000;
+  __int128 since = (__int128)s - pad - comm_origin, until = (__int128)e + pad - comm_origin;
   if (since < 0) since = 0;
   if (until < since) until = since;
+  if (until > INT64_MAX - 999) until = INT64_MAX - 999;
+  if (since > until) since = until;
   w->ok = 1;
-  w->t_s = (double)(s - v->origin) / 1e9;
-  w->since_us = since / 1000;
-  w->until_us = (until + 999) / 1000;
+  w->t_s = ((double)s - (double)v->origin) / 1e9;
+  w->since_us = (int64_t)(since / 1000);
+  w->until_us = (int64_t)((until + 999) / 1000);
 }
 
 void lens_report_export_cmd(const struct lens_job_inst *in, const struct lens_report_window *w, char *buf, size_t len) {
