@@ -93,7 +93,10 @@ int lens_report_print_html(FILE *f, const struct lens_model *m, const struct len
   fputs("</style>\n<script>window.lensErrors=[];window.addEventListener('error',function(e){"
         "window.lensErrors.push(String(e.message||e.type)+(e.lineno?' line '+e.lineno:''));});"
         "document.addEventListener('securitypolicyviolation',function(e){"
-        "window.lensErrors.push('blocked request: '+e.violatedDirective);});</script>\n"
+        "window.lensErrors.push('blocked request: '+e.violatedDirective);});"
+        "(function(){var ce=console.error;console.error=function(){"
+        "window.lensErrors.push('console: '+Array.prototype.join.call(arguments,' '));"
+        "return ce.apply(console,arguments);};})();</script>\n"
         "</head>\n<body>\n<header><h1>nccl-lens report</h1></header>\n<main id=\"report\"></main>\n",
         f);
   fprintf(f, "<footer>Written by nccl-lens %s (<code>nccl-lens report --html</code>). Plots drawn with d3 %s "
