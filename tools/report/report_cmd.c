@@ -54,7 +54,7 @@ int lens_cmd_report(int argc, char **argv) {
   struct lens_model *m = lens_trace_cli_start(CMD, argc, argv, &c, report_option, report_check, &o, usage, &rc);
   if (!m) return rc;
   long top = o.top;
-  /* The page embeds d3: say so before any work when it is not installed. */
+  /* The page embeds d3: say so before the analyses when it is not installed. */
   char *d3 = NULL;
   size_t d3_len = 0;
   if (o.html && lens_report_html_library(CMD, &d3, &d3_len)) {
