@@ -7,8 +7,9 @@
  * --iters N` (default 20) with the plugin's defaults, into a temporary
  * directory. It reads every event record of the traces back (fixed, packed
  * or zstd chunks alike), each thread slot's records in their order, and
- * prints the frames the writer wrote (today: one a chunk, a chunk = what one
- * pass of the writer drained from a ring).
+ * prints the frames the traces hold as written (row "traces": since
+ * LENS_FRAME_STREAM_BYTES, a slot's frame stays open across the writer's
+ * passes; before, one frame a writer pass a ring).
  *
  * Then, for each frame size K KiB (default 4, 16, 64, 256: bytes of varint
  * stream a frame holds, i.e. zstd's decompressed size), it packs each slot's
@@ -24,8 +25,10 @@
  *     full: up to one frame of stream per thread slot, as events and as ms
  *     of that slot's events at the traces' own event rate (events over each
  *     process's span of record times); for the busiest slot and summed.
- * Today's writer writes every pass, so a kill loses only what the rings held
- * (at most one writer pass, about 1 ms while records arrive, 10 ms idle). */
+ * The writer also writes every open frame every LENS_FRAME_MAX_AGE_MS, which
+ * bounds the loss of a slot that fills its frame slowly; and a kill also
+ * loses what the rings held (one writer pass: about 1 ms while records
+ * arrive). */
 #include <dirent.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -78,7 +81,7 @@ static size_t n_frames, cap_frames;
 static struct frame *written; /* the zstd frames as the traces hold them */
 static size_t n_written, cap_written;
 
-/* Today's frames, as written. */
+/* The frames as written. */
 static uint64_t cur_frames, cur_zstd_frames, cur_zbytes, cur_stream, cur_fixed_chunks;
 static uint32_t *cur_stream_sizes;
 static size_t cur_n_sizes, cur_cap_sizes;
@@ -389,7 +392,7 @@ int main(int argc, char **argv) {
     size_t target = k < 0 ? 0 : kib[k] * 1024;
     uint64_t row_starts = starts;
     if (k < 0) {
-      /* today's frames as the traces hold them (their events only: a fixed or varint chunk is not in it) */
+      /* the frames as the traces hold them (their events only: a fixed or varint chunk is not in it) */
       if (!n_written) continue;
       struct frame *keep = frames;
       size_t keep_n = n_frames;
@@ -418,10 +421,10 @@ int main(int argc, char **argv) {
       double t_z = best_of(repeat, dctx, sbuf, need + 64, 0, &sink);
       double t_full = best_of(repeat, dctx, sbuf, need + 64, 1, &sink);
       free(sbuf);
-      printf("%6s %7zu %9.2f %7.2f %9.0f %9.1f %9.0f %10.2f | %28s |\n", "today", n_frames, zb / 1048576.0,
+      printf("%6s %7zu %9.2f %7.2f %9.0f %9.1f %9.0f %10.2f | %28s |\n", "traces", n_frames, zb / 1048576.0,
              (double)zb / (row_starts ? row_starts : 1), t_z > 0 ? sb / t_z / 1e6 : 0, t_full > 0 ? zb / t_full / 1e6 : 0,
              t_full > 0 ? sb / t_full / 1e6 : 0, t_full > 0 ? row_starts / t_full / 1e6 : 0,
-             "a writer pass (~1-10 ms)");
+             "as written");
       frames = keep;
       n_frames = keep_n;
       continue;
@@ -470,9 +473,10 @@ int main(int argc, char **argv) {
   if (sink == 42) printf(" \n");
   printf("zstd MB/s alone,out: varint stream out of zstd a second; dec: zstd and every record decoded "
          "(common/lens_unpack.h), per MB of zstd frames in and of stream out\n");
-  printf("today: the traces' own zstd frames (one a writer pass a ring), their events only\n");
+  printf("traces: the traces' own zstd frames as written, their events only\n");
   printf("kill: bytes of stream, events and ms of events (at its own rate) the busiest slot loses when its "
-         "open frame is full; all slots: summed\n");
+         "open frame is full; all slots: summed (the writer also writes every frame every %d ms)\n",
+         LENS_FRAME_MAX_AGE_MS);
   ZSTD_freeDCtx(dctx);
   ZSTD_freeCCtx(cctx);
   return 0;
