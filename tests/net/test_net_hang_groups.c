@@ -197,6 +197,47 @@ static void test_hang_groups_merge_as_one(void **state) {
   traces_free(&t);
 }
 
+/* Many slow links: the text names the first ones within 120 columns and
+ * counts the rest. */
+static void test_slow_links_line_fits(void **state) {
+  (void)state;
+  enum { N = 40 };
+  struct lens_net_link links[N];
+  struct lens_net_conn conns[N];
+  memset(links, 0, sizeof links);
+  memset(conns, 0, sizeof conns);
+  for (int i = 0; i < N; i++) {
+    links[i] = (struct lens_net_link){.rank = 1000 + i, .peer = 2000 + i, .dir = LENS_NET_DIR_SEND, .comm = -1,
+                                      .conn = i, .dominant = LENS_NET_SEND_WIRE, .score = 9.5};
+    links[i].t.steps = links[i].t.ops = 1;
+    conns[i] = (struct lens_net_conn){.comm = -1, .src = 1000 + i, .dst = 2000 + i, .send_link = i, .recv_link = -1,
+                                      .reverse = -1, .dominant = LENS_NET_SEND_WIRE, .score = 9.5, .stands_out = 1,
+                                      .slow = 1, .order = i};
+  }
+  struct lens_net n = {.links = links, .n_links = N, .conns = conns, .n_conns = N, .n_ranks = N};
+  struct lens_model *skel = lens_model_skeleton_new();
+  char *txt = NULL, *md = NULL;
+  PRINTED(txt, lens_net_print_text(f, skel, &n, 3));
+  PRINTED(md, lens_net_print_md(f, skel, &n, 3));
+  const char *doc[] = {txt, md};
+  for (int d = 0; d < 2; d++) {
+    const char *sl = strstr(doc[d], "slow links (");
+    assert_non_null(sl);
+    assert_non_null(strstr(sl, "r1000 -> r2000 on 1 channel (wire)"));
+    assert_non_null(strstr(sl, "more\n"));
+    /* text: every line; Markdown (paragraphs are one line): the slow links' */
+    const char *end = d ? strstr(sl, "\n\n") : NULL;
+    for (const char *p = d ? sl : doc[d]; *p && (!end || p < end);) {
+      const char *e = strchr(p, '\n');
+      size_t len = e ? (size_t)(e - p) : strlen(p);
+      if (len > 120) fail_msg("line of %zu columns: %.*s", len, (int)len, p);
+      p += len + (e != NULL);
+    }
+  }
+  free(txt), free(md);
+  lens_model_free(skel);
+}
+
 static int teardown(void **state) {
   (void)state;
   cli_cleanup();
@@ -207,6 +248,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_net_groups_merge_as_one),
       cmocka_unit_test(test_hang_groups_merge_as_one),
+      cmocka_unit_test(test_slow_links_line_fits),
   };
   return cmocka_run_group_tests(tests, NULL, teardown);
 }

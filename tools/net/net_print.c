@@ -107,6 +107,58 @@ static void starvation_line(FILE *f, const struct lens_net *n, const char *pre) 
           pre, n->total.starved_steps, t);
 }
 
+/* The slow links (lens_net_link_is_slow: the rule job and the report share),
+ * one entry per sender -> receiver with its channels counted; or why none
+ * is, when some connections stand out by pace alone. */
+#define SLOW_LISTED 8
+#define NET_COLUMNS 120
+static void slow_line(FILE *f, const struct lens_net *n, const char *pre) {
+  size_t links = 0, out = 0, listed = 0;
+  int col = 0;
+  const struct lens_net_conn *first_out = NULL;
+  for (size_t i = 0; i < n->n_conns; i++) {
+    const struct lens_net_conn *c = &n->conns[i];
+    if (c->stands_out && !c->slow && !first_out) first_out = c;
+    out += c->stands_out && !c->slow;
+    if (!c->slow) continue;
+    int seen = 0;
+    for (size_t k = 0; k < i && !seen; k++) {
+      const struct lens_net_conn *x = &n->conns[k];
+      seen = x->slow && x->comm_id == c->comm_id && x->src == c->src && x->dst == c->dst;
+    }
+    if (seen) continue;
+    links++;
+    if (listed == SLOW_LISTED) continue;
+    int chans = 0;
+    for (size_t k = i; k < n->n_conns; k++) {
+      const struct lens_net_conn *x = &n->conns[k];
+      chans += x->slow && x->comm_id == c->comm_id && x->src == c->src && x->dst == c->dst;
+    }
+    char e[96];
+    int len = snprintf(e, sizeof e, "r%d -> r%d on %d channel%s (%s)", c->src, c->dst, chans, chans > 1 ? "s" : "",
+                       lens_net_phase_name(c->dominant));
+    if (!listed) {
+      col = fprintf(f, "%sslow links (steps >= %.1fx the typical pace, on the network): ", pre, LENS_NET_STANDOUT);
+    } else if (col + 2 + len > NET_COLUMNS - 12) { /* room left for ", N more" */
+      col = fprintf(f, ",\n  ") - 2;
+    } else {
+      col += fprintf(f, ", ");
+    }
+    col += fprintf(f, "%s", e);
+    listed++;
+  }
+  if (links > listed) fprintf(f, ", %zu more", links - listed);
+  if (links) {
+    fputs("\n", f);
+    return;
+  }
+  fprintf(f, "%sslow links: none", pre);
+  if (out)
+    fprintf(f, "; the %zu connection%s standing out wait%s on %s, not on the network", out, out > 1 ? "s" : "",
+            out > 1 ? "" : "s", lens_net_phase_name(first_out->dominant));
+  fputs("\n", f);
+}
+
 static size_t shown(const struct lens_net *n, int top) { return top <= 0 || (size_t)top > n->n_conns ? n->n_conns : (size_t)top; }
 
 /* Asymmetric pairs, each listed once from its slower side. */
@@ -216,6 +268,7 @@ void lens_net_print_text(FILE *f, const struct lens_model *m, const struct lens_
   }
   headline(f, n, "");
   starvation_line(f, n, "");
+  slow_line(f, n, "");
   size_t show = shown(n, top), out = count_standing_out(n);
   fprintf(f, "\nslowest connections first: %zu of %zu stand out (score >= %.1f: steps %.1fx the typical time of "
              "steps of their size)\n",
@@ -245,6 +298,7 @@ void lens_net_print_md(FILE *f, const struct lens_model *m, const struct lens_ne
   }
   headline(f, n, "- ");
   starvation_line(f, n, "- ");
+  slow_line(f, n, "- ");
   size_t show = shown(n, top), out = count_standing_out(n);
   fprintf(f, "\nSlowest connections first (%zu of %zu shown; %zu stand out, marked !, with steps at least %.1fx "
              "the typical time for their size). Send: GPU/peer/wire %% of the sender's step time; receive: "
@@ -329,7 +383,8 @@ void lens_net_print_json(FILE *f, const struct lens_model *m, const struct lens_
     fputs(",\"asymmetry\":", f);
     if (c->reverse >= 0) lens_json_double(f, c->asymmetry);
     else fputs("null", f);
-    fprintf(f, ",\"stands_out\":%s,\"order\":%d}", c->stands_out ? "true" : "false", c->order);
+    fprintf(f, ",\"stands_out\":%s,\"slow\":%s,\"order\":%d}", c->stands_out ? "true" : "false",
+            c->slow ? "true" : "false", c->order);
   }
   fputs("],\n\"instances\":[", f);
   for (size_t i = 0; i < n->n_insts; i++) {
@@ -358,6 +413,9 @@ void lens_net_print_json(FILE *f, const struct lens_model *m, const struct lens_
   }
   fputs("]},\n\"totals\":{", f);
   jsplit(f, &n->total);
+  size_t slow = 0;
+  for (size_t i = 0; i < n->n_conns; i++) slow += n->conns[i].slow != 0;
+  fprintf(f, ",\"slow_connections\":%zu", slow);
   fprintf(f, ",\"links\":%zu,\"connections\":%zu,\"ranks\":%d,\"steps_without_op\":%" PRIu64
              ",\"starvation_measured\":%s,\"standout_score\":",
           n->n_links, n->n_conns, n->n_ranks, n->proxy_ops_unresolved, n->starvation_known ? "true" : "false");

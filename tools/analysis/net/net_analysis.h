@@ -130,6 +130,7 @@ struct lens_net_conn {
   double score;                 /* max of the sides' scores */
   double asymmetry;             /* score / reverse's score, 0 without a reverse */
   int stands_out;               /* score >= LENS_NET_STANDOUT */
+  int slow;                     /* a slow link by lens_net_link_is_slow (the rule job and report share) */
   int32_t order;                /* 0 = slowest */
 };
 
@@ -143,6 +144,23 @@ struct lens_net_qp {
 };
 
 #define LENS_NET_STANDOUT 2.0   /* a connection whose steps take 2x the typical time stands out */
+
+/* ---- A slow link: one rule for net, job and the report ----
+ *
+ * A link (sender -> receiver, one channel) is slow when its steps go at
+ * pace_ratio >= LENS_NET_STANDOUT times the pace of its peers (net: the
+ * connection's score; job: the link's ops over the other links the same
+ * proxies moved in that instance) AND that time is the network's: the phase
+ * with the most blamed time over the link's sides (lens_net_link_dominant)
+ * is the wire, or, with only one side's trace, that side's wait for the
+ * other end (the sender's wait for credit, the receiver's wait for data),
+ * which it cannot tell from the wire. A link whose sender waits on its GPU
+ * (send_gpu_wait) is never slow, whatever its pace: the data was late, not
+ * the network; nor one whose receiver's GPU or flush holds it.
+ * sides: the blamed time of the link's send side and recv side summed
+ * (lens_net_split_merge; either may be missing: send_known, recv_known). */
+int lens_net_link_dominant(const struct lens_net_split *sides, int send_known, int recv_known);
+int lens_net_link_is_slow(double pace_ratio, const struct lens_net_split *sides, int send_known, int recv_known);
 
 /* One rank's part of one collective instance (a Coll or P2p event) with
  * network ops: lens_net_instance_split of its event, with what names it. */

@@ -190,15 +190,12 @@ static int build_conns(struct lens_net *n) {
     memset(&both, 0, sizeof both);
     if (c->send_link >= 0) lens_net_split_merge(&both, &n->links[c->send_link].t);
     if (c->recv_link >= 0) lens_net_split_merge(&both, &n->links[c->recv_link].t);
-    /* With both sides known, each side's wait for the other is the other
-     * side's time: the receiver's data_wait (dropped by the rule of
-     * lens_net_split_dominant) and the sender's credit wait (dropped here). */
-    if (c->send_link >= 0 && c->recv_link >= 0) both.blame_ns[LENS_NET_SEND_PEER_WAIT] = 0;
-    c->dominant = lens_net_split_dominant(&both);
+    c->dominant = lens_net_link_dominant(&both, c->send_link >= 0, c->recv_link >= 0);
     double ss = c->send_link >= 0 ? n->links[c->send_link].score : 0;
     double rs = c->recv_link >= 0 ? n->links[c->recv_link].score : 0;
     c->score = ss > rs ? ss : rs;
     c->stands_out = c->score >= LENS_NET_STANDOUT;
+    c->slow = lens_net_link_is_slow(c->score, &both, c->send_link >= 0, c->recv_link >= 0);
     if (c->send_link >= 0 && c->recv_link >= 0) n->links[c->recv_link].gbps = n->links[c->send_link].gbps;
     nc++;
     i = j;
