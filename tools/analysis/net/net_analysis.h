@@ -198,11 +198,13 @@ struct lens_net {
  *
  * map: one group's model -> a partial that owns everything it keeps (the
  * model may be freed then): its links keyed by (comm_id, rank, peer,
- * channel, direction) with their splits, one 16-byte record per timed step
- * (its time, size class and starvation: the quantiles and the score need
- * every step's time against the median of its class over the whole job, so
- * the values are kept, not a sketch), its NetPlugin QPs (a QP is one
- * process's: never split across groups) and its instances.
+ * channel, direction) with their splits, one 8-byte record per timed step
+ * (its time, size class and starvation, sorted by link and time: the
+ * quantiles and the score need every step's time against the median of its
+ * class over the whole job, so the values are kept, not a sketch; the merge
+ * reads them in place and finds each class's median by a histogram, without
+ * a copy), its NetPlugin QPs (a QP is one process's: never split across
+ * groups) and its instances.
  * merge: the partials in input order -> the view lens_net_build gives of one
  * model holding them all. A link whose ops were recorded in two groups (the
  * proxy of another process under PXN) is joined by its key; a connection's

@@ -36,14 +36,25 @@ static int same_link(const struct op_key *a, const struct op_key *b) {
          a->dir == b->dir;
 }
 
-/* One timed step of a partial, for the quantiles and the typical time of
- * its kind: 16 bytes a step. */
-struct net_step_rec {
-  uint64_t ns;
-  uint32_t link;  /* the partial's link, then the merged one */
-  uint16_t cls;   /* direction and size class (log2 of bytes) */
-  uint8_t starved;
-  uint8_t pad;
+/* One timed step of a partial, 8 bytes: its time (ns, up to 2^54), its size
+ * class (direction << 8 | log2 of bytes: 9 bits) and whether it overlapped
+ * a starved proxy thread (1 bit). Sorted as integers, a link's steps are in
+ * the order of their times. */
+typedef uint64_t net_step_t;
+#define STEP_NS_MAX ((UINT64_C(1) << 54) - 1)
+static net_step_t step_pack(uint64_t ns, unsigned cls, int starved) {
+  return (ns > STEP_NS_MAX ? STEP_NS_MAX : ns) << 10 | (uint64_t)(cls & 511u) << 1 | (starved != 0);
+}
+static uint64_t step_ns(net_step_t x) { return x >> 10; }
+static unsigned step_cls(net_step_t x) { return (unsigned)(x >> 1) & 511u; }
+static int step_starved(net_step_t x) { return (int)(x & 1u); }
+
+struct lens_net_part {
+  struct lens_net n;          /* links (not scored, no connections; proc and comm the group's), qps, instances */
+  net_step_t *steps;          /* timed steps by link (first[l] .. first[l + 1]), each link's sorted */
+  size_t *first;              /* n.n_links + 1 */
+  size_t n_steps;
+  uint64_t n_events;          /* the group model's events: where the next group's event numbers start */
 };
 
 static uint16_t size_class(int dir, uint64_t bytes) {
@@ -57,12 +68,12 @@ static uint16_t size_class(int dir, uint64_t bytes) {
 #define NET_NCLASSES 512 /* dir << 8 | log2 */
 
 /* Nearest-rank quantile of a sorted run. */
-static uint64_t quantile(const uint64_t *ns, size_t n, double q) {
+static uint64_t quantile(const net_step_t *st, size_t n, double q) {
   if (!n) return 0;
   size_t k = (size_t)ceil(q * (double)n);
   if (k < 1) k = 1;
   if (k > n) k = n;
-  return ns[k - 1];
+  return step_ns(st[k - 1]);
 }
 static int by_u64(const void *a, const void *b) { return cmp_u64(*(const uint64_t *)a, *(const uint64_t *)b); }
 static int by_double(const void *pa, const void *pb) {
@@ -70,57 +81,135 @@ static int by_double(const void *pa, const void *pb) {
   return a < b ? -1 : a > b;
 }
 
+/* A monotone bucket of a step time: exact below 1024 ns, then 1024 buckets
+ * per power of two (a 1/1024 relative width). */
+#define NET_NBUCKETS (1024u + 45u * 1024u)
+static uint32_t ns_bucket(uint64_t ns) {
+  if (ns < 1024) return (uint32_t)ns;
+  int e = 63 - __builtin_clzll(ns); /* 10 .. 53 */
+  return 1024u + (uint32_t)(e - 10) * 1024u + (uint32_t)((ns >> (e - 10)) & 1023u);
+}
+
+/* body, with x each timed step of every partial in turn. */
+#define EACH_STEP(parts, np, x, body)                                                                                  \
+  for (size_t g_ = 0; g_ < (np); g_++)                                                                                 \
+    for (size_t i_ = 0; i_ < (parts)[g_]->n_steps; i_++) {                                                             \
+      net_step_t x = (parts)[g_]->steps[i_];                                                                           \
+      body;                                                                                                            \
+    }
+
 /* Typical time of a step of each class: the median over every link's steps
- * (all of them: long steps overlap starvation more often, so leaving the
- * starved ones out would make "typical" too short). A link's score is the
- * median of its steps' times over that, so links carrying different sizes
- * compare fairly and a few outlying steps do not move it; it leaves out the
- * link's steps that overlapped a starved proxy thread (0 when no other step
- * is left: nothing to blame). st: the job's timed steps grouped by link
- * (first[l] .. first[l + 1]). Also the links' step quantiles. */
-static int score_links(struct lens_net *n, struct net_step_rec *st, size_t ns, const size_t *first) {
-  size_t cnt[NET_NCLASSES + 1] = {0}, maxl = 1;
-  for (size_t i = 0; i < ns; i++) cnt[st[i].cls + 1]++;
-  for (size_t c = 0; c < NET_NCLASSES; c++) cnt[c + 1] += cnt[c];
-  uint64_t *byc = malloc((ns ? ns : 1) * sizeof *byc), med[NET_NCLASSES];
-  size_t fill[NET_NCLASSES];
-  if (!byc) return -1;
-  memcpy(fill, cnt, sizeof fill);
-  for (size_t i = 0; i < ns; i++) byc[fill[st[i].cls]++] = st[i].ns;
+ * in every group (all of them: long steps overlap starvation more often, so
+ * leaving the starved ones out would make "typical" too short); the lower
+ * median, exact, without a copy of the steps: a histogram of each class's
+ * times finds the bucket that holds the median, then only that bucket's
+ * values are gathered and sorted. */
+static int class_medians(struct lens_net_part *const *parts, size_t np, uint64_t med[NET_NCLASSES]) {
+  uint64_t cnt[NET_NCLASSES] = {0};
+  uint64_t *hist[NET_NCLASSES] = {0};
+  uint32_t bucket[NET_NCLASSES];
+  uint64_t rank[NET_NCLASSES], in_bucket[NET_NCLASSES];
+  uint64_t *vals[NET_NCLASSES] = {0};
+  size_t nv[NET_NCLASSES] = {0};
+  int rc = -1;
+  EACH_STEP(parts, np, x, cnt[step_cls(x)]++);
   for (size_t c = 0; c < NET_NCLASSES; c++) {
-    size_t a = cnt[c], b = cnt[c + 1];
     med[c] = 0;
-    if (a == b) continue;
-    qsort(byc + a, b - a, sizeof *byc, by_u64);
-    med[c] = byc[a + (b - a - 1) / 2];
+    if (cnt[c] && !(hist[c] = calloc(NET_NBUCKETS, sizeof *hist[c]))) goto out;
   }
-  free(byc);
-  for (size_t l = 0; l < n->n_links; l++)
-    if (first[l + 1] - first[l] > maxl) maxl = first[l + 1] - first[l];
+  EACH_STEP(parts, np, x, hist[step_cls(x)][ns_bucket(step_ns(x))]++);
+  for (size_t c = 0; c < NET_NCLASSES; c++) {
+    if (!cnt[c]) continue;
+    uint64_t r = (cnt[c] - 1) / 2, seen = 0;
+    uint32_t b = 0;
+    while (seen + hist[c][b] <= r) seen += hist[c][b++];
+    bucket[c] = b;
+    rank[c] = r - seen;
+    in_bucket[c] = hist[c][b];
+    free(hist[c]);
+    hist[c] = NULL;
+    if (!(vals[c] = malloc(in_bucket[c] * sizeof *vals[c]))) goto out;
+  }
+  EACH_STEP(parts, np, x, {
+    unsigned c = step_cls(x);
+    uint64_t ns = step_ns(x);
+    if (ns_bucket(ns) == bucket[c]) vals[c][nv[c]++] = ns;
+  });
+  for (size_t c = 0; c < NET_NCLASSES; c++) {
+    if (!cnt[c]) continue;
+    qsort(vals[c], nv[c], sizeof *vals[c], by_u64);
+    med[c] = vals[c][rank[c]];
+  }
+  rc = 0;
+out:
+  for (size_t c = 0; c < NET_NCLASSES; c++) free(hist[c]), free(vals[c]);
+  return rc;
+}
+
+/* A merged link's steps, sorted: its one partial's run as it is (the map
+ * sorted it), or the runs of the groups that share it copied into buf. */
+struct link_src { uint32_t part, local; };
+static const net_step_t *link_steps(struct lens_net_part *const *parts, const struct link_src *src, size_t n_src,
+                                    net_step_t *buf, size_t *n) {
+  if (n_src == 1) {
+    const struct lens_net_part *p = parts[src[0].part];
+    *n = p->first[src[0].local + 1] - p->first[src[0].local];
+    return p->steps + p->first[src[0].local];
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < n_src; i++) {
+    const struct lens_net_part *p = parts[src[i].part];
+    size_t a = p->first[src[i].local], b = p->first[src[i].local + 1];
+    memcpy(buf + k, p->steps + a, (b - a) * sizeof *buf);
+    k += b - a;
+  }
+  qsort(buf, k, sizeof *buf, by_u64);
+  *n = k;
+  return buf;
+}
+
+/* A link's score is the median of its steps' times over the typical time of
+ * their class, so links carrying different sizes compare fairly and a few
+ * outlying steps do not move it; it leaves out the link's steps that
+ * overlapped a starved proxy thread (0 when no other step is left: nothing
+ * to blame). Also the links' step quantiles. src: each merged link's
+ * partial links, link_src[l] .. link_src[l + 1]. */
+static int score_links(struct lens_net *n, struct lens_net_part *const *parts, size_t np, const struct link_src *src,
+                       const size_t *src_first) {
+  uint64_t med[NET_NCLASSES];
+  if (class_medians(parts, np, med)) return -1;
+  size_t maxl = 1;
+  for (size_t l = 0; l < n->n_links; l++) {
+    size_t k = 0;
+    for (size_t i = src_first[l]; i < src_first[l + 1]; i++) {
+      const struct lens_net_part *p = parts[src[i].part];
+      k += p->first[src[i].local + 1] - p->first[src[i].local];
+    }
+    if (k > maxl) maxl = k;
+  }
   double *ratio = malloc(maxl * sizeof *ratio);
-  uint64_t *sorted = malloc(maxl * sizeof *sorted);
-  if (!ratio || !sorted) {
-    free(ratio), free(sorted);
+  net_step_t *buf = malloc(maxl * sizeof *buf);
+  if (!ratio || !buf) {
+    free(ratio), free(buf);
     return -1;
   }
   for (size_t l = 0; l < n->n_links; l++) {
-    size_t a = first[l], b = first[l + 1], u = 0;
-    if (a == b) continue;
+    size_t ns = 0, u = 0;
+    const net_step_t *st = link_steps(parts, src + src_first[l], src_first[l + 1] - src_first[l], buf, &ns);
+    if (!ns) continue;
     struct lens_net_link *L = &n->links[l];
-    for (size_t k = a; k < b; k++) {
-      sorted[k - a] = st[k].ns;
-      uint64_t md = med[st[k].cls];
-      if (!st[k].starved) ratio[u++] = md ? (double)st[k].ns / (double)md : 0;
+    L->p50_step_ns = quantile(st, ns, 0.50);
+    L->p99_step_ns = quantile(st, ns, 0.99);
+    L->max_step_ns = step_ns(st[ns - 1]);
+    for (size_t k = 0; k < ns; k++) {
+      uint64_t md = med[step_cls(st[k])];
+      if (!step_starved(st[k])) ratio[u++] = md ? (double)step_ns(st[k]) / (double)md : 0;
     }
-    qsort(sorted, b - a, sizeof *sorted, by_u64);
-    L->p50_step_ns = quantile(sorted, b - a, 0.50);
-    L->p99_step_ns = quantile(sorted, b - a, 0.99);
-    L->max_step_ns = sorted[b - a - 1];
     qsort(ratio, u, sizeof *ratio, by_double);
     L->score = u ? ratio[(u - 1) / 2] : 0;
   }
   free(ratio);
-  free(sorted);
+  free(buf);
   return 0;
 }
 
@@ -270,12 +359,6 @@ static int32_t op_comm(const struct lens_model *m, const struct lens_event *e) {
   return e->parent >= 0 ? m->events[e->parent].comm : -1;
 }
 
-struct lens_net_part {
-  struct lens_net n;          /* links (not scored, no connections; proc and comm the group's), qps, instances */
-  struct net_step_rec *steps; /* timed steps, any order; link: into n.links */
-  size_t n_steps;
-  uint64_t n_events;          /* the group model's events: where the next group's event numbers start */
-};
 
 void lens_net_part_free(struct lens_net_part *p) {
   if (!p) return;
@@ -284,6 +367,7 @@ void lens_net_part_free(struct lens_net_part *p) {
   free(p->n.qps);
   free(p->n.insts);
   free(p->steps);
+  free(p->first);
   free(p);
 }
 
@@ -346,8 +430,10 @@ struct lens_net_part *lens_net_map(const struct lens_model *m, const struct lens
   }
   struct op_key *keys = malloc((nops ? nops : 1) * sizeof *keys);
   int32_t *link_of_op = malloc((m->n_events ? m->n_events : 1) * sizeof *link_of_op);
+  net_step_t *tmp = malloc((nsteps ? nsteps : 1) * sizeof *tmp);
+  uint32_t *tmp_link = malloc((nsteps ? nsteps : 1) * sizeof *tmp_link);
   p->steps = malloc((nsteps ? nsteps : 1) * sizeof *p->steps);
-  if (!keys || !link_of_op || !p->steps) goto oom;
+  if (!keys || !link_of_op || !tmp || !tmp_link || !p->steps) goto oom;
   size_t k = 0;
   for (size_t i = 0; i < m->n_events; i++) {
     link_of_op[i] = -1;
@@ -395,9 +481,20 @@ struct lens_net_part *lens_net_map(const struct lens_model *m, const struct lens
     struct lens_net_link *L = &n->links[l];
     lens_net_split_add_step(&L->t, &s, timed);
     if (!timed) continue;
-    p->steps[p->n_steps++] = (struct net_step_rec){.ns = s.stop_ns - s.start_ns, .link = (uint32_t)l,
-                                                   .cls = size_class(L->dir, s.bytes), .starved = s.starved != 0};
+    tmp_link[p->n_steps] = (uint32_t)l;
+    tmp[p->n_steps++] = step_pack(s.stop_ns - s.start_ns, size_class(L->dir, s.bytes), s.starved);
   }
+  /* by link, each link's in order of time */
+  if (!(p->first = calloc(nl + 2, sizeof *p->first))) goto oom;
+  for (size_t i = 0; i < p->n_steps; i++) p->first[tmp_link[i] + 1]++;
+  for (size_t l = 0; l < nl; l++) p->first[l + 1] += p->first[l];
+  for (size_t i = 0; i < p->n_steps; i++) p->steps[p->first[tmp_link[i]]++] = tmp[i];
+  for (size_t l = nl; l > 0; l--) p->first[l] = p->first[l - 1];
+  p->first[0] = 0;
+  for (size_t l = 0; l < nl; l++)
+    qsort(p->steps + p->first[l], p->first[l + 1] - p->first[l], sizeof *p->steps, by_u64);
+  free(tmp), tmp = NULL;
+  free(tmp_link), tmp_link = NULL;
   if (lens_net_build_qps(m, n, link_of_op)) goto oom;
   if (map_instances(m, n, o ? o->top_instances : 0)) goto oom;
   free(keys);
@@ -406,6 +503,8 @@ struct lens_net_part *lens_net_map(const struct lens_model *m, const struct lens
 oom:
   free(keys);
   free(link_of_op);
+  free(tmp);
+  free(tmp_link);
   lens_net_part_free(p);
   return NULL;
 }
@@ -443,26 +542,25 @@ static int qp_order(const void *pa, const void *pb) {
 
 static int32_t rebase(int32_t i, size_t base) { return i >= 0 ? (int32_t)((size_t)i + base) : i; }
 
-/* The links of every partial joined by key; their steps grouped by merged
- * link into *st (first[l] .. first[l + 1]). */
+/* The links of every partial joined by key; *src: each merged link's
+ * partial links (src_first[l] .. src_first[l + 1]), whose steps score_links
+ * reads where they are. */
 static int merge_links(struct lens_net *n, struct lens_net_part *const *parts, size_t np,
-                       const struct lens_model_base *bases, struct net_step_rec **st, size_t **first, size_t *ns) {
-  size_t total = 0, steps = 0;
-  for (size_t g = 0; g < np; g++) total += parts[g]->n.n_links, steps += parts[g]->n_steps;
+                       const struct lens_model_base *bases, struct link_src **src, size_t **src_first) {
+  size_t total = 0;
+  for (size_t g = 0; g < np; g++) total += parts[g]->n.n_links;
   struct link_ref *refs = malloc((total ? total : 1) * sizeof *refs);
-  uint32_t **map = calloc(np ? np : 1, sizeof *map);
-  if (!refs || !map) goto oom;
+  *src = malloc((total ? total : 1) * sizeof **src);
+  if (!refs || !*src) goto oom;
   size_t k = 0;
-  for (size_t g = 0; g < np; g++) {
-    map[g] = malloc((parts[g]->n.n_links ? parts[g]->n.n_links : 1) * sizeof **map);
-    if (!map[g]) goto oom;
+  for (size_t g = 0; g < np; g++)
     for (size_t l = 0; l < parts[g]->n.n_links; l++) refs[k++] = (struct link_ref){&parts[g]->n.links[l], (uint32_t)g, (uint32_t)l};
-  }
   qsort(refs, total, sizeof *refs, link_ref_cmp);
   size_t nl = 0;
   for (size_t i = 0; i < total; i++) nl += !i || !same_key(refs[i - 1].l, refs[i].l);
   n->links = calloc(nl ? nl : 1, sizeof *n->links);
-  if (!n->links) goto oom;
+  *src_first = calloc(nl + 1, sizeof **src_first);
+  if (!n->links || !*src_first) goto oom;
   for (size_t i = 0, l = (size_t)-1; i < total; i++) {
     const struct lens_net_link *x = refs[i].l;
     const struct lens_model_base *b = bases ? &bases[refs[i].part] : NULL;
@@ -481,33 +579,13 @@ static int merge_links(struct lens_net *n, struct lens_net_part *const *parts, s
     if (L->comm < 0) L->comm = comm;
     if (L->transport == LENS_NET_TRANSPORT_NET) L->transport = x->transport;
     lens_net_split_merge(&L->t, &x->t);
-    map[refs[i].part][refs[i].local] = (uint32_t)l;
+    (*src)[i] = (struct link_src){refs[i].part, refs[i].local};
+    (*src_first)[l + 1] = i + 1;
   }
   n->n_links = nl;
-  *first = calloc(nl + 2, sizeof **first);
-  *st = malloc((steps ? steps : 1) * sizeof **st);
-  if (!*first || !*st) goto oom;
-  for (size_t g = 0; g < np; g++)
-    for (size_t i = 0; i < parts[g]->n_steps; i++) (*first)[map[g][parts[g]->steps[i].link] + 1]++;
-  for (size_t l = 0; l < nl; l++) (*first)[l + 1] += (*first)[l];
-  size_t *fill = malloc((nl ? nl : 1) * sizeof *fill);
-  if (!fill) goto oom;
-  memcpy(fill, *first, nl * sizeof *fill);
-  for (size_t g = 0; g < np; g++)
-    for (size_t i = 0; i < parts[g]->n_steps; i++) {
-      struct net_step_rec r = parts[g]->steps[i];
-      r.link = map[g][r.link];
-      (*st)[fill[r.link]++] = r;
-    }
-  free(fill);
-  *ns = steps;
-  for (size_t g = 0; g < np; g++) free(map[g]);
-  free(map);
   free(refs);
   return 0;
 oom:
-  for (size_t g = 0; map && g < np; g++) free(map[g]);
-  free(map);
   free(refs);
   return -1;
 }
@@ -559,10 +637,10 @@ static int merge_instances(struct lens_net *n, struct lens_net_part *const *part
 
 struct lens_net *lens_net_merge(struct lens_net_part *const *parts, size_t np, const struct lens_model_base *bases) {
   struct lens_net *n = calloc(1, sizeof *n);
-  struct net_step_rec *st = NULL;
-  size_t *first = NULL, ns = 0;
+  struct link_src *src = NULL;
+  size_t *src_first = NULL;
   if (!n) return NULL;
-  if (merge_links(n, parts, np, bases, &st, &first, &ns)) goto oom;
+  if (merge_links(n, parts, np, bases, &src, &src_first)) goto oom;
   size_t nl = n->n_links;
   for (size_t l = 0; l < nl; l++) {
     struct lens_net_link *L = &n->links[l];
@@ -572,9 +650,9 @@ struct lens_net *lens_net_merge(struct lens_net_part *const *parts, size_t np, c
     lens_net_split_merge(&n->total, &L->t);
     lens_net_split_merge(L->dir == LENS_NET_DIR_SEND ? &n->send_total : &n->recv_total, &L->t);
   }
-  if (score_links(n, st, ns, first)) goto oom;
-  free(st), st = NULL;
-  free(first), first = NULL;
+  if (score_links(n, parts, np, src, src_first)) goto oom;
+  free(src), src = NULL;
+  free(src_first), src_first = NULL;
   if (merge_qps(n, parts, np, bases) || merge_instances(n, parts, np)) goto oom;
   if (build_conns(n) || order_all(n)) goto oom;
   {
@@ -587,8 +665,8 @@ struct lens_net *lens_net_merge(struct lens_net_part *const *parts, size_t np, c
   }
   return n;
 oom:
-  free(st);
-  free(first);
+  free(src);
+  free(src_first);
   lens_net_free(n);
   return NULL;
 }
