@@ -34,8 +34,9 @@ static int by_str(const void *a, const void *b) { return strcmp(*(char *const *)
 
 /* Replays a scenario on 2 nodes x 2 ranks; its trace files, sorted. */
 static void replay(const char *scenario, struct traces *t) {
+  static int runs; /* a fresh directory each time: a replay adds its traces to what is there */
   char dir[512];
-  snprintf(dir, sizeof dir, "%s/%s", cli_tmpdir(), scenario);
+  snprintf(dir, sizeof dir, "%s/%s.%d", cli_tmpdir(), scenario, runs++);
   const char *rp[] = {"replay", "--scenario", scenario, "--nodes", "2", "--ranks-per-node", "2", "--iters", "2",
                       "--out",  dir,          "--quiet", NULL};
   assert_int_equal(cli_run(&res, rp), 0);
@@ -52,7 +53,7 @@ static void replay(const char *scenario, struct traces *t) {
     }
   closedir(d);
   qsort(t->paths, t->n, sizeof *t->paths, by_str);
-  assert_true(t->n >= 2); /* one per node: two groups at least */
+  assert_int_equal(t->n, 2); /* one per node: two groups */
 }
 static void traces_free(struct traces *t) {
   for (size_t i = 0; i < t->n; i++) free(t->paths[i]);
@@ -197,6 +198,48 @@ static void test_hang_groups_merge_as_one(void **state) {
   traces_free(&t);
 }
 
+/* A link recorded in two groups (under PXN, another process's proxy): the
+ * merge joins its runs of steps. The same traces mapped as two groups make
+ * every link so: its sums double, while its quantiles, score (lower
+ * medians, nearest ranks) and so the ranking stay those of one copy. */
+static void test_net_link_in_two_groups(void **state) {
+  (void)state;
+  struct traces t;
+  replay("net-slow-link", &t);
+  struct lens_model *whole = load((const char *const *)t.paths, t.n);
+  struct lens_net *one = lens_net_build(whole);
+  struct lens_net_part *parts[2] = {lens_net_map(whole, NULL), lens_net_map(whole, NULL)};
+  assert_non_null(one);
+  assert_non_null(parts[0]);
+  assert_non_null(parts[1]);
+  struct lens_net *two = lens_net_merge(parts, 2, NULL);
+  assert_non_null(two);
+  assert_int_equal(two->n_links, one->n_links);
+  assert_int_equal(two->n_conns, one->n_conns);
+  assert_true(one->n_links >= 16);
+  for (size_t l = 0; l < one->n_links; l++) {
+    const struct lens_net_link *a = &one->links[l], *b = &two->links[l];
+    assert_int_equal(b->rank, a->rank);
+    assert_int_equal(b->peer, a->peer);
+    assert_int_equal(b->channel, a->channel);
+    assert_int_equal(b->dir, a->dir);
+    assert_int_equal(b->t.steps, 2 * a->t.steps);
+    assert_int_equal(b->t.step_ns, 2 * a->t.step_ns);
+    assert_int_equal(b->p50_step_ns, a->p50_step_ns);
+    assert_int_equal(b->p99_step_ns, a->p99_step_ns);
+    assert_int_equal(b->max_step_ns, a->max_step_ns);
+    assert_true(b->score == a->score);
+  }
+  for (size_t c = 0; c < one->n_conns; c++) assert_int_equal(two->conns[c].slow, one->conns[c].slow);
+  assert_int_equal(two->insts_total, 2 * one->insts_total);
+  lens_net_free(two);
+  lens_net_part_free(parts[0]);
+  lens_net_part_free(parts[1]);
+  lens_net_free(one);
+  lens_model_free(whole);
+  traces_free(&t);
+}
+
 /* Many slow links: the text names the first ones within 120 columns and
  * counts the rest. */
 static void test_slow_links_line_fits(void **state) {
@@ -249,6 +292,7 @@ int main(void) {
       cmocka_unit_test(test_net_groups_merge_as_one),
       cmocka_unit_test(test_hang_groups_merge_as_one),
       cmocka_unit_test(test_slow_links_line_fits),
+      cmocka_unit_test(test_net_link_in_two_groups),
   };
   return cmocka_run_group_tests(tests, NULL, teardown);
 }
