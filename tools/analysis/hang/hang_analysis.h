@@ -112,11 +112,14 @@ struct lens_hang_report {
  * and a silent proxy is judged frozen against a peer's send recorded in
  * another group (the sender and the receiver of a link usually are on two
  * hosts). Proc and thread indexes are rebased with bases (NULL: one group).
- * Exact when a communicator has at most LENS_HANG_MAX_FUNCS collectives in
- * a group (beyond, its extra ones are not diagnosed, as in one model).
+ * Exact while a communicator shows at most 4 x LENS_HANG_MAX_FUNCS
+ * collectives in a group; the report keeps the first LENS_HANG_MAX_FUNCS, as
+ * one model did. The report owns all it holds: it outlives the partials.
  *
  * Steps: the wait of a stuck ProxyOp reads its ProxySteps and their states,
- * so the pass needs them as events: .needs = LENS_PASS_STEPS. */
+ * and a proxy thread's last record is most often a step's state, so the pass
+ * needs them as events: .needs = LENS_PASS_STEPS (a command that runs hang
+ * beside passes that fold loses the fold for its groups). */
 struct lens_hang_part;
 /* NULL only when out of memory. */
 struct lens_hang_part *lens_hang_map(const struct lens_model *m);
