@@ -271,7 +271,8 @@ static int map_proxies(const struct lens_model *m, struct lens_hang_part *p) {
   for (size_t t = 0; t < m->n_threads; t++) {
     const struct lens_thread *th = &m->threads[t];
     if (!(th->roles & LENS_ROLE_PROXY) || th->proc < 0 || (size_t)th->proc >= m->n_procs) continue;
-    p->proxies[p->n_proxies++] = (struct hp_proxy){th->proc, (int32_t)t, th->proxy_rank, thr_last[t], proc_end[th->proc]};
+    p->proxies[p->n_proxies++] =
+        (struct hp_proxy){th->proc, (int32_t)t, th->proxy_rank, thr_last[t], proc_end[th->proc]};
   }
   free(thr_last);
   free(proc_end);
@@ -366,7 +367,8 @@ static int merge_comms(struct merge *g) {
     g->comm_of[k] = malloc((nc ? nc : 1) * sizeof **g->comm_of);
     g->fmap[k] = malloc((nc ? nc : 1) * HP_MAX_FUNCS * sizeof **g->fmap);
     if (!g->comm_of[k] || !g->fmap[k]) goto oom;
-    for (size_t c = 0; c < nc; c++) refs[n++] = (struct comm_ref){g->parts[k]->comms[c].comm_id, (uint32_t)k, (uint32_t)c};
+    for (size_t c = 0; c < nc; c++)
+      refs[n++] = (struct comm_ref){g->parts[k]->comms[c].comm_id, (uint32_t)k, (uint32_t)c};
   }
   qsort(refs, n, sizeof *refs, comm_ref_cmp);
   size_t nl = 0;

@@ -554,7 +554,8 @@ static int merge_links(struct lens_net *n, struct lens_net_part *const *parts, s
   if (!refs || !*src) goto oom;
   size_t k = 0;
   for (size_t g = 0; g < np; g++)
-    for (size_t l = 0; l < parts[g]->n.n_links; l++) refs[k++] = (struct link_ref){&parts[g]->n.links[l], (uint32_t)g, (uint32_t)l};
+    for (size_t l = 0; l < parts[g]->n.n_links; l++)
+      refs[k++] = (struct link_ref){&parts[g]->n.links[l], (uint32_t)g, (uint32_t)l};
   qsort(refs, total, sizeof *refs, link_ref_cmp);
   size_t nl = 0;
   for (size_t i = 0; i < total; i++) nl += !i || !same_key(refs[i - 1].l, refs[i].l);
