@@ -146,6 +146,7 @@ static int has_suffix(const char *name, size_t len, const char *const *suffixes)
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 int lens_trace_cli_expand_dirs(const char *cmd, struct lens_trace_cli *c) {
+  if (c->expanded) return 0; /* once: a command may hand a subset of its files to the pass driver */
   size_t cap = c->n + 16, k = 0;
   const char **out = malloc(cap * sizeof *out);
   if (!out) return lens_cli_error(cmd, "out of memory");
@@ -204,6 +205,7 @@ int lens_trace_cli_expand_dirs(const char *cmd, struct lens_trace_cli *c) {
   }
   free(c->paths);
   c->paths = out;
+  c->expanded = 1;
   c->n = k;
   return 0;
 oom:
