@@ -257,7 +257,7 @@ static int notice_points(const struct lens_model *m, const uint8_t *ex, int32_t 
   for (size_t q = fx->first[thread]; q < fx->first[thread + 1]; q++) {
     size_t i = (size_t)fx->kch[q];
     const struct lens_event *e = &m->events[i];
-    if (!kch_usable(e) || (ex && ex[i])) continue;
+    if (!kch_usable(e) || (ex && ex[i] == LENS_GPU_EX_SUSPECT)) continue;
     uint64_t s = e->p.kernel_ch.start_gpu_ns;
     if (add_pt(v, n, cap, (struct pt){s, s, e->start_mono_ns, e->start_mono_ns, 0})) return -1;
     uint64_t t = e->p.kernel_ch.stop_gpu_ns, tn = lens_gpu_kch_stop_notice(m, e);
