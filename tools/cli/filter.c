@@ -9,7 +9,6 @@
 
 #include "cli/cli.h"
 #include "cli/opt.h"
-#include "export/job_export.h"
 
 int lens_parse_duration_ns(const char *s, uint64_t *ns) {
   char *end;
@@ -42,6 +41,36 @@ static int add_items(char ***list, size_t *n, const char *v) {
   }
 }
 
+uint8_t *lens_parse_rank_list(const char *s, size_t *n) {
+  size_t cap = 1;
+  for (const char *p = s; *p;) { /* first pass: the largest rank */
+    char *end;
+    unsigned long a = strtoul(p, &end, 10), b = a;
+    if (end == p || a > 1000000) return NULL;
+    p = end;
+    if (*p == '-') {
+      b = strtoul(++p, &end, 10);
+      if (end == p || b < a || b > 1000000) return NULL;
+      p = end;
+    }
+    if (*p == ',') p++;
+    else if (*p) return NULL;
+    if (b + 1 > cap) cap = b + 1;
+  }
+  uint8_t *v = calloc(cap, 1);
+  if (!v) return NULL;
+  for (const char *p = s; *p;) {
+    char *end;
+    unsigned long a = strtoul(p, &end, 10), b = a;
+    p = end;
+    if (*p == '-') b = strtoul(p + 1, &end, 10), p = end;
+    if (*p == ',') p++;
+    for (unsigned long r = a; r <= b; r++) v[r] = 1;
+  }
+  *n = cap;
+  return v;
+}
+
 int lens_filter_option(const char *cmd, struct lens_filter *f, int *i, int argc, char **argv) {
   const char *v;
   int r;
@@ -62,7 +91,7 @@ int lens_filter_option(const char *cmd, struct lens_filter *f, int *i, int argc,
       (r = lens_opt_val(cmd, i, argc, argv, "--ranks", 0, "a rank list", &v))) {
     if (r < 0) return -1;
     size_t n;
-    uint8_t *b = lens_job_export_parse_ranks(v, &n);
+    uint8_t *b = lens_parse_rank_list(v, &n);
     if (!b) return lens_cli_usage(cmd, "--rank wants ranks like 0, 0-7 or 0-7,64 (0..1000000)"), -1;
     if (f->ranks && f->n_ranks > n) { /* repeated: the union */
       for (size_t k = 0; k < n; k++) f->ranks[k] |= b[k];
@@ -195,7 +224,16 @@ static const char *list_funcs(const struct lens_model *m, char *buf, size_t cap)
 }
 
 int lens_filter_apply(const char *cmd, const struct lens_filter *f, struct lens_model *m, unsigned flags) {
-  if (!lens_filter_any(f)) return 0;
+  return lens_filter_apply_ex(cmd, f, m, flags, NULL);
+}
+
+int lens_filter_apply_ex(const char *cmd, const struct lens_filter *f, struct lens_model *m, unsigned flags,
+                         struct lens_filter_tally *t) {
+  if (t) t->total += m->n_events;
+  if (!lens_filter_any(f)) {
+    if (t) t->kept += m->n_events;
+    return 0;
+  }
   uint8_t *comm_ok = calloc(m->n_comms ? m->n_comms : 1, 1);
   uint64_t *origin = malloc((m->n_procs ? m->n_procs : 1) * sizeof *origin);
   uint8_t *keep = calloc(m->n_events ? m->n_events : 1, 1);
@@ -205,6 +243,7 @@ int lens_filter_apply(const char *cmd, const struct lens_filter *f, struct lens_
   for (size_t k = 0; k < f->n_comms; k++) {
     int hit = 0;
     for (size_t i = 0; i < m->n_comms; i++) hit |= comm_matches(&m->comms[i], f->comms[k]);
+    if (hit && t && t->comm_hit) t->comm_hit[k] = 1;
     if (!hit && !(flags & LENS_FILTER_PART)) {
       char have[512];
       rc = lens_cli_usage(cmd, "--comm %s: no such communicator in these traces (they have %s)", f->comms[k],
@@ -225,6 +264,7 @@ int lens_filter_apply(const char *cmd, const struct lens_filter *f, struct lens_
       const char *fn = event_func(m, &m->events[i]);
       hit = fn && !strcasecmp(fn, f->funcs[k]);
     }
+    if (hit && t && t->func_hit) t->func_hit[k] = 1;
     if (!hit && !(flags & LENS_FILTER_PART)) {
       char have[512];
       rc = lens_cli_usage(cmd, "--func %s: no such operation in these traces (they have %s)", f->funcs[k],
@@ -275,6 +315,7 @@ int lens_filter_apply(const char *cmd, const struct lens_filter *f, struct lens_
   for (size_t i = 0; i < m->n_events; i++) kept += keep[i] != 0;
   size_t total = m->n_events;
   if (lens_model_keep(m, keep)) goto out;
+  if (t) t->kept += kept;
   if (!(flags & LENS_FILTER_PART)) fprintf(stderr, "nccl-lens %s: the selection keeps %zu of %zu events\n", cmd, kept, total);
   rc = 0;
 out:

@@ -34,8 +34,18 @@ int lens_filter_any(const struct lens_filter *f);
  * found nowhere selects nothing and nothing is said. */
 #define LENS_FILTER_PART 0x1
 int lens_filter_apply(const char *cmd, const struct lens_filter *f, struct lens_model *m, unsigned flags);
+/* lens_filter_apply that also adds to t (may be NULL): events before and
+ * after, and which --comm (comm_hit[k]) and --func (func_hit[k]) names this
+ * model holds (arrays of f->n_comms and f->n_funcs, or NULL). With
+ * LENS_FILTER_PART over a job's groups (tools/cli/passes.c) the tally says
+ * afterwards what the whole job kept and which names nothing held. */
+struct lens_filter_tally { uint8_t *comm_hit, *func_hit; uint64_t kept, total; };
+int lens_filter_apply_ex(const char *cmd, const struct lens_filter *f, struct lens_model *m, unsigned flags,
+                         struct lens_filter_tally *t);
 void lens_filter_free(struct lens_filter *f);
 
+/* Parses "0-3,8,10-11" into a bitmap of n entries (malloc'd). NULL on a bad list. */
+uint8_t *lens_parse_rank_list(const char *s, size_t *n);
 /* "1.5s", "200ms", "30us", "1200ns" (a bare number is seconds) to ns; -1 if invalid. */
 int lens_parse_duration_ns(const char *s, uint64_t *ns);
 /* --top N for a command's per-operation tables: 1 consumed, 0 not --top, -1 after a usage error. */

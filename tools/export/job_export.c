@@ -72,36 +72,6 @@ static void sep(struct ctx *x) {
   x->first = 0;
 }
 
-uint8_t *lens_job_export_parse_ranks(const char *s, size_t *n) {
-  size_t cap = 1;
-  for (const char *p = s; *p;) { /* first pass: the largest rank */
-    char *end;
-    unsigned long a = strtoul(p, &end, 10), b = a;
-    if (end == p || a > 1000000) return NULL;
-    p = end;
-    if (*p == '-') {
-      b = strtoul(++p, &end, 10);
-      if (end == p || b < a || b > 1000000) return NULL;
-      p = end;
-    }
-    if (*p == ',') p++;
-    else if (*p) return NULL;
-    if (b + 1 > cap) cap = b + 1;
-  }
-  uint8_t *v = calloc(cap, 1);
-  if (!v) return NULL;
-  for (const char *p = s; *p;) {
-    char *end;
-    unsigned long a = strtoul(p, &end, 10), b = a;
-    p = end;
-    if (*p == '-') b = strtoul(p + 1, &end, 10), p = end;
-    if (*p == ',') p++;
-    for (unsigned long r = a; r <= b; r++) v[r] = 1;
-  }
-  *n = cap;
-  return v;
-}
-
 /* Whether a process has a rank in the selected communicator (all do without --comm). */
 static int has_comm(const struct lens_model *m, int32_t p, const struct lens_job_export_opts *o) {
   if (!o->have_comm) return 1;

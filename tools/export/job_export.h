@@ -49,8 +49,6 @@ struct lens_job_export_counts {
   int64_t origin_job_ns;
 };
 
-/* Parses "0-3,8,10-11" into a bitmap of n entries (malloc'd). NULL on a bad list. */
-uint8_t *lens_job_export_parse_ranks(const char *s, size_t *n);
 /* Writes the document. 0, or -1 on a write or allocation error. */
 int lens_export_job(FILE *f, const struct lens_model *m, const struct lens_job *j, const struct lens_align *a,
                     const struct lens_job_export_opts *o, struct lens_job_export_counts *c);

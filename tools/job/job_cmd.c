@@ -24,6 +24,7 @@
 #include "cli/cli.h"
 #include "cli/filter.h"
 #include "cli/opt.h"
+#include "cli/passes.h"
 #include "cli/trace_args.h"
 #include "export/load_traces.h"
 #include "job/job_print.h"
@@ -115,29 +116,6 @@ static int job_option(void *ctx, int *i, int argc, char **argv) {
  * could not be read): its model is analysed for starvation, which marks
  * ProxySteps, so they are loaded as events. */
 struct group { char host[64]; size_t *files; size_t n, cap; int probe; };
-
-/* The hostname of a trace's first SESSION ("" if its first chunk is not
- * one); *probe: written by the scheduler probe, or its header unread. */
-static void trace_host(const char *path, char *host, size_t len, int *probe) {
-  host[0] = 0;
-  *probe = 1;
-  FILE *f = fopen(path, "rb");
-  if (!f) return;
-  struct {
-    struct lens_file_hdr fh;
-    struct lens_chunk_hdr ch;
-    struct lens_session s;
-  } h;
-  size_t got = fread(&h, 1, sizeof h, f);
-  if (got >= sizeof h.fh) *probe = h.fh.producer == LENS_PRODUCER_SCHED;
-  if (got == sizeof h && h.ch.magic == LENS_CHUNK_MAGIC && h.ch.type == LENS_CHUNK_SESSION) {
-    size_t n = strnlen(h.s.host, sizeof h.s.host - 1);
-    if (n >= len) n = len - 1;
-    memcpy(host, h.s.host, n);
-    host[n] = 0;
-  }
-  fclose(f);
-}
 
 static int add_to_group(struct group **gs, size_t *ng, size_t *cap, const char *host, int probe, size_t file) {
   struct group *g = NULL;
@@ -315,7 +293,7 @@ static int job_one_model(const struct opts *o, const struct lens_trace_cli *c, c
   for (size_t i = 0; i < n && fold; i++) {
     char host[64];
     int probe;
-    trace_host(paths[i], host, sizeof host, &probe);
+    lens_pass_trace_host(paths[i], host, sizeof host, &probe);
     if (probe) fold = 0;
   }
   if (fold) lo.load_flags = LENS_LOAD_FOLD_STEPS;
@@ -413,7 +391,7 @@ int lens_cmd_job(int argc, char **argv) {
     }
     char host[64];
     int probe;
-    trace_host(paths[i], host, sizeof host, &probe);
+    lens_pass_trace_host(paths[i], host, sizeof host, &probe);
     /* With CUPTI buffer files (not tied to a host) every trace is one group, as before. */
     if (c.n_cupti) snprintf(host, sizeof host, "all");
     if (add_to_group(&x.groups, &x.n_groups, &cap_groups, host, probe, i)) goto oom;

@@ -309,6 +309,18 @@ int lens_model_on_free(struct lens_model *m, void (*fn)(struct lens_model *m));
 struct lens_model *lens_model_load_ex(const char *const *paths, size_t n_paths, uint32_t flags, char *err,
                                       size_t err_len, void (*progress)(uint64_t done, uint64_t total));
 
+/* A model without events (skeleton.c): the files, processes, communicators,
+ * threads, notes, CLOCK samples, GPU clock maps and same-trace notes of the
+ * models added to it, renumbered, with their totals (orphan stops, bad
+ * records); every string copied. What a view prints of a job whose events
+ * were read group after group (tools/cli/passes.h) and freed. Freed with
+ * lens_model_free. */
+struct lens_model_base { size_t file, proc, comm, thread, clock_map; };
+struct lens_model *lens_model_skeleton_new(void);
+/* Appends m (its events left out); *base (may be NULL): where m's index 0 of
+ * each table landed. 0, or -1 out of memory (skel keeps what was added). */
+int lens_model_skeleton_add(struct lens_model *skel, const struct lens_model *m, struct lens_model_base *base);
+
 /* Helpers. */
 const char *lens_type_name(int type);       /* "Coll", "ProxyStep", ... */
 const char *lens_state_name(uint32_t state); /* "SendGPUWait", ... */

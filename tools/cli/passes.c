@@ -1,0 +1,259 @@
+/* See passes.h. */
+#include "cli/passes.h"
+
+#include <limits.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/filter.h"
+#include "export/load_traces.h"
+
+void lens_pass_trace_host(const char *path, char *host, size_t len, int *probe) {
+  host[0] = 0;
+  *probe = 1;
+  FILE *f = fopen(path, "rb"); /* nofollow-ok: a trace the user named, read only */
+  if (!f) return;
+  struct {
+    struct lens_file_hdr fh;
+    struct lens_chunk_hdr ch;
+    struct lens_session s;
+  } h;
+  size_t got = fread(&h, 1, sizeof h, f);
+  if (got >= sizeof h.fh) *probe = h.fh.producer == LENS_PRODUCER_SCHED;
+  if (got == sizeof h && h.ch.magic == LENS_CHUNK_MAGIC && h.ch.type == LENS_CHUNK_SESSION) {
+    size_t n = strnlen(h.s.host, sizeof h.s.host - 1);
+    if (n >= len) n = len - 1;
+    memcpy(host, h.s.host, n);
+    host[n] = 0;
+  }
+  fclose(f);
+}
+
+struct group { char host[64]; size_t *files; size_t n, cap; int probe; };
+
+static int add_to_group(struct group **gs, size_t *ng, size_t *cap, const char *host, int probe, size_t file) {
+  struct group *g = NULL;
+  for (size_t i = *ng; i-- > 0 && host[0];) /* hosts are few per node; a job's are usually listed together */
+    if (!strcmp((*gs)[i].host, host) && (*gs)[i].n < LENS_PASS_GROUP_MAX) {
+      g = &(*gs)[i];
+      break;
+    }
+  if (!g) {
+    if (*ng == *cap) {
+      size_t c = *cap ? *cap * 2 : 16;
+      struct group *q = realloc(*gs, c * sizeof *q);
+      if (!q) return -1;
+      *gs = q, *cap = c;
+    }
+    g = &(*gs)[(*ng)++];
+    memset(g, 0, sizeof *g);
+    snprintf(g->host, sizeof g->host, "%s", host);
+  }
+  if (g->n == g->cap) {
+    size_t c = g->cap ? g->cap * 2 : 8;
+    size_t *q = realloc(g->files, c * sizeof *q);
+    if (!q) return -1;
+    g->files = q, g->cap = c;
+  }
+  g->files[g->n++] = file;
+  g->probe |= probe;
+  return 0;
+}
+
+struct run {
+  const char *cmd;
+  const struct lens_trace_cli *c;
+  const struct lens_pass *passes; size_t n_passes;
+  struct group *groups; size_t n_groups;
+  struct lens_passes_out *out;
+  struct lens_model **done;        /* per group: its tables without events, once its passes ran, until it joins the skeleton */
+  size_t next_skel;                /* groups before this one are in the skeleton (input order) */
+  struct lens_filter_tally tally;  /* summed under mu */
+  pthread_mutex_t mu;
+  atomic_size_t next, finished;
+  atomic_int failed;
+  int progress;
+};
+
+/* Groups join the skeleton in input order (the same numbering on any number
+ * of threads): a finished group waits, as a model without its events, for
+ * the ones before it. Called with mu held. */
+static int skeleton_catch_up(struct run *r) {
+  while (r->next_skel < r->n_groups && r->done[r->next_skel]) {
+    size_t g = r->next_skel;
+    if (lens_model_skeleton_add(r->out->skel, r->done[g], &r->out->bases[g])) return -1;
+    lens_model_free(r->done[g]);
+    r->done[g] = NULL;
+    r->next_skel++;
+  }
+  return 0;
+}
+
+static int map_group(struct run *r, size_t g) {
+  const struct group *gr = &r->groups[g];
+  const char **v = malloc(gr->n * sizeof *v);
+  if (!v) return lens_cli_error(r->cmd, "out of memory"), -1;
+  for (size_t i = 0; i < gr->n; i++) v[i] = r->c->paths[gr->files[i]];
+  struct lens_load_opts lo = {.cupti_files = r->c->cupti, .n_cupti_files = r->c->n_cupti,
+                              .min_wait_ns = r->c->min_wait_ns, .no_progress = 1};
+  /* Two thirds of a typical trace's events are ProxySteps: folded into
+   * their ProxyOp by the reader unless a pass reads them, the starvation
+   * analysis marks them (a probe trace is in the group) or a selection may
+   * keep single steps. */
+  int fold = !gr->probe && !lens_filter_any(&r->c->filter);
+  for (size_t k = 0; k < r->n_passes; k++)
+    if (r->passes[k].needs & LENS_PASS_STEPS) fold = 0;
+  if (fold) lo.load_flags = LENS_LOAD_FOLD_STEPS;
+  struct lens_model *m = lens_cli_load(r->cmd, v, gr->n, &lo);
+  free(v);
+  if (!m) return -1;
+  struct lens_filter_tally t = {0};
+  const struct lens_filter *f = &r->c->filter;
+  t.comm_hit = calloc(f->n_comms + 1, 1);
+  t.func_hit = calloc(f->n_funcs + 1, 1);
+  int rc = -1;
+  if (!t.comm_hit || !t.func_hit) {
+    lens_cli_error(r->cmd, "out of memory");
+    goto out;
+  }
+  if (lens_filter_apply_ex(r->cmd, f, m, LENS_FILTER_PART, &t)) goto out;
+  for (size_t k = 0; k < r->n_passes; k++) {
+    void *p = r->passes[k].map(m, r->passes[k].ctx);
+    if (!p) goto out;
+    r->out->parts[k * r->n_groups + g] = p;
+  }
+  /* The passes copied what they keep: only the skeleton's tables remain to
+   * be taken, so the events go now (the heap reuses their pages) and the
+   * group waits for the ones before it as a model without events. */
+  uint64_t n_events = m->n_events;
+  struct lens_model *mini = lens_model_skeleton_new();
+  if (!mini || lens_model_skeleton_add(mini, m, NULL)) {
+    lens_model_free(mini);
+    lens_cli_error(r->cmd, "out of memory");
+    goto out;
+  }
+  lens_model_free(m);
+  m = NULL;
+  rc = 0;
+  pthread_mutex_lock(&r->mu);
+  r->out->events += n_events;
+  r->tally.kept += t.kept, r->tally.total += t.total;
+  for (size_t k = 0; k < f->n_comms; k++) r->tally.comm_hit[k] |= t.comm_hit[k];
+  for (size_t k = 0; k < f->n_funcs; k++) r->tally.func_hit[k] |= t.func_hit[k];
+  r->done[g] = mini;
+  if (skeleton_catch_up(r)) rc = -1, lens_cli_error(r->cmd, "out of memory");
+  pthread_mutex_unlock(&r->mu);
+out:
+  free(t.comm_hit);
+  free(t.func_hit);
+  lens_model_free(m);
+  return rc;
+}
+
+static void *worker(void *arg) {
+  struct run *r = arg;
+  for (size_t g; !atomic_load(&r->failed) && (g = atomic_fetch_add(&r->next, 1)) < r->n_groups;) {
+    if (map_group(r, g)) atomic_store(&r->failed, 1);
+    size_t fin = atomic_fetch_add(&r->finished, 1) + 1;
+    if (r->progress) lens_cli_progress("reading traces (host groups)", (long)fin, (long)r->n_groups);
+  }
+  return NULL;
+}
+
+/* A --comm or --func that no group holds is the same usage error as for one model. */
+static int check_names(const char *cmd, const struct lens_filter *f, const struct lens_filter_tally *t) {
+  for (size_t k = 0; k < f->n_comms; k++)
+    if (!t->comm_hit[k]) return lens_cli_usage(cmd, "--comm %s: no such communicator in these traces", f->comms[k]);
+  for (size_t k = 0; k < f->n_funcs; k++)
+    if (!t->func_hit[k]) return lens_cli_usage(cmd, "--func %s: no such operation in these traces", f->funcs[k]);
+  return 0;
+}
+
+int lens_passes_run(const char *cmd, struct lens_trace_cli *c, const struct lens_pass *passes, size_t n_passes,
+                    const struct lens_passes_opts *o, struct lens_passes_out *out) {
+  memset(out, 0, sizeof *out);
+  out->n_passes = n_passes;
+  if (lens_trace_cli_expand_dirs(cmd, c)) return 1;
+  struct run r = {.cmd = cmd, .c = c, .passes = passes, .n_passes = n_passes, .out = out};
+  size_t cap = 0;
+  int rc = 1;
+  for (size_t i = 0; i < c->n; i++) {
+    char host[64];
+    int probe;
+    lens_pass_trace_host(c->paths[i], host, sizeof host, &probe);
+    /* CUPTI buffer files name no host: every trace is then one group. */
+    if (c->n_cupti) snprintf(host, sizeof host, "all");
+    if (add_to_group(&r.groups, &r.n_groups, &cap, host, probe, i)) goto oom;
+  }
+  out->n_groups = r.n_groups;
+  out->skel = lens_model_skeleton_new();
+  out->bases = calloc(r.n_groups + 1, sizeof *out->bases);
+  out->hosts = calloc(r.n_groups + 1, sizeof *out->hosts);
+  out->parts = calloc(n_passes * r.n_groups + 1, sizeof *out->parts);
+  r.done = calloc(r.n_groups + 1, sizeof *r.done);
+  r.tally.comm_hit = calloc(c->filter.n_comms + 1, 1);
+  r.tally.func_hit = calloc(c->filter.n_funcs + 1, 1);
+  if (!out->skel || !out->bases || !out->hosts || !out->parts || !r.done || !r.tally.comm_hit || !r.tally.func_hit)
+    goto oom;
+  for (size_t g = 0; g < r.n_groups; g++) memcpy(out->hosts[g], r.groups[g].host, sizeof out->hosts[g]);
+  pthread_mutex_init(&r.mu, NULL);
+  r.progress = !(o && o->no_progress) && r.n_groups > 1;
+  /* Each worker builds and frees model after model. glibc serves blocks of
+   * 32 MiB and more with fresh mmaps, so every model faulted its pages in
+   * again; from the heap, kept, the pages are reused (docs/scale.md). */
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, INT_MAX);
+  long nt = o && o->threads ? o->threads : sysconf(_SC_NPROCESSORS_ONLN);
+  if (nt < 1) nt = 1;
+  if ((size_t)nt > r.n_groups) nt = (long)(r.n_groups ? r.n_groups : 1);
+  pthread_t th[1024];
+  long started = 0;
+  for (; started < nt - 1 && started < 1024; started++)
+    if (pthread_create(&th[started], NULL, worker, &r)) break;
+  worker(&r);
+  for (long i = 0; i < started; i++) pthread_join(th[i], NULL);
+  if (r.progress) lens_cli_progress(NULL, -1, 0);
+  malloc_trim(0);
+  mallopt(M_MMAP_MAX, 65536);
+  pthread_mutex_destroy(&r.mu);
+  if (atomic_load(&r.failed)) goto out;
+  if (r.next_skel != r.n_groups) goto oom;
+  if (lens_filter_any(&c->filter)) {
+    if ((rc = check_names(cmd, &c->filter, &r.tally))) goto out;
+    fprintf(stderr, "nccl-lens %s: the selection keeps %llu of %llu events\n", cmd, (unsigned long long)r.tally.kept,
+            (unsigned long long)r.tally.total);
+  }
+  rc = 0;
+  goto out;
+oom:
+  lens_cli_error(cmd, "out of memory");
+out:
+  for (size_t g = 0; r.done && g < r.n_groups; g++) lens_model_free(r.done[g]);
+  free(r.done);
+  for (size_t g = 0; g < r.n_groups; g++) free(r.groups[g].files);
+  free(r.groups);
+  free(r.tally.comm_hit);
+  free(r.tally.func_hit);
+  return rc;
+}
+
+void lens_passes_free(const struct lens_pass *passes, struct lens_passes_out *out) {
+  for (size_t k = 0; out->parts && k < out->n_passes; k++)
+    for (size_t g = 0; g < out->n_groups; g++) {
+      void *p = out->parts[k * out->n_groups + g];
+      if (!p) continue;
+      if (passes[k].free) passes[k].free(p);
+      else free(p);
+    }
+  free(out->parts);
+  free(out->bases);
+  free(out->hosts);
+  lens_model_free(out->skel);
+  memset(out, 0, sizeof *out);
+}
