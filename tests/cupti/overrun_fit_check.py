@@ -14,8 +14,14 @@ the least polling delay of those points. Asserted:
    2 us + 30 ppm of the map's span: not less (no overrun point dragged the
    line down), not more (the items noticed soonest, the owners of the shared
    timers, were fitted: without them the line sat 1.1 ms late);
- - a map's residual (the spread of the least notice delays across it) is no
-   more than the spread of the rank's true notice delays.
+ - a map's residual (how far the least notice delays of 16 slices of host
+   time sit above the line) is the same statistic of the rank's true notice
+   delays, within 5% + 5 us: the proxy's own variation, not inflated by
+   overrun points or by a burst of late notices (cut into slices of points,
+   that burst gave 12 ms for a map 65 us late, the truth's statistic 0.14 ms).
+   With REFERENCE.json (validate --json of a scenario without overruns on the
+   same machine) both are printed: on a loaded machine either can be
+   milliseconds, so they are not compared.
 """
 import json
 import sys
@@ -60,11 +66,33 @@ for launch in v["launches"]:
             bad.append("rank %d: mapped - true = %d ns, the least notice delay is %d ns (tolerance %.0f)"
                        % (k["rank"], err, least[k["rank"]], tol))
         checked += 1
+def slice_spread(r):
+    """The residual's own statistic from the truth: the rank's honest notices
+    (start and stop) cut into 16 slices of host time, how far each slice's
+    least true delay sits above the rank's least."""
+    pts = []
+    for k in kch:
+        if k["rank"] == r and not k["overrun"]:
+            pts.append((k["notice_start_ns"], k["notice_start_ns"] - k["true_start_ns"]))
+            pts.append((k["notice_stop_ns"], k["notice_stop_ns"] - k["true_stop_ns"]))
+    lo, hi = min(p[0] for p in pts), max(p[0] for p in pts)
+    mins = {}
+    for y, dly in pts:
+        s = (y - lo) * 16 // (hi - lo + 1)
+        mins[s] = min(mins.get(s, dly), dly)
+    return max(mins.values()) - min(mins.values())
+
+
+ref = None
+if len(sys.argv) > 3:
+    ref = max(c["residual_ns"] for c in json.load(open(sys.argv[3]))["clock_maps"])
+    print("reference scenario: largest residual %.0f ns" % ref)
 for r, m in maps.items():
-    if r in least and m["residual_ns"] > most[r] - least[r] + 2000:
-        bad.append("rank %d: residual %.0f ns, true notice delays span %d ns" % (r, m["residual_ns"], most[r] - least[r]))
-    print("rank %d: residual %.0f ns, bound %.0f ns, true notice delays %d..%d ns"
-          % (r, m["residual_ns"], m["error_bound_ns"], least[r], most[r]))
+    want = slice_spread(r) if r in least else 0
+    if r in least and m["residual_ns"] > want * 1.05 + 5000:
+        bad.append("rank %d: residual %.0f ns, the truth's slice spread %d ns" % (r, m["residual_ns"], want))
+    print("rank %d: residual %.0f ns, bound %.0f ns, true notice delays %d..%d ns, truth's slice spread %d ns"
+          % (r, m["residual_ns"], m["error_bound_ns"], least[r], most[r], slice_spread(r)))
 if checked < 100:
     bad.append("only %d unflagged channels matched to the truth" % checked)
 for b in bad[:20]:

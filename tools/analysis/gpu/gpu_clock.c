@@ -156,18 +156,27 @@ static void fit_notice(struct pt *p, size_t n, struct fit *f) {
     long double d = dx(p[i].y0, f->ref_host) - b * dx(p[i].x0, f->ref_gpu);
     if (d < lo) lo = d;
   }
-  /* How far the least delays of 16 slices sit above the line: a lower
-   * bound of how much the proxy's polling delay varies. */
-  long double spread = 0;
-  size_t slices = n < 16 ? n : 16;
-  for (size_t k = 0; k < slices; k++) {
-    long double mn = INFINITY;
-    for (size_t i = k * n / slices; i < (k + 1) * n / slices; i++) {
-      long double d = dx(p[i].y0, f->ref_host) - b * dx(p[i].x0, f->ref_gpu) - lo;
-      if (d < mn) mn = d;
-    }
-    if (mn > spread && mn < INFINITY) spread = mn;
+  /* How far the least delays of 16 slices of host (notice) time sit above
+   * the line: how much the proxy's best polling delay varies over the
+   * window, which a wrong slope would also show. Slices of host time, not
+   * of points: a proxy held back notices a burst of items at once, items
+   * the GPU ran over milliseconds; cut by points, that burst made slices
+   * of nothing but late notices and a spread of the stall itself (12 ms in
+   * the overrun scenario, for a map 65 us late). */
+  long double spread = 0, mins[16];
+  uint64_t ylo = UINT64_MAX, yhi = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (p[i].y0 < ylo) ylo = p[i].y0;
+    if (p[i].y0 > yhi) yhi = p[i].y0;
   }
+  for (size_t k = 0; k < 16; k++) mins[k] = INFINITY;
+  for (size_t i = 0; i < n; i++) {
+    size_t k = (size_t)((long double)(p[i].y0 - ylo) * 16 / ((long double)(yhi - ylo) + 1));
+    long double d = dx(p[i].y0, f->ref_host) - b * dx(p[i].x0, f->ref_gpu) - lo;
+    if (k < 16 && d < mins[k]) mins[k] = d;
+  }
+  for (size_t k = 0; k < 16; k++)
+    if (mins[k] > spread && mins[k] < INFINITY) spread = mins[k];
   f->a = lo;
   f->b = b;
   f->n = (uint32_t)n;
