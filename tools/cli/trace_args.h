@@ -30,6 +30,9 @@ struct lens_trace_cli {
   /* "-" and NAME.gz inputs, spooled into sealed memfds (cli/trace_input.h):
    * paths[] names them /proc/self/fd/N; closed by lens_trace_cli_free. */
   struct lens_trace_spooled { int fd; char *fd_path; const char *shown; } *spooled; size_t n_spooled;
+  /* A directory's file with one of those suffixes is taken only when this
+   * says 1 (NULL: every one): e.g. JSON files that are Kineto traces. */
+  int (*dir_accept)(const char *path);
 };
 
 /* A command's own options. Called for an argument the shared loop does not

@@ -16,7 +16,8 @@
 #define LENS_TRACE_SPOOL_MAX (4ull << 30)
 uint64_t lens_trace_input_max(void);
 
-/* 1 when path is an input to spool: "-" or a name ending in ".gz". */
+/* 1 when path is an input to spool: "-" or a name ending in ".gz", but
+ * not ".json.gz" (a Kineto trace: its importer reads gzip itself). */
 int lens_trace_input_needs_spool(const char *path);
 
 /* Spools path ("-": standard input) into a sealed memfd of at most max_bytes:
