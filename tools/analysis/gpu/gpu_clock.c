@@ -156,14 +156,17 @@ static void fit_notice(struct pt *p, size_t n, struct fit *f) {
     long double d = dx(p[i].y0, f->ref_host) - b * dx(p[i].x0, f->ref_gpu);
     if (d < lo) lo = d;
   }
-  /* How far the least delays of 16 slices of host (notice) time sit above
-   * the line: how much the proxy's best polling delay varies over the
-   * window, which a wrong slope would also show. Slices of host time, not
-   * of points: a proxy held back notices a burst of items at once, items
-   * the GPU ran over milliseconds; cut by points, that burst made slices
-   * of nothing but late notices and a spread of the stall itself (12 ms in
-   * the overrun scenario, for a map 65 us late). */
-  long double spread = 0, mins[16];
+  /* Two spreads of the least delays above the line, over 16 slices each.
+   * Of host (notice) time: how much the proxy's best polling delay varies
+   * over the window, the fit's residual. Of points, i.e. of GPU time: how
+   * well each stretch of GPU time is pinned by a prompt notice. A proxy held
+   * back notices a burst of items that the GPU ran over milliseconds: their
+   * stretch of GPU time is pinned only by late notices, a slope or step
+   * there would go unseen, so that spread (the stall: 12 ms in the overrun
+   * scenario, for a map 65 us late) is the error bound, and not the
+   * residual. The job view takes the bound as how far two GPUs' maps may
+   * disagree. */
+  long double by_time = 0, by_points = 0, mins[16];
   uint64_t ylo = UINT64_MAX, yhi = 0;
   for (size_t i = 0; i < n; i++) {
     if (p[i].y0 < ylo) ylo = p[i].y0;
@@ -176,13 +179,23 @@ static void fit_notice(struct pt *p, size_t n, struct fit *f) {
     if (k < 16 && d < mins[k]) mins[k] = d;
   }
   for (size_t k = 0; k < 16; k++)
-    if (mins[k] > spread && mins[k] < INFINITY) spread = mins[k];
+    if (mins[k] > by_time && mins[k] < INFINITY) by_time = mins[k];
+  size_t slices = n < 16 ? n : 16;
+  for (size_t k = 0; k < slices; k++) {
+    long double mn = INFINITY;
+    for (size_t i = k * n / slices; i < (k + 1) * n / slices; i++) {
+      long double d = dx(p[i].y0, f->ref_host) - b * dx(p[i].x0, f->ref_gpu) - lo;
+      if (d < mn) mn = d;
+    }
+    if (mn > by_points && mn < INFINITY) by_points = mn;
+  }
   f->a = lo;
   f->b = b;
   f->n = (uint32_t)n;
   f->slope_fixed = b == 1.0L;
-  f->residual = (double)spread;
-  f->bound = (double)spread; /* plus the unknown least polling delay (a positive bias) */
+  f->residual = (double)by_time;
+  /* plus the unknown least polling delay (a positive bias) */
+  f->bound = (double)(by_points > by_time ? by_points : by_time);
 }
 
 static int cmp_pt(const void *pa, const void *pb) {
