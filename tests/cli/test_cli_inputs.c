@@ -108,8 +108,20 @@ static void test_bad_inputs(void **state) {
   one_error("summary big.lens.gz", "/dev/null", 1, "big.lens.gz is not a .lens trace"); /* under the default */
 }
 
+/* The load's notes and warnings name a spooled input as given: a copy read
+ * once, a cut trace inside a whole .gz. */
+static void test_notes_name_inputs(void **state) {
+  (void)state;
+  assert_int_equal(sh("cd %s && head -c $(( $(wc -c < t.lens) - 37 )) t.lens | gzip -c > cutin.lens.gz", d), 0);
+  assert_int_equal(sh("cd %s && %s summary t.lens t.lens.gz > /dev/null 2> n1.txt && "
+                      "grep -q 'note: t.lens.gz is a copy of the trace in t.lens: read once' n1.txt && "
+                      "%s summary cutin.lens.gz > /dev/null 2> n2.txt && grep -q 'warning: cutin.lens.gz is cut short' n2.txt && "
+                      "%s summary --json - t.lens < t.lens 2> n3.txt | grep -q '\"path\":\"-\"' && "
+                      "! grep -q /proc/self/fd n1.txt n2.txt n3.txt", d, CLI, CLI, CLI), 0);
+}
+
 int main(void) {
   const struct CMUnitTest t[] = {cmocka_unit_test(test_same_summary), cmocka_unit_test(test_every_command),
-                                 cmocka_unit_test(test_bad_inputs)};
+                                 cmocka_unit_test(test_bad_inputs), cmocka_unit_test(test_notes_name_inputs)};
   return cmocka_run_group_tests(t, setup, teardown);
 }

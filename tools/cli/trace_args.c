@@ -187,10 +187,20 @@ static int spool_inputs(const char *cmd, struct lens_trace_cli *c) {
   return 0;
 }
 
+/* The name the user gave a spooled input, else p itself. */
+static const char *shown_name(const struct lens_trace_cli *c, const char *p) {
+  for (size_t i = 0; p && i < c->n_spooled; i++)
+    if (!strcmp(p, c->spooled[i].fd_path)) return c->spooled[i].shown;
+  return p;
+}
+
 void lens_trace_cli_name_inputs(const struct lens_trace_cli *c, struct lens_model *m) {
-  for (size_t f = 0; m && f < m->n_files; f++)
-    for (size_t i = 0; i < c->n_spooled; i++)
-      if (m->files[f].path && !strcmp(m->files[f].path, c->spooled[i].fd_path)) m->files[f].path = c->spooled[i].shown;
+  if (!m || !c->n_spooled) return;
+  for (size_t f = 0; f < m->n_files; f++) m->files[f].path = shown_name(c, m->files[f].path);
+  for (size_t d = 0; d < m->n_same_traces; d++) {
+    m->same_traces[d].path = shown_name(c, m->same_traces[d].path);
+    m->same_traces[d].same_as = shown_name(c, m->same_traces[d].same_as);
+  }
 }
 
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
