@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -33,6 +34,10 @@ static ssize_t read_some(int fd, uint8_t *buf, size_t len) {
   for (;;) {
     ssize_t r = read(fd, buf, len);
     if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) { /* a non-blocking pipe on stdin: wait for data */
+      struct pollfd p = {.fd = fd, .events = POLLIN};
+      if (poll(&p, 1, -1) >= 0 || errno == EINTR) continue;
+    }
     return r;
   }
 }
