@@ -1,4 +1,5 @@
 #include "cli/filter.h"
+#include "cli/format.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -194,7 +195,8 @@ static const char *list_comms(const struct lens_model *m, char *buf, size_t cap)
     for (size_t k = 0; k < i && !dup; k++) dup = m->comms[k].comm_id == m->comms[i].comm_id;
     if (dup) continue;
     const char *nm = m->comms[i].name;
-    int w = snprintf(buf + len, cap - len, "%s0x%" PRIx64 "%s%s%s", len ? ", " : "", m->comms[i].comm_id,
+    char id[LENS_COMM_ID_LEN];
+    int w = snprintf(buf + len, cap - len, "%s%s%s%s%s", len ? ", " : "", lens_fmt_comm_id(m->comms[i].comm_id, id),
                      nm[0] ? " (" : "", nm, nm[0] ? ")" : "");
     if (w < 0) break;
     len += (size_t)w;

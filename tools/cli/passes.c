@@ -113,6 +113,7 @@ static int map_group(struct run *r, size_t g) {
   struct lens_model *m = lens_cli_load(r->cmd, v, gr->n, &lo);
   free(v);
   if (!m) return -1;
+  lens_trace_cli_name_inputs(r->c, m); /* "-", x.lens.gz: as the user named them */
   struct lens_filter_tally t = {0};
   const struct lens_filter *f = &r->c->filter;
   t.comm_hit = calloc(f->n_comms + 1, 1);
