@@ -1,6 +1,7 @@
 /* See passes.h. */
 #include "cli/passes.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "cli/filter.h"
@@ -23,8 +25,16 @@
 void lens_pass_trace_host(const char *path, char *host, size_t len, int *probe) {
   host[0] = 0;
   *probe = 1;
-  FILE *f = fopen(path, "rb"); /* nofollow-ok: a trace the user named, read only */
-  if (!f) return;
+  /* Not blocking: opening a named pipe for reading waits for a writer. Only
+   * a regular file is read here; the reader says what is wrong with another. */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* nofollow-ok: a trace the user named, read only */
+  struct stat st;
+  if (fd < 0) return;
+  FILE *f = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? fdopen(fd, "rb") : NULL;
+  if (!f) {
+    close(fd);
+    return;
+  }
   struct lens_file_hdr fh;
   if (fread(&fh, 1, sizeof fh, f) != sizeof fh) {
     fclose(f);
