@@ -360,8 +360,7 @@ int lens_summary_merge(struct lens_summary *into, const struct lens_summary *par
     struct lens_sum_row *r = row_of(into, gmap[p->group], p->func, p->algo, p->proto, p->bucket, p->user_tag,
                                     p->kernel_variant, &last);
     if (!r) goto oom;
-    if (into->n_rows > n0) { /* new: its own copies of the strings */
-      r->func = r->algo = r->proto = r->kernel_variant = NULL;
+    if (into->n_rows > n0) { /* new (pointing at part's strings): its own copies of them */
       *r = *p;
       r->group = gmap[p->group];
       r->func = r->algo = r->proto = r->kernel_variant = NULL;
