@@ -172,6 +172,11 @@ int lens_trace_cli_expand_dirs(const char *cmd, struct lens_trace_cli *c) {
       if (!has_suffix(de->d_name, len, c->suffixes)) continue;
       size_t plen = strlen(c->paths[i]) + len + 2;
       char *p = malloc(plen);
+      if (p) snprintf(p, plen, "%s/%s", c->paths[i], de->d_name);
+      if (p && c->dir_accept && !c->dir_accept(p)) {
+        free(p);
+        continue;
+      }
       char **no = p ? realloc(c->owned, (c->n_owned + 1) * sizeof *c->owned) : NULL;
       if (!no) {
         free(p);
@@ -179,7 +184,6 @@ int lens_trace_cli_expand_dirs(const char *cmd, struct lens_trace_cli *c) {
         goto oom;
       }
       c->owned = no;
-      snprintf(p, plen, "%s/%s", c->paths[i], de->d_name);
       c->owned[c->n_owned++] = p;
       if (k == cap) {
         const char **nout = realloc(out, (cap *= 2) * sizeof *out);

@@ -26,6 +26,9 @@ struct lens_trace_cli {
   int no_filter;                       /* set by a command that applies the selection itself */
   int exit_code;                       /* after lens_trace_cli_parse returned nonzero */
   const char *const *suffixes;         /* what a directory stands for (NULL: *.lens) */
+  /* A directory's file with one of those suffixes is taken only when this
+   * says 1 (NULL: every one): e.g. JSON files that are Kineto traces. */
+  int (*dir_accept)(const char *path);
 };
 
 /* A command's own options. Called for an argument the shared loop does not

@@ -1,7 +1,8 @@
-/* nccl-lens job TRACE|PARTIAL|DIR... [--json] [--all] [--min-straggler-us N] [--partial] [--threads N] [-o FILE]
+/* nccl-lens job TRACE|PARTIAL|KINETO|DIR... [--json] [--all] [--min-straggler-us N] [--partial] [--threads N] [-o FILE]
  *
- * The whole job from every trace given (a directory means every .lens and
- * .lensjob in it): collectives matched across ranks, execution vs waiting,
+ * The whole job from every trace given (a directory means every .lens,
+ * .lensjob, .json and .json.gz in it; the JSON files are torch.profiler's
+ * Kineto traces, one per rank, imported by tools/import/kineto/): collectives matched across ranks, execution vs waiting,
  * stragglers and their causes (docs/job.md).
  *
  * Map and reduce (docs/scale.md): the traces are grouped by host (the
@@ -33,15 +34,19 @@
 #include "analysis/job/job.h"
 #include "analysis/job/job_part.h"
 #include "reader/trace_size.h"
+#include "kineto_job.h"
+#include "kineto_read.h"
 
 #define CMD "job"
 
 static void usage(FILE *f) {
   fprintf(f, "usage: nccl-lens job [--json] [--all|--top N] [--min-straggler-us N] [-o FILE] [--threads N] [--partial]\n"
-             "                     [common options] TRACE.lens|PARTIAL|DIR...\n"
+             "                     [common options] TRACE.lens|PARTIAL|KINETO.json[.gz]|DIR...\n"
              "  Matches every collective across the ranks of its communicator and splits it into execution (the\n"
              "  span of the rank that started last) and each rank's wait, from each GPU's own clock; names the\n"
-             "  rank that made the others wait and why. A directory means every .lens and .lensjob file in it.\n"
+             "  rank that made the others wait and why. A directory means every .lens, .lensjob, .json and\n"
+             "  .json.gz file in it; .json[.gz] files are torch.profiler (Kineto) traces, one per rank: their NCCL\n"
+             "  kernels are matched by process group and Seq (else order), times on each host's wall clock.\n"
              "  --min-straggler-us N  name a last rank only when the others waited >= N us (default 20) and\n"
              "                        >= 2%% of the execution\n"
              "  --all                 list every instance with a straggler (default: the 20 longest waits)\n"
@@ -60,7 +65,7 @@ static void usage(FILE *f) {
              "                        .lensjob partial file) instead of the report; a later 'nccl-lens job' takes\n"
              "                        partial files wherever it takes traces (docs/scale.md)\n"
              "  --threads N           hosts' traces mapped on N threads at once (1..1024, default: the cores)\n"
-             "  The selection (--comm, --rank, --func, --since, --until) reads traces, not partial files.\n");
+             "  The selection (--comm, --rank, --func, --since, --until) reads traces, not partial or Kineto files.\n");
   lens_trace_cli_usage_common(f);
 }
 
@@ -150,7 +155,9 @@ struct map_ctx {
   char **paths;
   struct group *groups; size_t n_groups;
   size_t *partials; size_t n_partials;  /* indexes into paths of the partial files */
-  struct lens_job_part *parts;          /* n_partials + n_groups: partial files first, then groups */
+  size_t *kinetos; size_t n_kinetos;    /* ... of the Kineto traces */
+  struct lens_kineto_job_stats *kstats; /* one per Kineto trace */
+  struct lens_job_part *parts;          /* partial files first, then Kineto traces, then groups */
   const struct lens_trace_cli *c;
   atomic_size_t next;
   atomic_int failed;
@@ -163,7 +170,13 @@ static int map_one(struct map_ctx *x, size_t w) {
     if (lens_job_part_read(x->paths[x->partials[w]], p, err, sizeof err)) return lens_cli_error(CMD, "%s", err), -1;
     return 0;
   }
-  const struct group *g = &x->groups[w - x->n_partials];
+  if (w < x->n_partials + x->n_kinetos) {
+    size_t k = w - x->n_partials;
+    if (lens_kineto_job_map(x->paths[x->kinetos[k]], p, &x->kstats[k], err, sizeof err))
+      return lens_cli_error(CMD, "%s", err), -1;
+    return 0;
+  }
+  const struct group *g = &x->groups[w - x->n_partials - x->n_kinetos];
   const char **v = malloc(g->n * sizeof *v);
   if (!v) return lens_cli_error(CMD, "out of memory"), -1;
   for (size_t i = 0; i < g->n; i++) v[i] = x->paths[g->files[i]];
@@ -190,7 +203,7 @@ static int map_one(struct map_ctx *x, size_t w) {
 
 static void *map_worker(void *arg) {
   struct map_ctx *x = arg;
-  size_t total = x->n_partials + x->n_groups;
+  size_t total = x->n_partials + x->n_kinetos + x->n_groups;
   for (size_t w; !atomic_load(&x->failed) && (w = atomic_fetch_add(&x->next, 1)) < total;)
     if (map_one(x, w)) atomic_store(&x->failed, 1);
   return NULL;
@@ -324,10 +337,10 @@ static int job_one_model(const struct opts *o, const struct lens_trace_cli *c, c
   FILE *f = lens_trace_cli_open_out(CMD, c);
   if (f) {
     if (o->json) {
-      lens_job_print_json(f, m, &j, &al, have_hang ? &h : NULL);
+      lens_job_print_json(f, m, &j, &al, have_hang ? &h : NULL, NULL);
     } else {
       if (have_hang) lens_hang_print_headline(f, &h);
-      lens_job_print_text(f, m, &j, (size_t)o->top, &al);
+      lens_job_print_text(f, m, &j, (size_t)o->top, &al, NULL);
     }
     rc = lens_trace_cli_close_out(CMD, c, f, 0);
   }
@@ -339,6 +352,48 @@ static int job_one_model(const struct opts *o, const struct lens_trace_cli *c, c
   return rc;
 }
 
+/* Communicators matched by order (Kineto files without Seq) whose ranks
+ * hold different numbers of their instances: the order pairs some kernels
+ * of different collectives there (a profiling window that starts mid-step
+ * on one rank). */
+struct comm_rank { uint64_t comm; int32_t rank; };
+static int comm_rank_cmp(const void *x, const void *y) {
+  const struct comm_rank *a = x, *b = y;
+  if (a->comm != b->comm) return a->comm < b->comm ? -1 : 1;
+  return (a->rank > b->rank) - (a->rank < b->rank);
+}
+static size_t uneven_order_comms(const struct lens_job *j) {
+  size_t n = 0, out = 0;
+  for (size_t i = 0; i < j->n_insts; i++)
+    if (j->insts[i].flags & LENS_JOB_BY_ORDER) n += j->insts[i].n_ranks;
+  struct comm_rank *v = malloc((n ? n : 1) * sizeof *v);
+  if (!v) return 0;
+  n = 0;
+  for (size_t i = 0; i < j->n_insts; i++) {
+    const struct lens_job_inst *in = &j->insts[i];
+    if (!(in->flags & LENS_JOB_BY_ORDER)) continue;
+    for (size_t k = 0; k < in->n_ranks; k++) v[n++] = (struct comm_rank){in->comm_id, j->ranks[in->first_rank + k].rank};
+  }
+  qsort(v, n, sizeof *v, comm_rank_cmp);
+  for (size_t s = 0; s < n;) { /* one communicator: its ranks' counts */
+    size_t e = s, lo = SIZE_MAX, hi = 0;
+    while (e < n && v[e].comm == v[s].comm) {
+      size_t r = e;
+      while (e < n && v[e].comm == v[s].comm && v[e].rank == v[r].rank) e++;
+      if (e - r < lo) lo = e - r;
+      if (e - r > hi) hi = e - r;
+    }
+    out += lo != hi;
+    s = e;
+  }
+  free(v);
+  return out;
+}
+
+/* A directory's .json[.gz] files are taken when they are Kineto traces (a
+ * replay's truth.json or a job.json beside the traces are not). */
+static int dir_accept(const char *path) { return !lens_kineto_name_is(path) || lens_kineto_sniff(path); }
+
 int lens_cmd_job(int argc, char **argv) {
   struct opts o = {.top = 20};
   struct lens_trace_cli c;
@@ -348,8 +403,10 @@ int lens_cmd_job(int argc, char **argv) {
     lens_trace_cli_free(&c);
     return r;
   }
-  static const char *const suffixes[] = {".lens", ".lensjob", NULL}; /* traces and partial files */
+  /* traces, partial files, Kineto traces */
+  static const char *const suffixes[] = {".lens", ".lensjob", ".json", ".json.gz", NULL};
   c.suffixes = suffixes;
+  c.dir_accept = dir_accept;
   if (lens_trace_cli_expand_dirs(CMD, &c)) {
     lens_trace_cli_free(&c);
     return 1;
@@ -367,16 +424,20 @@ int lens_cmd_job(int argc, char **argv) {
     goto out;
   }
   x.partials = malloc(n * sizeof *x.partials);
-  if (!x.partials) goto oom;
+  x.kinetos = malloc(n * sizeof *x.kinetos);
+  x.kstats = calloc(n ? n : 1, sizeof *x.kstats);
+  if (!x.partials || !x.kinetos || !x.kstats) goto oom;
   {
     uint64_t bytes = 0;
     int any_partial = 0;
     for (size_t i = 0; i < n; i++) {
-      if (lens_job_part_is(paths[i]) == 1) any_partial = 1;
+      if (lens_kineto_name_is(paths[i])) any_partial = 1; /* records of their own, as partial files */
+      else if (lens_job_part_is(paths[i]) == 1) any_partial = 1;
       else if (bytes <= STREAM_BYTES) bytes += lens_trace_fixed_bytes(paths[i], STREAM_BYTES - bytes);
     }
     if (any_partial && lens_filter_any(&c.filter)) {
-      rc = lens_cli_usage(CMD, "--comm, --rank, --func, --since and --until select from traces, not partial files");
+      rc = lens_cli_usage(CMD, "--comm, --rank, --func, --since and --until select from traces, not partial or Kineto "
+                               "files");
       goto out;
     }
     if (!o.stream && !o.partial && !any_partial && bytes <= STREAM_BYTES) {
@@ -385,6 +446,10 @@ int lens_cmd_job(int argc, char **argv) {
     }
   }
   for (size_t i = 0; i < n; i++) {
+    if (lens_kineto_name_is(paths[i])) {
+      x.kinetos[x.n_kinetos++] = i;
+      continue;
+    }
     if (lens_job_part_is(paths[i]) == 1) {
       x.partials[x.n_partials++] = i;
       continue;
@@ -396,7 +461,7 @@ int lens_cmd_job(int argc, char **argv) {
     if (c.n_cupti) snprintf(host, sizeof host, "all");
     if (add_to_group(&x.groups, &x.n_groups, &cap_groups, host, probe, i)) goto oom;
   }
-  n_parts = x.n_partials + x.n_groups;
+  n_parts = x.n_partials + x.n_kinetos + x.n_groups;
   /* Each worker builds and frees model after model. glibc serves blocks of
    * 32 MiB and more (a model's event array) with fresh mmaps, so every model
    * faulted its pages in again: on a VM that was most of the load time (4x
@@ -445,10 +510,16 @@ int lens_cmd_job(int argc, char **argv) {
   int bad_align = !clocks || lens_align_build_ends(clocks, n_clocks, &j, &o.align, &al);
   free(clocks);
   if (bad_align) goto oom;
+  struct lens_job_sources src = {.kineto_files = x.n_kinetos, .uneven_comms = x.n_kinetos ? uneven_order_comms(&j) : 0};
+  for (size_t i = 0; i < x.n_kinetos; i++) {
+    const struct lens_kineto_job_stats *k = &x.kstats[i];
+    src.kernels += k->nccl_kernels, src.by_seq += k->by_seq, src.by_order += k->by_order;
+    src.no_launch += k->no_launch, src.no_api += k->no_api, src.dropped += k->dropped;
+  }
   f = lens_trace_cli_open_out(CMD, &c);
   if (f) {
-    if (o.json) lens_job_print_json(f, skel, &j, &al, NULL); /* no model of the whole job: hang not analysed */
-    else lens_job_print_text(f, skel, &j, (size_t)o.top, &al);
+    if (o.json) lens_job_print_json(f, skel, &j, &al, NULL, &src); /* no model of the whole job: hang not analysed */
+    else lens_job_print_text(f, skel, &j, (size_t)o.top, &al, &src);
     rc = lens_trace_cli_close_out(CMD, &c, f, 0);
   }
   lens_align_free(&al);
@@ -463,6 +534,8 @@ out:
   for (size_t i = 0; i < x.n_groups; i++) free(x.groups[i].files);
   free(x.groups);
   free(x.partials);
+  free(x.kinetos);
+  free(x.kstats);
   lens_trace_cli_free(&c); /* paths are c's */
   return rc;
 }

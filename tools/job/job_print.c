@@ -146,11 +146,36 @@ static int by_wait(const void *a, const void *b) {
   return (*(const size_t *)a > *(const size_t *)b) - (*(const size_t *)a < *(const size_t *)b);
 }
 
+static size_t insts_by_order(const struct lens_job *j) {
+  size_t n = 0;
+  for (size_t i = 0; i < j->n_insts; i++) n += !!(j->insts[i].flags & LENS_JOB_BY_ORDER);
+  return n;
+}
+
 void lens_job_print_text(FILE *f, const struct lens_model *m, const struct lens_job *j, size_t max_list,
-                         const struct lens_align *a) {
+                         const struct lens_align *a, const struct lens_job_sources *src) {
   fprintf(f, "nccl-lens job: %zu files, %zu processes, %zu instances: %zu matched on all ranks, %zu on some, %zu on "
              "one\n",
           m->n_files, m->n_procs, j->n_insts, j->matched_all, j->matched_some, j->matched_one);
+  if (src && src->kineto_files) {
+    fprintf(f, "kineto: %zu files, %" PRIu64 " NCCL kernels; times are each file's host wall clock (CLOCK_REALTIME,\n"
+               "  GPU times mapped by CUPTI), its error unknown unless the hosts table below places it; a span is\n"
+               "  the NCCL kernel's (not KernelCh pTimers), stages are differences on one host's clock; a\n"
+               "  kineto-rankR host's \"mono\" clock in the hosts table is that file's wall clock\n",
+            src->kineto_files, src->kernels);
+    if (src->by_order)
+      fprintf(f, "kineto: %" PRIu64 " kernels (%zu instances) matched by order, not Seq: ambiguous where a rank's trace\n"
+                 "  misses or adds a kernel\n",
+              src->by_order, insts_by_order(j));
+    if (src->uneven_comms)
+      fprintf(f, "kineto: %zu communicators matched by order have different kernel counts on different ranks:\n"
+                 "  some of their instances pair kernels of different collectives\n",
+              src->uneven_comms);
+    if (src->no_launch || src->no_api || src->dropped)
+      fprintf(f, "kineto: %" PRIu64 " kernels without their launch, %" PRIu64 " without a record_param_comms op, %" PRIu64
+                 " dropped\n",
+              src->no_launch, src->no_api, src->dropped);
+  }
   size_t host = 0, apart = 0, links = 0;
   for (size_t i = 0; i < j->n_insts; i++) {
     host += !!(j->insts[i].flags & LENS_JOB_HOST_SPANS);
@@ -233,9 +258,15 @@ static void json_stragglers(FILE *f, const struct lens_model *m, const char *key
 }
 
 void lens_job_print_json(FILE *f, const struct lens_model *m, const struct lens_job *j, const struct lens_align *a,
-                         const struct lens_hang_report *hang) {
+                         const struct lens_hang_report *hang, const struct lens_job_sources *src) {
   fprintf(f, "{\"schema\":\"nccl-lens-job/1\",\"threshold_ns\":%" PRIu64 ",\"min_wait_frac\":%.3f,", j->min_wait_ns,
           LENS_JOB_MIN_WAIT_FRAC);
+  if (src && src->kineto_files)
+    fprintf(f, "\"kineto\":{\"files\":%zu,\"clock\":\"wall clock per host (CLOCK_REALTIME), error unknown unless "
+               "aligned\",\"kernels\":%" PRIu64 ",\"by_seq\":%" PRIu64 ",\"by_order\":%" PRIu64
+               ",\"instances_by_order\":%zu,\"uneven_comms\":%zu,\"no_launch\":%" PRIu64 ",\"no_api\":%" PRIu64 ",\"dropped\":%" PRIu64 "},",
+            src->kineto_files, src->kernels, src->by_seq, src->by_order, insts_by_order(j), src->uneven_comms, src->no_launch, src->no_api,
+            src->dropped);
   fputs("\"hang\":", f);
   lens_hang_print_headline_json(f, hang);
   fputc(',', f);
