@@ -81,7 +81,7 @@ static int read_side(const struct lens_trace_cli *c, size_t from, size_t n, stru
   side.n = n;
   side.min_wait_ns = c->min_wait_ns;
   side.filter = c->filter; /* c's: taken back before side is freed */
-  int rc = lens_summary_read(CMD, &side, c->min_wait_ns, r);
+  int rc = lens_summary_read(CMD, &side, c->min_wait_ns, 0, r);
   memset(&side.filter, 0, sizeof side.filter);
   lens_trace_cli_free(&side);
   return rc;

@@ -8,6 +8,7 @@
 #include "job/job_print.h"
 #include "summary/summary_print.h"
 #include "summary/summary_read.h"
+#include "hang/hang_print.h"
 #include "summary/summary_top.h"
 
 #define CMD "summary"
@@ -44,15 +45,13 @@ int lens_cmd_summary(int argc, char **argv) {
     return rc;
   }
   struct lens_summary_run r;
-  rc = lens_summary_read(CMD, &c, 0, &r);
+  rc = lens_summary_read(CMD, &c, 0, LENS_SUMMARY_READ_HANG, &r);
   if (rc) goto done;
   struct lens_summary *s = &r.s;
   size_t cut = lens_summary_top(s, (size_t)o.top);
   if (cut) fprintf(stderr, "nccl-lens summary: --top %ld: %zu operation rows left out\n", o.top, cut);
   s->wide = o.wide;
-  /* TODO(hang): the hang headline (lens_hang_analyze of the whole model)
-   * waits for hang's map and merge (issue 23, the hang port): until then
-   * summary shows no 'hang:' line and JSON "hang" is null. */
+  s->hang = r.have_hang ? &r.hang : NULL; /* the same analysis as `nccl-lens hang`: a stuck collective leads */
   struct lens_summary_align al = {r.job_skel, &r.al};
   rc = 1;
   FILE *f = lens_trace_cli_open_out(CMD, &c);
@@ -60,6 +59,7 @@ int lens_cmd_summary(int argc, char **argv) {
     if (o.json) {
       lens_summary_print_json(f, r.out.skel, s, &al);
     } else {
+      if (r.have_hang) lens_hang_print_headline(f, &r.hang);
       /* the job view leads whenever a communicator has more than one rank loaded */
       if (r.j.comms_multi) {
         fprintf(f, "nccl-lens summary: the job (nccl-lens job has the instances and causes)\n");

@@ -8,7 +8,7 @@
 #include "analysis/job/job_part.h"
 #include "cli/cli.h"
 
-enum { PASS_SUMMARY, PASS_JOB, N_PASSES };
+enum { PASS_SUMMARY, PASS_JOB, PASS_HANG, N_PASSES };
 
 struct map_ctx { const char *cmd; };
 
@@ -45,7 +45,8 @@ static void job_part_free(void *p) {
   free(p);
 }
 
-int lens_summary_read(const char *cmd, struct lens_trace_cli *c, uint64_t job_min_wait_ns, struct lens_summary_run *r) {
+int lens_summary_read(const char *cmd, struct lens_trace_cli *c, uint64_t job_min_wait_ns, unsigned flags,
+                      struct lens_summary_run *r) {
   memset(r, 0, sizeof *r);
   struct map_ctx x = {cmd}; /* read by the workers during lens_passes_run only */
   /* The summary counts every ProxyStep and the bytes of each (their
@@ -53,10 +54,17 @@ int lens_summary_read(const char *cmd, struct lens_trace_cli *c, uint64_t job_mi
   const struct lens_pass passes[N_PASSES] = {
       [PASS_SUMMARY] = {.map = summary_map, .free = summary_part_free, .ctx = &x, .needs = LENS_PASS_STEPS},
       [PASS_JOB] = {.map = job_map, .free = job_part_free, .ctx = &x},
+      [PASS_HANG] = {.map = lens_hang_pass_map, .free = lens_hang_pass_free, .needs = LENS_PASS_STEPS},
   };
-  int rc = lens_passes_run(cmd, c, passes, N_PASSES, NULL, &r->out);
+  size_t n_passes = flags & LENS_SUMMARY_READ_HANG ? N_PASSES : PASS_HANG;
+  int rc = lens_passes_run(cmd, c, passes, n_passes, NULL, &r->out);
   if (rc) return rc;
   size_t ng = r->out.n_groups;
+  if (n_passes > PASS_HANG) {
+    if (lens_hang_merge((struct lens_hang_part *const *)r->out.parts + PASS_HANG * ng, ng, r->out.bases, &r->hang))
+      goto oom;
+    r->have_hang = 1;
+  }
   for (size_t g = 0; g < ng; g++)
     if (lens_summary_merge(&r->s, r->out.parts[PASS_SUMMARY * ng + g], r->out.bases[g].thread)) goto oom;
   /* The summaries are merged: their parts go now, before the job reduce. */
@@ -95,9 +103,11 @@ oom:
 
 void lens_summary_run_free(struct lens_summary_run *r) {
   const struct lens_pass passes[N_PASSES] = {[PASS_SUMMARY] = {.free = summary_part_free},
-                                             [PASS_JOB] = {.free = job_part_free}};
+                                             [PASS_JOB] = {.free = job_part_free},
+                                             [PASS_HANG] = {.free = lens_hang_pass_free}};
   if (r->out.n_passes) lens_passes_free(passes, &r->out);
   if (r->have_align) lens_align_free(&r->al);
+  if (r->have_hang) lens_hang_free(&r->hang);
   if (r->have_job) lens_job_free(&r->j);
   lens_job_skeleton_free(r->job_skel);
   for (size_t g = 0; r->parts && g < r->n_parts; g++) lens_job_part_free(&r->parts[g]);

@@ -11,6 +11,7 @@
 
 #include "analysis/job/job.h"
 #include "analysis/job/job_align.h"
+#include "analysis/hang/hang_analysis.h"
 #include "cli/passes.h"
 #include "cli/trace_args.h"
 #include "summary/summary_model.h"
@@ -25,12 +26,17 @@ struct lens_summary_run {
   int have_job;
   struct lens_align al;          /* the hosts on one time base, from the partials' clocks and j */
   int have_align;
+  struct lens_hang_report hang;  /* with LENS_SUMMARY_READ_HANG: `nccl-lens hang`'s analysis, merged */
+  int have_hang;
 };
 
-/* Reads c's traces. job_min_wait_ns: the job view's --min-wait. 0; 1 after
- * an error line; 2 after a usage error. r is to be freed whatever is
- * returned. */
-int lens_summary_read(const char *cmd, struct lens_trace_cli *c, uint64_t job_min_wait_ns, struct lens_summary_run *r);
+#define LENS_SUMMARY_READ_HANG 0x1u /* a third pass: the hang analysis (lens_hang_map), for the headline */
+
+/* Reads c's traces. job_min_wait_ns: the job view's --min-wait; flags:
+ * LENS_SUMMARY_READ_*. 0; 1 after an error line; 2 after a usage error. r
+ * is to be freed whatever is returned. */
+int lens_summary_read(const char *cmd, struct lens_trace_cli *c, uint64_t job_min_wait_ns, unsigned flags,
+                      struct lens_summary_run *r);
 void lens_summary_run_free(struct lens_summary_run *r);
 
 #endif
