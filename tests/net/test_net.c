@@ -704,7 +704,7 @@ static void test_text_fits_a_screen(void **state) {
     link_rows++;
   }
   assert_int_equal(link_rows, 2);
-  assert_non_null(strstr(res.out, "- **Network connection r1 -> r2"));
+  assert_non_null(strstr(res.out, "- **Slow link r1 -> r2")); /* net's rule: wire-bound */
   /* a bad value: one line, exit 2 (a usage error) */
   const char *bad[] = {"net", "--top", "x", runs[SLOW_LINK].dir, NULL};
   assert_int_equal(cli_run(&res, bad), 0);

@@ -230,8 +230,11 @@ static int slow_links(FILE *f, const struct lens_report *r) {
   int n = 0;
   for (size_t i = 0; net && i < net->n_conns && n < 3; i++) {
     const struct lens_net_conn *c = &net->conns[i];
-    if (!c->stands_out) continue;
-    fprintf(f, "- **Network connection r%d -> r%d (channel %d): steps %.1fx the typical time**, mostly %s (`%s`)%s. "
+    /* net's rule (lens_net_link_is_slow): a connection that stands out
+     * because its sender waits on its GPU, or its receiver on its own, is
+     * no slow link; the job view names those causes. */
+    if (!c->slow) continue;
+    fprintf(f, "- **Slow link r%d -> r%d (channel %d): steps %.1fx the typical time**, mostly %s (`%s`)%s. "
                "`nccl-lens net` splits every step of it.\n",
             c->src, c->dst, c->channel, c->score, lens_net_phase_text(c->dominant), lens_net_phase_name(c->dominant),
             c->reverse >= 0 && c->asymmetry >= 1.5 ? "; the other direction is not" : "");
