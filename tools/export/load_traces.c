@@ -55,7 +55,7 @@ struct lens_model *lens_cli_load(const char *cmd, const char *const *paths, size
     lens_cli_error(cmd, "%s", err);
     return NULL;
   }
-  lens_cli_load_notes(cmd, m);
+  if (!(o && o->no_notes)) lens_cli_load_notes(cmd, m);
   for (size_t i = 0; o && i < o->n_cupti_files; i++) {
     if (!lens_model_add_cupti_file) {
       lens_cli_error(cmd, "--cupti-buffer needs the GPU analysis, which is not built in");
