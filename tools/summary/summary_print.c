@@ -1,4 +1,5 @@
 /* See summary_print.h. */
+#include "cli/format.h"
 #include "summary/summary_print.h"
 
 #include <inttypes.h>
@@ -204,7 +205,9 @@ static void print_ce_json(FILE *f, const struct lens_summary *s) {
     lens_size_bucket_label(r->bucket, size, sizeof size);
     fprintf(f, "%s{\"communicator\":", i ? "," : "");
     lens_json_str(f, g->name);
-    fprintf(f, ",\"comm_id\":\"0x%" PRIx64 "\",\"func\":", g->comm_id);
+    fputs(",\"comm_id\":", f);
+    lens_json_comm_id(f, g->comm_id);
+    fputs(",\"func\":", f);
     lens_json_str(f, r->func);
     fputs(",\"sync_strategy\":", f);
     lens_json_str(f, r->sync_strategy);
@@ -245,7 +248,8 @@ void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct l
     if (r->group != cur) {
       cur = r->group;
       const struct lens_sum_group *g = &s->groups[cur];
-      fprintf(f, "\ncommunicator %s (id 0x%" PRIx64 ", %d ranks, %d seen)\n", g->name[0] ? g->name : "-", g->comm_id,
+      char idb[LENS_COMM_ID_LEN];
+      fprintf(f, "\ncommunicator %s (id %s, %d ranks, %d seen)\n", lens_fmt_comm_name(g->name), lens_fmt_comm_id(g->comm_id, idb),
               g->nranks, g->ranks_seen);
       fprintf(f, "  %-*s %-*s %-7s %-14s %7s %10s %19s %21s %10s", wf, "func", wa, "algo", "proto", "size", "count",
               "bytes", "enqueue avg/max us", "completion avg/max us", "algbw");
@@ -338,7 +342,9 @@ void lens_summary_print_json(FILE *f, const struct lens_model *m, const struct l
     const struct lens_sum_group *gr = &s->groups[g];
     fprintf(f, "%s{\"name\":", g ? "," : "");
     lens_json_str(f, gr->name);
-    fprintf(f, ",\"comm_id\":\"0x%" PRIx64 "\",\"nranks\":%d,\"ranks_seen\":%d,\"ops\":[", gr->comm_id, gr->nranks,
+    fputs(",\"comm_id\":", f);
+    lens_json_comm_id(f, gr->comm_id);
+    fprintf(f, ",\"nranks\":%d,\"ranks_seen\":%d,\"ops\":[", gr->nranks,
             gr->ranks_seen);
     int first = 1;
     for (size_t k = 0; o && k < s->n_rows; k++) {
