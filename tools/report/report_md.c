@@ -87,7 +87,7 @@ static void collectives(FILE *f, const struct lens_summary *s) {
   fprintf(f, "## Collectives and point-to-point, per communicator\n\n"
              "Times in us. enqueue: API call start → Coll/P2p stop (host). completion: its kernel's launch (else the Coll/P2p start, which NCCL makes after the launch) → its last "
              "ProxyOp/KernelCh stop, on each rank: it includes the rank's wait for the last rank to arrive (the job "
-             "view above splits it). algbw: bytes / completion time. ch GPU: per-channel kernel time.\n\n");
+             "view above splits it). algbw: bytes / completion time, GB/s. ch GPU: per-channel kernel time.\n\n");
   if (!s->n_rows) {
     fprintf(f, s->n_ce_rows ? "No kernel collective or point-to-point operations: only copy-engine ones (below).\n\n"
                             : "No collective or point-to-point operations in these traces.\n\n");
@@ -110,7 +110,7 @@ static void collectives(FILE *f, const struct lens_summary *s) {
               lens_fmt_comm_label(g->name, g->comm_id, lb, sizeof lb), lens_fmt_comm_id(g->comm_id, idb), g->nranks,
               g->ranks_seen);
       fprintf(f, "| func | algo | proto | size | count | bytes | enqueue avg | enqueue max | completion avg | "
-                 "completion max | algbw | ch GPU avg | proxy ops/steps/bytes | graph ops |\n"
+                 "completion max | algbw GB/s | ch GPU avg | proxy ops/steps/bytes | graph ops |\n"
                  "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n");
     }
     char size[32], comp_avg[24] = "-", comp_max[24] = "-", ch[24] = "-", fl[96], al[96];

@@ -32,17 +32,14 @@ double lens_summary_algbw(const struct lens_sum_row *r) {
 }
 
 const char *lens_summary_algbw_text(const struct lens_sum_row *r, char *buf, size_t len) {
-  /* "-" without a completion time; else decimal units (GB/s = bytes/ns) with
-   * three significant digits, so small operations do not print 0.000. */
+  /* "-" without a completion time; else GB/s (10^9 bytes a second = bytes
+   * per ns, the unit of every view: docs/cli.md) to three significant
+   * digits, so small operations do not print 0.000. */
   if (!r->completion.n || !r->completion.sum) {
     snprintf(buf, len, "-");
     return buf;
   }
-  static const char *const unit[] = {"B/s", "kB/s", "MB/s", "GB/s", "TB/s"};
-  double v = (double)r->completed_bytes / (double)r->completion.sum * 1e9;
-  int u = 0;
-  while (v >= 1000 && u < 4) v /= 1000, u++;
-  snprintf(buf, len, v >= 100 ? "%.0f %s" : v >= 10 ? "%.1f %s" : "%.2f %s", v, unit[u]);
+  snprintf(buf, len, "%.3g", (double)r->completed_bytes / (double)r->completion.sum);
   return buf;
 }
 
@@ -252,7 +249,7 @@ void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct l
       fprintf(f, "\ncommunicator %s (id %s, %d ranks, %d seen)\n", lens_fmt_comm_name(g->name), lens_fmt_comm_id(g->comm_id, idb),
               g->nranks, g->ranks_seen);
       fprintf(f, "  %-*s %-*s %-7s %-14s %7s %10s %19s %21s %10s", wf, "func", wa, "algo", "proto", "size", "count",
-              "bytes", "enqueue avg/max us", "completion avg/max us", "algbw");
+              "bytes", "enqueue avg/max us", "completion avg/max us", "algbw GB/s");
       if (s->wide) fprintf(f, " %14s %21s", "ch GPU avg us", "proxy ops/steps/bytes");
       fputc('\n', f);
     }
