@@ -48,6 +48,7 @@ struct xopts {
   const char *format;
   const char **into; size_t n_into; /* --into: Kineto files */
   int into_open;                    /* the arguments after --into that name .json files are its */
+  const char *out_dir;              /* --format kineto: -o OUTDIR */
   const char *types;               /* --types, per-trace export only */
   struct lens_chrome_opts chrome;
   struct lens_job_export_opts job;
@@ -102,6 +103,9 @@ static int format_check(void *ctx) {
     if (o->types || lens_filter_any(fl) || fl->n_funcs || o->c->n_cupti)
       return lens_cli_usage(CMD, "--format kineto takes no selection, --types or --cupti-buffer: it merges every "
                                  "kernel of the file"), -1;
+    /* -o names a directory here (it may exist): the shared check of an output file is not for it */
+    o->out_dir = o->c->out;
+    o->c->out = NULL;
     return 0;
   }
   o->job.perfetto = !strcmp(o->format, "perfetto");
@@ -168,7 +172,7 @@ int lens_cmd_export(int argc, char **argv) {
   if (!strcmp(o.format, "kineto")) {
     rc = 1;
     if (!lens_trace_cli_expand_dirs(CMD, &c)) {
-      struct lens_kineto_merge_opts ko = {o.into, o.n_into, c.paths, c.n, c.out};
+      struct lens_kineto_merge_opts ko = {o.into, o.n_into, c.paths, c.n, o.out_dir};
       rc = lens_export_kineto(CMD, &ko);
     }
     goto done;

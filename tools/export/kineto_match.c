@@ -11,12 +11,19 @@
 #define KM_TOL_MIN_NS 3000.0       /* the tolerance is 8 x the spread, within these */
 #define KM_TOL_MAX_NS 100000.0
 #define KM_SLOPE_SPAN_NS 50000000LL /* below this span a drift cannot be told from noise: slope 0 */
+#define KM_CANDIDATES 64           /* first guesses tried per stream pair (seq_match) */
+#define KM_AFTER_CALL 6             /* ... of which, per sample launch, the first kernels after its call */
+#define KM_SCREEN 4                /* of which the best by a first round go through every round */
+#define KM_CAUSAL_TOL_NS 200000.0  /* a kernel starts after its launch call: both on REALTIME, within this */
 
-int64_t km_to_kineto(const struct km_result *r, const struct km_fit *fit, int64_t mono_ns) {
-  long double v = (long double)mono_ns + (long double)r->c_ns - (long double)r->base_ns;
-  if (fit) v += (long double)fit->a_ns + (long double)fit->slope * (long double)(mono_ns - fit->x0);
-  return (int64_t)llroundl(v);
+int64_t km_to_kineto(const struct km_result *r, int64_t mono_ns) { return mono_ns + r->c_ns - r->base_ns; }
+
+int64_t km_fit_to_kineto(const struct km_fit *f, int64_t x) {
+  long double dx = (long double)(x - f->x0);
+  return f->y0 + (int64_t)llroundl(dx + (long double)f->slope * dx);
 }
+
+int64_t km_launch_x(const struct km_launch *l, const struct km_fit *f) { return f->on_gpu ? l->g_start : l->start; }
 
 static int cmp_i64(const void *a, const void *b) {
   int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -57,6 +64,12 @@ static void coarse_offset(const struct lens_model *m, const int32_t *procs, size
   free(v);
 }
 
+int km_kch_timed(const struct lens_event *e) {
+  const uint32_t suspect = LENS_ACC_STOP_BEFORE_START | LENS_ACC_RING_OVERRUN | LENS_ACC_NON_MONOTONIC;
+  return e->type == LENS_T_KERNEL_CH && e->p.kernel_ch.start_gpu_ns && e->p.kernel_ch.stop_gpu_ns >= e->p.kernel_ch.start_gpu_ns &&
+         !(e->acc.flags & suspect);
+}
+
 /* The GPU span of a launch: its CUPTI kernel, else its channels (mapped). */
 static int launch_span(const struct lens_model *m, int32_t li, struct km_launch *l) {
   const struct lens_event *e = &m->events[li];
@@ -64,20 +77,22 @@ static int launch_span(const struct lens_model *m, int32_t li, struct km_launch 
   if (e->acc.cupti_kernel >= 0 && (size_t)e->acc.cupti_kernel < m->n_kernels) {
     const struct lens_kernel *k = &m->kernels[e->acc.cupti_kernel];
     l->corr = k->correlation_id, l->dev = k->device_id, l->cstream = k->stream_id;
-    if (k->start_mono_ns && k->end_mono_ns >= k->start_mono_ns) {
+    if (k->start_mono_ns && k->end_mono_ns >= k->start_mono_ns)
       l->start = (int64_t)k->start_mono_ns, l->end = (int64_t)k->end_mono_ns, l->src = KM_SRC_CUPTI;
-      return 1;
-    }
   }
-  uint64_t lo = UINT64_MAX, hi = 0;
+  uint64_t lo = UINT64_MAX, hi = 0, glo = UINT64_MAX, ghi = 0;
   for (int32_t op = lens_gpu_next_op_of_launch(m, li, -1); op >= 0; op = lens_gpu_next_op_of_launch(m, li, op))
     for (int32_t c = m->events[op].first_child; c >= 0; c = m->events[c].next_sibling) {
       const struct lens_event *x = &m->events[c];
-      if (x->type != LENS_T_KERNEL_CH || !x->acc.gpu_start_mono_ns || x->acc.gpu_stop_mono_ns < x->acc.gpu_start_mono_ns)
-        continue;
+      if (!km_kch_timed(x)) continue;
+      if (x->p.kernel_ch.start_gpu_ns < glo) glo = x->p.kernel_ch.start_gpu_ns;
+      if (x->p.kernel_ch.stop_gpu_ns > ghi) ghi = x->p.kernel_ch.stop_gpu_ns;
+      if (!x->acc.gpu_start_mono_ns || x->acc.gpu_stop_mono_ns < x->acc.gpu_start_mono_ns) continue;
       if (x->acc.gpu_start_mono_ns < lo) lo = x->acc.gpu_start_mono_ns;
       if (x->acc.gpu_stop_mono_ns > hi) hi = x->acc.gpu_stop_mono_ns;
     }
+  if (ghi) l->g_start = (int64_t)glo, l->g_end = (int64_t)ghi;
+  if (l->src == KM_SRC_CUPTI) return 1;
   if (!hi) return 0;
   l->start = (int64_t)lo, l->end = (int64_t)hi, l->src = KM_SRC_CHANNELS;
   return 1;
@@ -85,49 +100,104 @@ static int launch_span(const struct lens_model *m, int32_t li, struct km_launch 
 
 /* ---- the fit ---- */
 
-/* d = y - x over n pairs: offset (and slope over a long enough span),
- * robust residual and largest residual. */
+/* y (Kineto ns) against x (our domain) over n pairs: y = y0 + (x - x0) (1 +
+ * slope), the slope only over a long enough span. Robust first (a few wrong
+ * first-round pairs, a kernel off, must not tilt it: least squares would let
+ * 2 % of pairs a millisecond off move the far end by tens of microseconds):
+ * the median slope of pairs half the run apart (Theil-Sen on n/2 pairs),
+ * the offset at x0 the median of what the slope leaves; then least squares
+ * over the pairs that line keeps (within 5 robust spreads). residual: the
+ * robust spread of what is left; *maxres: the largest (over every pair). */
+static const int64_t *g_fx;
+static int by_fx(const void *a, const void *b) {
+  int64_t x = g_fx[*(const size_t *)a], y = g_fx[*(const size_t *)b];
+  return x < y ? -1 : x > y;
+}
+
+/* residual of pair i against the line through (x[0], y[0]) with this slope */
+static double left(const int64_t *x, const int64_t *y, size_t i, double slope) {
+  long double dx = (long double)(x[i] - x[0]);
+  return (double)((long double)(y[i] - y[0]) - dx - (long double)slope * dx);
+}
+
 static void fit_line(const int64_t *x, const int64_t *y, size_t n, struct km_fit *f, double *maxres) {
   f->pairs = n;
-  f->a_ns = 0, f->slope = 0, f->residual_ns = 0, f->x0 = n ? x[0] : 0;
+  f->slope = 0, f->residual_ns = 0, f->x0 = n ? x[0] : 0, f->y0 = n ? y[0] : 0;
   *maxres = 0;
   if (!n) return;
-  long double sx = 0, sd = 0;
-  int64_t xmin = x[0], xmax = x[0];
-  for (size_t i = 0; i < n; i++) {
-    sx += (long double)(x[i] - x[0]);
-    sd += (long double)(y[i] - x[i]);
-    if (x[i] < xmin) xmin = x[i];
-    if (x[i] > xmax) xmax = x[i];
-  }
-  long double mx = sx / n, md = sd / n;
-  f->x0 = x[0] + (int64_t)llroundl(mx);
-  if (xmax - xmin >= KM_SLOPE_SPAN_NS && n >= 3) {
-    long double cxx = 0, cxd = 0;
-    for (size_t i = 0; i < n; i++) {
-      long double dx = (long double)(x[i] - f->x0), dd = (long double)(y[i] - x[i]) - md;
-      cxx += dx * dx, cxd += dx * dd;
-    }
-    if (cxx > 0) f->slope = (double)(cxd / cxx);
-  }
-  /* the offset at x0: the median of what the slope leaves (robust to a few
-   * pairs off by the channels' own lag) */
   double *res = malloc(n * sizeof *res);
-  if (!res) {
-    f->a_ns = (double)md;
+  size_t *ix = malloc(n * sizeof *ix);
+  if (!res || !ix) {
+    free(res), free(ix);
     return;
   }
-  for (size_t i = 0; i < n; i++) res[i] = (double)(y[i] - x[i]) - f->slope * (double)(x[i] - f->x0);
+  for (size_t i = 0; i < n; i++) ix[i] = i;
+  g_fx = x;
+  qsort(ix, n, sizeof *ix, by_fx);
+  int64_t span = x[ix[n - 1]] - x[ix[0]];
+  if (span >= KM_SLOPE_SPAN_NS && n >= 4) {
+    size_t h = n / 2, k = 0;
+    for (size_t i = 0; i < h; i++) {
+      int64_t a = (int64_t)ix[i], b = (int64_t)ix[i + h];
+      int64_t dx = x[b] - x[a];
+      if (dx <= 0) continue;
+      res[k++] = (double)((y[b] - y[a]) - dx) / (double)dx;
+    }
+    if (k) {
+      qsort(res, k, sizeof *res, cmp_dbl);
+      f->slope = res[k / 2];
+    }
+  }
+  long double sx = 0;
+  for (size_t i = 0; i < n; i++) sx += (long double)(x[i] - x[0]);
+  f->x0 = x[0] + (int64_t)llroundl(sx / n);
+  for (int pass = 0; pass < 2; pass++) {
+    for (size_t i = 0; i < n; i++) res[i] = left(x, y, i, f->slope);
+    qsort(res, n, sizeof *res, cmp_dbl);
+    double med = res[n / 2];
+    for (size_t i = 0; i < n; i++) res[i] = fabs(res[i] - med);
+    qsort(res, n, sizeof *res, cmp_dbl);
+    double keep = 5 * 1.4826 * res[n / 2] + 100.0;
+    if (pass || span < KM_SLOPE_SPAN_NS || n < 4) break;
+    /* least squares over the pairs this line keeps */
+    long double sxk = 0, sdk = 0, cxx = 0, cxd = 0;
+    size_t nk = 0;
+    for (size_t i = 0; i < n; i++)
+      if (fabs(left(x, y, i, f->slope) - med) <= keep) {
+        sxk += (long double)(x[i] - x[0]), sdk += (long double)((y[i] - y[0]) - (x[i] - x[0])), nk++;
+      }
+    if (nk < 3) break;
+    long double mxk = sxk / nk, mdk = sdk / nk;
+    double b = f->slope;
+    for (size_t i = 0; i < n; i++)
+      if (fabs(left(x, y, i, b) - med) <= keep) {
+        long double dx = (long double)(x[i] - x[0]) - mxk, dd = (long double)((y[i] - y[0]) - (x[i] - x[0])) - mdk;
+        cxx += dx * dx, cxd += dx * dd;
+      }
+    if (cxx > 0) f->slope = (double)(cxd / cxx);
+  }
+  for (size_t i = 0; i < n; i++) res[i] = left(x, y, i, f->slope);
   qsort(res, n, sizeof *res, cmp_dbl);
-  f->a_ns = res[n / 2];
+  double med = res[n / 2];
+  long double dx0 = (long double)(f->x0 - x[0]);
+  f->y0 = y[0] + (int64_t)llroundl(dx0 + (long double)f->slope * dx0 + med);
   for (size_t i = 0; i < n; i++) {
-    double v = fabs(res[i] - f->a_ns);
+    double v = fabs(left(x, y, i, f->slope) - med);
     if (v > *maxres) *maxres = v;
     res[i] = v;
   }
   qsort(res, n, sizeof *res, cmp_dbl);
   f->residual_ns = 1.4826 * res[n / 2];
-  free(res);
+  free(res), free(ix);
+}
+
+/* What the host clock alone says of a (launch, kernel) pair, on REALTIME on
+ * both sides (no GPU mapping in it): the kernel started after the launch was
+ * called. (That a launch's proxy ops overlap its kernel would be evidence
+ * too, but a ProxyOp's start is when the proxy noticed it, which a starved
+ * proxy does after the kernel ended; not used.) */
+static int host_plausible(const struct km_result *r, const struct km_launch *a, const struct kj_kernel *k) {
+  return (double)k->ts_ns >= (double)(a->call + r->c_ns - r->base_ns) - KM_CAUSAL_TOL_NS;
 }
 
 /* ---- order and time, one pair of streams ---- */
@@ -138,17 +208,18 @@ struct seq {
   struct km_result *r;
   const int32_t *L; size_t nl; /* launches (indexes into r->l), by start */
   const int32_t *K; size_t nk; /* kernels (indexes into s->k), by ts */
+  int gpu;                     /* most launches have raw GPU times: fit on them (the others stay unmatched) */
 };
 
-static int64_t pred(const struct seq *q, const struct km_fit *f, int64_t mono) {
-  long double v = (long double)mono + (long double)q->r->c_ns - (long double)q->r->base_ns + (long double)f->a_ns +
-                  (long double)f->slope * (long double)(mono - f->x0);
-  return (int64_t)llroundl(v);
+/* A launch's start (end 0) or end (1) on the Kineto file's time under fit f. */
+static int64_t pred(const struct km_fit *f, const struct km_launch *a, int end) {
+  int64_t x = f->on_gpu ? (end ? a->g_end : a->g_start) : (end ? a->end : a->start);
+  return km_fit_to_kineto(f, x);
 }
 
-/* Our span [ps, pe] (predicted) inside kernel k within tol. */
+/* Our span [ps, pe] (predicted) starts with kernel k and lies inside it, within tol. */
 static int inside(const struct kj_kernel *k, int64_t ps, int64_t pe, double tol) {
-  return (double)ps >= (double)k->ts_ns - tol && (double)pe <= (double)(k->ts_ns + k->dur_ns) + tol;
+  return fabs((double)(ps - k->ts_ns)) <= tol && (double)pe <= (double)(k->ts_ns + k->dur_ns) + tol;
 }
 
 /* One pass of matching under fit f: pairs into mi/mj (n returned). */
@@ -158,7 +229,7 @@ static size_t seq_pass(const struct seq *q, const struct km_fit *f, double tol, 
   const struct km_launch *l = q->r->l;
   while (i < q->nl && j < q->nk) {
     const struct km_launch *a = &l[q->L[i]];
-    if (a->kk >= 0) {
+    if (a->kk >= 0 || !a->start || (f->on_gpu && !a->g_start)) {
       i++;
       continue;
     }
@@ -167,10 +238,18 @@ static size_t seq_pass(const struct seq *q, const struct km_fit *f, double tol, 
       continue;
     }
     const struct kj_kernel *k = &q->s->k[q->K[j]];
-    int64_t ps = pred(q, f, a->start), pe = pred(q, f, a->end);
+    if ((double)k->ts_ns < (double)(a->call + q->r->c_ns - q->r->base_ns) - KM_CAUSAL_TOL_NS) {
+      j++; /* started before this launch was called: not its kernel, nor a later launch's */
+      continue;
+    }
+    int64_t ps = pred(f, a, 0), pe = pred(f, a, 1);
     if (!inside(k, ps, pe, tol)) {
       if ((double)k->ts_ns + tol < (double)ps) j++;
       else i++;
+      continue;
+    }
+    if (!host_plausible(q->r, a, k)) { /* our GPU times of this launch contradict the host clock: leave it */
+      i++;
       continue;
     }
     /* the only candidate both ways: the next kernel cannot hold this launch, the next launch cannot fit this kernel */
@@ -182,9 +261,9 @@ static size_t seq_pass(const struct seq *q, const struct km_fit *f, double tol, 
     }
     for (size_t i2 = i + 1; i2 < q->nl && !amb; i2++) {
       const struct km_launch *b = &l[q->L[i2]];
-      int64_t bs = pred(q, f, b->start), be = pred(q, f, b->end);
+      int64_t bs = pred(f, b, 0), be = pred(f, b, 1);
       if ((double)bs - tol > (double)(k->ts_ns + k->dur_ns)) break;
-      amb = b->kk < 0 && inside(k, bs, be, tol);
+      amb = b->kk < 0 && b->start && (!f->on_gpu || b->g_start) && inside(k, bs, be, tol);
     }
     if (amb) {
       if (ambiguous) (*ambiguous)++;
@@ -199,20 +278,58 @@ static size_t seq_pass(const struct seq *q, const struct km_fit *f, double tol, 
 
 static double clampd(double v, double lo, double hi) { return v < lo ? lo : v > hi ? hi : v; }
 
-/* Matches one stream pair; commit 0: only counts. Returns the pairs made (or -1 no memory). */
+/* The rounds from a first guess f (on our host clock): match, fit on the
+ * GPU's own clock, match again tighter. Pairs in mi/mj, the fit in *f. */
+static size_t rounds(const struct seq *q, struct km_fit *f, double tol, int32_t *mi, int32_t *mj, int64_t *x,
+                     int64_t *y, size_t *amb) {
+  size_t n = 0;
+  for (int round = 0; round < 3; round++) {
+    *amb = 0;
+    n = seq_pass(q, f, tol, mi, mj, amb);
+    if (!n) break;
+    f->on_gpu = q->gpu;
+    for (size_t k = 0; k < n; k++) x[k] = km_launch_x(&q->r->l[mi[k]], f), y[k] = q->s->k[mj[k]].ts_ns;
+    double maxres;
+    fit_line(x, y, n, f, &maxres);
+    tol = clampd(8 * f->residual_ns + 1000.0, KM_TOL_MIN_NS, KM_TOL_MAX_NS);
+  }
+  return n;
+}
+
+/* A first guess: our host time + C - base + delta. */
+static struct km_fit guess(const struct seq *q, double delta) {
+  struct km_fit f = {.on_gpu = 0, .x0 = 0, .y0 = q->r->c_ns - q->r->base_ns + (int64_t)llround(delta)};
+  return f;
+}
+
+/* Matches one stream pair; commit 0: only counts. Returns the pairs made (or -1 no memory).
+ *
+ * Our host-clock GPU times can be off by more than the kernels' period (our
+ * clock map under a starved proxy), and the kernels of a training loop repeat:
+ * an alignment shifted by a whole period fits as well locally. So several
+ * first guesses are tried -- the median distance to the nearest kernel, and
+ * the offsets that put a few sample launches on each kernel near them --
+ * and the one that matches most wins; a kernel never pairs with a launch
+ * called after it started (KM_CAUSAL_TOL_NS), which a shift to earlier
+ * kernels breaks, and a shift to later ones loses the pairs at the ends.
+ * Two different alignments matching as many: the pair is left unmatched. */
 static long seq_match(const struct seq *q, int commit) {
   size_t cap = q->nl < q->nk ? q->nl : q->nk;
   if (!cap) return 0;
   int32_t *mi = malloc(cap * sizeof *mi), *mj = malloc(cap * sizeof *mj);
+  int32_t *bi = malloc(cap * sizeof *bi), *bj = malloc(cap * sizeof *bj);
   int64_t *x = malloc(cap * sizeof *x), *y = malloc(cap * sizeof *y);
   double *d = malloc(q->nl * sizeof *d);
+  double cand[KM_CANDIDATES];
+  size_t nc = 0;
   long out = -1;
-  if (!mi || !mj || !x || !y || !d) goto done;
-  /* first guess: the median distance from each launch to its nearest kernel */
-  size_t nd = 0;
+  if (!mi || !mj || !bi || !bj || !x || !y || !d) goto done;
+  /* the median distance from each launch to its nearest kernel */
+  size_t nd = 0, with_time = 0;
   for (size_t i = 0; i < q->nl; i++) {
     const struct km_launch *a = &q->r->l[q->L[i]];
-    if (a->kk >= 0) continue;
+    if (a->kk >= 0 || !a->start) continue;
+    with_time++;
     int64_t xs = a->start + q->r->c_ns - q->r->base_ns;
     size_t lo = 0, hi = q->nk;
     while (lo < hi) {
@@ -230,28 +347,93 @@ static long seq_match(const struct seq *q, int commit) {
   out = 0;
   if (!nd) goto done;
   qsort(d, nd, sizeof *d, cmp_dbl);
-  struct km_fit f = {.a_ns = d[nd / 2], .x0 = 0};
-  for (size_t i = 0; i < nd; i++) d[i] = fabs(d[i] - f.a_ns);
+  double med = d[nd / 2];
+  cand[nc++] = med;
+  for (size_t i = 0; i < nd; i++) d[i] = fabs(d[i] - med);
   qsort(d, nd, sizeof *d, cmp_dbl);
   double tol = clampd(8 * 1.4826 * d[nd / 2], KM_TOL_MIN_NS, KM_TOL_MAX_NS);
-  size_t n = 0;
-  for (int round = 0; round < 2; round++) {
-    n = seq_pass(q, &f, tol, mi, mj, round ? &q->r->ambiguous : NULL);
-    if (!n) break;
-    for (size_t k = 0; k < n; k++) x[k] = q->r->l[mi[k]].start, y[k] = q->s->k[mj[k]].ts_ns - (q->r->c_ns - q->r->base_ns);
-    double maxres;
-    fit_line(x, y, n, &f, &maxres);
-    tol = clampd(8 * f.residual_ns + 1000.0, KM_TOL_MIN_NS, KM_TOL_MAX_NS);
-  }
-  if (commit)
-    for (size_t k = 0; k < n; k++) {
-      q->r->l[mi[k]].kk = mj[k];
-      q->r->l[mi[k]].by = KM_BY_ORDER_TIME;
-      q->r->kk_launch[mj[k]] = mi[k];
+  /* sample launches at a quarter, half and three quarters: each kernel near them is a guess */
+  for (int qt = 1; qt <= 3; qt++) {
+    size_t want = with_time * (size_t)qt / 4, seen = 0;
+    const struct km_launch *a = NULL;
+    for (size_t i = 0; i < q->nl && !a; i++) {
+      const struct km_launch *c = &q->r->l[q->L[i]];
+      if (c->kk < 0 && c->start && seen++ == want) a = c;
     }
-  out = (long)n;
+    if (!a) continue;
+    int64_t xs = a->start + q->r->c_ns - q->r->base_ns;
+    size_t lo = 0, hi = q->nk;
+    while (lo < hi) {
+      size_t mid = (lo + hi) / 2;
+      if (q->s->k[q->K[mid]].ts_ns < xs) lo = mid + 1;
+      else hi = mid;
+    }
+    /* the first kernels after its launch call: its own, when the stream had no queue (the host clock is
+     * exact where our GPU mapping may be far off) */
+    int64_t cs = a->call + q->r->c_ns - q->r->base_ns - (int64_t)KM_CAUSAL_TOL_NS;
+    size_t c0 = 0, c1 = q->nk;
+    while (c0 < c1) {
+      size_t mid = (c0 + c1) / 2;
+      if (q->s->k[q->K[mid]].ts_ns < cs) c0 = mid + 1;
+      else c1 = mid;
+    }
+    for (size_t j = c0; j < q->nk && j < c0 + KM_AFTER_CALL && nc < KM_CANDIDATES; j++)
+      cand[nc++] = (double)(q->s->k[q->K[j]].ts_ns - xs);
+    /* nearest first, alternating sides, within the window */
+    size_t l = lo, r = lo, per = (KM_CANDIDATES - 1) / 3 - KM_AFTER_CALL;
+    for (size_t k = 0; k < per && nc < KM_CANDIDATES; k++) {
+      int64_t dl = l > 0 ? xs - q->s->k[q->K[l - 1]].ts_ns : INT64_MAX;
+      int64_t dr = r < q->nk ? q->s->k[q->K[r]].ts_ns - xs : INT64_MAX;
+      if (dl == INT64_MAX && dr == INT64_MAX) break;
+      if (dl <= dr) {
+        if (dl > KM_WINDOW_NS) break;
+        cand[nc++] = (double)-dl, l--;
+      } else {
+        if (dr > KM_WINDOW_NS) break;
+        cand[nc++] = (double)dr, r++;
+      }
+    }
+  }
+  /* screen every guess by its first round; the best few go through all rounds */
+  long score[KM_CANDIDATES];
+  for (size_t c = 0; c < nc; c++) {
+    struct km_fit f = guess(q, cand[c]);
+    size_t amb = 0;
+    score[c] = (long)seq_pass(q, &f, tol, mi, mj, &amb);
+  }
+  size_t best_n = 0, amb_best = 0, ties = 0;
+  struct km_fit best_f = {0};
+  for (int pick = 0; pick < KM_SCREEN; pick++) {
+    size_t top = nc;
+    for (size_t c = 0; c < nc; c++)
+      if (score[c] > 0 && (top == nc || score[c] > score[top])) top = c;
+    if (top == nc) break;
+    score[top] = -1;
+    struct km_fit f = guess(q, cand[top]);
+    size_t amb = 0, n = rounds(q, &f, tol, mi, mj, x, y, &amb);
+    if (n > best_n) {
+      best_n = n, amb_best = amb, best_f = f, ties = 0;
+      memcpy(bi, mi, n * sizeof *bi), memcpy(bj, mj, n * sizeof *bj);
+    } else if (n == best_n && n && (memcmp(bi, mi, n * sizeof *bi) || memcmp(bj, mj, n * sizeof *bj))) {
+      ties++;
+    }
+  }
+  (void)best_f;
+  if (ties) { /* two alignments as good: not ours to pick */
+    if (commit) q->r->ambiguous += best_n;
+    goto done;
+  }
+  if (commit) {
+    q->r->ambiguous += amb_best;
+    for (size_t k = 0; k < best_n; k++) {
+      q->r->l[bi[k]].kk = bj[k];
+      q->r->l[bi[k]].by = KM_BY_ORDER_TIME;
+      q->r->kk_launch[bj[k]] = bi[k];
+    }
+  }
+  out = (long)best_n;
 done:
-  free(mi), free(mj), free(x), free(y), free(d);
+  free(mi), free(mj), free(bi), free(bj), free(x), free(y), free(d);
   return out;
 }
 
@@ -284,9 +466,72 @@ static int by_pair(const void *a, const void *b) {
 }
 
 struct cand { size_t s, t; long score; };
+
+static int all_gpu(const struct km_result *r, const int32_t *L, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!r->l[L[i]].g_start) return 0;
+  return n > 0;
+}
+
+/* Most launches of a stream with raw GPU times: the stream is matched on them. */
+static int most_gpu(const struct km_result *r, const int32_t *L, size_t n) {
+  size_t g = 0;
+  for (size_t i = 0; i < n; i++) g += r->l[L[i]].g_start != 0;
+  return n > 0 && 2 * g >= n;
+}
 static int by_score(const void *a, const void *b) {
   const struct cand *x = a, *y = b;
   return x->score > y->score ? -1 : x->score < y->score;
+}
+
+/* Launches the time match could not place (no GPU time of ours: their
+ * channel records lost) between two matched neighbours of the same stream
+ * pair: kernels on one stream run in launch order, so when as many of our
+ * launches as of the file's kernels lie unmatched between the two pairs,
+ * they pair in order -- each kernel starting after its launch call (CPU
+ * times are on REALTIME on both sides, within tol). Else they stay
+ * unmatched. */
+#define KM_GAP_MAX 64 /* a longer run of our launches without GPU time stays unmatched */
+static const struct lens_model *g_m;
+static int by_stream_call(const void *a, const void *b) {
+  const struct km_launch *x = &g_r->l[*(const int32_t *)a], *y = &g_r->l[*(const int32_t *)b];
+  if (x->stream != y->stream) return x->stream < y->stream ? -1 : 1;
+  uint64_t p = g_m->events[x->ev].start_mono_ns, q = g_m->events[y->ev].start_mono_ns;
+  return p < q ? -1 : p > q;
+}
+
+static void fill_gaps(const struct lens_model *m, const struct kj_scan *s, struct km_result *r, int32_t *L,
+                      const int32_t *K, const int32_t *kpos) {
+  for (size_t i = 0; i < r->n_l; i++) L[i] = (int32_t)i;
+  g_m = m;
+  qsort(L, r->n_l, sizeof *L, by_stream_call);
+  size_t prev = SIZE_MAX;
+  for (size_t i = 0; i < r->n_l; i++) {
+    const struct km_launch *b = &r->l[L[i]];
+    if (b->kk < 0) continue;
+    if (prev != SIZE_MAX && r->l[L[prev]].stream == b->stream && i - prev > 1 && i - prev - 1 <= KM_GAP_MAX) {
+      const struct km_launch *a = &r->l[L[prev]];
+      const struct kj_kernel *ka = &s->k[a->kk], *kb = &s->k[b->kk];
+      int32_t pa = kpos[a->kk], pb = kpos[b->kk];
+      size_t nu = i - prev - 1, nv = 0;
+      int32_t v[KM_GAP_MAX];
+      int ok = ka->pid == kb->pid && ka->tid == kb->tid && pb > pa;
+      for (int32_t j = pa + 1; ok && j < pb; j++)
+        if (r->kk_launch[K[j]] < 0) {
+          if (nv == KM_GAP_MAX) ok = 0;
+          else v[nv++] = K[j];
+        }
+      ok = ok && nv == nu;
+      for (size_t k = 0; ok && k < nu; k++) ok = host_plausible(r, &r->l[L[prev + 1 + k]], &s->k[v[k]]);
+      for (size_t k = 0; ok && k < nu; k++) {
+        struct km_launch *u = &r->l[L[prev + 1 + k]];
+        u->kk = v[k], u->by = KM_BY_ORDER_GAP;
+        r->kk_launch[v[k]] = L[prev + 1 + k];
+        r->by_gap++;
+      }
+    }
+    prev = i;
+  }
 }
 
 int km_match(const struct lens_model *m, const int32_t *procs, size_t n_procs, const struct kj_scan *s,
@@ -312,10 +557,10 @@ int km_match(const struct lens_model *m, const int32_t *procs, size_t n_procs, c
       r->launches_graph++;
       continue;
     }
-    struct km_launch l = {.ev = (int32_t)i, .stream = e->p.kernel_launch.stream, .kk = -1, .fit = -1};
-    if (!launch_span(m, (int32_t)i, &l)) {
+    struct km_launch l = {.src = -1, .ev = (int32_t)i, .call = (int64_t)e->start_mono_ns, .stream = e->p.kernel_launch.stream, .kk = -1, .fit = -1};
+    if (!launch_span(m, (int32_t)i, &l)) { /* kept: matched by order alone, if at all (fill_gaps) */
       r->launches_no_gpu_time++;
-      continue;
+      l.start = l.end = l.g_start = l.g_end = 0;
     }
     if (r->n_l == cap) {
       cap = cap ? cap * 2 : 256;
@@ -371,7 +616,7 @@ int km_match(const struct lens_model *m, const int32_t *procs, size_t n_procs, c
   size_t nc = 0;
   for (size_t a = 0; cv && a < ns; a++)
     for (size_t b = 0; b < nt; b++) {
-      struct seq q = {m, s, r, L + sg[a], sg[a + 1] - sg[a], K + tg[b], tg[b + 1] - tg[b]};
+      struct seq q = {m, s, r, L + sg[a], sg[a + 1] - sg[a], K + tg[b], tg[b + 1] - tg[b], most_gpu(r, L + sg[a], sg[a + 1] - sg[a])};
       long sc = seq_match(&q, 0);
       if (sc < 0) {
         free(sg), free(tg);
@@ -384,17 +629,24 @@ int km_match(const struct lens_model *m, const int32_t *procs, size_t n_procs, c
   for (size_t c = 0; used_s && used_t && c < nc; c++) {
     if (used_s[cv[c].s] || used_t[cv[c].t]) continue;
     used_s[cv[c].s] = used_t[cv[c].t] = 1;
-    struct seq q = {m, s, r, L + sg[cv[c].s], sg[cv[c].s + 1] - sg[cv[c].s], K + tg[cv[c].t], tg[cv[c].t + 1] - tg[cv[c].t]};
+    const int32_t *Ls = L + sg[cv[c].s];
+    size_t nls = sg[cv[c].s + 1] - sg[cv[c].s];
+    struct seq q = {m, s, r, Ls, nls, K + tg[cv[c].t], tg[cv[c].t + 1] - tg[cv[c].t], most_gpu(r, Ls, nls)};
     long got = seq_match(&q, 1);
     if (got > 0) r->by_order += (size_t)got;
   }
   int oom = !used_s || !used_t;
   free(used_s), free(used_t), free(sg), free(tg);
   if (oom) goto out;
-  /* the fits, per stream pair, over every matched launch (both ways) */
+  int32_t *kpos = malloc((s->n_k ? s->n_k : 1) * sizeof *kpos);
+  if (!kpos) goto out;
+  for (size_t j = 0; j < s->n_k; j++) kpos[K[j]] = (int32_t)j;
+  fill_gaps(m, s, r, L, K, kpos);
+  free(kpos);
+  /* the fits, per stream pair, over every launch matched in time (both ways) */
   size_t nm = 0;
   for (size_t i = 0; i < r->n_l; i++)
-    if (r->l[i].kk >= 0) L[nm++] = (int32_t)i;
+    if (r->l[i].kk >= 0 && r->l[i].by != KM_BY_ORDER_GAP) L[nm++] = (int32_t)i;
   qsort(L, nm, sizeof *L, by_pair);
   int64_t *x = malloc((nm ? nm : 1) * sizeof *x), *y = malloc((nm ? nm : 1) * sizeof *y);
   if (!x || !y) {
@@ -408,11 +660,21 @@ int km_match(const struct lens_model *m, const int32_t *procs, size_t n_procs, c
     while (e < nm && r->l[L[e]].stream == a->stream && s->k[r->l[L[e]].kk].pid == ka->pid &&
            s->k[r->l[L[e]].kk].tid == ka->tid)
       e++;
-    for (size_t k = i; k < e; k++)
-      x[k - i] = r->l[L[k]].start, y[k - i] = s->k[r->l[L[k]].kk].ts_ns - (r->c_ns - r->base_ns);
-    struct km_fit f = {.our_stream = a->stream, .dev = ka->pid, .stream = ka->tid};
+    struct km_fit f = {.our_stream = a->stream, .dev = ka->pid, .stream = ka->tid, .on_gpu = all_gpu(r, L + i, e - i)};
+    for (size_t k = i; k < e; k++) x[k - i] = km_launch_x(&r->l[L[k]], &f), y[k - i] = s->k[r->l[L[k]].kk].ts_ns;
     double maxres;
     fit_line(x, y, e - i, &f, &maxres);
+    /* the bound covers both ends: a kernel's channels may also end after it by this much */
+    for (size_t k = i; k < e; k++) {
+      const struct km_launch *l = &r->l[L[k]];
+      const struct kj_kernel *kk = &s->k[l->kk];
+      int64_t xe = f.on_gpu ? l->g_end : l->end;
+      double over = (double)(km_fit_to_kineto(&f, xe) - (kk->ts_ns + kk->dur_ns));
+      if (over > maxres) maxres = over;
+    }
+    /* the fine offset, as a number a reader can judge: Kineto minus (our host time + C - base) at the median pair */
+    const struct km_launch *mid = &r->l[L[i + (e - i) / 2]];
+    f.a_ns = (double)(km_fit_to_kineto(&f, km_launch_x(mid, &f)) - km_to_kineto(r, mid->start));
     /* Where a channel lands against this file's kernel: its launch's start
      * residual (channel - launch start is an exact GPU-time difference), so
      * the largest residual, plus the file's own rounding of ts. Our clock

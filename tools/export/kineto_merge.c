@@ -168,9 +168,13 @@ static int collect(struct emit *x) {
     for (int32_t op = lens_gpu_next_op_of_launch(m, l->ev, -1); op >= 0; op = lens_gpu_next_op_of_launch(m, l->ev, op))
       for (int32_t c = m->events[op].first_child; c >= 0; c = m->events[c].next_sibling) {
         const struct lens_event *e = &m->events[c];
-        if (e->type == LENS_T_KERNEL_CH && e->acc.gpu_start_mono_ns && e->acc.gpu_stop_mono_ns >= e->acc.gpu_start_mono_ns) {
-          int64_t ts = km_to_kineto(r, f, (int64_t)e->acc.gpu_start_mono_ns);
-          int64_t te = km_to_kineto(r, f, (int64_t)e->acc.gpu_stop_mono_ns);
+        int timed = f && e->type == LENS_T_KERNEL_CH &&
+                    (f->on_gpu ? km_kch_timed(e)
+                               : e->acc.gpu_start_mono_ns && e->acc.gpu_stop_mono_ns >= e->acc.gpu_start_mono_ns);
+        if (timed) {
+          /* on the fit's domain: the raw pTimers (or our host mapping when the fit is on it) */
+          int64_t ts = km_fit_to_kineto(f, f->on_gpu ? (int64_t)e->p.kernel_ch.start_gpu_ns : (int64_t)e->acc.gpu_start_mono_ns);
+          int64_t te = km_fit_to_kineto(f, f->on_gpu ? (int64_t)e->p.kernel_ch.stop_gpu_ns : (int64_t)e->acc.gpu_stop_mono_ns);
           double out = 0, bound = f ? f->bound_ns : 0;
           if (ts < k->ts_ns) out = (double)(k->ts_ns - ts);
           if (te > k->ts_ns + k->dur_ns && (double)(te - k->ts_ns - k->dur_ns) > out) out = (double)(te - k->ts_ns - k->dur_ns);
@@ -181,16 +185,16 @@ static int collect(struct emit *x) {
           if (add_slice(x, &cap, (struct slice){k->pid, row, ts, te - ts, c, (int32_t)i, SL_CHANNEL})) return -1;
         } else if (e->type == LENS_T_PROXY_OP && e->stop_mono_ns > e->start_mono_ns) {
           int64_t row = KM_TID_PROXY_OP + (e->p.proxy_op.peer % 10000) * 100 + (e->p.proxy_op.is_send ? 50 : 0);
-          int64_t ts = km_to_kineto(r, NULL, (int64_t)e->start_mono_ns);
-          int64_t te = km_to_kineto(r, NULL, (int64_t)e->stop_mono_ns);
+          int64_t ts = km_to_kineto(r, (int64_t)e->start_mono_ns);
+          int64_t te = km_to_kineto(r, (int64_t)e->stop_mono_ns);
           if (add_slice(x, &cap, (struct slice){x->cpu_pid, row, ts, te - ts, c, (int32_t)i, SL_OP})) return -1;
           x->ops++;
           for (int32_t d = e->first_child; d >= 0; d = m->events[d].next_sibling) {
             const struct lens_event *st = &m->events[d];
             if (st->type != LENS_T_PROXY_STEP || st->stop_mono_ns <= st->start_mono_ns) continue;
             int64_t srow = row - KM_TID_PROXY_OP + KM_TID_PROXY_STEP;
-            int64_t ss = km_to_kineto(r, NULL, (int64_t)st->start_mono_ns);
-            int64_t se = km_to_kineto(r, NULL, (int64_t)st->stop_mono_ns);
+            int64_t ss = km_to_kineto(r, (int64_t)st->start_mono_ns);
+            int64_t se = km_to_kineto(r, (int64_t)st->stop_mono_ns);
             if (add_slice(x, &cap, (struct slice){x->cpu_pid, srow, ss, se - ss, d, (int32_t)i, SL_STEP})) return -1;
             x->steps++;
           }
@@ -291,11 +295,11 @@ static void args_for(void *ctx, uint64_t index, FILE *o) {
   fputs(",\"nccl_lens comm\":", o);
   lens_json_hex(o, comm);
   fprintf(o, ",\"nccl_lens ops\":%d,\"nccl_lens match\":\"%s\"", n_ops,
-          l->by == KM_BY_CORRELATION ? "correlation" : "order+time");
+          l->by == KM_BY_CORRELATION ? "correlation" : l->by == KM_BY_ORDER_GAP ? "order" : "order+time");
   const struct km_fit *f = fit_of(x->r, l);
   if (f) {
     fputs(",\"nccl_lens start residual us\":", o);
-    lens_json_us_signed(o, x->s->k[kj].ts_ns - km_to_kineto(x->r, f, l->start));
+    lens_json_us_signed(o, x->s->k[kj].ts_ns - km_fit_to_kineto(f, km_launch_x(l, f)));
   }
   /* several ranks: the instance as the job view decomposed it */
   const struct jrow *jr = first_op >= 0 ? jrow_of(x, first_op) : NULL;
@@ -400,7 +404,7 @@ static void meta(void *ctx, FILE *o) {
   struct emit *x = ctx;
   const struct km_result *r = x->r;
   const struct kj_scan *s = x->s;
-  size_t matched = r->by_corr + r->by_order;
+  size_t matched = r->by_corr + r->by_order + r->by_gap;
   double worst_bound = 0, worst_res = 0;
   for (size_t i = 0; i < r->n_fits; i++) {
     if (r->fits[i].bound_ns > worst_bound) worst_bound = r->fits[i].bound_ns;
@@ -411,8 +415,8 @@ static void meta(void *ctx, FILE *o) {
   fprintf(o, ",\"process\":{\"pid\":%u,\"host\":", x->m->procs[0].pid);
   lens_json_str(o, x->m->procs[0].host);
   fprintf(o, "},\n\"nccl_kernels\":%zu,\"matched\":%zu,\"matched_by_correlation\":%zu,\"matched_by_order_time\":%zu,"
-             "\"unmatched\":%zu,\"ambiguous\":%zu,\"nccl_kernels_unreadable\":%zu,",
-          s->n_k, matched, r->by_corr, r->by_order, s->n_k - matched, r->ambiguous, s->kernels_unreadable);
+             "\"matched_by_order_between_neighbours\":%zu,\"unmatched\":%zu,\"ambiguous\":%zu,\"nccl_kernels_unreadable\":%zu,",
+          s->n_k, matched, r->by_corr, r->by_order, r->by_gap, s->n_k - matched, r->ambiguous, s->kernels_unreadable);
   size_t lu = 0;
   for (size_t i = 0; i < r->n_l; i++) lu += r->l[i].kk < 0;
   fprintf(o, "\"our_launches\":%zu,\"our_launches_unmatched\":%zu,\"our_graph_launches\":%zu,"
@@ -447,7 +451,7 @@ static void meta(void *ctx, FILE *o) {
     lens_json_hex(o, f->our_stream);
     fprintf(o, ",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"pairs\":%zu,\"offset_ns\":", f->dev, f->stream, f->pairs);
     lens_json_double(o, f->a_ns);
-    fputs(",\"drift_ppm\":", o);
+    fprintf(o, ",\"on\":\"%s\",\"drift_ppm\":", f->on_gpu ? "GPU timers (pTimer)" : "host clock");
     lens_json_double(o, f->slope * 1e6);
     fputs(",\"residual_ns\":", o);
     lens_json_double(o, f->residual_ns);
@@ -553,7 +557,7 @@ static int merge_one(const char *cmd, const struct lens_kineto_merge_opts *o, in
       lens_cli_error(cmd, "%s: out of memory", in);
       goto out;
     }
-    if (!r.by_corr && !r.by_order) {
+    if (!r.by_corr && !r.by_order) { /* order alone never stands without a time match around it */
       snprintf(why, sizeof why, "none of its %zu NCCL kernels matches one of the %zu launches of %s (another run?)",
                s.n_k, r.n_l, ti[t].path);
       t = -1;
@@ -593,12 +597,13 @@ static int merge_one(const char *cmd, const struct lens_kineto_merge_opts *o, in
     lens_cli_error(cmd, "%s: %s", in, err);
     goto out;
   }
-  size_t matched = r.by_corr + r.by_order;
+  size_t matched = r.by_corr + r.by_order + r.by_gap;
   double bound = 0;
   for (size_t i = 0; i < r.n_fits; i++)
     if (r.fits[i].bound_ns > bound) bound = r.fits[i].bound_ns;
-  printf("wrote %s/%s: %zu of %zu NCCL kernels matched (%zu by correlation, %zu by order and time), fit bound %.1f us\n",
-         o->out_dir, out_name, matched, s.n_k, r.by_corr, r.by_order, bound / 1000.0);
+  printf("wrote %s/%s: %zu of %zu NCCL kernels matched (%zu by correlation, %zu by order and time, %zu by order "
+         "alone), fit bound %.1f us\n",
+         o->out_dir, out_name, matched, s.n_k, r.by_corr, r.by_order, r.by_gap, bound / 1000.0);
   printf("  added %zu channel slices (%zu outside the bound), %zu proxy ops, %zu steps, %zu flows\n", x.kch_placed,
          x.kch_outside, x.ops, x.steps, x.flows);
   if (matched < s.n_k) {
