@@ -11,12 +11,25 @@ trap 'if [ "$fail" = 0 ]; then rm -rf "$T"; else echo "kept $T"; fi' EXIT
 ok() { echo "ok: $*"; }
 bad() { echo "FAIL: $*"; fail=1; }
 
-# 1. 2 ranks, AllReduce of 3 sizes (LL, LL128, SIMPLE: the kernel names all say RING_LL), 1200 launches a rank
-"$L" replay --scenario allreduce --nodes 2 --ranks-per-node 1 --iters 400 --out "$T/tr" --truth "$T/truth.json" \
-  --quiet || { echo "FAIL: replay"; exit 1; }
-mkdir "$T/kin" && python3 "$S/kineto_fixture.py" "$T/truth.json" "$T/kin" || { echo "FAIL: fixture"; exit 1; }
-"$L" export --format kineto --into "$T/kin/rank0.json.gz" "$T/kin/rank1.json" "$T/tr" -o "$T/out" >"$T/log" 2>&1 ||
-  bad "merge exited $?: $(tail -1 "$T/log")"
+# 1. 2 ranks, AllReduce of 3 sizes (LL, LL128, SIMPLE: the kernel names all say RING_LL), 1200 launches a rank.
+# The match rate is the merge's only on complete traces: a run whose plugin dropped records (ring_full, a machine
+# too loaded) is run again, at most 3 times.
+complete() { # the merged files say every launch of ours had GPU times
+  python3 -c 'import gzip,json,sys
+for f in sys.argv[1:]:
+    b=open(f,"rb").read(); b=gzip.decompress(b) if b[:2]==b"\x1f\x8b" else b
+    sys.exit(json.loads(b)["nccl_lens"]["our_launches_without_gpu_time"] > 0)' "$@"
+}
+for try in 1 2 3; do
+  rm -rf "$T/tr" "$T/kin" "$T/out"
+  "$L" replay --scenario allreduce --nodes 2 --ranks-per-node 1 --iters 400 --out "$T/tr" --truth "$T/truth.json" \
+    --quiet || { echo "FAIL: replay"; exit 1; }
+  mkdir "$T/kin" && python3 "$S/kineto_fixture.py" "$T/truth.json" "$T/kin" || { echo "FAIL: fixture"; exit 1; }
+  "$L" export --format kineto --into "$T/kin/rank0.json.gz" "$T/kin/rank1.json" "$T/tr" -o "$T/out" >"$T/log" 2>&1 ||
+    bad "merge exited $?: $(tail -1 "$T/log")"
+  complete "$T/out/rank0.json.gz" "$T/out/rank1.json" && break
+  echo "note: run $try: the plugin dropped records (a loaded machine): again"
+done
 cat "$T/log"
 grep -q "unmatched: ncclDevKernel_Broadcast_RING_LL (device 0, stream 20" "$T/log" || bad "the decoy kernel not named"
 python3 "$S/kineto_merge_check.py" "$T/kin/rank0.json.gz" "$T/out/rank0.json.gz" "$T/kin/expect.json" "$T/truth.json" 0 --decoy || fail=1
@@ -39,11 +52,16 @@ printf '{"traceEvents":[{"ph":"X",' >"$T/cut.json"
 [ $? = 2 ] && ok "--into with another format: usage error" || bad "--into chrome: $(cat "$T/log")"
 
 # 3. a job scenario: rank 1 late on every collective; the kernels carry execution, wait and last rank
-"$L" replay --scenario job-late-app --nodes 2 --ranks-per-node 1 --iters 100 --delay-us 1000 --out "$T/trj" \
-  --truth "$T/truthj.json" --quiet || { echo "FAIL: replay job"; exit 1; }
-mkdir "$T/kinj" && python3 "$S/kineto_fixture.py" "$T/truthj.json" "$T/kinj" || { echo "FAIL: fixture"; exit 1; }
-"$L" export --format kineto --into "$T/kinj/rank0.json.gz" "$T/kinj/rank1.json" "$T/trj" -o "$T/outj" >"$T/log" 2>&1 ||
-  bad "merge (job) exited $?: $(tail -1 "$T/log")"
+for try in 1 2 3; do
+  rm -rf "$T/trj" "$T/kinj" "$T/outj"
+  "$L" replay --scenario job-late-app --nodes 2 --ranks-per-node 1 --iters 100 --delay-us 1000 --out "$T/trj" \
+    --truth "$T/truthj.json" --quiet || { echo "FAIL: replay job"; exit 1; }
+  mkdir "$T/kinj" && python3 "$S/kineto_fixture.py" "$T/truthj.json" "$T/kinj" || { echo "FAIL: fixture"; exit 1; }
+  "$L" export --format kineto --into "$T/kinj/rank0.json.gz" "$T/kinj/rank1.json" "$T/trj" -o "$T/outj" >"$T/log" 2>&1 ||
+    bad "merge (job) exited $?: $(tail -1 "$T/log")"
+  complete "$T/outj/rank0.json.gz" "$T/outj/rank1.json" && break
+  echo "note: job run $try: the plugin dropped records (a loaded machine): again"
+done
 python3 "$S/kineto_merge_check.py" "$T/kinj/rank0.json.gz" "$T/outj/rank0.json.gz" "$T/kinj/expect.json" "$T/truthj.json" 0 \
   --decoy --job --min-match 0.99 || fail=1
 python3 "$S/kineto_merge_check.py" "$T/kinj/rank1.json" "$T/outj/rank1.json" "$T/kinj/expect.json" "$T/truthj.json" 1 \
