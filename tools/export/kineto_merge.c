@@ -601,9 +601,9 @@ static int merge_one(const char *cmd, const struct lens_kineto_merge_opts *o, in
   double bound = 0;
   for (size_t i = 0; i < r.n_fits; i++)
     if (r.fits[i].bound_ns > bound) bound = r.fits[i].bound_ns;
-  printf("wrote %s/%s: %zu of %zu NCCL kernels matched (%zu by correlation, %zu by order and time, %zu by order "
-         "alone), fit bound %.1f us\n",
-         o->out_dir, out_name, matched, s.n_k, r.by_corr, r.by_order, r.by_gap, bound / 1000.0);
+  printf("wrote %s/%s: %zu of %zu NCCL kernels matched, fit bound %.1f us\n", o->out_dir, out_name, matched, s.n_k,
+         bound / 1000.0);
+  printf("  matched by correlation %zu, by order and time %zu, by order alone %zu\n", r.by_corr, r.by_order, r.by_gap);
   printf("  added %zu channel slices (%zu outside the bound), %zu proxy ops, %zu steps, %zu flows\n", x.kch_placed,
          x.kch_outside, x.ops, x.steps, x.flows);
   if (matched < s.n_k) {
