@@ -115,6 +115,7 @@ struct sctx {
   int events_lv;     /* 2 while traceEvents' array is open, else 0 */
   int dist_open;     /* distributedInfo's object open at level 2 */
   char dist_key[16];
+  int in_event;      /* an object element of traceEvents is open (level 3) */
   int ev_field;      /* key just read in an event */
   int args_open;     /* the event's args object open (level 4) */
   int args_corr;     /* next value is args.correlation */
@@ -153,7 +154,7 @@ static int on_key(void *c, const unsigned char *k, size_t n) {
     if (!strcmp(x->top_key, "nccl_lens")) x->s->already_merged = 1;
   } else if (x->lv == 2 && x->dist_open) {
     keycpy(x->dist_key, sizeof x->dist_key, k, n);
-  } else if (x->lv == 3 && x->events_lv) {
+  } else if (x->lv == 3 && x->in_event) {
     x->ev_field = field_of(k, n);
   } else if (x->lv == 4 && x->args_open) {
     x->args_corr = n == 11 && !memcmp(k, "correlation", 11);
@@ -172,7 +173,7 @@ static void scalar(struct sctx *x, const char *v, size_t n, int num) {
     if (num_int(v, n, &r)) return;
     if (!strcmp(x->dist_key, "rank")) s->have_rank = 1, s->rank = r;
     else if (!strcmp(x->dist_key, "world_size")) s->world_size = r;
-  } else if (x->lv == 3 && x->events_lv) {
+  } else if (x->lv == 3 && x->in_event) {
     switch (x->ev_field) {
     case F_CAT: if (!num) keycpy(x->ev.cat, sizeof x->ev.cat, (const unsigned char *)v, n); break;
     case F_NAME:
@@ -222,7 +223,8 @@ static int open_container(struct sctx *x, int is_map) {
   } else if (x->lv == 2 && x->events_lv && is_map) {
     memset(&x->ev, 0, sizeof x->ev);
     x->ev.corr = -1;
-  } else if (x->lv == 3 && x->events_lv && is_map && x->ev_field == F_ARGS) {
+    x->in_event = 1;
+  } else if (x->lv == 3 && x->in_event && is_map && x->ev_field == F_ARGS) {
     x->args_open = 1;
     x->args_corr = 0;
   }
@@ -270,7 +272,7 @@ static int on_end(void *c) {
   struct sctx *x = c;
   x->lv--;
   if (x->lv == 3 && x->args_open) x->args_open = 0;
-  else if (x->lv == 2 && x->events_lv) end_event(x);
+  else if (x->lv == 2 && x->in_event) end_event(x), x->in_event = 0; /* only an object element is an event */
   else if (x->lv == 1 && x->events_lv) x->events_lv = 0;
   else if (x->lv == 1 && x->dist_open) x->dist_open = 0;
   return !x->oom;

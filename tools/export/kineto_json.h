@@ -19,8 +19,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define KJ_NAME_MAX 160        /* kernel names kept this long (longer ones cut) */
-#define KJ_MAX_KERNELS 4000000 /* NCCL kernels kept per file; more is an error */
+#define KJ_NAME_MAX 128        /* kernel names kept this long (longer ones cut) */
+#define KJ_MAX_KERNELS 1000000 /* NCCL kernels kept per file (176 MB); more is an error */
 #define KJ_MAX_EDIT_EVENT (16u << 20) /* an edited event is held whole: at most this */
 #define KJ_CPU_PIDS 16
 
