@@ -83,8 +83,10 @@ static int num_us_ns(const char *s, size_t n, int64_t *out) {
   int round_up = 0;
   if (i < n && s[i] == '.') {
     for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++, fd++) {
-      if (fd < 3) fp = fp * 10 + (uint64_t)(s[i] - '0');
-      else if (fd == 3) round_up = s[i] >= '5';
+      if (fd < 3)
+        fp = fp * 10 + (uint64_t)(s[i] - '0');
+      else if (fd == 3)
+        round_up = s[i] >= '5';
     }
   }
   if (i < n) { /* an exponent: let long double do it (not Kineto's form) */
@@ -110,15 +112,15 @@ enum { F_NONE, F_PH, F_CAT, F_NAME, F_PID, F_TID, F_TS, F_DUR, F_ARGS };
 
 struct sctx {
   struct kj_scan *s;
-  int lv;            /* containers open */
+  int lv; /* containers open */
   char top_key[32];
-  int events_lv;     /* 2 while traceEvents' array is open, else 0 */
-  int dist_open;     /* distributedInfo's object open at level 2 */
+  int events_lv; /* 2 while traceEvents' array is open, else 0 */
+  int dist_open; /* distributedInfo's object open at level 2 */
   char dist_key[16];
-  int in_event;      /* an object element of traceEvents is open (level 3) */
-  int ev_field;      /* key just read in an event */
-  int args_open;     /* the event's args object open (level 4) */
-  int args_corr;     /* next value is args.correlation */
+  int in_event;  /* an object element of traceEvents is open (level 3) */
+  int ev_field;  /* key just read in an event */
+  int args_open; /* the event's args object open (level 4) */
+  int args_corr; /* next value is args.correlation */
   struct {
     char cat[24], name[KJ_NAME_MAX];
     int have_pid, have_tid, have_ts, have_dur;
@@ -171,22 +173,35 @@ static void scalar(struct sctx *x, const char *v, size_t n, int num) {
   } else if (x->lv == 2 && x->dist_open && num) {
     int64_t r;
     if (num_int(v, n, &r)) return;
-    if (!strcmp(x->dist_key, "rank")) s->have_rank = 1, s->rank = r;
-    else if (!strcmp(x->dist_key, "world_size")) s->world_size = r;
+    if (!strcmp(x->dist_key, "rank"))
+      s->have_rank = 1, s->rank = r;
+    else if (!strcmp(x->dist_key, "world_size"))
+      s->world_size = r;
   } else if (x->lv == 3 && x->in_event) {
     switch (x->ev_field) {
-    case F_CAT: if (!num) keycpy(x->ev.cat, sizeof x->ev.cat, (const unsigned char *)v, n); break;
-    case F_NAME:
-      if (!num) {
-        size_t k = n < KJ_NAME_MAX - 1 ? n : KJ_NAME_MAX - 1;
-        memcpy(x->ev.name, v, k), x->ev.name[k] = 0;
-      }
-      break;
-    case F_PID: x->ev.have_pid = num && !num_int(v, n, &x->ev.pid); break;
-    case F_TID: x->ev.have_tid = num && !num_int(v, n, &x->ev.tid); break;
-    case F_TS: x->ev.have_ts = num && !num_us_ns(v, n, &x->ev.ts); break;
-    case F_DUR: x->ev.have_dur = num && !num_us_ns(v, n, &x->ev.dur); break;
-    default: break;
+      case F_CAT:
+        if (!num) keycpy(x->ev.cat, sizeof x->ev.cat, (const unsigned char *)v, n);
+        break;
+      case F_NAME:
+        if (!num) {
+          size_t k = n < KJ_NAME_MAX - 1 ? n : KJ_NAME_MAX - 1;
+          memcpy(x->ev.name, v, k), x->ev.name[k] = 0;
+        }
+        break;
+      case F_PID:
+        x->ev.have_pid = num && !num_int(v, n, &x->ev.pid);
+        break;
+      case F_TID:
+        x->ev.have_tid = num && !num_int(v, n, &x->ev.tid);
+        break;
+      case F_TS:
+        x->ev.have_ts = num && !num_us_ns(v, n, &x->ev.ts);
+        break;
+      case F_DUR:
+        x->ev.have_dur = num && !num_us_ns(v, n, &x->ev.dur);
+        break;
+      default:
+        break;
     }
     x->ev_field = F_NONE;
   } else if (x->lv == 4 && x->args_open && x->args_corr && num) {
@@ -271,15 +286,19 @@ static void end_event(struct sctx *x) {
 static int on_end(void *c) {
   struct sctx *x = c;
   x->lv--;
-  if (x->lv == 3 && x->args_open) x->args_open = 0;
-  else if (x->lv == 2 && x->in_event) end_event(x), x->in_event = 0; /* only an object element is an event */
-  else if (x->lv == 1 && x->events_lv) x->events_lv = 0;
-  else if (x->lv == 1 && x->dist_open) x->dist_open = 0;
+  if (x->lv == 3 && x->args_open)
+    x->args_open = 0;
+  else if (x->lv == 2 && x->in_event)
+    end_event(x), x->in_event = 0; /* only an object element is an event */
+  else if (x->lv == 1 && x->events_lv)
+    x->events_lv = 0;
+  else if (x->lv == 1 && x->dist_open)
+    x->dist_open = 0;
   return !x->oom;
 }
 
-static const yajl_callbacks scan_cb = {
-    on_null, on_bool, NULL, NULL, on_num, on_str, on_start_map, on_key, on_end, on_start_array, on_end};
+static const yajl_callbacks scan_cb = {on_null,      on_bool, NULL,   NULL,           on_num, on_str,
+                                       on_start_map, on_key,  on_end, on_start_array, on_end};
 
 int kj_scan_file(const char *path, struct kj_scan *s, char *err, size_t err_len) {
   memset(s, 0, sizeof *s);
@@ -403,8 +422,10 @@ static void put_edited(struct kw *w, const char *b, size_t n, const char *ins, s
   for (size_t i = 0; i < n; i++) {
     char c = b[i];
     if (in_str) {
-      if (esc) esc = 0;
-      else if (c == '\\') esc = 1;
+      if (esc)
+        esc = 0;
+      else if (c == '\\')
+        esc = 1;
       else if (c == '"') {
         in_str = 0;
         if (depth == 1) pending = (i - ks == 4 && !memcmp(b + ks, "args", 4));
@@ -456,8 +477,8 @@ static void put_edited(struct kw *w, const char *b, size_t n, const char *ins, s
   kw_put(w, b + end - 1, n - (end - 1));
 }
 
-int kj_rewrite(const char *in_path, const struct kj_scan *s, int out_fd, int gz, const struct kj_insert *ins,
-               char *err, size_t err_len) {
+int kj_rewrite(const char *in_path, const struct kj_scan *s, int out_fd, int gz, const struct kj_insert *ins, char *err,
+               size_t err_len) {
   struct kw w = {.fd = out_fd};
   if (gz) {
     w.gz = gzdopen(out_fd, "wb");
@@ -497,14 +518,18 @@ int kj_rewrite(const char *in_path, const struct kj_scan *s, int out_fd, int gz,
     for (size_t i = 0; i < (size_t)n; i++) {
       char c = buf[i];
       if (in_str) {
-        if (esc) esc = 0;
-        else if (c == '\\') esc = 1;
+        if (esc)
+          esc = 0;
+        else if (c == '\\')
+          esc = 1;
         else if (c == '"') {
           in_str = 0;
           if (depth == 1) pending = 1;
         } else if (depth == 1) {
-          if (key_n < sizeof key - 1) key[key_n++] = c;
-          else key_long = 1;
+          if (key_n < sizeof key - 1)
+            key[key_n++] = c;
+          else
+            key_long = 1;
         }
         continue;
       }
@@ -573,8 +598,10 @@ int kj_rewrite(const char *in_path, const struct kj_scan *s, int out_fd, int gz,
               seterr(err, err_len, "out of memory");
               goto out;
             }
-            if (mb.n && mb.p[0] == ',') put_edited(&w, ev, ev_n, mb.p, mb.n);
-            else kw_put(&w, ev, ev_n);
+            if (mb.n && mb.p[0] == ',')
+              put_edited(&w, ev, ev_n, mb.p, mb.n);
+            else
+              kw_put(&w, ev, ev_n);
             free(mb.p);
             next_edit++;
           }

@@ -7,14 +7,14 @@
 
 #include "analysis/gpu/gpu_analysis.h"
 
-#define KM_WINDOW_NS 20000000LL    /* first guess: a kernel's nearest launch within 20 ms of the coarse time */
-#define KM_TOL_MIN_NS 3000.0       /* the tolerance is 8 x the spread, within these */
+#define KM_WINDOW_NS 20000000LL /* first guess: a kernel's nearest launch within 20 ms of the coarse time */
+#define KM_TOL_MIN_NS 3000.0    /* the tolerance is 8 x the spread, within these */
 #define KM_TOL_MAX_NS 100000.0
 #define KM_SLOPE_SPAN_NS 50000000LL /* below this span a drift cannot be told from noise: slope 0 */
-#define KM_CANDIDATES 64           /* first guesses tried per stream pair (seq_match) */
+#define KM_CANDIDATES 64            /* first guesses tried per stream pair (seq_match) */
 #define KM_AFTER_CALL 6             /* ... of which, per sample launch, the first kernels after its call */
-#define KM_SCREEN 4                /* of which the best by a first round go through every round */
-#define KM_CAUSAL_TOL_NS 200000.0  /* a kernel starts after its launch call: both on REALTIME, within this */
+#define KM_SCREEN 4                 /* of which the best by a first round go through every round */
+#define KM_CAUSAL_TOL_NS 200000.0   /* a kernel starts after its launch call: both on REALTIME, within this */
 
 int64_t km_to_kineto(const struct km_result *r, int64_t mono_ns) { return mono_ns + r->c_ns - r->base_ns; }
 
@@ -66,8 +66,8 @@ static void coarse_offset(const struct lens_model *m, const int32_t *procs, size
 
 int km_kch_timed(const struct lens_event *e) {
   const uint32_t suspect = LENS_ACC_STOP_BEFORE_START | LENS_ACC_RING_OVERRUN | LENS_ACC_NON_MONOTONIC;
-  return e->type == LENS_T_KERNEL_CH && e->p.kernel_ch.start_gpu_ns && e->p.kernel_ch.stop_gpu_ns >= e->p.kernel_ch.start_gpu_ns &&
-         !(e->acc.flags & suspect);
+  return e->type == LENS_T_KERNEL_CH && e->p.kernel_ch.start_gpu_ns &&
+         e->p.kernel_ch.stop_gpu_ns >= e->p.kernel_ch.start_gpu_ns && !(e->acc.flags & suspect);
 }
 
 /* The GPU span of a launch: its CUPTI kernel, else its channels (mapped). */
@@ -206,9 +206,11 @@ struct seq {
   const struct lens_model *m;
   const struct kj_scan *s;
   struct km_result *r;
-  const int32_t *L; size_t nl; /* launches (indexes into r->l), by start */
-  const int32_t *K; size_t nk; /* kernels (indexes into s->k), by ts */
-  int gpu;                     /* most launches have raw GPU times: fit on them (the others stay unmatched) */
+  const int32_t *L;
+  size_t nl; /* launches (indexes into r->l), by start */
+  const int32_t *K;
+  size_t nk; /* kernels (indexes into s->k), by ts */
+  int gpu;   /* most launches have raw GPU times: fit on them (the others stay unmatched) */
 };
 
 /* A launch's start (end 0) or end (1) on the Kineto file's time under fit f. */
@@ -244,8 +246,10 @@ static size_t seq_pass(const struct seq *q, const struct km_fit *f, double tol, 
     }
     int64_t ps = pred(f, a, 0), pe = pred(f, a, 1);
     if (!inside(k, ps, pe, tol)) {
-      if ((double)k->ts_ns + tol < (double)ps) j++;
-      else i++;
+      if ((double)k->ts_ns + tol < (double)ps)
+        j++;
+      else
+        i++;
       continue;
     }
     if (!host_plausible(q->r, a, k)) { /* our GPU times of this launch contradict the host clock: leave it */
@@ -334,8 +338,10 @@ static long seq_match(const struct seq *q, int commit) {
     size_t lo = 0, hi = q->nk;
     while (lo < hi) {
       size_t mid = (lo + hi) / 2;
-      if (q->s->k[q->K[mid]].ts_ns < xs) lo = mid + 1;
-      else hi = mid;
+      if (q->s->k[q->K[mid]].ts_ns < xs)
+        lo = mid + 1;
+      else
+        hi = mid;
     }
     int64_t best = INT64_MAX;
     for (size_t j = lo > 0 ? lo - 1 : 0; j < q->nk && j <= lo; j++) {
@@ -365,8 +371,10 @@ static long seq_match(const struct seq *q, int commit) {
     size_t lo = 0, hi = q->nk;
     while (lo < hi) {
       size_t mid = (lo + hi) / 2;
-      if (q->s->k[q->K[mid]].ts_ns < xs) lo = mid + 1;
-      else hi = mid;
+      if (q->s->k[q->K[mid]].ts_ns < xs)
+        lo = mid + 1;
+      else
+        hi = mid;
     }
     /* the first kernels after its launch call: its own, when the stream had no queue (the host clock is
      * exact where our GPU mapping may be far off) */
@@ -374,8 +382,10 @@ static long seq_match(const struct seq *q, int commit) {
     size_t c0 = 0, c1 = q->nk;
     while (c0 < c1) {
       size_t mid = (c0 + c1) / 2;
-      if (q->s->k[q->K[mid]].ts_ns < cs) c0 = mid + 1;
-      else c1 = mid;
+      if (q->s->k[q->K[mid]].ts_ns < cs)
+        c0 = mid + 1;
+      else
+        c1 = mid;
     }
     for (size_t j = c0; j < q->nk && j < c0 + KM_AFTER_CALL && nc < KM_CANDIDATES; j++)
       cand[nc++] = (double)(q->s->k[q->K[j]].ts_ns - xs);
@@ -465,7 +475,10 @@ static int by_pair(const void *a, const void *b) {
   return x->start < y->start ? -1 : x->start > y->start;
 }
 
-struct cand { size_t s, t; long score; };
+struct cand {
+  size_t s, t;
+  long score;
+};
 
 static int all_gpu(const struct km_result *r, const int32_t *L, size_t n) {
   for (size_t i = 0; i < n; i++)
@@ -518,8 +531,10 @@ static void fill_gaps(const struct lens_model *m, const struct kj_scan *s, struc
       int ok = ka->pid == kb->pid && ka->tid == kb->tid && pb > pa;
       for (int32_t j = pa + 1; ok && j < pb; j++)
         if (r->kk_launch[K[j]] < 0) {
-          if (nv == KM_GAP_MAX) ok = 0;
-          else v[nv++] = K[j];
+          if (nv == KM_GAP_MAX)
+            ok = 0;
+          else
+            v[nv++] = K[j];
         }
       ok = ok && nv == nu;
       for (size_t k = 0; ok && k < nu; k++) ok = host_plausible(r, &r->l[L[prev + 1 + k]], &s->k[v[k]]);
@@ -557,7 +572,12 @@ int km_match(const struct lens_model *m, const int32_t *procs, size_t n_procs, c
       r->launches_graph++;
       continue;
     }
-    struct km_launch l = {.src = -1, .ev = (int32_t)i, .call = (int64_t)e->start_mono_ns, .stream = e->p.kernel_launch.stream, .kk = -1, .fit = -1};
+    struct km_launch l = {.src = -1,
+                          .ev = (int32_t)i,
+                          .call = (int64_t)e->start_mono_ns,
+                          .stream = e->p.kernel_launch.stream,
+                          .kk = -1,
+                          .fit = -1};
     if (!launch_span(m, (int32_t)i, &l)) { /* kept: matched by order alone, if at all (fill_gaps) */
       r->launches_no_gpu_time++;
       l.start = l.end = l.g_start = l.g_end = 0;
@@ -584,8 +604,10 @@ int km_match(const struct lens_model *m, const int32_t *procs, size_t n_procs, c
     size_t lo = 0, hi = s->n_k;
     while (lo < hi) {
       size_t mid = (lo + hi) / 2;
-      if (s->k[K[mid]].correlation < l->corr) lo = mid + 1;
-      else hi = mid;
+      if (s->k[K[mid]].correlation < l->corr)
+        lo = mid + 1;
+      else
+        hi = mid;
     }
     if (lo >= s->n_k || s->k[K[lo]].correlation != l->corr) continue;
     if (lo + 1 < s->n_k && s->k[K[lo + 1]].correlation == l->corr) continue; /* two kernels, one id: not ours to pick */
@@ -616,7 +638,14 @@ int km_match(const struct lens_model *m, const int32_t *procs, size_t n_procs, c
   size_t nc = 0;
   for (size_t a = 0; cv && a < ns; a++)
     for (size_t b = 0; b < nt; b++) {
-      struct seq q = {m, s, r, L + sg[a], sg[a + 1] - sg[a], K + tg[b], tg[b + 1] - tg[b], most_gpu(r, L + sg[a], sg[a + 1] - sg[a])};
+      struct seq q = {m,
+                      s,
+                      r,
+                      L + sg[a],
+                      sg[a + 1] - sg[a],
+                      K + tg[b],
+                      tg[b + 1] - tg[b],
+                      most_gpu(r, L + sg[a], sg[a + 1] - sg[a])};
       long sc = seq_match(&q, 0);
       if (sc < 0) {
         free(sg), free(tg);

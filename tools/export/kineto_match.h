@@ -43,40 +43,42 @@ enum { KM_SRC_CHANNELS = 0, KM_SRC_CUPTI = 1 };
 enum { KM_BY_NONE = 0, KM_BY_CORRELATION = 1, KM_BY_ORDER_TIME = 2, KM_BY_ORDER_GAP = 3 };
 
 struct km_launch {
-  int32_t ev;            /* the KernelLaunch event */
-  int64_t call;          /* its start: the launch call, host MONOTONIC */
-  uint64_t stream;       /* its cudaStream_t */
-  int64_t start, end;    /* GPU span on our host MONOTONIC (ns): CUPTI, else channels through our clock map */
-  int64_t g_start, g_end; /* the channels' raw GPU span (pTimer ns), 0 none */
-  int src;               /* KM_SRC_* */
+  int32_t ev;                 /* the KernelLaunch event */
+  int64_t call;               /* its start: the launch call, host MONOTONIC */
+  uint64_t stream;            /* its cudaStream_t */
+  int64_t start, end;         /* GPU span on our host MONOTONIC (ns): CUPTI, else channels through our clock map */
+  int64_t g_start, g_end;     /* the channels' raw GPU span (pTimer ns), 0 none */
+  int src;                    /* KM_SRC_* */
   int64_t corr, dev, cstream; /* from our CUPTI record, -1 none */
-  int32_t kk;            /* matched Kineto kernel (index into scan.k), -1 */
-  int by;                /* KM_BY_* */
-  int32_t fit;           /* its stream pair's fit (index into fits), -1 */
+  int32_t kk;                 /* matched Kineto kernel (index into scan.k), -1 */
+  int by;                     /* KM_BY_* */
+  int32_t fit;                /* its stream pair's fit (index into fits), -1 */
 };
 
 struct km_fit {
   uint64_t our_stream;
-  int64_t dev, stream;   /* Kineto pid, tid */
+  int64_t dev, stream; /* Kineto pid, tid */
   size_t pairs;
-  int on_gpu;            /* x is raw GPU ns (pTimer); 0: our host MONOTONIC */
-  int64_t x0, y0;        /* kineto_rel = y0 + (x - x0) * (1 + slope) */
+  int on_gpu;     /* x is raw GPU ns (pTimer); 0: our host MONOTONIC */
+  int64_t x0, y0; /* kineto_rel = y0 + (x - x0) * (1 + slope) */
   double slope;
-  double a_ns;           /* the fine offset: Kineto minus (ours + C - base) at x0, as measured */
+  double a_ns; /* the fine offset: Kineto minus (ours + C - base) at x0, as measured */
   double residual_ns, bound_ns;
 };
 
 struct km_result {
-  int64_t c_ns;          /* REALTIME - MONOTONIC */
-  const char *c_source;  /* "CLOCK chunks" or "session start" */
-  double c_spread_ns;    /* spread of the CLOCK samples' estimates (bracket widths) */
-  int64_t base_ns;       /* the Kineto file's base */
-  struct km_launch *l; size_t n_l;
-  int32_t *kk_launch;    /* per Kineto NCCL kernel: index into l, -1 */
-  struct km_fit *fits; size_t n_fits;
+  int64_t c_ns;         /* REALTIME - MONOTONIC */
+  const char *c_source; /* "CLOCK chunks" or "session start" */
+  double c_spread_ns;   /* spread of the CLOCK samples' estimates (bracket widths) */
+  int64_t base_ns;      /* the Kineto file's base */
+  struct km_launch *l;
+  size_t n_l;
+  int32_t *kk_launch; /* per Kineto NCCL kernel: index into l, -1 */
+  struct km_fit *fits;
+  size_t n_fits;
   size_t by_corr, by_order, by_gap; /* by_gap: by order alone, between matched neighbours (fill_gaps) */
   size_t launches_graph, launches_no_gpu_time, ambiguous;
-  double map_bound_ns;   /* largest error bound of our GPU clock maps of this process (against its host clock) */
+  double map_bound_ns;     /* largest error bound of our GPU clock maps of this process (against its host clock) */
   double ts_resolution_ns; /* 1, or 1000 for a file of integer microseconds */
 };
 

@@ -26,25 +26,25 @@
  * CPU rows (OS pid, OS tid); ours take tids far above both, one per
  * (stream, channel, lane) on the GPU and per (peer, direction, lane) for
  * proxy work on the CPU process. */
-#define KM_TID_CHANNEL 1000000LL /* + (stream % 1000) * 1000 + lane * 128 + channel % 128 */
+#define KM_TID_CHANNEL 1000000LL  /* + (stream % 1000) * 1000 + lane * 128 + channel % 128 */
 #define KM_TID_PROXY_OP 2000000LL /* + (peer % 10000) * 100 + is_send * 50 + lane */
 #define KM_TID_PROXY_STEP 3000000LL
 #define KM_CH_LANES 7
 #define KM_PROXY_LANES 50
 #define KM_FLOW_ID0 (1LL << 40) /* flow ids: far above CUPTI correlation ids (Kineto's ac2g flows) */
-#define KM_UNMATCHED_NAMED 32  /* unmatched kernels named in the file (all are counted) */
+#define KM_UNMATCHED_NAMED 32   /* unmatched kernels named in the file (all are counted) */
 
 /* ---- traces: who is who (first pass, one file at a time) ---- */
 
 #define KM_RANKS_KEPT 64
 struct tinfo {
   const char *path;
-  int loaded;                    /* a plugin trace with a process */
+  int loaded; /* a plugin trace with a process */
   uint32_t pid, outer_pid;
   char host[64];
   int32_t ranks[KM_RANKS_KEPT], nranks[KM_RANKS_KEPT];
   size_t n_ranks;
-  size_t proc_base;              /* its first proc in the job view */
+  size_t proc_base; /* its first proc in the job view */
 };
 
 static struct lens_model *load_one(const char *cmd, const char *path) {
@@ -100,21 +100,29 @@ static long find_trace(const struct tinfo *t, size_t n, const struct kj_scan *s,
 
 /* ---- the job view (several ranks): execution, wait and last rank ---- */
 
-struct jrow { int32_t event; uint32_t inst, row; };
+struct jrow {
+  int32_t event;
+  uint32_t inst, row;
+};
 static int by_event(const void *a, const void *b) {
   const struct jrow *x = a, *y = b;
   return x->event < y->event ? -1 : x->event > y->event;
 }
 
 struct jview {
-  struct lens_job_part *parts; size_t n_parts;
+  struct lens_job_part *parts;
+  size_t n_parts;
   struct lens_job j;
   int built;
 };
 
 /* ---- what one merge inserts ---- */
 
-struct slice { int64_t pid, row, ts, dur; int32_t ev, launch; int kind; };
+struct slice {
+  int64_t pid, row, ts, dur;
+  int32_t ev, launch;
+  int kind;
+};
 enum { SL_CHANNEL, SL_OP, SL_STEP };
 
 struct emit {
@@ -122,10 +130,13 @@ struct emit {
   const struct kj_scan *s;
   const struct km_result *r;
   int64_t cpu_pid;
-  const struct jrow *jr; size_t n_jr;
+  const struct jrow *jr;
+  size_t n_jr;
   const struct lens_job *j;
-  struct slice *sl; size_t n_sl;
-  uint64_t *edit; size_t n_edit;
+  struct slice *sl;
+  size_t n_sl;
+  uint64_t *edit;
+  size_t n_edit;
   size_t kch_placed, kch_outside, ops, steps, flows, lanes_crowded;
   double worst_outside_ns;
   const char *trace_path;
@@ -173,11 +184,14 @@ static int collect(struct emit *x) {
                                : e->acc.gpu_start_mono_ns && e->acc.gpu_stop_mono_ns >= e->acc.gpu_start_mono_ns);
         if (timed) {
           /* on the fit's domain: the raw pTimers (or our host mapping when the fit is on it) */
-          int64_t ts = km_fit_to_kineto(f, f->on_gpu ? (int64_t)e->p.kernel_ch.start_gpu_ns : (int64_t)e->acc.gpu_start_mono_ns);
-          int64_t te = km_fit_to_kineto(f, f->on_gpu ? (int64_t)e->p.kernel_ch.stop_gpu_ns : (int64_t)e->acc.gpu_stop_mono_ns);
+          int64_t ts =
+              km_fit_to_kineto(f, f->on_gpu ? (int64_t)e->p.kernel_ch.start_gpu_ns : (int64_t)e->acc.gpu_start_mono_ns);
+          int64_t te =
+              km_fit_to_kineto(f, f->on_gpu ? (int64_t)e->p.kernel_ch.stop_gpu_ns : (int64_t)e->acc.gpu_stop_mono_ns);
           double out = 0, bound = f ? f->bound_ns : 0;
           if (ts < k->ts_ns) out = (double)(k->ts_ns - ts);
-          if (te > k->ts_ns + k->dur_ns && (double)(te - k->ts_ns - k->dur_ns) > out) out = (double)(te - k->ts_ns - k->dur_ns);
+          if (te > k->ts_ns + k->dur_ns && (double)(te - k->ts_ns - k->dur_ns) > out)
+            out = (double)(te - k->ts_ns - k->dur_ns);
           if (out > bound) x->kch_outside++;
           if (out > x->worst_outside_ns) x->worst_outside_ns = out;
           x->kch_placed++;
@@ -230,8 +244,10 @@ static long kernel_at(const struct kj_scan *s, uint64_t index) {
   size_t lo = 0, hi = s->n_k;
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;
-    if (s->k[mid].index < index) lo = mid + 1;
-    else hi = mid;
+    if (s->k[mid].index < index)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return lo < s->n_k && s->k[lo].index == index ? (long)lo : -1;
 }
@@ -240,8 +256,10 @@ static const struct jrow *jrow_of(const struct emit *x, int32_t ev) {
   size_t lo = 0, hi = x->n_jr;
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;
-    if (x->jr[mid].event < ev) lo = mid + 1;
-    else hi = mid;
+    if (x->jr[mid].event < ev)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return lo < x->n_jr && x->jr[lo].event == ev ? &x->jr[lo] : NULL;
 }
@@ -295,7 +313,9 @@ static void args_for(void *ctx, uint64_t index, FILE *o) {
   fputs(",\"nccl_lens comm\":", o);
   lens_json_hex(o, comm);
   fprintf(o, ",\"nccl_lens ops\":%d,\"nccl_lens match\":\"%s\"", n_ops,
-          l->by == KM_BY_CORRELATION ? "correlation" : l->by == KM_BY_ORDER_GAP ? "order" : "order+time");
+          l->by == KM_BY_CORRELATION ? "correlation"
+          : l->by == KM_BY_ORDER_GAP ? "order"
+                                     : "order+time");
   const struct km_fit *f = fit_of(x->r, l);
   if (f) {
     fputs(",\"nccl_lens start residual us\":", o);
@@ -317,11 +337,13 @@ static void args_for(void *ctx, uint64_t index, FILE *o) {
 }
 
 static void meta_thread(FILE *o, int64_t pid, int64_t tid, const char *name) {
-  fprintf(o, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"args\":{\"name\":", pid,
+  fprintf(o,
+          ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"args\":{\"name\":", pid,
           tid);
   lens_json_str(o, name);
-  fprintf(o, "}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%" PRId64 ",\"tid\":%" PRId64
-             ",\"args\":{\"sort_index\":%" PRId64 "}}",
+  fprintf(o,
+          "}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%" PRId64 ",\"tid\":%" PRId64
+          ",\"args\":{\"sort_index\":%" PRId64 "}}",
           pid, tid, tid);
 }
 
@@ -391,8 +413,9 @@ static void tail(void *ctx, FILE *o) {
       fprintf(o, ",\"channel\":%d,\"clock\":\"GPU (our clock map, then the fit to this file's kernels)\"",
               e->p.kernel_ch.channel);
     } else if (s->kind == SL_OP) {
-      fprintf(o, ",\"steps\":%d,\"chunk size\":%d,\"channel\":%d,\"clock\":\"host CLOCK_MONOTONIC + (REALTIME - "
-                 "MONOTONIC)\"",
+      fprintf(o,
+              ",\"steps\":%d,\"chunk size\":%d,\"channel\":%d,\"clock\":\"host CLOCK_MONOTONIC + (REALTIME - "
+              "MONOTONIC)\"",
               e->p.proxy_op.n_steps, e->p.proxy_op.chunk_size, e->p.proxy_op.channel);
     }
     fputs("}}", o);
@@ -414,13 +437,16 @@ static void meta(void *ctx, FILE *o) {
   lens_json_str(o, x->trace_path);
   fprintf(o, ",\"process\":{\"pid\":%u,\"host\":", x->m->procs[0].pid);
   lens_json_str(o, x->m->procs[0].host);
-  fprintf(o, "},\n\"nccl_kernels\":%zu,\"matched\":%zu,\"matched_by_correlation\":%zu,\"matched_by_order_time\":%zu,"
-             "\"matched_by_order_between_neighbours\":%zu,\"unmatched\":%zu,\"ambiguous\":%zu,\"nccl_kernels_unreadable\":%zu,",
+  fprintf(o,
+          "},\n\"nccl_kernels\":%zu,\"matched\":%zu,\"matched_by_correlation\":%zu,\"matched_by_order_time\":%zu,"
+          "\"matched_by_order_between_neighbours\":%zu,\"unmatched\":%zu,\"ambiguous\":%zu,\"nccl_kernels_unreadable\":"
+          "%zu,",
           s->n_k, matched, r->by_corr, r->by_order, r->by_gap, s->n_k - matched, r->ambiguous, s->kernels_unreadable);
   size_t lu = 0;
   for (size_t i = 0; i < r->n_l; i++) lu += r->l[i].kk < 0;
-  fprintf(o, "\"our_launches\":%zu,\"our_launches_unmatched\":%zu,\"our_graph_launches\":%zu,"
-             "\"our_launches_without_gpu_time\":%zu,\n\"unmatched_kernels\":[",
+  fprintf(o,
+          "\"our_launches\":%zu,\"our_launches_unmatched\":%zu,\"our_graph_launches\":%zu,"
+          "\"our_launches_without_gpu_time\":%zu,\n\"unmatched_kernels\":[",
           r->n_l, lu, r->launches_graph, r->launches_no_gpu_time);
   size_t named = 0;
   for (size_t j = 0; j < s->n_k && named < KM_UNMATCHED_NAMED; j++) {
@@ -462,8 +488,8 @@ static void meta(void *ctx, FILE *o) {
   fprintf(o, "]},\n\"kernel_ch\":%zu,\"kernel_ch_outside_bound\":%zu,\"kernel_ch_worst_outside_ns\":", x->kch_placed,
           x->kch_outside);
   lens_json_double(o, x->worst_outside_ns);
-  fprintf(o, ",\"proxy_ops\":%zu,\"proxy_steps\":%zu,\"flows\":%zu,\"lanes_crowded\":%zu}\n", x->ops, x->steps, x->flows,
-          x->lanes_crowded);
+  fprintf(o, ",\"proxy_ops\":%zu,\"proxy_steps\":%zu,\"flows\":%zu,\"lanes_crowded\":%zu}\n", x->ops, x->steps,
+          x->flows, x->lanes_crowded);
 }
 
 /* ---- output files ---- */
@@ -547,8 +573,10 @@ static int merge_one(const char *cmd, const struct lens_kineto_merge_opts *o, in
   if (t >= 0) {
     m = load_one(cmd, ti[t].path);
     if (!m || !m->n_procs) {
-      if (m) snprintf(why, sizeof why, "its trace %s holds no process", ti[t].path), t = -1;
-      else goto out;
+      if (m)
+        snprintf(why, sizeof why, "its trace %s holds no process", ti[t].path), t = -1;
+      else
+        goto out;
     }
   }
   if (t >= 0) {
@@ -610,15 +638,19 @@ static int merge_one(const char *cmd, const struct lens_kineto_merge_opts *o, in
     size_t shown = 0;
     for (size_t j = 0; j < s.n_k && shown < 3; j++) {
       if (r.kk_launch[j] >= 0) continue;
-      int nl = (int)strcspn(s.k[j].name, "(");
-      printf("  unmatched: %.*s (device %" PRId64 ", stream %" PRId64 ", ts ", nl > 60 ? 60 : nl, s.k[j].name,
-             s.k[j].pid, s.k[j].tid);
+      /* the name as far as its "(", printable bytes only: it comes from the file */
+      char nm[61];
+      size_t nl = 0;
+      for (const char *c = s.k[j].name; *c && *c != '(' && nl < sizeof nm - 1; c++)
+        nm[nl++] = (unsigned char)*c >= 0x20 && (unsigned char)*c < 0x7f ? *c : '?';
+      nm[nl] = 0;
+      printf("  unmatched: %s (device %" PRId64 ", stream %" PRId64 ", ts ", nm, s.k[j].pid, s.k[j].tid);
       lens_json_us_signed(stdout, s.k[j].ts_ns);
       printf(" us)\n");
       shown++;
     }
-    if (s.n_k - matched > shown) printf("  ... %zu more unmatched, named in the file's nccl_lens.unmatched_kernels\n",
-                                        s.n_k - matched - shown);
+    if (s.n_k - matched > shown)
+      printf("  ... %zu more unmatched, named in the file's nccl_lens.unmatched_kernels\n", s.n_k - matched - shown);
   }
   rc = 0;
 out:

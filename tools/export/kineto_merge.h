@@ -12,9 +12,11 @@
 #include <stddef.h>
 
 struct lens_kineto_merge_opts {
-  const char *const *into; size_t n_into;   /* the Kineto files (.json or .json.gz) */
-  const char *const *traces; size_t n_traces; /* .lens files (directories already expanded) */
-  const char *out_dir;                      /* created 0700 if missing */
+  const char *const *into;
+  size_t n_into; /* the Kineto files (.json or .json.gz) */
+  const char *const *traces;
+  size_t n_traces;     /* .lens files (directories already expanded) */
+  const char *out_dir; /* created 0700 if missing */
 };
 
 /* 0 when every Kineto file was written to out_dir (merged, or unchanged with
