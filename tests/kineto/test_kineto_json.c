@@ -176,6 +176,12 @@ static void test_rewrite_exact(void **state) {
   o = get("out3.json.gz");
   assert_string_equal(o, WANT);
   free(o);
+  /* an empty traceEvents: the first new event takes no comma */
+  put("empty.json", "{\"traceEvents\":[ ]}", 0);
+  rewrite("empty.json", "empty_out.json", 0);
+  o = get("empty_out.json");
+  assert_string_equal(o, "{\"traceEvents\":[ {\"ph\":\"i\",\"name\":\"new\"}],\"nccl_lens\":{\"m\":1}}");
+  free(o);
   /* no insertion at all: the same bytes */
   char path[512], err[256];
   snprintf(path, sizeof path, "%s/doc2.json", g_dir);

@@ -367,6 +367,7 @@ struct kw {
   gzFile gz;
   int fd;
   int err;
+  int skip_comma; /* drop a leading comma (the first element written into an empty array) */
 };
 
 static void kw_put(struct kw *w, const void *p, size_t n) {
@@ -391,6 +392,19 @@ static void kw_put(struct kw *w, const void *p, size_t n) {
     }
   }
 }
+
+/* The output as a stdio stream (fopencookie), for what a callback writes. */
+static ssize_t kw_cookie_write(void *c, const char *p, size_t n) {
+  struct kw *w = c;
+  size_t skip = 0;
+  if (w->skip_comma && n) {
+    w->skip_comma = 0;
+    skip = p[0] == ',';
+  }
+  kw_put(w, p + skip, n - skip);
+  return w->err ? -1 : (ssize_t)n;
+}
+static const cookie_io_functions_t kw_funcs = {NULL, kw_cookie_write, NULL, NULL};
 
 /* What a callback wrote into memory. */
 struct membuf {
@@ -610,21 +624,18 @@ int kj_rewrite(const char *in_path, const struct kj_scan *s, int out_fd, int gz,
           kw_put(&w, buf + run, i - run);
           run = i;
           events_open = 0, events_done = 1;
-          if (ins->tail) {
-            struct membuf mb;
-            if (mem_open(&mb)) {
+          if (ins->tail) { /* streamed straight into the output: a rank's new events are never all in memory */
+            w.skip_comma = !seen_elem;
+            FILE *tf = fopencookie(&w, "w", kw_funcs);
+            if (!tf) {
               seterr(err, err_len, "out of memory");
               goto out;
             }
-            ins->tail(ins->ctx, mb.f);
-            if (mem_close(&mb)) {
-              free(mb.p);
-              seterr(err, err_len, "out of memory");
+            ins->tail(ins->ctx, tf);
+            if (fclose(tf) || w.err) {
+              seterr(err, err_len, "write error");
               goto out;
             }
-            int skip = !seen_elem && mb.n && mb.p[0] == ',';
-            kw_put(&w, mb.p + skip, mb.n - (size_t)skip);
-            free(mb.p);
           }
         } else if (depth == 0 && c == '}' && ins->meta) {
           kw_put(&w, buf + run, i - run);
