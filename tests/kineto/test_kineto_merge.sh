@@ -34,6 +34,11 @@ cat "$T/log"
 grep -q "unmatched: ncclDevKernel_Broadcast_RING_LL (device 0, stream 20" "$T/log" || bad "the decoy kernel not named"
 python3 "$S/kineto_merge_check.py" "$T/kin/rank0.json.gz" "$T/out/rank0.json.gz" "$T/kin/expect.json" "$T/truth.json" 0 --decoy || fail=1
 python3 "$S/kineto_merge_check.py" "$T/kin/rank1.json" "$T/out/rank1.json" "$T/kin/expect.json" "$T/truth.json" 1 || fail=1
+# --into DIR (tensorboard_trace_handler's directory): the same files, byte for byte (the merge is deterministic)
+mkdir "$T/kdir" && cp "$T/kin/rank0.json.gz" "$T/kin/rank1.json" "$T/kdir/"
+"$L" export --into "$T/kdir" "$T/tr" -o "$T/outd" >/dev/null 2>&1 && cmp -s "$T/out/rank1.json" "$T/outd/rank1.json" &&
+  cmp -s <(zcat "$T/out/rank0.json.gz") <(zcat "$T/outd/rank0.json.gz") && ok "--into DIR: the same output" ||
+  bad "--into DIR"
 [ "$(stat -c %a "$T/out")" = 700 ] && ok "OUTDIR created 0700" || bad "OUTDIR mode $(stat -c %a "$T/out")"
 
 # 2. refusals: an existing output is not replaced; a merged file is not merged again; not JSON; usage

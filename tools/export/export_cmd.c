@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,7 +24,7 @@
 static void usage(FILE *f) {
   fprintf(f,
           "usage: nccl-lens export [--format chrome|job|perfetto] [-o OUT.json] [common options] TRACE.lens|DIR...\n"
-          "       nccl-lens export --format kineto --into RANK.json[.gz]... TRACE.lens|DIR... -o OUTDIR\n"
+          "       nccl-lens export --format kineto --into RANK.json[.gz]...|KINETO_DIR TRACE.lens|DIR... -o OUTDIR\n"
           "  Writes Chrome Trace Event JSON; open it at https://ui.perfetto.dev or chrome://tracing.\n"
           "  --format chrome      every event of every trace, each host on its own CLOCK_MONOTONIC (default);\n"
           "                       the selection below narrows it as for every command\n"
@@ -34,11 +35,12 @@ static void usage(FILE *f) {
           "                       --since/--until are job time after the job's first event (the origin is in\n"
           "                       otherData.origin_job_ns), and --func is not taken\n"
           "  --format perfetto    the merged job timeline as Perfetto's protobuf (.pftrace; streamed, smaller)\n"
-          "  --format kineto      merge into torch.profiler's own per-rank files (--into, the .json or .json.gz\n"
-          "                       files that follow it): each is copied into OUTDIR with NCCL's channels, proxy\n"
-          "                       work, what ran on each NCCL kernel and flows added; every original event kept\n"
-          "                       as it was; a file whose process has no trace is copied unchanged, with the\n"
-          "                       reason (docs/pytorch.md). --into implies it\n"
+          "  --format kineto      merge into torch.profiler's own per-rank files (--into: the .json or .json.gz\n"
+          "                       files that follow it, or a directory of them): each is copied into OUTDIR\n"
+          "                       with NCCL's channels, proxy work, what ran on each NCCL kernel and flows\n"
+          "                       added, every original event kept as it was; a file whose process has no\n"
+          "                       trace is copied unchanged, with the reason (docs/pytorch.md). --into\n"
+          "                       implies it\n"
           "  --types T,...        --format chrome: only these event types (kernelch, coll, p2p, proxyop, ...,\n"
           "                       sched; the names of NCCL_LENS_EVENT_MASK)\n");
   lens_trace_cli_usage_common(f);
@@ -68,12 +70,72 @@ static int add_into(struct xopts *o, const char *a) {
   return 1;
 }
 
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* --into's directories replaced by the .json and .json.gz files in them, sorted. 0, or 1 after an error line. */
+static int expand_into(struct xopts *o, char ***owned, size_t *n_owned) {
+  const char **out = NULL;
+  size_t n = 0;
+  for (size_t i = 0; i < o->n_into; i++) {
+    struct stat st;
+    if (stat(o->into[i], &st) != 0 || !S_ISDIR(st.st_mode)) {
+      const char **no = realloc(out, (n + 1) * sizeof *no);
+      if (!no) goto oom;
+      out = no;
+      out[n++] = o->into[i];
+      continue;
+    }
+    DIR *d = opendir(o->into[i]);
+    if (!d) {
+      free(out);
+      return lens_cli_error(CMD, "cannot read directory %s", o->into[i]);
+    }
+    size_t first = n;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+      if (!kineto_name(de->d_name)) continue;
+      size_t len = strlen(o->into[i]) + strlen(de->d_name) + 2;
+      char *p = malloc(len);
+      char **nown = p ? realloc(*owned, (*n_owned + 1) * sizeof *nown) : NULL;
+      const char **no = nown ? realloc(out, (n + 1) * sizeof *no) : NULL;
+      if (nown) *owned = nown;
+      if (!no) {
+        free(p);
+        closedir(d);
+        goto oom;
+      }
+      out = no;
+      snprintf(p, len, "%s/%s", o->into[i], de->d_name);
+      (*owned)[(*n_owned)++] = p;
+      out[n++] = p;
+    }
+    closedir(d);
+    if (n == first) {
+      free(out);
+      return lens_cli_error(CMD, "no .json or .json.gz files in directory %s", o->into[i]);
+    }
+    qsort(out + first, n - first, sizeof *out, by_name);
+  }
+  free(o->into);
+  o->into = out;
+  o->n_into = n;
+  return 0;
+oom:
+  free(out);
+  return lens_cli_error(CMD, "out of memory");
+}
+
 static int format_option(void *ctx, int *i, int argc, char **argv) {
   struct xopts *o = ctx;
   const char *a = argv[*i];
   if (!strcmp(a, "--into")) {
+    struct stat st;
+    if (*i + 1 < argc && !kineto_name(argv[*i + 1]) && stat(argv[*i + 1], &st) == 0 && S_ISDIR(st.st_mode)) {
+      (*i)++; /* --into DIR: the Kineto files in it (tensorboard_trace_handler's directory) */
+      return add_into(o, argv[*i]);
+    }
     if (*i + 1 >= argc || !kineto_name(argv[*i + 1]))
-      return lens_cli_usage(CMD, "--into needs the Kineto files (.json or .json.gz) after it"), -1;
+      return lens_cli_usage(CMD, "--into needs the Kineto files (.json or .json.gz) or their directory after it"), -1;
     o->into_open = 1;
     return 1;
   }
@@ -171,10 +233,14 @@ int lens_cmd_export(int argc, char **argv) {
   }
   if (!strcmp(o.format, "kineto")) {
     rc = 1;
-    if (!lens_trace_cli_expand_dirs(CMD, &c)) {
+    char **owned = NULL;
+    size_t n_owned = 0;
+    if (!expand_into(&o, &owned, &n_owned) && !lens_trace_cli_expand_dirs(CMD, &c)) {
       struct lens_kineto_merge_opts ko = {o.into, o.n_into, c.paths, c.n, o.out_dir};
       rc = lens_export_kineto(CMD, &ko);
     }
+    for (size_t k = 0; k < n_owned; k++) free(owned[k]);
+    free(owned);
     goto done;
   }
   struct lens_model *m = lens_trace_cli_load(CMD, &c);
