@@ -91,14 +91,15 @@ def main():
                 dropped = True      # a kernel record CUPTI lost: our launch has no kernel here
                 continue
             j = rnd.randint(-JITTER_NS, JITTER_NS)
-            kev = {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 20, "ts": ts(ks, j),
+            tid = 20 + o0["comm"]  # one NCCL stream per communicator (per process group in PyTorch)
+            kev = {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": tid, "ts": ts(ks, j),
                    "dur": us(ke - ks) if modern else num("%d" % (round((ke - ks) / 1000) + 1)),
-                   "args": {"External id": ext, "queued": 0, "device": 0, "context": 1, "stream": 20,
+                   "args": {"External id": ext, "queued": 0, "device": 0, "context": 1, "stream": tid,
                             "correlation": corr, "registers per thread": 96, "grid": [2, 1, 1], "block": [512, 1, 1],
                             "Collective name": o0["func"].lower(), "In msg nelems": o0["count"], "Group size": world,
                             "dtype": "Float", "Process Group Name": "0", "Process Group Ranks": "[0, 1]"}}
             ev.append(kev)
-            ev.append({"ph": "f", "id": corr, "pid": 0, "tid": 20, "ts": ts(ks, j), "cat": "ac2g", "name": "ac2g",
+            ev.append({"ph": "f", "id": corr, "pid": 0, "tid": tid, "ts": ts(ks, j), "cat": "ac2g", "name": "ac2g",
                        "bp": "e"})
             # a compute kernel on the compute stream right after it (not NCCL's)
             ev.append({"ph": "X", "cat": "kernel", "name": "void at::native::vectorized_elementwise_kernel<4>(int)",

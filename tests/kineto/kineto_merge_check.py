@@ -191,8 +191,9 @@ def main():
         ops = exp[str(k["args"]["correlation"])]["ops"]
         t = [true_start[(o, c["args"]["channel"])] for o in ops if (o, c["args"]["channel"]) in true_start]
         if check(t, "a channel slice the truth has no channel for"):
-            want = min(t) + clk["realtime_minus_mono_ns"] + clk["extra_ns"] - clk["base_ns"]
-            off_truth += abs(s_ns - want) > bound + noise
+            # a launch of several operations (a Send and a Recv) has a channel of that number in each
+            want = [w + clk["realtime_minus_mono_ns"] + clk["extra_ns"] - clk["base_ns"] for w in t]
+            off_truth += min(abs(s_ns - w) for w in want) > bound + noise
     check(outside == 0, "%d of %d channel slices outside their kernel by more than the bound" % (outside, len(chans)))
     check(off_truth == 0, "%d of %d channel slices not where the truth puts them (within %.0f + %d ns)" %
           (off_truth, len(chans), bound, noise))
