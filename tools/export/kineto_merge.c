@@ -69,10 +69,13 @@ static void ident(const struct lens_model *m, struct tinfo *t) {
 
 /* The trace of the Kineto file's process: the same rank in a communicator
  * of the job's size and, when the file names its CPU process, the same pid.
- * Returns its index, -1 none (why filled), -2 several. */
+ * A process whose trace holds no communicator of the job's size (only
+ * subgroups were used) is found by its pid alone, when exactly one trace
+ * has it and none has the rank. Returns its index, -1 none (why filled),
+ * -2 several. */
 static long find_trace(const struct tinfo *t, size_t n, const struct kj_scan *s, char *why, size_t why_len) {
-  long found = -1;
-  size_t hits = 0;
+  long found = -1, by_pid = -1;
+  size_t hits = 0, pid_hits = 0, rank_hits = 0;
   for (size_t i = 0; i < n; i++) {
     if (!t[i].loaded) continue;
     int rank_ok = 0, pid_ok = 0;
@@ -82,11 +85,14 @@ static long find_trace(const struct tinfo *t, size_t n, const struct kj_scan *s,
       pid_ok = (int64_t)t[i].pid == s->cpu_pids[k] || (t[i].outer_pid && (int64_t)t[i].outer_pid == s->cpu_pids[k]);
     int ok = s->have_rank ? rank_ok && (pid_ok || !s->n_cpu_pids) : pid_ok;
     if (ok) found = (long)i, hits++;
+    if (pid_ok) by_pid = (long)i, pid_hits++;
+    rank_hits += rank_ok;
   }
   if (hits > 1) {
     snprintf(why, why_len, "%zu traces could be its process (same rank and pid): give only one run's traces", hits);
     return -2;
   }
+  if (found < 0 && pid_hits == 1 && !rank_hits) found = by_pid;
   if (found < 0) {
     char who[96] = "";
     if (s->have_rank) snprintf(who, sizeof who, "rank %" PRId64 " of %" PRId64, s->rank, s->world_size);
