@@ -24,6 +24,7 @@ KernelCh hazard, which a loaded machine provokes in the replay) are input the me
 ones: kernels annotated with such an operation, and their slices, are counted apart, and then the match
 rate is not judged (the kernels around them shift)."""
 import argparse
+import decimal
 import gzip
 import json
 import re
@@ -90,9 +91,10 @@ def main():
         over_any |= {(cm[o["comm"]], o["seqNumber"]) for o in p["ops"] if o["id"] in bad}
     lied = 0
     orig_b, out_b = read(a.orig), read(a.out)
-    od = json.loads(orig_b)
+    # numbers as written (Decimal): epoch microseconds with three decimals are beyond a double
+    od = json.loads(orig_b, parse_float=decimal.Decimal)
     try:
-        nd = json.loads(out_b)
+        nd = json.loads(out_b, parse_float=decimal.Decimal)
     except ValueError as e:
         print("FAIL: %s is not JSON: %s" % (a.out, e))
         return 1
@@ -207,6 +209,27 @@ def main():
     proxy = [e for e in new if e.get("cat") in ("nccl_lens_proxy", "nccl_lens_proxy_step")]
     check(proxy and all(e["pid"] in cpu_pids for e in proxy), "proxy rows not on the CPU process")
     check(all(isinstance(e["tid"], int) and isinstance(e["pid"], int) for e in new), "non-integer pid/tid")
+    # what a trace viewer needs of the new events: known phases, numbers where numbers go, and complete
+    # events that nest on each row (Perfetto drops or misplaces slices that overlap without nesting)
+    check(all(e.get("ph") in ("X", "M", "s", "f") for e in new), "an added event of another phase")
+    check(all(isinstance(e["ts"], (int, decimal.Decimal)) and e["dur"] >= 0 for e in new if e["ph"] == "X"), "bad ts/dur")
+    check(all(e["name"] in ("thread_name", "thread_sort_index") for e in new if e["ph"] == "M"), "bad M event")
+    rows = {}
+    for e in new:
+        if e["ph"] == "X":
+            rows.setdefault((e["pid"], e["tid"]), []).append((round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000)))
+    named = {(e["pid"], e["tid"]) for e in new if e["ph"] == "M" and e["name"] == "thread_name"}
+    check(set(rows) <= named, "an added row without a name")
+    crossed = 0
+    for r in rows.values():
+        r.sort(key=lambda v: (v[0], -v[1]))
+        stack = []
+        for b, e in r:
+            while stack and stack[-1] <= b:
+                stack.pop()
+            crossed += bool(stack) and e > stack[-1]
+            stack.append(e)
+    check(crossed == 0, "%d added slices overlap another on their row without nesting" % crossed)
     # several ranks
     if a.job:
         last = {(i["comm_id"], i["seq"]): i["last_rank"] for i in truth["instances"]}

@@ -224,11 +224,13 @@ static int collect(struct emit *x) {
   if (x->n_sl) qsort(x->sl, x->n_sl, sizeof *x->sl, by_track);
   struct lens_lanes *ln = malloc(sizeof *ln);
   if (!ln) return -1;
+  int64_t base_pid = 0, base_row = -1; /* the track (before lanes) of the slice before */
   for (size_t i = 0; i < x->n_sl; i++) {
     struct slice *s = &x->sl[i];
-    if (!i || s->pid != x->sl[i - 1].pid || s->row != x->sl[i - 1].row) {
-      x->lanes_crowded += i ? ln->crowded : 0;
+    if (s->pid != base_pid || s->row != base_row) {
+      x->lanes_crowded += base_row >= 0 ? ln->crowded : 0;
       lens_lanes_reset(ln);
+      base_pid = s->pid, base_row = s->row;
     }
     int lane = lens_lanes_place(ln, s->ts, s->ts + s->dur);
     int max = s->kind == SL_CHANNEL ? KM_CH_LANES - 1 : KM_PROXY_LANES - 1;
@@ -237,6 +239,8 @@ static int collect(struct emit *x) {
   }
   if (x->n_sl) x->lanes_crowded += ln->crowded;
   free(ln);
+  /* by final row: each row named once (tail) */
+  if (x->n_sl) qsort(x->sl, x->n_sl, sizeof *x->sl, by_track);
   return 0;
 }
 
@@ -342,6 +346,22 @@ static void args_for(void *ctx, uint64_t index, FILE *o) {
   }
 }
 
+/* A time of ours as the file writes its own: ns as µs with three decimals,
+ * or, in a file of whole microseconds (pre-2024 files hold absolute epoch
+ * µs, which a double only keeps to a quarter µs), rounded to the µs. The
+ * rounding is monotone, so slices that nest still nest. */
+static int64_t file_ns(const struct emit *x, int64_t ns) {
+  if (x->r->ts_resolution_ns < 1000) return ns;
+  int64_t q = ns / 1000, rem = ns % 1000;
+  if (rem < 0) q--, rem += 1000;
+  return (q + (rem >= 500)) * 1000;
+}
+static void put_ts(const struct emit *x, FILE *o, int64_t ns) {
+  int64_t v = file_ns(x, ns);
+  if (x->r->ts_resolution_ns >= 1000) fprintf(o, "%" PRId64, v / 1000);
+  else lens_json_us_signed(o, v);
+}
+
 static void meta_thread(FILE *o, int64_t pid, int64_t tid, const char *name) {
   fprintf(o,
           ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"args\":{\"name\":", pid,
@@ -356,10 +376,10 @@ static void meta_thread(FILE *o, int64_t pid, int64_t tid, const char *name) {
 static void flow(struct emit *x, FILE *o, const struct kj_kernel *k, int64_t pid, int64_t tid, int64_t ts) {
   long long id = KM_FLOW_ID0 + (long long)x->flows++;
   fprintf(o, ",\n{\"ph\":\"s\",\"id\":%lld,\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":", id, k->pid, k->tid);
-  lens_json_us_signed(o, k->ts_ns);
+  put_ts(x, o, k->ts_ns);
   fputs(",\"cat\":\"nccl_lens\",\"name\":\"nccl_lens\"}", o);
   fprintf(o, ",\n{\"ph\":\"f\",\"id\":%lld,\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":", id, pid, tid);
-  lens_json_us_signed(o, ts);
+  put_ts(x, o, ts);
   fputs(",\"cat\":\"nccl_lens\",\"name\":\"nccl_lens\",\"bp\":\"e\"}", o);
 }
 
@@ -406,9 +426,11 @@ static void tail(void *ctx, FILE *o) {
     fputs(",\"name\":", o);
     lens_json_str(o, name);
     fprintf(o, ",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":", s->pid, s->row);
-    lens_json_us_signed(o, s->ts);
+    put_ts(x, o, s->ts);
     fputs(",\"dur\":", o);
-    lens_json_us_signed(o, s->dur);
+    int64_t d = file_ns(x, s->ts + s->dur) - file_ns(x, s->ts); /* the end rounded, not the duration */
+    if (x->r->ts_resolution_ns >= 1000) fprintf(o, "%" PRId64, d / 1000);
+    else lens_json_us_signed(o, d);
     fprintf(o, ",\"args\":{\"kernel correlation\":%" PRId64, k->correlation);
     if (op && op->type == LENS_T_COLL) fprintf(o, ",\"seq\":%" PRIu64, op->p.coll.seq);
     if (op && op->comm >= 0) {
