@@ -499,10 +499,11 @@ static int by_score(const void *a, const void *b) {
 
 /* Launches the time match could not place (no GPU time of ours: their
  * channel records lost) between two matched neighbours of the same stream
- * pair: kernels on one stream run in launch order, so when as many of our
- * launches as of the file's kernels lie unmatched between the two pairs,
- * they pair in order -- each kernel starting after its launch call (CPU
- * times are on REALTIME on both sides, within tol). Else they stay
+ * pair, or between a stream's first or last pair and that end of both
+ * sequences: kernels on one stream run in launch order, so when as many of
+ * our launches as of the file's kernels lie unmatched there, they pair in
+ * order -- each kernel starting after its launch call (CPU times are on
+ * REALTIME on both sides, within KM_CAUSAL_TOL_NS). Else they stay
  * unmatched. */
 #define KM_GAP_MAX 64 /* a longer run of our launches without GPU time stays unmatched */
 static const struct lens_model *g_m;
@@ -513,39 +514,66 @@ static int by_stream_call(const void *a, const void *b) {
   return p < q ? -1 : p > q;
 }
 
+/* Launches L[i0..i1) and the unmatched kernels among K[j0..j1) pair in
+ * order when they are as many, each kernel after its launch call. */
+static void pair_run(const struct kj_scan *s, struct km_result *r, const int32_t *L, size_t i0, size_t i1,
+                     const int32_t *K, size_t j0, size_t j1) {
+  size_t nu = i1 - i0, nv = 0;
+  if (!nu || nu > KM_GAP_MAX) return;
+  int32_t v[KM_GAP_MAX];
+  for (size_t j = j0; j < j1; j++)
+    if (r->kk_launch[K[j]] < 0) {
+      if (nv == KM_GAP_MAX) return;
+      v[nv++] = K[j];
+    }
+  if (nv != nu) return;
+  for (size_t k = 0; k < nu; k++)
+    if (r->l[L[i0 + k]].kk >= 0 || !host_plausible(r, &r->l[L[i0 + k]], &s->k[v[k]])) return;
+  for (size_t k = 0; k < nu; k++) {
+    struct km_launch *u = &r->l[L[i0 + k]];
+    u->kk = v[k], u->by = KM_BY_ORDER_GAP;
+    r->kk_launch[v[k]] = L[i0 + k];
+    r->by_gap++;
+  }
+}
+
 static void fill_gaps(const struct lens_model *m, const struct kj_scan *s, struct km_result *r, int32_t *L,
                       const int32_t *K, const int32_t *kpos) {
   for (size_t i = 0; i < r->n_l; i++) L[i] = (int32_t)i;
   g_m = m;
   qsort(L, r->n_l, sizeof *L, by_stream_call);
-  size_t prev = SIZE_MAX;
-  for (size_t i = 0; i < r->n_l; i++) {
-    const struct km_launch *b = &r->l[L[i]];
-    if (b->kk < 0) continue;
-    if (prev != SIZE_MAX && r->l[L[prev]].stream == b->stream && i - prev > 1 && i - prev - 1 <= KM_GAP_MAX) {
-      const struct km_launch *a = &r->l[L[prev]];
-      const struct kj_kernel *ka = &s->k[a->kk], *kb = &s->k[b->kk];
-      int32_t pa = kpos[a->kk], pb = kpos[b->kk];
-      size_t nu = i - prev - 1, nv = 0;
-      int32_t v[KM_GAP_MAX];
-      int ok = ka->pid == kb->pid && ka->tid == kb->tid && pb > pa;
-      for (int32_t j = pa + 1; ok && j < pb; j++)
-        if (r->kk_launch[K[j]] < 0) {
-          if (nv == KM_GAP_MAX)
-            ok = 0;
-          else
-            v[nv++] = K[j];
-        }
-      ok = ok && nv == nu;
-      for (size_t k = 0; ok && k < nu; k++) ok = host_plausible(r, &r->l[L[prev + 1 + k]], &s->k[v[k]]);
-      for (size_t k = 0; ok && k < nu; k++) {
-        struct km_launch *u = &r->l[L[prev + 1 + k]];
-        u->kk = v[k], u->by = KM_BY_ORDER_GAP;
-        r->kk_launch[v[k]] = L[prev + 1 + k];
-        r->by_gap++;
-      }
+  for (size_t s0 = 0, s1; s0 < r->n_l; s0 = s1) {
+    for (s1 = s0 + 1; s1 < r->n_l && r->l[L[s1]].stream == r->l[L[s0]].stream; s1++) {
     }
-    prev = i;
+    /* its matched launches: all on one stream of the file, in order there too */
+    size_t first = SIZE_MAX, prev = SIZE_MAX;
+    int one = 1;
+    for (size_t i = s0; i < s1 && one; i++) {
+      const struct km_launch *b = &r->l[L[i]];
+      if (b->kk < 0) continue;
+      if (first == SIZE_MAX) first = i;
+      if (prev != SIZE_MAX) {
+        const struct kj_kernel *ka = &s->k[r->l[L[prev]].kk];
+        one = ka->pid == s->k[b->kk].pid && ka->tid == s->k[b->kk].tid && kpos[b->kk] > kpos[r->l[L[prev]].kk];
+      }
+      prev = i;
+    }
+    if (first == SIZE_MAX || !one) continue;
+    /* the file's stream: K[t0..t1) */
+    const struct kj_kernel *kf = &s->k[r->l[L[first]].kk];
+    size_t t0 = (size_t)kpos[r->l[L[first]].kk], t1 = (size_t)kpos[r->l[L[prev]].kk] + 1;
+    while (t0 > 0 && s->k[K[t0 - 1]].pid == kf->pid && s->k[K[t0 - 1]].tid == kf->tid) t0--;
+    while (t1 < s->n_k && s->k[K[t1]].pid == kf->pid && s->k[K[t1]].tid == kf->tid) t1++;
+    /* before the first pair, between pairs, after the last (both sequences' ends are anchors too) */
+    pair_run(s, r, L, s0, first, K, t0, (size_t)kpos[r->l[L[first]].kk]);
+    size_t last = first;
+    for (size_t i = first + 1; i < s1; i++) {
+      const struct km_launch *b = &r->l[L[i]];
+      if (b->kk < 0 || b->by == KM_BY_ORDER_GAP) continue;
+      pair_run(s, r, L, last + 1, i, K, (size_t)kpos[r->l[L[last]].kk] + 1, (size_t)kpos[b->kk]);
+      last = i;
+    }
+    pair_run(s, r, L, last + 1, s1, K, (size_t)kpos[r->l[L[last]].kk] + 1, t1);
   }
 }
 

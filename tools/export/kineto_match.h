@@ -23,7 +23,8 @@
  * tolerance, our channels fit inside the kernel, and the host clock agrees
  * (the kernel starts after the launch call); (3) a launch without
  * GPU time of ours, by order alone, when it is one of as many unmatched
- * launches as unmatched kernels between two matched neighbours. Kernels left
+ * launches as unmatched kernels between two matched neighbours (or a
+ * stream's first or last pair and that end of both sequences). Kernels left
  * over are counted and named.
  *
  * What this cannot see: channel timers that are another item's (a proxy more
