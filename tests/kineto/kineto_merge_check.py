@@ -229,7 +229,9 @@ def main():
                 stack.pop()
             crossed += bool(stack) and e > stack[-1]
             stack.append(e)
-    check(crossed == 0, "%d added slices overlap another on their row without nesting" % crossed)
+    # beyond a row's last lane slices share it, counted in the file: only those may cross
+    check(crossed <= m["lanes_crowded"], "%d added slices overlap another on their row without nesting (%d said)" %
+          (crossed, m["lanes_crowded"]))
     # several ranks
     if a.job:
         last = {(i["comm_id"], i["seq"]): i["last_rank"] for i in truth["instances"]}

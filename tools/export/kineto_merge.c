@@ -23,14 +23,18 @@
 #include "lens_safe_fs.h"
 
 /* Rows we add. Kineto's GPU rows are (pid = device, tid = stream) and its
- * CPU rows (OS pid, OS tid); ours take tids far above both, one per
- * (stream, channel, lane) on the GPU and per (peer, direction, lane) for
- * proxy work on the CPU process. */
-#define KM_TID_CHANNEL 1000000LL  /* + (stream % 1000) * 1000 + lane * 128 + channel % 128 */
-#define KM_TID_PROXY_OP 2000000LL /* + (peer % 10000) * 100 + is_send * 50 + lane */
-#define KM_TID_PROXY_STEP 3000000LL
+ * CPU rows (OS pid, OS tid); ours take tids far above both: per (stream,
+ * channel, lane) on the GPU; on the CPU process, proxy ops per (peer,
+ * direction, lane) and their steps per (peer, direction, channel, lane) --
+ * a channel's steps overlap at most NCCL_STEPS (8) deep when the proxy keeps
+ * up, deeper when it notices late. Slices beyond the last lane share it
+ * (counted: lanes_crowded). */
+#define KM_TID_CHANNEL 1000000LL    /* + (stream % 1000) * 1000 + lane * 128 + channel % 128 */
+#define KM_TID_PROXY_OP 2000000LL   /* + (peer % 1000) * 1000 + is_send * 500 + lane */
+#define KM_TID_PROXY_STEP 3000000LL /* + (peer % 1000) * 4096 + is_send * 2048 + (channel % 64) * 32 + lane */
 #define KM_CH_LANES 7
-#define KM_PROXY_LANES 50
+#define KM_OP_LANES 64 /* lens_lanes' most */
+#define KM_STEP_LANES 32
 #define KM_FLOW_ID0 (1LL << 40) /* flow ids: far above CUPTI correlation ids (Kineto's ac2g flows) */
 #define KM_UNMATCHED_NAMED 32   /* unmatched kernels named in the file (all are counted) */
 
@@ -204,7 +208,8 @@ static int collect(struct emit *x) {
           int64_t row = KM_TID_CHANNEL + (k->tid % 1000) * 1000 + (e->p.kernel_ch.channel & 127);
           if (add_slice(x, &cap, (struct slice){k->pid, row, ts, te - ts, c, (int32_t)i, SL_CHANNEL})) return -1;
         } else if (e->type == LENS_T_PROXY_OP && e->stop_mono_ns > e->start_mono_ns) {
-          int64_t row = KM_TID_PROXY_OP + (e->p.proxy_op.peer % 10000) * 100 + (e->p.proxy_op.is_send ? 50 : 0);
+          int64_t who = ((int64_t)e->p.proxy_op.peer % 1000) * 1000 + (e->p.proxy_op.is_send ? 500 : 0);
+          int64_t row = KM_TID_PROXY_OP + who;
           int64_t ts = km_to_kineto(r, (int64_t)e->start_mono_ns);
           int64_t te = km_to_kineto(r, (int64_t)e->stop_mono_ns);
           if (add_slice(x, &cap, (struct slice){x->cpu_pid, row, ts, te - ts, c, (int32_t)i, SL_OP})) return -1;
@@ -212,7 +217,8 @@ static int collect(struct emit *x) {
           for (int32_t d = e->first_child; d >= 0; d = m->events[d].next_sibling) {
             const struct lens_event *st = &m->events[d];
             if (st->type != LENS_T_PROXY_STEP || st->stop_mono_ns <= st->start_mono_ns) continue;
-            int64_t srow = row - KM_TID_PROXY_OP + KM_TID_PROXY_STEP;
+            int64_t srow = KM_TID_PROXY_STEP + ((int64_t)e->p.proxy_op.peer % 1000) * 4096 +
+                           (e->p.proxy_op.is_send ? 2048 : 0) + ((int64_t)e->p.proxy_op.channel & 63) * KM_STEP_LANES;
             int64_t ss = km_to_kineto(r, (int64_t)st->start_mono_ns);
             int64_t se = km_to_kineto(r, (int64_t)st->stop_mono_ns);
             if (add_slice(x, &cap, (struct slice){x->cpu_pid, srow, ss, se - ss, d, (int32_t)i, SL_STEP})) return -1;
@@ -233,7 +239,7 @@ static int collect(struct emit *x) {
       base_pid = s->pid, base_row = s->row;
     }
     int lane = lens_lanes_place(ln, s->ts, s->ts + s->dur);
-    int max = s->kind == SL_CHANNEL ? KM_CH_LANES - 1 : KM_PROXY_LANES - 1;
+    int max = (s->kind == SL_CHANNEL ? KM_CH_LANES : s->kind == SL_OP ? KM_OP_LANES : KM_STEP_LANES) - 1;
     if (lane > max) lane = max, x->lanes_crowded++;
     s->row += s->kind == SL_CHANNEL ? (int64_t)lane * 128 : lane;
   }
@@ -395,10 +401,13 @@ static void tail(void *ctx, FILE *o) {
       if (s->kind == SL_CHANNEL)
         snprintf(name, sizeof name, "nccl-lens channel %d (stream %" PRId64 ")", e->p.kernel_ch.channel,
                  x->s->k[x->r->l[s->launch].kk].tid);
+      else if (s->kind == SL_OP)
+        snprintf(name, sizeof name, "nccl-lens proxy ops %s peer %d", e->p.proxy_op.is_send ? "send to" : "recv from",
+                 e->p.proxy_op.peer);
       else
-        snprintf(name, sizeof name, "nccl-lens proxy %s %s peer %d", s->kind == SL_OP ? "ops" : "steps",
-                 (s->kind == SL_OP ? e : &m->events[e->parent])->p.proxy_op.is_send ? "send to" : "recv from",
-                 (s->kind == SL_OP ? e : &m->events[e->parent])->p.proxy_op.peer);
+        snprintf(name, sizeof name, "nccl-lens proxy steps %s peer %d ch %d",
+                 m->events[e->parent].p.proxy_op.is_send ? "send to" : "recv from", m->events[e->parent].p.proxy_op.peer,
+                 m->events[e->parent].p.proxy_op.channel);
       meta_thread(o, s->pid, s->row, name);
     }
   }
