@@ -13,7 +13,7 @@
 #define KM_SLOPE_SPAN_NS 50000000LL /* below this span a drift cannot be told from noise: slope 0 */
 #define KM_CANDIDATES 64            /* first guesses tried per stream pair (seq_match) */
 #define KM_AFTER_CALL 6             /* ... of which, per sample launch, the first kernels after its call */
-#define KM_SCREEN 4                 /* of which the best by a first round go through every round */
+#define KM_SCREEN 16                 /* of which the best by a first round go through every round */
 #define KM_CAUSAL_TOL_NS 200000.0   /* a kernel starts after its launch call: both on REALTIME, within this */
 
 int64_t km_to_kineto(const struct km_result *r, int64_t mono_ns) { return mono_ns + r->c_ns - r->base_ns; }
@@ -219,9 +219,15 @@ static int64_t pred(const struct km_fit *f, const struct km_launch *a, int end) 
   return km_fit_to_kineto(f, x);
 }
 
-/* Our span [ps, pe] (predicted) starts with kernel k and lies inside it, within tol. */
+/* Our span [ps, pe] (predicted) starts and ends with kernel k, within tol
+ * (at the end also 5 % of the kernel: its blocks' exit after the last
+ * channel's stop). A launch's channels cover its kernel, so a kernel of
+ * another length -- the next one in a loop of different collectives -- is
+ * never its. */
 static int inside(const struct kj_kernel *k, int64_t ps, int64_t pe, double tol) {
-  return fabs((double)(ps - k->ts_ns)) <= tol && (double)pe <= (double)(k->ts_ns + k->dur_ns) + tol;
+  double kend = (double)(k->ts_ns + k->dur_ns);
+  return fabs((double)(ps - k->ts_ns)) <= tol && (double)pe <= kend + tol &&
+         (double)pe >= kend - tol - 0.05 * (double)k->dur_ns;
 }
 
 /* One pass of matching under fit f: pairs into mi/mj (n returned). */
@@ -527,8 +533,10 @@ static void pair_run(const struct kj_scan *s, struct km_result *r, const int32_t
       v[nv++] = K[j];
     }
   if (nv != nu) return;
-  for (size_t k = 0; k < nu; k++)
-    if (r->l[L[i0 + k]].kk >= 0 || !host_plausible(r, &r->l[L[i0 + k]], &s->k[v[k]])) return;
+  for (size_t k = 0; k < nu; k++) { /* only launches without GPU time: the others' times said no */
+    const struct km_launch *u = &r->l[L[i0 + k]];
+    if (u->kk >= 0 || u->start || u->g_start || !host_plausible(r, u, &s->k[v[k]])) return;
+  }
   for (size_t k = 0; k < nu; k++) {
     struct km_launch *u = &r->l[L[i0 + k]];
     u->kk = v[k], u->by = KM_BY_ORDER_GAP;
