@@ -20,7 +20,7 @@
  * stream; (2) else, per pair of streams (ours: the launch's cudaStream_t;
  * Kineto's: pid = device, tid = stream), in order and in time: a kernel and
  * a launch pair only when each is the other's only candidate within the
- * tolerance, our channels fit inside the kernel, and the host clock agrees
+ * tolerance, our channels start and end with the kernel, and the host clock agrees
  * (the kernel starts after the launch call); (3) a launch without
  * GPU time of ours, by order alone, when it is one of as many unmatched
  * launches as unmatched kernels between two matched neighbours (or a
