@@ -404,10 +404,11 @@ static void tail(void *ctx, FILE *o) {
       else if (s->kind == SL_OP)
         snprintf(name, sizeof name, "nccl-lens proxy ops %s peer %d", e->p.proxy_op.is_send ? "send to" : "recv from",
                  e->p.proxy_op.peer);
-      else
+      else {
+        const struct lens_event *op = &m->events[e->parent];
         snprintf(name, sizeof name, "nccl-lens proxy steps %s peer %d ch %d",
-                 m->events[e->parent].p.proxy_op.is_send ? "send to" : "recv from", m->events[e->parent].p.proxy_op.peer,
-                 m->events[e->parent].p.proxy_op.channel);
+                 op->p.proxy_op.is_send ? "send to" : "recv from", op->p.proxy_op.peer, op->p.proxy_op.channel);
+      }
       meta_thread(o, s->pid, s->row, name);
     }
   }
