@@ -1,0 +1,109 @@
+#!/bin/bash
+# test_kineto_merge BUILD_DIR SOURCE_DIR: export --format kineto on replay runs (see kineto_merge_check.py for
+# what each merged file must satisfy), the refusals, and the real B200 file left unchanged.
+set -u
+B=$1 S=$2
+L=$B/bin/nccl-lens
+T=$(mktemp -d /tmp/test_kineto_merge.XXXXXX)
+fail=0
+# kept when a check fails, to look at
+trap 'if [ "$fail" = 0 ]; then rm -rf "$T"; else echo "kept $T"; fi' EXIT
+ok() { echo "ok: $*"; }
+bad() { echo "FAIL: $*"; fail=1; }
+
+# 1. 2 ranks, AllReduce of 3 sizes (LL, LL128, SIMPLE: the kernel names all say RING_LL), 1200 launches a rank.
+# The match rate is the merge's only on complete traces: a run whose plugin dropped records (ring_full, a machine
+# too loaded) is run again, at most 3 times.
+complete() { # the merged files say every launch of ours had GPU times
+  python3 -c 'import gzip,json,sys
+def lost(f):
+    b=open(f,"rb").read(); b=gzip.decompress(b) if b[:2]==b"\x1f\x8b" else b
+    return json.loads(b)["nccl_lens"]["our_launches_without_gpu_time"]
+sys.exit(any(lost(f) for f in sys.argv[1:]))' "$@"
+}
+for try in 1 2 3; do
+  rm -rf "$T/tr" "$T/kin" "$T/out"
+  "$L" replay --scenario allreduce --nodes 2 --ranks-per-node 1 --iters 400 --out "$T/tr" --truth "$T/truth.json" \
+    --quiet || { echo "FAIL: replay"; exit 1; }
+  mkdir "$T/kin" && python3 "$S/kineto_fixture.py" "$T/truth.json" "$T/kin" || { echo "FAIL: fixture"; exit 1; }
+  "$L" export --format kineto --into "$T/kin/rank0.json.gz" "$T/kin/rank1.json" "$T/tr" -o "$T/out" >"$T/log" 2>&1 ||
+    bad "merge exited $?: $(tail -1 "$T/log")"
+  complete "$T/out/rank0.json.gz" "$T/out/rank1.json" && break
+  echo "note: run $try: the plugin dropped records (a loaded machine): again"
+done
+cat "$T/log"
+grep -q "unmatched: ncclDevKernel_Broadcast_RING_LL (device 0, stream 20" "$T/log" || bad "the decoy kernel not named"
+python3 "$S/kineto_merge_check.py" "$T/kin/rank0.json.gz" "$T/out/rank0.json.gz" "$T/kin/expect.json" "$T/truth.json" 0 --decoy || fail=1
+python3 "$S/kineto_merge_check.py" "$T/kin/rank1.json" "$T/out/rank1.json" "$T/kin/expect.json" "$T/truth.json" 1 || fail=1
+# --into DIR (tensorboard_trace_handler's directory): the same files, byte for byte (the merge is deterministic)
+mkdir "$T/kdir" && cp "$T/kin/rank0.json.gz" "$T/kin/rank1.json" "$T/kdir/"
+"$L" export --into "$T/kdir" "$T/tr" -o "$T/outd" >/dev/null 2>&1 && cmp -s "$T/out/rank1.json" "$T/outd/rank1.json" &&
+  cmp -s <(zcat "$T/out/rank0.json.gz") <(zcat "$T/outd/rank0.json.gz") && ok "--into DIR: the same output" ||
+  bad "--into DIR"
+[ "$(stat -c %a "$T/out")" = 700 ] && ok "OUTDIR created 0700" || bad "OUTDIR mode $(stat -c %a "$T/out")"
+
+# 1b. mixed: two communicators (two NCCL streams), grouped Send/Recv launches, every collective
+for try in 1 2 3; do
+  rm -rf "$T/trm" "$T/kinm" "$T/outm"
+  "$L" replay --scenario mixed --nodes 2 --ranks-per-node 1 --iters 40 --out "$T/trm" --truth "$T/truthm.json" \
+    --quiet || { echo "FAIL: replay mixed"; exit 1; }
+  mkdir "$T/kinm" && python3 "$S/kineto_fixture.py" "$T/truthm.json" "$T/kinm" || { echo "FAIL: fixture"; exit 1; }
+  "$L" export --into "$T/kinm/rank0.json.gz" "$T/kinm/rank1.json" "$T/trm" -o "$T/outm" >"$T/log" 2>&1 ||
+    bad "merge (mixed) exited $?: $(tail -1 "$T/log")"
+  complete "$T/outm/rank0.json.gz" "$T/outm/rank1.json" && break
+  echo "note: mixed run $try: the plugin dropped records (a loaded machine): again"
+done
+for r in 0 1; do
+  f=$T/kinm/rank$r.json; [ $r = 0 ] && f=$f.gz
+  python3 "$S/kineto_merge_check.py" "$f" "$T/outm/$(basename "$f")" "$T/kinm/expect.json" "$T/truthm.json" $r \
+    --min-match 0.99 $([ $r = 0 ] && echo --decoy) || fail=1
+done
+
+# 2. refusals: an existing output is not replaced; a merged file is not merged again; not JSON; usage
+"$L" export --format kineto --into "$T/kin/rank0.json.gz" "$T/tr" -o "$T/out" >"$T/log" 2>&1
+[ $? = 1 ] && grep -q "exists in the output directory: not replaced" "$T/log" && ok "existing output kept" ||
+  bad "existing output: $(cat "$T/log")"
+"$L" export --format kineto --into "$T/out/rank0.json.gz" "$T/tr" -o "$T/out2" >"$T/log" 2>&1
+[ $? = 1 ] && grep -q "already holds a merge" "$T/log" && ok "a merged file refused" || bad "remerge: $(cat "$T/log")"
+printf '{"traceEvents":[{"ph":"X",' >"$T/cut.json"
+"$L" export --format kineto --into "$T/cut.json" "$T/tr" -o "$T/out3" >"$T/log" 2>&1
+[ $? = 1 ] && grep -q "is not a JSON document" "$T/log" && [ ! -e "$T/out3/cut.json" ] && ok "a cut file refused" ||
+  bad "cut file: $(cat "$T/log")"
+"$L" export --format kineto --into "$T/kin/rank0.json.gz" "$T/tr" >"$T/log" 2>&1
+[ $? = 2 ] && [ "$(wc -l <"$T/log")" = 1 ] && ok "no -o: usage error" || bad "no -o: $(cat "$T/log")"
+"$L" export --into "$T/kin/rank0.json.gz" --format chrome "$T/tr" -o "$T/x" >"$T/log" 2>&1
+[ $? = 2 ] && ok "--into with another format: usage error" || bad "--into chrome: $(cat "$T/log")"
+
+# 3. a job scenario: rank 1 late on every collective; the kernels carry execution, wait and last rank
+for try in 1 2 3; do
+  rm -rf "$T/trj" "$T/kinj" "$T/outj"
+  "$L" replay --scenario job-late-app --nodes 2 --ranks-per-node 1 --iters 100 --delay-us 1000 --out "$T/trj" \
+    --truth "$T/truthj.json" --quiet || { echo "FAIL: replay job"; exit 1; }
+  mkdir "$T/kinj" && python3 "$S/kineto_fixture.py" "$T/truthj.json" "$T/kinj" || { echo "FAIL: fixture"; exit 1; }
+  "$L" export --format kineto --into "$T/kinj/rank0.json.gz" "$T/kinj/rank1.json" "$T/trj" -o "$T/outj" >"$T/log" 2>&1 ||
+    bad "merge (job) exited $?: $(tail -1 "$T/log")"
+  complete "$T/outj/rank0.json.gz" "$T/outj/rank1.json" && break
+  echo "note: job run $try: the plugin dropped records (a loaded machine): again"
+done
+python3 "$S/kineto_merge_check.py" "$T/kinj/rank0.json.gz" "$T/outj/rank0.json.gz" "$T/kinj/expect.json" "$T/truthj.json" 0 \
+  --decoy --job --min-match 0.99 || fail=1
+python3 "$S/kineto_merge_check.py" "$T/kinj/rank1.json" "$T/outj/rank1.json" "$T/kinj/expect.json" "$T/truthj.json" 1 \
+  --job --min-match 0.99 || fail=1
+
+# 4. the real B200 file (rank 0 of 8, NCCL 2.27.5) with traces of another job: copied unchanged, one line why
+R=${KINETO_REALDATA:-/work/shared/realdata/kineto}
+F=$R/tracelens_b200_eager_trace_rank0of8.json.gz
+if [ -r "$F" ]; then
+  "$L" export --format kineto --into "$F" "$T/tr" -o "$T/outr" >"$T/log" 2>"$T/err"
+  rc=$?
+  cat "$T/err"
+  if [ $rc = 0 ] && cmp -s <(zcat "$F") <(zcat "$T/outr/$(basename "$F")") && [ "$(wc -l <"$T/err")" = 1 ] &&
+    grep -q "copied unchanged: no nccl-lens trace of its process (rank 0 of 8, pid 6583)" "$T/err"; then
+    ok "the real B200 file: unchanged, with its reason"
+  else
+    bad "the real B200 file (rc $rc)"
+  fi
+else
+  echo "skipped: the real B200 Kineto file is not at $F (set KINETO_REALDATA)"
+fi
+exit $fail
