@@ -12,6 +12,8 @@
 #include "cli/opt.h"
 #include "cli/trace_args.h"
 #include "export/chrome.h"
+#include "export/chrome_export.h"
+#include "export/load_traces.h"
 #include "export/job_export.h"
 #include "analysis/job/job.h"
 #include "analysis/job/job_align.h"
@@ -32,22 +34,35 @@ static void usage(FILE *f) {
           "                       otherData.origin_job_ns), and --func is not taken\n"
           "  --format perfetto    the merged job timeline as Perfetto's protobuf (.pftrace; streamed, smaller)\n"
           "  --types T,...        --format chrome: only these event types (kernelch, coll, p2p, proxyop, ...,\n"
-          "                       sched; the names of NCCL_LENS_EVENT_MASK)\n");
+          "                       sched; the names of NCCL_LENS_EVENT_MASK)\n"
+          "  --split              --format chrome: files OUT.1.json, OUT.2.json, ... by time window, each under\n"
+          "                       the 1 GB the Perfetto UI opens (a bigger file is not written: exit status 4)\n"
+          "  --force              --format chrome: write the file however big it is\n"
+          "  --threads N          host groups read on N threads at once (1..1024, default: the cores)\n");
   lens_trace_cli_usage_common(f);
 }
 
 struct xopts {
   const char *format;
   const char *types;               /* --types, per-trace export only */
-  struct lens_chrome_opts chrome;
+  struct lens_chrome_export_opts chrome;
   struct lens_job_export_opts job;
   struct lens_trace_cli *c;
 };
 
 static int format_option(void *ctx, int *i, int argc, char **argv) {
   struct xopts *o = ctx;
+  if (lens_opt_flag(argv[*i], "--split", 0)) return o->chrome.split = 1, 1;
+  if (lens_opt_flag(argv[*i], "--force", 0)) return o->chrome.force = 1, 1;
   int r = lens_opt_val(CMD, i, argc, argv, "--format", 0, "chrome, job or perfetto", &o->format);
   if (!r) r = lens_opt_val(CMD, i, argc, argv, "--types", 0, "event types", &o->types);
+  const char *v;
+  uint64_t n;
+  if (!r && (r = lens_opt_val(CMD, i, argc, argv, "--threads", 0, "a number of threads", &v)) > 0) {
+    if (lens_cli_parse_u64(v, &n) || n < 1 || n > 1024)
+      return lens_cli_usage(CMD, "--threads wants a number of threads 1..1024, not '%s'", v), -1;
+    o->chrome.threads = (long)n;
+  }
   return r;
 }
 
@@ -64,7 +79,10 @@ static int format_check(void *ctx) {
   o->job.perfetto = !strcmp(o->format, "perfetto");
   if (o->types && strcmp(o->format, "chrome"))
     return lens_cli_usage(CMD, "--types selects from --format chrome only"), -1;
-  if (o->types && lens_chrome_parse_types(o->types, &o->chrome.types))
+  if ((o->chrome.split || o->chrome.force) && strcmp(o->format, "chrome"))
+    return lens_cli_usage(CMD, "--split and --force are for --format chrome (the job timeline is selected by "
+                               "--comm, --rank, --since, --until)"), -1;
+  if (o->types && lens_chrome_parse_types(o->types, &o->chrome.chrome.types))
     return lens_cli_usage(CMD, "--types %s: unknown type (%s)", o->types, lens_chrome_type_names()), -1;
   if (!strcmp(o->format, "chrome")) return 0;
   o->c->no_filter = 1;
@@ -118,8 +136,22 @@ int lens_cmd_export(int argc, char **argv) {
   struct lens_trace_cli c;
   struct xopts o = {.c = &c};
   int rc = 1;
-  struct lens_model *m = lens_trace_cli_start(CMD, argc, argv, &c, format_option, format_check, &o, usage, &rc);
-  if (!m) return rc;
+  if (lens_trace_cli_parse(CMD, argc, argv, &c, format_option, format_check, &o, usage)) {
+    rc = c.exit_code;
+    lens_trace_cli_free(&c);
+    return rc;
+  }
+  if (!strcmp(o.format, "chrome")) {
+    rc = lens_chrome_export(&c, &o.chrome);
+    lens_trace_cli_free(&c);
+    return rc;
+  }
+  struct lens_model *m = lens_trace_cli_load(CMD, &c);
+  if (!m) {
+    rc = c.exit_code;
+    lens_trace_cli_free(&c);
+    return rc;
+  }
   if ((rc = job_comm(m, &o))) {
     lens_model_free(m);
     goto done;
@@ -130,28 +162,18 @@ int lens_cmd_export(int argc, char **argv) {
     lens_model_free(m);
     goto done;
   }
-  struct lens_chrome_counts cnt;
   struct lens_job_export_counts jc;
-  int job = !strcmp(o.format, "job") || !strcmp(o.format, "perfetto");
-  int wr = job ? export_job(f, m, &o, &jc) : lens_export_chrome_sel(f, m, &o.chrome, &cnt);
+  int wr = export_job(f, m, &o, &jc);
   if (lens_trace_cli_close_out(CMD, &c, f, wr)) {
     /* A half-written trace would load as a broken one: remove it, but only
      * a regular file (never a device or a pipe someone pointed -o at). */
     struct stat st;
     if (lens_trace_cli_out_is_file(&c) && lstat(c.out, &st) == 0 && S_ISREG(st.st_mode)) unlink(c.out);
   } else {
-    if (f != stdout && job)
+    if (f != stdout)
       printf("wrote %s: the job on one time base: %zu slices, %zu instances tied by %zu flow events, %zu last ranks "
              "marked\n",
              c.out, jc.slices, jc.instances_flowed, jc.flows, jc.last_marked);
-    else if (f != stdout) {
-      size_t ce = 0; /* copy-engine collectives: exported as slices with their CE events, counted apart */
-      for (size_t i = 0; i < m->n_events; i++) ce += m->events[i].type == LENS_T_CE_COLL;
-      char ce_txt[64] = "";
-      if (ce) snprintf(ce_txt, sizeof ce_txt, ", %zu copy-engine (CE) collectives", ce);
-      printf("wrote %s: %zu events of %zu processes (%zu operations%s, %zu GPU channel slices, %zu starvation)\n",
-             c.out, m->n_events, m->n_procs, cnt.ops, ce_txt, cnt.gpu_slices, cnt.starvation);
-    }
     rc = 0;
   }
   lens_model_free(m);
