@@ -78,8 +78,10 @@ const char *lens_chrome_type_names(void);
  * are id_base.. below id_end, so groups given disjoint ranges never share
  * one. A thread keeps its real tid when it is unambiguous (lens_chrome_real_tids)
  * in the group (real_ok NULL) or, given real_ok (per thread of m), where that
- * allows it: judged over the whole document, by the caller; part->real says
- * which threads kept theirs (malloc'd: the caller frees it). 0; -1 on a
+ * allows it; part->real says which threads kept theirs (malloc'd: the caller
+ * frees it), so that a caller who judges over the whole document can
+ * rewrite the ones it finds ambiguous (each record holds its tid once, as
+ * "tid":N, a pattern no escaped string can hold) to ids from part->id_next. 0; -1 on a
  * write or allocation error; -2 when the group needs more ids than its range. */
 struct lens_chrome_part {
   char spool[32];                 /* export: its spool file */
@@ -90,6 +92,7 @@ struct lens_chrome_part {
   struct lens_chrome_counts counts;
   size_t ce_colls;                /* copy-engine collectives (counted apart in export's line) */
   uint8_t *real; size_t n_threads; /* per thread: written with its real tid */
+  uint32_t id_next, id_end;       /* the first id of its range it left unused; the range's end */
 };
 /* Per thread of m, its tid where no other thread and no other process of m
  * has that number (hosts and containers reuse pids and tids), else 0

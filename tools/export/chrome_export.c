@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -25,11 +26,6 @@ struct map_ctx {
   const struct lens_chrome_opts *opts;
   struct lens_spool_dir *spool;
   uint32_t span;          /* ids per input index */
-  /* A second reading (see real_tids_agree): per thread of the skeleton,
-   * whether it keeps its real tid; per input index, its group. */
-  const uint8_t *real_ok;
-  const long *group_of_input;
-  const struct lens_model_base *bases;
 };
 
 /* Where a group's ids start: the input position of its first trace (every
@@ -64,12 +60,7 @@ static void *chrome_map(struct lens_model *m, void *ctx) {
     return lens_cli_error(CMD, "cannot write a temporary file: %s", strerror(errno)), NULL;
   }
   uint32_t base = LENS_CHROME_SYNTH_ID + 1 + (uint32_t)key * x->span;
-  const uint8_t *ok = NULL;
-  if (x->real_ok) {
-    long g = x->group_of_input[key];
-    ok = g >= 0 ? x->real_ok + x->bases[g].thread : NULL;
-  }
-  int rc = lens_chrome_group(out, m, x->opts, base, base + x->span, ok, p);
+  int rc = lens_chrome_group(out, m, x->opts, base, base + x->span, NULL, p);
   if (fclose(out)) rc = rc ? rc : -1;
   snprintf(p->spool, sizeof p->spool, "%s", name);
   if (rc == -2)
@@ -85,42 +76,90 @@ static void *chrome_map(struct lens_model *m, void *ctx) {
 }
 
 /* A real tid is written only when no other thread or process of the whole
- * document has that number; each group judged its own threads. Where the
- * whole job judges otherwise (the same tid on two hosts: containers), the
- * job is read again with the job's judgement (*ok, per skeleton thread).
- * 1 when every group agreed, 0 when a second reading is needed, -1 out of
- * memory. */
-static int real_tids_agree(const struct lens_passes_out *po, uint8_t **ok) {
-  const struct lens_model *skel = po->skel;
-  uint32_t *real = calloc(skel->n_threads + 1, sizeof *real);
-  *ok = calloc(skel->n_threads + 1, 1);
-  if (!real || !*ok || lens_chrome_real_tids(skel, real)) {
-    free(real);
-    return -1;
-  }
-  int agree = 1;
-  for (size_t t = 0; t < skel->n_threads; t++) (*ok)[t] = real[t] != 0;
-  for (size_t g = 0; g < po->n_groups; g++) {
-    const struct lens_chrome_part *p = po->parts[g];
-    for (size_t t = 0; t < p->n_threads; t++)
-      if (po->bases[g].thread + t >= skel->n_threads || p->real[t] != (*ok)[po->bases[g].thread + t]) agree = 0;
-  }
-  free(real);
-  return agree;
+ * document has that number; each group judged its own threads as its map
+ * ran. Where the whole job judges otherwise (the same tid on two hosts:
+ * containers, or small pid_max), that group's records of that thread are
+ * rewritten as they are copied out: its tid becomes an unused id of the
+ * group's range. Sorted by old tid per group. */
+struct demote { uint32_t from, to; };
+struct demotions { struct demote *d; size_t n; };
+
+static int cmp_demote(const void *a, const void *b) {
+  uint32_t x = ((const struct demote *)a)->from, y = ((const struct demote *)b)->from;
+  return (x > y) - (x < y);
 }
 
-/* Per input index, the group that read it (from the skeleton's files). */
-static long *groups_of_inputs(const struct lens_trace_cli *c, const struct lens_passes_out *po) {
-  long *v = malloc((c->n + 1) * sizeof *v);
-  if (!v) return NULL;
-  for (size_t i = 0; i < c->n; i++) v[i] = -1;
+/* 0 (*any: some group has one), -1 out of memory, -2 out of ids. */
+static int demotions_build(const struct lens_passes_out *po, struct demotions *dm, int *any) {
+  const struct lens_model *skel = po->skel;
+  uint32_t *real = calloc(skel->n_threads + 1, sizeof *real);
+  if (!real || lens_chrome_real_tids(skel, real)) return free(real), -1;
+  *any = 0;
   for (size_t g = 0; g < po->n_groups; g++) {
-    size_t end = g + 1 < po->n_groups ? po->bases[g + 1].file : po->skel->n_files;
-    for (size_t f = po->bases[g].file; f < end; f++)
-      for (size_t i = 0; i < c->n; i++)
-        if (!strcmp(c->paths[i], po->skel->files[f].path)) v[i] = (long)g;
+    const struct lens_chrome_part *p = po->parts[g];
+    uint32_t next = p->id_next;
+    for (size_t t = 0; t < p->n_threads; t++) {
+      size_t st = po->bases[g].thread + t;
+      if (!p->real[t] || (st < skel->n_threads && real[st])) continue;
+      if (next >= p->id_end) return free(real), -2;
+      struct demote *q = realloc(dm[g].d, (dm[g].n + 1) * sizeof *q);
+      if (!q) return free(real), -1;
+      dm[g].d = q;
+      dm[g].d[dm[g].n++] = (struct demote){st < skel->n_threads ? skel->threads[st].tid : 0, next++};
+      *any = 1;
+    }
+    if (dm[g].n) qsort(dm[g].d, dm[g].n, sizeof *dm[g].d, cmp_demote);
   }
-  return v;
+  free(real);
+  return 0;
+}
+
+static const struct demote *demote_find(const struct demotions *dm, uint32_t tid) {
+  size_t lo = 0, hi = dm->n;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (dm->d[mid].from < tid) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < dm->n && dm->d[lo].from == tid ? &dm->d[lo] : NULL;
+}
+
+/* The item with its demoted tids rewritten (into *buf), or as it is. */
+static const char *demote_line(const struct demotions *dm, const char *json, size_t *len, char **buf, size_t *cap) {
+  if (!dm || !dm->n) return json;
+  static const char pat[] = "\"tid\":";
+  size_t n = *len, o = 0;
+  if (*cap < n + 64) {
+    char *q = realloc(*buf, n + 64);
+    if (!q) return json; /* unchanged rather than lost; the ids then still collide */
+    *buf = q, *cap = n + 64;
+  }
+  const char *p = json, *end = json + n;
+  while (p < end) {
+    const char *hit = memmem(p, (size_t)(end - p), pat, sizeof pat - 1);
+    if (!hit) hit = end;
+    else hit += sizeof pat - 1;
+    size_t chunk = (size_t)(hit - p);
+    if (o + chunk + 16 > *cap) {
+      char *q = realloc(*buf, (*cap = o + chunk + 64) * 2);
+      if (!q) return json;
+      *buf = q, *cap *= 2;
+    }
+    memcpy(*buf + o, p, chunk);
+    o += chunk;
+    p = hit;
+    if (hit == end) break;
+    uint64_t v = 0;
+    const char *d = p;
+    while (d < end && *d >= '0' && *d <= '9' && v <= UINT32_MAX) v = v * 10 + (uint64_t)(*d++ - '0');
+    const struct demote *r = d > p && v <= UINT32_MAX ? demote_find(dm, (uint32_t)v) : NULL;
+    if (r) {
+      o += (size_t)snprintf(*buf + o, *cap - o, "%u", r->to);
+      p = d;
+    }
+  }
+  *len = o;
+  return *buf;
 }
 
 /* "1.23 GB", "45.6 MB", "789 bytes" (decimal, as the limit is said). */
@@ -206,20 +245,19 @@ static int fitting_types(const struct sums *s, uint64_t fixed, uint64_t limit, c
   return any ? 0 : -1;
 }
 
+static int each_line(const struct lens_spool_dir *spool, struct lens_chrome_part *const *parts, size_t n,
+                     const struct demotions *dm, void (*fn)(void *arg, uint64_t key, const char *json, size_t len),
+                     void *arg, int remove);
+static void write_add(void *arg, uint64_t key, const char *json, size_t len);
+struct writer { FILE *f; int first; };
+
 /* The document in input order. 0, or 1 after an error line. */
 static int write_whole(FILE *f, const struct lens_spool_dir *spool, struct lens_chrome_part *const *parts, size_t n,
-                       const char *tail, size_t tail_len) {
+                       const struct demotions *dm, const char *tail, size_t tail_len) {
+  __fsetlocking(f, FSETLOCKING_BYCALLER); /* the pool's threads are gone: no lock per call */
   lens_chrome_write_head(f);
-  int first = 1;
-  for (size_t g = 0; g < n; g++) {
-    FILE *in = lens_spool_open(spool, parts[g]->spool);
-    if (!in || lens_chrome_copy_items(f, in, &first)) {
-      if (in) fclose(in);
-      return lens_cli_error(CMD, "cannot read back a temporary file");
-    }
-    fclose(in);
-    lens_spool_remove(spool, parts[g]->spool); /* its disk space, as soon as copied */
-  }
+  struct writer w = {f, 1};
+  if (each_line(spool, parts, n, dm, write_add, &w, 1)) return lens_cli_error(CMD, "cannot read back a temporary file");
   fwrite(tail, 1, tail_len, f);
   return 0;
 }
@@ -232,14 +270,17 @@ static size_t bucket_of(uint64_t ts, uint64_t lo, uint64_t hi) {
   return (size_t)((unsigned __int128)(ts - lo) * HIST_BUCKETS / ((unsigned __int128)(hi - lo) + 1));
 }
 
-/* Reads every spool line; calls fn(arg, key or UINT64_MAX for metadata, json, len). */
+/* Reads every spool line in input order, its tids demoted; calls fn(arg,
+ * key or UINT64_MAX for metadata, json, len). remove: each spool file once
+ * read (its disk space back while the output grows). */
 static int each_line(const struct lens_spool_dir *spool, struct lens_chrome_part *const *parts, size_t n,
-                     void (*fn)(void *arg, uint64_t key, const char *json, size_t len), void *arg) {
-  char *line = NULL;
-  size_t cap = 0;
+                     const struct demotions *dm, void (*fn)(void *arg, uint64_t key, const char *json, size_t len),
+                     void *arg, int remove) {
+  char *line = NULL, *buf = NULL;
+  size_t cap = 0, bcap = 0;
   for (size_t g = 0; g < n; g++) {
     FILE *in = lens_spool_open(spool, parts[g]->spool);
-    if (!in) return free(line), -1;
+    if (!in) return free(line), free(buf), -1;
     ssize_t r;
     while ((r = getline(&line, &cap, in)) > 0) {
       char *sp = memchr(line, ' ', (size_t)r);
@@ -248,14 +289,31 @@ static int each_line(const struct lens_spool_dir *spool, struct lens_chrome_part
       if (len && line[off + len - 1] == '\n') len--;
       uint64_t key = UINT64_MAX;
       if (line[0] != 'M') key = strtoull(line, NULL, 10);
-      fn(arg, key, line + off, len);
+      const char *json = demote_line(dm ? &dm[g] : NULL, line + off, &len, &buf, &bcap);
+      fn(arg, key, json, len);
     }
     int bad = ferror(in);
     fclose(in);
-    if (bad) return free(line), -1;
+    if (bad) return free(line), free(buf), -1;
+    if (remove) lens_spool_remove(spool, parts[g]->spool);
   }
   free(line);
+  free(buf);
   return 0;
+}
+
+/* The bytes of the items as written (their separators included). */
+static void count_add(void *arg, uint64_t key, const char *json, size_t len) {
+  (void)key, (void)json;
+  *(uint64_t *)arg += len + 2;
+}
+
+static void write_add(void *arg, uint64_t key, const char *json, size_t len) {
+  (void)key;
+  struct writer *w = arg;
+  fputs(w->first ? "\n" : ",\n", w->f);
+  w->first = 0;
+  fwrite(json, 1, len, w->f);
 }
 
 struct hist { uint64_t *b; uint64_t lo, hi; };
@@ -290,7 +348,8 @@ static void piece_name(const char *out, size_t k, char *buf, size_t len) {
 }
 
 static int write_split(const struct lens_trace_cli *c, const struct lens_model *skel, const struct lens_spool_dir *spool,
-                       struct lens_chrome_part *const *parts, size_t n, const struct sums *s, uint64_t limit) {
+                       struct lens_chrome_part *const *parts, size_t n, const struct demotions *dm,
+                       const struct sums *s, uint64_t limit) {
   /* Every piece: head, every metadata record, its items, the tail (with
    * its window: at most this long). */
   size_t tail_len;
@@ -317,7 +376,7 @@ static int write_split(const struct lens_trace_cli *c, const struct lens_model *
     lens_cli_error(CMD, "out of memory");
     goto out;
   }
-  if (each_line(spool, parts, n, hist_add, &h)) {
+  if (each_line(spool, parts, n, dm, hist_add, &h, 0)) {
     lens_cli_error(CMD, "cannot read back a temporary file");
     goto out;
   }
@@ -360,10 +419,11 @@ static int write_split(const struct lens_trace_cli *c, const struct lens_model *
       lens_cli_error(CMD, "cannot write %s: %s", name, strerror(errno));
       goto out;
     }
+    __fsetlocking(p.f[k], FSETLOCKING_BYCALLER);
     lens_chrome_write_head(p.f[k]);
     p.first[k] = 1;
   }
-  if (each_line(spool, parts, n, piece_add, &p)) {
+  if (each_line(spool, parts, n, dm, piece_add, &p, 1)) {
     lens_cli_error(CMD, "cannot read back a temporary file");
     goto out;
   }
@@ -407,7 +467,11 @@ int lens_chrome_export(struct lens_trace_cli *c, const struct lens_chrome_export
   if (o->split && !lens_trace_cli_out_is_file(c))
     return lens_cli_usage(CMD, "--split writes OUT.1.json, OUT.2.json, ...: it needs -o OUT.json");
   if (lens_trace_cli_expand_dirs(CMD, c)) return 1;
-  struct lens_spool_dir *spool = lens_spool_dir_new(CMD, lens_trace_cli_out_is_file(c) ? c->out : NULL);
+  /* Spool files next to the output (its disk must hold it anyway), unless
+   * -o is no regular file (/dev/null, a pipe): then $TMPDIR. */
+  struct stat ost;
+  int beside = lens_trace_cli_out_is_file(c) && (stat(c->out, &ost) || S_ISREG(ost.st_mode));
+  struct lens_spool_dir *spool = lens_spool_dir_new(CMD, beside ? c->out : NULL);
   if (!spool) return 1;
   /* Ids: a range per input position, below INT32_MAX (process sort indexes
    * are written as ints). */
@@ -416,24 +480,17 @@ int lens_chrome_export(struct lens_trace_cli *c, const struct lens_chrome_export
   /* ProxySteps are exported: read as events. */
   struct lens_pass pass = {.map = chrome_map, .free = chrome_part_free, .ctx = &mx, .needs = LENS_PASS_STEPS};
   struct lens_passes_opts po_opts = {.threads = o->threads};
-  struct lens_passes_out po, first = {0};
-  uint8_t *real_ok = NULL;
-  long *group_of_input = NULL;
+  struct lens_passes_out po;
+  struct demotions *dm = NULL;
   char *tail = NULL;
-  int rc = lens_passes_run(CMD, c, &pass, 1, &po_opts, &po);
+  int rc = lens_passes_run(CMD, c, &pass, 1, &po_opts, &po), any = 0;
   if (rc) goto out;
-  int agree = real_tids_agree(&po, &real_ok);
-  if (agree < 0 || (!agree && !(group_of_input = groups_of_inputs(c, &po)))) {
-    rc = lens_cli_error(CMD, "out of memory");
+  struct lens_chrome_part *const *parts = (struct lens_chrome_part *const *)po.parts;
+  int d = (dm = calloc(po.n_groups + 1, sizeof *dm)) ? demotions_build(&po, dm, &any) : -1;
+  if (d) {
+    rc = lens_cli_error(CMD, d == -2 ? "a host group has no ids left for its threads' tids" : "out of memory");
     goto out;
   }
-  if (!agree) {
-    for (size_t g = 0; g < po.n_groups; g++) lens_spool_remove(spool, ((struct lens_chrome_part *)po.parts[g])->spool);
-    first = po;
-    mx.real_ok = real_ok, mx.group_of_input = group_of_input, mx.bases = first.bases;
-    if ((rc = lens_passes_run(CMD, c, &pass, 1, &po_opts, &po))) goto out;
-  }
-  struct lens_chrome_part *const *parts = (struct lens_chrome_part *const *)po.parts;
   struct sums s;
   sum_parts(parts, po.n_groups, &s);
   size_t tail_len;
@@ -443,10 +500,16 @@ int lens_chrome_export(struct lens_trace_cli *c, const struct lens_chrome_export
     goto out;
   }
   uint64_t records = s.items + s.meta_items;
-  uint64_t size = strlen("{\"traceEvents\":[") + s.json + s.meta + (records ? 2 * records - 1 : 0) + tail_len;
+  uint64_t items_bytes = s.json + s.meta + 2 * records; /* separators: ",\n" (the first "\n") */
+  if (any) items_bytes = 0; /* the rewritten tids change the length: counted as written */
+  if (any && each_line(spool, parts, po.n_groups, dm, count_add, &items_bytes, 0)) {
+    rc = lens_cli_error(CMD, "cannot read back a temporary file");
+    goto out;
+  }
+  uint64_t size = strlen("{\"traceEvents\":[") + items_bytes - (records ? 1 : 0) + tail_len;
   uint64_t limit = max_bytes();
   if (o->split) {
-    rc = write_split(c, po.skel, spool, parts, po.n_groups, &s, limit);
+    rc = write_split(c, po.skel, spool, parts, po.n_groups, dm, &s, limit);
   } else if (size > limit && !o->force) {
     char a[32], b[32], t[256] = "", ts[32];
     uint64_t tsize;
@@ -463,7 +526,7 @@ int lens_chrome_export(struct lens_trace_cli *c, const struct lens_chrome_export
     if (!f) {
       rc = 1;
     } else {
-      int wr = write_whole(f, spool, parts, po.n_groups, tail, tail_len);
+      int wr = write_whole(f, spool, parts, po.n_groups, dm, tail, tail_len);
       if (lens_trace_cli_close_out(CMD, c, f, wr)) {
         /* A half-written trace would load as a broken one: remove it, but
          * only a regular file (never a device or a pipe -o points at). */
@@ -480,10 +543,9 @@ int lens_chrome_export(struct lens_trace_cli *c, const struct lens_chrome_export
   }
 out:
   free(tail);
+  for (size_t g = 0; dm && g < po.n_groups; g++) free(dm[g].d);
+  free(dm);
   lens_passes_free(&pass, &po);
-  if (first.skel) lens_passes_free(&pass, &first);
-  free(real_ok);
-  free(group_of_input);
   lens_spool_dir_free(spool);
   return rc;
 }
