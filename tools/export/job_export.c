@@ -18,6 +18,7 @@ struct sl {
   int64_t s, e;          /* job ns - origin */
   int32_t proc, rank;    /* rank: in the event's communicator (-1 unknown) */
   int32_t thread;        /* K_CALLS only (else -1) */
+  int32_t sub;           /* K_PROXY: channel * 2 + is_send, a track each (else -1) */
   int32_t event;         /* model event */
   int32_t inst, row;     /* K_GPU: job instance and rank row */
   uint8_t kind;
@@ -80,12 +81,18 @@ static int has_comm(const struct lens_model *m, int32_t p, const struct lens_job
   return 0;
 }
 
-/* An event's rank: its communicator's, else (a GroupApi) its first child's with one. */
+/* An event's rank: its communicator's, else (a GroupApi) its first child's
+ * with one; a ProxyOp of no known communicator (PXN: run by this GPU's proxy
+ * for a rank of another process, whose communicator this trace does not
+ * hold) is its proxy thread's GPU's rank, as the per-trace export names it. */
 static int32_t event_rank(const struct lens_model *m, const struct lens_event *e) {
+  const struct lens_event *e0 = e;
   for (int d = 0; d < 3 && e; d++) {
     if (e->comm >= 0) return m->comms[e->comm].rank;
     e = e->first_child >= 0 ? &m->events[e->first_child] : NULL;
   }
+  if (e0->type == LENS_T_PROXY_OP && e0->thread >= 0 && (size_t)e0->thread < m->n_threads)
+    return m->threads[e0->thread].proxy_rank;
   return -1;
 }
 
@@ -123,6 +130,7 @@ static int cmp_sl(const void *pa, const void *pb) {
   C(rank);
   C(kind);
   C(thread);
+  C(sub);
   C(s);
 #undef C
   if (a->e != b->e) return a->e > b->e ? -1 : 1; /* the longer (the parent) first */
@@ -168,7 +176,9 @@ static int collect(struct ctx *x, struct vec *v, int64_t origin) {
     if (o->have_comm && (e->comm < 0 || m->comms[e->comm].comm_id != o->comm_id)) continue;
     uint64_t stop = e->stop_mono_ns > e->start_mono_ns ? e->stop_mono_ns : e->start_mono_ns;
     struct sl s = {job_of(x, e->proc, e->start_mono_ns) - origin, job_of(x, e->proc, stop) - origin, e->proc,
-                   event_rank(m, e), kind == K_CALLS ? e->thread : -1, (int32_t)i, -1, -1, (uint8_t)kind, 0, 0, 0, 0};
+                   event_rank(m, e), kind == K_CALLS ? e->thread : -1,
+                   kind == K_PROXY ? (e->p.proxy_op.channel & 0xFFFF) * 2 + !!e->p.proxy_op.is_send : -1, (int32_t)i, -1,
+                   -1, (uint8_t)kind, 0, 0, 0, 0};
     if (s.e < s.s) s.e = s.s;
     if (rank_selected(o, s.rank) && in_window(o, s.s, s.e) && push(v, s)) return -1;
   }
@@ -189,8 +199,8 @@ static int collect(struct ctx *x, struct vec *v, int64_t origin) {
         b = lens_event_completion(m, e, NULL);
         if (b < a) b = a;
       }
-      struct sl s = {job_of(x, r->proc, a) - origin, job_of(x, r->proc, b) - origin, r->proc, r->rank, -1, r->event,
-                     (int32_t)i, (int32_t)(in->first_rank + k), K_GPU, 0, 0, 0, 0};
+      struct sl s = {job_of(x, r->proc, a) - origin, job_of(x, r->proc, b) - origin, r->proc, r->rank, -1, -1,
+                     r->event, (int32_t)i, (int32_t)(in->first_rank + k), K_GPU, 0, 0, 0, 0};
       if (s.e < s.s) s.e = s.s;
       if (in_window(o, s.s, s.e) && push(v, s)) return -1;
     }
@@ -254,17 +264,22 @@ static void track_name(struct ctx *x, const struct sl *s, int lanes) {
     if (s->kind == K_CALLS && s->thread >= 0) {
       const struct lens_thread *th = &m->threads[s->thread];
       snprintf(who, sizeof who, " %s (tid %u)", th->name[0] ? th->name : "thread", th->tid);
+    } else if (s->kind == K_PROXY && s->sub >= 0) { /* one track per channel and direction */
+      snprintf(who, sizeof who, " %s ch %d", s->sub & 1 ? "send" : "recv", s->sub / 2);
     }
-    snprintf(buf, sizeof buf, "rank %d %s%s, pid %u%s", s->rank, kind_name[s->kind], who, pr->pid,
-             l ? " (overlapping)" : "");
+    /* Work that really overlaps (ops posted ahead on one channel, a grouped
+     * Send and Recv) is on further lanes of its track, as in the per-trace
+     * export. */
+    snprintf(buf, sizeof buf, "rank %d %s%s, pid %u", s->rank, kind_name[s->kind], who, pr->pid);
     if (l) {
       size_t n = strlen(buf);
-      snprintf(buf + n, sizeof buf - n, " %d", l);
+      snprintf(buf + n, sizeof buf - n, " · lane %d", l + 1);
     }
     uint32_t tid = s->track * LENS_LANES_MAX + (uint32_t)l + 1;
     meta(x, "thread_name", pid_of(x, s->proc), tid, buf, 0);
-    int r = s->rank >= 0 ? s->rank : 1000000;
-    meta(x, "thread_sort_index", pid_of(x, s->proc), tid, NULL, r * 256 + s->kind * 64 + l);
+    /* By rank, then calls, GPU, proxy (its channels in order), then lane. */
+    int r = s->rank >= 0 ? s->rank : 80000;
+    meta(x, "thread_sort_index", pid_of(x, s->proc), tid, NULL, r * 25344 + s->kind * 8448 + (s->sub + 1) * 64 + l);
   }
 }
 
@@ -276,7 +291,7 @@ static void place(struct ctx *x, struct vec *v) {
     size_t e = i;
     lens_lanes_reset(&lanes);
     while (e < v->n && v->v[e].proc == v->v[i].proc && v->v[e].rank == v->v[i].rank &&
-           v->v[e].kind == v->v[i].kind && v->v[e].thread == v->v[i].thread) {
+           v->v[e].kind == v->v[i].kind && v->v[e].thread == v->v[i].thread && v->v[e].sub == v->v[i].sub) {
       v->v[e].lane = lens_lanes_place(&lanes, v->v[e].s, v->v[e].e);
       v->v[e].track = track;
       e++;
@@ -299,6 +314,9 @@ static void slice_name(const struct ctx *x, const struct sl *s, char *name, size
   int last = in && in->last_rank >= 0 && r && r->rank == in->last_rank;
   if (in)
     snprintf(name, len, "%s #%" PRId64 "%s", in->func ? in->func : "?", in->seq, last ? " (last rank)" : "");
+  else if (s->kind == K_PROXY && e->comm < 0) /* PXN: for a rank of another process */
+    snprintf(name, len, "ProxyOp %s ch %d peer %d (PXN, pid %d)", e->p.proxy_op.is_send ? "send" : "recv",
+             e->p.proxy_op.channel, e->p.proxy_op.peer, e->p.proxy_op.pid);
   else if (s->kind == K_PROXY)
     snprintf(name, len, "ProxyOp %s ch %d peer %d", e->p.proxy_op.is_send ? "send" : "recv", e->p.proxy_op.channel,
              e->p.proxy_op.peer);
