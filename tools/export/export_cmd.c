@@ -14,6 +14,7 @@
 #include "export/chrome.h"
 #include "export/chrome_export.h"
 #include "export/load_traces.h"
+#include "export/export_job.h"
 #include "export/job_export.h"
 #include "analysis/job/job.h"
 #include "analysis/job/job_align.h"
@@ -95,43 +96,6 @@ static int format_check(void *ctx) {
   return 0;
 }
 
-/* --comm ID|NAME for the job timeline: its id, found in the model. 0, or 2
- * after one usage error line. */
-static int job_comm(const struct lens_model *m, struct xopts *o) {
-  const struct lens_filter *fl = &o->c->filter;
-  if (!fl->n_comms) return 0;
-  const char *want = fl->comms[0];
-  for (size_t i = 0; i < m->n_comms; i++) {
-    char *end;
-    const char *h = strncasecmp(want, "0x", 2) ? want : want + 2;
-    uint64_t id = strtoull(h, &end, 16);
-    if ((m->comms[i].name[0] && !strcmp(m->comms[i].name, want)) || (end != h && !*end && id == m->comms[i].comm_id)) {
-      o->job.have_comm = 1;
-      o->job.comm_id = m->comms[i].comm_id;
-      return 0;
-    }
-  }
-  return lens_cli_usage(CMD, "--comm %s: no such communicator in these traces", want);
-}
-
-/* The merged job timeline: the job view, the alignment, then the document. */
-static int export_job(FILE *f, const struct lens_model *m, const struct xopts *o, struct lens_job_export_counts *cnt) {
-  struct lens_job j;
-  struct lens_align a;
-  if (lens_job_build(m, &j, 0)) return -1;
-  if (lens_align_build(m, &j, NULL, &a)) {
-    lens_job_free(&j);
-    return -1;
-  }
-  int rc = lens_export_job(f, m, &j, &a, &o->job, cnt);
-  if (cnt->procs_unaligned)
-    fprintf(stderr, "nccl-lens export: %zu processes left out: their host could not be placed on the job time base\n",
-            cnt->procs_unaligned);
-  lens_align_free(&a);
-  lens_job_free(&j);
-  return rc;
-}
-
 int lens_cmd_export(int argc, char **argv) {
   struct lens_trace_cli c;
   struct xopts o = {.c = &c};
@@ -146,38 +110,7 @@ int lens_cmd_export(int argc, char **argv) {
     lens_trace_cli_free(&c);
     return rc;
   }
-  struct lens_model *m = lens_trace_cli_load(CMD, &c);
-  if (!m) {
-    rc = c.exit_code;
-    lens_trace_cli_free(&c);
-    return rc;
-  }
-  if ((rc = job_comm(m, &o))) {
-    lens_model_free(m);
-    goto done;
-  }
-  rc = 1;
-  FILE *f = lens_trace_cli_open_out(CMD, &c);
-  if (!f) {
-    lens_model_free(m);
-    goto done;
-  }
-  struct lens_job_export_counts jc;
-  int wr = export_job(f, m, &o, &jc);
-  if (lens_trace_cli_close_out(CMD, &c, f, wr)) {
-    /* A half-written trace would load as a broken one: remove it, but only
-     * a regular file (never a device or a pipe someone pointed -o at). */
-    struct stat st;
-    if (lens_trace_cli_out_is_file(&c) && lstat(c.out, &st) == 0 && S_ISREG(st.st_mode)) unlink(c.out);
-  } else {
-    if (f != stdout)
-      printf("wrote %s: the job on one time base: %zu slices, %zu instances tied by %zu flow events, %zu last ranks "
-             "marked\n",
-             c.out, jc.slices, jc.instances_flowed, jc.flows, jc.last_marked);
-    rc = 0;
-  }
-  lens_model_free(m);
-done:
+  rc = lens_job_export_run(&c, &o.job, o.chrome.threads);
   lens_trace_cli_free(&c);
   return rc;
 }
