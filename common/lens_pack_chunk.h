@@ -17,6 +17,19 @@
  * the writer puts in one EVENTS or EVENTS_PACKED chunk (also at most half a
  * ring): what a busy thread's chunk holds. */
 #define LENS_EVENTS_CHUNK_MAX (256 * 1024)
+/* The writer's zstd frames (NCCL_LENS_COMPRESS=packed|zstd): a thread slot's
+ * packed records stay in one open frame across the writer's passes until it
+ * holds LENS_FRAME_STREAM_BYTES of varint stream (zstd's decompressed size)
+ * or LENS_FRAME_RAW_MAX of fixed records, and at most about
+ * LENS_FRAME_MAX_AGE_MS (writer.c writes every open frame that often). Chosen
+ * by measurement (bench/scale/lens_frame_bench.c, docs/trace-format.md
+ * "Frame size"): on the replay's `all` scenario, 64 KiB frames are about
+ * 30 % smaller than one frame a writer pass (median 1 KiB) and decode 15 %
+ * faster; 256 KiB gain little more and keep 4 times as many events in the
+ * open frame, which is what a SIGKILL loses. */
+#define LENS_FRAME_STREAM_BYTES (64 * 1024)
+#define LENS_FRAME_RAW_MAX (2u << 20)
+#define LENS_FRAME_MAX_AGE_MS 100
 /* NCCL_LENS_ZSTD_LEVEL's default: zstd's first "fast" level. Against
  * level 1 it writes 13 % more bytes (replay `all`), its zstd costs the
  * writer 40 % less, and zstd decodes it 1.9-2.3 times faster: at level 1

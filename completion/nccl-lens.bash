@@ -12,9 +12,9 @@ _nccl_lens() {
   cmd=${COMP_WORDS[1]}
   case $cmd in
   demo) opts="--help --out --plugin" ;;
-  replay) opts="--api --board --delay-us --hang-exit-after --hang-post-gap-ms --help --iters --mask-change
-    --no-finalize --node --nodes --out --plugin --quiet --ranks-per-node --reload --scenario
-    --seed --slow --straggler --truth --verbose" ;;
+  replay) opts="--api --board --delay-us --hang-exit-after --hang-post-gap-ms --help --iters --kineto
+    --kineto-layout --mask-change --no-finalize --node --nodes --out --plugin --quiet
+    --ranks-per-node --reload --scenario --seed --slow --straggler --truth --verbose" ;;
   export) opts="--comm --cupti-buffer --format --func --help --min-wait-us --output --rank --since --tag-names
     --types --until -o" ;;
   summary) opts="--comm --cupti-buffer --func --help --json --min-wait-us --output --rank --since --tag-names
@@ -23,8 +23,8 @@ _nccl_lens() {
     --tag-names --until -o" ;;
   sched) opts="--all-threads --btf --duration --follow --help --min-offcpu-us --min-wait-us --out --page-dir
     --pid --quiet --registry-dir --registry-only --stats --verbose" ;;
-  report) opts="--comm --cupti-buffer --func --help --min-wait-us --output --rank --since --tag-names --top
-    --until -o" ;;
+  report) opts="--comm --cupti-buffer --func --help --html --json --min-wait-us --output --rank --since
+    --tag-names --top --until -o" ;;
   net) opts="--comm --cupti-buffer --func --help --json --min-wait-us --output --rank --since --tag-names
     --top --until -o" ;;
   hang) opts="--comm --cupti-buffer --func --help --json --min-wait-us --output --rank --since --tag-names

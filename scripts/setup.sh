@@ -6,9 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# libjs-d3: the plots `report --html` embeds; chromium: the test that renders those pages (headless).
 packages=(build-essential cmake pkg-config clang llvm libcmocka-dev libbpf-dev bpftool libelf-dev zlib1g-dev util-linux python3
   libmicrohttpd-dev libcurl4-openssl-dev prometheus protobuf-compiler python3-protobuf tmux libzstd-dev
-  libyaml-dev libgnutls28-dev libcrypt-dev openssl)
+  libyaml-dev libgnutls28-dev libcrypt-dev openssl libyajl-dev libjs-d3 chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

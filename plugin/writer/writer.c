@@ -109,6 +109,8 @@ static void flush_strings(void) {
   }
 }
 
+static void frame_write_slot(uint32_t slot); /* compact chunks, below */
+
 static void announce(struct lens_tslot *s) {
   uint32_t gen = atomic_load_explicit(&s->gen, memory_order_relaxed);
   uint32_t roles = atomic_load_explicit(&s->roles, memory_order_relaxed);
@@ -140,6 +142,7 @@ static void announce(struct lens_tslot *s) {
   t.first_mono_ns = lens_clock_to_mono(s->first_raw);
   memcpy(t.name, s->ann_name, sizeof t.name);
   t.name[sizeof t.name - 1] = 0;
+  frame_write_slot(s->index); /* the records of the slot's previous owner or role go first */
   lens_tf_write(LENS_CHUNK_THREAD, &t, sizeof t);
   s->announced = 1;
   s->ann_gen = gen;
@@ -170,22 +173,69 @@ static inline void convert_in_place(struct lens_rec_hdr *h) {
 }
 
 /* ---- compact chunks (NCCL_LENS_COMPRESS=packed|zstd) ----
- * The writer packs the records as it converts them (they are in cache),
- * then writes one EVENTS_PACKED chunk instead of the ring spans. Writer
- * thread only: the buffers and the zstd context are its own. */
-static struct lens_pack_enc g_enc;
-static uint8_t g_pack_buf[2 * LENS_EVENTS_CHUNK_MAX + 64];
+ * The writer packs the records as it converts them (they are in cache)
+ * into its slot's open frame, and writes the frame as one EVENTS_PACKED
+ * chunk (one zstd frame) once it holds LENS_FRAME_STREAM_BYTES of stream:
+ * a frame a writer pass would be a frame of a few hundred records, which
+ * compresses and decodes worse (lens_pack_chunk.h). Frames that fill slowly
+ * are written every LENS_FRAME_MAX_AGE_MS (writer_main), and every open
+ * frame is written before anything that must follow its records (a THREAD
+ * chunk of its slot, a COMM or COMM_FINI, a dump, the end of the session).
+ * A frame costs about 100 KiB (LENS_FRAME_CAP), made for each thread slot
+ * that writes records (at most NCCL_LENS_MAX_THREADS; each has a 4 MiB
+ * ring). Writer thread only: the frames, buffers and the zstd context are
+ * its own. */
+struct frame {
+  struct lens_pack_enc enc;
+  uint32_t slot;
+  uint8_t buf[]; /* LENS_FRAME_CAP */
+};
+#define LENS_RUN_SLOTS 256 /* events with an open run per pass (floods, below); a collision ends the older run early */
+/* Room for a frame below its size that takes one more record and then every
+ * open run (a record packs to at most 2 * size + 16 bytes, lens_pack.c). */
+#define LENS_FRAME_CAP                                           \
+  (LENS_FRAME_STREAM_BYTES + 2 * LENS_SCRATCH_BYTES + 16 +         \
+   LENS_RUN_SLOTS * (2 * sizeof(struct lens_rec_state_run) + 16) + 64)
+static struct frame **g_frames; /* by slot index, made at the slot's first packed record */
+static uint32_t g_frames_n;
+static int g_frames_once;
+static struct lens_pack_enc *g_enc; /* the frame records are packed into (pack_collapsing) */
 static uint8_t *g_zbuf;
 static size_t g_zcap;
 static ZSTD_CCtx *g_zctx;
 static int g_zstd_once;
 
-/* Writes the packed chunk; -1 when it could not be written (counted by
- * trace_file.c). */
-static int write_packed(uint32_t slot) {
+/* The slot's frame, NULL when it cannot be had (no memory: the slot's
+ * records are then written as fixed EVENTS chunks, as NCCL_LENS_COMPRESS=none). */
+static struct frame *frame_of(uint32_t slot) {
+  if (!g_frames) {
+    if (g_frames_once || !lens_slots.n) return NULL;
+    g_frames = calloc(lens_slots.n, sizeof *g_frames);
+    if (!g_frames) {
+      g_frames_once = 1;
+      return NULL;
+    }
+    g_frames_n = lens_slots.n;
+  }
+  if (slot >= g_frames_n) return NULL;
+  if (!g_frames[slot]) {
+    struct frame *f = malloc(sizeof *f + LENS_FRAME_CAP);
+    if (!f) return NULL;
+    f->slot = slot;
+    lens_pack_begin(&f->enc, f->buf, LENS_FRAME_CAP);
+    g_frames[slot] = f;
+  }
+  return g_frames[slot];
+}
+
+/* Writes the frame when it holds records (as a packed chunk, with zstd when
+ * that is smaller) and starts it again. -1 when it could not be written
+ * (counted by trace_file.c). */
+static int frame_write(struct frame *f) {
+  if (!f || !f->enc.count) return 0;
   if (g_compress == LENS_COMPRESS_ZSTD && !g_zctx && !g_zstd_once) {
     g_zctx = ZSTD_createCCtx();
-    g_zcap = ZSTD_compressBound(sizeof g_pack_buf);
+    g_zcap = ZSTD_compressBound(LENS_FRAME_CAP);
     g_zbuf = g_zctx ? malloc(g_zcap) : NULL;
     if (!g_zbuf) {
       g_zstd_once = 1;
@@ -194,13 +244,31 @@ static int write_packed(uint32_t slot) {
       g_zctx = NULL;
     }
   }
+  flush_strings(); /* the strings these records use go first */
   struct lens_packed_hdr ph;
   const void *body;
   size_t body_len;
-  lens_pack_chunk(&g_enc, g_pack_buf, slot, g_compress == LENS_COMPRESS_ZSTD ? g_zctx : NULL, g_zstd_level, g_zbuf,
+  lens_pack_chunk(&f->enc, f->buf, f->slot, g_compress == LENS_COMPRESS_ZSTD ? g_zctx : NULL, g_zstd_level, g_zbuf,
                   g_zcap, &ph, &body, &body_len);
   struct iovec parts[2] = {{&ph, sizeof ph}, {(void *)body, body_len}};
-  return lens_tf_write_parts(LENS_CHUNK_EVENTS_PACKED, parts, 2);
+  int rc = lens_tf_write_parts(LENS_CHUNK_EVENTS_PACKED, parts, 2);
+  if (rc == 0) g_events += f->enc.count;
+  lens_pack_begin(&f->enc, f->buf, LENS_FRAME_CAP);
+  return rc;
+}
+
+static void frame_write_slot(uint32_t slot) {
+  if (g_frames && slot < g_frames_n) frame_write(g_frames[slot]);
+}
+
+static void frames_write_all(void) {
+  for (uint32_t i = 0; g_frames && i < g_frames_n; i++) frame_write(g_frames[i]);
+}
+
+/* A fork's child: the open frames hold the parent's records. */
+static void frames_forget(void) {
+  for (uint32_t i = 0; g_frames && i < g_frames_n; i++)
+    if (g_frames[i]) lens_pack_begin(&g_frames[i]->enc, g_frames[i]->buf, LENS_FRAME_CAP);
 }
 
 /* ---- floods: runs of identical STATEs (compact modes only) ----
@@ -211,9 +279,9 @@ static int write_packed(uint32_t slot) {
  * it is and folds the repeats that follow it on the same event (same state,
  * arg and has_args) into one lens_rec_state_run, written when the run ends
  * (another STATE or the STOP of that event) or at the end of the chunk.
- * Runs never cross chunks: each chunk still decodes alone. Off the hot
- * path: NCCL's threads write every record into the ring as before. */
-#define LENS_RUN_SLOTS 256 /* events with an open run per chunk; a collision ends the older run early */
+ * Runs never cross chunks (nor a writer pass): each chunk still decodes
+ * alone. Off the hot path: NCCL's threads write every record into the ring
+ * as before. */
 /* A run holds records no further apart than this (else a new one starts):
  * a run is the proxy polling on, and its record says the longest pause in
  * it (max_gap_ns), so the starvation analysis knows how far apart its
@@ -244,7 +312,7 @@ static void run_flush(struct run_ent *e) {
   r.last_ts = e->last_ts;
   r.repeats = e->repeats;
   r.max_gap_ns = e->max_gap;
-  lens_pack_rec(&g_enc, &r.s.h);
+  lens_pack_rec(g_enc, &r.s.h);
   e->repeats = 0;
 }
 
@@ -280,7 +348,7 @@ static inline void pack_collapsing(const struct lens_rec_hdr *h) {
       e->id = 0;
     }
   }
-  lens_pack_rec(&g_enc, h);
+  lens_pack_rec(g_enc, h);
 }
 
 /* The chunk ends: every open run is written, the table empties. */
@@ -314,13 +382,16 @@ static uint64_t drain_slot(struct lens_tslot *s) {
    * wrap (PAD) and needs at most two spans. */
   uint32_t limit = LENS_EVENTS_CHUNK_MAX < cap / 2 ? LENS_EVENTS_CHUNK_MAX : (uint32_t)(cap / 2);
   int corrupt = 0;
+  /* compact modes: the records go into the slot's open frame (copied, so the
+   * ring's bytes are free as soon as they are packed) */
+  struct frame *f = g_compress ? frame_of(s->index) : NULL;
+  g_enc = f ? &f->enc : NULL;
   while (tail < head && !corrupt) {
     struct lens_events_hdr eh = {s->index, 0};
     struct iovec parts[3] = {{&eh, sizeof eh}};
     int nparts = 1;
     uint32_t bytes = sizeof eh;
     uint64_t span = tail; /* start of the span being built */
-    if (g_compress) lens_pack_begin(&g_enc, g_pack_buf, sizeof g_pack_buf);
     while (tail < head) {
       uint64_t off = tail & s->ring.mask;
       __builtin_prefetch(buf + ((off + LENS_DRAIN_PREFETCH) & s->ring.mask), 1, 3);
@@ -353,20 +424,28 @@ static uint64_t drain_slot(struct lens_tslot *s) {
         break;
       }
       if (bytes + size > limit || !lens_strtab_room()) break;
+      if (f && (lens_pack_len(&f->enc, f->buf) >= LENS_FRAME_STREAM_BYTES ||
+                f->enc.raw_bytes + size > LENS_FRAME_RAW_MAX)) {
+        runs_end_chunk(); /* a run stays in the frame of the STATE it repeats */
+        frame_write(f);   /* below its size the frame has room for any record (LENS_FRAME_CAP) */
+      }
       lens_live_on_record(h); /* live aggregates (live_agg.c): ring form, before conversion */
       if (lens_rec_on()) lens_wd_observe(h, h); /* recorder mode: the hang watchdog's view */
       convert_in_place(h);
-      if (g_compress) pack_collapsing(h);
+      if (f) pack_collapsing(h);
       bytes += size;
       eh.count++;
       tail += size;
     }
     if (tail > span) parts[nparts++] = (struct iovec){buf + (span & s->ring.mask), (size_t)(tail - span)};
-    if (g_compress) runs_end_chunk();
-    flush_strings(); /* the strings these records use go first */
-    if (eh.count && (g_compress && !g_enc.overflow ? write_packed(s->index)
-                                                   : lens_tf_write_parts(LENS_CHUNK_EVENTS, parts, nparts)) == 0)
-      g_events += eh.count;
+    if (f) {
+      runs_end_chunk(); /* the run table is the writer's, not the slot's: its runs end with the pass */
+      if (lens_pack_len(&f->enc, f->buf) >= LENS_FRAME_STREAM_BYTES) frame_write(f);
+      flush_strings(); /* the strings of the records still in the frame go before it */
+    } else {
+      flush_strings(); /* the strings these records use go first */
+      if (eh.count && lens_tf_write_parts(LENS_CHUNK_EVENTS, parts, nparts) == 0) g_events += eh.count;
+    }
     atomic_store_explicit(&s->tail, tail, memory_order_release);
   }
   if (corrupt) {
@@ -406,9 +485,11 @@ static uint64_t drain_all(void) {
     uint64_t n = drain_slot(s);
     if (n > most) most = n;
     if (n >= lens_slots.ring_bytes / 64) populate_ring(s);
-    if (st == LENS_SLOT_RETIRING &&
-        atomic_load_explicit(&s->prod.head, memory_order_acquire) == atomic_load_explicit(&s->tail, memory_order_relaxed))
+    if (st == LENS_SLOT_RETIRING && atomic_load_explicit(&s->prod.head, memory_order_acquire) ==
+                                        atomic_load_explicit(&s->tail, memory_order_relaxed)) {
+      frame_write_slot(s->index); /* before the slot can have a new owner */
       lens_tslot_free(s);
+    }
   }
   return most;
 }
@@ -442,6 +523,7 @@ static void write_drops(int force) {
 static void final_pass(uint32_t reason) {
   for (int i = 0; i < 4 && drain_all() > 0; i++) {
   }
+  frames_write_all();
   drain_blobs();
   lens_registry_remove();
   lens_clock_evidence_write(0);
@@ -620,6 +702,7 @@ static void session_begin(const struct ctl_open *o) {
 static void recorder_dump(const char *why) {
   for (int i = 0; i < 4 && drain_all() > 0; i++) {
   }
+  frames_write_all();
   drain_blobs();
   write_drops(1);
   struct lens_rec_stats rs;
@@ -668,6 +751,9 @@ static int handle(struct ctl *c) {
       atomic_fetch_add_explicit(&lens_cnt.write_errors, 1, memory_order_relaxed);
       break;
     }
+    /* a COMM_FINI follows its communicator's events (a new communicator may
+     * reuse the context): the open frames go first */
+    frames_write_all();
     if (lens_tf_write(c->chunk_type, c->payload, c->len) != 0 &&
         (c->chunk_type == LENS_CHUNK_SESSION || c->chunk_type == LENS_CHUNK_COMM))
       g_meta_lost = 1;
@@ -709,8 +795,12 @@ static void *writer_main(void *arg) {
       most = drain_all();
       blobs = drain_blobs();
       uint64_t now = lens_mono_ns();
-      if (now - last_removed_check >= 100000000ull) {
+      if (now - last_removed_check >= (uint64_t)LENS_FRAME_MAX_AGE_MS * 1000000ull) {
         last_removed_check = now;
+        /* The open frames are written at this pace (a slot's records wait in
+         * its frame at most this long), and before the check: their records
+         * name strings of the file they were converted for. */
+        frames_write_all();
         if (lens_tf_check_removed()) { /* the new file needs SESSION, COMMs and strings again */
           g_meta_lost = 1;
           lens_strtab_reset();
@@ -919,11 +1009,16 @@ void lens_writer_reset_after_fork(void) {
   g_ticket_next = 1;
   g_ticket_done = 0;
   g_stuck_ticket = 0;
+  frames_forget();
 }
 
 uint64_t lens_writer_events(void) { return g_events; }
 
-uint64_t lens_writer_drain_once(void) { return drain_all(); }
+uint64_t lens_writer_drain_once(void) {
+  uint64_t n = drain_all();
+  frames_write_all(); /* a test reads the file next */
+  return n;
+}
 
 int lens_writer_submit(uint16_t chunk_type, void *payload, uint32_t payload_len) {
   struct lens_blob b = {chunk_type, payload_len, payload};

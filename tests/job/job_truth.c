@@ -102,11 +102,16 @@ int job_machine_quiet(void) {
 }
 
 int job_run_replay(const char *dir, const char *scenario, int nodes, int rpn, int iters, int delay_us) {
-  char cmd[2048];
+  return job_run_replay_with(dir, scenario, nodes, rpn, iters, delay_us, "");
+}
+
+int job_run_replay_with(const char *dir, const char *scenario, int nodes, int rpn, int iters, int delay_us,
+                        const char *extra) {
+  char cmd[3072];
   snprintf(cmd, sizeof cmd,
            "%s/bin/nccl-lens replay --scenario %s --nodes %d --ranks-per-node %d --iters %d --delay-us %d --out %s "
-           "--truth %s/truth.json --quiet",
-           LENS_BUILD_DIR, scenario, nodes, rpn, iters, delay_us, dir, dir);
+           "--truth %s/truth.json --quiet %s",
+           LENS_BUILD_DIR, scenario, nodes, rpn, iters, delay_us, dir, dir, extra);
   double b0 = busy_s(), c0 = children_s(), w0 = mono_s();
   int rc = system(cmd);
   double b1 = busy_s(), c1 = children_s(), w1 = mono_s();
@@ -119,8 +124,11 @@ int job_run_replay(const char *dir, const char *scenario, int nodes, int rpn, in
 }
 
 static const struct mj *more; /* processes of the other hosts (job_check_dir's more_truth) */
+uint64_t (*job_truth_comm_of_set)(int set);
+int job_truth_host_clock_spans;
 
 static double drift_of(const struct mj *truth, int rank) {
+  if (job_truth_host_clock_spans) return 0;
   for (int t = 0; t < 2; t++) {
   const struct mj *procs = mj_get(t ? more : truth, "processes");
   for (size_t p = 0; procs && p < procs->n; p++) {
@@ -217,7 +225,9 @@ int job_check_dir(const char *dir, const char *truth_path, const char *more_trut
     snprintf(c->cause, sizeof c->cause, "%s", mj_str(t, "cause"));
     c->straggler = (int)mj_int(t, "straggler", -1);
     c->peer = (int)mj_int(t, "link_peer", -1);
-    const struct mj *j = find_coll(job, strtoull(mj_str(t, "comm_id"), NULL, 16), mj_int(t, "seq", -1));
+    uint64_t comm = job_truth_comm_of_set ? job_truth_comm_of_set((int)mj_int(t, "set", 0))
+                                          : strtoull(mj_str(t, "comm_id"), NULL, 16);
+    const struct mj *j = find_coll(job, comm, mj_int(t, "seq", -1));
     const struct mj *tr = mj_get(t, "ranks");
     if (!j || mj_int(j, "ranks_seen", 0) != (int64_t)tr->n) continue;
     c->matched++;

@@ -32,6 +32,9 @@ struct job_check {
 /* Runs `nccl-lens replay --scenario SC ...` into dir; job_check_dir runs
  * `nccl-lens job --json` on dir and checks it against the truth. 0 ok. */
 int job_run_replay(const char *dir, const char *scenario, int nodes, int rpn, int iters, int delay_us);
+/* The same with more replay options (e.g. "--kineto DIR"). */
+int job_run_replay_with(const char *dir, const char *scenario, int nodes, int rpn, int iters, int delay_us,
+                        const char *extra);
 /* The replay's proxies and GPU clock maps are real threads on this machine:
  * with more than 3 runnable threads per CPU (other builds beside the tests)
  * a proxy stalls for tens of ms and its steps and notices stop meaning
@@ -46,6 +49,12 @@ int job_machine_overloaded(void);
  * rates the issue asks for (>= 99 %) are asserted only then; else says so
  * on stderr. */
 int job_machine_quiet(void);
+/* Inputs other than the plugin's traces (torch.profiler Kineto files written by
+ * `replay --kineto`): the communicator id the job view gives the truth
+ * instance's communicator set (NULL: the truth's commId), and spans on the
+ * host's clock (1: the simulated GPUs' drift is not in them). */
+extern uint64_t (*job_truth_comm_of_set)(int set);
+extern int job_truth_host_clock_spans;
 /* more_truth: another host's truth file (its processes' GPU drifts), or NULL. */
 int job_check_dir(const char *dir, const char *truth_path, const char *more_truth, struct job_check *c);
 

@@ -14,6 +14,7 @@ struct lens_load_opts {
   uint64_t min_wait_ns;                                 /* starvation: ignore shorter waits */
   int no_progress;                                      /* no progress line (several loads run at once) */
   uint32_t load_flags;                                  /* LENS_LOAD_* (lensread.h) */
+  int no_notes;                                         /* the caller says lens_cli_load_notes itself */
 };
 
 /* NULL after printing one error line ("nccl-lens <cmd>: ..."). Analysis

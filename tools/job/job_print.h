@@ -9,19 +9,31 @@
 #include "analysis/job/job.h"
 #include "analysis/job/job_align.h"
 
+/* Foreign inputs of the job (torch.profiler's Kineto files): what the report
+ * says of their clock and of how their kernels were matched. */
+struct lens_job_sources {
+  size_t kineto_files;
+  uint64_t kernels, by_seq, by_order;   /* NCCL kernels read; matched by Seq / by order (ambiguous) */
+  uint64_t no_launch, no_api;           /* kernels whose launch / record_param_comms op was not found */
+  uint64_t dropped;                     /* kernels past the importer's bounds */
+  size_t uneven_comms;                  /* communicators matched by order whose ranks hold different numbers
+                                         * of kernels: there the order pairs some kernels wrongly */
+};
+
 /* Headline tables (one per communicator with > 1 rank loaded) and the
  * straggler ranking. Prints nothing when no communicator has 2 ranks. */
 void lens_job_print_headline(FILE *f, const struct lens_model *m, const struct lens_job *j);
 /* The whole job report: headline, matching counts, instances (max_list
  * listed, the longest waits first; 0 = all). */
 /* a: the host alignment (may be NULL): its "hosts" table / JSON keys. */
+/* src: foreign inputs (NULL: none). */
 void lens_job_print_text(FILE *f, const struct lens_model *m, const struct lens_job *j, size_t max_list,
-                         const struct lens_align *a);
+                         const struct lens_align *a, const struct lens_job_sources *src);
 /* hang: the hang analysis of the same traces (its "hang" value), NULL when
  * not run (streamed or partial input: JSON null). */
 struct lens_hang_report;
 void lens_job_print_json(FILE *f, const struct lens_model *m, const struct lens_job *j, const struct lens_align *a,
-                         const struct lens_hang_report *hang);
+                         const struct lens_hang_report *hang, const struct lens_job_sources *src);
 /* Markdown headline for `nccl-lens report`. */
 void lens_job_print_md(FILE *f, const struct lens_model *m, const struct lens_job *j);
 

@@ -49,6 +49,8 @@ struct lens_replay_opts {
   double slow_factor;   /* 0 = no slow function */
   int node;             /* -1: run every node; >= 0: run only this node of `nodes` (a "host") */
   const char *board;    /* with node >= 0: the file all hosts share to couple their GPUs */
+  const char *kineto_dir; /* --kineto DIR: a torch.profiler (Kineto) JSON per simulated rank (rp_kineto.c) */
+  bool kineto_2023;       /* --kineto-layout 2023: the pre-May-2024 layout (epoch us, no collective args, no Seq) */
 };
 
 struct lens_replay_result {

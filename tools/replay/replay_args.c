@@ -12,7 +12,7 @@ static const char usage[] =
     "                        [--iters N] [--api 4|5|6|7|auto] [--out DIR] [--truth FILE] [--seed N]\n"
     "                        [--no-finalize] [--reload] [--mask-change] [--quiet] [--verbose]\n"
     "                        [--hang-exit-after SECONDS] [--hang-post-gap-ms N] [--straggler RANK] [--delay-us N]\n"
-    "                        [--node I --board FILE] [--slow FUNC:FACTOR]\n"
+    "                        [--node I --board FILE] [--slow FUNC:FACTOR] [--kineto DIR [--kineto-layout L]]\n"
     "Drives a profiler plugin exactly as NCCL 2.28.9 would (2.31.2 with ncclProfiler_v7), without a GPU.\n"
     "  --plugin      a path, or a name X for libnccl-profiler-X.so (default: the lens plugin of this build)\n"
     "  --scenario    allreduce (default), sendrecv, mixed, graph, pxn, starved, overrun, tagged, symmetric,\n"
@@ -29,7 +29,10 @@ static const char usage[] =
     "  --slow F:X    every op of func F (AllReduce, AllGather, ...) works X times longer (0.1..100) on the GPU\n"
     "  --api         default: as NCCL 2.28.9 (ncclProfiler_v5, then _v4); auto: as NCCL 2.31.2 (_v7, _v6, ...)\n"
     "  --out DIR     sets NCCL_LENS_OUTPUT_DIR for the plugin\n"
-    "  --truth FILE  ground-truth JSON of what the driver did (docs/replay.md)\n";
+    "  --truth FILE  ground-truth JSON of what the driver did (docs/replay.md)\n"
+    "  --kineto DIR  also write each simulated rank's torch.profiler (Kineto) trace, DIR/rank-R.json\n"
+    "                (docs/kineto-import.md); --kineto-layout 2024 (default: baseTimeNanoseconds,\n"
+    "                collective args, Seq) or 2023 (epoch us, no collective args, no Seq)\n";
 
 static int bad(const char *fmt, const char *arg) {
   fprintf(stderr, "nccl-lens replay: ");
@@ -88,6 +91,12 @@ int lens_replay_parse_args(int argc, char **argv, struct lens_replay_opts *o) {
       o->out_dir = v, i++;
     } else if (!strcmp(a, "--truth")) {
       o->truth = v, i++;
+    } else if (!strcmp(a, "--kineto")) {
+      if (!*v) return bad("--kineto wants a directory, not '%s'", v);
+      o->kineto_dir = v, i++;
+    } else if (!strcmp(a, "--kineto-layout")) {
+      if (strcmp(v, "2024") && strcmp(v, "2023")) return bad("--kineto-layout wants 2024 or 2023, not '%s'", v);
+      o->kineto_2023 = !strcmp(v, "2023"), i++;
     } else if (!strcmp(a, "--ranks-per-node")) {
       if (parse_int(v, 1, 8, &x)) return bad("--ranks-per-node: '%s' is not 1..8", v);
       o->ranks_per_node = (int)x, i++;

@@ -149,6 +149,7 @@ void rp_coll(struct rp_node *n, struct rp_comm *c, int func, size_t count, const
              int root) {
   struct rp_appstate *a = &n->app;
   if (c->nranks == 1) return; /* size-1 comms return before any profiler call */
+  int64_t api_ns = rp_now();
   int snap = enqueue_begin(n, c);
   bool fresh = false;
   if (rp_gate(LENS_EV_COLL_API, snap)) {
@@ -166,6 +167,7 @@ void rp_coll(struct rp_node *n, struct rp_comm *c, int func, size_t count, const
     fresh = true;
   }
   struct rp_task *t = task_new(n, c, func, count, dtype, esize, snap);
+  t->api_ns = api_ns;
   t->root = root;
   t->sym_kernel = a->cfg_sym;
   t->api_h = a->last_coll_api; /* possibly stale: StopCollApiEvent never clears it */
@@ -179,6 +181,7 @@ void rp_p2p(struct rp_node *n, struct rp_comm *c, int func, size_t count, const 
             int peer) {
   struct rp_appstate *a = &n->app;
   if (c->nranks == 1) return;
+  int64_t api_ns = rp_now();
   int snap = enqueue_begin(n, c);
   if (rp_gate(LENS_EV_P2P_API, snap)) {
     lens_nccl_descr_v6_t d = {0};
@@ -193,6 +196,7 @@ void rp_p2p(struct rp_node *n, struct rp_comm *c, int func, size_t count, const 
     a->last_p2p_api = rp_start7(&n->plugin, c->ctx, &d, &x);
   }
   struct rp_task *t = task_new(n, c, func, count, dtype, esize, snap);
+  t->api_ns = api_ns;
   t->peer = peer;
   t->api_h = a->last_p2p_api;
   task_append(n, t);

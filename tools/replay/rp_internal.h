@@ -217,6 +217,7 @@ struct rp_task {
   int nChannels;
   int mask;
   uint64_t user_tag;      /* ncclCollConfig_t.userProfilerTag of the call (2.31), 0 = none */
+  int64_t api_ns;         /* when the application's call entered (CLOCK_MONOTONIC) */
   const char *sym_kernel; /* a symmetric kernel's name ("AllReduce_AGxLL_R"), NULL = regular kernel */
   void *api_h, *group_api_h, *h;
   struct rp_task *pair; /* p2p: the send/recv partner sharing GPU items */

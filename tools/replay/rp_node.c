@@ -13,6 +13,7 @@
 #include "replay/rp_couple.h"
 #include "replay/rp_job.h"
 #include "replay/rp_node.h"
+#include "replay/rp_kineto.h"
 #include "replay/rp_plan.h"
 #include "replay/rp_net.h"
 #include "replay/rp_truth.h"
@@ -245,6 +246,7 @@ int rp_node_run(const struct lens_replay_opts *o, int node, FILE *truth, struct 
   }
   round_end(n, !o->no_finalize, res);
   if (truth) rp_truth_write_process(n, truth);
+  if (o->kineto_dir && rp_kineto_write(n, o->kineto_dir)) rc = 1;
 out:
   rp_couple_free(n);
   if (n->board) atomic_fetch_add(&n->board->procs_done, 1);

@@ -149,6 +149,7 @@ static int truth_op_for(struct rp_node *n, struct rp_task *t, int replay) {
     op->proto = "";
   }
   op->seq = -1;
+  op->api_ns = t->api_ns;
   op->proxy_rank = -1;
   op->tid = rp_gettid();
   return id;

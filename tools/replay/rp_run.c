@@ -69,6 +69,7 @@ static int check_opts(const struct lens_replay_opts *o) {
   else if (o->api != 0 && o->api != -1 && (o->api < 4 || o->api > 7)) why = "--api must be 4, 5, 6, 7 or auto";
   else if (o->node >= o->nodes) why = "--node must be below --nodes";
   else if ((o->node >= 0) != (o->board != NULL)) why = "--node and --board go together";
+  else if (o->kineto_2023 && !o->kineto_dir) why = "--kineto-layout goes with --kineto DIR";
   else if (o->board && rp_job_kind_of(o->scenario) == RP_JOB_OFF) why = "--board needs a job-* scenario";
   else why = unhonoured(o, buf, sizeof buf);
   if (why && !strcmp(why, "unknown scenario"))

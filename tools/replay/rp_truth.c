@@ -9,6 +9,7 @@
 #include "replay/rp_internal.h"
 #include "replay/rp_net.h"
 #include "replay/rp_truth.h"
+#include "replay/rp_kineto.h"
 
 struct rp_truth *rp_truth_new(void) {
   struct rp_truth *t = calloc(1, sizeof *t);
@@ -141,6 +142,7 @@ static void write_ops(struct rp_truth *t, FILE *f) {
             o->nChannels, o->root, o->peer, o->seq, o->iter, o->graph_replay, o->mask, o->emitted ? "true" : "false",
             o->tid, o->launch_start, o->launch_end, o->kernel_start, o->kernel_end, o->net_ops, o->proxy_rank);
     /* added for NCCL 2.31 */
+    fprintf(f, ",\"api_ns\":%" PRId64, o->api_ns);
     fprintf(f, ",\"userTag\":%" PRIu64 ",\"isSymColl\":%s,\"kernelVariant\":", o->user_tag, o->is_sym ? "true" : "false");
     jstr(f, o->kernel_variant);
     fputc('}', f);
@@ -234,6 +236,8 @@ void rp_truth_write_process(struct rp_node *n, FILE *f) {
    * REALTIME - MONOTONIC as measured here (bracketed, ~100 ns). */
   fprintf(f, ",\"timens_mono_offset_ns\":%" PRId64 ",\"realtime_minus_mono_ns\":%" PRId64, timens_mono_offset(),
           rp_board_delta());
+  /* --kineto: the wall clock error its Kineto files carry (rp_kineto.h) */
+  if (n->o->kineto_dir) fprintf(f, ",\"kineto_wall_error_ns\":%" PRId64, rp_kineto_wall_error_ns(n));
   fprintf(f, ",\"warn_count\":%d,\"calls\":%ld,\"finalized\":%s,\"reloaded\":%s,\"final_mask\":%d,\n",
           atomic_load(&rp_warn_count), n->calls_before + (n->o->no_finalize ? atomic_load(&n->plugin.calls) : 0),
           n->o->no_finalize ? "false" : "true",

@@ -28,6 +28,7 @@ struct rp_truth_op {
   uint64_t bytes;
   const char *algo, *proto;
   int64_t seq; /* seqNumber given, -1 for p2p */
+  int64_t api_ns;                   /* the application's call (ncclAllReduce, ...) entered */
   int64_t launch_start, launch_end; /* KernelLaunch bracket on the launching thread */
   int64_t kernel_start, kernel_end; /* true GPU kernel span, host ns */
   int net_ops, proxy_rank;          /* net proxy ops posted, local proxy that ran them */

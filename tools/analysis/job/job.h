@@ -145,6 +145,9 @@ struct lens_job {
 /* min_wait_ns 0 = default. Returns 0, -1 on allocation failure. */
 int lens_job_build(const struct lens_model *m, struct lens_job *j, uint64_t min_wait_ns);
 void lens_job_free(struct lens_job *j);
+/* Whether an instance's last rank made the others wait past the threshold:
+ * the instances that count for a straggler (times_last, wait_caused_ns). */
+int lens_job_inst_straggles(const struct lens_job *j, const struct lens_job_inst *in);
 /* nccl-tests bus bandwidth factor of func for n ranks. */
 double lens_job_busbw_factor(const char *func, int nranks);
 /* Hostname of a process ("" unknown). */

@@ -28,6 +28,10 @@ static uint64_t threshold(const struct lens_job *j, const struct lens_job_inst *
   return f > j->min_wait_ns ? f : j->min_wait_ns;
 }
 
+int lens_job_inst_straggles(const struct lens_job *j, const struct lens_job_inst *in) {
+  return in->exec_ns && in->max_wait_ns >= threshold(j, in) && in->last_rank >= 0;
+}
+
 enum { ST_ENQUEUE, ST_LAUNCH };
 
 /* A host-side stage's duration: API call -> launch start, the launch. */
@@ -352,7 +356,7 @@ static int rank_stragglers(struct lens_job *j, int by_tag, struct lens_job_strag
   if (!v) return -1;
   for (size_t i = 0; i < j->n_insts; i++) {
     const struct lens_job_inst *in = &j->insts[i];
-    if (!in->exec_ns || in->max_wait_ns < threshold(j, in) || in->last_rank < 0) continue;
+    if (!lens_job_inst_straggles(j, in)) continue;
     uint64_t tag = by_tag ? in->user_tag : 0;
     if (by_tag && !tag) continue;
     struct lens_job_straggler *s = NULL;

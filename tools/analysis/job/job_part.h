@@ -78,6 +78,8 @@ struct lens_job_part {
  * or copy them with lens_job_part_own_strings before freeing it. 0 / -1. */
 int lens_job_map(const struct lens_model *m, struct lens_job_part *p);
 int lens_job_part_own_strings(struct lens_job_part *p);
+/* A copy of s in p->strings (an importer filling a partial itself); NULL on no memory. */
+const char *lens_job_part_intern(void **strings, const char *s);
 void lens_job_part_free(struct lens_job_part *p);
 
 /* Reduce: the job view of the partials (which must outlive j: it points at

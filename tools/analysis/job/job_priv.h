@@ -31,8 +31,7 @@ int lens_job_wends_add(const struct lens_job *j, size_t row, const struct lens_j
  * name number. 0 / -1 (out of memory). */
 int lens_job_pair_oneway(struct lens_job *j, struct lens_job_wend *v, size_t n, const int32_t *host_of);
 
-/* A partial's string storage. */
-const char *lens_job_part_intern(void **strings, const char *s);
+/* A partial's string storage (lens_job_part_intern: job_part.h). */
 void lens_job_part_strings_free(void *strings);
 
 #endif

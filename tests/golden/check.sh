@@ -1,0 +1,42 @@
+#!/bin/sh
+# The golden test (ctest test_golden_views): every view of nccl-lens on every
+# golden trace set (traces/<scenario>/, committed replay traces) must print what
+# expected/ holds: the same numbers, the same exit statuses, the same stderr.
+# It pins today's outputs so a new model (issue 23: streamed per-host passes)
+# can be checked scenario by scenario against the old one. On a failure it
+# prints the differences; when a change is deliberate, run update.sh and review
+# the change of expected/ in the diff of the commit.
+# usage: check.sh NCCL_LENS_BIN
+set -u
+[ $# -eq 1 ] || { echo "usage: check.sh NCCL_LENS_BIN"; exit 2; }
+here=$(cd "$(dirname "$0")" && pwd)
+command -v python3 >/dev/null || { echo "check.sh: python3 is needed (scripts/setup.sh installs it)"; exit 1; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/lens-golden-check-XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+"$here/views.sh" "$1" "$tmp/out" || { echo "FAIL: views.sh could not run"; exit 1; }
+# the same set of files, then the same contents
+(cd "$here/expected" && find . -type f | sort) >"$tmp/want"
+(cd "$tmp/out" && find . -type f | sort) >"$tmp/got"
+fails=0
+if ! cmp -s "$tmp/want" "$tmp/got"; then
+  echo "FAIL: the views wrote other files than expected/ holds (< expected, > now):"
+  diff "$tmp/want" "$tmp/got" | grep '^[<>]'
+  fails=$((fails + 1))
+fi
+n=0
+while read -r f; do
+  [ -f "$tmp/out/$f" ] || continue
+  n=$((n + 1))
+  if ! cmp -s "$here/expected/$f" "$tmp/out/$f"; then
+    echo "FAIL: ${f#./} differs from expected (- expected, + now):"
+    diff -U 2 "$here/expected/$f" "$tmp/out/$f" | sed -n '3,80p'
+    fails=$((fails + 1))
+  fi
+done <"$tmp/want"
+scenarios=$(find "$here/traces" -mindepth 1 -maxdepth 1 -type d | wc -l)
+echo "$n outputs of $scenarios scenarios compared, $fails differ"
+if [ "$fails" -gt 0 ]; then
+  echo "(a deliberate change: tests/golden/update.sh NCCL_LENS_BIN, then review 'git diff tests/golden/expected')"
+  exit 1
+fi
+[ "$n" -gt 0 ]
