@@ -1,6 +1,7 @@
-/* `nccl-lens export --format chrome` read host group by host group (issue 23)
- * on the demo's replayed 2 x 2 `all` job (two hosts, so two groups):
- *   - the file is the same byte for byte on 1 and on 2 threads;
+/* `nccl-lens export` read host group by host group (issue 23), on a job of 4
+ * hosts (lens-gen-job: 16 ranks, so 4 groups; its tids repeat across hosts,
+ * so the chrome export rewrites them) and on the demo's replayed 2 x 2 `all`:
+ *   - every format's file is the same byte for byte on 1 and on 2 threads;
  *   - a document over the limit (NCCL_LENS_EXPORT_MAX_BYTES, here a third of
  *     the real size, so the test stays small) is not written: exit status 4,
  *     stderr says the size it would have and what fits;
@@ -24,10 +25,15 @@
 #define PLUGIN LENS_BUILD_DIR "/lib/libnccl-profiler-lens.so"
 #define CHECKER LENS_SOURCE_DIR "/tests/cli/split_check.py"
 
-static char traces[256];
+static char traces[256], job[256];
 
 static int setup(void **state) {
   (void)state;
+  snprintf(job, sizeof job, "%s/gj", cli_tmpdir());
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "%s/bin/lens-gen-job -o %s --ranks 16 --hosts 4 --events 40000 >/dev/null 2>&1",
+           LENS_BUILD_DIR, job);
+  if (system(cmd)) return -1;
   snprintf(traces, sizeof traces, "%s/traces", cli_tmpdir());
   struct cli_result r;
   const char *a[] = {"replay", "--plugin", PLUGIN, "--scenario", "all", "--nodes", "2", "--ranks-per-node", "2",
@@ -63,6 +69,66 @@ static char *slurp(const char *path, long *len) {
 static void export_to(const char *out, const char *threads, struct cli_result *r) {
   const char *a[] = {"export", "--format", "chrome", "--threads", threads, "-o", out, traces, NULL};
   assert_int_equal(cli_run(r, a), 0);
+}
+
+/* --format F of the 4-host job on 1 and on 2 threads: the same bytes. */
+static void same_on_threads(const char *format) {
+  char one[300], two[300];
+  snprintf(one, sizeof one, "%s/%s-1", cli_tmpdir(), format);
+  snprintf(two, sizeof two, "%s/%s-2", cli_tmpdir(), format);
+  struct cli_result r;
+  const char *a[] = {"export", "--format", format, "--threads", "1", "-o", one, job, NULL};
+  assert_int_equal(cli_run(&r, a), 0);
+  if (r.status) fail_msg("export --format %s: %s", format, r.err);
+  a[4] = "2", a[6] = two;
+  assert_int_equal(cli_run(&r, a), 0);
+  assert_int_equal(r.status, 0);
+  long n1, n2;
+  char *x = slurp(one, &n1), *y = slurp(two, &n2);
+  assert_non_null(x);
+  assert_non_null(y);
+  assert_true(n1 > 10000);
+  assert_int_equal(n1, n2);
+  assert_int_equal(memcmp(x, y, (size_t)n1), 0);
+  free(x);
+  free(y);
+}
+
+static void test_threads(void **state) {
+  (void)state;
+  same_on_threads("chrome");
+  same_on_threads("job");
+  same_on_threads("perfetto");
+  /* The chrome export of several hosts is well formed: no tid of two processes. */
+  char one[300], cmd[700], rep[4096];
+  snprintf(one, sizeof one, "%s/chrome-1", cli_tmpdir());
+  snprintf(cmd, sizeof cmd, "python3 '%s/tests/cli/export_check.py' '%s'", LENS_SOURCE_DIR, one);
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  size_t n = fread(rep, 1, sizeof rep - 1, p);
+  rep[n] = 0;
+  assert_int_equal(pclose(p), 0);
+  assert_non_null(strstr(rep, "\nid_collisions 0\n"));
+  assert_non_null(strstr(rep, "\nx_violations 0\n"));
+  assert_non_null(strstr(rep, "\nprocs 16\n"));
+  /* The size is known exactly before writing, rewritten tids included: a
+   * limit of the file's size writes it, one byte less does not. */
+  long size;
+  char *x = slurp(one, &size), lim[32], out[300];
+  assert_non_null(x);
+  free(x);
+  snprintf(out, sizeof out, "%s/exact.json", cli_tmpdir());
+  struct cli_result r;
+  const char *a[] = {"export", "-o", out, job, NULL};
+  snprintf(lim, sizeof lim, "%ld", size);
+  setenv("NCCL_LENS_EXPORT_MAX_BYTES", lim, 1);
+  assert_int_equal(cli_run(&r, a), 0);
+  assert_int_equal(r.status, 0);
+  snprintf(lim, sizeof lim, "%ld", size - 1);
+  setenv("NCCL_LENS_EXPORT_MAX_BYTES", lim, 1);
+  assert_int_equal(cli_run(&r, a), 0);
+  assert_int_equal(r.status, 4);
+  unsetenv("NCCL_LENS_EXPORT_MAX_BYTES");
 }
 
 static long figure(const char *rep, const char *key) {
@@ -166,6 +232,6 @@ static void test_size_and_split(void **state) {
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_size_and_split)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_threads), cmocka_unit_test(test_size_and_split)};
   return cmocka_run_group_tests(tests, setup, teardown);
 }
