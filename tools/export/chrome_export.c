@@ -515,9 +515,22 @@ int lens_chrome_export(struct lens_trace_cli *c, const struct lens_chrome_export
     uint64_t tsize;
     fprintf(stderr, "nccl-lens export: the Chrome JSON would be %s, more than the Perfetto UI opens (%s): not "
                     "written\n", gb(size, a, sizeof a), gb(limit, b, sizeof b));
-    if (!fitting_types(&s, size - s.json - 2 * s.items, limit, t, sizeof t, &tsize))
-      fprintf(stderr, "nccl-lens export: %s fits (about %s), as does a --rank or --comm selection;\n", t,
+    if (!fitting_types(&s, size - s.json - 2 * s.items, limit, t, sizeof t, &tsize)) {
+      fprintf(stderr, "nccl-lens export: these types fit (about %s; a --rank or --comm selection may too):\n",
               gb(tsize, ts, sizeof ts));
+      /* The list, cut at commas into lines of at most 120 columns. */
+      for (const char *p = t; *p;) {
+        size_t len = strlen(p);
+        if (len > 96) {
+          len = 96;
+          while (len > 0 && p[len] != ',') len--;
+          if (!len) len = strlen(p);
+          else len++;
+        }
+        fprintf(stderr, "nccl-lens export:   %.*s\n", (int)len, p);
+        p += len;
+      }
+    }
     fprintf(stderr, "nccl-lens export: --format perfetto (protobuf) opens whole; --split cuts it into files by "
                     "time; --force writes it anyway\n");
     rc = LENS_EXPORT_TOO_BIG;
