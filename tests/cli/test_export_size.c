@@ -131,6 +131,25 @@ static void test_threads(void **state) {
   unsetenv("NCCL_LENS_EXPORT_MAX_BYTES");
 }
 
+/* A spooled input (NAME.gz) is named as given in its group's model: each
+ * format still finds its group's place among the inputs. */
+static void test_gz_input(void **state) {
+  (void)state;
+  char cmd[900], gz[300], out[300];
+  snprintf(gz, sizeof gz, "%s/host0.lens.gz", cli_tmpdir());
+  snprintf(cmd, sizeof cmd, "gzip -c %s/nccl-lens-gen-host000-10000.lens > %s", job, gz);
+  assert_int_equal(system(cmd), 0);
+  static const char *const formats[] = {"chrome", "job", "perfetto"};
+  for (int k = 0; k < 3; k++) {
+    snprintf(out, sizeof out, "%s/gz.%s", cli_tmpdir(), formats[k]);
+    struct cli_result r;
+    const char *a[] = {"export", "--format", formats[k], "-o", out, gz, NULL};
+    assert_int_equal(cli_run(&r, a), 0);
+    if (r.status) fail_msg("export --format %s of a .gz: %s", formats[k], r.err);
+    assert_non_null(strstr(r.out, "wrote "));
+  }
+}
+
 static long figure(const char *rep, const char *key) {
   char pat[64];
   snprintf(pat, sizeof pat, "%s ", key);
@@ -232,6 +251,7 @@ static void test_size_and_split(void **state) {
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_threads), cmocka_unit_test(test_size_and_split)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_threads), cmocka_unit_test(test_gz_input),
+                                     cmocka_unit_test(test_size_and_split)};
   return cmocka_run_group_tests(tests, setup, teardown);
 }

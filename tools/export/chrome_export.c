@@ -15,6 +15,7 @@
 #include "cli/cli.h"
 #include "cli/passes.h"
 #include "cli/spool.h"
+#include "export/group_input.h"
 #include "export/load_traces.h"
 
 #define CMD "export"
@@ -28,16 +29,6 @@ struct map_ctx {
   uint32_t span;          /* ids per input index */
 };
 
-/* Where a group's ids start: the input position of its first trace (every
- * trace is in one group), so the ids do not depend on which thread or in
- * which order the groups were read. -1 if none of its files is an input. */
-static long group_key(const struct lens_model *m, const struct lens_trace_cli *c) {
-  const char *p = m->n_files ? m->files[0].path : m->n_same_traces ? m->same_traces[0].path : NULL;
-  for (size_t i = 0; p && i < c->n; i++)
-    if (!strcmp(c->paths[i], p)) return (long)i;
-  return -1;
-}
-
 static void chrome_part_free(void *part) {
   struct lens_chrome_part *p = part;
   if (p) free(p->real);
@@ -48,7 +39,9 @@ static void *chrome_map(struct lens_model *m, void *ctx) {
   const struct map_ctx *x = ctx;
   struct lens_chrome_part *p = calloc(1, sizeof *p);
   if (!p) return lens_cli_error(CMD, "out of memory"), NULL;
-  long key = group_key(m, x->c);
+  /* Where a group's ids start: the input position of its first trace (every
+   * trace is in one group), so they do not depend on threads or order. */
+  long key = lens_group_input(m, x->c);
   if (key < 0) {
     free(p);
     return lens_cli_error(CMD, "a host group's traces are not among the inputs"), NULL;

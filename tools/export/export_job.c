@@ -26,6 +26,7 @@
 #include "cli/cli.h"
 #include "cli/passes.h"
 #include "cli/spool.h"
+#include "export/group_input.h"
 #include "export/lanes.h"
 
 #define CMD "export"
@@ -80,16 +81,9 @@ struct draw_ctx {
   uint32_t track_span;              /* track numbers per input index */
 };
 
-static long input_of(const struct lens_model *m, const struct lens_trace_cli *c) {
-  const char *p = m->n_files ? m->files[0].path : m->n_same_traces ? m->same_traces[0].path : NULL;
-  for (size_t i = 0; p && i < c->n; i++)
-    if (!strcmp(c->paths[i], p)) return (long)i;
-  return -1;
-}
-
 static void *draw_map(struct lens_model *m, void *ctx) {
   const struct draw_ctx *x = ctx;
-  long key = input_of(m, x->c);
+  long key = lens_group_input(m, x->c);
   long g = key >= 0 ? x->group_of_input[key] : -1;
   size_t procs = g < 0 ? 0 : ((size_t)g + 1 < x->n_groups ? x->bases[g + 1].proc : x->n_procs) - x->bases[g].proc;
   if (g < 0 || procs != m->n_procs)
@@ -113,20 +107,6 @@ static void *draw_map(struct lens_model *m, void *ctx) {
 }
 
 static void draw_free(void *part) { lens_job_export_part_free(part); }
-
-/* Per input index, the group that read it (from the skeleton's files). */
-static long *groups_of_inputs(const struct lens_trace_cli *c, const struct lens_passes_out *po) {
-  long *v = malloc((c->n + 1) * sizeof *v);
-  if (!v) return NULL;
-  for (size_t i = 0; i < c->n; i++) v[i] = -1;
-  for (size_t g = 0; g < po->n_groups; g++) {
-    size_t end = g + 1 < po->n_groups ? po->bases[g + 1].file : po->skel->n_files;
-    for (size_t f = po->bases[g].file; f < end; f++)
-      for (size_t i = 0; i < c->n; i++)
-        if (po->skel->files[f].path && !strcmp(c->paths[i], po->skel->files[f].path)) v[i] = (long)g;
-  }
-  return v;
-}
 
 /* --comm ID|NAME for the job timeline: its id, from the skeleton's
  * communicators. 0, or 2 after one usage error line. */
@@ -195,7 +175,7 @@ int lens_job_export_run(struct lens_trace_cli *c, struct lens_job_export_opts *o
   jps = calloc(n + 1, sizeof *jps);
   min_start = malloc((np + 1) * sizeof *min_start);
   sel = calloc(np + 1, 1);
-  group_of_input = groups_of_inputs(c, &p1);
+  group_of_input = lens_groups_of_inputs(c, &p1);
   if (!jps || !min_start || !sel || !group_of_input) goto oom;
   for (size_t i = 0; i < np; i++) min_start[i] = UINT64_MAX;
   for (size_t g = 0; g < n; g++) {
