@@ -15,8 +15,8 @@ _nccl_lens() {
   replay) opts="--api --board --delay-us --hang-exit-after --hang-post-gap-ms --help --iters --kineto
     --kineto-layout --mask-change --no-finalize --node --nodes --out --plugin --quiet
     --ranks-per-node --reload --scenario --seed --slow --straggler --truth --verbose" ;;
-  export) opts="--comm --cupti-buffer --format --func --help --into --min-wait-us --output --rank --since
-    --tag-names --types --until -o" ;;
+  export) opts="--comm --cupti-buffer --force --format --func --help --into --min-wait-us --output --rank
+    --since --split --tag-names --threads --types --until -o" ;;
   summary) opts="--comm --cupti-buffer --func --help --json --min-wait-us --output --rank --since --tag-names
     --top --until --wide -o" ;;
   validate) opts="--comm --cupti-buffer --func --help --json --limit --min-wait-us --output --rank --since

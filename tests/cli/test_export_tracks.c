@@ -191,11 +191,52 @@ static void test_selection(void **state) {
   assert_true(r.status == 1 || r.status == 2); /* a usage error (2 once every command says so) */
 }
 
+/* The merged job timeline (--format job) of the real plugin's 2 x 4 `all`
+ * traces reads as a timeline: every track names a real rank (PXN ProxyOps,
+ * whose communicator the recording process does not hold, go to their proxy
+ * thread's GPU's rank, not "rank -1"), ProxyOps are on a track per channel
+ * and direction ("rank 0 proxy recv ch 0"), and work that overlaps is on
+ * "lane N" of its track. Before: 6 "rank -1" tracks, and up to 32
+ * "(overlapping)" lanes on one "rank 0 proxy" track. */
+static const char *const TIMELINE_PY =
+    "import json,sys,re,collections\n"
+    "d=json.load(open(sys.argv[1]))\n"
+    "n=[e['args']['name'] for e in d['traceEvents'] if e['ph']=='M' and e['name']=='thread_name']\n"
+    "print('tracks',len(n))\n"
+    "print('unranked',sum(1 for x in n if not re.match(r'rank \\d+ ',x)))\n"
+    "print('overlapping',sum('overlapping' in x for x in n))\n"
+    "print('proxy_untyped',sum(1 for x in n if ' proxy' in x and not re.search(r' proxy (send|recv) ch \\d+',x)))\n"
+    "print('proxy_channel_tracks',sum(1 for x in n if re.search(r' proxy (send|recv) ch \\d+, pid \\d+$',x)))\n"
+    "pxn=[e for e in d['traceEvents'] if e['ph']=='X' and '(PXN' in e['name']]\n"
+    "print('pxn_slices',len(pxn))\n"
+    "print('pxn_unranked',sum(1 for e in pxn if e['args']['rank']<0))\n";
+
+static void test_job_timeline_readable(void **state) {
+  (void)state;
+  char dir[160], json[160];
+  snprintf(dir, sizeof dir, "%s/traces-2x4", cli_tmpdir());
+  snprintf(json, sizeof json, "%s/job-2x4.json", cli_tmpdir());
+  struct cli_result r;
+  const char *a[] = {"export", "--format", "job", "-o", json, dir, NULL};
+  assert_int_equal(cli_run(&r, a), 0);
+  if (r.status) fail_msg("export --format job: %s", r.err);
+  char rep[1024];
+  assert_int_equal(cli_python(TIMELINE_PY, json, rep, sizeof rep), 0);
+  printf("%s", rep);
+  assert_true(figure(rep, "tracks") > 50);
+  assert_int_equal(figure(rep, "unranked"), 0);
+  assert_int_equal(figure(rep, "overlapping"), 0);
+  assert_int_equal(figure(rep, "proxy_untyped"), 0);
+  assert_true(figure(rep, "proxy_channel_tracks") >= 8); /* 8 ranks, at least one channel track each */
+  assert_int_equal(figure(rep, "pxn_unranked"), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_demo_workload),
       cmocka_unit_test(test_all_2x4),
       cmocka_unit_test(test_selection),
+      cmocka_unit_test(test_job_timeline_readable),
   };
   return cmocka_run_group_tests(tests, NULL, teardown);
 }

@@ -2,9 +2,11 @@
  * with the track it belongs on), sorted and placed on lanes, so that tracks
  * are declared with their final names and ids before any slice is written;
  * async pairs are written straight from the events. */
+#define _GNU_SOURCE /* qsort_r, open_memstream */
 #include "export/chrome.h"
 
 #include <inttypes.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -43,7 +45,12 @@ struct trk {
 };
 
 struct ctx {
-  FILE *f;
+  FILE *f;             /* the item being written (a memory stream) */
+  char *item; size_t item_len;
+  FILE *out;           /* the group's spool: one line per item */
+  struct lens_chrome_part *part;
+  int item_first;      /* no record written in the item yet */
+  uint64_t item_key;   /* its start (ns), or ITEM_META */
   const struct lens_model *m;
   struct lens_chrome_counts *c;
   uint32_t types;
@@ -57,15 +64,51 @@ struct ctx {
   struct trk *tracks;
   size_t n_tracks;
   uint8_t *proc_used;  /* per proc: anything written for it */
-  int first;
+  uint32_t id_end;     /* the group's ids are below it */
 };
+
+#define ITEM_META UINT64_MAX
+#define TYPE_SCHED 16 /* lens_chrome_part.type_bytes: event types 0..15, then probe samples */
 
 static int want(const struct ctx *x, uint32_t bit) { return !x->types || (x->types & bit); }
 static int want_type(const struct ctx *x, int type) { return type >= 0 && type < 16 && want(x, 1u << type); }
 
 static void sep(struct ctx *x) {
-  fputs(x->first ? "\n" : ",\n", x->f);
-  x->first = 0;
+  if (!x->item_first) fputc(',', x->f);
+  x->item_first = 0;
+}
+
+/* Items: what must stay together in one file (a slice, an operation's
+ * async records, a step with its phases, one metadata record), each one
+ * line of the spool, "KEY JSON": KEY its start in ns, or M for metadata
+ * (every piece of a split file declares every track). */
+static void item_begin(struct ctx *x, uint64_t key) {
+  x->item_key = key;
+  x->item_first = 1;
+}
+
+static void item_end(struct ctx *x, int type_bit) {
+  if (fflush(x->f)) {
+    x->oom = 1;
+    return;
+  }
+  size_t n = x->item_len;
+  struct lens_chrome_part *p = x->part;
+  if (n) {
+    if (x->item_key == ITEM_META) {
+      fputs("M ", x->out);
+      p->meta_bytes += n, p->meta_items++;
+    } else {
+      fprintf(x->out, "%" PRIu64 " ", x->item_key);
+      p->json_bytes += n, p->items++;
+      if (type_bit >= 0 && type_bit <= TYPE_SCHED) p->type_bytes[type_bit] += n + 2;
+      if (!p->items_timed++ || x->item_key < p->ts_min) p->ts_min = x->item_key;
+      if (x->item_key > p->ts_max) p->ts_max = x->item_key;
+    }
+    fwrite(x->item, 1, n, x->out);
+    fputc('\n', x->out);
+  }
+  fseek(x->f, 0, SEEK_SET);
 }
 
 /* ---- names ---- */
@@ -88,6 +131,13 @@ static const struct {
 const char *lens_chrome_type_names(void) {
   return "group, coll, p2p, proxyop, proxystep, proxyctrl, kernelch, netplugin, groupapi, collapi, p2papi, "
          "kernellaunch, cecoll, cesync, cebatch, kernelphase, sched, all";
+}
+
+const char *lens_chrome_type_name(int i) {
+  uint32_t bit = i == 16 ? LENS_CHROME_SCHED : i >= 0 && i < 16 ? 1u << i : 0;
+  for (size_t k = 0; bit && k < sizeof k_types / sizeof k_types[0]; k++)
+    if (k_types[k].bits == bit) return k_types[k].name;
+  return NULL;
 }
 
 int lens_chrome_parse_types(const char *s, uint32_t *types) {
@@ -180,8 +230,9 @@ static size_t proc_ranks(const struct lens_model *m, int32_t p, int32_t *out, si
   return n;
 }
 
-static const struct lens_model *sort_m;
-static int cmp_proc(const void *a, const void *b) {
+/* qsort_r: groups are written on several threads at once. */
+static int cmp_proc(const void *a, const void *b, void *arg) {
+  const struct lens_model *sort_m = arg;
   int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
   int32_t rx[1], ry[1];
   int nx = (int)proc_ranks(sort_m, x, rx, 1), ny = (int)proc_ranks(sort_m, y, ry, 1);
@@ -227,8 +278,7 @@ static int cmp_idref(const void *a, const void *b) {
 /* A real tid is kept when no other thread and no other process of the whole
  * document has that number (a thread whose tid is its own process's pid, the
  * main thread, is fine). Hosts reuse pids and tids, and so do containers. */
-static int assign_real_tids(struct ctx *x) {
-  const struct lens_model *m = x->m;
+int lens_chrome_real_tids(const struct lens_model *m, uint32_t *real_tid) {
   size_t n = 0;
   struct idref *r = malloc((m->n_procs + m->n_threads + 1) * sizeof *r);
   if (!r) return -1;
@@ -246,7 +296,7 @@ static int assign_real_tids(struct ctx *x) {
     }
     if (r[i].id && r[i].id < LENS_CHROME_SYNTH_ID && threads == 1 && !procs_other)
       for (size_t k = i; k < j; k++)
-        if (r[k].thread >= 0) x->real_tid[r[k].thread] = r[k].id;
+        if (r[k].thread >= 0) real_tid[r[k].thread] = r[k].id;
     i = j;
   }
   free(r);
@@ -256,6 +306,7 @@ static int assign_real_tids(struct ctx *x) {
 /* ---- metadata ---- */
 
 static void meta(struct ctx *x, const char *what, uint32_t pid, uint32_t tid, const char *name, int sort) {
+  item_begin(x, ITEM_META);
   sep(x);
   fprintf(x->f, "{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%u,\"tid\":%u,\"args\":{", what, pid, tid);
   if (name) {
@@ -266,6 +317,7 @@ static void meta(struct ctx *x, const char *what, uint32_t pid, uint32_t tid, co
   }
   fputs("}}", x->f);
   x->c->metadata++;
+  item_end(x, -1);
 }
 
 static void write_process_meta(struct ctx *x) {
@@ -432,8 +484,8 @@ static void collect_starvation(struct ctx *x) {
   }
 }
 
-static const uint32_t *sort_cpid;
-static int cmp_xs(const void *pa, const void *pb) {
+static int cmp_xs(const void *pa, const void *pb, void *arg) {
+  const uint32_t *sort_cpid = arg;
   const struct xs *a = pa, *b = pb;
   uint32_t pa_ = sort_cpid[a->proc], pb_ = sort_cpid[b->proc];
   if (pa_ != pb_) return pa_ < pb_ ? -1 : 1;
@@ -573,7 +625,7 @@ static uint32_t tid_of(const struct ctx *x, const struct xs *s) {
   return s->lane ? tk->lane_tid0 + s->lane - 1u : tk->tid0;
 }
 
-static void write_slice(struct ctx *x, const struct xs *s) {
+static void write_slice_body(struct ctx *x, const struct xs *s) {
   static const char *const level_names[4] = {"Active", "Sleep", "Idle", "Append"};
   const struct lens_model *m = x->m;
   uint32_t pid = x->cpid[s->proc], tid = tid_of(x, s);
@@ -625,6 +677,12 @@ static void write_slice(struct ctx *x, const struct xs *s) {
   default: snprintf(name, sizeof name, "%s%s%s", lens_type_name(e->type), func ? " " : "", func ? func : "");
   }
   complete(x, name, lens_type_name(e->type), pid, tid, s->s, s->e, e);
+}
+
+static void write_slice(struct ctx *x, const struct xs *s) {
+  item_begin(x, s->s);
+  write_slice_body(x, s);
+  item_end(x, s->skind == SK_SCHED ? TYPE_SCHED : s->skind == SK_LEVEL ? LENS_T_PROXY_CTRL : x->m->events[s->ref].type);
 }
 
 /* ---- async ---- */
@@ -694,6 +752,8 @@ static void write_async(struct ctx *x) {
     if (e->proc < 0 || !want_type(x, e->type)) continue;
     char name[128], rk[24];
     uint32_t pid = x->cpid[e->proc], tid = async_tid(x, e);
+    if (!is_async(e->type)) continue;
+    item_begin(x, e->start_mono_ns);
     switch (e->type) {
     case LENS_T_COLL:
     case LENS_T_P2P: write_op(x, e, i); break;
@@ -712,16 +772,17 @@ static void write_async(struct ctx *x) {
       break;
     default: break;
     }
+    item_end(x, e->type);
   }
 }
 
-static void write_other(struct ctx *x) {
-  const struct lens_model *m = x->m;
-  FILE *f = x->f;
+void lens_chrome_write_head(FILE *f) { fputs("{\"traceEvents\":[", f); }
+
+void lens_chrome_write_other(FILE *f, const struct lens_model *m, const char *extra) {
   fprintf(f, "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{\"generator\":\"nccl-lens export\","
              "\"clock\":\"CLOCK_MONOTONIC of each host, ts in microseconds\",\"orphan_stops\":%" PRIu64
-             ",\"bad_records\":%" PRIu64 ",\"synthetic_ids_from\":%u,\"files\":[",
-          m->orphan_stops, m->bad_records, LENS_CHROME_SYNTH_ID);
+             ",\"bad_records\":%" PRIu64 ",\"synthetic_ids_from\":%u,%s\"files\":[",
+          m->orphan_stops, m->bad_records, LENS_CHROME_SYNTH_ID, extra ? extra : "");
   for (size_t i = 0; i < m->n_files; i++) {
     const struct lens_file *fl = &m->files[i];
     fprintf(f, "%s{\"path\":", i ? "," : "");
@@ -758,45 +819,64 @@ static void thread_ranks_fill(const struct lens_model *m, struct thread_ranks *t
   for (size_t t = 0; t < m->n_threads; t++) qsort(tr[t].r, tr[t].n, sizeof tr[t].r[0], cmp_i32);
 }
 
-int lens_export_chrome_sel(FILE *f, const struct lens_model *m, const struct lens_chrome_opts *opts,
-                           struct lens_chrome_counts *counts) {
-  struct lens_chrome_counts dummy;
-  struct ctx x = {.f = f, .m = m, .c = counts ? counts : &dummy, .first = 1, .types = opts ? opts->types : 0};
-  memset(x.c, 0, sizeof *x.c);
+int lens_chrome_group(FILE *out, const struct lens_model *m, const struct lens_chrome_opts *opts, uint32_t id_base,
+                      uint32_t id_end, const uint8_t *real_ok, struct lens_chrome_part *part) {
+  memset(part, 0, sizeof *part);
+  struct ctx x = {.out = out, .part = part, .m = m, .c = &part->counts, .types = opts ? opts->types : 0,
+                  .id_end = id_end};
   int rc = -1;
+  x.f = open_memstream(&x.item, &x.item_len);
+  /* Both streams are this thread's alone: without the lock per call that
+   * glibc takes once the process has threads (every character of a JSON
+   * string is an fputc; locked, they were half of the export's time). */
+  if (x.f) __fsetlocking(x.f, FSETLOCKING_BYCALLER);
+  __fsetlocking(out, FSETLOCKING_BYCALLER);
   int32_t *order = malloc((m->n_procs + 1) * sizeof *order);
   struct thread_ranks *tr = calloc(m->n_threads + 1, sizeof *tr);
   x.cpid = malloc((m->n_procs + 1) * sizeof *x.cpid);
   x.real_tid = calloc(m->n_threads + 1, sizeof *x.real_tid);
   x.thread_tid = calloc(m->n_threads + 1, sizeof *x.thread_tid);
   x.proc_used = calloc(m->n_procs + 1, 1);
-  if (!order || !tr || !x.cpid || !x.real_tid || !x.thread_tid || !x.proc_used || assign_real_tids(&x)) goto out;
+  part->real = calloc(m->n_threads + 1, 1);
+  if (!x.f || !order || !tr || !x.cpid || !x.real_tid || !x.thread_tid || !x.proc_used || !part->real ||
+      lens_chrome_real_tids(m, x.real_tid))
+    goto out;
+  part->n_threads = m->n_threads;
+  for (size_t t = 0; t < m->n_threads; t++) {
+    if (real_ok) x.real_tid[t] = real_ok[t] && m->threads[t].tid < LENS_CHROME_SYNTH_ID ? m->threads[t].tid : 0;
+    part->real[t] = x.real_tid[t] != 0;
+  }
+  if ((uint64_t)id_base + m->n_procs + m->n_threads >= id_end) goto ids;
   for (size_t p = 0; p < m->n_procs; p++) order[p] = (int32_t)p;
-  sort_m = m;
-  qsort(order, m->n_procs, sizeof *order, cmp_proc);
-  /* Processes are LENS_CHROME_SYNTH_ID + 1.. in rank order: never a real
-   * pid or tid; synthetic tracks follow them. */
-  for (size_t k = 0; k < m->n_procs; k++) x.cpid[order[k]] = LENS_CHROME_SYNTH_ID + 1 + (uint32_t)k;
-  x.next_synth = LENS_CHROME_SYNTH_ID + 1 + (uint32_t)m->n_procs;
+  qsort_r(order, m->n_procs, sizeof *order, cmp_proc, (void *)m);
+  /* Processes are id_base.. in rank order: never a real pid or tid;
+   * synthetic tracks follow them. */
+  for (size_t k = 0; k < m->n_procs; k++) x.cpid[order[k]] = id_base + (uint32_t)k;
+  x.next_synth = id_base + (uint32_t)m->n_procs;
   for (size_t t = 0; t < m->n_threads; t++) x.thread_tid[t] = x.real_tid[t] ? x.real_tid[t] : x.next_synth++;
   thread_ranks_fill(m, tr);
+  for (size_t i = 0; i < m->n_events; i++) part->ce_colls += m->events[i].type == LENS_T_CE_COLL;
 
   collect_events(&x);
   if (want_type(&x, LENS_T_PROXY_CTRL) && lens_proxy_levels(m, level_cb, &x)) goto out;
   collect_starvation(&x);
   if (x.oom) goto out;
-  sort_cpid = x.cpid;
-  if (x.n) qsort(x.v, x.n, sizeof *x.v, cmp_xs); /* x.v is NULL when nothing was collected */
+  if (x.n) qsort_r(x.v, x.n, sizeof *x.v, cmp_xs, x.cpid); /* x.v is NULL when nothing was collected */
   if (place(&x)) goto out;
+  if (x.next_synth >= id_end) goto ids;
 
-  fputs("{\"traceEvents\":[", f);
+  part->id_next = x.next_synth, part->id_end = id_end;
   write_process_meta(&x);
   for (size_t t = 0; t < x.n_tracks; t++) track_meta(&x, &x.tracks[t], tr, (int)t);
   for (size_t i = 0; i < x.n; i++) write_slice(&x, &x.v[i]);
   write_async(&x);
-  write_other(&x);
-  rc = ferror(f) ? -1 : 0;
+  rc = x.oom || ferror(out) ? -1 : 0;
+  goto out;
+ids:
+  rc = -2;
 out:
+  if (x.f) fclose(x.f);
+  free(x.item);
   free(order);
   free(tr);
   free(x.cpid);
@@ -806,6 +886,44 @@ out:
   free(x.v);
   free(x.tracks);
   return rc;
+}
+
+int lens_chrome_copy_items(FILE *f, FILE *in, int *first) {
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t n;
+  while ((n = getline(&line, &cap, in)) > 0) {
+    char *sp = memchr(line, ' ', (size_t)n);
+    if (!sp) continue;
+    size_t off = (size_t)(sp + 1 - line), len = (size_t)n - off;
+    if (len && line[off + len - 1] == '\n') len--;
+    fputs(*first ? "\n" : ",\n", f);
+    *first = 0;
+    fwrite(line + off, 1, len, f);
+  }
+  free(line);
+  return ferror(in) ? -1 : 0;
+}
+
+int lens_export_chrome_sel(FILE *f, const struct lens_model *m, const struct lens_chrome_opts *opts,
+                           struct lens_chrome_counts *counts) {
+  /* One group that is the whole document: through a temporary file as
+   * export's groups are, so there is one way to write a document. */
+  FILE *tmp = tmpfile();
+  if (!tmp) return -1;
+  struct lens_chrome_part part;
+  int rc = lens_chrome_group(tmp, m, opts, LENS_CHROME_SYNTH_ID + 1, INT32_MAX, NULL, &part);
+  free(part.real);
+  if (counts) *counts = part.counts;
+  if (!rc && (fflush(tmp) || fseek(tmp, 0, SEEK_SET))) rc = -1;
+  int first = 1;
+  if (!rc) {
+    lens_chrome_write_head(f);
+    rc = lens_chrome_copy_items(f, tmp, &first);
+    lens_chrome_write_other(f, m, NULL);
+  }
+  fclose(tmp);
+  return rc || ferror(f) ? -1 : 0;
 }
 
 int lens_export_chrome(FILE *f, const struct lens_model *m, struct lens_chrome_counts *counts) {

@@ -14,6 +14,9 @@
 #include "cli/opt.h"
 #include "cli/trace_args.h"
 #include "export/chrome.h"
+#include "export/chrome_export.h"
+#include "export/load_traces.h"
+#include "export/export_job.h"
 #include "export/job_export.h"
 #include "export/kineto_merge.h"
 #include "analysis/job/job.h"
@@ -42,7 +45,11 @@ static void usage(FILE *f) {
           "                       trace is copied unchanged, with the reason (docs/pytorch.md). --into\n"
           "                       implies it\n"
           "  --types T,...        --format chrome: only these event types (kernelch, coll, p2p, proxyop, ...,\n"
-          "                       sched; the names of NCCL_LENS_EVENT_MASK)\n");
+          "                       sched; the names of NCCL_LENS_EVENT_MASK)\n"
+          "  --split              --format chrome: files OUT.1.json, OUT.2.json, ... by time window, each under\n"
+          "                       the 1 GB the Perfetto UI opens (a bigger file is not written: exit status 4)\n"
+          "  --force              --format chrome: write the file however big it is\n"
+          "  --threads N          host groups read on N threads at once (1..1024, default: the cores)\n");
   lens_trace_cli_usage_common(f);
 }
 
@@ -52,7 +59,7 @@ struct xopts {
   int into_open;                    /* the arguments after --into that name .json files are its */
   const char *out_dir;              /* --format kineto: -o OUTDIR */
   const char *types;               /* --types, per-trace export only */
-  struct lens_chrome_opts chrome;
+  struct lens_chrome_export_opts chrome;
   struct lens_job_export_opts job;
   struct lens_trace_cli *c;
 };
@@ -142,8 +149,17 @@ static int format_option(void *ctx, int *i, int argc, char **argv) {
   if (!strncmp(a, "--into=", 7)) return add_into(o, a + 7);
   if (o->into_open && kineto_name(a)) return add_into(o, a);
   o->into_open = 0;
+  if (lens_opt_flag(a, "--split", 0)) return o->chrome.split = 1, 1;
+  if (lens_opt_flag(a, "--force", 0)) return o->chrome.force = 1, 1;
   int r = lens_opt_val(CMD, i, argc, argv, "--format", 0, "chrome, job, perfetto or kineto", &o->format);
   if (!r) r = lens_opt_val(CMD, i, argc, argv, "--types", 0, "event types", &o->types);
+  const char *v;
+  uint64_t n;
+  if (!r && (r = lens_opt_val(CMD, i, argc, argv, "--threads", 0, "a number of threads", &v)) > 0) {
+    if (lens_cli_parse_u64(v, &n) || n < 1 || n > 1024)
+      return lens_cli_usage(CMD, "--threads wants a number of threads 1..1024, not '%s'", v), -1;
+    o->chrome.threads = (long)n;
+  }
   return r;
 }
 
@@ -173,7 +189,10 @@ static int format_check(void *ctx) {
   o->job.perfetto = !strcmp(o->format, "perfetto");
   if (o->types && strcmp(o->format, "chrome"))
     return lens_cli_usage(CMD, "--types selects from --format chrome only"), -1;
-  if (o->types && lens_chrome_parse_types(o->types, &o->chrome.types))
+  if ((o->chrome.split || o->chrome.force) && strcmp(o->format, "chrome"))
+    return lens_cli_usage(CMD, "--split and --force are for --format chrome (the job timeline is selected by "
+                               "--comm, --rank, --since, --until)"), -1;
+  if (o->types && lens_chrome_parse_types(o->types, &o->chrome.chrome.types))
     return lens_cli_usage(CMD, "--types %s: unknown type (%s)", o->types, lens_chrome_type_names()), -1;
   if (!strcmp(o->format, "chrome")) return 0;
   o->c->no_filter = 1;
@@ -186,50 +205,15 @@ static int format_check(void *ctx) {
   return 0;
 }
 
-/* --comm ID|NAME for the job timeline: its id, found in the model. 0, or 2
- * after one usage error line. */
-static int job_comm(const struct lens_model *m, struct xopts *o) {
-  const struct lens_filter *fl = &o->c->filter;
-  if (!fl->n_comms) return 0;
-  const char *want = fl->comms[0];
-  for (size_t i = 0; i < m->n_comms; i++) {
-    char *end;
-    const char *h = strncasecmp(want, "0x", 2) ? want : want + 2;
-    uint64_t id = strtoull(h, &end, 16);
-    if ((m->comms[i].name[0] && !strcmp(m->comms[i].name, want)) || (end != h && !*end && id == m->comms[i].comm_id)) {
-      o->job.have_comm = 1;
-      o->job.comm_id = m->comms[i].comm_id;
-      return 0;
-    }
-  }
-  return lens_cli_usage(CMD, "--comm %s: no such communicator in these traces", want);
-}
-
-/* The merged job timeline: the job view, the alignment, then the document. */
-static int export_job(FILE *f, const struct lens_model *m, const struct xopts *o, struct lens_job_export_counts *cnt) {
-  struct lens_job j;
-  struct lens_align a;
-  if (lens_job_build(m, &j, 0)) return -1;
-  if (lens_align_build(m, &j, NULL, &a)) {
-    lens_job_free(&j);
-    return -1;
-  }
-  int rc = lens_export_job(f, m, &j, &a, &o->job, cnt);
-  if (cnt->procs_unaligned)
-    fprintf(stderr, "nccl-lens export: %zu processes left out: their host could not be placed on the job time base\n",
-            cnt->procs_unaligned);
-  lens_align_free(&a);
-  lens_job_free(&j);
-  return rc;
-}
-
 int lens_cmd_export(int argc, char **argv) {
   struct lens_trace_cli c;
   struct xopts o = {.c = &c};
   int rc = 1;
-  if ((rc = lens_trace_cli_parse(CMD, argc, argv, &c, format_option, format_check, &o, usage))) {
+  if (lens_trace_cli_parse(CMD, argc, argv, &c, format_option, format_check, &o, usage)) {
     rc = c.exit_code;
-    goto done;
+    free(o.into);
+    lens_trace_cli_free(&c);
+    return rc;
   }
   if (!strcmp(o.format, "kineto")) {
     rc = 1;
@@ -241,50 +225,17 @@ int lens_cmd_export(int argc, char **argv) {
     }
     for (size_t k = 0; k < n_owned; k++) free(owned[k]);
     free(owned);
-    goto done;
+    free(o.into);
+    lens_trace_cli_free(&c);
+    return rc;
   }
-  struct lens_model *m = lens_trace_cli_load(CMD, &c);
-  if (!m) {
-    rc = c.exit_code;
-    goto done;
-  }
-  if ((rc = job_comm(m, &o))) {
-    lens_model_free(m);
-    goto done;
-  }
-  rc = 1;
-  FILE *f = lens_trace_cli_open_out(CMD, &c);
-  if (!f) {
-    lens_model_free(m);
-    goto done;
-  }
-  struct lens_chrome_counts cnt;
-  struct lens_job_export_counts jc;
-  int job = !strcmp(o.format, "job") || !strcmp(o.format, "perfetto");
-  int wr = job ? export_job(f, m, &o, &jc) : lens_export_chrome_sel(f, m, &o.chrome, &cnt);
-  if (lens_trace_cli_close_out(CMD, &c, f, wr)) {
-    /* A half-written trace would load as a broken one: remove it, but only
-     * a regular file (never a device or a pipe someone pointed -o at). */
-    struct stat st;
-    if (lens_trace_cli_out_is_file(&c) && lstat(c.out, &st) == 0 && S_ISREG(st.st_mode)) unlink(c.out);
-  } else {
-    if (f != stdout && job)
-      printf("wrote %s: the job on one time base: %zu slices, %zu instances tied by %zu flow events, %zu last ranks "
-             "marked\n",
-             c.out, jc.slices, jc.instances_flowed, jc.flows, jc.last_marked);
-    else if (f != stdout) {
-      size_t ce = 0; /* copy-engine collectives: exported as slices with their CE events, counted apart */
-      for (size_t i = 0; i < m->n_events; i++) ce += m->events[i].type == LENS_T_CE_COLL;
-      char ce_txt[64] = "";
-      if (ce) snprintf(ce_txt, sizeof ce_txt, ", %zu copy-engine (CE) collectives", ce);
-      printf("wrote %s: %zu events of %zu processes (%zu operations%s, %zu GPU channel slices, %zu starvation)\n",
-             c.out, m->n_events, m->n_procs, cnt.ops, ce_txt, cnt.gpu_slices, cnt.starvation);
-    }
-    rc = 0;
-  }
-  lens_model_free(m);
-done:
   free(o.into);
+  if (!strcmp(o.format, "chrome")) {
+    rc = lens_chrome_export(&c, &o.chrome);
+    lens_trace_cli_free(&c);
+    return rc;
+  }
+  rc = lens_job_export_run(&c, &o.job, o.chrome.threads);
   lens_trace_cli_free(&c);
   return rc;
 }

@@ -18,6 +18,7 @@ struct sl {
   int64_t s, e;          /* job ns - origin */
   int32_t proc, rank;    /* rank: in the event's communicator (-1 unknown) */
   int32_t thread;        /* K_CALLS only (else -1) */
+  int32_t sub;           /* K_PROXY: channel * 2 + is_send, a track each (else -1) */
   int32_t event;         /* model event */
   int32_t inst, row;     /* K_GPU: job instance and rank row */
   uint8_t kind;
@@ -29,12 +30,16 @@ struct sl {
 
 struct ctx {
   FILE *f;
-  const struct lens_model *m;
+  const struct lens_model *m; /* the group's model (metadata: the skeleton when assembling) */
+  size_t pbase;          /* where m's procs are in the job's numbering (j, a, sel) */
+  uint32_t track_base;   /* the group's first track number: tids are unique in the document */
+  uint64_t seq_id;       /* Perfetto: the group's packet sequence */
   const struct lens_job *j;
   const struct lens_align *a;
   const struct lens_job_export_opts *o;
   struct lens_job_export_counts *c;
-  uint8_t *sel;          /* per proc: selected (placed, and in the selected communicator) */
+  const uint8_t *sel;    /* per job proc: selected (placed, and in the selected communicator) */
+  struct lens_job_export_part *part;
   int first;
   int proto;             /* Perfetto protobuf instead of JSON */
   struct pb out, pkt, sub, sub2;
@@ -42,7 +47,7 @@ struct ctx {
 
 /* One TracePacket (x->pkt) framed as Trace.packet = 1 and written. */
 static void pkt_flush(struct ctx *x) {
-  pb_varint(&x->pkt, 10, 1); /* trusted_packet_sequence_id: one sequence */
+  pb_varint(&x->pkt, 10, x->seq_id); /* trusted_packet_sequence_id: one per group, each in time order */
   pb_reset(&x->out);
   pb_msg(&x->out, 1, &x->pkt);
   if (!x->out.oom) fwrite(x->out.b, 1, x->out.n, x->f);
@@ -80,12 +85,18 @@ static int has_comm(const struct lens_model *m, int32_t p, const struct lens_job
   return 0;
 }
 
-/* An event's rank: its communicator's, else (a GroupApi) its first child's with one. */
+/* An event's rank: its communicator's, else (a GroupApi) its first child's
+ * with one; a ProxyOp of no known communicator (PXN: run by this GPU's proxy
+ * for a rank of another process, whose communicator this trace does not
+ * hold) is its proxy thread's GPU's rank, as the per-trace export names it. */
 static int32_t event_rank(const struct lens_model *m, const struct lens_event *e) {
+  const struct lens_event *e0 = e;
   for (int d = 0; d < 3 && e; d++) {
     if (e->comm >= 0) return m->comms[e->comm].rank;
     e = e->first_child >= 0 ? &m->events[e->first_child] : NULL;
   }
+  if (e0->type == LENS_T_PROXY_OP && e0->thread >= 0 && (size_t)e0->thread < m->n_threads)
+    return m->threads[e0->thread].proxy_rank;
   return -1;
 }
 
@@ -123,6 +134,7 @@ static int cmp_sl(const void *pa, const void *pb) {
   C(rank);
   C(kind);
   C(thread);
+  C(sub);
   C(s);
 #undef C
   if (a->e != b->e) return a->e > b->e ? -1 : 1; /* the longer (the parent) first */
@@ -144,43 +156,34 @@ static int push(struct vec *v, struct sl s) {
   return 0;
 }
 
-/* The earliest aligned time of any placed process: the origin. */
-static int64_t origin_of(const struct ctx *x) {
-  int64_t o = INT64_MAX;
-  for (size_t i = 0; i < x->m->n_events; i++) {
-    const struct lens_event *e = &x->m->events[i];
-    if (e->proc < 0 || !x->sel[e->proc]) continue;
-    int64_t t = job_of(x, e->proc, e->start_mono_ns);
-    if (t < o) o = t;
-  }
-  if (o == INT64_MAX) return 0;
-  return o - ((o % 1000000) + 1000000) % 1000000;
-}
-
 static int collect(struct ctx *x, struct vec *v, int64_t origin) {
   const struct lens_model *m = x->m;
   const struct lens_job_export_opts *o = x->o;
   for (size_t i = 0; i < m->n_events; i++) {
     const struct lens_event *e = &m->events[i];
-    if (e->proc < 0 || !x->sel[e->proc]) continue;
+    if (e->proc < 0 || !x->sel[x->pbase + (size_t)e->proc]) continue;
+    int32_t proc = (int32_t)(x->pbase + (size_t)e->proc);
     int kind = is_call(e->type) ? K_CALLS : e->type == LENS_T_PROXY_OP ? K_PROXY : -1;
     if (kind < 0) continue;
     if (o->have_comm && (e->comm < 0 || m->comms[e->comm].comm_id != o->comm_id)) continue;
     uint64_t stop = e->stop_mono_ns > e->start_mono_ns ? e->stop_mono_ns : e->start_mono_ns;
-    struct sl s = {job_of(x, e->proc, e->start_mono_ns) - origin, job_of(x, e->proc, stop) - origin, e->proc,
-                   event_rank(m, e), kind == K_CALLS ? e->thread : -1, (int32_t)i, -1, -1, (uint8_t)kind, 0, 0, 0, 0};
+    struct sl s = {job_of(x, proc, e->start_mono_ns) - origin, job_of(x, proc, stop) - origin, proc,
+                   event_rank(m, e), kind == K_CALLS ? e->thread : -1,
+                   kind == K_PROXY ? (e->p.proxy_op.channel & 0xFFFF) * 2 + !!e->p.proxy_op.is_send : -1, (int32_t)i, -1,
+                   -1, (uint8_t)kind, 0, 0, 0, 0};
     if (s.e < s.s) s.e = s.s;
     if (rank_selected(o, s.rank) && in_window(o, s.s, s.e) && push(v, s)) return -1;
   }
-  /* GPU: each instance's kernel span per rank (mapped GPU times; host times
-   * when the GPU has no clock map). */
+  /* GPU: each instance's kernel span per rank of this group (mapped GPU
+   * times; host times when the GPU has no clock map: its row's event is in
+   * this group's model, which the map read the same way). */
   for (size_t i = 0; x->j && i < x->j->n_insts; i++) {
     const struct lens_job_inst *in = &x->j->insts[i];
     if (o->have_comm && in->comm_id != o->comm_id) continue;
     for (size_t k = 0; k < in->n_ranks; k++) {
       const struct lens_job_rank *r = &x->j->ranks[in->first_rank + k];
-      if (r->proc < 0 || !x->sel[r->proc] || !rank_selected(o, r->rank) || r->event < 0 ||
-          (size_t)r->event >= m->n_events)
+      if (r->proc < 0 || (size_t)r->proc < x->pbase || (size_t)r->proc >= x->pbase + m->n_procs ||
+          !x->sel[r->proc] || !rank_selected(o, r->rank) || r->event < 0 || (size_t)r->event >= m->n_events)
         continue;
       uint64_t a = r->kstart_mono_ns, b = r->kstop_mono_ns;
       if (!a || !b || b < a) {
@@ -189,8 +192,8 @@ static int collect(struct ctx *x, struct vec *v, int64_t origin) {
         b = lens_event_completion(m, e, NULL);
         if (b < a) b = a;
       }
-      struct sl s = {job_of(x, r->proc, a) - origin, job_of(x, r->proc, b) - origin, r->proc, r->rank, -1, r->event,
-                     (int32_t)i, (int32_t)(in->first_rank + k), K_GPU, 0, 0, 0, 0};
+      struct sl s = {job_of(x, r->proc, a) - origin, job_of(x, r->proc, b) - origin, r->proc, r->rank, -1, -1,
+                     r->event, (int32_t)i, (int32_t)(in->first_rank + k), K_GPU, 0, 0, 0, 0};
       if (s.e < s.s) s.e = s.s;
       if (in_window(o, s.s, s.e) && push(v, s)) return -1;
     }
@@ -215,20 +218,25 @@ static void meta(struct ctx *x, const char *what, uint32_t pid, uint32_t tid, co
 }
 
 static uint32_t pid_of(const struct ctx *x, int32_t proc) { return (uint32_t)x->a->host_of_proc[proc] + 1; }
-static uint32_t tid_of(const struct sl *s) { return s->track * LENS_LANES_MAX + (uint32_t)s->lane + 1; }
+static uint32_t tid_of(const struct ctx *x, const struct sl *s) {
+  return (x->track_base + s->track) * LENS_LANES_MAX + (uint32_t)s->lane + 1;
+}
 
-/* Slices are sorted by process and rank: each host's ranks in order. */
-static void write_hosts_meta(struct ctx *x, const struct vec *v) {
+/* The hosts' processes: "host NAME: ranks ..." (the ranks of its slices in
+ * the order of the document, from every group's list), and how it was
+ * aligned. */
+static void write_hosts_meta(struct ctx *x, struct lens_job_export_part *const *parts, size_t n_parts) {
   for (size_t h = 0; h < x->a->n_hosts; h++) {
     char buf[512];
     int n = snprintf(buf, sizeof buf, "host %s: ranks", x->a->hosts[h].host);
     int any = 0, last = -2;
-    for (size_t i = 0; i < v->n && n < (int)sizeof buf - 24; i++) {
-      const struct sl *s = &v->v[i];
-      if (x->a->host_of_proc[s->proc] != (int32_t)h || s->rank == last) continue;
-      last = s->rank;
-      n += snprintf(buf + n, sizeof buf - (size_t)n, "%s%d", any++ ? "," : " ", s->rank);
-    }
+    for (size_t g = 0; g < n_parts; g++)
+      for (size_t i = 0; i < parts[g]->n_host_ranks && n < (int)sizeof buf - 24; i++) {
+        const struct lens_job_host_rank *hr = &parts[g]->host_ranks[i];
+        if (hr->host != (int32_t)h || hr->rank == last) continue;
+        last = hr->rank;
+        n += snprintf(buf + n, sizeof buf - (size_t)n, "%s%d", any++ ? "," : " ", hr->rank);
+      }
     if (!any) continue;
     meta(x, "process_name", (uint32_t)h + 1, 0, buf, 0);
     meta(x, "process_sort_index", (uint32_t)h + 1, 0, NULL, (int)h);
@@ -246,25 +254,45 @@ static void write_hosts_meta(struct ctx *x, const struct vec *v) {
   }
 }
 
+/* The group's (host, rank) of its slices in order, consecutive repeats once. */
+static int note_host_ranks(struct ctx *x, const struct vec *v) {
+  struct lens_job_export_part *p = x->part;
+  for (size_t i = 0; i < v->n; i++) {
+    int32_t h = x->a->host_of_proc[v->v[i].proc], r = v->v[i].rank;
+    if (p->n_host_ranks && p->host_ranks[p->n_host_ranks - 1].host == h && p->host_ranks[p->n_host_ranks - 1].rank == r)
+      continue;
+    struct lens_job_host_rank *q = realloc(p->host_ranks, (p->n_host_ranks + 1) * sizeof *q);
+    if (!q) return -1;
+    p->host_ranks = q;
+    p->host_ranks[p->n_host_ranks++] = (struct lens_job_host_rank){h, r};
+  }
+  return 0;
+}
+
 static void track_name(struct ctx *x, const struct sl *s, int lanes) {
   const struct lens_model *m = x->m;
-  const struct lens_proc *pr = &m->procs[s->proc];
+  const struct lens_proc *pr = &m->procs[(size_t)s->proc - x->pbase];
   for (int l = 0; l < lanes; l++) {
     char buf[256], who[64] = "";
     if (s->kind == K_CALLS && s->thread >= 0) {
       const struct lens_thread *th = &m->threads[s->thread];
       snprintf(who, sizeof who, " %s (tid %u)", th->name[0] ? th->name : "thread", th->tid);
+    } else if (s->kind == K_PROXY && s->sub >= 0) { /* one track per channel and direction */
+      snprintf(who, sizeof who, " %s ch %d", s->sub & 1 ? "send" : "recv", s->sub / 2);
     }
-    snprintf(buf, sizeof buf, "rank %d %s%s, pid %u%s", s->rank, kind_name[s->kind], who, pr->pid,
-             l ? " (overlapping)" : "");
+    /* Work that really overlaps (ops posted ahead on one channel, a grouped
+     * Send and Recv) is on further lanes of its track, as in the per-trace
+     * export. */
+    snprintf(buf, sizeof buf, "rank %d %s%s, pid %u", s->rank, kind_name[s->kind], who, pr->pid);
     if (l) {
       size_t n = strlen(buf);
-      snprintf(buf + n, sizeof buf - n, " %d", l);
+      snprintf(buf + n, sizeof buf - n, " · lane %d", l + 1);
     }
-    uint32_t tid = s->track * LENS_LANES_MAX + (uint32_t)l + 1;
+    uint32_t tid = (x->track_base + s->track) * LENS_LANES_MAX + (uint32_t)l + 1;
     meta(x, "thread_name", pid_of(x, s->proc), tid, buf, 0);
-    int r = s->rank >= 0 ? s->rank : 1000000;
-    meta(x, "thread_sort_index", pid_of(x, s->proc), tid, NULL, r * 256 + s->kind * 64 + l);
+    /* By rank, then calls, GPU, proxy (its channels in order), then lane. */
+    int r = s->rank >= 0 ? s->rank : 80000;
+    meta(x, "thread_sort_index", pid_of(x, s->proc), tid, NULL, r * 25344 + s->kind * 8448 + (s->sub + 1) * 64 + l);
   }
 }
 
@@ -276,7 +304,7 @@ static void place(struct ctx *x, struct vec *v) {
     size_t e = i;
     lens_lanes_reset(&lanes);
     while (e < v->n && v->v[e].proc == v->v[i].proc && v->v[e].rank == v->v[i].rank &&
-           v->v[e].kind == v->v[i].kind && v->v[e].thread == v->v[i].thread) {
+           v->v[e].kind == v->v[i].kind && v->v[e].thread == v->v[i].thread && v->v[e].sub == v->v[i].sub) {
       v->v[e].lane = lens_lanes_place(&lanes, v->v[e].s, v->v[e].e);
       v->v[e].track = track;
       e++;
@@ -299,6 +327,9 @@ static void slice_name(const struct ctx *x, const struct sl *s, char *name, size
   int last = in && in->last_rank >= 0 && r && r->rank == in->last_rank;
   if (in)
     snprintf(name, len, "%s #%" PRId64 "%s", in->func ? in->func : "?", in->seq, last ? " (last rank)" : "");
+  else if (s->kind == K_PROXY && e->comm < 0) /* PXN: for a rank of another process */
+    snprintf(name, len, "ProxyOp %s ch %d peer %d (PXN, pid %d)", e->p.proxy_op.is_send ? "send" : "recv",
+             e->p.proxy_op.channel, e->p.proxy_op.peer, e->p.proxy_op.pid);
   else if (s->kind == K_PROXY)
     snprintf(name, len, "ProxyOp %s ch %d peer %d", e->p.proxy_op.is_send ? "send" : "recv", e->p.proxy_op.channel,
              e->p.proxy_op.peer);
@@ -321,7 +352,7 @@ static void write_slice(struct ctx *x, const struct sl *s, int64_t origin) {
   sep(x);
   fputs("{\"ph\":\"X\",\"name\":", x->f);
   lens_json_str(x->f, name);
-  fprintf(x->f, ",\"cat\":\"%s\",\"pid\":%u,\"tid\":%u,\"ts\":", kind_name[s->kind], pid_of(x, s->proc), tid_of(s));
+  fprintf(x->f, ",\"cat\":\"%s\",\"pid\":%u,\"tid\":%u,\"ts\":", kind_name[s->kind], pid_of(x, s->proc), tid_of(x, s));
   us(x->f, s->s);
   fputs(",\"dur\":", x->f);
   us(x->f, s->e - s->s);
@@ -330,8 +361,8 @@ static void write_slice(struct ctx *x, const struct sl *s, int64_t origin) {
   lens_align_to_job(x->a, s->proc, r && r->kstart_mono_ns ? r->kstart_mono_ns : e->start_mono_ns, &job, &bound);
   fprintf(x->f, ",\"args\":{\"rank\":%d,\"host\":", s->rank);
   lens_json_str(x->f, x->a->hosts[x->a->host_of_proc[s->proc]].host);
-  fprintf(x->f, ",\"pid\":%u,\"start_job_ns\":%" PRId64 ",\"align_bound_ns\":%" PRIu64, m->procs[s->proc].pid,
-          s->s + origin, bound);
+  fprintf(x->f, ",\"pid\":%u,\"start_job_ns\":%" PRId64 ",\"align_bound_ns\":%" PRIu64,
+          m->procs[(size_t)s->proc - x->pbase].pid, s->s + origin, bound);
   if (in) {
     fputs(",\"comm_id\":", x->f);
     lens_json_hex(x->f, in->comm_id);
@@ -349,73 +380,74 @@ static void write_slice(struct ctx *x, const struct sl *s, int64_t origin) {
   x->c->slices++;
 }
 
-static const struct sl *sort_v;
-static int cmp_flow(const void *pa, const void *pb) {
-  const struct sl *a = &sort_v[*(const size_t *)pa], *b = &sort_v[*(const size_t *)pb];
+/* The group's GPU slices, for the flows through each instance's ranks
+ * (drawn once every group is written: an instance's ranks are on many
+ * hosts). Perfetto: each carries its instance's flow id. */
+static int note_gpu(struct ctx *x, struct vec *v) {
+  struct lens_job_export_part *p = x->part;
+  for (size_t i = 0; i < v->n; i++) {
+    struct sl *s = &v->v[i];
+    if (s->kind != K_GPU) continue;
+    if (x->proto) s->flow = (uint32_t)s->inst + 1, s->flow_end = 0;
+    if (p->n_gpu % 1024 == 0) {
+      struct lens_job_gpu_slice *q = realloc(p->gpu, (p->n_gpu + 1024) * sizeof *q);
+      if (!q) return -1;
+      p->gpu = q;
+    }
+    p->gpu[p->n_gpu++] = (struct lens_job_gpu_slice){s->inst, s->s + (s->e - s->s) / 2, s->proc, tid_of(x, s)};
+  }
+  return 0;
+}
+
+static int cmp_gpu(const void *pa, const void *pb) {
+  const struct lens_job_gpu_slice *a = pa, *b = pb;
   if (a->inst != b->inst) return a->inst < b->inst ? -1 : 1;
-  int64_t ma = a->s + (a->e - a->s) / 2, mb = b->s + (b->e - b->s) / 2;
-  if (ma != mb) return ma < mb ? -1 : 1;
+  if (a->mid != b->mid) return a->mid < b->mid ? -1 : 1;
   return (a->proc > b->proc) - (a->proc < b->proc);
 }
 
-/* The GPU slices' indices grouped by instance, each group in the order of
- * its slices' midpoints (cmp_flow); NULL when out of memory. */
-static size_t *gpu_slices_by_instance(const struct vec *v, size_t *n) {
-  size_t *ix = malloc((v->n + 1) * sizeof *ix);
+/* Every group's GPU slices, grouped by instance, each group in the order of
+ * their midpoints; NULL when out of memory. */
+static struct lens_job_gpu_slice *gpu_by_instance(struct lens_job_export_part *const *parts, size_t n_parts,
+                                                  size_t *n) {
   *n = 0;
-  if (!ix) return NULL;
-  for (size_t i = 0; i < v->n; i++)
-    if (v->v[i].kind == K_GPU) ix[(*n)++] = i;
-  sort_v = v->v;
-  qsort(ix, *n, sizeof *ix, cmp_flow);
-  return ix;
+  for (size_t g = 0; g < n_parts; g++) *n += parts[g]->n_gpu;
+  struct lens_job_gpu_slice *v = malloc((*n + 1) * sizeof *v);
+  if (!v) return NULL;
+  size_t k = 0;
+  for (size_t g = 0; g < n_parts; g++)
+    if (parts[g]->n_gpu) memcpy(v + k, parts[g]->gpu, parts[g]->n_gpu * sizeof *v), k += parts[g]->n_gpu;
+  qsort(v, *n, sizeof *v, cmp_gpu);
+  return v;
 }
 
 /* One flow per instance through its ranks' GPU slices, each flow event at
- * its slice's midpoint (bound to that enclosing slice). */
-static int write_flows(struct ctx *x, const struct vec *v) {
-  size_t n, *ix = gpu_slices_by_instance(v, &n);
-  if (!ix) return -1;
+ * its slice's midpoint (bound to that enclosing slice); Perfetto: counted
+ * (the slices carry the flow ids). */
+static int write_flows(struct ctx *x, struct lens_job_export_part *const *parts, size_t n_parts) {
+  size_t n;
+  struct lens_job_gpu_slice *v = gpu_by_instance(parts, n_parts, &n);
+  if (!v) return -1;
   for (size_t i = 0; i < n;) {
     size_t e = i;
-    while (e < n && v->v[ix[e]].inst == v->v[ix[i]].inst) e++;
+    while (e < n && v[e].inst == v[i].inst) e++;
     if (e - i >= 2) {
-      const struct lens_job_inst *in = &x->j->insts[v->v[ix[i]].inst];
-      for (size_t k = i; k < e; k++) {
-        const struct sl *s = &v->v[ix[k]];
+      const struct lens_job_inst *in = &x->j->insts[v[i].inst];
+      for (size_t k = i; k < e && !x->proto; k++) {
         const char *ph = k == i ? "s" : k + 1 == e ? "f" : "t";
         sep(x);
         fprintf(x->f, "{\"ph\":\"%s\",\"name\":\"%s #%" PRId64 "\",\"cat\":\"instance\",\"id\":%d,\"pid\":%u,"
                       "\"tid\":%u,\"ts\":",
-                ph, in->func ? in->func : "?", in->seq, v->v[ix[k]].inst + 1, pid_of(x, s->proc), tid_of(s));
-        us(x->f, s->s + (s->e - s->s) / 2);
+                ph, in->func ? in->func : "?", in->seq, v[k].inst + 1, pid_of(x, v[k].proc), v[k].tid);
+        us(x->f, v[k].mid);
         fputs(",\"bp\":\"e\"}", x->f);
-        x->c->flows++;
       }
-      x->c->instances_flowed++;
-    }
-    i = e;
-  }
-  free(ix);
-  return 0;
-}
-
-/* Perfetto: each instance's GPU slices, in the order of their midpoints,
- * carry flow_ids = instance + 1 to the next one; the last terminates it. */
-static int assign_flows(struct ctx *x, struct vec *v) {
-  size_t n, *ix = gpu_slices_by_instance(v, &n);
-  if (!ix) return -1;
-  for (size_t i = 0; i < n;) {
-    size_t e = i;
-    while (e < n && v->v[ix[e]].inst == v->v[ix[i]].inst) e++;
-    if (e - i >= 2) {
-      for (size_t k = i; k < e; k++) v->v[ix[k]].flow = (uint32_t)v->v[ix[k]].inst + 1, v->v[ix[k]].flow_end = k + 1 == e;
       x->c->flows += e - i;
       x->c->instances_flowed++;
     }
     i = e;
   }
-  free(ix);
+  free(v);
   return 0;
 }
 
@@ -460,7 +492,7 @@ static int write_perfetto_events(struct ctx *x, const struct vec *v, int64_t ori
     const struct sl *s = &v->v[ev[k].slice];
     pb_reset(&x->sub);
     pb_varint(&x->sub, 9, ev[k].begin ? 1 : 2);
-    pb_varint(&x->sub, 11, 1000000ull + tid_of(s));
+    pb_varint(&x->sub, 11, 1000000ull + tid_of(x, s));
     if (ev[k].begin) {
       char name[160];
       slice_name(x, s, name, sizeof name);
@@ -516,45 +548,76 @@ static void write_other(struct ctx *x, int64_t origin) {
   fputs("}\n}\n", f);
 }
 
-int lens_export_job(FILE *f, const struct lens_model *m, const struct lens_job *j, const struct lens_align *a,
-                    const struct lens_job_export_opts *o, struct lens_job_export_counts *c) {
-  struct lens_job_export_counts dummy;
-  struct lens_job_export_opts none = {0};
-  struct ctx x = {.f = f, .m = m, .j = j, .a = a, .o = o ? o : &none, .c = c ? c : &dummy, .first = 1};
-  x.proto = x.o->perfetto;
-  memset(x.c, 0, sizeof *x.c);
-  x.sel = calloc(m->n_procs + 1, 1);
-  struct vec v = {0};
-  int rc = -1;
-  if (!x.sel) goto out;
-  for (size_t p = 0; p < m->n_procs; p++) {
+int lens_job_export_select(const struct lens_model *skel, const struct lens_align *a,
+                           const struct lens_job_export_opts *o, const uint64_t *min_start, uint8_t *sel,
+                           struct lens_job_export_counts *c) {
+  int64_t first = INT64_MAX;
+  for (size_t p = 0; p < skel->n_procs; p++) {
     int32_t h = p < a->n_procs ? a->host_of_proc[p] : -1;
     int placed = h >= 0 && a->hosts[h].source != LENS_ALIGN_NONE;
-    if (!placed && m->files[m->procs[p].file].producer == LENS_PRODUCER_PLUGIN) x.c->procs_unaligned++;
-    x.sel[p] = placed && has_comm(m, (int32_t)p, x.o);
+    int32_t file = skel->procs[p].file;
+    if (!placed && file >= 0 && (size_t)file < skel->n_files && skel->files[file].producer == LENS_PRODUCER_PLUGIN)
+      c->procs_unaligned++;
+    sel[p] = placed && has_comm(skel, (int32_t)p, o);
+    int64_t t;
+    if (sel[p] && min_start[p] != UINT64_MAX && !lens_align_to_job(a, (int32_t)p, min_start[p], &t, NULL) && t < first)
+      first = t;
   }
-  int64_t origin = origin_of(&x);
-  x.c->origin_job_ns = origin;
+  /* The earliest aligned time of any selected process, floored to a millisecond. */
+  c->origin_job_ns = first == INT64_MAX ? 0 : first - ((first % 1000000) + 1000000) % 1000000;
+  return 0;
+}
+
+void lens_job_export_part_free(struct lens_job_export_part *p) {
+  if (!p) return;
+  free(p->host_ranks);
+  free(p->gpu);
+  free(p);
+}
+
+int lens_job_export_group(FILE *out, const struct lens_model *m, size_t pbase, uint32_t track_base, uint64_t seq_id,
+                          const struct lens_job *j, const struct lens_align *a, const struct lens_job_export_opts *o,
+                          const uint8_t *sel, int64_t origin, struct lens_job_export_part *part) {
+  struct ctx x = {.f = out, .m = m, .pbase = pbase, .track_base = track_base, .seq_id = seq_id, .j = j, .a = a,
+                  .o = o, .c = &part->counts, .sel = sel, .part = part, .first = 0, .proto = o->perfetto};
+  struct vec v = {0};
+  int rc = -1;
   if (collect(&x, &v, origin)) goto out;
-  qsort(v.v, v.n, sizeof *v.v, cmp_sl);
+  if (v.n) qsort(v.v, v.n, sizeof *v.v, cmp_sl);
+  if (note_host_ranks(&x, &v)) goto out;
+  if (x.proto) pb_varint(&x.pkt, 13, 1); /* sequence_flags: SEQ_INCREMENTAL_STATE_CLEARED, on its first packet */
+  place(&x, &v);
+  if (note_gpu(&x, &v)) goto out;
   if (x.proto) {
-    pb_varint(&x.pkt, 13, 1); /* sequence_flags: SEQ_INCREMENTAL_STATE_CLEARED, on the first packet */
-    write_hosts_meta(&x, &v);
-    place(&x, &v);
-    if (assign_flows(&x, &v) || write_perfetto_events(&x, &v, origin)) goto out;
-    rc = ferror(f) || x.out.oom || x.pkt.oom || x.sub.oom || x.sub2.oom ? -1 : 0;
+    if (write_perfetto_events(&x, &v, origin)) goto out;
+    rc = ferror(out) || x.out.oom || x.pkt.oom || x.sub.oom || x.sub2.oom ? -1 : 0;
     goto out;
   }
-  fputs("{\"traceEvents\":[", f);
-  write_hosts_meta(&x, &v);
-  place(&x, &v);
   for (size_t i = 0; i < v.n; i++) write_slice(&x, &v.v[i], origin);
-  if (write_flows(&x, &v)) goto out;
-  write_other(&x, origin);
-  rc = ferror(f) ? -1 : 0;
+  rc = ferror(out) ? -1 : 0;
 out:
   free(v.v);
-  free(x.sel);
   pb_free(&x.out), pb_free(&x.pkt), pb_free(&x.sub), pb_free(&x.sub2);
   return rc;
+}
+
+int lens_job_export_head(FILE *f, const struct lens_model *skel, const struct lens_job *j, const struct lens_align *a,
+                         const struct lens_job_export_opts *o, struct lens_job_export_part *const *parts,
+                         size_t n_parts, struct lens_job_export_counts *c) {
+  struct ctx x = {.f = f, .m = skel, .j = j, .a = a, .o = o, .c = c, .first = 1, .proto = o->perfetto, .seq_id = 1};
+  if (x.proto) pb_varint(&x.pkt, 13, 1);
+  else fputs("{\"traceEvents\":[", f);
+  write_hosts_meta(&x, parts, n_parts);
+  int rc = ferror(f) || x.out.oom || x.pkt.oom || x.sub.oom || x.sub2.oom ? -1 : 0;
+  pb_free(&x.out), pb_free(&x.pkt), pb_free(&x.sub), pb_free(&x.sub2);
+  return rc ? -1 : x.first; /* 1: nothing written yet (a group's first record then has no comma before it) */
+}
+
+int lens_job_export_tail(FILE *f, const struct lens_model *skel, const struct lens_job *j, const struct lens_align *a,
+                         const struct lens_job_export_opts *o, struct lens_job_export_part *const *parts,
+                         size_t n_parts, int first, struct lens_job_export_counts *c) {
+  struct ctx x = {.f = f, .m = skel, .j = j, .a = a, .o = o, .c = c, .first = first, .proto = o->perfetto};
+  int rc = write_flows(&x, parts, n_parts);
+  if (!rc && !x.proto) write_other(&x, c->origin_job_ns);
+  return rc || ferror(f) ? -1 : 0;
 }

@@ -49,8 +49,51 @@ struct lens_job_export_counts {
   int64_t origin_job_ns;
 };
 
-/* Writes the document. 0, or -1 on a write or allocation error. */
-int lens_export_job(FILE *f, const struct lens_model *m, const struct lens_job *j, const struct lens_align *a,
-                    const struct lens_job_export_opts *o, struct lens_job_export_counts *c);
+/* The document is written host group by host group (tools/cli/passes.h,
+ * export_job.c): the job view and alignment come first (the job's map and
+ * reduce); then each group's model, read again, gives its tracks and slices
+ * (calls and ProxyOps from its events, GPU spans from the job view's rows of
+ * its processes), into a spool file; then the head (the hosts), the groups
+ * in input order, and the tail (flows through each instance's ranks,
+ * otherData) are put together. Each group's tracks take the numbers from
+ * track_base, so tids (and Perfetto's track uuids) are unique in the
+ * document; Perfetto packets of a group are a sequence of their own (seq_id),
+ * each in time order. Flows in Perfetto: every GPU slice of an instance
+ * carries its flow id (the viewer joins them in time order). */
+
+struct lens_job_host_rank { int32_t host, rank; };
+struct lens_job_gpu_slice { int32_t inst; int64_t mid; int32_t proc; uint32_t tid; };
+
+struct lens_job_export_part {
+  char spool[32];
+  struct lens_job_export_counts counts;              /* slices, lanes, last ranks of the group */
+  struct lens_job_host_rank *host_ranks; size_t n_host_ranks; /* its slices' (host, rank), repeats once */
+  struct lens_job_gpu_slice *gpu; size_t n_gpu;      /* its GPU slices, for the flows */
+};
+void lens_job_export_part_free(struct lens_job_export_part *p);
+
+/* Which processes are drawn (sel, per skeleton proc: placed on the job time
+ * base and in --comm's communicator) and the origin (c->origin_job_ns: the
+ * earliest aligned start of a drawn process, min_start per proc on its
+ * MONOTONIC, UINT64_MAX none, floored to a millisecond); counts the
+ * processes left out. 0. */
+int lens_job_export_select(const struct lens_model *skel, const struct lens_align *a,
+                           const struct lens_job_export_opts *o, const uint64_t *min_start, uint8_t *sel,
+                           struct lens_job_export_counts *c);
+/* One group: m, whose procs are pbase.. in the job's numbering. 0 / -1. */
+int lens_job_export_group(FILE *out, const struct lens_model *m, size_t pbase, uint32_t track_base, uint64_t seq_id,
+                          const struct lens_job *j, const struct lens_align *a, const struct lens_job_export_opts *o,
+                          const uint8_t *sel, int64_t origin, struct lens_job_export_part *part);
+/* The document's start: JSON's opening and the hosts' processes, or
+ * Perfetto's first packets. 1 when no record was written (the first group
+ * record then goes without its leading comma), 0, or -1 on an error. */
+int lens_job_export_head(FILE *f, const struct lens_model *skel, const struct lens_job *j, const struct lens_align *a,
+                         const struct lens_job_export_opts *o, struct lens_job_export_part *const *parts,
+                         size_t n_parts, struct lens_job_export_counts *c);
+/* Its end: the flows (JSON), otherData with c's counts (first: nothing
+ * written before). 0 / -1. */
+int lens_job_export_tail(FILE *f, const struct lens_model *skel, const struct lens_job *j, const struct lens_align *a,
+                         const struct lens_job_export_opts *o, struct lens_job_export_part *const *parts,
+                         size_t n_parts, int first, struct lens_job_export_counts *c);
 
 #endif

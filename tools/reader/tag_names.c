@@ -2,6 +2,7 @@
  * "1:forward,2:backward,3:optimizer" from NCCL_LENS_TAG_NAMES or a command's
  * --tag-names. A table a tool reads, so every view labels a tag the same. */
 #include <ctype.h>
+#include <pthread.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -57,8 +58,16 @@ int lens_tag_names_from_env(void) {
   return v && *v ? lens_tag_names_set(v) : 0;
 }
 
-const char *lens_tag_label(uint64_t tag, char *buf, size_t cap) {
+/* The environment is read once, the first label waiting for it: labels are
+ * made on the pass driver's threads (export, validate), and a thread that
+ * saw g_loaded set before the table was filled said "tag N" for a name. */
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+static void env_load(void) {
   if (!g_loaded) lens_tag_names_from_env();
+}
+
+const char *lens_tag_label(uint64_t tag, char *buf, size_t cap) {
+  pthread_once(&env_once, env_load);
   if (!tag) return "";
   for (int i = 0; i < g_ntags; i++)
     if (g_tags[i].tag == tag) return g_tags[i].name;

@@ -1,0 +1,245 @@
+/* `nccl-lens export --format job|perfetto` on the pass driver (see
+ * job_export.h): two readings of the job, each host group by host group.
+ * The first maps each group to the job view's records (lens_job_map, as
+ * `nccl-lens job` streams) and each process's first event; their reduce gives
+ * the job view, the hosts' alignment from the records' clocks and ends
+ * (lens_align_build_ends), the drawn processes and the origin. The second
+ * writes each group's tracks and slices on that time base to a spool file
+ * as its map runs; the spools are copied in input order between the head
+ * (hosts) and the tail (flows, otherData). Memory: one model per thread,
+ * the job view's rows and one GPU slice record per drawn (instance, rank). */
+#define _GNU_SOURCE /* __fsetlocking */
+#include "export/export_job.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdio_ext.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "analysis/job/job_part.h"
+#include "cli/cli.h"
+#include "cli/passes.h"
+#include "cli/spool.h"
+#include "export/group_input.h"
+#include "export/lanes.h"
+
+#define CMD "export"
+
+/* ---- first reading: the job view's records ---- */
+
+struct view_part {
+  struct lens_job_part jp;
+  uint64_t *min_start; size_t n_procs; /* per proc: its first event's start (MONOTONIC), UINT64_MAX none */
+};
+
+static void view_free(void *part) {
+  struct view_part *p = part;
+  if (!p) return;
+  lens_job_part_free(&p->jp);
+  free(p->min_start);
+  free(p);
+}
+
+static void *view_map(struct lens_model *m, void *ctx) {
+  (void)ctx;
+  struct view_part *p = calloc(1, sizeof *p);
+  if (!p || !(p->min_start = malloc((m->n_procs + 1) * sizeof *p->min_start))) goto oom;
+  p->n_procs = m->n_procs;
+  for (size_t i = 0; i < m->n_procs; i++) p->min_start[i] = UINT64_MAX;
+  for (size_t i = 0; i < m->n_events; i++) {
+    const struct lens_event *e = &m->events[i];
+    if (e->proc >= 0 && (size_t)e->proc < m->n_procs && e->start_mono_ns < p->min_start[e->proc])
+      p->min_start[e->proc] = e->start_mono_ns;
+  }
+  if (lens_job_map(m, &p->jp) || lens_job_part_own_strings(&p->jp)) goto oom;
+  return p;
+oom:
+  view_free(p);
+  lens_cli_error(CMD, "out of memory");
+  return NULL;
+}
+
+/* ---- second reading: the slices ---- */
+
+struct draw_ctx {
+  const struct lens_trace_cli *c;
+  struct lens_spool_dir *spool;
+  const long *group_of_input;       /* per input index: its group in the first reading */
+  const struct lens_model_base *bases; size_t n_groups;
+  size_t n_procs;                   /* skeleton's */
+  const struct lens_job *j;
+  const struct lens_align *a;
+  const struct lens_job_export_opts *o;
+  const uint8_t *sel;
+  int64_t origin;
+  uint32_t track_span;              /* track numbers per input index */
+};
+
+static void *draw_map(struct lens_model *m, void *ctx) {
+  const struct draw_ctx *x = ctx;
+  long key = lens_group_input(m, x->c);
+  long g = key >= 0 ? x->group_of_input[key] : -1;
+  size_t procs = g < 0 ? 0 : ((size_t)g + 1 < x->n_groups ? x->bases[g + 1].proc : x->n_procs) - x->bases[g].proc;
+  if (g < 0 || procs != m->n_procs)
+    return lens_cli_error(CMD, "the traces changed between the two readings of the job"), NULL;
+  struct lens_job_export_part *p = calloc(1, sizeof *p);
+  if (!p) return lens_cli_error(CMD, "out of memory"), NULL;
+  FILE *out = lens_spool_create(x->spool, p->spool, sizeof p->spool);
+  if (!out) {
+    free(p);
+    return lens_cli_error(CMD, "cannot write a temporary file: %s", strerror(errno)), NULL;
+  }
+  __fsetlocking(out, FSETLOCKING_BYCALLER); /* this thread's alone */
+  int rc = lens_job_export_group(out, m, x->bases[g].proc, (uint32_t)key * x->track_span, (uint64_t)key + 2, x->j,
+                                 x->a, x->o, x->sel, x->origin, p);
+  if (fclose(out)) rc = -1;
+  if (rc) {
+    lens_job_export_part_free(p);
+    return lens_cli_error(CMD, "cannot write a temporary file (disk full?) or out of memory"), NULL;
+  }
+  return p;
+}
+
+static void draw_free(void *part) { lens_job_export_part_free(part); }
+
+/* --comm ID|NAME for the job timeline: its id, from the skeleton's
+ * communicators. 0, or 2 after one usage error line. */
+static int job_comm(const struct lens_model *m, const struct lens_filter *fl, struct lens_job_export_opts *o) {
+  if (!fl->n_comms) return 0;
+  const char *want = fl->comms[0];
+  for (size_t i = 0; i < m->n_comms; i++) {
+    char *end;
+    const char *h = strncasecmp(want, "0x", 2) ? want : want + 2;
+    uint64_t id = strtoull(h, &end, 16);
+    if ((m->comms[i].name[0] && !strcmp(m->comms[i].name, want)) || (end != h && !*end && id == m->comms[i].comm_id)) {
+      o->have_comm = 1;
+      o->comm_id = m->comms[i].comm_id;
+      return 0;
+    }
+  }
+  return lens_cli_usage(CMD, "--comm %s: no such communicator in these traces", want);
+}
+
+/* Copies a spool file to f; a JSON group's records each start with ",\n":
+ * the document's first loses its comma. */
+static int copy_spool(FILE *f, const struct lens_spool_dir *spool, const char *name, int json, int *first) {
+  FILE *in = lens_spool_open(spool, name);
+  if (!in) return -1;
+  char buf[1 << 16];
+  size_t n;
+  int start = 1;
+  while ((n = fread(buf, 1, sizeof buf, in)) > 0) {
+    size_t off = 0;
+    if (start && json && *first && buf[0] == ',') off = 1;
+    if (n > off) *first = 0;
+    start = 0;
+    fwrite(buf + off, 1, n - off, f);
+  }
+  int bad = ferror(in);
+  fclose(in);
+  lens_spool_remove(spool, name);
+  return bad ? -1 : 0;
+}
+
+int lens_job_export_run(struct lens_trace_cli *c, struct lens_job_export_opts *o, long threads) {
+  if (lens_trace_cli_expand_dirs(CMD, c)) return 1;
+  /* The selection is the timeline's own (on job time): the driver reads
+   * everything (c's selection set aside while it runs). */
+  struct lens_filter selection = c->filter;
+  memset(&c->filter, 0, sizeof c->filter);
+  struct lens_passes_opts popts = {.threads = threads};
+  struct lens_pass view = {.map = view_map, .free = view_free};
+  struct lens_passes_out p1, p2 = {0};
+  struct lens_spool_dir *spool = NULL;
+  struct lens_job_part *jps = NULL;
+  struct lens_job j;
+  int have_j = 0, have_a = 0;
+  struct lens_align a;
+  uint64_t *min_start = NULL;
+  uint8_t *sel = NULL;
+  long *group_of_input = NULL;
+  struct draw_ctx dx = {0};
+  struct lens_pass draw = {.map = draw_map, .free = draw_free, .ctx = &dx};
+  struct lens_job_export_counts cnt = {0};
+  int rc = lens_passes_run(CMD, c, &view, 1, &popts, &p1);
+  if (rc) goto out;
+  if ((rc = job_comm(p1.skel, &selection, o))) goto out;
+  rc = 1;
+  size_t n = p1.n_groups, np = p1.skel->n_procs;
+  jps = calloc(n + 1, sizeof *jps);
+  min_start = malloc((np + 1) * sizeof *min_start);
+  sel = calloc(np + 1, 1);
+  group_of_input = lens_groups_of_inputs(c, &p1);
+  if (!jps || !min_start || !sel || !group_of_input) goto oom;
+  for (size_t i = 0; i < np; i++) min_start[i] = UINT64_MAX;
+  for (size_t g = 0; g < n; g++) {
+    struct view_part *vp = p1.parts[g];
+    jps[g] = vp->jp; /* moved: freed with jps */
+    memset(&vp->jp, 0, sizeof vp->jp);
+    for (size_t i = 0; i < vp->n_procs && p1.bases[g].proc + i < np; i++)
+      min_start[p1.bases[g].proc + i] = vp->min_start[i];
+  }
+  if (lens_job_reduce_consume(jps, n, &j, 0)) goto oom;
+  have_j = 1;
+  size_t n_clocks;
+  struct lens_align_proc_clock *clocks = lens_job_parts_clocks(jps, n, &n_clocks);
+  int bad = !clocks || lens_align_build_ends(clocks, n_clocks, &j, NULL, &a);
+  free(clocks);
+  if (bad) goto oom;
+  have_a = 1;
+  lens_job_export_select(p1.skel, &a, o, min_start, sel, &cnt);
+  if (!(spool = lens_spool_dir_new(CMD, NULL))) goto out;
+  dx = (struct draw_ctx){.c = c, .spool = spool, .group_of_input = group_of_input, .bases = p1.bases,
+                         .n_groups = n, .n_procs = np, .j = &j, .a = &a, .o = o, .sel = sel,
+                         .origin = cnt.origin_job_ns,
+                         .track_span = (uint32_t)(((UINT32_MAX - 1u) / LENS_LANES_MAX) / (c->n + 1))};
+  if (lens_passes_run(CMD, c, &draw, 1, &popts, &p2)) goto out;
+  struct lens_job_export_part *const *parts = (struct lens_job_export_part *const *)p2.parts;
+  for (size_t g = 0; g < p2.n_groups; g++) {
+    const struct lens_job_export_counts *k = &parts[g]->counts;
+    cnt.slices += k->slices, cnt.last_marked += k->last_marked, cnt.lanes_extra += k->lanes_extra;
+    cnt.crowded += k->crowded;
+  }
+  FILE *f = lens_trace_cli_open_out(CMD, c);
+  if (!f) goto out;
+  __fsetlocking(f, FSETLOCKING_BYCALLER); /* the pool's threads are gone */
+  int first = lens_job_export_head(f, p1.skel, &j, &a, o, parts, p2.n_groups, &cnt), wr = first < 0;
+  for (size_t g = 0; !wr && g < p2.n_groups; g++)
+    if (copy_spool(f, spool, parts[g]->spool, !o->perfetto, &first)) wr = 1;
+  if (!wr && lens_job_export_tail(f, p1.skel, &j, &a, o, parts, p2.n_groups, first, &cnt)) wr = 1;
+  if (lens_trace_cli_close_out(CMD, c, f, wr)) {
+    struct stat st; /* a half-written trace would load as a broken one: remove a regular file */
+    if (lens_trace_cli_out_is_file(c) && lstat(c->out, &st) == 0 && S_ISREG(st.st_mode)) unlink(c->out);
+    goto out;
+  }
+  if (cnt.procs_unaligned)
+    fprintf(stderr, "nccl-lens export: %zu processes left out: their host could not be placed on the job time base\n",
+            cnt.procs_unaligned);
+  if (f != stdout)
+    printf("wrote %s: the job on one time base: %zu slices, %zu instances tied by %zu flow events, %zu last ranks "
+           "marked\n",
+           c->out, cnt.slices, cnt.instances_flowed, cnt.flows, cnt.last_marked);
+  rc = 0;
+  goto out;
+oom:
+  lens_cli_error(CMD, "out of memory");
+out:
+  lens_passes_free(&draw, &p2);
+  if (have_a) lens_align_free(&a);
+  if (have_j) lens_job_free(&j);
+  for (size_t g = 0; jps && g < p1.n_groups; g++) lens_job_part_free(&jps[g]);
+  free(jps);
+  lens_passes_free(&view, &p1);
+  free(min_start);
+  free(sel);
+  free(group_of_input);
+  lens_spool_dir_free(spool);
+  c->filter = selection;
+  return rc;
+}
