@@ -1,9 +1,10 @@
-/* How summary and diff read a run: through the pass driver (cli/passes.h),
+/* How summary, diff and report read a run: through the pass driver (cli/passes.h),
  * host group after host group, each group mapped to its summary
  * (analysis/summary/summary_analysis.h) and its job partial
  * (analysis/job/job_part.h); the summaries merge, the partials reduce to the
- * job view, and the hosts are aligned from the partials' clocks. No model
- * of the whole run is ever built. */
+ * job view, and the hosts are aligned from the partials' clocks; a command
+ * may add passes of its own to the same reading (lens_summary_read_with).
+ * No model of the whole run is ever built. */
 #ifndef NCCL_LENS_SUMMARY_READ_H
 #define NCCL_LENS_SUMMARY_READ_H
 
