@@ -131,7 +131,7 @@ static int launch_bound(FILE *f, const struct lens_report *r) {
 }
 
 static int starved(FILE *f, const struct lens_model *m, const struct lens_report *r) {
-  if (!m->n_sched || !r->kernel_ch_starved) return 0;
+  if (!r->n_sched || !r->kernel_ch_starved) return 0;
   const struct lens_rep_starve *w = NULL;
   for (size_t i = 0; i < r->n_starve; i++)
     if (!w || r->starve[i].starved_ns > w->starved_ns) w = &r->starve[i];
@@ -147,11 +147,10 @@ static int starved(FILE *f, const struct lens_model *m, const struct lens_report
 
 static int accuracy(FILE *f, const struct lens_model *m, const struct lens_report *r) {
   if (!r->gpu_ran || !r->kernel_ch) return 0;
-  struct lens_validate_verdict v;
-  lens_validate_judge(m, &v);
+  const struct lens_validate_verdict *v = &r->gpu;
   int n = 0;
-  if (strcmp(v.level, "trusted")) {
-    fprintf(f, "- **GPU timing %s**: %s. `nccl-lens validate` lists each launch.\n", v.level, v.text);
+  if (strcmp(v->level, "trusted")) {
+    fprintf(f, "- **GPU timing %s**: %s. `nccl-lens validate` lists each launch.\n", v->level, v->text);
     n++;
   }
   uint64_t over = r->sum.acc_counts[__builtin_ctz(LENS_ACC_RING_OVERRUN)];
@@ -300,7 +299,7 @@ int lens_report_print_hints(FILE *f, const struct lens_model *m, const struct le
   n += accuracy(f, m, r);
   n += losses(f, m);
   n += mask_gaps(f, m);
-  if (!m->n_sched && r->sum.n_proxies) {
+  if (!r->n_sched && r->sum.n_proxies) {
     fprintf(f, "- No scheduler probe trace: run the job under `nccl-lens sched` to see whether the proxy threads "
                "are starved of CPU.\n");
     n++;

@@ -22,9 +22,6 @@
 #include "report/report_view.h"
 #include "validate/validate_print.h"
 
-/* From tools/analysis/sched/starvation.c when linked. */
-__attribute__((weak)) void lens_json_starvation(FILE *f, const struct lens_model *m);
-
 struct ctx {
   FILE *f;
   const struct lens_model *m;
@@ -215,7 +212,7 @@ static void verdict(struct ctx *x) {
     verdict_line(f, &n, "link", "ok", "sec-net", t);
   }
   /* proxy and profiler threads */
-  if (!m->n_sched) {
+  if (!r->n_sched) {
     snprintf(t, sizeof t, "Starvation not measured: no scheduler trace (run the job under `nccl-lens sched`)%s.",
              r->lag_n ? "; the notice lag is plotted" : "");
     verdict_line(f, &n, "threads", "unknown", "sec-threads", t);
@@ -238,10 +235,9 @@ static void verdict(struct ctx *x) {
   if (!r->gpu_ran) {
     verdict_line(f, &n, "gpu", "unknown", "sec-gpu", "GPU analysis not built in: KernelCh times are host notices.");
   } else {
-    struct lens_validate_verdict v;
-    lens_validate_judge(m, &v);
-    snprintf(t, sizeof t, "GPU times %s: %s.", v.level, v.text);
-    verdict_line(f, &n, "gpu", !strcmp(v.level, "trusted") ? "ok" : "warn", "sec-gpu", t);
+    const struct lens_validate_verdict *v = &r->gpu;
+    snprintf(t, sizeof t, "GPU times %s: %s.", v->level, v->text);
+    verdict_line(f, &n, "gpu", !strcmp(v->level, "trusted") ? "ok" : "warn", "sec-gpu", t);
   }
   fputs("]", f);
 }
@@ -343,9 +339,10 @@ static int waits(struct ctx *x) {
     if (in->comm_id != best || !in->exec_ns) continue;
     for (size_t k = 0; k < in->n_ranks; k++) {
       const struct lens_job_rank *rk = &j->ranks[in->first_rank + k];
-      if (rk->event < 0) continue;
+      uint64_t start;
+      if (!lens_report_rank_start(x->r, rk, &start)) continue;
       int placed;
-      int64_t t = lens_report_job_time(&x->v, rk->proc, x->m->events[rk->event].start_mono_ns, &placed);
+      int64_t t = lens_report_job_time(&x->v, rk->proc, start, &placed);
       if (!placed) continue;
       if (t < lo) lo = t;
       if (t > hi) hi = t;
@@ -366,9 +363,10 @@ static int waits(struct ctx *x) {
     if (in->comm_id != best || !in->exec_ns) continue;
     for (size_t k = 0; k < in->n_ranks; k++) {
       const struct lens_job_rank *rk = &j->ranks[in->first_rank + k];
-      if (rk->event < 0 || rk->rank < 0 || rk->rank >= nranks) continue;
+      uint64_t start;
+      if (rk->rank < 0 || rk->rank >= nranks || !lens_report_rank_start(x->r, rk, &start)) continue;
       int placed;
-      int64_t t = lens_report_job_time(&x->v, rk->proc, x->m->events[rk->event].start_mono_ns, &placed);
+      int64_t t = lens_report_job_time(&x->v, rk->proc, start, &placed);
       if (!placed) {
         unplaced++;
         continue;
@@ -571,22 +569,13 @@ static int network(struct ctx *x) {
 
 /* ---- proxy and profiler threads ---- */
 
-#define LAG_BINS 24 /* [2^(b-3), 2^(b-2)) us; the first also holds less, the last more */
+#define LAG_BINS LENS_REPORT_LAG_BINS /* report_model.h: [2^(b-3), 2^(b-2)) us */
 
 static void threads(struct ctx *x) {
   FILE *f = x->f;
   const struct lens_model *m = x->m;
   const struct lens_report *r = x->r;
-  uint64_t hist[LAG_BINS] = {0};
-  for (size_t i = 0; i < m->n_events; i++) {
-    const struct lens_event *e = &m->events[i];
-    if (e->type != LENS_T_KERNEL_CH || e->acc.notice_lag_ns <= 0) continue;
-    double us = (double)e->acc.notice_lag_ns / 1e3;
-    int b = (int)floor(log2(us)) + 3;
-    if (b < 0) b = 0;
-    if (b >= LAG_BINS) b = LAG_BINS - 1;
-    hist[b]++;
-  }
+  const uint64_t *hist = r->lag_hist; /* binned by the report's map (lens_report_lag_bin) */
   fprintf(f, "\"threads\":{\"lag\":{\"n\":%" PRIu64 ",\"avg_us\":", r->lag_n);
   num(f, r->lag_n ? (double)r->lag_sum_ns / (double)r->lag_n / 1e3 : 0);
   fputs(",\"max_us\":", f);
@@ -598,8 +587,8 @@ static void threads(struct ctx *x) {
   }
   fputs("],\"counts\":[", f);
   for (int b = 0; b < LAG_BINS; b++) fprintf(f, "%s%" PRIu64, b ? "," : "", hist[b]);
-  fprintf(f, "]},\"sched_samples\":%zu,\"starved\":[", m->n_sched);
-  for (size_t i = 0; m->n_sched && i < r->n_starve; i++) {
+  fprintf(f, "]},\"sched_samples\":%zu,\"starved\":[", r->n_sched);
+  for (size_t i = 0; r->n_sched && i < r->n_starve; i++) {
     const struct lens_rep_starve *s = &r->starve[i];
     const struct lens_thread *t = &m->threads[s->thread];
     char who[160];
@@ -615,7 +604,7 @@ static void threads(struct ctx *x) {
             s->kernel_ch, s->kernel_ch_starved, s->proxy, s->proxy_starved);
   }
   fputs("],\"sched\":", f);
-  if (m->n_sched && lens_json_starvation) lens_json_starvation(f, m); /* culprits: the same as summary --json's */
+  if (r->n_sched) lens_starvation_print_json(f, &r->sum.starvation); /* culprits: the same as summary --json's */
   else fputs("null", f);
   fputc('}', f);
 }
@@ -627,12 +616,11 @@ static void gpu(struct ctx *x) {
   const struct lens_model *m = x->m;
   fputs("\"gpu\":{", f);
   if (x->r->gpu_ran) {
-    struct lens_validate_verdict v;
-    lens_validate_judge(m, &v);
+    const struct lens_validate_verdict *v = &x->r->gpu;
     fputs("\"level\":", f);
-    lens_json_str(f, v.level);
+    lens_json_str(f, v->level);
     fputs(",\"text\":", f);
-    lens_json_str(f, v.text);
+    lens_json_str(f, v->text);
   } else {
     fputs("\"level\":null,\"text\":null", f);
   }
@@ -717,7 +705,7 @@ int lens_report_print_json(FILE *f, const struct lens_model *m, const struct len
   fprintf(f, "{\"schema\":\"nccl-lens-report/1\",\"generator\":\"nccl-lens %s\",", LENS_VERSION);
   fprintf(f, "\"inputs\":{\"files\":%zu,\"processes\":%zu,\"events\":%zu,\"instances\":%zu,\"origin_job_ns\":%" PRId64
              "},",
-          m->n_files, m->n_procs, m->n_events, x.v.j.n_insts, x.v.origin);
+          m->n_files, m->n_procs, (size_t)r->n_events, x.v.j.n_insts, x.v.origin);
   verdict(&x);
   fputc(',', f);
   if (busbw(&x)) goto out;

@@ -15,9 +15,6 @@
 #include "summary/summary_print.h"
 #include "validate/validate_print.h"
 
-/* From tools/analysis/sched/starvation.c when linked. */
-__attribute__((weak)) void lens_print_starvation(FILE *f, const struct lens_model *m);
-
 static const char *nz(const char *s) { return s && *s ? s : "-"; }
 
 #define REPORT_NET_TOP 10 /* connections in the Network section: one screen */
@@ -38,7 +35,7 @@ static void recorded(FILE *f, const struct lens_model *m, const struct lens_repo
   for (size_t i = 0; i < m->n_files; i++) bytes += m->files[i].size_bytes;
   fprintf(f, "## What was recorded\n\n%zu file(s) (%" PRIu64 " bytes), %zu process(es), %zu communicator "
              "init(s), %zu thread(s), %zu events, %zu scheduler samples.\n\n",
-          m->n_files, bytes, m->n_procs, m->n_comms, m->n_threads, m->n_events, m->n_sched);
+          m->n_files, bytes, m->n_procs, m->n_comms, m->n_threads, (size_t)r->n_events, r->n_sched);
   if (m->n_procs) {
     fprintf(f, "| process | NCCL profiler API | event mask | recorded | sessions | clean end | file |\n"
                "|---|---|---|---|---|---|---|\n");
@@ -224,12 +221,11 @@ static void accuracy(FILE *f, const struct lens_model *m, const struct lens_repo
     fprintf(f, "The GPU analysis is not built in: KernelCh times are host notices.\n\n");
     return;
   }
-  struct lens_validate_verdict v;
-  lens_validate_judge(m, &v);
-  fprintf(f, "**Verdict: %s.** %s\n\n", v.level, v.text);
+  const struct lens_validate_verdict *v = &r->gpu;
+  fprintf(f, "**Verdict: %s.** %s\n\n", v->level, v->text);
   fprintf(f, "KernelCh: %" PRIu64 " (time source: host-notice %" PRIu64 ", gpu-ptimer %" PRIu64 ", cupti %" PRIu64
              "). CUPTI kernel records: %zu.",
-          r->kernel_ch, s->time_source[0], s->time_source[1], s->time_source[2], m->n_kernels);
+          r->kernel_ch, s->time_source[0], s->time_source[1], s->time_source[2], r->n_kernels);
   if (r->lag_n) {
     char a[32], b[32];
     lens_fmt_ns((double)r->lag_sum_ns / (double)r->lag_n, a, sizeof a);
@@ -276,14 +272,14 @@ static void proxies(FILE *f, const struct lens_model *m, const struct lens_repor
     }
     fputc('\n', f);
   }
-  if (!m->n_sched) {
+  if (!r->n_sched) {
     fprintf(f, "No scheduler probe trace loaded: starvation not measured (`nccl-lens sched` records it).\n\n");
     return;
   }
   fprintf(f, "Starvation: events of each proxy thread that overlap a run-queue wait or preemption of it "
              "(%zu scheduler samples).\n\n| thread | KernelCh | starved | ProxyOp/Step | starved | time starved |\n"
              "|---|---:|---:|---:|---:|---:|\n",
-          m->n_sched);
+          r->n_sched);
   for (size_t i = 0; i < r->n_starve; i++) {
     const struct lens_rep_starve *x = &r->starve[i];
     const struct lens_thread *t = &m->threads[x->thread];
@@ -294,11 +290,9 @@ static void proxies(FILE *f, const struct lens_model *m, const struct lens_repor
             pct(x->kernel_ch_starved, x->kernel_ch), x->proxy, x->proxy_starved, pct(x->proxy_starved, x->proxy), ns);
   }
   fputc('\n', f);
-  if (lens_print_starvation) {
-    fprintf(f, "Per watched thread (from the scheduler probe):\n\n```\n");
-    lens_print_starvation(f, m);
-    fprintf(f, "```\n\n");
-  }
+  fprintf(f, "Per watched thread (from the scheduler probe):\n\n```\n");
+  lens_starvation_print_text(f, &r->sum.starvation); /* the summary's: gathered per host group, merged */
+  fprintf(f, "```\n\n");
 }
 
 static void losses(FILE *f, const struct lens_model *m, const struct lens_report *r) {
@@ -352,13 +346,13 @@ static void losses(FILE *f, const struct lens_model *m, const struct lens_report
 }
 
 /* `nccl-lens hang`'s diagnosis, when a collective never completed. */
-static void hang_section(FILE *f, const struct lens_model *m) {
+static void hang_section(FILE *f, const struct lens_model *m, const struct lens_hang_report *hr) {
   fprintf(f, "## Hang diagnosis\n\n");
-  struct lens_hang_report h;
-  if (lens_hang_analyze(m, &h) != 0) {
+  if (!hr) {
     fprintf(f, "Not computed (out of memory).\n\n");
     return;
   }
+  const struct lens_hang_report h = *hr;
   if (!h.n_stuck_comms) {
     fprintf(f, "Every collective recorded completed: nothing hung.\n\n");
   } else {
@@ -367,23 +361,19 @@ static void hang_section(FILE *f, const struct lens_model *m) {
     lens_hang_print_text(f, m, &h);
     fprintf(f, "```\n\n");
   }
-  lens_hang_free(&h);
 }
 
 void lens_report_print_md(FILE *f, const struct lens_model *m, const struct lens_report *r) {
   fprintf(f, "# nccl-lens report\n\n");
   recorded(f, m, r);
-  struct lens_job j; /* the job view leads whenever a communicator has more than one rank loaded */
-  if (!lens_job_build(m, &j, 0)) {
-    if (j.comms_multi) lens_job_print_md(f, m, &j);
-    lens_job_free(&j);
-  }
+  /* the job view leads whenever a communicator has more than one rank loaded */
+  if (r->job && r->job_skel && r->job->comms_multi) lens_job_print_md(f, r->job_skel, r->job);
   collectives(f, &r->sum);
   ce_collectives(f, &r->sum);
   completion_vs_enqueue(f, m, r);
   accuracy(f, m, r);
   proxies(f, m, r);
-  hang_section(f, m);
+  hang_section(f, m, r->hang);
   lens_net_print_md(f, m, r->net, REPORT_NET_TOP);
   losses(f, m, r);
   fprintf(f, "## What to look at next\n\n");

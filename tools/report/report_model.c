@@ -1,12 +1,33 @@
 /* See report_model.h. */
 #include "report/report_model.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+struct lens_report_part {
+  struct lens_rep_proc *procs; size_t n_procs;    /* the group's procs */
+  struct lens_rep_late *late; size_t n_late;      /* sorted by (comm_id, rank); thread: the group's */
+  struct lens_rep_starve *starve; size_t n_starve; /* thread: the group's */
+  uint64_t kernel_ch, kernel_ch_starved, lag_n, lag_sum_ns, lag_max_ns;
+  uint64_t lag_hist[LENS_REPORT_LAG_BINS];
+  size_t n_sched, n_kernels;
+  struct lens_rep_start *starts; size_t n_starts;  /* by event */
+};
+
+int lens_report_lag_bin(uint64_t lag_ns) {
+  double us = (double)lag_ns / 1e3;
+  int b = (int)floor(log2(us)) + 3;
+  if (b < 0) b = 0;
+  if (b >= LENS_REPORT_LAG_BINS) b = LENS_REPORT_LAG_BINS - 1;
+  return b;
+}
 
 static void span_of(const struct lens_model *m, struct lens_rep_proc *p) {
   for (size_t i = 0; i < m->n_events; i++) {
     const struct lens_event *e = &m->events[i];
+    if (e->proc < 0 || (size_t)e->proc >= m->n_procs) continue;
     struct lens_rep_proc *q = &p[e->proc];
     uint64_t end = e->stop_mono_ns > e->start_mono_ns ? e->stop_mono_ns : e->start_mono_ns;
     if (!q->first_ns || e->start_mono_ns < q->first_ns) q->first_ns = e->start_mono_ns;
@@ -34,22 +55,24 @@ static int cmp_arrival(const void *a, const void *b) {
   return (x->start > y->start) - (x->start < y->start);
 }
 
-static struct lens_rep_late *late_of(struct lens_report *r, const struct lens_comm *c, size_t *cap) {
-  for (size_t i = 0; i < r->n_late; i++)
-    if (r->late[i].comm_id == c->comm_id && r->late[i].rank == c->rank) return &r->late[i];
-  if (r->n_late == *cap) {
+/* The row of (comm_id, rank), appended when new. */
+static struct lens_rep_late *late_of(struct lens_rep_late **rows, size_t *n, size_t *cap, uint64_t comm_id, int rank,
+                                     const char *name) {
+  for (size_t i = 0; i < *n; i++)
+    if ((*rows)[i].comm_id == comm_id && (*rows)[i].rank == rank) return &(*rows)[i];
+  if (*n == *cap) {
     size_t nc = *cap ? *cap * 2 : 16;
-    void *p = realloc(r->late, nc * sizeof *r->late);
+    void *p = realloc(*rows, nc * sizeof **rows);
     if (!p) return NULL;
-    r->late = p;
+    *rows = p;
     *cap = nc;
   }
-  struct lens_rep_late *l = &r->late[r->n_late++];
+  struct lens_rep_late *l = &(*rows)[(*n)++];
   memset(l, 0, sizeof *l);
-  l->comm_id = c->comm_id;
+  l->comm_id = comm_id;
   l->thread = -1;
-  l->comm_name = c->name;
-  l->rank = c->rank;
+  snprintf(l->comm_name, sizeof l->comm_name, "%s", name ? name : "");
+  l->rank = rank;
   return l;
 }
 
@@ -59,7 +82,7 @@ static int cmp_late(const void *a, const void *b) {
   return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
-static int lateness(const struct lens_model *m, struct lens_report *r) {
+static int lateness(const struct lens_model *m, struct lens_report_part *r) {
   int32_t *host = malloc((m->n_procs + 1) * sizeof *host);
   struct arrival *a = malloc((m->n_events + 1) * sizeof *a);
   if (!host || !a) {
@@ -95,7 +118,8 @@ static int lateness(const struct lens_model *m, struct lens_report *r) {
       j++;
     if (j - i >= 2) { /* sorted by start: a[i] came first, a[j-1] last */
       for (size_t k = i; k < j; k++) {
-        struct lens_rep_late *l = late_of(r, &m->comms[a[k].comm], &cap);
+        const struct lens_comm *c = &m->comms[a[k].comm];
+        struct lens_rep_late *l = late_of(&r->late, &r->n_late, &cap, c->comm_id, c->rank, c->name);
         if (!l) {
           rc = -1;
           break;
@@ -124,8 +148,10 @@ static int lateness(const struct lens_model *m, struct lens_report *r) {
   return rc;
 }
 
-static int starvation(const struct lens_model *m, struct lens_report *r) {
-  if (!m->n_sched) return 0;
+/* Every proxy and profiler thread's row (the printers show them only when
+ * the job has scheduler samples: a thread of a host without a probe trace
+ * then shows none starved). */
+static int starvation(const struct lens_model *m, struct lens_report_part *r) {
   int32_t *slot = malloc((m->n_threads + 1) * sizeof *slot);
   if (!slot) return -1;
   for (size_t t = 0; t < m->n_threads; t++) {
@@ -147,10 +173,8 @@ static int starvation(const struct lens_model *m, struct lens_report *r) {
     int kch = e->type == LENS_T_KERNEL_CH;
     if (!kch && e->type != LENS_T_PROXY_OP && e->type != LENS_T_PROXY_STEP) continue;
     int starved = (e->acc.flags & LENS_ACC_STARVED) != 0;
-    if (kch) {
-      r->kernel_ch_starved += starved;
-    }
-    if (e->thread < 0 || slot[e->thread] < 0) continue;
+    if (kch) r->kernel_ch_starved += starved;
+    if (e->thread < 0 || (size_t)e->thread >= m->n_threads || slot[e->thread] < 0) continue;
     struct lens_rep_starve *s = &r->starve[slot[e->thread]];
     if (kch) {
       s->kernel_ch++;
@@ -164,15 +188,34 @@ static int starvation(const struct lens_model *m, struct lens_report *r) {
   return 0;
 }
 
-int lens_report_build(const struct lens_model *m, struct lens_report *r, int gpu_ran) {
-  memset(r, 0, sizeof *r);
-  r->gpu_ran = gpu_ran;
-  if (lens_summary_build(m, &r->sum, gpu_ran)) return -1;
+void lens_report_pass_free(void *part) {
+  struct lens_report_part *p = part;
+  if (!p) return;
+  free(p->procs);
+  free(p->late);
+  free(p->starve);
+  free(p->starts);
+  free(p);
+}
+
+void *lens_report_pass_map(struct lens_model *m, void *ctx) {
+  (void)ctx;
+  struct lens_report_part *r = calloc(1, sizeof *r);
+  if (!r) return NULL;
+  r->n_procs = m->n_procs;
+  r->n_sched = m->n_sched;
+  r->n_kernels = m->n_kernels;
+  size_t n_starts = 0;
+  for (size_t i = 0; i < m->n_events; i++)
+    n_starts += m->events[i].type == LENS_T_COLL || m->events[i].type == LENS_T_P2P;
   r->procs = calloc(m->n_procs + 1, sizeof *r->procs);
-  if (!r->procs) goto oom;
+  r->starts = malloc((n_starts + 1) * sizeof *r->starts);
+  if (!r->procs || !r->starts) goto oom;
   span_of(m, r->procs);
   for (size_t i = 0; i < m->n_events; i++) {
     const struct lens_event *e = &m->events[i];
+    if (e->type == LENS_T_COLL || e->type == LENS_T_P2P)
+      r->starts[r->n_starts++] = (struct lens_rep_start){i, e->start_mono_ns};
     if (e->type != LENS_T_KERNEL_CH) continue;
     r->kernel_ch++;
     if (e->acc.notice_lag_ns > 0) {
@@ -180,14 +223,103 @@ int lens_report_build(const struct lens_model *m, struct lens_report *r, int gpu
       r->lag_n++;
       r->lag_sum_ns += l;
       if (l > r->lag_max_ns) r->lag_max_ns = l;
+      r->lag_hist[lens_report_lag_bin(l)]++;
     }
   }
   if (lateness(m, r) || starvation(m, r)) goto oom;
-  if (!(r->net = lens_net_build(m))) goto oom;
-  return 0;
+  return r;
 oom:
-  lens_report_free(r);
-  return -1;
+  lens_report_pass_free(r);
+  return NULL;
+}
+
+int lens_report_merge(struct lens_report *r, const struct lens_model *skel, struct lens_report_part *const *parts,
+                      size_t n, const struct lens_model_base *bases) {
+  size_t n_late = 0, n_starve = 0, n_starts = 0;
+  for (size_t g = 0; g < n; g++) {
+    n_late += parts[g]->n_late;
+    n_starve += parts[g]->n_starve;
+    n_starts += parts[g]->n_starts;
+  }
+  r->n_procs = skel->n_procs;
+  r->procs = calloc(skel->n_procs + 1, sizeof *r->procs);
+  r->late = malloc((n_late + 1) * sizeof *r->late);
+  r->starve = malloc((n_starve + 1) * sizeof *r->starve);
+  r->starts = malloc((n_starts + 1) * sizeof *r->starts);
+  r->group_first = malloc((n + 1) * sizeof *r->group_first);
+  r->group_proc = malloc((n + 1) * sizeof *r->group_proc);
+  if (!r->procs || !r->late || !r->starve || !r->starts || !r->group_first || !r->group_proc) return -1;
+  r->n_groups = n;
+  size_t at = 0;
+  for (size_t g = 0; g < n; g++) {
+    const struct lens_report_part *p = parts[g];
+    size_t pb = bases[g].proc, tb = bases[g].thread;
+    for (size_t i = 0; i < p->n_procs && pb + i < r->n_procs; i++) r->procs[pb + i] = p->procs[i];
+    /* a rank's arrivals on its host: one group's, or (a host split past
+     * LENS_PASS_GROUP_MAX traces) the sum of its groups' */
+    for (size_t i = 0; i < p->n_late; i++) {
+      const struct lens_rep_late *x = &p->late[i];
+      struct lens_rep_late *l = NULL;
+      for (size_t k = 0; k < r->n_late && !l; k++)
+        if (r->late[k].comm_id == x->comm_id && r->late[k].rank == x->rank) l = &r->late[k];
+      if (!l) {
+        l = &r->late[r->n_late++];
+        *l = *x;
+        l->n = l->sum_ns = l->max_ns = l->last_n = l->same_thread_n = 0;
+        l->thread = -1;
+      }
+      l->n += x->n;
+      l->sum_ns += x->sum_ns;
+      if (x->max_ns > l->max_ns) l->max_ns = x->max_ns;
+      l->last_n += x->last_n;
+      l->same_thread_n += x->same_thread_n;
+      if (x->thread >= 0) l->thread = (int32_t)(x->thread + (int64_t)tb);
+    }
+    for (size_t i = 0; i < p->n_starve; i++) {
+      struct lens_rep_starve s = p->starve[i];
+      s.thread = (int32_t)(s.thread + (int64_t)tb);
+      r->starve[r->n_starve++] = s;
+    }
+    r->kernel_ch += p->kernel_ch;
+    r->kernel_ch_starved += p->kernel_ch_starved;
+    r->lag_n += p->lag_n;
+    r->lag_sum_ns += p->lag_sum_ns;
+    if (p->lag_max_ns > r->lag_max_ns) r->lag_max_ns = p->lag_max_ns;
+    for (int b = 0; b < LENS_REPORT_LAG_BINS; b++) r->lag_hist[b] += p->lag_hist[b];
+    r->n_sched += p->n_sched;
+    r->n_kernels += p->n_kernels;
+    r->group_first[g] = at;
+    r->group_proc[g] = pb;
+    memcpy(r->starts + at, p->starts, p->n_starts * sizeof *p->starts);
+    at += p->n_starts;
+  }
+  r->group_first[n] = at;
+  r->group_proc[n] = r->n_procs;
+  if (r->n_late) qsort(r->late, r->n_late, sizeof *r->late, cmp_late);
+  return 0;
+}
+
+int lens_report_rank_start(const struct lens_report *r, const struct lens_job_rank *rk, uint64_t *start_ns) {
+  if (rk->proc < 0 || rk->event < 0 || !r->n_groups) return 0;
+  size_t proc = (size_t)rk->proc, g = 0;
+  /* the group holding proc: the last whose procs start at or before it */
+  size_t lo = 0, hi = r->n_groups;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (r->group_proc[mid] <= proc) g = mid, lo = mid + 1;
+    else hi = mid;
+  }
+  if (proc >= r->group_proc[r->n_groups]) return 0;
+  lo = r->group_first[g], hi = r->group_first[g + 1];
+  uint64_t ev = (uint64_t)rk->event;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (r->starts[mid].event < ev) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo >= r->group_first[g + 1] || r->starts[lo].event != ev) return 0;
+  *start_ns = r->starts[lo].start_ns;
+  return 1;
 }
 
 void lens_report_free(struct lens_report *r) {
@@ -195,6 +327,9 @@ void lens_report_free(struct lens_report *r) {
   free(r->procs);
   free(r->late);
   free(r->starve);
+  free(r->starts);
+  free(r->group_first);
+  free(r->group_proc);
   lens_net_free(r->net);
   memset(r, 0, sizeof *r);
 }

@@ -25,8 +25,9 @@ int64_t lens_report_origin(const struct lens_report_view *v, uint64_t comm_id) {
       if (!has) continue;
     }
     int placed;
+    if (p >= v->r->n_procs) break;
     int64_t t = lens_report_job_time(v, (int32_t)p, v->r->procs[p].first_ns, &placed);
-    if (placed && v->r->procs[p].last_ns && t < o) o = t;
+    if (placed && p < v->r->n_procs && v->r->procs[p].last_ns && t < o) o = t;
   }
   if (o == INT64_MAX) return 0;
   return o - ((o % 1000000) + 1000000) % 1000000;
@@ -36,16 +37,10 @@ int lens_report_view_build(const struct lens_model *m, const struct lens_report 
   memset(v, 0, sizeof *v);
   v->m = m;
   v->r = r;
-  if (lens_job_build(m, &v->j, 0)) return -1;
-  if (lens_align_build(m, &v->j, NULL, &v->a)) {
-    lens_job_free(&v->j);
-    return -1;
-  }
-  if (lens_hang_analyze(m, &v->h)) {
-    lens_align_free(&v->a);
-    lens_job_free(&v->j);
-    return -1;
-  }
+  if (!r->job || !r->align || !r->hang) return -1;
+  v->j = *r->job;
+  v->a = *r->align;
+  v->h = *r->hang;
   v->origin = lens_report_origin(v, 0);
   for (size_t i = 0; i < v->j.n_insts; i++) {
     const struct lens_job_inst *in = &v->j.insts[i];
@@ -56,10 +51,7 @@ int lens_report_view_build(const struct lens_model *m, const struct lens_report 
 }
 
 void lens_report_view_free(struct lens_report_view *v) {
-  lens_hang_free(&v->h);
-  lens_align_free(&v->a);
-  lens_job_free(&v->j);
-  memset(v, 0, sizeof *v);
+  memset(v, 0, sizeof *v); /* the views are the report's */
 }
 
 void lens_report_window_of(const struct lens_report_view *v, const struct lens_job_inst *in, int64_t comm_origin,
@@ -68,13 +60,13 @@ void lens_report_window_of(const struct lens_report_view *v, const struct lens_j
   int64_t s = INT64_MAX, e = INT64_MIN;
   for (size_t k = 0; k < in->n_ranks; k++) {
     const struct lens_job_rank *rk = &v->j.ranks[in->first_rank + k];
-    if (rk->event < 0 || (size_t)rk->event >= v->m->n_events) continue;
-    const struct lens_event *ev = &v->m->events[rk->event];
+    uint64_t start;
+    if (!lens_report_rank_start(v->r, rk, &start)) continue;
     int placed;
-    int64_t a = lens_report_job_time(v, rk->proc, ev->start_mono_ns, &placed);
+    int64_t a = lens_report_job_time(v, rk->proc, start, &placed);
     if (!placed) continue;
     /* its end: the mapped GPU stop, else its start plus its span (a Coll's own stop can come much later) */
-    uint64_t stop = rk->kstop_mono_ns > ev->start_mono_ns ? rk->kstop_mono_ns : ev->start_mono_ns + rk->span_ns;
+    uint64_t stop = rk->kstop_mono_ns > start ? rk->kstop_mono_ns : start + rk->span_ns;
     int64_t b = lens_report_job_time(v, rk->proc, stop, &placed);
     if (a < s) s = a;
     if (b > e) e = b;

@@ -1,6 +1,7 @@
 /* The job-wide views the report's verdict, plots and straggler hints share:
  * the job view (job.h), the host alignment (job_align.h) that puts every
- * rank's times on one job time base, and the hang diagnosis, built once, and
+ * rank's times on one job time base, and the hang diagnosis, read once with
+ * the report (struct lens_report holds them), and
  * the one rule that turns a collective instance into the window of
  * `nccl-lens export --format job` that shows it. */
 #ifndef NCCL_LENS_REPORT_VIEW_H
@@ -15,16 +16,16 @@
 #include "report/report_model.h"
 
 struct lens_report_view {
-  const struct lens_model *m;
+  const struct lens_model *m;  /* the skeleton */
   const struct lens_report *r;
-  struct lens_job j;
+  struct lens_job j;            /* copies of r's views: not owned */
   struct lens_align a;
   struct lens_hang_report h;
   int64_t origin;           /* export --format job's origin without --comm (job ns) */
   uint64_t coll_ns;         /* all ranks' collective time: the spans of the decomposed instances */
 };
 
-/* 0, or -1 when out of memory (nothing to free then). */
+/* 0, or -1 when r lacks the job view or the alignment (nothing to free then). */
 int lens_report_view_build(const struct lens_model *m, const struct lens_report *r, struct lens_report_view *v);
 void lens_report_view_free(struct lens_report_view *v);
 

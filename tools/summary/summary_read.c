@@ -47,17 +47,35 @@ static void job_part_free(void *p) {
 
 int lens_summary_read(const char *cmd, struct lens_trace_cli *c, uint64_t job_min_wait_ns, unsigned flags,
                       struct lens_summary_run *r) {
+  return lens_summary_read_with(cmd, c, job_min_wait_ns, flags, NULL, 0, r);
+}
+
+void **lens_summary_run_extra(struct lens_summary_run *r, size_t k) {
+  return r->out.parts + (r->extra_at + k) * r->out.n_groups;
+}
+
+int lens_summary_read_with(const char *cmd, struct lens_trace_cli *c, uint64_t job_min_wait_ns, unsigned flags,
+                           const struct lens_pass *extra, size_t n_extra, struct lens_summary_run *r) {
   memset(r, 0, sizeof *r);
-  struct map_ctx x = {cmd}; /* read by the workers during lens_passes_run only */
+  struct map_ctx x = {cmd}; /* read by the workers during lens_passes_run only (free needs no ctx) */
   /* The summary counts every ProxyStep and the bytes of each (their
    * states): the steps are read as events. */
-  const struct lens_pass passes[N_PASSES] = {
+  const struct lens_pass base[N_PASSES] = {
       [PASS_SUMMARY] = {.map = summary_map, .free = summary_part_free, .ctx = &x, .needs = LENS_PASS_STEPS},
       [PASS_JOB] = {.map = job_map, .free = job_part_free, .ctx = &x},
       [PASS_HANG] = {.map = lens_hang_pass_map, .free = lens_hang_pass_free, .needs = LENS_PASS_STEPS},
   };
-  size_t n_passes = flags & LENS_SUMMARY_READ_HANG ? N_PASSES : PASS_HANG;
-  int rc = lens_passes_run(cmd, c, passes, n_passes, NULL, &r->out);
+  size_t n_base = flags & LENS_SUMMARY_READ_HANG ? N_PASSES : PASS_HANG;
+  struct lens_pass *passes = malloc((n_base + n_extra) * sizeof *passes);
+  if (!passes) {
+    lens_cli_error(cmd, "out of memory");
+    return 1;
+  }
+  memcpy(passes, base, n_base * sizeof *passes);
+  if (n_extra) memcpy(passes + n_base, extra, n_extra * sizeof *passes);
+  r->passes = passes, r->n_passes = n_base + n_extra, r->extra_at = n_base;
+  size_t n_passes = n_base;
+  int rc = lens_passes_run(cmd, c, passes, r->n_passes, NULL, &r->out);
   if (rc) return rc;
   size_t ng = r->out.n_groups;
   if (n_passes > PASS_HANG) {
@@ -87,12 +105,18 @@ int lens_summary_read(const char *cmd, struct lens_trace_cli *c, uint64_t job_mi
   r->have_job = 1;
   /* Rows reduced from records have no events: the hosts are placed from
    * the clocks and rank ends the map kept with the records (as job does). */
-  for (size_t i = 0; i < r->j.n_ranks; i++) r->j.ranks[i].event = -1;
+  int32_t *events = NULL; /* LENS_SUMMARY_READ_EVENTS: given back after the alignment */
+  if ((flags & LENS_SUMMARY_READ_EVENTS) && !(events = malloc((r->j.n_ranks + 1) * sizeof *events))) goto oom;
+  for (size_t i = 0; i < r->j.n_ranks; i++) {
+    if (events) events[i] = r->j.ranks[i].event;
+    r->j.ranks[i].event = -1;
+  }
   size_t n_clocks;
   struct lens_align_proc_clock *clocks = lens_job_parts_clocks(r->parts, ng, &n_clocks);
-  if (!clocks) goto oom;
-  int bad = lens_align_build_ends(clocks, n_clocks, &r->j, NULL, &r->al);
+  int bad = !clocks || lens_align_build_ends(clocks, n_clocks, &r->j, NULL, &r->al);
   free(clocks);
+  for (size_t i = 0; events && i < r->j.n_ranks; i++) r->j.ranks[i].event = events[i];
+  free(events);
   if (bad) goto oom;
   r->have_align = 1;
   return 0;
@@ -102,10 +126,8 @@ oom:
 }
 
 void lens_summary_run_free(struct lens_summary_run *r) {
-  const struct lens_pass passes[N_PASSES] = {[PASS_SUMMARY] = {.free = summary_part_free},
-                                             [PASS_JOB] = {.free = job_part_free},
-                                             [PASS_HANG] = {.free = lens_hang_pass_free}};
-  if (r->out.n_passes) lens_passes_free(passes, &r->out);
+  if (r->out.n_passes && r->passes) lens_passes_free(r->passes, &r->out);
+  free(r->passes);
   if (r->have_align) lens_align_free(&r->al);
   if (r->have_hang) lens_hang_free(&r->hang);
   if (r->have_job) lens_job_free(&r->j);

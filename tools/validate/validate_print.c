@@ -211,11 +211,8 @@ int lens_validate_print(FILE *f, const struct lens_model *m, const struct lens_v
                         const struct lens_validate_opts *o) {
   const struct lens_validate_part *s = &j->sum;
   const struct lens_vl_cupti *r = &s->cupti;
-  struct lens_validate_facts facts = {.kch = s->kch, .bad = s->bad, .unmapped = s->unmapped,
-                                      .have_report = r->have_report, .kernel_records = r->kernel_records,
-                                      .kernels_joined = r->kernels_joined, .contradict = r->kernels_contradict};
   struct lens_validate_verdict v;
-  lens_validate_judge_facts(&facts, m->clock_maps, m->n_clock_maps, &v);
+  lens_validate_judge_job(j, m, &v);
   int json = o->json;
   char note[600];
   lens_cli_progress(NULL, -1, 0);

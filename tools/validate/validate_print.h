@@ -34,10 +34,11 @@ struct lens_validate_facts {
 /* The one rule: from the facts and every clock map of the job. */
 void lens_validate_judge_facts(const struct lens_validate_facts *f, const struct lens_clock_map *maps, size_t n_maps,
                                struct lens_validate_verdict *v);
-/* Judges an analysed model (after lens_analyze_gpu): its facts, then the rule. */
-void lens_validate_judge(const struct lens_model *m, struct lens_validate_verdict *v);
-
 struct lens_validate_job;
+/* Judges the merged partials (validate_part.h) with the skeleton's clock
+ * maps: their facts, then the rule (validate and report). */
+void lens_validate_judge_job(const struct lens_validate_job *j, const struct lens_model *skel,
+                             struct lens_validate_verdict *v);
 /* Prints the merged partials (validate_part.h) with the skeleton's files and
  * clock maps; returns the command's exit status (0, or 1 after an error line). */
 int lens_validate_print(FILE *f, const struct lens_model *skel, const struct lens_validate_job *j,

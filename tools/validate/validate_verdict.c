@@ -10,28 +10,19 @@
 #include <stdio.h>
 
 #include "cli/format.h"
-#include "analysis/gpu/gpu_analysis.h"
+#include "validate_part.h"
 #include "validate_print.h"
 
 #define PLACEMENT_NS 2000.0
 
-void lens_validate_judge(const struct lens_model *m, struct lens_validate_verdict *v) {
-  struct lens_validate_facts f = {0};
-  for (size_t i = 0; i < m->n_events; i++) {
-    const struct lens_event *e = &m->events[i];
-    if (e->type != LENS_T_KERNEL_CH) continue;
-    f.kch++;
-    f.bad += (e->acc.flags & LENS_VALIDATE_BAD_FLAGS) != 0;
-    f.unmapped += (e->acc.flags & LENS_ACC_NO_CLOCK_MAP) != 0;
-  }
-  const struct lens_gpu_report *r = lens_gpu_report_get(m);
-  if (r) {
-    f.have_report = 1;
-    f.kernel_records = r->kernel_records;
-    f.kernels_joined = r->kernels_joined;
-    f.contradict = r->kernels_contradict;
-  }
-  lens_validate_judge_facts(&f, m->clock_maps, m->n_clock_maps, v);
+void lens_validate_judge_job(const struct lens_validate_job *j, const struct lens_model *skel,
+                             struct lens_validate_verdict *v) {
+  const struct lens_validate_part *s = &j->sum;
+  const struct lens_vl_cupti *r = &s->cupti;
+  struct lens_validate_facts f = {.kch = s->kch, .bad = s->bad, .unmapped = s->unmapped,
+                                  .have_report = r->have_report, .kernel_records = r->kernel_records,
+                                  .kernels_joined = r->kernels_joined, .contradict = r->kernels_contradict};
+  lens_validate_judge_facts(&f, skel->clock_maps, skel->n_clock_maps, v);
 }
 
 void lens_validate_judge_facts(const struct lens_validate_facts *f, const struct lens_clock_map *maps, size_t n_maps,
