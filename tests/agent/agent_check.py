@@ -23,7 +23,7 @@ def summary(path):
     d = json.load(open(path))
     acc = collections.defaultdict(lambda: [0, 0])
     for c in d["communicators"]:
-        cid = "%016x" % int(c["comm_id"], 16)
+        cid = "0x%016x" % int(c["comm_id"], 16)  # the agent writes ids as every view (docs/cli.md)
         for op in c["ops"]:
             a = acc[(cid, op["func"])]
             if op["func"] not in ("Send", "Recv"):

@@ -121,11 +121,52 @@ static void test_summary_aggregates(void **state) {
   assert_non_null(strstr(rep, " 1 2000000 1000.000 2000 100 1-2 MiB"));
 }
 
+/* A job of 4 hosts (lens-gen-job: 16 ranks, one world communicator, one
+ * AllReduce row), read host group by host group and merged: the numbers of
+ * the generator's truth, the communicator's ranks from every host joined,
+ * the job view's headline; diff of the job against itself: no change. */
+static void test_summary_many_hosts(void **state) {
+  (void)state;
+  char dir[256], cmd[768];
+  snprintf(dir, sizeof dir, "%s/gj", cli_tmpdir());
+  snprintf(cmd, sizeof cmd, "%s/bin/lens-gen-job -o %s --ranks 16 --hosts 4 --events 40000 >/dev/null 2>&1",
+           LENS_BUILD_DIR, dir);
+  assert_int_equal(system(cmd), 0);
+  struct cli_result r;
+  const char *args[] = {"summary", "--json", dir, "-o", out_json, NULL};
+  assert_int_equal(cli_run(&r, args), 0);
+  assert_int_equal(r.status, 0);
+  char truth[300], rep[4096];
+  snprintf(truth, sizeof truth, "%s/truth.json", dir);
+  char py[1024];
+  snprintf(py, sizeof py,
+           "import json,sys\nd=json.load(open(sys.argv[1]))\nt=json.load(open('%s'))\n"
+           "c=d['communicators']\nn=sum(o['count'] for o in c[0]['ops'])\n"
+           "print('events', d['events']==t['events'], 'comms', len(c), 'seen', c[0]['ranks_seen']==t['ranks'],"
+           " 'nranks', c[0]['nranks']==t['ranks'], 'ops', n==t['instances']*t['ranks'],"
+           " 'procs', d['processes']==t['ranks'], 'files', len(d['files'])==t['ranks'],"
+           " 'proxies', len(d['proxy_threads'])>0, 'hosts', len(d['hosts'])==t['hosts'])\n",
+           truth);
+  assert_int_equal(cli_python(py, out_json, rep, sizeof rep), 0);
+  assert_string_equal(rep, "events True comms 1 seen True nranks True ops True procs True files True proxies True "
+                           "hosts True\n");
+  const char *text[] = {"summary", dir, NULL};
+  assert_int_equal(cli_run(&r, text), 0);
+  assert_int_equal(r.status, 0);
+  assert_non_null(strstr(r.out, "nccl-lens summary: the job")); /* the job view leads: 16 ranks loaded */
+  assert_non_null(strstr(r.out, "(id 0x5ca1ab1e00000001, 16 ranks, 16 seen)"));
+  const char *d[] = {"diff", dir, dir, NULL};
+  assert_int_equal(cli_run(&r, d), 0);
+  assert_int_equal(r.status, 0);
+  assert_non_null(strstr(r.out, "no change"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_summary_json_numbers),
       cmocka_unit_test(test_summary_text),
       cmocka_unit_test(test_summary_aggregates),
+      cmocka_unit_test(test_summary_many_hosts),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

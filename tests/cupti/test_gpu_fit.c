@@ -192,6 +192,35 @@ static void test_anomalies_flagged(void **state) {
   synth_free(&s);
 }
 
+/* A stop timer from a later item (the start the item's own: an overrun the
+ * ring can give, start and stop read at different polls) maps after the host
+ * saw the stop: flagged ring_overrun, whatever else it is (issue 26 item 5). */
+static void test_stop_after_its_notice_flagged(void **state) {
+  (void)state;
+  struct synth_opts o;
+  synth_default(&o);
+  struct synth s;
+  assert_int_equal(synth_build(&s, &o), 0);
+  size_t seen = 0, victim = 0;
+  for (size_t i = 0; i < s.m.n_events && !victim; i++)
+    if (s.m.events[i].type == LENS_T_KERNEL_CH && ++seen == 400) victim = i;
+  assert_true(victim > 0);
+  s.m.events[victim].p.kernel_ch.stop_gpu_ns += 200000; /* a later item's stop, 200 us on */
+  char err[256];
+  assert_int_equal(lens_analyze_gpu(&s.m, err, sizeof(err)), 0);
+  const struct lens_event *e = &s.m.events[victim];
+  printf("  notice lag %lld ns, flags %#x\n", (long long)e->acc.notice_lag_ns, e->acc.flags);
+  assert_true(e->acc.notice_lag_ns < -100000);
+  assert_true(e->acc.flags & LENS_ACC_RING_OVERRUN);
+  size_t others = 0;
+  for (size_t i = 0; i < s.m.n_events; i++)
+    if (i != victim && s.m.events[i].type == LENS_T_KERNEL_CH && (s.m.events[i].acc.flags & LENS_ACC_RING_OVERRUN))
+      others++;
+  assert_int_equal(others, 0);
+  lens_gpu_release(&s.m);
+  synth_free(&s);
+}
+
 static void test_graph_join(void **state) {
   (void)state;
   for (int missing = 0; missing < 2; missing++) {
@@ -275,6 +304,7 @@ int main(void) {
       cmocka_unit_test(test_one_kernel_gives_a_cupti_map),
       cmocka_unit_test(test_contradictory_join_flagged),
       cmocka_unit_test(test_anomalies_flagged),
+      cmocka_unit_test(test_stop_after_its_notice_flagged),
       cmocka_unit_test(test_graph_join),
       cmocka_unit_test(test_stale_state_not_reused),
   };

@@ -40,8 +40,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (lens_analyze_starvation && m->n_sched) lens_analyze_starvation(m, 0);
     struct lens_summary s;
     if (!lens_summary_build(m, &s, lens_analyze_gpu != NULL)) {
-      lens_summary_print_text(fuzz_devnull(), m, &s);
-      lens_summary_print_json(fuzz_devnull(), m, &s);
+      lens_summary_print_text(fuzz_devnull(), m, &s, NULL);
+      lens_summary_print_json(fuzz_devnull(), m, &s, NULL);
       lens_summary_free(&s);
     }
     struct lens_job j;

@@ -86,11 +86,14 @@ static void done(struct run *r) {
   mj_free(r->job);
 }
 
-/* hang --json writes comm_id as the other views do: a string "0x..." */
+/* hang --json and the replay's truth write comm_id as every view does
+ * (docs/cli.md, one vocabulary): a string "0x" + 16 lowercase hex digits */
 static uint64_t hex_id(const struct mj *c) {
   const char *s = mj_str(c, "comm_id");
   assert_non_null(s);
   assert_true(s[0] == '0' && s[1] == 'x');
+  assert_int_equal(strlen(s), 18);
+  assert_int_equal(strspn(s + 2, "0123456789abcdef"), 16);
   return strtoull(s, NULL, 16);
 }
 
@@ -132,7 +135,7 @@ static void check_view_hang(const char *view, const struct mj *v, const struct m
   const struct mj *cs = mj_get(h, "communicators");
   assert_int_equal(cs->n, 1);
   const struct mj *c = mj_at(cs, 0);
-  assert_int_equal(hex_id(c), mj_uint(th, "comm_id", 0));
+  assert_int_equal(hex_id(c), hex_id(th));
   assert_string_equal(mj_str(c, "func"), mj_str(th, "func"));
   assert_int_equal(mj_int(c, "seq", -1), mj_int(th, "seq", -2));
   int64_t m = mj_int(th, "missing_rank", -1), fr = mj_int(th, "frozen_rank", -1);
@@ -163,7 +166,7 @@ static void check_hang(const char *scenario, const char *extra) {
   assert_non_null(procs);
   const struct mj *th = mj_get(mj_at(procs, 0), "hang");
   assert_non_null(th);
-  const struct mj *c = comm_by_id(r.hang, mj_uint(th, "comm_id", 0));
+  const struct mj *c = comm_by_id(r.hang, hex_id(th));
   assert_non_null(c);
   assert_true(mj_get(c, "stuck")->num == 1);
   assert_int_equal(mj_int(c, "stuck_seq", -1), mj_int(th, "seq", -2));

@@ -90,7 +90,7 @@ static void check_watchdog(const char *scenario) {
     const char *id = mj_str(c, "comm_id"); /* a string "0x...", as in the other views */
     assert_non_null(id);
     assert_true(id[0] == '0' && id[1] == 'x');
-    if (strtoull(id, NULL, 16) != mj_uint(th, "comm_id", 1)) continue;
+    if (strtoull(id, NULL, 16) != strtoull(mj_str(th, "comm_id"), NULL, 16)) continue;
     found = 1;
     assert_int_equal(mj_int(c, "stuck_seq", -1), mj_int(th, "seq", -2));
     int64_t miss = mj_int(th, "missing_rank", -1);

@@ -18,7 +18,18 @@
 #include "mini_json.h"
 #include "../lens_test_file.h"
 
+/* Partial files carry the job's records, not the hang analysis: its JSON
+ * "hang" is null from them, and from traces the traces' answer, here
+ * always "nothing stuck" (no scenario of this test hangs): that one value
+ * is made null before the comparison. */
+static void drop_hang(const char *path) {
+  assert_int_equal(lens_test_sh("sed -i 's/\"hang\":{\"stuck\":false,\"stuck_communicators\":0,"
+                                "\"communicators\":\\[\\]}/\"hang\":null/' %s", path), 0);
+}
+
 static void assert_same_file(const char *a, const char *b) {
+  drop_hang(a);
+  drop_hang(b);
   size_t la, lb;
   char *x = lens_test_slurp(a, &la), *y = lens_test_slurp(b, &lb);
   assert_non_null(x);

@@ -391,6 +391,14 @@ static void test_slow_link_first_on_wire(void **state) {
     }
   }
   assert_int_equal(standing, 2); /* both channels of the link */
+  /* the slow-link rule (lens_net_link_is_slow, shared with job and the
+   * report): the injected link where it stands out, with its time on the
+   * wire; no other connection */
+  for (size_t c = 0; c < n->n_conns; c++) {
+    const struct lens_net_conn *k = &n->conns[c];
+    if (k->src == src && k->dst == dst) assert_int_equal(k->slow, k->stands_out);
+    else assert_false(k->slow);
+  }
   /* the JSON (no starvation known to it) names the link's phase too */
   const struct mj *links = mj_get(r->j, "links");
   int found = 0;
@@ -419,6 +427,18 @@ static void test_gpu_bound_named(void **state) {
     check_standout(r, &n->conns[c], 1);
     assert_int_equal(n->conns[c].dominant, LENS_NET_SEND_GPU_WAIT);
   }
+  /* standing out by pace, but the sender waits on its GPU: never a slow
+   * link (lens_net_link_is_slow), in the view and in its JSON */
+  for (size_t c = 0; c < n->n_conns; c++) assert_false(n->conns[c].slow);
+  const struct mj *conns = mj_get(r->j, "connections");
+  assert_non_null(conns);
+  for (size_t i = 0; i < conns->n; i++) {
+    const struct mj *slow = mj_get(mj_at(conns, i), "slow");
+    assert_non_null(slow);
+    assert_int_equal(slow->type, MJ_BOOL);
+    assert_true(slow->num == 0);
+  }
+  assert_int_equal(mj_int(mj_get(r->j, "totals"), "slow_connections", -1), 0);
   /* per instance: the sender's Send instances say so too (the job view's
    * question), and their GPU wait per step is well above the other ranks' */
   int seen = 0, named = 0;
@@ -464,6 +484,72 @@ static void test_slow_recv_named(void **state) {
     assert_int_equal(n->links[k->recv_link].dominant, LENS_NET_RECV_GPU_WAIT);
     assert_int_equal(n->links[k->send_link].dominant, LENS_NET_SEND_PEER_WAIT); /* its senders wait for credit */
   }
+}
+
+/* ---- net and job name the same slow links (issue 26 item 8) ---- */
+/* The links job --json names slow_link, as src * 1000 + dst, into v; their count. */
+static size_t job_slow_links(const struct run *r, int *v, size_t cap) {
+  char out[600];
+  snprintf(out, sizeof out, "%s.job.json", r->json);
+  const char *args[] = {"job", "--json", "-o", out, r->dir, NULL};
+  assert_int_equal(cli_run(&res, args), 0);
+  assert_int_equal(res.status, 0);
+  struct mj *j = mj_parse_file(out);
+  assert_non_null(j);
+  const struct mj *cs = mj_get(j, "collectives");
+  assert_non_null(cs);
+  size_t n = 0;
+  for (size_t i = 0; i < cs->n; i++) {
+    const struct mj *c = mj_at(cs, i);
+    const char *cause = mj_str(c, "cause");
+    if (!cause || strcmp(cause, "slow_link") || n == cap) continue;
+    v[n++] = (int)(mj_int(c, "cause_rank", -1) * 1000 + mj_int(c, "cause_peer", -1));
+  }
+  mj_free(j);
+  return n;
+}
+/* net-gpu-bound: the sender waits on its GPU; neither view calls a link
+ * slow. (net-slow-link and job-slow-link: job has no phases yet, see
+ * docs/net.md "Slow link".) */
+static void test_gpu_bound_no_slow_link_in_net_or_job(void **state) {
+  (void)state;
+  const struct run *r = &runs[GPU_BOUND];
+  for (size_t c = 0; c < r->n->n_conns; c++) assert_false(r->n->conns[c].slow);
+  int v[256];
+  size_t n = job_slow_links(r, v, 256);
+  if (n) fail_msg("job names %zu slow links on net-gpu-bound (first %d -> %d)", n, v[0] / 1000, v[0] % 1000);
+}
+
+/* ---- the slow-link rule itself ---- */
+static struct lens_net_split blamed(uint64_t gpu, uint64_t peer, uint64_t wire, uint64_t data, uint64_t rgpu) {
+  struct lens_net_split s;
+  memset(&s, 0, sizeof s);
+  s.blame_ns[LENS_NET_SEND_GPU_WAIT] = gpu;
+  s.blame_ns[LENS_NET_SEND_PEER_WAIT] = peer;
+  s.blame_ns[LENS_NET_SEND_WIRE] = wire;
+  s.blame_ns[LENS_NET_RECV_DATA_WAIT] = data;
+  s.blame_ns[LENS_NET_RECV_GPU_WAIT] = rgpu;
+  return s;
+}
+static void test_slow_link_rule(void **state) {
+  (void)state;
+  struct lens_net_split wire = blamed(10, 5, 100, 110, 1), gpu = blamed(100, 5, 10, 110, 1);
+  assert_true(lens_net_link_is_slow(LENS_NET_STANDOUT, &wire, 1, 1));
+  assert_false(lens_net_link_is_slow(LENS_NET_STANDOUT * 0.99, &wire, 1, 1)); /* at its peers' pace */
+  assert_false(lens_net_link_is_slow(100.0, &gpu, 1, 1));                     /* the sender waits on its GPU */
+  assert_false(lens_net_link_is_slow(100.0, &gpu, 1, 0));
+  struct lens_net_split rgpu = blamed(1, 100, 2, 110, 200);
+  assert_false(lens_net_link_is_slow(100.0, &rgpu, 1, 1)); /* the receiver's GPU holds it */
+  /* one side only: its wait for the other end cannot be told from the wire */
+  struct lens_net_split credit = blamed(1, 100, 2, 0, 0), data = blamed(0, 0, 0, 100, 1);
+  assert_true(lens_net_link_is_slow(3.0, &credit, 1, 0));
+  assert_true(lens_net_link_is_slow(3.0, &data, 0, 1));
+  /* both sides known: the sender's credit wait is the receiver's time */
+  struct lens_net_split both = blamed(1, 100, 2, 0, 50);
+  assert_int_equal(lens_net_link_dominant(&both, 1, 1), LENS_NET_RECV_GPU_WAIT);
+  assert_false(lens_net_link_is_slow(3.0, &both, 1, 1));
+  struct lens_net_split none = blamed(0, 0, 0, 0, 0);
+  assert_false(lens_net_link_is_slow(3.0, &none, 1, 1));
 }
 
 /* ---- NetPlugin: per QP as the driver posted them ---- */
@@ -582,12 +668,17 @@ static void test_text_fits_a_screen(void **state) {
     const char *eol = strchr(row, '\n');
     char line[512];
     snprintf(line, sizeof line, "%.*s", eol ? (int)(eol - row) : 200, row);
-    if (strstr(line, " ch ")) continue; /* the asymmetry lines */
+    if (strstr(line, " ch ") || strstr(line, " channels (")) continue; /* the asymmetry and slow-links lines */
     assert_non_null(strstr(line, "wire"));
     rows++;
   }
   assert_int_equal(rows, 2);
   assert_non_null(strstr(res.out, "asymmetry"));
+  /* and the slow-link line names it, alone (unless a busy machine hid it) */
+  const char *sl = strstr(res.out, "slow links");
+  assert_non_null(sl);
+  if (strncmp(sl, "slow links: none", 16))
+    assert_non_null(strstr(sl, "on the network): r1 -> r2 on 2 channels (wire)\n"));
   /* the report's Network section: the same rows, one screen, and a hint */
   char paths[4][1024];
   const char *rep[8] = {"report"};
@@ -613,7 +704,7 @@ static void test_text_fits_a_screen(void **state) {
     link_rows++;
   }
   assert_int_equal(link_rows, 2);
-  assert_non_null(strstr(res.out, "- **Network connection r1 -> r2"));
+  assert_non_null(strstr(res.out, "- **Slow link r1 -> r2")); /* net's rule: wire-bound */
   /* a bad value: one line, exit 2 (a usage error) */
   const char *bad[] = {"net", "--top", "x", runs[SLOW_LINK].dir, NULL};
   assert_int_equal(cli_run(&res, bad), 0);
@@ -628,6 +719,7 @@ int main(void) {
       cmocka_unit_test(test_gpu_bound_named),         cmocka_unit_test(test_slow_recv_named),
       cmocka_unit_test(test_ib_qps),                  cmocka_unit_test(test_instances_partition),
       cmocka_unit_test(test_starved_steps_not_blamed), cmocka_unit_test(test_text_fits_a_screen),
+      cmocka_unit_test(test_slow_link_rule),           cmocka_unit_test(test_gpu_bound_no_slow_link_in_net_or_job),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -119,10 +119,34 @@ static void test_selection_names_checked_over_groups(void **state) {
   lens_passes_free(&p, &out);
 }
 
+/* The plugin writes a CLOCK chunk before its first SESSION: the host is
+ * that SESSION's all the same; a trace without one has none. */
+static void test_host_after_clock_chunk(void **state) {
+  (void)state;
+  char c1[128], h[64];
+  uint8_t clock[176] = {0};
+  struct tb *t = tb_open(rt_path(c1, sizeof c1, "c1.lens"), LENS_PRODUCER_PLUGIN);
+  tb_raw_chunk(t, LENS_CHUNK_CLOCK, clock, sizeof clock);
+  tb_raw_chunk(t, LENS_CHUNK_CLOCK, clock, 5); /* an odd length: the next header is padded to 8 */
+  sample_trace_session(t, 0, S_PID + 3, "nodeB");
+  tb_close(t);
+  int probe = -1;
+  lens_pass_trace_host(c1, h, sizeof h, &probe);
+  assert_string_equal(h, "nodeB");
+  assert_int_equal(probe, 0);
+  t = tb_open(c1, LENS_PRODUCER_SCHED);
+  tb_raw_chunk(t, LENS_CHUNK_CLOCK, clock, sizeof clock);
+  tb_close(t);
+  lens_pass_trace_host(c1, h, sizeof h, &probe);
+  assert_string_equal(h, "");
+  assert_int_equal(probe, 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_groups_by_host_in_input_order),
       cmocka_unit_test(test_selection_names_checked_over_groups),
+      cmocka_unit_test(test_host_after_clock_chunk),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

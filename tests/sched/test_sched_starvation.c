@@ -284,12 +284,64 @@ static void test_printers(void **state) {
   free(buf);
 }
 
+/* Two host groups' reports gathered one after the other (the first model
+ * reset before the second is read, as the pass driver frees it) and
+ * merged: both threads, in order, with who they are kept from the first
+ * model; samples and flagged events summed. */
+static void test_gather_merge(void **state) {
+  (void)state;
+  struct lens_starvation a, b, all;
+  memset(&all, 0, sizeof all);
+  reset();
+  add_sample(LENS_SCHED_RUNQ_WAIT, 100, 101, 101, 1000, 3000, 200, "hog");
+  add_sample(LENS_SCHED_OFFCPU, 100, 101, 101, 4000, 9000, 0, "");
+  add_event(LENS_T_PROXY_STEP, 0, 1500, 2500);
+  lens_analyze_starvation(&model, 0);
+  assert_int_equal(lens_starvation_gather(&model, &a), 0);
+  reset();
+  add_sample(LENS_SCHED_PREEMPT, 7, 8, 8, 2000, 2600, 300, "other");
+  add_event(LENS_T_PROXY_STEP, 2, 2100, 2400);
+  add_event(LENS_T_PROXY_STEP, 2, 2200, 2300);
+  lens_analyze_starvation(&model, 0);
+  assert_int_equal(lens_starvation_gather(&model, &b), 0);
+  memset(threads, 0, sizeof threads); /* the models are gone */
+  assert_int_equal(lens_starvation_merge(&all, &a), 0);
+  assert_int_equal(lens_starvation_merge(&all, &b), 0);
+  assert_int_equal(all.n_threads, 2);
+  assert_int_equal(all.n_samples, 3);
+  assert_int_equal(all.flagged_events, a.flagged_events + b.flagged_events);
+  assert_int_equal(all.flagged_events, 3);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  lens_starvation_print_text(f, &all);
+  fclose(f);
+  assert_non_null(strstr(buf, "2 thread(s), 3 samples"));
+  char *t101 = strstr(buf, "pid 100 tid 101 = plugin thread 101 of pid 100, proxy of rank 3");
+  char *t8 = strstr(buf, "pid 7 tid 8 = plugin thread 8 of pid 7");
+  assert_true(t101 && t8 && t101 < t8);
+  assert_non_null(strstr(buf, "1 long sleeps; 1 events flagged starved"));
+  assert_non_null(strstr(buf, "0 run-queue waits + 1 preemptions"));
+  free(buf);
+  buf = NULL;
+  f = open_memstream(&buf, &len);
+  lens_starvation_print_json(f, &all);
+  fclose(f);
+  assert_non_null(strstr(buf, "\"plugin_pid\":7,\"plugin_tid\":8,\"proxy_rank\":0"));
+  assert_non_null(strstr(buf, "\"flagged_events\":3}"));
+  free(buf);
+  lens_starvation_free(&a);
+  lens_starvation_free(&b);
+  lens_starvation_free(&all);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_flags_and_amounts),
       cmocka_unit_test(test_nested_events_count_the_wait_once),
       cmocka_unit_test(test_random_against_brute_force),
       cmocka_unit_test(test_printers),
+      cmocka_unit_test(test_gather_merge),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@
 #include "otlp_json.h"
 
 #include "text_escape.h"
+#include "cli/format.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,7 +45,7 @@ static void comm_attrs(struct strbuf *b, const struct lens_live_page *p, const s
   snprintf(v, sizeof v, "%d", c->rank);
   attr(b, &first, "rank", v);
   attr_n(b, &first, "comm", c->name, sizeof c->name);
-  snprintf(v, sizeof v, "%016llx", (unsigned long long)c->comm_id);
+  lens_fmt_comm_id(c->comm_id, v);
   attr(b, &first, "comm_id", v);
   if (func) attr_n(b, &first, "function", func, LENS_LIVE_FUNC);
   sb_printf(b, "]");
@@ -131,7 +132,7 @@ static void exec_hist(struct ctx *x, const struct agent_model *m) {
     const struct agent_split *s = &m->splits[i];
     char id[32];
     int first = 1;
-    snprintf(id, sizeof id, "%016llx", (unsigned long long)s->comm_id);
+    lens_fmt_comm_id(s->comm_id, id);
     sb_printf(x->b, "%s{\"attributes\":[", i ? "," : "");
     attr_n(x->b, &first, "comm", s->comm_name, sizeof s->comm_name);
     attr(x->b, &first, "comm_id", id);
@@ -150,7 +151,7 @@ static void busbw_gauge(struct ctx *x, const struct agent_model *m) {
     const struct agent_split *s = &m->splits[i];
     char id[32];
     int first = 1;
-    snprintf(id, sizeof id, "%016llx", (unsigned long long)s->comm_id);
+    lens_fmt_comm_id(s->comm_id, id);
     sb_printf(x->b, "%s{\"attributes\":[", i ? "," : "");
     attr(x->b, &first, "comm_id", id);
     attr_n(x->b, &first, "function", s->func, sizeof s->func);
@@ -167,7 +168,7 @@ static void wait_sum(struct ctx *x, const struct agent_model *m) {
     sb_printf(x->b, "%s{\"attributes\":[", i ? "," : "");
     snprintf(v, sizeof v, "%d", m->ranks[i].rank);
     attr(x->b, &first, "rank", v);
-    snprintf(v, sizeof v, "%016llx", (unsigned long long)m->ranks[i].comm_id);
+    lens_fmt_comm_id(m->ranks[i].comm_id, v);
     attr(x->b, &first, "comm_id", v);
     sb_printf(x->b, "]");
     times(x, x->start);

@@ -3,6 +3,7 @@
 #include "prom_text.h"
 
 #include "text_escape.h"
+#include "cli/format.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -50,9 +51,9 @@ static void family(struct strbuf *b, const char *name, const char *type, const c
 /* host, pid, rank, comm, comm_id: the labels of every per-rank sample. */
 static void comm_labels(char *buf, size_t cap, const char *host, const struct lens_live_page *p,
                         const struct lens_live_comm *c) {
-  char h[200], n[200];
-  snprintf(buf, cap, "host=\"%s\",pid=\"%u\",rank=\"%d\",comm=\"%s\",comm_id=\"%016llx\"",
-           prom_label_value(host, 256, h, sizeof h), p->pid, c->rank, LV(c->name, n), (unsigned long long)c->comm_id);
+  char h[200], n[200], idb[LENS_COMM_ID_LEN];
+  snprintf(buf, cap, "host=\"%s\",pid=\"%u\",rank=\"%d\",comm=\"%s\",comm_id=\"%s\"",
+           prom_label_value(host, 256, h, sizeof h), p->pid, c->rank, LV(c->name, n), lens_fmt_comm_id(c->comm_id, idb));
 }
 
 static void series_labels(char *buf, size_t cap, const char *host, const struct lens_live_page *p,
@@ -110,7 +111,7 @@ static void per_function(struct strbuf *b, const struct agent_model *m, const ch
 }
 
 void prom_render(const struct agent_model *m, const char *host, struct strbuf *b) {
-  char l[1024], h[200];
+  char l[1024], h[200], idb[LENS_COMM_ID_LEN];
   prom_label_value(host, 256, h, sizeof h);
 
   family(b, "nccl_lens_process_info", "gauge", "A process with a live page on this node (1); state running/finished/gone.");
@@ -209,8 +210,8 @@ void prom_render(const struct agent_model *m, const char *host, struct strbuf *b
   for (uint32_t i = 0; i < m->n_splits; i++) {
     const struct agent_split *s = &m->splits[i];
     char n[200], f[80];
-    snprintf(l, sizeof l, "host=\"%s\",comm=\"%s\",comm_id=\"%016llx\",function=\"%s\",partial=\"%s\"", h,
-             LV(s->comm_name, n), (unsigned long long)s->comm_id, LV(s->func, f),
+    snprintf(l, sizeof l, "host=\"%s\",comm=\"%s\",comm_id=\"%s\",function=\"%s\",partial=\"%s\"", h,
+             LV(s->comm_name, n), lens_fmt_comm_id(s->comm_id, idb), LV(s->func, f),
              s->local_ranks < s->nranks ? "true" : "false");
     hist(b, "nccl_collective_exec_time_seconds", l, &s->exec);
   }
@@ -219,31 +220,31 @@ void prom_render(const struct agent_model *m, const char *host, struct strbuf *b
   for (uint32_t i = 0; i < m->n_splits; i++) {
     const struct agent_split *s = &m->splits[i];
     char n[200], f[80];
-    sb_printf(b, "nccl_bus_bandwidth_gbs{host=\"%s\",comm=\"%s\",comm_id=\"%016llx\",function=\"%s\"} %.6f\n", h,
-              LV(s->comm_name, n), (unsigned long long)s->comm_id, LV(s->func, f), s->last_busbw_gbs);
+    sb_printf(b, "nccl_bus_bandwidth_gbs{host=\"%s\",comm=\"%s\",comm_id=\"%s\",function=\"%s\"} %.6f\n", h,
+              LV(s->comm_name, n), lens_fmt_comm_id(s->comm_id, idb), LV(s->func, f), s->last_busbw_gbs);
   }
   family(b, "nccl_lens_last_rank", "gauge", "The rank that started last (shortest span) in the newest matched instance.");
   for (uint32_t i = 0; i < m->n_splits; i++) {
     const struct agent_split *s = &m->splits[i];
     char n[200], f[80];
-    sb_printf(b, "nccl_lens_last_rank{host=\"%s\",comm=\"%s\",comm_id=\"%016llx\",function=\"%s\"} %d\n", h,
-              LV(s->comm_name, n), (unsigned long long)s->comm_id, LV(s->func, f), s->last_rank);
+    sb_printf(b, "nccl_lens_last_rank{host=\"%s\",comm=\"%s\",comm_id=\"%s\",function=\"%s\"} %d\n", h,
+              LV(s->comm_name, n), lens_fmt_comm_id(s->comm_id, idb), LV(s->func, f), s->last_rank);
   }
   family(b, "nccl_lens_wait_seconds_total", "counter",
          "Time a rank's kernels waited for the last rank (its span minus the execution), matched instances.");
   for (uint32_t i = 0; i < m->n_ranks; i++)
-    sb_printf(b, "nccl_lens_wait_seconds_total{host=\"%s\",pid=\"%u\",rank=\"%d\",comm_id=\"%016llx\"} %.9f\n", h,
-              m->ranks[i].pid, m->ranks[i].rank, (unsigned long long)m->ranks[i].comm_id,
+    sb_printf(b, "nccl_lens_wait_seconds_total{host=\"%s\",pid=\"%u\",rank=\"%d\",comm_id=\"%s\"} %.9f\n", h,
+              m->ranks[i].pid, m->ranks[i].rank, lens_fmt_comm_id(m->ranks[i].comm_id, idb),
               (double)m->ranks[i].wait_ns / 1e9);
   family(b, "nccl_lens_exec_seconds_total", "counter", "Execution time of the matched instances a rank took part in.");
   for (uint32_t i = 0; i < m->n_ranks; i++)
-    sb_printf(b, "nccl_lens_exec_seconds_total{host=\"%s\",pid=\"%u\",rank=\"%d\",comm_id=\"%016llx\"} %.9f\n", h,
-              m->ranks[i].pid, m->ranks[i].rank, (unsigned long long)m->ranks[i].comm_id,
+    sb_printf(b, "nccl_lens_exec_seconds_total{host=\"%s\",pid=\"%u\",rank=\"%d\",comm_id=\"%s\"} %.9f\n", h,
+              m->ranks[i].pid, m->ranks[i].rank, lens_fmt_comm_id(m->ranks[i].comm_id, idb),
               (double)m->ranks[i].exec_ns / 1e9);
   family(b, "nccl_lens_last_rank_total", "counter", "Matched instances in which this rank started last.");
   for (uint32_t i = 0; i < m->n_ranks; i++)
-    sb_printf(b, "nccl_lens_last_rank_total{host=\"%s\",pid=\"%u\",rank=\"%d\",comm_id=\"%016llx\"} %llu\n", h,
-              m->ranks[i].pid, m->ranks[i].rank, (unsigned long long)m->ranks[i].comm_id,
+    sb_printf(b, "nccl_lens_last_rank_total{host=\"%s\",pid=\"%u\",rank=\"%d\",comm_id=\"%s\"} %llu\n", h,
+              m->ranks[i].pid, m->ranks[i].rank, lens_fmt_comm_id(m->ranks[i].comm_id, idb),
               (unsigned long long)m->ranks[i].last_count);
   family(b, "nccl_lens_agent_expired_instances_total", "counter",
          "Instances whose other local ranks never reported within 10 s (not in the split).");

@@ -7,13 +7,50 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+static struct { const char *real, *shown; } aliases[64];
+
+void lens_cli_input_alias(const char *real, const char *shown) {
+  for (size_t i = 0; i < sizeof aliases / sizeof *aliases; i++)
+    if (aliases[i].real && !strcmp(aliases[i].real, real)) aliases[i].real = NULL;
+  if (!shown) return;
+  for (size_t i = 0; i < sizeof aliases / sizeof *aliases; i++)
+    if (!aliases[i].real) {
+      aliases[i].real = real, aliases[i].shown = shown;
+      return;
+    }
+}
+
+/* msg with every aliased name written as the user gave it. */
+static void put_aliased(const char *msg) {
+  while (*msg) {
+    const char *best = NULL;
+    size_t bi = 0;
+    for (size_t i = 0; i < sizeof aliases / sizeof *aliases; i++) {
+      const char *p = aliases[i].real ? strstr(msg, aliases[i].real) : NULL;
+      /* /proc/self/fd/1 is not /proc/self/fd/12: the match must end there */
+      while (p && p[strlen(aliases[i].real)] >= '0' && p[strlen(aliases[i].real)] <= '9')
+        p = strstr(p + 1, aliases[i].real);
+      if (p && (!best || p < best)) best = p, bi = i;
+    }
+    if (!best) {
+      fputs(msg, stderr);
+      return;
+    }
+    fwrite(msg, 1, (size_t)(best - msg), stderr);
+    fputs(aliases[bi].shown, stderr);
+    msg = best + strlen(aliases[bi].real);
+  }
+}
+
 int lens_cli_error(const char *cmd, const char *fmt, ...) {
+  char msg[4096];
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "nccl-lens %s: ", cmd);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  fprintf(stderr, "nccl-lens %s: ", cmd);
+  put_aliased(msg);
+  fputc('\n', stderr);
   return 1;
 }
 

@@ -12,6 +12,11 @@ int lens_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(
  * of a usage error in every command). */
 int lens_cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* From now on lens_cli_error writes `real` (a /proc/self/fd/N name a
+ * spooled input is read by) as `shown` (the name the user gave); shown NULL
+ * forgets it. At most 64 at once; more are written as they are. */
+void lens_cli_input_alias(const char *real, const char *shown);
+
 /* A directory named on the command line (--dir): 0 when it is one, else its one error line
  * ("nccl-lens <cmd>: DIR: reason") and 1. */
 int lens_cli_check_dir(const char *cmd, const char *dir);

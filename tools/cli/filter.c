@@ -1,4 +1,5 @@
 #include "cli/filter.h"
+#include "cli/format.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -186,7 +187,7 @@ static int comm_matches(const struct lens_comm *c, const char *want) {
 }
 
 /* The valid values, for the error line: "0x1a2b (tp), 0x3c4d, ..." into buf. */
-static const char *list_comms(const struct lens_model *m, char *buf, size_t cap) {
+const char *lens_filter_list_comms(const struct lens_model *m, char *buf, size_t cap) {
   size_t len = 0;
   buf[0] = 0;
   for (size_t i = 0; i < m->n_comms && len + 1 < cap; i++) {
@@ -194,7 +195,8 @@ static const char *list_comms(const struct lens_model *m, char *buf, size_t cap)
     for (size_t k = 0; k < i && !dup; k++) dup = m->comms[k].comm_id == m->comms[i].comm_id;
     if (dup) continue;
     const char *nm = m->comms[i].name;
-    int w = snprintf(buf + len, cap - len, "%s0x%" PRIx64 "%s%s%s", len ? ", " : "", m->comms[i].comm_id,
+    char id[LENS_COMM_ID_LEN];
+    int w = snprintf(buf + len, cap - len, "%s%s%s%s%s", len ? ", " : "", lens_fmt_comm_id(m->comms[i].comm_id, id),
                      nm[0] ? " (" : "", nm, nm[0] ? ")" : "");
     if (w < 0) break;
     len += (size_t)w;
@@ -203,24 +205,41 @@ static const char *list_comms(const struct lens_model *m, char *buf, size_t cap)
   return buf;
 }
 
-static const char *list_funcs(const struct lens_model *m, char *buf, size_t cap) {
-  size_t len = 0;
-  buf[0] = 0;
-  for (size_t i = 0; i < m->n_events && len + 1 < cap; i++) {
-    const char *fn = event_func(m, &m->events[i]);
-    if (!fn) continue;
-    char key[80];
-    snprintf(key, sizeof key, "%s", fn);
-    int seen = 0; /* a listed name: at the start or after ", " */
-    for (const char *p = buf; !seen && (p = strstr(p, key)); p++)
-      seen = (p == buf || p[-1] == ' ') && (p[strlen(key)] == ',' || !p[strlen(key)]);
-    if (seen) continue;
-    int w = snprintf(buf + len, cap - len, "%s%s", len ? ", " : "", fn);
-    if (w < 0) break;
-    len += (size_t)w;
+/* Appends fn to the list in buf unless it is listed; 0, or -1 when full. */
+static int list_add_one(char *buf, size_t cap, const char *fn, size_t n) {
+  size_t len = strlen(buf);
+  if (len + 1 >= cap) return -1;
+  char key[80];
+  snprintf(key, sizeof key, "%.*s", (int)(n < 79 ? n : 79), fn);
+  size_t kl = strlen(key);
+  int seen = 0; /* a listed name: at the start or after ", " */
+  for (const char *p = buf; !seen && (p = strstr(p, key)); p++)
+    seen = (p == buf || p[-1] == ' ') && (p[kl] == ',' || !p[kl]);
+  if (seen) return 0;
+  int w = snprintf(buf + len, cap - len, "%s%s", len ? ", " : "", key);
+  if (w < 0 || len + (size_t)w + 1 >= cap) {
+    if (cap > 4) strcpy(buf + cap - 4, "...");
+    return -1;
   }
-  if (len + 1 >= cap && cap > 4) strcpy(buf + cap - 4, "...");
+  return 0;
+}
+
+/* The operations of m's events, appended to the list in buf. */
+static const char *list_funcs(const struct lens_model *m, char *buf, size_t cap) {
+  for (size_t i = 0; i < m->n_events; i++) {
+    const char *fn = event_func(m, &m->events[i]);
+    if (fn && list_add_one(buf, cap, fn, strlen(fn))) break;
+  }
   return buf;
+}
+
+void lens_filter_list_add(char *buf, size_t cap, const char *list) {
+  for (const char *p = list; *p;) {
+    size_t n = strcspn(p, ",");
+    if (n && list_add_one(buf, cap, p, n)) return;
+    p += n;
+    while (*p == ',' || *p == ' ') p++;
+  }
 }
 
 int lens_filter_apply(const char *cmd, const struct lens_filter *f, struct lens_model *m, unsigned flags) {
@@ -247,7 +266,7 @@ int lens_filter_apply_ex(const char *cmd, const struct lens_filter *f, struct le
     if (!hit && !(flags & LENS_FILTER_PART)) {
       char have[512];
       rc = lens_cli_usage(cmd, "--comm %s: no such communicator in these traces (they have %s)", f->comms[k],
-                          list_comms(m, have, sizeof have));
+                          lens_filter_list_comms(m, have, sizeof have));
       goto out;
     }
   }
@@ -265,8 +284,9 @@ int lens_filter_apply_ex(const char *cmd, const struct lens_filter *f, struct le
       hit = fn && !strcasecmp(fn, f->funcs[k]);
     }
     if (hit && t && t->func_hit) t->func_hit[k] = 1;
+    if (!hit && t && t->func_have && t->func_have_len) list_funcs(m, t->func_have, t->func_have_len);
     if (!hit && !(flags & LENS_FILTER_PART)) {
-      char have[512];
+      char have[512] = "";
       rc = lens_cli_usage(cmd, "--func %s: no such operation in these traces (they have %s)", f->funcs[k],
                           list_funcs(m, have, sizeof have));
       goto out;

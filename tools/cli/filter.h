@@ -39,10 +39,21 @@ int lens_filter_apply(const char *cmd, const struct lens_filter *f, struct lens_
  * model holds (arrays of f->n_comms and f->n_funcs, or NULL). With
  * LENS_FILTER_PART over a job's groups (tools/cli/passes.c) the tally says
  * afterwards what the whole job kept and which names nothing held. */
-struct lens_filter_tally { uint8_t *comm_hit, *func_hit; uint64_t kept, total; };
+/* func_have (may be NULL, func_have_len bytes): with LENS_FILTER_PART, the
+ * operations of a part where a --func names none, for the usage error of a
+ * --func no part holds. */
+struct lens_filter_tally {
+  uint8_t *comm_hit, *func_hit;
+  uint64_t kept, total;
+  char *func_have; size_t func_have_len;
+};
 int lens_filter_apply_ex(const char *cmd, const struct lens_filter *f, struct lens_model *m, unsigned flags,
                          struct lens_filter_tally *t);
 void lens_filter_free(struct lens_filter *f);
+/* "0xID (name), ..." of m's communicators, for a --comm that names none of them. */
+const char *lens_filter_list_comms(const struct lens_model *m, char *buf, size_t cap);
+/* Appends to the list in buf ("A, B") the names of list that it lacks. */
+void lens_filter_list_add(char *buf, size_t cap, const char *list);
 
 /* Parses "0-3,8,10-11" into a bitmap of n entries (malloc'd). NULL on a bad list. */
 uint8_t *lens_parse_rank_list(const char *s, size_t *n);

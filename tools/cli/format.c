@@ -3,6 +3,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 void lens_fmt_ns(double ns, char *buf, size_t len) {
   if (ns < 1e3) snprintf(buf, len, "%.0f ns", ns);
@@ -11,8 +12,38 @@ void lens_fmt_ns(double ns, char *buf, size_t len) {
   else snprintf(buf, len, "%.2f s", ns / 1e9);
 }
 
+const char *lens_fmt_comm_id(uint64_t comm_id, char *buf) {
+  snprintf(buf, LENS_COMM_ID_LEN, "0x%016" PRIx64, comm_id);
+  return buf;
+}
+
+void lens_json_comm_id(FILE *f, uint64_t comm_id) { fprintf(f, "\"0x%016" PRIx64 "\"", comm_id); }
+
+const char *lens_fmt_comm_name(const char *name) { return name && *name ? name : LENS_COMM_UNNAMED; }
+
 const char *lens_fmt_comm_label(const char *name, uint64_t comm_id, char *buf, size_t len) {
   if (name && *name) return name;
-  snprintf(buf, len, "comm 0x%" PRIx64, comm_id);
+  snprintf(buf, len, "comm 0x%016" PRIx64, comm_id);
   return buf;
+}
+
+/* JSON key -> text words, for every cause a view names (job's straggler
+ * causes, hang's and net's verdicts as they come). docs/cli.md lists them. */
+static const struct {
+  const char *key, *words;
+} causes[] = {
+    {"none", "none"},
+    {"late_app_call", "late app call"},
+    {"slow_enqueue", "slow enqueue"},
+    {"slow_launch", "slow launch"},
+    {"gpu_busy", "busy GPU"},
+    {"starved_proxy", "starved proxy"},
+    {"slow_link", "slow link"},
+    {"unknown", "late or busy GPU"},
+};
+
+const char *lens_fmt_cause_words(const char *key) {
+  for (size_t i = 0; key && i < sizeof causes / sizeof *causes; i++)
+    if (!strcmp(causes[i].key, key)) return causes[i].words;
+  return key;
 }

@@ -7,10 +7,28 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* "812 ns", "3.20 us", "9.10 ms", "1.50 s" */
 void lens_fmt_ns(double ns, char *buf, size_t len);
-/* A communicator as people name it: its name, else "comm 0x<id>". */
+/* One vocabulary (docs/cli.md, "One vocabulary"): */
+
+/* A communicator id: "0x" and 16 lowercase hex digits, always 18
+ * characters (in JSON a string: lens_json_comm_id). buf holds at least
+ * LENS_COMM_ID_LEN. Returns buf. */
+#define LENS_COMM_ID_LEN 19
+const char *lens_fmt_comm_id(uint64_t comm_id, char *buf);
+/* "0x<16 hex digits>" with its quotes: the value of a JSON "comm_id" key. */
+void lens_json_comm_id(FILE *f, uint64_t comm_id);
+/* An unnamed communicator's name in text ("-"); JSON writes null. */
+#define LENS_COMM_UNNAMED "-"
+/* A name for text: the name, or LENS_COMM_UNNAMED. */
+const char *lens_fmt_comm_name(const char *name);
+/* A communicator as people name it: its name, else "comm 0x<16 hex digits>". */
 const char *lens_fmt_comm_label(const char *name, uint64_t comm_id, char *buf, size_t len);
+/* The words text writes for a cause's JSON key (snake_case: "late_app_call"
+ * -> "late app call"): one table for every view. An unknown key comes back
+ * as it is. */
+const char *lens_fmt_cause_words(const char *key);
 
 #endif

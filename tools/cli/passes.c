@@ -1,6 +1,7 @@
 /* See passes.h. */
 #include "cli/passes.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -9,28 +10,50 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "cli/filter.h"
 #include "export/load_traces.h"
 
+/* The plugin writes a CLOCK chunk before its first SESSION (the clock
+ * evidence of the open): the host is read from the first SESSION among the
+ * first few chunks, each skipped by its header's length. */
+#define HOST_CHUNKS_MAX 8
+#define HOST_SKIP_MAX (1u << 20) /* a chunk before the SESSION is small; a longer one is not skipped */
+
 void lens_pass_trace_host(const char *path, char *host, size_t len, int *probe) {
   host[0] = 0;
   *probe = 1;
-  FILE *f = fopen(path, "rb"); /* nofollow-ok: a trace the user named, read only */
-  if (!f) return;
-  struct {
-    struct lens_file_hdr fh;
+  /* Not blocking: opening a named pipe for reading waits for a writer. Only
+   * a regular file is read here; the reader says what is wrong with another. */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* nofollow-ok: a trace the user named, read only */
+  struct stat st;
+  if (fd < 0) return;
+  FILE *f = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? fdopen(fd, "rb") : NULL;
+  if (!f) {
+    close(fd);
+    return;
+  }
+  struct lens_file_hdr fh;
+  if (fread(&fh, 1, sizeof fh, f) != sizeof fh) {
+    fclose(f);
+    return;
+  }
+  *probe = fh.producer == LENS_PRODUCER_SCHED;
+  for (int k = 0; k < HOST_CHUNKS_MAX; k++) {
     struct lens_chunk_hdr ch;
-    struct lens_session s;
-  } h;
-  size_t got = fread(&h, 1, sizeof h, f);
-  if (got >= sizeof h.fh) *probe = h.fh.producer == LENS_PRODUCER_SCHED;
-  if (got == sizeof h && h.ch.magic == LENS_CHUNK_MAGIC && h.ch.type == LENS_CHUNK_SESSION) {
-    size_t n = strnlen(h.s.host, sizeof h.s.host - 1);
-    if (n >= len) n = len - 1;
-    memcpy(host, h.s.host, n);
-    host[n] = 0;
+    if (fread(&ch, 1, sizeof ch, f) != sizeof ch || ch.magic != LENS_CHUNK_MAGIC) break;
+    if (ch.type == LENS_CHUNK_SESSION) {
+      struct lens_session s;
+      if (ch.payload_len < sizeof s || fread(&s, 1, sizeof s, f) != sizeof s) break;
+      size_t n = strnlen(s.host, sizeof s.host - 1);
+      if (n >= len) n = len - 1;
+      memcpy(host, s.host, n);
+      host[n] = 0;
+      break;
+    }
+    if (ch.payload_len > HOST_SKIP_MAX || fseek(f, (long)((ch.payload_len + 7u) & ~7u), SEEK_CUR)) break;
   }
   fclose(f);
 }
@@ -75,6 +98,7 @@ struct run {
   struct lens_model **done;        /* per group: its tables without events, once its passes ran, until it joins the skeleton */
   size_t next_skel;                /* groups before this one are in the skeleton (input order) */
   struct lens_filter_tally tally;  /* summed under mu */
+  char (*func_have)[512];          /* per group: its operations, when a --func names none there (usage error) */
   pthread_mutex_t mu;
   atomic_size_t next, finished;
   atomic_int failed;
@@ -100,8 +124,10 @@ static int map_group(struct run *r, size_t g) {
   const char **v = malloc(gr->n * sizeof *v);
   if (!v) return lens_cli_error(r->cmd, "out of memory"), -1;
   for (size_t i = 0; i < gr->n; i++) v[i] = r->c->paths[gr->files[i]];
+  /* The notes (a trace read once, a file cut short) are said once every
+   * group is read, from the skeleton: none before an error of a later group. */
   struct lens_load_opts lo = {.cupti_files = r->c->cupti, .n_cupti_files = r->c->n_cupti,
-                              .min_wait_ns = r->c->min_wait_ns, .no_progress = 1};
+                              .min_wait_ns = r->c->min_wait_ns, .no_progress = 1, .no_notes = 1};
   /* Two thirds of a typical trace's events are ProxySteps: folded into
    * their ProxyOp by the reader unless a pass reads them, the starvation
    * analysis marks them (a probe trace is in the group) or a selection may
@@ -122,9 +148,11 @@ static int map_group(struct run *r, size_t g) {
   struct lens_model *m = lens_cli_load(r->cmd, v, gr->n, &lo);
   free(v);
   if (!m) return -1;
+  lens_trace_cli_name_inputs(r->c, m); /* "-", x.lens.gz: as the user named them */
   struct lens_filter_tally t = {0};
   t.comm_hit = calloc(f->n_comms + 1, 1);
   t.func_hit = calloc(f->n_funcs + 1, 1);
+  if (r->func_have) t.func_have = r->func_have[g], t.func_have_len = sizeof r->func_have[g];
   int rc = -1;
   if (!t.comm_hit || !t.func_hit) {
     lens_cli_error(r->cmd, "out of memory");
@@ -176,12 +204,21 @@ static void *worker(void *arg) {
   return NULL;
 }
 
-/* A --comm or --func that no group holds is the same usage error as for one model. */
-static int check_names(const char *cmd, const struct lens_filter *f, const struct lens_filter_tally *t) {
+/* A --comm or --func that no group holds is the same usage error as for one
+ * model, with what the traces have: the skeleton's communicators, the
+ * groups' operations in input order. */
+static int check_names(const struct run *r, const struct lens_filter *f) {
+  const struct lens_filter_tally *t = &r->tally;
+  char have[512] = "";
   for (size_t k = 0; k < f->n_comms; k++)
-    if (!t->comm_hit[k]) return lens_cli_usage(cmd, "--comm %s: no such communicator in these traces", f->comms[k]);
+    if (!t->comm_hit[k])
+      return lens_cli_usage(r->cmd, "--comm %s: no such communicator in these traces (they have %s)", f->comms[k],
+                            lens_filter_list_comms(r->out->skel, have, sizeof have));
   for (size_t k = 0; k < f->n_funcs; k++)
-    if (!t->func_hit[k]) return lens_cli_usage(cmd, "--func %s: no such operation in these traces", f->funcs[k]);
+    if (!t->func_hit[k]) {
+      for (size_t g = 0; r->func_have && g < r->n_groups; g++) lens_filter_list_add(have, sizeof have, r->func_have[g]);
+      return lens_cli_usage(r->cmd, "--func %s: no such operation in these traces (they have %s)", f->funcs[k], have);
+    }
   return 0;
 }
 
@@ -209,6 +246,7 @@ int lens_passes_run(const char *cmd, struct lens_trace_cli *c, const struct lens
   r.done = calloc(r.n_groups + 1, sizeof *r.done);
   r.tally.comm_hit = calloc(c->filter.n_comms + 1, 1);
   r.tally.func_hit = calloc(c->filter.n_funcs + 1, 1);
+  if (c->filter.n_funcs && !(r.func_have = calloc(r.n_groups + 1, sizeof *r.func_have))) goto oom;
   if (!out->skel || !out->bases || !out->hosts || !out->parts || !r.done || !r.tally.comm_hit || !r.tally.func_hit)
     goto oom;
   for (size_t g = 0; g < r.n_groups; g++) memcpy(out->hosts[g], r.groups[g].host, sizeof out->hosts[g]);
@@ -234,8 +272,9 @@ int lens_passes_run(const char *cmd, struct lens_trace_cli *c, const struct lens
   pthread_mutex_destroy(&r.mu);
   if (atomic_load(&r.failed)) goto out;
   if (r.next_skel != r.n_groups) goto oom;
+  lens_cli_load_notes(cmd, out->skel);
   if (lens_filter_any(&c->filter)) {
-    if ((rc = check_names(cmd, &c->filter, &r.tally))) goto out;
+    if ((rc = check_names(&r, &c->filter))) goto out;
     fprintf(stderr, "nccl-lens %s: the selection keeps %llu of %llu events\n", cmd, (unsigned long long)r.tally.kept,
             (unsigned long long)r.tally.total);
   }
@@ -250,6 +289,7 @@ out:
   free(r.groups);
   free(r.tally.comm_hit);
   free(r.tally.func_hit);
+  free(r.func_have);
   return rc;
 }
 

@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "cli/opt.h"
+#include "cli/trace_input.h"
 #include "export/load_traces.h"
 
 /* -o FILE that is a directory, or whose directory does not exist or cannot be written: said
@@ -75,6 +76,9 @@ static int parse_one(const char *cmd, int *i, int argc, char **argv, struct lens
     if (r > 0) return 0;
   }
   if (a[0] == '-' && a[1]) return lens_cli_usage(cmd, "unknown option '%s'", a), 1;
+  if (!strcmp(a, "-"))
+    for (size_t k = 0; k < c->n; k++)
+      if (!strcmp(c->paths[k], "-")) return lens_cli_usage(cmd, "'-' (standard input) given twice"), 1;
   c->paths[c->n++] = a;
   return 0;
 }
@@ -115,13 +119,23 @@ void lens_trace_cli_usage_common_but(FILE *f, int no_cupti) {
           "  --min-wait-us N         starvation: ignore scheduler waits shorter than N us (default 0)\n"
           "  --tag-names T:NAME,...  names of user tags (NCCL 2.31+), e.g. 1:forward (default: NCCL_LENS_TAG_NAMES)\n"
           "  --                      only paths follow\n"
-          "  A DIR stands for the .lens files in it. Options take --opt=VALUE too, -o also -oFILE.\n"
+          "  A DIR stands for the .lens files in it; - reads a trace (plain or gzip) from standard input;\n"
+          "  TRACE.lens.gz is decompressed (each into memory, up to NCCL_LENS_INPUT_MAX_MB, default 4096).\n"
+          "  Options take --opt=VALUE too, -o also -oFILE.\n"
           "  The selection runs after the GPU clock fits and starvation analysis, which use every event.\n"
           "  Exit status: 0 done, 1 failed (unreadable trace, write error), 2 usage error.\n",
           no_cupti ? "" : "  --cupti-buffer FILE     raw CUPTI activity buffer saved on the GPU machine (repeatable)\n");
 }
 
 void lens_trace_cli_free(struct lens_trace_cli *c) {
+  for (size_t i = 0; i < c->n_spooled; i++) {
+    lens_cli_input_alias(c->spooled[i].fd_path, NULL);
+    close(c->spooled[i].fd);
+    free(c->spooled[i].fd_path);
+  }
+  free(c->spooled);
+  c->spooled = NULL;
+  c->n_spooled = 0;
   free(c->paths);
   free(c->cupti);
   for (size_t i = 0; i < c->n_owned; i++) free(c->owned[i]);
@@ -143,9 +157,56 @@ static int has_suffix(const char *name, size_t len, const char *const *suffixes)
   return 0;
 }
 
+/* "-" and NAME.gz among the (expanded) paths: each spooled into a sealed
+ * memfd that the readers open by its /proc/self/fd name. 0, or 1 after one
+ * error line. */
+static int spool_inputs(const char *cmd, struct lens_trace_cli *c) {
+  size_t want = 0;
+  for (size_t i = 0; i < c->n; i++) want += lens_trace_input_needs_spool(c->paths[i]);
+  if (!want) return 0;
+  struct lens_trace_spooled *v = realloc(c->spooled, (c->n_spooled + want) * sizeof *v);
+  if (!v) return lens_cli_error(cmd, "out of memory");
+  c->spooled = v;
+  for (size_t i = 0; i < c->n; i++) {
+    if (!lens_trace_input_needs_spool(c->paths[i])) continue;
+    struct lens_trace_spooled *s = &c->spooled[c->n_spooled];
+    char err[512], fd_path[32];
+    int fd = lens_trace_input_spool(c->paths[i], lens_trace_input_max(), fd_path, sizeof fd_path, err, sizeof err);
+    if (fd < 0) return lens_cli_error(cmd, "%s", err);
+    /* its own allocation: paths[] and the error alias point at it while spooled[] grows */
+    if (!(s->fd_path = strdup(fd_path))) {
+      close(fd);
+      return lens_cli_error(cmd, "out of memory");
+    }
+    s->fd = fd;
+    s->shown = c->paths[i];
+    c->n_spooled++;
+    lens_cli_input_alias(s->fd_path, s->shown); /* errors name it as the user did */
+    c->paths[i] = s->fd_path;
+  }
+  return 0;
+}
+
+/* The name the user gave a spooled input, else p itself. */
+static const char *shown_name(const struct lens_trace_cli *c, const char *p) {
+  for (size_t i = 0; p && i < c->n_spooled; i++)
+    if (!strcmp(p, c->spooled[i].fd_path)) return c->spooled[i].shown;
+  return p;
+}
+
+void lens_trace_cli_name_inputs(const struct lens_trace_cli *c, struct lens_model *m) {
+  if (!m || !c->n_spooled) return;
+  for (size_t f = 0; f < m->n_files; f++) m->files[f].path = shown_name(c, m->files[f].path);
+  for (size_t d = 0; d < m->n_same_traces; d++) {
+    m->same_traces[d].path = shown_name(c, m->same_traces[d].path);
+    m->same_traces[d].same_as = shown_name(c, m->same_traces[d].same_as);
+  }
+}
+
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 int lens_trace_cli_expand_dirs(const char *cmd, struct lens_trace_cli *c) {
+  if (c->expanded) return 0; /* once: a command may hand a subset of its files to the pass driver */
   size_t cap = c->n + 16, k = 0;
   const char **out = malloc(cap * sizeof *out);
   if (!out) return lens_cli_error(cmd, "out of memory");
@@ -204,8 +265,9 @@ int lens_trace_cli_expand_dirs(const char *cmd, struct lens_trace_cli *c) {
   }
   free(c->paths);
   c->paths = out;
+  c->expanded = 1;
   c->n = k;
-  return 0;
+  return spool_inputs(cmd, c);
 oom:
   free(out);
   return lens_cli_error(cmd, "out of memory");
@@ -216,6 +278,7 @@ struct lens_model *lens_trace_cli_load(const char *cmd, struct lens_trace_cli *c
   if (lens_trace_cli_expand_dirs(cmd, c)) return NULL;
   struct lens_load_opts lo = {.cupti_files = c->cupti, .n_cupti_files = c->n_cupti, .min_wait_ns = c->min_wait_ns};
   struct lens_model *m = lens_cli_load(cmd, c->paths, c->n, &lo);
+  lens_trace_cli_name_inputs(c, m);
   if (m && !c->no_filter) {
     int r = lens_filter_apply(cmd, &c->filter, m, 0);
     if (r) {

@@ -3,7 +3,8 @@
  * standard output), --cupti-buffer FILE (repeatable), --min-wait-us N,
  * --tag-names TAG:NAME,... (user tag names, NCCL 2.31+), the selection
  * (cli/filter.h: --comm, --rank, --func, --since, --until), positional
- * TRACE.lens paths or directories, "--" before paths that start with '-';
+ * TRACE.lens paths or directories, "-" (a trace on standard input) and
+ * TRACE.lens.gz (cli/trace_input.h), "--" before paths that start with '-';
  * every option in the forms of cli/opt.h; plus opening and finishing the
  * output file. One place, so every command words its errors the same. */
 #ifndef NCCL_LENS_TRACE_ARGS_H
@@ -26,6 +27,10 @@ struct lens_trace_cli {
   int no_filter;                       /* set by a command that applies the selection itself */
   int exit_code;                       /* after lens_trace_cli_parse returned nonzero */
   const char *const *suffixes;         /* what a directory stands for (NULL: *.lens) */
+  int expanded;                        /* lens_trace_cli_expand_dirs ran: paths are files */
+  /* "-" and NAME.gz inputs, spooled into sealed memfds (cli/trace_input.h):
+   * paths[] names them /proc/self/fd/N; closed by lens_trace_cli_free. */
+  struct lens_trace_spooled { int fd; char *fd_path; const char *shown; } *spooled; size_t n_spooled;
   /* A directory's file with one of those suffixes is taken only when this
    * says 1 (NULL: every one): e.g. JSON files that are Kineto traces. */
   int (*dir_accept)(const char *path);
@@ -59,6 +64,9 @@ void lens_trace_cli_usage_common_but(FILE *f, int no_cupti);
  * reads traces takes a directory. 0, or 1 after one error line (unreadable
  * directory, or none in it). */
 int lens_trace_cli_expand_dirs(const char *cmd, struct lens_trace_cli *c);
+/* After a load: the model's files named as the user named them ("-",
+ * x.lens.gz) instead of /proc/self/fd/N. c must outlive m. */
+void lens_trace_cli_name_inputs(const struct lens_trace_cli *c, struct lens_model *m);
 /* lens_cli_load() with the parsed paths and options, then the selection
  * (unless c->no_filter); NULL after an error line, c->exit_code set. */
 struct lens_model *lens_trace_cli_load(const char *cmd, struct lens_trace_cli *c);

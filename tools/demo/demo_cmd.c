@@ -118,8 +118,8 @@ static int write_outputs(const char *dir, char **files, size_t n, struct lens_ch
       rc = lens_cli_error(CMD, "cannot write %s", path);
       break;
     }
-    if (json) lens_summary_print_json(f, m, &s);
-    else lens_summary_print_text(f, m, &s);
+    if (json) lens_summary_print_json(f, m, &s, NULL); /* one host: no alignment to show */
+    else lens_summary_print_text(f, m, &s, NULL);
     if (fclose(f)) rc = lens_cli_error(CMD, "cannot write %s", path);
   }
   lens_summary_free(&s);

@@ -12,8 +12,7 @@
 #include "cli/opt.h"
 #include "cli/trace_args.h"
 #include "diff/diff_print.h"
-#include "export/load_traces.h"
-#include "analysis/analyses.h"
+#include "summary/summary_read.h"
 
 #define CMD "diff"
 
@@ -66,36 +65,33 @@ static int diff_option(void *ctx, int *i, int argc, char **argv) {
 }
 
 /* One side's command line: the given paths (a directory is expanded when
- * loaded), the shared options, no CUPTI buffers (whose run would they be?). */
-static struct lens_model *load_side(const struct lens_trace_cli *c, size_t from, size_t n, struct lens_trace_cli *side) {
-  memset(side, 0, sizeof *side);
-  side->paths = calloc(n + 1, sizeof *side->paths);
-  side->cupti = calloc(1, sizeof *side->cupti);
-  if (!side->paths || !side->cupti) {
-    lens_cli_error(CMD, "out of memory");
-    return NULL;
+ * read), the shared options and selection, no CUPTI buffers (whose run
+ * would they be?); read as summary reads a run (summary_read.h). */
+static int read_side(const struct lens_trace_cli *c, size_t from, size_t n, struct lens_summary_run *r) {
+  struct lens_trace_cli side;
+  memset(&side, 0, sizeof side);
+  memset(r, 0, sizeof *r);
+  side.paths = calloc(n + 1, sizeof *side.paths);
+  side.cupti = calloc(1, sizeof *side.cupti);
+  if (!side.paths || !side.cupti) {
+    lens_trace_cli_free(&side);
+    return lens_cli_error(CMD, "out of memory"), 1;
   }
-  for (size_t i = 0; i < n; i++) side->paths[i] = c->paths[from + i];
-  side->n = n;
-  side->min_wait_ns = c->min_wait_ns;
-  side->no_filter = 1; /* c's selection, applied below: side does not own it */
-  struct lens_model *m = lens_trace_cli_load(CMD, side);
-  if (m && lens_filter_apply(CMD, &c->filter, m, 0)) {
-    lens_model_free(m);
-    return NULL;
-  }
-  return m;
+  for (size_t i = 0; i < n; i++) side.paths[i] = c->paths[from + i];
+  side.n = n;
+  side.min_wait_ns = c->min_wait_ns;
+  side.filter = c->filter; /* c's: taken back before side is freed */
+  int rc = lens_summary_read(CMD, &side, c->min_wait_ns, 0, r);
+  memset(&side.filter, 0, sizeof side.filter);
+  lens_trace_cli_free(&side);
+  return rc;
 }
 
 int lens_cmd_diff(int argc, char **argv) {
-  struct lens_trace_cli c, sa, sb;
+  struct lens_trace_cli c;
   struct diff_opts o = {.threshold = LENS_DIFF_THRESHOLD_DEFAULT, .top = 20, .vs_at = -1, .c = &c};
-  memset(&sa, 0, sizeof sa);
-  memset(&sb, 0, sizeof sb);
-  struct lens_model *ma = NULL, *mb = NULL;
-  struct lens_summary s[2];
-  struct lens_job j[2];
-  int have_s[2] = {0, 0}, have_j[2] = {0, 0};
+  struct lens_summary_run run[2];
+  memset(run, 0, sizeof run);
   int rc = lens_trace_cli_parse(CMD, argc, argv, &c, diff_option, NULL, &o, usage);
   if (rc) {
     rc = c.exit_code;
@@ -110,21 +106,10 @@ int lens_cmd_diff(int argc, char **argv) {
     rc = lens_cli_usage(CMD, "give two runs: A B (a trace or a directory each), or A... --vs B...");
     goto out;
   }
+  if ((rc = read_side(&c, 0, na, &run[0])) || (rc = read_side(&c, na, c.n - na, &run[1]))) goto out;
   rc = 1;
-  ma = load_side(&c, 0, na, &sa);
-  mb = ma ? load_side(&c, na, c.n - na, &sb) : NULL;
-  if (!ma || !mb) goto out;
-  struct lens_model *ms[2] = {ma, mb};
   struct lens_diff_run runs[2];
-  for (int k = 0; k < 2; k++) {
-    if (lens_summary_build(ms[k], &s[k], lens_analyze_gpu != NULL)) {
-      lens_cli_error(CMD, "out of memory");
-      goto out;
-    }
-    have_s[k] = 1;
-    have_j[k] = !lens_job_build(ms[k], &j[k], c.min_wait_ns); /* without it, completion times */
-    runs[k] = (struct lens_diff_run){ms[k], &s[k], have_j[k] ? &j[k] : NULL};
-  }
+  for (int k = 0; k < 2; k++) runs[k] = (struct lens_diff_run){run[k].out.skel, &run[k].s, &run[k].j};
   struct lens_diff d;
   if (lens_diff_build(&runs[0], &runs[1], o.threshold, &d)) {
     lens_cli_error(CMD, "out of memory");
@@ -138,14 +123,7 @@ int lens_cmd_diff(int argc, char **argv) {
   }
   lens_diff_free(&d);
 out:
-  for (int k = 0; k < 2; k++) {
-    if (have_j[k]) lens_job_free(&j[k]);
-    if (have_s[k]) lens_summary_free(&s[k]);
-  }
-  if (ma) lens_model_free(ma);
-  if (mb) lens_model_free(mb);
-  lens_trace_cli_free(&sa);
-  lens_trace_cli_free(&sb);
+  for (int k = 0; k < 2; k++) lens_summary_run_free(&run[k]);
   lens_trace_cli_free(&c);
   return rc;
 }

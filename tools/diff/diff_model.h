@@ -24,7 +24,7 @@
 
 /* One run, loaded and analysed: the views the diff reads. */
 struct lens_diff_run {
-  const struct lens_model *m;
+  const struct lens_model *m; /* files and processes (a skeleton: no event is read) */
   const struct lens_summary *s;
   const struct lens_job *j; /* NULL when the job view could not be built */
 };

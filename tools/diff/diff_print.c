@@ -32,9 +32,9 @@ static void run_line(FILE *f, const char *tag, const struct lens_diff_run *r) {
     if (r->s->groups[i].ranks_seen > ranks) ranks = r->s->groups[i].ranks_seen;
   size_t cut = 0;
   for (size_t i = 0; i < r->m->n_files; i++) cut += r->m->files[i].truncated_bytes != 0;
-  fprintf(f, "  %s: %zu file%s%s, %zu process%s, %zu communicator%s, up to %d ranks each, %zu events\n", tag,
+  fprintf(f, "  %s: %zu file%s%s, %zu process%s, %zu communicator%s, up to %d ranks each, %" PRIu64 " events\n", tag,
           r->m->n_files, r->m->n_files == 1 ? "" : "s", cut ? " (some cut short)" : "", r->m->n_procs,
-          r->m->n_procs == 1 ? "" : "es", r->s->n_groups, r->s->n_groups == 1 ? "" : "s", ranks, r->m->n_events);
+          r->m->n_procs == 1 ? "" : "es", r->s->n_groups, r->s->n_groups == 1 ? "" : "s", ranks, r->s->events);
 }
 
 static const char *nz(const char *s) { return s && *s ? s : "-"; }
@@ -161,7 +161,7 @@ static void run_json(FILE *f, const struct lens_diff_run *r) {
     fputs(i ? "," : "", f);
     lens_json_str(f, r->m->files[i].path);
   }
-  fprintf(f, "],\"processes\":%zu,\"events\":%zu}", r->m->n_procs, r->m->n_events);
+  fprintf(f, "],\"processes\":%zu,\"events\":%" PRIu64 "}", r->m->n_procs, r->s->events);
 }
 
 static void group_json(FILE *f, const struct lens_sum_group *g) {

@@ -12,7 +12,7 @@
 #include "export/event_args.h"
 #include "export/json_out.h"
 #include "export/lanes.h"
-#include "export/proxy_levels.h"
+#include "analysis/summary/proxy_levels.h"
 
 /* From tools/analysis/sched/starvation.c when linked. */
 __attribute__((weak)) int lens_starvation_sample_matches(const struct lens_model *m, const struct lens_sched_sample *s,

@@ -22,27 +22,27 @@ int lens_cli_parse_u64(const char *s, uint64_t *out) {
   return 0;
 }
 
+/* Through lens_cli_error: a spooled input ("-", x.lens.gz) is named as the user named it. */
 void lens_cli_load_notes(const char *cmd, const struct lens_model *m) {
   for (size_t i = 0; i < m->n_same_traces; i++)
-    fprintf(stderr, "nccl-lens %s: note: %s is %s %s: read once\n", cmd, m->same_traces[i].path,
-            m->same_traces[i].same_file ? "the same file as" : "a copy of the trace in", m->same_traces[i].same_as);
+    lens_cli_error(cmd, "note: %s is %s %s: read once", m->same_traces[i].path,
+                   m->same_traces[i].same_file ? "the same file as" : "a copy of the trace in", m->same_traces[i].same_as);
   /* A cut file is still read up to its last whole chunk (a killed job's
    * trace is exactly that): say so once per file, and go on. */
   for (size_t i = 0; i < m->n_files; i++) {
     /* One line per file: damage (chunks skipped inside it) with its cut, if any. */
     const struct lens_file *fl = &m->files[i];
     if (fl->damaged_bytes)
-      fprintf(stderr,
-              "nccl-lens %s: warning: %s is damaged: %llu chunks (%llu bytes) fail their CRC and were skipped%s%s%s\n",
-              cmd, fl->path, (unsigned long long)fl->damaged_chunks, (unsigned long long)fl->damaged_bytes,
-              fl->truncated_bytes ? "; it is also cut short (" : "", fl->truncated_bytes ? fl->truncation : "",
-              fl->truncated_bytes ? ")" : "");
+      lens_cli_error(cmd, "warning: %s is damaged: %llu chunks (%llu bytes) fail their CRC and were skipped%s%s%s",
+                     fl->path, (unsigned long long)fl->damaged_chunks, (unsigned long long)fl->damaged_bytes,
+                     fl->truncated_bytes ? "; it is also cut short (" : "", fl->truncated_bytes ? fl->truncation : "",
+                     fl->truncated_bytes ? ")" : "");
     else if (m->files[i].truncated_bytes)
-      fprintf(stderr, "nccl-lens %s: warning: %s is cut short (%s); read up to its last whole chunk, %llu bytes after it\n",
-              cmd, m->files[i].path, m->files[i].truncation, (unsigned long long)m->files[i].truncated_bytes);
+      lens_cli_error(cmd, "warning: %s is cut short (%s); read up to its last whole chunk, %llu bytes after it",
+                     m->files[i].path, m->files[i].truncation, (unsigned long long)m->files[i].truncated_bytes);
     else if (!m->files[i].n_sessions)
-      fprintf(stderr, "nccl-lens %s: warning: %s holds a header and nothing else: its process wrote no session "
-                      "(killed right after opening it, or its disk was full)\n", cmd, m->files[i].path);
+      lens_cli_error(cmd, "warning: %s holds a header and nothing else: its process wrote no session "
+                          "(killed right after opening it, or its disk was full)", m->files[i].path);
   }
 }
 
@@ -78,7 +78,7 @@ struct lens_model *lens_cli_load(const char *cmd, const char *const *paths, size
     lens_cli_error(cmd, "%s", err);
     return NULL;
   }
-  lens_cli_load_notes(cmd, m);
+  if (!(o && o->no_notes)) lens_cli_load_notes(cmd, m);
   for (size_t i = 0; o && i < o->n_cupti_files; i++) {
     if (!lens_model_add_cupti_file) {
       lens_cli_error(cmd, "--cupti-buffer needs the GPU analysis, which is not built in");

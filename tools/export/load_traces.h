@@ -19,6 +19,7 @@ struct lens_load_opts {
    * the GPU analysis reads. Scheduler samples (the starvation analysis
    * reads every event) make it a full load. events_total is set. */
   struct lens_load_window *window;
+  int no_notes;                                         /* the caller says lens_cli_load_notes itself */
 };
 
 /* NULL after printing one error line ("nccl-lens <cmd>: ..."). Analysis

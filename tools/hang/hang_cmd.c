@@ -7,8 +7,8 @@
 
 #include "cli/cli.h"
 #include "cli/opt.h"
+#include "cli/passes.h"
 #include "cli/trace_args.h"
-#include "export/load_traces.h"
 #include "hang/hang_print.h"
 #include "analysis/hang/hang_analysis.h"
 
@@ -41,23 +41,28 @@ int lens_cmd_hang(int argc, char **argv) {
     lens_trace_cli_free(&c);
     return r;
   }
-  int rc = 1;
-  struct lens_model *m = lens_trace_cli_load(CMD, &c); /* a DIR stands for its .lens files */
-  if (!m) rc = c.exit_code;
+  /* Host group by host group (tools/cli/passes.h); the merge joins each
+   * communicator's ranks and judges a silent proxy against its peers' sends
+   * recorded on other hosts. */
+  const struct lens_pass pass = {.map = lens_hang_pass_map, .free = lens_hang_pass_free, .needs = LENS_PASS_STEPS};
+  struct lens_passes_out out;
+  int rc = lens_passes_run(CMD, &c, &pass, 1, NULL, &out); /* a DIR stands for its .lens files */
   struct lens_hang_report h;
-  if (m && lens_hang_analyze(m, &h) != 0) {
+  if (!rc && lens_hang_merge((struct lens_hang_part *const *)out.parts, out.n_groups, out.bases, &h) != 0) {
     lens_cli_error(CMD, "out of memory");
-  } else if (m) {
+    rc = 1;
+  } else if (!rc) {
     FILE *f = lens_trace_cli_open_out(CMD, &c);
+    rc = 1;
     if (f) {
-      if (json) lens_hang_print_json(f, m, &h);
-      else lens_hang_print_text(f, m, &h);
+      if (json) lens_hang_print_json(f, out.skel, &h);
+      else lens_hang_print_text(f, out.skel, &h);
       rc = lens_trace_cli_close_out(CMD, &c, f, 0);
       if (!rc && h.n_stuck_comms) rc = LENS_HANG_EXIT_STUCK; /* docs/hang.md: 0 nothing stuck, 3 stuck */
     }
     lens_hang_free(&h);
   }
-  if (m) lens_model_free(m);
+  lens_passes_free(&pass, &out);
   lens_trace_cli_free(&c);
   return rc;
 }

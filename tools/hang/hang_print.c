@@ -3,6 +3,7 @@
 
 #include <inttypes.h>
 
+#include "cli/format.h"
 #include "export/json_out.h"
 
 static uint32_t pid_of(const struct lens_model *m, int32_t proc) {
@@ -35,7 +36,8 @@ static void ranks_list(FILE *f, const int32_t *r, size_t n, int col) {
 static double secs(uint64_t a, uint64_t b) { return a > b ? (double)(a - b) / 1e9 : 0.0; }
 
 static void comm_text(FILE *f, const struct lens_model *m, const struct lens_hang_comm *c) {
-  fprintf(f, "communicator %s (id 0x%016" PRIx64 ", %d ranks): ", c->name[0] ? c->name : "(unnamed)", c->comm_id,
+  char id[LENS_COMM_ID_LEN];
+  fprintf(f, "communicator %s (id %s, %d ranks): ", lens_fmt_comm_name(c->name), lens_fmt_comm_id(c->comm_id, id),
           c->nranks);
   if (!c->stuck) {
     fprintf(f, "no collective left in flight\n");
@@ -116,8 +118,8 @@ static void comm_headline(FILE *f, const struct lens_hang_report *h, const struc
   int stuck = 0;
   for (int32_t r = 0; r < c->nranks; r++) stuck += c->ranks[r].stuck;
   fprintf(f, "%s seq %" PRId64 " of ", c->stuck_func >= 0 ? c->funcs[c->stuck_func] : "?", c->stuck_seq);
-  if (c->name[0]) fprintf(f, "%s", c->name);
-  else fprintf(f, "0x%016" PRIx64, c->comm_id);
+  char id[LENS_COMM_ID_LEN];
+  fputs(c->name[0] ? c->name : lens_fmt_comm_id(c->comm_id, id), f);
   fprintf(f, " stuck on %d of %d ranks", stuck, c->nranks);
   if (c->n_missing) {
     fprintf(f, ", never entered by rank%s", c->n_missing > 1 ? "s" : "");
@@ -171,7 +173,7 @@ void lens_hang_print_headline_json(FILE *f, const struct lens_hang_report *h) {
     int stuck = 0;
     for (int32_t r = 0; r < c->nranks; r++) stuck += c->ranks[r].stuck;
     fputs(n++ ? ",{\"comm_id\":" : "{\"comm_id\":", f);
-    lens_json_hex(f, c->comm_id);
+    lens_json_comm_id(f, c->comm_id);
     fputs(",\"name\":", f);
     lens_json_str(f, c->name[0] ? c->name : NULL);
     fputs(",\"func\":", f);
@@ -209,7 +211,7 @@ static void ints(FILE *f, const int32_t *v, size_t n) {
 
 static void comm_json(FILE *f, const struct lens_model *m, const struct lens_hang_comm *c) {
   fputs("{\"comm_id\":", f);
-  lens_json_hex(f, c->comm_id);
+  lens_json_comm_id(f, c->comm_id);
   fputs(",\"name\":", f);
   lens_json_str(f, c->name[0] ? c->name : NULL);
   fprintf(f, ",\"nranks\":%d,\"stuck\":%s,\"stuck_func\":", c->nranks, c->stuck ? "true" : "false");

@@ -1,6 +1,7 @@
 /* Host alignment tables and JSON (align_print.h). */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "export/json_out.h"
 #include "job/align_print.h"
@@ -11,11 +12,13 @@ static void fmt_s(char *buf, size_t len, int64_t ns) {
   snprintf(buf, len, "%s%" PRIu64 ".%09" PRIu64, ns < 0 ? "-" : "", a / 1000000000u, a % 1000000000u);
 }
 
+/* At most 9 characters ("9999.9 us") below 27 hours: a unit changes before
+ * its value would round up to 10000.0. */
 static void fmt_ns(char *buf, size_t len, uint64_t ns) {
   if (ns == UINT64_MAX) snprintf(buf, len, "unknown");
   else if (ns < 10000ull) snprintf(buf, len, "%" PRIu64 " ns", ns);
-  else if (ns < 10000000ull) snprintf(buf, len, "%.1f us", (double)ns / 1e3);
-  else if (ns < 10000000000ull) snprintf(buf, len, "%.1f ms", (double)ns / 1e6);
+  else if (ns < 9999950ull) snprintf(buf, len, "%.1f us", (double)ns / 1e3);
+  else if (ns < 9999950000ull) snprintf(buf, len, "%.1f ms", (double)ns / 1e6);
   else snprintf(buf, len, "%.1f s", (double)ns / 1e9);
 }
 
@@ -35,27 +38,62 @@ void lens_align_time_base_text(const struct lens_model *m, const struct lens_ali
     snprintf(buf, len, "job time = host %s's CLOCK_MONOTONIC ns (no REALTIME evidence: not on UTC)", r->host);
 }
 
+/* text from column `indent` on, broken at spaces so that no line passes
+ * 120 columns (a word longer than the room gets a line of its own). */
+static void print_wrapped(FILE *f, int indent, int first_col, const char *text) {
+  int col = first_col;
+  while (*text) {
+    while (*text == ' ') text++;
+    size_t w = strcspn(text, " ");
+    if (!w) break;
+    if (col > indent && col + 1 + (int)w > 120) {
+      fprintf(f, "\n%*s", indent, "");
+      col = indent;
+    } else if (col > indent) {
+      fputc(' ', f);
+      col++;
+    }
+    fprintf(f, "%.*s", (int)w, text);
+    col += (int)w;
+    text += w;
+  }
+  fputc('\n', f);
+}
+
+/* The table's host column: 20 columns, a longer name cut to 18 and "..";
+ * the JSON has it whole. */
+#define HOST_COL 20
+
 void lens_align_print_text(FILE *f, const struct lens_model *m, const struct lens_align *a) {
   if (a->n_hosts < 2) return;
-  char tb[256];
+  char tb[512];
   lens_align_time_base_text(m, a, tb, sizeof tb);
-  fprintf(f, "\nhosts (aligned: %s)\n", tb);
-  fprintf(f, "  %-24s %-8s %5s %5s %22s %10s %10s %9s  %-11s %5s %7s\n", "host", "boot id", "procs", "ranks",
-          "offset s (job - mono)", "bound", "realtime", "drift ppm", "source", "syncs", "one-way");
+  fprintf(f, "\nhosts\n  aligned:");
+  print_wrapped(f, 4, 10, tb);
+  /* 120 columns: offset 20 holds UTC seconds with every ns digit, bound and
+   * realtime 9 hold fmt_ns's widest ("9999.9 ms"). */
+  fprintf(f, "  %-*s %-8s %5s %5s %20s %9s %9s %9s %-11s %5s %7s\n", HOST_COL, "host", "boot id", "procs", "ranks",
+          "offset s (job-mono)", "bound", "realtime", "drift ppm", "source", "syncs", "one-way");
   for (size_t h = 0; h < a->n_hosts; h++) {
     const struct lens_align_host *x = &a->hosts[h];
-    char b[32], c[32], o[40];
+    char b[32], c[32], o[40], host[HOST_COL + 1];
     fmt_ns(b, sizeof b, x->bound_ns);
     fmt_ns(c, sizeof c, x->coarse_bound_ns);
     fmt_s(o, sizeof o, x->offset_ns);
-    fprintf(f, "  %-24s %-8.8s %5u %5u %22s %10s %10s %9.2f  %-11s %5u %7u\n", x->host, x->boot_id, x->n_procs,
+    if (strlen(x->host) > HOST_COL) snprintf(host, sizeof host, "%.*s..", HOST_COL - 2, x->host);
+    else snprintf(host, sizeof host, "%s", x->host);
+    fprintf(f, "  %-*s %-8.8s %5u %5u %20s %9s %9s %9.2f %-11s %5u %7u\n", HOST_COL, host, x->boot_id, x->n_procs,
             x->n_ranks, o, b, c, x->drift_ppm, lens_align_source_name(x->source), x->n_sync, x->n_oneway);
   }
   double de = 0;
   for (size_t h = 0; h < a->n_hosts; h++)
     if (a->hosts[h].drift_err_ppm > de) de = a->hosts[h].drift_err_ppm;
-  fprintf(f, "  bound: against the job time base at the host's reference time; it grows by the drift's error "
-             "(at most %.1f ppm here) away from it\n", de);
+  char bl[256];
+  snprintf(bl, sizeof bl,
+           "against the job time base at the host's reference time; it grows by the drift's error (at most %.1f ppm "
+           "here) away from it", de);
+  fprintf(f, "  bound:");
+  print_wrapped(f, 4, 8, bl);
   if (a->sync_instances)
     fprintf(f, "  sync points: %zu collective instances across hosts, ranks' ends within %.1f us of each other%s\n",
             a->sync_instances, (double)a->end_spread_ns / 1e3, a->sync_dropped ? " (contradicting: not used)" : "");

@@ -57,10 +57,7 @@ static void usage(FILE *f) {
              "  --no-one-way          hosts: leave out the one-way bounds of network transfers between hosts\n"
              "  --one-way-only        hosts: offsets from those one-way bounds alone (no REALTIME offset, no\n"
              "                        collective end): a check\n"
-             "  --stream              read host by host even when all traces would fit one model (the default\n"
-             "                        above 256 MiB of traces (packed and zstd events counted at their fixed\n"
-             "                        size), with --partial and with partial files; the\n"
-             "                        records keep what the host alignment needs: docs/scale.md)\n"
+             "  --stream              (every run reads host by host now; kept for old scripts)\n"
              "  --partial             write the compact per-instance records of the traces given (-o FILE, a\n"
              "                        .lensjob partial file) instead of the report; a later 'nccl-lens job' takes\n"
              "                        partial files wherever it takes traces (docs/scale.md)\n"
@@ -111,53 +108,15 @@ static int job_option(void *ctx, int *i, int argc, char **argv) {
   return 0;
 }
 
-/* ---- map: traces grouped by host, one model per group ---- */
-
-/* Groups of more files than this are split (memory: one model per thread);
- * PXN proxy ops recorded in another process then join only inside a group. */
-#define GROUP_MAX_FILES 64
-
-/* probe: a scheduler probe trace is in the group (or a trace whose header
- * could not be read): its model is analysed for starvation, which marks
- * ProxySteps, so they are loaded as events. */
-struct group { char host[64]; size_t *files; size_t n, cap; int probe; };
-
-static int add_to_group(struct group **gs, size_t *ng, size_t *cap, const char *host, int probe, size_t file) {
-  struct group *g = NULL;
-  for (size_t i = *ng; i-- > 0 && host[0];) /* hosts are few per node; a job's are usually listed together */
-    if (!strcmp((*gs)[i].host, host) && (*gs)[i].n < GROUP_MAX_FILES) {
-      g = &(*gs)[i];
-      break;
-    }
-  if (!g) {
-    if (*ng == *cap) {
-      size_t c = *cap ? *cap * 2 : 16;
-      struct group *q = realloc(*gs, c * sizeof *q);
-      if (!q) return -1;
-      *gs = q, *cap = c;
-    }
-    g = &(*gs)[(*ng)++];
-    memset(g, 0, sizeof *g);
-    snprintf(g->host, sizeof g->host, "%s", host);
-  }
-  if (g->n == g->cap) {
-    size_t c = g->cap ? g->cap * 2 : 8;
-    size_t *q = realloc(g->files, c * sizeof *q);
-    if (!q) return -1;
-    g->files = q, g->cap = c;
-  }
-  g->files[g->n++] = file;
-  g->probe |= probe;
-  return 0;
-}
+/* ---- map: partial files and Kineto traces on a pool of threads; the
+ * traces, host group by host group, through the pass driver (passes.h) ---- */
 
 struct map_ctx {
   char **paths;
-  struct group *groups; size_t n_groups;
   size_t *partials; size_t n_partials;  /* indexes into paths of the partial files */
   size_t *kinetos; size_t n_kinetos;    /* ... of the Kineto traces */
   struct lens_kineto_job_stats *kstats; /* one per Kineto trace */
-  struct lens_job_part *parts;          /* partial files first, then Kineto traces, then groups */
+  struct lens_job_part *parts;          /* partial files first, then Kineto traces (then the host groups' parts) */
   const struct lens_trace_cli *c;
   atomic_size_t next;
   atomic_int failed;
@@ -176,34 +135,29 @@ static int map_one(struct map_ctx *x, size_t w) {
       return lens_cli_error(CMD, "%s", err), -1;
     return 0;
   }
-  const struct group *g = &x->groups[w - x->n_partials - x->n_kinetos];
-  const char **v = malloc(g->n * sizeof *v);
-  if (!v) return lens_cli_error(CMD, "out of memory"), -1;
-  for (size_t i = 0; i < g->n; i++) v[i] = x->paths[g->files[i]];
-  struct lens_load_opts lo = {.cupti_files = x->c->cupti, .n_cupti_files = x->c->n_cupti,
-                              .min_wait_ns = x->c->min_wait_ns, .no_progress = 1};
-  /* The map reads of the ProxySteps only their stops per ProxyOp: folded
-   * by the reader, two thirds of the events are never built (docs/scale.md).
-   * Not when starvation is analysed (it marks steps) or a selection is
-   * made (it may take single steps). */
-  if (!g->probe && !lens_filter_any(&x->c->filter)) lo.load_flags = LENS_LOAD_FOLD_STEPS;
-  struct lens_model *m = lens_cli_load(CMD, v, g->n, &lo);
-  free(v);
-  if (!m) return -1;
-  /* One host's part: a communicator or operation it lacks selects nothing there. */
-  if (lens_filter_apply(CMD, &x->c->filter, m, LENS_FILTER_PART)) {
-    lens_model_free(m);
-    return -1;
+  return -1; /* not reached: traces go through the pass driver */
+}
+
+/* The job pass: one host group's model to its records. */
+static void *job_pass_map(struct lens_model *m, void *ctx) {
+  (void)ctx;
+  struct lens_job_part *p = calloc(1, sizeof *p);
+  if (!p || lens_job_map(m, p) || lens_job_part_own_strings(p)) {
+    if (p) lens_job_part_free(p);
+    free(p);
+    lens_cli_error(CMD, "out of memory");
+    return NULL;
   }
-  int rc = lens_job_map(m, p) || lens_job_part_own_strings(p) ? -1 : 0;
-  lens_model_free(m);
-  if (rc) lens_cli_error(CMD, "out of memory");
-  return rc;
+  return p;
+}
+static void job_pass_free(void *p) {
+  lens_job_part_free(p);
+  free(p);
 }
 
 static void *map_worker(void *arg) {
   struct map_ctx *x = arg;
-  size_t total = x->n_partials + x->n_kinetos + x->n_groups;
+  size_t total = x->n_partials + x->n_kinetos;
   for (size_t w; !atomic_load(&x->failed) && (w = atomic_fetch_add(&x->next, 1)) < total;)
     if (map_one(x, w)) atomic_store(&x->failed, 1);
   return NULL;
@@ -261,95 +215,27 @@ static int concat_parts(const struct lens_job_part *ps, size_t n, struct lens_jo
   return (out->clocks = lens_job_parts_clocks(ps, n, &n_clocks)) ? 0 : -1;
 }
 
-/* Streaming starts above this much trace data in fixed form: one model
- * takes about three times its size in memory (a 10^7-event job, 870 MiB,
- * took 2.47 GB one model against 0.19 GB streamed; 4 M events 1.04 GB
- * against 0.35 GB and a third more CPU, the same report). Packed and zstd
- * chunks count at the size of their fixed records (trace_size.h), or a
- * zstd trace of 10^8 events (300 MiB on disk) would be loaded into one
- * model. */
-#define STREAM_BYTES (256ull << 20)
-
-/* The hang analysis of `nccl-lens hang` on these traces; 1 when h holds it.
- * It reads the ProxySteps of the stuck ops (their step, state, a frozen
- * proxy): when something is stuck and the model folded the steps, the
- * traces are read again with every step, so that job names what hang names.
- * h then points into that second model (names, communicators): it goes to
- * *keep, to be freed only after h is printed. */
-static int job_hang(const struct lens_trace_cli *c, char **paths, size_t n, const struct lens_model *m, int folded,
-                    struct lens_hang_report *h, struct lens_model **keep) {
-  *keep = NULL;
-  if (lens_hang_analyze(m, h) != 0) return 0;
-  if (!h->n_stuck_comms || !folded) return 1;
-  struct lens_load_opts lo = {.cupti_files = c->cupti, .n_cupti_files = c->n_cupti, .min_wait_ns = c->min_wait_ns,
-                              .no_progress = 1};
-  struct lens_model *full = lens_cli_load(CMD, (const char *const *)paths, n, &lo);
-  if (!full) return 1; /* keep the folded answer: what is stuck is the same */
+/* The hang analysis of `nccl-lens hang` on the same traces, as a pass:
+ * first with the ProxySteps folded (what is stuck is the same), and when
+ * something is stuck, again with every step, so that job names what hang
+ * names (a stuck op's step and state, a frozen proxy). 1 when h holds it. */
+static int job_hang(struct lens_trace_cli *c, const struct lens_passes_out *out, size_t pass, long threads,
+                    struct lens_hang_report *h) {
+  if (lens_hang_merge((struct lens_hang_part *const *)out->parts + pass * out->n_groups, out->n_groups, out->bases,
+                      h))
+    return 0;
+  if (!h->n_stuck_comms) return 1;
+  struct lens_pass p = {.map = lens_hang_pass_map, .free = lens_hang_pass_free, .needs = LENS_PASS_STEPS};
+  struct lens_passes_opts po = {.threads = threads, .no_progress = 1};
+  struct lens_passes_out o2;
   struct lens_hang_report h2;
-  if (!lens_filter_apply(CMD, &c->filter, full, 0) && lens_hang_analyze(full, &h2) == 0) {
+  if (!lens_passes_run(CMD, c, &p, 1, &po, &o2) &&
+      !lens_hang_merge((struct lens_hang_part *const *)o2.parts, o2.n_groups, o2.bases, &h2)) {
     lens_hang_free(h);
     *h = h2;
-    *keep = full;
-    return 1;
   }
-  lens_model_free(full);
+  lens_passes_free(&p, &o2);
   return 1;
-}
-
-/* Every trace in one model: the job view and the hosts' alignment (which
- * needs the events). */
-static int job_one_model(const struct opts *o, const struct lens_trace_cli *c, char **paths, size_t n) {
-  struct lens_load_opts lo = {.cupti_files = c->cupti, .n_cupti_files = c->n_cupti, .min_wait_ns = c->min_wait_ns};
-  /* ProxySteps folded as in the map (map_one): the view and the alignment
-   * read no step but through their ProxyOp's count. */
-  int fold = !lens_filter_any(&c->filter);
-  for (size_t i = 0; i < n && fold; i++) {
-    char host[64];
-    int probe;
-    lens_pass_trace_host(paths[i], host, sizeof host, &probe);
-    if (probe) fold = 0;
-  }
-  if (fold) lo.load_flags = LENS_LOAD_FOLD_STEPS;
-  struct lens_model *m = lens_cli_load(CMD, (const char *const *)paths, n, &lo);
-  if (!m) return 1;
-  int fr = lens_filter_apply(CMD, &c->filter, m, 0);
-  if (fr) {
-    lens_model_free(m);
-    return fr;
-  }
-  struct lens_job j;
-  if (lens_job_build(m, &j, o->min_ns)) {
-    lens_cli_error(CMD, "out of memory");
-    lens_model_free(m);
-    return 1;
-  }
-  struct lens_align al;
-  if (lens_align_build(m, &j, &o->align, &al)) {
-    lens_cli_error(CMD, "out of memory");
-    lens_job_free(&j);
-    lens_model_free(m);
-    return 1;
-  }
-  int rc = 1;
-  struct lens_hang_report h; /* the same analysis as `nccl-lens hang`: a stuck collective leads */
-  struct lens_model *hang_model;
-  int have_hang = job_hang(c, paths, n, m, fold, &h, &hang_model);
-  FILE *f = lens_trace_cli_open_out(CMD, c);
-  if (f) {
-    if (o->json) {
-      lens_job_print_json(f, m, &j, &al, have_hang ? &h : NULL, NULL);
-    } else {
-      if (have_hang) lens_hang_print_headline(f, &h);
-      lens_job_print_text(f, m, &j, (size_t)o->top, &al, NULL);
-    }
-    rc = lens_trace_cli_close_out(CMD, c, f, 0);
-  }
-  if (have_hang) lens_hang_free(&h);
-  lens_model_free(hang_model); /* after h, which points into it */
-  lens_align_free(&al);
-  lens_job_free(&j);
-  lens_model_free(m);
-  return rc;
 }
 
 /* Communicators matched by order (Kineto files without Seq) whose ranks
@@ -415,80 +301,79 @@ int lens_cmd_job(int argc, char **argv) {
   char **paths = (char **)c.paths;
   int rc = 1;
   struct map_ctx x = {.paths = paths, .c = &c};
-  size_t cap_groups = 0, n_parts = 0;
+  size_t n_parts = 0, n_trace = 0, n_files_parts = 0;
   struct lens_model *skel = NULL;
-  int have_job = 0;
+  int have_job = 0, have_hang = 0, ran_passes = 0;
   struct lens_job j;
+  struct lens_hang_report h;
+  struct lens_job_part *all_parts = NULL;
+  const char **traces = NULL;
+  /* the traces' passes: the job's records, and (for the view) the hang analysis with the steps folded */
+  struct lens_pass passes[2] = {{.map = job_pass_map, .free = job_pass_free},
+                                {.map = lens_hang_pass_map, .free = lens_hang_pass_free}};
+  size_t n_passes = o.partial ? 1 : 2;
+  struct lens_passes_out po;
+  memset(&po, 0, sizeof po);
   if (o.partial && !lens_trace_cli_out_is_file(&c)) {
     rc = lens_cli_usage(CMD, "--partial writes a file: give it with -o FILE");
     goto out;
   }
-  x.partials = malloc(n * sizeof *x.partials);
-  x.kinetos = malloc(n * sizeof *x.kinetos);
+  x.partials = malloc((n ? n : 1) * sizeof *x.partials);
+  x.kinetos = malloc((n ? n : 1) * sizeof *x.kinetos);
   x.kstats = calloc(n ? n : 1, sizeof *x.kstats);
-  if (!x.partials || !x.kinetos || !x.kstats) goto oom;
-  {
-    uint64_t bytes = 0;
-    int any_partial = 0;
-    for (size_t i = 0; i < n; i++) {
-      if (lens_kineto_name_is(paths[i])) any_partial = 1; /* records of their own, as partial files */
-      else if (lens_job_part_is(paths[i]) == 1) any_partial = 1;
-      else if (bytes <= STREAM_BYTES) bytes += lens_trace_fixed_bytes(paths[i], STREAM_BYTES - bytes);
-    }
-    if (any_partial && lens_filter_any(&c.filter)) {
-      rc = lens_cli_usage(CMD, "--comm, --rank, --func, --since and --until select from traces, not partial or Kineto "
-                               "files");
-      goto out;
-    }
-    if (!o.stream && !o.partial && !any_partial && bytes <= STREAM_BYTES) {
-      rc = job_one_model(&o, &c, paths, n);
-      goto out;
-    }
-  }
+  traces = malloc((n ? n : 1) * sizeof *traces);
+  if (!x.partials || !x.kinetos || !x.kstats || !traces) goto oom;
   for (size_t i = 0; i < n; i++) {
-    if (lens_kineto_name_is(paths[i])) {
-      x.kinetos[x.n_kinetos++] = i;
-      continue;
-    }
-    if (lens_job_part_is(paths[i]) == 1) {
-      x.partials[x.n_partials++] = i;
-      continue;
-    }
-    char host[64];
-    int probe;
-    lens_pass_trace_host(paths[i], host, sizeof host, &probe);
-    /* With CUPTI buffer files (not tied to a host) every trace is one group, as before. */
-    if (c.n_cupti) snprintf(host, sizeof host, "all");
-    if (add_to_group(&x.groups, &x.n_groups, &cap_groups, host, probe, i)) goto oom;
+    if (lens_kineto_name_is(paths[i])) x.kinetos[x.n_kinetos++] = i; /* records of their own, as partial files */
+    else if (lens_job_part_is(paths[i]) == 1) x.partials[x.n_partials++] = i;
+    else traces[n_trace++] = paths[i];
   }
-  n_parts = x.n_partials + x.n_kinetos + x.n_groups;
-  /* Each worker builds and frees model after model. glibc serves blocks of
-   * 32 MiB and more (a model's event array) with fresh mmaps, so every model
-   * faulted its pages in again: on a VM that was most of the load time (4x
-   * at 8 traces a model). From the heap, and the heap kept, the pages are
-   * reused. The process exits after the report. */
-  mallopt(M_MMAP_MAX, 0);
-  mallopt(M_TRIM_THRESHOLD, INT_MAX);
-  x.parts = calloc(n_parts ? n_parts : 1, sizeof *x.parts);
+  if ((x.n_partials || x.n_kinetos) && lens_filter_any(&c.filter)) {
+    rc = lens_cli_usage(CMD, "--comm, --rank, --func, --since and --until select from traces, not partial or Kineto "
+                             "files");
+    goto out;
+  }
+  /* Partial files and Kineto traces: read on a pool of threads. */
+  n_files_parts = x.n_partials + x.n_kinetos;
+  x.parts = calloc(n_files_parts ? n_files_parts : 1, sizeof *x.parts);
   if (!x.parts) goto oom;
-  long nt = o.threads ? o.threads : sysconf(_SC_NPROCESSORS_ONLN);
-  if (nt < 1) nt = 1;
-  if ((size_t)nt > n_parts) nt = (long)n_parts;
-  pthread_t th[1024];
-  long started = 0;
-  for (; started < nt - 1; started++)
-    if (pthread_create(&th[started], NULL, map_worker, &x)) break;
-  map_worker(&x);
-  for (long i = 0; i < started; i++) pthread_join(th[i], NULL);
-  /* The models are gone: give their pages back (the heap kept them), and let
-   * the reduce's big arrays be mapped and unmapped as usual. */
-  malloc_trim(0);
-  mallopt(M_MMAP_MAX, 65536);
-  if (atomic_load(&x.failed)) goto out;
+  if (n_files_parts) {
+    long nt = o.threads ? o.threads : sysconf(_SC_NPROCESSORS_ONLN);
+    if (nt < 1) nt = 1;
+    if ((size_t)nt > n_files_parts) nt = (long)n_files_parts;
+    pthread_t th[1024];
+    long started = 0;
+    for (; started < nt - 1; started++)
+      if (pthread_create(&th[started], NULL, map_worker, &x)) break;
+    map_worker(&x);
+    for (long i = 0; i < started; i++) pthread_join(th[i], NULL);
+    if (atomic_load(&x.failed)) goto out;
+  }
+  /* Traces: host group by host group (passes.h), the same for 1 trace as for 10^4. */
+  if (n_trace) {
+    c.paths = traces, c.n = n_trace;
+    struct lens_passes_opts popt = {.threads = o.threads};
+    r = lens_passes_run(CMD, &c, passes, n_passes, &popt, &po);
+    ran_passes = 1;
+    if (r) {
+      rc = r;
+      goto out;
+    }
+  }
+  /* Every part in input order of kind: partial files, Kineto traces, host groups. */
+  n_parts = n_files_parts + po.n_groups;
+  all_parts = calloc(n_parts ? n_parts : 1, sizeof *all_parts);
+  if (!all_parts) goto oom;
+  for (size_t i = 0; i < n_files_parts; i++) all_parts[i] = x.parts[i], memset(&x.parts[i], 0, sizeof x.parts[i]);
+  for (size_t g = 0; g < po.n_groups; g++) {
+    struct lens_job_part *p = po.parts[g];
+    all_parts[n_files_parts + g] = *p;
+    memset(p, 0, sizeof *p);
+  }
   FILE *f = NULL;
   if (o.partial) {
     struct lens_job_part all;
-    int bad = concat_parts(x.parts, n_parts, &all);
+    int bad = concat_parts(all_parts, n_parts, &all);
     if (bad) {
       lens_job_part_free(&all);
       goto oom;
@@ -498,15 +383,16 @@ int lens_cmd_job(int argc, char **argv) {
     lens_job_part_free(&all);
     goto out;
   }
-  skel = lens_job_skeleton(x.parts, n_parts);
-  if (!skel || lens_job_reduce_consume(x.parts, n_parts, &j, o.min_ns)) goto oom;
+  if (n_trace) have_hang = job_hang(&c, &po, 1, o.threads, &h);
+  skel = lens_job_skeleton(all_parts, n_parts);
+  if (!skel || lens_job_reduce_consume(all_parts, n_parts, &j, o.min_ns)) goto oom;
   have_job = 1;
   /* Rows reduced from records have no events: the hosts are placed from
    * the clocks and rank ends the map kept with the records. */
   for (size_t i = 0; i < j.n_ranks; i++) j.ranks[i].event = -1;
   struct lens_align al;
   size_t n_clocks;
-  struct lens_align_proc_clock *clocks = lens_job_parts_clocks(x.parts, n_parts, &n_clocks);
+  struct lens_align_proc_clock *clocks = lens_job_parts_clocks(all_parts, n_parts, &n_clocks);
   int bad_align = !clocks || lens_align_build_ends(clocks, n_clocks, &j, &o.align, &al);
   free(clocks);
   if (bad_align) goto oom;
@@ -518,8 +404,13 @@ int lens_cmd_job(int argc, char **argv) {
   }
   f = lens_trace_cli_open_out(CMD, &c);
   if (f) {
-    if (o.json) lens_job_print_json(f, skel, &j, &al, NULL, &src); /* no model of the whole job: hang not analysed */
-    else lens_job_print_text(f, skel, &j, (size_t)o.top, &al, &src);
+    /* the hang of the traces (partial files and Kineto traces carry none) leads */
+    if (o.json) {
+      lens_job_print_json(f, skel, &j, &al, have_hang ? &h : NULL, &src);
+    } else {
+      if (have_hang) lens_hang_print_headline(f, &h);
+      lens_job_print_text(f, skel, &j, (size_t)o.top, &al, &src);
+    }
     rc = lens_trace_cli_close_out(CMD, &c, f, 0);
   }
   lens_align_free(&al);
@@ -527,12 +418,16 @@ int lens_cmd_job(int argc, char **argv) {
 oom:
   lens_cli_error(CMD, "out of memory");
 out:
+  if (have_hang) lens_hang_free(&h);
   if (have_job) lens_job_free(&j);
   lens_job_skeleton_free(skel);
-  for (size_t i = 0; x.parts && i < n_parts; i++) lens_job_part_free(&x.parts[i]);
+  for (size_t i = 0; all_parts && i < n_parts; i++) lens_job_part_free(&all_parts[i]);
+  free(all_parts);
+  for (size_t i = 0; x.parts && i < n_files_parts; i++) lens_job_part_free(&x.parts[i]);
   free(x.parts);
-  for (size_t i = 0; i < x.n_groups; i++) free(x.groups[i].files);
-  free(x.groups);
+  if (ran_passes) lens_passes_free(passes, &po);
+  if (n_trace) c.paths = (const char **)paths, c.n = n;
+  free(traces);
   free(x.partials);
   free(x.kinetos);
   free(x.kstats);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/format.h"
 #include "export/json_out.h"
 #include "hang/hang_print.h"
 #include "summary/summary_model.h"
@@ -40,7 +41,7 @@ static void cause_text(const struct lens_job_inst *in, char *buf, size_t len) {
     else
       snprintf(buf, len, "r%d late or busy GPU (+%.1f us)", in->cause_rank, us);
     break;
-  default: snprintf(buf, len, "r%d %s (+%.1f us)", in->cause_rank, lens_job_cause_name(in->cause), us);
+  default: snprintf(buf, len, "r%d %s (+%.1f us)", in->cause_rank, lens_fmt_cause_words(lens_job_cause_name(in->cause)), us);
   }
 }
 
@@ -52,14 +53,15 @@ static const char cause_legend[] =
     "  the other links'; starved proxy: the longest its proxy was kept from a CPU within one event\n";
 
 static void comm_head(FILE *f, const struct lens_model *m, uint64_t comm_id) {
-  const char *name = "-";
+  const char *name = LENS_COMM_UNNAMED;
   int nranks = 0;
   for (size_t i = 0; i < m->n_comms; i++)
     if (m->comms[i].comm_id == comm_id) {
       if (m->comms[i].name[0]) name = m->comms[i].name;
       nranks = m->comms[i].nranks;
     }
-  fprintf(f, "\ncommunicator %s (id 0x%" PRIx64 ", %d ranks)\n", name, comm_id, nranks);
+  char id[LENS_COMM_ID_LEN];
+  fprintf(f, "\ncommunicator %s (id %s, %d ranks)\n", name, lens_fmt_comm_id(comm_id, id), nranks);
 }
 
 static void straggler_rows(FILE *f, const struct lens_model *m, const struct lens_job_straggler *v, size_t n,
@@ -68,10 +70,10 @@ static void straggler_rows(FILE *f, const struct lens_model *m, const struct len
           "wait caused ms", "times last", "causes");
   for (size_t i = 0; i < n; i++) {
     const struct lens_job_straggler *s = &v[i];
-    char who[96], tag[24] = "";
+    char who[96], tag[24] = "", id[LENS_COMM_ID_LEN];
     snprintf(who, sizeof who, "%s:%u", lens_job_host(m, s->proc), pid_of(m, s->proc));
     if (by_tag) snprintf(tag, sizeof tag, "%10" PRIu64 " ", s->user_tag);
-    int col = fprintf(f, "  0x%-16" PRIx64 " %s%5d %-24s %16.3f %10" PRIu64 " ", s->comm_id, tag, s->rank, who,
+    int col = fprintf(f, "  %-18s %s%5d %-24s %16.3f %10" PRIu64 " ", lens_fmt_comm_id(s->comm_id, id), tag, s->rank, who,
                       s->wait_caused_ns / 1e6, s->times_last);
     /* The causes after the columns, wrapped under themselves: a straggler
      * late for several reasons (a loaded machine mixes them) would run past
@@ -80,7 +82,7 @@ static void straggler_rows(FILE *f, const struct lens_model *m, const struct len
     for (int c = 1; c < 8; c++) {
       if (!s->cause_count[c]) continue;
       char item[48];
-      int w = snprintf(item, sizeof item, "%s %" PRIu64, lens_job_cause_name(c), s->cause_count[c]);
+      int w = snprintf(item, sizeof item, "%s %" PRIu64, lens_fmt_cause_words(lens_job_cause_name(c)), s->cause_count[c]);
       if (!first && at + 2 + w + 1 > LENS_JOB_TEXT_COLS) {
         fprintf(f, ",\n%*s", indent, "");
         at = indent;
@@ -216,9 +218,9 @@ void lens_job_print_text(FILE *f, const struct lens_model *m, const struct lens_
   }
   for (size_t k = 0; k < n && (!max_list || k < max_list); k++) {
     const struct lens_job_inst *in = &j->insts[o[k]];
-    char c[160];
+    char c[160], id[LENS_COMM_ID_LEN];
     cause_text(in, c, sizeof c);
-    fprintf(f, "  0x%-16" PRIx64 " %8" PRId64 " %-13s %10" PRIu64 " %11.1f %6d %12.1f  %s\n", in->comm_id, in->seq,
+    fprintf(f, "  %-18s %8" PRId64 " %-13s %10" PRIu64 " %11.1f %6d %12.1f  %s\n", lens_fmt_comm_id(in->comm_id, id), in->seq,
             in->func ? in->func : "-", in->bytes, in->exec_ns / 1e3, in->last_rank, in->max_wait_ns / 1e3, c);
   }
   if (max_list && n > max_list) fprintf(f, "  ... %zu more (--all lists every one; --json has all)\n", n - max_list);
@@ -244,7 +246,7 @@ static void json_stragglers(FILE *f, const struct lens_model *m, const char *key
   for (size_t i = 0; i < n; i++) {
     const struct lens_job_straggler *s = &v[i];
     fprintf(f, "%s\n{\"comm_id\":", i ? "," : "");
-    lens_json_hex(f, s->comm_id);
+    lens_json_comm_id(f, s->comm_id);
     if (by_tag) fprintf(f, ",\"user_tag\":%" PRIu64, s->user_tag);
     fprintf(f, ",\"rank\":%d,\"host\":", s->rank);
     lens_json_str(f, lens_job_host(m, s->proc));
@@ -280,7 +282,7 @@ void lens_job_print_json(FILE *f, const struct lens_model *m, const struct lens_
   for (size_t i = 0; i < j->n_insts; i++) {
     const struct lens_job_inst *in = &j->insts[i];
     fprintf(f, "%s\n{\"comm_id\":", i ? "," : "");
-    lens_json_hex(f, in->comm_id);
+    lens_json_comm_id(f, in->comm_id);
     fprintf(f, ",\"seq\":%" PRId64 ",\"func\":", in->seq);
     lens_json_str(f, in->func);
     fprintf(f, ",\"algo\":");
@@ -320,7 +322,7 @@ void lens_job_print_json(FILE *f, const struct lens_model *m, const struct lens_
   for (size_t i = 0; i < j->n_rows; i++) {
     const struct lens_job_row *r = &j->rows[i];
     fprintf(f, "%s\n{\"comm_id\":", i ? "," : "");
-    lens_json_hex(f, r->comm_id);
+    lens_json_comm_id(f, r->comm_id);
     fputs(",\"func\":", f);
     lens_json_str(f, r->func);
     fprintf(f, ",\"size_log2\":%d,\"count\":%" PRIu64 ",\"decomposed\":%" PRIu64 ",\"exec_avg_ns\":%" PRIu64
@@ -349,7 +351,8 @@ void lens_job_print_md(FILE *f, const struct lens_model *m, const struct lens_jo
     const struct lens_job_row *r = &j->rows[i];
     char size[32];
     lens_size_bucket_label(r->bucket, size, sizeof size);
-    fprintf(f, "| 0x%" PRIx64 " | %s | %s | %" PRIu64 " | %.1f / %.1f / %.1f | %.1f / %.1f | %.2f | ", r->comm_id,
+    char id[LENS_COMM_ID_LEN];
+    fprintf(f, "| %s | %s | %s | %" PRIu64 " | %.1f / %.1f / %.1f | %.1f / %.1f | %.2f | ", lens_fmt_comm_id(r->comm_id, id),
             r->func ? r->func : "-", size, r->count, r->exec_avg / 1e3, r->exec_p50 / 1e3, r->exec_p99 / 1e3,
             r->wait_avg / 1e3, r->wait_max / 1e3, r->busbw_gbps);
     if (r->top_last_rank >= 0) fprintf(f, "%d (%" PRIu64 "/%" PRIu64 ") |\n", r->top_last_rank, r->top_last_count, r->count);
@@ -363,10 +366,11 @@ void lens_job_print_md(FILE *f, const struct lens_model *m, const struct lens_jo
   fprintf(f, "| communicator | rank | host:pid | wait caused ms | times last | causes |\n|---|---:|---|---:|---:|---|\n");
   for (size_t i = 0; i < j->n_stragglers; i++) {
     const struct lens_job_straggler *s = &j->stragglers[i];
-    fprintf(f, "| 0x%" PRIx64 " | %d | %s:%u | %.3f | %" PRIu64 " | ", s->comm_id, s->rank, lens_job_host(m, s->proc),
+    char id[LENS_COMM_ID_LEN];
+    fprintf(f, "| %s | %d | %s:%u | %.3f | %" PRIu64 " | ", lens_fmt_comm_id(s->comm_id, id), s->rank, lens_job_host(m, s->proc),
             pid_of(m, s->proc), s->wait_caused_ns / 1e6, s->times_last);
     for (int c = 1; c < 8; c++)
-      if (s->cause_count[c]) fprintf(f, "%s %" PRIu64 " ", lens_job_cause_name(c), s->cause_count[c]);
+      if (s->cause_count[c]) fprintf(f, "%s %" PRIu64 " ", lens_fmt_cause_words(lens_job_cause_name(c)), s->cause_count[c]);
     fprintf(f, "|\n");
   }
   fprintf(f, "\n");
@@ -375,10 +379,11 @@ void lens_job_print_md(FILE *f, const struct lens_model *m, const struct lens_jo
              "wait caused ms | times last | causes |\n|---|---:|---:|---|---:|---:|---|\n");
   for (size_t i = 0; i < j->n_tag_stragglers; i++) {
     const struct lens_job_straggler *s = &j->tag_stragglers[i];
-    fprintf(f, "| 0x%" PRIx64 " | %" PRIu64 " | %d | %s:%u | %.3f | %" PRIu64 " | ", s->comm_id, s->user_tag, s->rank,
+    char id[LENS_COMM_ID_LEN];
+    fprintf(f, "| %s | %" PRIu64 " | %d | %s:%u | %.3f | %" PRIu64 " | ", lens_fmt_comm_id(s->comm_id, id), s->user_tag, s->rank,
             lens_job_host(m, s->proc), pid_of(m, s->proc), s->wait_caused_ns / 1e6, s->times_last);
     for (int c = 1; c < 8; c++)
-      if (s->cause_count[c]) fprintf(f, "%s %" PRIu64 " ", lens_job_cause_name(c), s->cause_count[c]);
+      if (s->cause_count[c]) fprintf(f, "%s %" PRIu64 " ", lens_fmt_cause_words(lens_job_cause_name(c)), s->cause_count[c]);
     fprintf(f, "|\n");
   }
   fprintf(f, "\n");

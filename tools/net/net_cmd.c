@@ -5,6 +5,7 @@
 #include "cli/cli.h"
 #include "cli/filter.h"
 #include "cli/opt.h"
+#include "cli/passes.h"
 #include "cli/trace_args.h"
 #include "net/net_print.h"
 #include "analysis/analyses.h"
@@ -34,25 +35,35 @@ static int net_option(void *ctx, int *i, int argc, char **argv) {
 
 int lens_cmd_net(int argc, char **argv) {
   struct opts o = {0, DEFAULT_TOP};
-  int rc = 1;
   struct lens_trace_cli c; /* a DIR stands for its .lens files (lens_trace_cli_expand_dirs) */
-  struct lens_model *m = lens_trace_cli_start(CMD, argc, argv, &c, net_option, NULL, &o, usage, &rc);
-  if (!m) return rc;
-  struct lens_net *n = lens_net_build(m);
-  if (!n) {
+  if (lens_trace_cli_parse(CMD, argc, argv, &c, net_option, NULL, &o, usage)) {
+    int rc = c.exit_code;
+    lens_trace_cli_free(&c);
+    return rc;
+  }
+  /* Host group by host group: each group's links, steps and instances, then
+   * the merge joins a connection's two sides (tools/cli/passes.h). */
+  struct lens_net_map_opts mo = {.top_instances = o.json ? 0 : LENS_NET_PRINT_TOP_INSTANCES};
+  const struct lens_pass pass = {.map = lens_net_pass_map, .free = lens_net_pass_free, .ctx = &mo,
+                                 .needs = LENS_PASS_STEPS};
+  struct lens_passes_out out;
+  int rc = lens_passes_run(CMD, &c, &pass, 1, NULL, &out);
+  struct lens_net *n = NULL;
+  if (!rc && !(n = lens_net_merge((struct lens_net_part *const *)out.parts, out.n_groups, out.bases))) {
     lens_cli_error(CMD, "out of memory");
     rc = 1;
-  } else {
+  }
+  if (n) {
     FILE *f = lens_trace_cli_open_out(CMD, &c);
     rc = 1;
     if (f) {
-      if (o.json) lens_net_print_json(f, m, n);
-      else lens_net_print_text(f, m, n, (int)o.top);
+      if (o.json) lens_net_print_json(f, out.skel, n);
+      else lens_net_print_text(f, out.skel, n, (int)o.top);
       rc = lens_trace_cli_close_out(CMD, &c, f, 0);
     }
   }
   lens_net_free(n);
-  lens_model_free(m);
+  lens_passes_free(&pass, &out);
   lens_trace_cli_free(&c);
   return rc;
 }

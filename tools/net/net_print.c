@@ -9,7 +9,7 @@
 #include "export/json_out.h"
 #include "cli/format.h"
 
-#define TOP_INSTANCES 5
+#define TOP_INSTANCES LENS_NET_PRINT_TOP_INSTANCES
 #define TOP_ASYM 5
 #define ASYM_RATIO 1.5 /* A->B at least this many times B->A's score */
 
@@ -107,6 +107,58 @@ static void starvation_line(FILE *f, const struct lens_net *n, const char *pre) 
           pre, n->total.starved_steps, t);
 }
 
+/* The slow links (lens_net_link_is_slow: the rule job and the report share),
+ * one entry per sender -> receiver with its channels counted; or why none
+ * is, when some connections stand out by pace alone. */
+#define SLOW_LISTED 8
+#define NET_COLUMNS 120
+static void slow_line(FILE *f, const struct lens_net *n, const char *pre) {
+  size_t links = 0, out = 0, listed = 0;
+  int col = 0;
+  const struct lens_net_conn *first_out = NULL;
+  for (size_t i = 0; i < n->n_conns; i++) {
+    const struct lens_net_conn *c = &n->conns[i];
+    if (c->stands_out && !c->slow && !first_out) first_out = c;
+    out += c->stands_out && !c->slow;
+    if (!c->slow) continue;
+    int seen = 0;
+    for (size_t k = 0; k < i && !seen; k++) {
+      const struct lens_net_conn *x = &n->conns[k];
+      seen = x->slow && x->comm_id == c->comm_id && x->src == c->src && x->dst == c->dst;
+    }
+    if (seen) continue;
+    links++;
+    if (listed == SLOW_LISTED) continue;
+    int chans = 0;
+    for (size_t k = i; k < n->n_conns; k++) {
+      const struct lens_net_conn *x = &n->conns[k];
+      chans += x->slow && x->comm_id == c->comm_id && x->src == c->src && x->dst == c->dst;
+    }
+    char e[96];
+    int len = snprintf(e, sizeof e, "r%d -> r%d on %d channel%s (%s)", c->src, c->dst, chans, chans > 1 ? "s" : "",
+                       lens_net_phase_name(c->dominant));
+    if (!listed) {
+      col = fprintf(f, "%sslow links (steps >= %.1fx the typical pace, on the network): ", pre, LENS_NET_STANDOUT);
+    } else if (col + 2 + len > NET_COLUMNS - 12) { /* room left for ", N more" */
+      col = fprintf(f, ",\n  ") - 2;
+    } else {
+      col += fprintf(f, ", ");
+    }
+    col += fprintf(f, "%s", e);
+    listed++;
+  }
+  if (links > listed) fprintf(f, ", %zu more", links - listed);
+  if (links) {
+    fputs("\n", f);
+    return;
+  }
+  fprintf(f, "%sslow links: none", pre);
+  if (out)
+    fprintf(f, "; the %zu connection%s standing out wait%s on %s, not on the network", out, out > 1 ? "s" : "",
+            out > 1 ? "" : "s", lens_net_phase_name(first_out->dominant));
+  fputs("\n", f);
+}
+
 static size_t shown(const struct lens_net *n, int top) { return top <= 0 || (size_t)top > n->n_conns ? n->n_conns : (size_t)top; }
 
 /* Asymmetric pairs, each listed once from its slower side. */
@@ -126,74 +178,53 @@ static void asymmetry(FILE *f, const struct lens_net *n, int md) {
                         : "\nasymmetry: none (every pair's directions within %.1fx)\n", ASYM_RATIO);
 }
 
-/* Instances of Coll/P2p with the most step time on the network. */
-struct inst { int32_t ev; struct lens_net_split s; };
+/* Instances of Coll/P2p with the most step time on the network (the view
+ * holds them all for JSON, or only the top ones). */
 static int by_step_ns(const void *a, const void *b) {
-  const struct inst *x = a, *y = b;
-  return x->s.step_ns < y->s.step_ns ? 1 : x->s.step_ns > y->s.step_ns ? -1 : (x->ev > y->ev) - (x->ev < y->ev);
-}
-static struct inst *instances(const struct lens_model *m, size_t *count) {
-  size_t k = 0, cap = 0;
-  struct inst *v = NULL;
-  for (size_t i = 0; i < m->n_events; i++) {
-    int t = m->events[i].type;
-    if (t != LENS_T_COLL && t != LENS_T_P2P) continue;
-    struct lens_net_split s;
-    if (!lens_net_instance_split(m, (int32_t)i, &s)) continue;
-    if (k == cap) {
-      cap = cap ? cap * 2 : 64;
-      struct inst *nv = realloc(v, cap * sizeof *v);
-      if (!nv) break;
-      v = nv;
-    }
-    v[k++] = (struct inst){(int32_t)i, s};
-  }
-  *count = k;
-  return v;
-}
-static int32_t inst_rank(const struct lens_model *m, const struct lens_event *e) {
-  return e->comm >= 0 ? m->comms[e->comm].rank : e->rank;
-}
-static const char *inst_func(const struct lens_event *e) {
-  const char *f = e->type == LENS_T_COLL ? e->p.coll.func : e->p.p2p.func;
-  return f ? f : "?";
+  const struct lens_net_inst *x = a, *y = b;
+  if (x->s.step_ns != y->s.step_ns) return x->s.step_ns < y->s.step_ns ? 1 : -1;
+  return (x->event > y->event) - (x->event < y->event);
 }
 
-static void top_instances(FILE *f, const struct lens_model *m, int md) {
-  size_t k = 0;
-  struct inst *v = instances(m, &k);
-  if (!k) {
-    free(v);
-    return;
+static void top_instances(FILE *f, const struct lens_net *n, int md) {
+  size_t k = n->n_insts;
+  if (!k) return;
+  const struct lens_net_inst *v = n->insts;
+  struct lens_net_inst *sorted = NULL;
+  if (!n->insts_top) { /* all of them, in event order */
+    sorted = malloc(k * sizeof *sorted);
+    if (!sorted) return;
+    memcpy(sorted, v, k * sizeof *sorted);
+    qsort(sorted, k, sizeof *sorted, by_step_ns);
+    v = sorted;
   }
-  qsort(v, k, sizeof *v, by_step_ns);
   size_t show = k < TOP_INSTANCES ? k : TOP_INSTANCES;
   if (md)
-    fprintf(f, "\nCollective instances with the most network step time (%zu of %zu; each rank's ops):\n\n"
+    fprintf(f, "\nCollective instances with the most network step time (%zu of %" PRIu64 "; each rank's ops):\n\n"
                "| rank | op | seq | steps | step time | GPU | peer | wire | recv data | recv GPU | dominant |\n"
                "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
-            show, k);
+            show, n->insts_total);
   else
-    fprintf(f, "\ncollective instances with the most network step time (%zu of %zu; each rank's ops)\n"
+    fprintf(f, "\ncollective instances with the most network step time (%zu of %" PRIu64 "; each rank's ops)\n"
                "  rank  op              seq   steps  step time   GPU%%  peer%%  wire%%  rdata%%  rGPU%%  dominant\n",
-            show, k);
+            show, n->insts_total);
   for (size_t i = 0; i < show; i++) {
-    const struct lens_event *e = &m->events[v[i].ev];
-    const struct lens_net_split *s = &v[i].s;
+    const struct lens_net_inst *e = &v[i];
+    const struct lens_net_split *s = &e->s;
     char t[24];
     lens_fmt_ns((double)s->step_ns, t, sizeof t);
     char seq[24] = "-"; /* p2p has no seqNumber */
-    if (e->type == LENS_T_COLL) snprintf(seq, sizeof seq, "%" PRIu64, e->p.coll.seq);
+    if (e->has_seq) snprintf(seq, sizeof seq, "%" PRIu64, e->seq);
     if (md)
       fprintf(f, "| %d | %s | %s | %" PRIu64 " | %s | %.0f%% | %.0f%% | %.0f%% | %.0f%% | %.0f%% | %s |\n",
-              inst_rank(m, e), inst_func(e), seq, s->steps, t, share(s, 0), share(s, 1), share(s, 2), share(s, 3),
+              e->rank, e->func, seq, s->steps, t, share(s, 0), share(s, 1), share(s, 2), share(s, 3),
               share(s, 5), lens_net_phase_name(lens_net_split_dominant(s)));
     else
-      fprintf(f, "  %4d  %-14s %4s  %6" PRIu64 "  %-10s %5.0f  %5.0f  %5.0f  %6.0f  %5.0f  %s\n", inst_rank(m, e),
-              inst_func(e), seq, s->steps, t, share(s, 0), share(s, 1), share(s, 2), share(s, 3), share(s, 5),
+      fprintf(f, "  %4d  %-14s %4s  %6" PRIu64 "  %-10s %5.0f  %5.0f  %5.0f  %6.0f  %5.0f  %s\n", e->rank,
+              e->func, seq, s->steps, t, share(s, 0), share(s, 1), share(s, 2), share(s, 3), share(s, 5),
               lens_net_phase_name(lens_net_split_dominant(s)));
   }
-  free(v);
+  free(sorted);
 }
 
 static void qps(FILE *f, const struct lens_net *n, int md) {
@@ -237,6 +268,7 @@ void lens_net_print_text(FILE *f, const struct lens_model *m, const struct lens_
   }
   headline(f, n, "");
   starvation_line(f, n, "");
+  slow_line(f, n, "");
   size_t show = shown(n, top), out = count_standing_out(n);
   fprintf(f, "\nslowest connections first: %zu of %zu stand out (score >= %.1f: steps %.1fx the typical time of "
              "steps of their size)\n",
@@ -253,7 +285,7 @@ void lens_net_print_text(FILE *f, const struct lens_model *m, const struct lens_
   }
   if (show < n->n_conns) fprintf(f, "  (%zu more: --top N or --json)\n", n->n_conns - show);
   asymmetry(f, n, 0);
-  top_instances(f, m, 0);
+  top_instances(f, n, 0);
   qps(f, n, 0);
 }
 
@@ -266,6 +298,7 @@ void lens_net_print_md(FILE *f, const struct lens_model *m, const struct lens_ne
   }
   headline(f, n, "- ");
   starvation_line(f, n, "- ");
+  slow_line(f, n, "- ");
   size_t show = shown(n, top), out = count_standing_out(n);
   fprintf(f, "\nSlowest connections first (%zu of %zu shown; %zu stand out, marked !, with steps at least %.1fx "
              "the typical time for their size). Send: GPU/peer/wire %% of the sender's step time; receive: "
@@ -281,7 +314,7 @@ void lens_net_print_md(FILE *f, const struct lens_model *m, const struct lens_ne
             r.dom);
   }
   asymmetry(f, n, 1);
-  top_instances(f, m, 1);
+  top_instances(f, n, 1);
   qps(f, n, 1);
   fputs("\n", f);
 }
@@ -350,24 +383,22 @@ void lens_net_print_json(FILE *f, const struct lens_model *m, const struct lens_
     fputs(",\"asymmetry\":", f);
     if (c->reverse >= 0) lens_json_double(f, c->asymmetry);
     else fputs("null", f);
-    fprintf(f, ",\"stands_out\":%s,\"order\":%d}", c->stands_out ? "true" : "false", c->order);
+    fprintf(f, ",\"stands_out\":%s,\"slow\":%s,\"order\":%d}", c->stands_out ? "true" : "false",
+            c->slow ? "true" : "false", c->order);
   }
   fputs("],\n\"instances\":[", f);
-  size_t k = 0;
-  struct inst *v = instances(m, &k);
-  for (size_t i = 0; i < k; i++) {
-    const struct lens_event *e = &m->events[v[i].ev];
-    fprintf(f, "%s{\"event\":%d,\"comm\":", i ? ",\n" : "\n", v[i].ev);
-    lens_json_hex(f, e->comm >= 0 ? m->comms[e->comm].comm_id : 0);
-    fprintf(f, ",\"rank\":%d,\"kind\":\"%s\",\"func\":", inst_rank(m, e), e->type == LENS_T_COLL ? "coll" : "p2p");
-    lens_json_str(f, inst_func(e));
-    if (e->type == LENS_T_COLL) fprintf(f, ",\"seq\":%" PRIu64, e->p.coll.seq);
-    else fprintf(f, ",\"seq\":null,\"peer\":%d", e->p.p2p.peer);
+  for (size_t i = 0; i < n->n_insts; i++) {
+    const struct lens_net_inst *e = &n->insts[i];
+    fprintf(f, "%s{\"event\":%" PRIu64 ",\"comm\":", i ? ",\n" : "\n", e->event);
+    lens_json_hex(f, e->comm_id);
+    fprintf(f, ",\"rank\":%d,\"kind\":\"%s\",\"func\":", e->rank, e->kind == LENS_T_COLL ? "coll" : "p2p");
+    lens_json_str(f, e->func);
+    if (e->has_seq) fprintf(f, ",\"seq\":%" PRIu64, e->seq);
+    else fprintf(f, ",\"seq\":null,\"peer\":%d", e->peer);
     fputc(',', f);
-    jsplit(f, &v[i].s);
-    fprintf(f, ",\"dominant\":\"%s\"}", lens_net_phase_name(lens_net_split_dominant(&v[i].s)));
+    jsplit(f, &e->s);
+    fprintf(f, ",\"dominant\":\"%s\"}", lens_net_phase_name(lens_net_split_dominant(&e->s)));
   }
-  free(v);
   fprintf(f, "],\n\"net_plugin\":{\"events\":%" PRIu64 ",\"unparented\":%" PRIu64 ",\"qps\":[", n->net_plugin_events,
           n->net_plugin_unparented);
   for (size_t i = 0; i < n->n_qps; i++) {
@@ -382,6 +413,9 @@ void lens_net_print_json(FILE *f, const struct lens_model *m, const struct lens_
   }
   fputs("]},\n\"totals\":{", f);
   jsplit(f, &n->total);
+  size_t slow = 0;
+  for (size_t i = 0; i < n->n_conns; i++) slow += n->conns[i].slow != 0;
+  fprintf(f, ",\"slow_connections\":%zu", slow);
   fprintf(f, ",\"links\":%zu,\"connections\":%zu,\"ranks\":%d,\"steps_without_op\":%" PRIu64
              ",\"starvation_measured\":%s,\"standout_score\":",
           n->n_links, n->n_conns, n->n_ranks, n->proxy_ops_unresolved, n->starvation_known ? "true" : "false");

@@ -7,6 +7,9 @@
 
 #include "analysis/net/net_analysis.h"
 
+/* Instances listed in text and Markdown (the view may hold only these). */
+#define LENS_NET_PRINT_TOP_INSTANCES 5
+
 /* top: connections listed (the rest are counted); <= 0 means all. */
 void lens_net_print_text(FILE *f, const struct lens_model *m, const struct lens_net *n, int top);
 /* Markdown: the report's "Network" section (heading included). */

@@ -258,7 +258,7 @@ int rp_couple_link_ready(struct rp_node *n, const struct rp_op *op, int k, int64
   return now + n->board_delta >= p + lat_ns;
 }
 
-static void jhex(FILE *f, uint64_t v) { fprintf(f, "\"%016" PRIx64 "\"", v); }
+static void jhex(FILE *f, uint64_t v) { fprintf(f, "\"0x%016" PRIx64 "\"", v); } /* docs/cli.md: one vocabulary */
 
 void rp_couple_write_instances(const struct rp_board *b, const struct lens_replay_opts *o, FILE *f) {
   int nranks = o->nodes * o->ranks_per_node;

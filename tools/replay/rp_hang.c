@@ -161,7 +161,7 @@ void rp_hang_truth_write(struct rp_node *n, FILE *f) {
   struct rp_hang *h = &n->hang;
   if (h->kind == RP_HANG_NONE) return;
   static const char *const kinds[] = {"none", "missing", "proxy", "graph"};
-  fprintf(f, ",\n\"hang\":{\"kind\":\"%s\",\"comm_id\":%llu,\"func\":\"%s\",\"seq\":%lld,\"missing_rank\":%d,"
+  fprintf(f, ",\n\"hang\":{\"kind\":\"%s\",\"comm_id\":\"0x%016llx\",\"func\":\"%s\",\"seq\":%lld,\"missing_rank\":%d,"
              "\"frozen_rank\":%d,\"frozen_ns\":%lld,\"start_ns\":%lld,\"exit_after_ms\":%d,\"waiting\":[",
           kinds[h->kind], (unsigned long long)h->comm_id, rp_func_name(h->func), (long long)h->seq, h->missing_rank,
           h->frozen_rank, (long long)atomic_load(&h->frozen_ns), (long long)h->start_ns,

@@ -13,12 +13,24 @@
 static const char *nz(const char *s) { return s && *s ? s : "-"; }
 static double avg(const struct lens_stat *s) { return s->n ? (double)s->sum / (double)s->n : 0.0; }
 
+/* Whether the job view names this rank of this communicator a straggler. */
+static int job_names(const struct lens_report_view *v, uint64_t comm_id, int rank) {
+  for (size_t i = 0; v && i < v->j.n_stragglers; i++)
+    if (v->j.stragglers[i].comm_id == comm_id && v->j.stragglers[i].rank == rank) return 1;
+  return 0;
+}
+
 /* The latest rank of each communicator, when it is late by at least 10 us
- * on average (below that, launch jitter) and at least twice the next one. */
-static int late_ranks(FILE *f, const struct lens_model *m, const struct lens_report *r) {
+ * on average (below that, launch jitter) and at least twice the next one.
+ * Not a rank the job view names a straggler (v, may be NULL): its hint
+ * already gives the cause by the job view's rule, and a second guess here
+ * (launch order) would contradict it. */
+static int late_ranks(FILE *f, const struct lens_model *m, const struct lens_report *r,
+                      const struct lens_report_view *v) {
   int n = 0;
   for (size_t i = 0; i < r->n_late; i++) {
     const struct lens_rep_late *w = &r->late[i];
+    if (job_names(v, w->comm_id, w->rank)) continue;
     double a = w->n ? (double)w->sum_ns / (double)w->n : 0;
     int worst = 1;
     double second = 0;
@@ -218,8 +230,11 @@ static int slow_links(FILE *f, const struct lens_report *r) {
   int n = 0;
   for (size_t i = 0; net && i < net->n_conns && n < 3; i++) {
     const struct lens_net_conn *c = &net->conns[i];
-    if (!c->stands_out) continue;
-    fprintf(f, "- **Network connection r%d -> r%d (channel %d): steps %.1fx the typical time**, mostly %s (`%s`)%s. "
+    /* net's rule (lens_net_link_is_slow): a connection that stands out
+     * because its sender waits on its GPU, or its receiver on its own, is
+     * no slow link; the job view names those causes. */
+    if (!c->slow) continue;
+    fprintf(f, "- **Slow link r%d -> r%d (channel %d): steps %.1fx the typical time**, mostly %s (`%s`)%s. "
                "`nccl-lens net` splits every step of it.\n",
             c->src, c->dst, c->channel, c->score, lens_net_phase_text(c->dominant), lens_net_phase_name(c->dominant),
             c->reverse >= 0 && c->asymmetry >= 1.5 ? "; the other direction is not" : "");
@@ -273,9 +288,11 @@ int lens_report_print_hints(FILE *f, const struct lens_model *m, const struct le
   if (lens_report_view_build(m, r, &v) == 0) {
     if (v.h.n_stuck_comms) lens_hang_print_headline_md(f, &v.h), n++;
     n += stragglers(f, m, &v);
+    n += late_ranks(f, m, r, &v);
     lens_report_view_free(&v);
+  } else {
+    n += late_ranks(f, m, r, NULL);
   }
-  n += late_ranks(f, m, r);
   n += slow_links(f, r);
   n += starved(f, m, r);
   n += outliers(f, r);

@@ -7,7 +7,6 @@
 #include "export/json_out.h"
 #include "host_clock.h"
 #include "job/align_print.h"
-#include "analysis/job/job.h"
 #include "summary/summary_print.h"
 
 static void fmt_ns(char *buf, size_t len, uint64_t ns) {
@@ -21,18 +20,7 @@ static void fmt_ns(char *buf, size_t len, uint64_t ns) {
     snprintf(buf, len, "%.1f s", (double)ns / 1e9);
 }
 
-/* The hosts aligned on one job time base (job_align.h), when the traces
- * come from more than one host clock. 0 and *a filled, or -1. */
-static int aligned(const struct lens_model *m, struct lens_align *a) {
-  struct lens_job j;
-  if (lens_job_build(m, &j, 0)) return -1;
-  int rc = lens_align_build(m, &j, NULL, a);
-  lens_job_free(&j);
-  if (!rc && a->n_hosts < 2) lens_align_free(a), rc = -1;
-  return rc;
-}
-
-void lens_summary_print_clocks_text(FILE *f, const struct lens_model *m) {
+void lens_summary_print_clocks_text(FILE *f, const struct lens_model *m, const struct lens_summary_align *al) {
   int any = 0, unsynced = 0;
   for (size_t p = 0; p < m->n_procs; p++) {
     struct lens_host_clock hc;
@@ -53,14 +41,10 @@ void lens_summary_print_clocks_text(FILE *f, const struct lens_model *m) {
     fputc('\n', f);
   }
   if (unsynced) fprintf(f, "  (*) the bound is the kernel's unsynced maxerror\n");
-  struct lens_align a;
-  if (any && !aligned(m, &a)) {
-    lens_align_print_text(f, m, &a);
-    lens_align_free(&a);
-  }
+  if (any && al && al->a->n_hosts >= 2) lens_align_print_text(f, al->m, al->a);
 }
 
-void lens_summary_print_clocks_json(FILE *f, const struct lens_model *m) {
+void lens_summary_print_clocks_json(FILE *f, const struct lens_model *m, const struct lens_summary_align *al) {
   fputs(",\"clocks\":[", f);
   int n = 0;
   for (size_t p = 0; p < m->n_procs; p++) {
@@ -77,9 +61,5 @@ void lens_summary_print_clocks_json(FILE *f, const struct lens_model *m) {
             hc.ntp_synced ? "true" : "false", hc.timens_mono_offset_ns);
   }
   fputc(']', f);
-  struct lens_align a;
-  if (!aligned(m, &a)) {
-    lens_align_print_json(f, m, &a);
-    lens_align_free(&a);
-  }
+  if (al && al->a->n_hosts >= 2) lens_align_print_json(f, al->m, al->a);
 }

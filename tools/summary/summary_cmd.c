@@ -5,11 +5,11 @@
 #include "cli/cli.h"
 #include "cli/opt.h"
 #include "cli/trace_args.h"
-#include "analysis/analyses.h"
 #include "job/job_print.h"
 #include "summary/summary_print.h"
-#include "summary/summary_top.h"
+#include "summary/summary_read.h"
 #include "hang/hang_print.h"
+#include "summary/summary_top.h"
 
 #define CMD "summary"
 
@@ -38,44 +38,40 @@ static int summary_option(void *ctx, int *i, int argc, char **argv) {
 int lens_cmd_summary(int argc, char **argv) {
   struct opts o = {0, 0, 0};
   struct lens_trace_cli c;
-  int rc = 1;
-  struct lens_model *m = lens_trace_cli_start(CMD, argc, argv, &c, summary_option, NULL, &o, usage, &rc);
-  if (!m) return rc;
-  struct lens_summary s;
-  if (lens_summary_build(m, &s, lens_analyze_gpu != NULL)) {
-    lens_cli_error(CMD, "out of memory");
-    lens_model_free(m);
-    goto done;
+  int rc = lens_trace_cli_parse(CMD, argc, argv, &c, summary_option, NULL, &o, usage);
+  if (rc) {
+    rc = c.exit_code;
+    lens_trace_cli_free(&c);
+    return rc;
   }
-  size_t cut = lens_summary_top(&s, (size_t)o.top);
+  struct lens_summary_run r;
+  rc = lens_summary_read(CMD, &c, 0, LENS_SUMMARY_READ_HANG, &r);
+  if (rc) goto done;
+  struct lens_summary *s = &r.s;
+  size_t cut = lens_summary_top(s, (size_t)o.top);
   if (cut) fprintf(stderr, "nccl-lens summary: --top %ld: %zu operation rows left out\n", o.top, cut);
-  s.wide = o.wide;
-  struct lens_hang_report h; /* the same analysis as `nccl-lens hang`: a stuck collective leads */
-  int have_hang = lens_hang_analyze(m, &h) == 0;
-  if (have_hang) s.hang = &h;
+  s->wide = o.wide;
+  s->hang = r.have_hang ? &r.hang : NULL; /* the same analysis as `nccl-lens hang`: a stuck collective leads */
+  struct lens_summary_align al = {r.job_skel, &r.al};
+  rc = 1;
   FILE *f = lens_trace_cli_open_out(CMD, &c);
   if (f) {
     if (o.json) {
-      lens_summary_print_json(f, m, &s);
+      lens_summary_print_json(f, r.out.skel, s, &al);
     } else {
-      if (have_hang) lens_hang_print_headline(f, &h);
-      struct lens_job j; /* the job view leads whenever a communicator has more than one rank loaded */
-      if (!lens_job_build(m, &j, 0)) {
-        if (j.comms_multi) {
-          fprintf(f, "nccl-lens summary: the job (nccl-lens job has the instances and causes)\n");
-          lens_job_print_headline(f, m, &j);
-          fputc('\n', f);
-        }
-        lens_job_free(&j);
+      if (r.have_hang) lens_hang_print_headline(f, &r.hang);
+      /* the job view leads whenever a communicator has more than one rank loaded */
+      if (r.j.comms_multi) {
+        fprintf(f, "nccl-lens summary: the job (nccl-lens job has the instances and causes)\n");
+        lens_job_print_headline(f, r.job_skel, &r.j);
+        fputc('\n', f);
       }
-      lens_summary_print_text(f, m, &s);
+      lens_summary_print_text(f, r.out.skel, s, &al);
     }
     rc = lens_trace_cli_close_out(CMD, &c, f, 0);
   }
-  if (have_hang) lens_hang_free(&h);
-  lens_summary_free(&s);
-  lens_model_free(m);
 done:
+  lens_summary_run_free(&r);
   lens_trace_cli_free(&c);
   return rc;
 }

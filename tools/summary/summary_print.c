@@ -8,10 +8,6 @@
 #include "export/json_out.h"
 #include "hang/hang_print.h"
 
-/* From tools/analysis/sched/starvation.c when linked. */
-__attribute__((weak)) void lens_print_starvation(FILE *f, const struct lens_model *m);
-__attribute__((weak)) void lens_json_starvation(FILE *f, const struct lens_model *m);
-
 static const struct lens_model *comm_m;
 static int cmp_comm(const void *a, const void *b) {
   const struct lens_comm *x = &comm_m->comms[*(const size_t *)a], *y = &comm_m->comms[*(const size_t *)b];
@@ -224,14 +220,15 @@ static void print_ce_json(FILE *f, const struct lens_summary *s) {
   fputc(']', f);
 }
 
-void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct lens_summary *s) {
+void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct lens_summary *s,
+                             const struct lens_summary_align *align) {
   /* m->comms holds one entry per init (each rank of each process): count
    * the communicators themselves, and say the inits when they differ. */
   size_t distinct = lens_summary_distinct_comms(m);
   char inits[48] = "";
   if (distinct != m->n_comms) snprintf(inits, sizeof inits, " (%zu rank inits)", m->n_comms);
-  fprintf(f, "nccl-lens summary: %zu files, %zu processes, %zu communicator%s%s, %zu events\n", m->n_files,
-          m->n_procs, distinct, distinct == 1 ? "" : "s", inits, m->n_events);
+  fprintf(f, "nccl-lens summary: %zu files, %zu processes, %zu communicator%s%s, %" PRIu64 " events\n", m->n_files,
+          m->n_procs, distinct, distinct == 1 ? "" : "s", inits, s->events);
   size_t *o = row_order(s);
   int32_t cur = -1;
   /* func and algo columns as wide as their longest label ("AllReduce, backward", "sym RSxLD_AGxST") */
@@ -298,7 +295,7 @@ void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct l
   }
   print_drops_text(f, m);
   lens_summary_print_notes(f, m, 0);
-  lens_summary_print_clocks_text(f, m);
+  lens_summary_print_clocks_text(f, m, align);
   int any = 0;
   for (int b = 0; b < 32; b++)
     if (s->evf_counts[b] && lens_evf_name(1u << b)) {
@@ -313,14 +310,14 @@ void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct l
     fprintf(f, "  KernelCh time source: host-notice %" PRIu64 ", gpu-ptimer %" PRIu64 ", cupti %" PRIu64 "\n",
             s->time_source[0], s->time_source[1], s->time_source[2]);
   }
-  if (m->n_sched) {
-    fprintf(f, "\nstarvation (scheduler probe, %zu samples)\n", m->n_sched);
-    if (lens_print_starvation) lens_print_starvation(f, m);
-    else fprintf(f, "  (starvation analysis not built in)\n");
+  if (s->starvation.n_samples) {
+    fprintf(f, "\nstarvation (scheduler probe, %zu samples)\n", s->starvation.n_samples);
+    lens_starvation_print_text(f, &s->starvation);
   }
 }
 
-void lens_summary_print_json(FILE *f, const struct lens_model *m, const struct lens_summary *s) {
+void lens_summary_print_json(FILE *f, const struct lens_model *m, const struct lens_summary *s,
+                             const struct lens_summary_align *al) {
   fprintf(f, "{\"files\":[");
   for (size_t i = 0; i < m->n_files; i++) {
     const struct lens_file *fl = &m->files[i];
@@ -333,7 +330,7 @@ void lens_summary_print_json(FILE *f, const struct lens_model *m, const struct l
                ",\"sessions\":%u,\"clean_end\":%s}",
             fl->lost_chunks, fl->damaged_bytes, fl->damaged_chunks, fl->n_sessions, fl->clean_end ? "true" : "false");
   }
-  fprintf(f, "],\"processes\":%zu,\"events\":%zu,\"hang\":", m->n_procs, m->n_events);
+  fprintf(f, "],\"processes\":%zu,\"events\":%" PRIu64 ",\"hang\":", m->n_procs, s->events);
   lens_hang_print_headline_json(f, s->hang);
   fputs(",\"communicators\":[", f);
   size_t *o = row_order(s);
@@ -437,11 +434,10 @@ void lens_summary_print_json(FILE *f, const struct lens_model *m, const struct l
                "}}",
             s->time_source[0], s->time_source[1], s->time_source[2]);
   }
-  lens_summary_print_clocks_json(f, m);
-  if (m->n_sched) {
+  lens_summary_print_clocks_json(f, m, al);
+  if (s->starvation.n_samples) {
     fputs(",\"starvation\":", f);
-    if (lens_json_starvation) lens_json_starvation(f, m);
-    else fputs("null", f);
+    lens_starvation_print_json(f, &s->starvation);
   }
   fputs("}\n", f);
 }

@@ -6,13 +6,23 @@
 
 #include "summary/summary_model.h"
 
-void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct lens_summary *s);
-void lens_summary_print_json(FILE *f, const struct lens_model *m, const struct lens_summary *s);
+/* The hosts aligned on one job time base (job_align.h), printed from m's
+ * processes (the job view's numbering: lens_job_skeleton). */
+struct lens_align;
+struct lens_summary_align { const struct lens_model *m; const struct lens_align *a; };
+
+/* m: the files, processes, threads and notes of the traces (a skeleton
+ * will do: no event is read); al: the alignment when the command built one
+ * (shown when the traces come from two hosts or more), else NULL. */
+void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct lens_summary *s,
+                             const struct lens_summary_align *al);
+void lens_summary_print_json(FILE *f, const struct lens_model *m, const struct lens_summary *s,
+                             const struct lens_summary_align *al);
 /* Clock placement per process (summary_clocks.c), from CLOCK chunks. */
-void lens_summary_print_clocks_text(FILE *f, const struct lens_model *m);
+void lens_summary_print_clocks_text(FILE *f, const struct lens_model *m, const struct lens_summary_align *al);
 /* The plugin's WARN lines mirrored into the traces (summary_notes.c); markdown for report. */
 void lens_summary_print_notes(FILE *f, const struct lens_model *m, int markdown);
-void lens_summary_print_clocks_json(FILE *f, const struct lens_model *m); /* ,"clocks":[...] */
+void lens_summary_print_clocks_json(FILE *f, const struct lens_model *m, const struct lens_summary_align *al); /* ,"clocks":[...] */
 /* Algorithm bandwidth of a row in GB/s (bytes / completion ns); 0 if unknown. */
 double lens_summary_algbw(const struct lens_sum_row *r);
 /* The algbw for people: "12.3 GB/s", "812 kB/s", "-" when no op completed. */

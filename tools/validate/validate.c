@@ -64,6 +64,7 @@ int lens_cmd_validate(int argc, char **argv) {
     rc = lens_cli_error("validate", "%s", err[0] ? err : "cannot load traces");
     goto out;
   }
+  lens_trace_cli_name_inputs(&c, m); /* "-", x.lens.gz: as the user named them */
   lens_cli_load_notes("validate", m);
   for (size_t i = 0; i < n_buffers; i++)
     if (lens_model_add_cupti_file(m, buffers[i], err, sizeof(err))) {

@@ -72,8 +72,11 @@ int lens_gpu_join(struct lens_model *m, struct lens_gpu_report *r, char *err, si
  * leaving out events with exclude[i] set (may be NULL). */
 int lens_gpu_fit_clocks(struct lens_model *m, struct lens_gpu_report *r, const uint8_t *exclude, char *err,
                         size_t err_len);
-/* gpu_flags.c: per event, 1 = KernelCh too suspect to fit clocks with
- * (malloc'd, n_events entries; NULL when out of memory). */
+/* gpu_flags.c: per event, why a KernelCh is kept out of clock fits
+ * (malloc'd, n_events entries; NULL when out of memory): */
+#define LENS_GPU_EX_SUSPECT 1 /* suspect timers (a later item's): out of every fit */
+#define LENS_GPU_EX_OWNER 2   /* shares its timers with earlier-noticed items and, noticed last, presumably
+                               * owns them: in notice fits, out of CUPTI fits (the kernels decide later) */
 uint8_t *lens_gpu_fit_exclusions(const struct lens_model *m);
 /* gpu_flags.c: map KernelCh times and set LENS_ACC_* flags. */
 void lens_gpu_flag(struct lens_model *m, struct lens_gpu_report *r);

@@ -156,9 +156,30 @@ static void fit_notice(struct pt *p, size_t n, struct fit *f) {
     long double d = dx(p[i].y0, f->ref_host) - b * dx(p[i].x0, f->ref_gpu);
     if (d < lo) lo = d;
   }
-  /* How far the least delays of 16 slices sit above the line: a lower
-   * bound of how much the proxy's polling delay varies. */
-  long double spread = 0;
+  /* Two spreads of the least delays above the line, over 16 slices each.
+   * Of host (notice) time: how much the proxy's best polling delay varies
+   * over the window, the fit's residual. Of points, i.e. of GPU time: how
+   * well each stretch of GPU time is pinned by a prompt notice. A proxy held
+   * back notices a burst of items that the GPU ran over milliseconds: their
+   * stretch of GPU time is pinned only by late notices, a slope or step
+   * there would go unseen, so that spread (the stall: 12 ms in the overrun
+   * scenario, for a map 65 us late) is the error bound, and not the
+   * residual. The job view takes the bound as how far two GPUs' maps may
+   * disagree. */
+  long double by_time = 0, by_points = 0, mins[16];
+  uint64_t ylo = UINT64_MAX, yhi = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (p[i].y0 < ylo) ylo = p[i].y0;
+    if (p[i].y0 > yhi) yhi = p[i].y0;
+  }
+  for (size_t k = 0; k < 16; k++) mins[k] = INFINITY;
+  for (size_t i = 0; i < n; i++) {
+    size_t k = (size_t)((long double)(p[i].y0 - ylo) * 16 / ((long double)(yhi - ylo) + 1));
+    long double d = dx(p[i].y0, f->ref_host) - b * dx(p[i].x0, f->ref_gpu) - lo;
+    if (k < 16 && d < mins[k]) mins[k] = d;
+  }
+  for (size_t k = 0; k < 16; k++)
+    if (mins[k] > by_time && mins[k] < INFINITY) by_time = mins[k];
   size_t slices = n < 16 ? n : 16;
   for (size_t k = 0; k < slices; k++) {
     long double mn = INFINITY;
@@ -166,14 +187,15 @@ static void fit_notice(struct pt *p, size_t n, struct fit *f) {
       long double d = dx(p[i].y0, f->ref_host) - b * dx(p[i].x0, f->ref_gpu) - lo;
       if (d < mn) mn = d;
     }
-    if (mn > spread && mn < INFINITY) spread = mn;
+    if (mn > by_points && mn < INFINITY) by_points = mn;
   }
   f->a = lo;
   f->b = b;
   f->n = (uint32_t)n;
   f->slope_fixed = b == 1.0L;
-  f->residual = (double)spread;
-  f->bound = (double)spread; /* plus the unknown least polling delay (a positive bias) */
+  f->residual = (double)by_time;
+  /* plus the unknown least polling delay (a positive bias) */
+  f->bound = (double)(by_points > by_time ? by_points : by_time);
 }
 
 static int cmp_pt(const void *pa, const void *pb) {
@@ -257,7 +279,7 @@ static int notice_points(const struct lens_model *m, const uint8_t *ex, int32_t 
   for (size_t q = fx->first[thread]; q < fx->first[thread + 1]; q++) {
     size_t i = (size_t)fx->kch[q];
     const struct lens_event *e = &m->events[i];
-    if (!kch_usable(e) || (ex && ex[i])) continue;
+    if (!kch_usable(e) || (ex && ex[i] == LENS_GPU_EX_SUSPECT)) continue;
     uint64_t s = e->p.kernel_ch.start_gpu_ns;
     if (add_pt(v, n, cap, (struct pt){s, s, e->start_mono_ns, e->start_mono_ns, 0})) return -1;
     uint64_t t = e->p.kernel_ch.stop_gpu_ns, tn = lens_gpu_kch_stop_notice(m, e);

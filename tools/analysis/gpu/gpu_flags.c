@@ -50,7 +50,8 @@ static uint64_t launch_of(const struct lens_model *m, const struct lens_event *e
 
 static int bad_item(const struct lens_model *m, const struct chan_item *x, const uint8_t *exclude) {
   uint32_t f = m->events[x->ev].acc.flags;
-  return exclude ? exclude[x->ev] : (f & (LENS_ACC_RING_OVERRUN | LENS_ACC_STOP_BEFORE_START)) != 0;
+  return exclude ? exclude[x->ev] == LENS_GPU_EX_SUSPECT
+                 : (f & (LENS_ACC_RING_OVERRUN | LENS_ACC_STOP_BEFORE_START)) != 0;
 }
 
 /* Items [i, j) (in notice order) report the same timer: their start, or
@@ -60,7 +61,13 @@ static int bad_item(const struct lens_model *m, const struct chan_item *x, const
  * ring wrapped (a launch of more than 64 items on a channel wraps it
  * itself): the owner is the run with an item that fits its CUPTI kernel if
  * exactly one has, else the run noticed last. exclude != NULL: the pre-fit
- * pass marks every item (which one is honest needs the clock map). */
+ * pass, before any clock map: the runs noticed before the last are suspect
+ * (LENS_GPU_EX_SUSPECT); the last is the owner unless CUPTI says otherwise,
+ * which needs the map (LENS_GPU_EX_OWNER: kept out of CUPTI fits only). The
+ * owner must stay in a notice fit: in a stalled proxy's burst the owners are
+ * the items noticed soonest after their timers, the very points that hold
+ * the lower envelope down (without them the map of the overrun scenario was
+ * placed 1.1 ms late and the owners got negative notice lags). */
 static void flag_equal(struct lens_model *m, struct chan_item *it, size_t i, size_t j, uint8_t *exclude) {
   int32_t run[j - i];
   int32_t runs = 0;
@@ -70,7 +77,9 @@ static void flag_equal(struct lens_model *m, struct chan_item *it, size_t i, siz
   }
   if (runs < 2) return;
   if (exclude) {
-    for (size_t k = i; k < j; k++) exclude[it[k].ev] = 1;
+    for (size_t k = i; k < j; k++)
+      if (run[k - i] != runs - 1) exclude[it[k].ev] = LENS_GPU_EX_SUSPECT;
+      else if (!exclude[it[k].ev]) exclude[it[k].ev] = LENS_GPU_EX_OWNER;
     return;
   }
   int32_t owner = runs - 1, fitting = 0, last_fit = -1;
@@ -121,7 +130,7 @@ static void flag_sequences(struct lens_model *m, struct chan_item *it, size_t n,
         if (!bad_item(m, &it[k], exclude)) break; /* honest items before it are in order */
         continue;
       }
-      if (exclude) exclude[it[k].ev] = 1;
+      if (exclude) exclude[it[k].ev] = LENS_GPU_EX_SUSPECT;
       else m->events[it[k].ev].acc.flags |= LENS_ACC_NON_MONOTONIC | LENS_ACC_RING_OVERRUN;
     }
   }
@@ -166,9 +175,14 @@ void lens_gpu_flag(struct lens_model *m, struct lens_gpu_report *r) {
     if (notice) e->acc.notice_lag_ns = (int64_t)(notice - mapped);
     r->kch_mapped++;
     /* A GPU time after the host already saw it is impossible for the item
-     * itself: the timers belong to a later work item. */
-    if (cm->source == LENS_TS_CUPTI && e->start_mono_ns &&
-        e->acc.gpu_start_mono_ns > e->start_mono_ns + (uint64_t)(cm->error_bound_ns + 1000))
+     * itself: the timers belong to a later work item. Either end, either
+     * kind of map: a CUPTI map holds every kernel within its bound; a notice
+     * map is the line under every point it was fitted on, so only a point
+     * kept out of the fit (suspect timers) can lie below it, and one beyond
+     * the bound is a later item's timers, not the map's error. */
+    uint64_t tol = (uint64_t)(cm->error_bound_ns + 1000); /* +1 us: timer ticks, rounding */
+    if ((e->start_mono_ns && e->acc.gpu_start_mono_ns > e->start_mono_ns + tol) ||
+        (t && notice && e->acc.gpu_stop_mono_ns > notice + tol))
       e->acc.flags |= LENS_ACC_RING_OVERRUN;
     int32_t k = lens_gpu_kernel_of_kch(m, e);
     e->acc.cupti_kernel = k;
@@ -204,7 +218,7 @@ uint8_t *lens_gpu_fit_exclusions(const struct lens_model *m) {
     const struct lens_event *e = &m->events[i];
     if (e->type != LENS_T_KERNEL_CH) continue;
     uint64_t s = e->p.kernel_ch.start_gpu_ns, t = e->p.kernel_ch.stop_gpu_ns;
-    if (t && t < s) ex[i] = 1;
+    if (t && t < s) ex[i] = LENS_GPU_EX_SUSPECT;
     it[n++] = (struct chan_item){e->thread, e->p.kernel_ch.channel, (int32_t)i, s, t, launch_of(m, e), 0, 0};
   }
   flag_sequences((struct lens_model *)m, it, n, ex);

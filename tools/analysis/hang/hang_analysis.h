@@ -23,6 +23,7 @@
 #include "lensread.h"
 
 #define LENS_HANG_MAX_FUNCS 16
+#define LENS_HANG_FUNC_LEN 32 /* a collective's name, cut */
 
 /* One ProxyOp of a stuck rank that never stopped. */
 struct lens_hang_wait {
@@ -34,11 +35,11 @@ struct lens_hang_wait {
   uint64_t state_since_ns;  /* first record of the last state run (repeats collapsed) */
   uint64_t state_last_ns;   /* last record of it */
   uint64_t state_repeats;   /* records of that state in its last run (SendPeerWait repeats every proxy pass) */
-  int32_t proc, op_event, step_event, thread;
+  int32_t proc, thread;     /* of the op's process, and the thread that recorded the step (else the op) */
 };
 
 struct lens_hang_kch {
-  int32_t rank, channel, event, proc;
+  int32_t rank, channel, proc;
   uint64_t start_ns;
 };
 
@@ -54,7 +55,7 @@ struct lens_hang_comm {
   uint64_t comm_id;
   char name[128];
   int32_t nranks;
-  const char *funcs[LENS_HANG_MAX_FUNCS]; size_t n_funcs;
+  char funcs[LENS_HANG_MAX_FUNCS][LENS_HANG_FUNC_LEN]; size_t n_funcs; /* in the order the traces first show them */
   int stuck;                 /* an instance never completed */
   int32_t stuck_func;        /* index into funcs, -1 */
   int64_t stuck_seq;         /* -1 when not stuck */
@@ -91,7 +92,46 @@ struct lens_hang_report {
   size_t n_frozen;             /* proxies with frozen set */
 };
 
-/* Returns 0, or -1 when out of memory (r is then empty). */
+/* ---- Host group by host group (the pass driver, tools/cli/passes.h) ----
+ *
+ * A pass over hang: {.map = lens_hang_pass_map, .free = lens_hang_pass_free,
+ * .needs = LENS_PASS_STEPS} (ctx unused), then, for pass k,
+ * lens_hang_merge((struct lens_hang_part *const *)out.parts + k * out.n_groups,
+ * out.n_groups, out.bases, &report) and print with out.skel as the model;
+ * lens_hang_free(&report) before lens_passes_free.
+ *
+ * map: per (comm_id, rank) of the group's COMM records, the last sequence
+ * number started and completed per collective, the latest start of a
+ * completed Coll, and the Colls that never completed after it (each with
+ * its KernelCh and ProxyOps that never stopped, and per ProxyOp the step it
+ * sits at and its last state run); per proxy thread, its last record and its
+ * process's trace end. Everything copied: the model may go.
+ * merge: the partials in input order -> the report lens_hang_analyze gives
+ * of one model holding them all: a communicator's ranks on many hosts are
+ * joined by comm_id (+ rank), the stuck instance is picked over all of them,
+ * and a silent proxy is judged frozen against a peer's send recorded in
+ * another group (the sender and the receiver of a link usually are on two
+ * hosts). Proc and thread indexes are rebased with bases (NULL: one group).
+ * Exact while a communicator shows at most 4 x LENS_HANG_MAX_FUNCS
+ * collectives in a group; the report keeps the first LENS_HANG_MAX_FUNCS, as
+ * one model did. The report owns all it holds: it outlives the partials.
+ *
+ * Steps: the wait of a stuck ProxyOp reads its ProxySteps and their states,
+ * and a proxy thread's last record is most often a step's state, so the pass
+ * needs them as events: .needs = LENS_PASS_STEPS (a command that runs hang
+ * beside passes that fold loses the fold for its groups). */
+struct lens_hang_part;
+/* NULL only when out of memory. */
+struct lens_hang_part *lens_hang_map(const struct lens_model *m);
+void lens_hang_part_free(struct lens_hang_part *p);
+/* 0, or -1 when out of memory (r is then empty). */
+int lens_hang_merge(struct lens_hang_part *const *parts, size_t n, const struct lens_model_base *bases,
+                    struct lens_hang_report *r);
+void *lens_hang_pass_map(struct lens_model *m, void *ctx); /* ctx unused */
+void lens_hang_pass_free(void *part);
+
+/* One model: lens_hang_merge of its one lens_hang_map. Returns 0, or -1 when
+ * out of memory (r is then empty). */
 int lens_hang_analyze(const struct lens_model *m, struct lens_hang_report *r);
 void lens_hang_free(struct lens_hang_report *r);
 /* "send: data ready, waiting for the peer's credit" ... */

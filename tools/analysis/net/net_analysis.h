@@ -130,6 +130,7 @@ struct lens_net_conn {
   double score;                 /* max of the sides' scores */
   double asymmetry;             /* score / reverse's score, 0 without a reverse */
   int stands_out;               /* score >= LENS_NET_STANDOUT */
+  int slow;                     /* a slow link by lens_net_link_is_slow (the rule job and report share) */
   int32_t order;                /* 0 = slowest */
 };
 
@@ -144,6 +145,38 @@ struct lens_net_qp {
 
 #define LENS_NET_STANDOUT 2.0   /* a connection whose steps take 2x the typical time stands out */
 
+/* ---- A slow link: one rule for net, job and the report ----
+ *
+ * A link (sender -> receiver, one channel) is slow when its steps go at
+ * pace_ratio >= LENS_NET_STANDOUT times the pace of its peers (net: the
+ * connection's score; job: the link's ops over the other links the same
+ * proxies moved in that instance) AND that time is the network's: the phase
+ * with the most blamed time over the link's sides (lens_net_link_dominant)
+ * is the wire, or, with only one side's trace, that side's wait for the
+ * other end (the sender's wait for credit, the receiver's wait for data),
+ * which it cannot tell from the wire. A link whose sender waits on its GPU
+ * (send_gpu_wait) is never slow, whatever its pace: the data was late, not
+ * the network; nor one whose receiver's GPU or flush holds it.
+ * sides: the blamed time of the link's send side and recv side summed
+ * (lens_net_split_merge; either may be missing: send_known, recv_known). */
+int lens_net_link_dominant(const struct lens_net_split *sides, int send_known, int recv_known);
+int lens_net_link_is_slow(double pace_ratio, const struct lens_net_split *sides, int send_known, int recv_known);
+
+/* One rank's part of one collective instance (a Coll or P2p event) with
+ * network ops: lens_net_instance_split of its event, with what names it. */
+struct lens_net_inst {
+  uint64_t comm_id;           /* 0 unknown */
+  int32_t rank;               /* its rank in the communicator (the event's rank without one) */
+  int32_t kind;               /* LENS_T_COLL or LENS_T_P2P */
+  int32_t peer;               /* p2p: the peer, else -1 */
+  int32_t has_seq;            /* coll: seq is its seqNumber (p2p has none) */
+  uint64_t seq;
+  uint64_t event;             /* its event in the job's reading order: the events of the groups before its own,
+                               * then its index in its group's model (one group: the model's index) */
+  char func[32];              /* "?" unknown */
+  struct lens_net_split s;
+};
+
 struct lens_net {
   struct lens_net_link *links; size_t n_links;   /* sorted: slowest connection first, send side first */
   struct lens_net_conn *conns; size_t n_conns;   /* sorted slowest first */
@@ -154,9 +187,53 @@ struct lens_net {
   uint64_t proxy_ops_unresolved;                 /* steps whose ProxyOp parent was not found */
   int32_t n_ranks;                               /* distinct ranks with links */
   int starvation_known;                          /* the model had scheduler samples */
+  /* Instances with network ops: all of them in event order, or (top_instances
+   * of the map) the top ones by step time, most first, ties by event. */
+  struct lens_net_inst *insts; size_t n_insts;
+  uint64_t insts_total;                          /* instances with network ops, listed or not */
+  size_t insts_top;                              /* 0: insts holds all */
 };
 
-/* Builds the network view. Returns NULL only when out of memory. */
+/* ---- Host group by host group (the pass driver, tools/cli/passes.h) ----
+ *
+ * map: one group's model -> a partial that owns everything it keeps (the
+ * model may be freed then): its links keyed by (comm_id, rank, peer,
+ * channel, direction) with their splits, one 8-byte record per timed step
+ * (its time, size class and starvation, sorted by link and time: the
+ * quantiles and the score need every step's time against the median of its
+ * class over the whole job, so the values are kept, not a sketch; the merge
+ * reads them in place and finds each class's median by a histogram, without
+ * a copy), its NetPlugin QPs (a QP is one process's: never split across
+ * groups) and its instances.
+ * merge: the partials in input order -> the view lens_net_build gives of one
+ * model holding them all. A link whose ops were recorded in two groups (the
+ * proxy of another process under PXN) is joined by its key; a connection's
+ * two sides (the sender's send link and the receiver's recv link) usually
+ * come from two groups and meet here. Proc and comm indexes are rebased with
+ * the groups' bases (NULL: all zero, one group).
+ *
+ * Reads ProxySteps as events (a pass over them sets LENS_PASS_STEPS): the
+ * phases come from each step's states, the quantiles and the score from each
+ * step's time, and NetPlugin events hang under steps. A folded ProxyOp
+ * (LENS_LOAD_FOLD_STEPS) keeps only its stopped steps' count and first and
+ * last stop: none of that. */
+struct lens_net_part;
+struct lens_net_map_opts {
+  size_t top_instances;       /* instances kept: 0 all (JSON), else the top ones by step time */
+};
+/* NULL only when out of memory. o may be NULL (all instances). */
+struct lens_net_part *lens_net_map(const struct lens_model *m, const struct lens_net_map_opts *o);
+void lens_net_part_free(struct lens_net_part *p);
+/* NULL only when out of memory. bases: per partial, where its group's tables
+ * start in the skeleton the printers get (NULL: one group, no rebase). */
+struct lens_net *lens_net_merge(struct lens_net_part *const *parts, size_t n, const struct lens_model_base *bases);
+/* The pass driver's map and free: ctx is a const struct lens_net_map_opts *
+ * (NULL: all instances). */
+void *lens_net_pass_map(struct lens_model *m, void *ctx);
+void lens_net_pass_free(void *part);
+
+/* The view of one model: lens_net_merge of its one lens_net_map (all
+ * instances). Returns NULL only when out of memory. */
 struct lens_net *lens_net_build(const struct lens_model *m);
 void lens_net_free(struct lens_net *n);
 

@@ -4,6 +4,7 @@
  * direction) ranked slowest first, and asymmetry. Memory: a few words per
  * ProxyOp and per step, on top of the model that already holds them. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,77 +36,181 @@ static int same_link(const struct op_key *a, const struct op_key *b) {
          a->dir == b->dir;
 }
 
-/* One timed step, for quantiles and the typical time of its kind. */
-struct step_rec {
-  int32_t link;
-  uint32_t cls;  /* direction and size class (log2 of bytes) */
-  uint64_t ns;
-  int starved;
-  double ratio; /* ns / the median of its class */
-};
-static int by_link_ns(const void *pa, const void *pb) {
-  const struct step_rec *a = pa, *b = pb;
-  int c = cmp_i32(a->link, b->link);
-  return c ? c : cmp_u64(a->ns, b->ns);
+/* One timed step of a partial, 8 bytes: its time (ns, up to 2^54), its size
+ * class (direction << 8 | log2 of bytes: 9 bits) and whether it overlapped
+ * a starved proxy thread (1 bit). Sorted as integers, a link's steps are in
+ * the order of their times. */
+typedef uint64_t net_step_t;
+#define STEP_NS_MAX ((UINT64_C(1) << 54) - 1)
+static net_step_t step_pack(uint64_t ns, unsigned cls, int starved) {
+  return (ns > STEP_NS_MAX ? STEP_NS_MAX : ns) << 10 | (uint64_t)(cls & 511u) << 1 | (starved != 0);
 }
+static uint64_t step_ns(net_step_t x) { return x >> 10; }
+static unsigned step_cls(net_step_t x) { return (unsigned)(x >> 1) & 511u; }
+static int step_starved(net_step_t x) { return (int)(x & 1u); }
 
-static uint32_t size_class(int dir, uint64_t bytes) {
-  uint32_t l = 0;
+struct lens_net_part {
+  struct lens_net n;          /* links (not scored, no connections; proc and comm the group's), qps, instances */
+  net_step_t *steps;          /* timed steps by link (first[l] .. first[l + 1]), each link's sorted */
+  size_t *first;              /* n.n_links + 1 */
+  size_t n_steps;
+  uint64_t n_events;          /* the group model's events: where the next group's event numbers start */
+};
+
+static uint16_t size_class(int dir, uint64_t bytes) {
+  uint16_t l = 0;
   while (bytes > 1 && l < 63) {
     bytes >>= 1;
     l++;
   }
-  return (uint32_t)dir << 8 | l;
+  return (uint16_t)((unsigned)dir << 8 | l);
 }
+#define NET_NCLASSES 512 /* dir << 8 | log2 */
 
 /* Nearest-rank quantile of a sorted run. */
-static uint64_t quantile(const struct step_rec *r, size_t n, double q) {
+static uint64_t quantile(const net_step_t *st, size_t n, double q) {
   if (!n) return 0;
   size_t k = (size_t)ceil(q * (double)n);
   if (k < 1) k = 1;
   if (k > n) k = n;
-  return r[k - 1].ns;
+  return step_ns(st[k - 1]);
+}
+static int by_u64(const void *a, const void *b) { return cmp_u64(*(const uint64_t *)a, *(const uint64_t *)b); }
+static int by_double(const void *pa, const void *pb) {
+  double a = *(const double *)pa, b = *(const double *)pb;
+  return a < b ? -1 : a > b;
 }
 
-static int by_link_ratio(const void *pa, const void *pb) {
-  const struct step_rec *a = pa, *b = pb;
-  int c = cmp_i32(a->link, b->link);
-  if (c) return c;
-  if (a->starved != b->starved) return a->starved - b->starved; /* unstarved first */
-  return a->ratio < b->ratio ? -1 : a->ratio > b->ratio;
-}
-static int by_cls_ns(const void *pa, const void *pb) {
-  const struct step_rec *a = pa, *b = pb;
-  int c = a->cls < b->cls ? -1 : a->cls > b->cls;
-  return c ? c : cmp_u64(a->ns, b->ns);
+/* A monotone bucket of a step time: exact below 1024 ns, then 1024 buckets
+ * per power of two (a 1/1024 relative width). */
+#define NET_NBUCKETS (1024u + 45u * 1024u)
+static uint32_t ns_bucket(uint64_t ns) {
+  if (ns < 1024) return (uint32_t)ns;
+  int e = 63 - __builtin_clzll(ns); /* 10 .. 53 */
+  return 1024u + (uint32_t)(e - 10) * 1024u + (uint32_t)((ns >> (e - 10)) & 1023u);
 }
 
+/* body, with x each timed step of every partial in turn. */
+#define EACH_STEP(parts, np, x, body)                                                                                  \
+  for (size_t g_ = 0; g_ < (np); g_++)                                                                                 \
+    for (size_t i_ = 0; i_ < (parts)[g_]->n_steps; i_++) {                                                             \
+      net_step_t x = (parts)[g_]->steps[i_];                                                                           \
+      body;                                                                                                            \
+    }
 
 /* Typical time of a step of each class: the median over every link's steps
- * (all of them: long steps overlap starvation more often, so leaving the
- * starved ones out would make "typical" too short). A link's score is the
- * median of its steps' times over that, so links carrying different sizes
- * compare fairly and a few outlying steps do not move it; it leaves out the
- * link's steps that overlapped a starved proxy thread (0 when no other step
- * is left: nothing to blame). */
-static void score_links(struct lens_net *n, struct step_rec *st, size_t ns) {
-  qsort(st, ns, sizeof *st, by_cls_ns);
-  for (size_t i = 0; i < ns;) {
-    size_t j = i;
-    while (j < ns && st[j].cls == st[i].cls) j++;
-    uint64_t med = st[i + (j - i - 1) / 2].ns;
-    for (size_t k = i; k < j; k++) st[k].ratio = med ? (double)st[k].ns / (double)med : 0;
-    i = j;
+ * in every group (all of them: long steps overlap starvation more often, so
+ * leaving the starved ones out would make "typical" too short); the lower
+ * median, exact, without a copy of the steps: a histogram of each class's
+ * times finds the bucket that holds the median, then only that bucket's
+ * values are gathered and sorted. */
+static int class_medians(struct lens_net_part *const *parts, size_t np, uint64_t med[NET_NCLASSES]) {
+  uint64_t cnt[NET_NCLASSES] = {0};
+  uint64_t *hist[NET_NCLASSES] = {0};
+  uint32_t bucket[NET_NCLASSES];
+  uint64_t rank[NET_NCLASSES], in_bucket[NET_NCLASSES];
+  uint64_t *vals[NET_NCLASSES] = {0};
+  size_t nv[NET_NCLASSES] = {0};
+  int rc = -1;
+  EACH_STEP(parts, np, x, cnt[step_cls(x)]++);
+  for (size_t c = 0; c < NET_NCLASSES; c++) {
+    med[c] = 0;
+    if (cnt[c] && !(hist[c] = calloc(NET_NBUCKETS, sizeof *hist[c]))) goto out;
   }
-  qsort(st, ns, sizeof *st, by_link_ratio);
-  for (size_t i = 0; i < ns;) {
-    size_t j = i;
-    while (j < ns && st[j].link == st[i].link) j++;
-    size_t u = 0; /* unstarved first */
-    while (i + u < j && !st[i + u].starved) u++;
-    n->links[st[i].link].score = u ? st[i + (u - 1) / 2].ratio : 0;
-    i = j;
+  EACH_STEP(parts, np, x, hist[step_cls(x)][ns_bucket(step_ns(x))]++);
+  for (size_t c = 0; c < NET_NCLASSES; c++) {
+    if (!cnt[c]) continue;
+    uint64_t r = (cnt[c] - 1) / 2, seen = 0;
+    uint32_t b = 0;
+    while (seen + hist[c][b] <= r) seen += hist[c][b++];
+    bucket[c] = b;
+    rank[c] = r - seen;
+    in_bucket[c] = hist[c][b];
+    free(hist[c]);
+    hist[c] = NULL;
+    if (!(vals[c] = malloc(in_bucket[c] * sizeof *vals[c]))) goto out;
   }
+  EACH_STEP(parts, np, x, {
+    unsigned c = step_cls(x);
+    uint64_t ns = step_ns(x);
+    if (ns_bucket(ns) == bucket[c]) vals[c][nv[c]++] = ns;
+  });
+  for (size_t c = 0; c < NET_NCLASSES; c++) {
+    if (!cnt[c]) continue;
+    qsort(vals[c], nv[c], sizeof *vals[c], by_u64);
+    med[c] = vals[c][rank[c]];
+  }
+  rc = 0;
+out:
+  for (size_t c = 0; c < NET_NCLASSES; c++) free(hist[c]), free(vals[c]);
+  return rc;
+}
+
+/* A merged link's steps, sorted: its one partial's run as it is (the map
+ * sorted it), or the runs of the groups that share it copied into buf. */
+struct link_src { uint32_t part, local; };
+static const net_step_t *link_steps(struct lens_net_part *const *parts, const struct link_src *src, size_t n_src,
+                                    net_step_t *buf, size_t *n) {
+  if (n_src == 1) {
+    const struct lens_net_part *p = parts[src[0].part];
+    *n = p->first[src[0].local + 1] - p->first[src[0].local];
+    return p->steps + p->first[src[0].local];
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < n_src; i++) {
+    const struct lens_net_part *p = parts[src[i].part];
+    size_t a = p->first[src[i].local], b = p->first[src[i].local + 1];
+    memcpy(buf + k, p->steps + a, (b - a) * sizeof *buf);
+    k += b - a;
+  }
+  qsort(buf, k, sizeof *buf, by_u64);
+  *n = k;
+  return buf;
+}
+
+/* A link's score is the median of its steps' times over the typical time of
+ * their class, so links carrying different sizes compare fairly and a few
+ * outlying steps do not move it; it leaves out the link's steps that
+ * overlapped a starved proxy thread (0 when no other step is left: nothing
+ * to blame). Also the links' step quantiles. src: each merged link's
+ * partial links, link_src[l] .. link_src[l + 1]. */
+static int score_links(struct lens_net *n, struct lens_net_part *const *parts, size_t np, const struct link_src *src,
+                       const size_t *src_first) {
+  uint64_t med[NET_NCLASSES];
+  if (class_medians(parts, np, med)) return -1;
+  size_t maxl = 1;
+  for (size_t l = 0; l < n->n_links; l++) {
+    size_t k = 0;
+    for (size_t i = src_first[l]; i < src_first[l + 1]; i++) {
+      const struct lens_net_part *p = parts[src[i].part];
+      k += p->first[src[i].local + 1] - p->first[src[i].local];
+    }
+    if (k > maxl) maxl = k;
+  }
+  double *ratio = malloc(maxl * sizeof *ratio);
+  net_step_t *buf = malloc(maxl * sizeof *buf);
+  if (!ratio || !buf) {
+    free(ratio), free(buf);
+    return -1;
+  }
+  for (size_t l = 0; l < n->n_links; l++) {
+    size_t ns = 0, u = 0;
+    const net_step_t *st = link_steps(parts, src + src_first[l], src_first[l + 1] - src_first[l], buf, &ns);
+    if (!ns) continue;
+    struct lens_net_link *L = &n->links[l];
+    L->p50_step_ns = quantile(st, ns, 0.50);
+    L->p99_step_ns = quantile(st, ns, 0.99);
+    L->max_step_ns = step_ns(st[ns - 1]);
+    for (size_t k = 0; k < ns; k++) {
+      uint64_t md = med[step_cls(st[k])];
+      if (!step_starved(st[k])) ratio[u++] = md ? (double)step_ns(st[k]) / (double)md : 0;
+    }
+    qsort(ratio, u, sizeof *ratio, by_double);
+    L->score = u ? ratio[(u - 1) / 2] : 0;
+  }
+  free(ratio);
+  free(buf);
+  return 0;
 }
 
 static int conn_key_cmp(uint64_t ca, int32_t sa, int32_t da, int32_t cha, uint64_t cb, int32_t sb, int32_t db,
@@ -174,15 +279,12 @@ static int build_conns(struct lens_net *n) {
     memset(&both, 0, sizeof both);
     if (c->send_link >= 0) lens_net_split_merge(&both, &n->links[c->send_link].t);
     if (c->recv_link >= 0) lens_net_split_merge(&both, &n->links[c->recv_link].t);
-    /* With both sides known, each side's wait for the other is the other
-     * side's time: the receiver's data_wait (dropped by the rule of
-     * lens_net_split_dominant) and the sender's credit wait (dropped here). */
-    if (c->send_link >= 0 && c->recv_link >= 0) both.blame_ns[LENS_NET_SEND_PEER_WAIT] = 0;
-    c->dominant = lens_net_split_dominant(&both);
+    c->dominant = lens_net_link_dominant(&both, c->send_link >= 0, c->recv_link >= 0);
     double ss = c->send_link >= 0 ? n->links[c->send_link].score : 0;
     double rs = c->recv_link >= 0 ? n->links[c->recv_link].score : 0;
     c->score = ss > rs ? ss : rs;
     c->stands_out = c->score >= LENS_NET_STANDOUT;
+    c->slow = lens_net_link_is_slow(c->score, &both, c->send_link >= 0, c->recv_link >= 0);
     if (c->send_link >= 0 && c->recv_link >= 0) n->links[c->recv_link].gbps = n->links[c->send_link].gbps;
     nc++;
     i = j;
@@ -257,9 +359,69 @@ static int32_t op_comm(const struct lens_model *m, const struct lens_event *e) {
   return e->parent >= 0 ? m->events[e->parent].comm : -1;
 }
 
-struct lens_net *lens_net_build(const struct lens_model *m) {
-  struct lens_net *n = calloc(1, sizeof *n);
-  if (!n) return NULL;
+
+void lens_net_part_free(struct lens_net_part *p) {
+  if (!p) return;
+  free(p->n.links);
+  free(p->n.conns);
+  free(p->n.qps);
+  free(p->n.insts);
+  free(p->steps);
+  free(p->first);
+  free(p);
+}
+
+/* Instances by step time, most first; ties by event. */
+static int inst_by_step_ns(const void *a, const void *b) {
+  const struct lens_net_inst *x = a, *y = b;
+  if (x->s.step_ns != y->s.step_ns) return x->s.step_ns < y->s.step_ns ? 1 : -1;
+  return cmp_u64(x->event, y->event);
+}
+
+static int map_instances(const struct lens_model *m, struct lens_net *n, size_t top) {
+  size_t cap = 0;
+  for (size_t i = 0; i < m->n_events; i++) {
+    const struct lens_event *e = &m->events[i];
+    if (e->type != LENS_T_COLL && e->type != LENS_T_P2P) continue;
+    struct lens_net_inst x;
+    memset(&x, 0, sizeof x);
+    if (!lens_net_instance_split(m, (int32_t)i, &x.s)) continue;
+    n->insts_total++;
+    const struct lens_comm *c = e->comm >= 0 && (size_t)e->comm < m->n_comms ? &m->comms[e->comm] : NULL;
+    x.comm_id = c ? c->comm_id : 0;
+    x.rank = c ? c->rank : e->rank;
+    x.kind = e->type;
+    x.peer = e->type == LENS_T_P2P ? e->p.p2p.peer : -1;
+    x.has_seq = e->type == LENS_T_COLL;
+    x.seq = x.has_seq ? e->p.coll.seq : 0;
+    x.event = i;
+    const char *f = e->type == LENS_T_COLL ? e->p.coll.func : e->p.p2p.func;
+    snprintf(x.func, sizeof x.func, "%s", f ? f : "?");
+    if (top && n->n_insts == top) { /* keep the top ones: replace the least when this one ranks above it */
+      size_t least = 0;
+      for (size_t k = 1; k < n->n_insts; k++)
+        if (inst_by_step_ns(&n->insts[k], &n->insts[least]) > 0) least = k;
+      if (inst_by_step_ns(&x, &n->insts[least]) < 0) n->insts[least] = x;
+      continue;
+    }
+    if (n->n_insts == cap) {
+      size_t nc = cap ? cap * 2 : 64;
+      if (top && nc > top) nc = top;
+      struct lens_net_inst *q = realloc(n->insts, nc * sizeof *q);
+      if (!q) return -1;
+      n->insts = q, cap = nc;
+    }
+    n->insts[n->n_insts++] = x;
+  }
+  n->insts_top = top;
+  return 0;
+}
+
+struct lens_net_part *lens_net_map(const struct lens_model *m, const struct lens_net_map_opts *o) {
+  struct lens_net_part *p = calloc(1, sizeof *p);
+  if (!p) return NULL;
+  struct lens_net *n = &p->n;
+  p->n_events = m->n_events;
   n->starvation_known = m->n_sched > 0;
   size_t nops = 0, nsteps = 0;
   for (size_t i = 0; i < m->n_events; i++) {
@@ -268,8 +430,10 @@ struct lens_net *lens_net_build(const struct lens_model *m) {
   }
   struct op_key *keys = malloc((nops ? nops : 1) * sizeof *keys);
   int32_t *link_of_op = malloc((m->n_events ? m->n_events : 1) * sizeof *link_of_op);
-  struct step_rec *st = malloc((nsteps ? nsteps : 1) * sizeof *st);
-  if (!keys || !link_of_op || !st) goto oom;
+  net_step_t *tmp = malloc((nsteps ? nsteps : 1) * sizeof *tmp);
+  uint32_t *tmp_link = malloc((nsteps ? nsteps : 1) * sizeof *tmp_link);
+  p->steps = malloc((nsteps ? nsteps : 1) * sizeof *p->steps);
+  if (!keys || !link_of_op || !tmp || !tmp_link || !p->steps) goto oom;
   size_t k = 0;
   for (size_t i = 0; i < m->n_events; i++) {
     link_of_op[i] = -1;
@@ -304,8 +468,6 @@ struct lens_net *lens_net_build(const struct lens_model *m) {
     link_of_op[keys[i].event] = (int32_t)l;
   }
   n->n_links = nl;
-  /* Steps. */
-  size_t ns = 0;
   for (size_t i = 0; i < m->n_events; i++) {
     const struct lens_event *e = &m->events[i];
     if (e->type != LENS_T_PROXY_STEP) continue;
@@ -319,20 +481,168 @@ struct lens_net *lens_net_build(const struct lens_model *m) {
     struct lens_net_link *L = &n->links[l];
     lens_net_split_add_step(&L->t, &s, timed);
     if (!timed) continue;
-    st[ns++] = (struct step_rec){.link = l, .cls = size_class(L->dir, s.bytes), .ns = s.stop_ns - s.start_ns,
-                                 .starved = s.starved};
+    tmp_link[p->n_steps] = (uint32_t)l;
+    tmp[p->n_steps++] = step_pack(s.stop_ns - s.start_ns, size_class(L->dir, s.bytes), s.starved);
   }
-  /* Quantiles per link. */
-  qsort(st, ns, sizeof *st, by_link_ns);
-  for (size_t i = 0; i < ns;) {
-    size_t j = i;
-    while (j < ns && st[j].link == st[i].link) j++;
-    struct lens_net_link *L = &n->links[st[i].link];
-    L->p50_step_ns = quantile(st + i, j - i, 0.50);
-    L->p99_step_ns = quantile(st + i, j - i, 0.99);
-    L->max_step_ns = st[j - 1].ns;
-    i = j;
+  /* by link, each link's in order of time */
+  if (!(p->first = calloc(nl + 2, sizeof *p->first))) goto oom;
+  for (size_t i = 0; i < p->n_steps; i++) p->first[tmp_link[i] + 1]++;
+  for (size_t l = 0; l < nl; l++) p->first[l + 1] += p->first[l];
+  for (size_t i = 0; i < p->n_steps; i++) p->steps[p->first[tmp_link[i]]++] = tmp[i];
+  for (size_t l = nl; l > 0; l--) p->first[l] = p->first[l - 1];
+  p->first[0] = 0;
+  for (size_t l = 0; l < nl; l++)
+    qsort(p->steps + p->first[l], p->first[l + 1] - p->first[l], sizeof *p->steps, by_u64);
+  free(tmp), tmp = NULL;
+  free(tmp_link), tmp_link = NULL;
+  if (lens_net_build_qps(m, n, link_of_op)) goto oom;
+  if (map_instances(m, n, o ? o->top_instances : 0)) goto oom;
+  free(keys);
+  free(link_of_op);
+  return p;
+oom:
+  free(keys);
+  free(link_of_op);
+  free(tmp);
+  free(tmp_link);
+  lens_net_part_free(p);
+  return NULL;
+}
+
+/* A partial's link, for joining the groups' links by key. */
+struct link_ref {
+  const struct lens_net_link *l;
+  uint32_t part, local;
+};
+static int link_ref_cmp(const void *pa, const void *pb) {
+  const struct link_ref *a = pa, *b = pb;
+  const struct lens_net_link *x = a->l, *y = b->l;
+  int c;
+  if ((c = cmp_u64(x->comm_id, y->comm_id))) return c;
+  if ((c = cmp_i32(x->rank, y->rank))) return c;
+  if ((c = cmp_i32(x->peer, y->peer))) return c;
+  if ((c = cmp_i32(x->channel, y->channel))) return c;
+  if ((c = cmp_i32(x->dir, y->dir))) return c;
+  if (a->part != b->part) return a->part < b->part ? -1 : 1;
+  return a->local < b->local ? -1 : a->local > b->local;
+}
+static int same_key(const struct lens_net_link *x, const struct lens_net_link *y) {
+  return x->comm_id == y->comm_id && x->rank == y->rank && x->peer == y->peer && x->channel == y->channel &&
+         x->dir == y->dir;
+}
+static int qp_order(const void *pa, const void *pb) {
+  const struct lens_net_qp *a = pa, *b = pb;
+  int c;
+  if ((c = cmp_i32(a->rank, b->rank))) return c;
+  if ((c = cmp_i32(a->proc, b->proc))) return c;
+  if ((c = cmp_i32(a->transport, b->transport))) return c;
+  if ((c = cmp_i32(a->device, b->device))) return c;
+  return cmp_i32(a->qp_num, b->qp_num);
+}
+
+static int32_t rebase(int32_t i, size_t base) { return i >= 0 ? (int32_t)((size_t)i + base) : i; }
+
+/* The links of every partial joined by key; *src: each merged link's
+ * partial links (src_first[l] .. src_first[l + 1]), whose steps score_links
+ * reads where they are. */
+static int merge_links(struct lens_net *n, struct lens_net_part *const *parts, size_t np,
+                       const struct lens_model_base *bases, struct link_src **src, size_t **src_first) {
+  size_t total = 0;
+  for (size_t g = 0; g < np; g++) total += parts[g]->n.n_links;
+  struct link_ref *refs = malloc((total ? total : 1) * sizeof *refs);
+  *src = malloc((total ? total : 1) * sizeof **src);
+  if (!refs || !*src) goto oom;
+  size_t k = 0;
+  for (size_t g = 0; g < np; g++)
+    for (size_t l = 0; l < parts[g]->n.n_links; l++)
+      refs[k++] = (struct link_ref){&parts[g]->n.links[l], (uint32_t)g, (uint32_t)l};
+  qsort(refs, total, sizeof *refs, link_ref_cmp);
+  size_t nl = 0;
+  for (size_t i = 0; i < total; i++) nl += !i || !same_key(refs[i - 1].l, refs[i].l);
+  n->links = calloc(nl ? nl : 1, sizeof *n->links);
+  *src_first = calloc(nl + 1, sizeof **src_first);
+  if (!n->links || !*src_first) goto oom;
+  for (size_t i = 0, l = (size_t)-1; i < total; i++) {
+    const struct lens_net_link *x = refs[i].l;
+    const struct lens_model_base *b = bases ? &bases[refs[i].part] : NULL;
+    int32_t comm = rebase(x->comm, b ? b->comm : 0), proc = rebase(x->proc, b ? b->proc : 0);
+    if (!i || !same_key(refs[i - 1].l, x)) {
+      l++;
+      struct lens_net_link *L = &n->links[l];
+      *L = *x;
+      memset(&L->t, 0, sizeof L->t);
+      L->comm = comm;
+      L->proc = proc; /* the first op's: the first group's */
+      L->transport = LENS_NET_TRANSPORT_NET;
+      L->dominant = -1;
+    }
+    struct lens_net_link *L = &n->links[l];
+    if (L->comm < 0) L->comm = comm;
+    if (L->transport == LENS_NET_TRANSPORT_NET) L->transport = x->transport;
+    lens_net_split_merge(&L->t, &x->t);
+    (*src)[i] = (struct link_src){refs[i].part, refs[i].local};
+    (*src_first)[l + 1] = i + 1;
   }
+  n->n_links = nl;
+  free(refs);
+  return 0;
+oom:
+  free(refs);
+  return -1;
+}
+
+static int merge_qps(struct lens_net *n, struct lens_net_part *const *parts, size_t np,
+                     const struct lens_model_base *bases) {
+  size_t total = 0;
+  for (size_t g = 0; g < np; g++) total += parts[g]->n.n_qps;
+  n->qps = calloc(total ? total : 1, sizeof *n->qps);
+  if (!n->qps) return -1;
+  for (size_t g = 0; g < np; g++) {
+    const struct lens_net *x = &parts[g]->n;
+    for (size_t i = 0; i < x->n_qps; i++) {
+      struct lens_net_qp q = x->qps[i];
+      q.proc = rebase(q.proc, bases ? bases[g].proc : 0);
+      n->qps[n->n_qps++] = q;
+    }
+    n->net_plugin_events += x->net_plugin_events;
+    n->net_plugin_unparented += x->net_plugin_unparented;
+    n->proxy_ops_unresolved += x->proxy_ops_unresolved;
+    n->starvation_known |= x->starvation_known;
+  }
+  if (np > 1) qsort(n->qps, n->n_qps, sizeof *n->qps, qp_order); /* a QP is one process's: no two groups share one */
+  return 0;
+}
+
+static int merge_instances(struct lens_net *n, struct lens_net_part *const *parts, size_t np) {
+  size_t total = 0, top = np ? parts[0]->n.insts_top : 0;
+  for (size_t g = 0; g < np; g++) total += parts[g]->n.n_insts;
+  n->insts = malloc((total ? total : 1) * sizeof *n->insts);
+  if (!n->insts) return -1;
+  uint64_t base = 0;
+  for (size_t g = 0; g < np; g++) {
+    const struct lens_net *x = &parts[g]->n;
+    for (size_t i = 0; i < x->n_insts; i++) {
+      n->insts[n->n_insts] = x->insts[i];
+      n->insts[n->n_insts++].event += base;
+    }
+    n->insts_total += x->insts_total;
+    base += parts[g]->n_events;
+  }
+  n->insts_top = top;
+  if (top) {
+    qsort(n->insts, n->n_insts, sizeof *n->insts, inst_by_step_ns);
+    if (n->n_insts > top) n->n_insts = top;
+  }
+  return 0;
+}
+
+struct lens_net *lens_net_merge(struct lens_net_part *const *parts, size_t np, const struct lens_model_base *bases) {
+  struct lens_net *n = calloc(1, sizeof *n);
+  struct link_src *src = NULL;
+  size_t *src_first = NULL;
+  if (!n) return NULL;
+  if (merge_links(n, parts, np, bases, &src, &src_first)) goto oom;
+  size_t nl = n->n_links;
   for (size_t l = 0; l < nl; l++) {
     struct lens_net_link *L = &n->links[l];
     if (L->dir == LENS_NET_DIR_SEND && L->t.phase_ns[LENS_NET_SEND_WIRE])
@@ -341,8 +651,10 @@ struct lens_net *lens_net_build(const struct lens_model *m) {
     lens_net_split_merge(&n->total, &L->t);
     lens_net_split_merge(L->dir == LENS_NET_DIR_SEND ? &n->send_total : &n->recv_total, &L->t);
   }
-  score_links(n, st, ns);
-  if (lens_net_build_qps(m, n, link_of_op)) goto oom;
+  if (score_links(n, parts, np, src, src_first)) goto oom;
+  free(src), src = NULL;
+  free(src_first), src_first = NULL;
+  if (merge_qps(n, parts, np, bases) || merge_instances(n, parts, np)) goto oom;
   if (build_conns(n) || order_all(n)) goto oom;
   {
     int32_t *r = malloc((nl ? nl : 1) * sizeof *r);
@@ -352,16 +664,23 @@ struct lens_net *lens_net_build(const struct lens_model *m) {
     for (size_t l = 0; l < nl; l++) n->n_ranks += !l || r[l] != r[l - 1];
     free(r);
   }
-  free(keys);
-  free(link_of_op);
-  free(st);
   return n;
 oom:
-  free(keys);
-  free(link_of_op);
-  free(st);
+  free(src);
+  free(src_first);
   lens_net_free(n);
   return NULL;
+}
+
+void *lens_net_pass_map(struct lens_model *m, void *ctx) { return lens_net_map(m, ctx); }
+void lens_net_pass_free(void *part) { lens_net_part_free(part); }
+
+struct lens_net *lens_net_build(const struct lens_model *m) {
+  struct lens_net_part *p = lens_net_map(m, NULL);
+  if (!p) return NULL;
+  struct lens_net *n = lens_net_merge(&p, 1, NULL);
+  lens_net_part_free(p);
+  return n;
 }
 
 void lens_net_free(struct lens_net *n) {
@@ -369,5 +688,6 @@ void lens_net_free(struct lens_net *n) {
   free(n->links);
   free(n->conns);
   free(n->qps);
+  free(n->insts);
   free(n);
 }

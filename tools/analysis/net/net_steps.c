@@ -187,3 +187,21 @@ int lens_net_split_dominant(const struct lens_net_split *s) {
   if (best < 0 && b[LENS_NET_UNKNOWN]) best = LENS_NET_UNKNOWN;
   return best;
 }
+
+int lens_net_link_dominant(const struct lens_net_split *sides, int send_known, int recv_known) {
+  /* With both sides known, each side's wait for the other is the other
+   * side's time: the receiver's data_wait (dropped by the rule of
+   * lens_net_split_dominant) and the sender's credit wait (dropped here). */
+  struct lens_net_split s = *sides;
+  if (send_known && recv_known) s.blame_ns[LENS_NET_SEND_PEER_WAIT] = 0;
+  return lens_net_split_dominant(&s);
+}
+
+int lens_net_link_is_slow(double pace_ratio, const struct lens_net_split *sides, int send_known, int recv_known) {
+  if (!(pace_ratio >= LENS_NET_STANDOUT)) return 0;
+  int d = lens_net_link_dominant(sides, send_known, recv_known);
+  if (d == LENS_NET_SEND_WIRE) return 1;
+  if (d == LENS_NET_SEND_PEER_WAIT) return !recv_known; /* the receiver's credit: its trace would tell */
+  if (d == LENS_NET_RECV_DATA_WAIT) return !send_known; /* the sender's GPU or the wire: its trace would tell */
+  return 0; /* the sender's GPU, the receiver's GPU or flush, nothing split */
+}

@@ -305,44 +305,48 @@ long lens_analyze_starvation(struct lens_model *m, uint64_t min_wait_ns) {
 
 /* ---- report ---- */
 #define TOP_CULPRITS 3
-#define MAX_CULPRITS 64
-
-struct culprit { uint32_t pid, tid; char comm[16]; uint64_t waits, wait_ns; };
-struct tstat {
-  uint32_t host_pid, host_tid, ns_tid;
-  int32_t thread; /* plugin thread, -1 unknown */
-  uint64_t runq, preempt, offcpu, wait_ns, worst_ns, worst_start, flagged;
-  size_t n_culprits;
-  struct culprit c[MAX_CULPRITS];
-  uint64_t other_ns; /* culprits past MAX_CULPRITS */
-};
 
 static int by_wait(const void *a, const void *b) {
-  const struct culprit *x = a, *y = b;
+  const struct lens_starv_culprit *x = a, *y = b;
   return x->wait_ns > y->wait_ns ? -1 : x->wait_ns < y->wait_ns;
 }
 
-static struct tstat *gather(const struct lens_model *m, size_t *n_out) {
-  struct tstat *st = NULL;
+int lens_starvation_gather(const struct lens_model *m, struct lens_starvation *out) {
+  memset(out, 0, sizeof *out);
+  struct lens_starv_thread *st = NULL;
   size_t n = 0;
+  int32_t *thread = NULL; /* per st: the plugin thread it is, -1 unknown */
+  out->n_samples = m->n_sched;
   for (size_t i = 0; i < m->n_sched; i++) {
     const struct lens_sched_sample *s = &m->sched[i].s;
     size_t k = 0;
     while (k < n && !(st[k].host_tid == s->host_tid && st[k].host_pid == s->host_pid)) k++;
     if (k == n) {
-      struct tstat *g = realloc(st, (n + 1) * sizeof *g);
-      if (!g) break;
+      struct lens_starv_thread *g = realloc(st, (n + 1) * sizeof *g);
+      if (!g) goto oom;
       st = g;
+      int32_t *tg = realloc(thread, (n + 1) * sizeof *tg);
+      if (!tg) goto oom;
+      thread = tg;
       memset(&st[n], 0, sizeof st[n]);
       st[n].host_pid = s->host_pid;
       st[n].host_tid = s->host_tid;
       st[n].ns_tid = s->ns_tid;
-      st[n].thread = -1;
-      for (size_t t = 0; t < m->n_threads && st[n].thread < 0; t++)
-        if (lens_starvation_sample_matches(m, s, (int32_t)t)) st[n].thread = (int32_t)t;
+      st[n].plugin_pid = st[n].plugin_tid = st[n].proxy_rank = -1;
+      thread[n] = -1;
+      for (size_t t = 0; t < m->n_threads && thread[n] < 0; t++)
+        if (lens_starvation_sample_matches(m, s, (int32_t)t)) thread[n] = (int32_t)t;
+      if (thread[n] >= 0) { /* who it is, kept: the model is gone when a merged report prints */
+        const struct lens_thread *th = &m->threads[thread[n]];
+        const struct lens_proc *p = th->proc >= 0 && (size_t)th->proc < m->n_procs ? &m->procs[th->proc] : NULL;
+        st[n].plugin_thread = 1;
+        st[n].plugin_tid = (int64_t)th->tid;
+        st[n].plugin_pid = p ? (int64_t)p->pid : -1;
+        st[n].proxy_rank = th->proxy_rank;
+      }
       n++;
     }
-    struct tstat *t = &st[k];
+    struct lens_starv_thread *t = &st[k];
     if (s->kind == LENS_SCHED_OFFCPU) {
       t->offcpu++;
       continue;
@@ -359,12 +363,12 @@ static struct tstat *gather(const struct lens_model *m, size_t *n_out) {
     size_t c = 0;
     while (c < t->n_culprits && !(t->c[c].tid == s->culprit_tid && t->c[c].pid == s->culprit_pid)) c++;
     if (c == t->n_culprits) {
-      if (c == MAX_CULPRITS) {
+      if (c == LENS_STARV_MAX_CULPRITS) {
         t->other_ns += d;
         continue;
       }
       t->n_culprits++;
-      t->c[c] = (struct culprit){.pid = s->culprit_pid, .tid = s->culprit_tid};
+      t->c[c] = (struct lens_starv_culprit){.pid = s->culprit_pid, .tid = s->culprit_tid};
       memcpy(t->c[c].comm, s->culprit_comm, sizeof t->c[c].comm);
       t->c[c].comm[15] = 0;
     }
@@ -373,12 +377,37 @@ static struct tstat *gather(const struct lens_model *m, size_t *n_out) {
   }
   for (size_t k = 0; k < n; k++) {
     qsort(st[k].c, st[k].n_culprits, sizeof st[k].c[0], by_wait);
-    if (st[k].thread < 0) continue;
+    if (thread[k] < 0) continue;
     for (size_t i = 0; i < m->n_events; i++)
-      if (m->events[i].thread == st[k].thread && (m->events[i].acc.flags & LENS_ACC_STARVED)) st[k].flagged++;
+      if (m->events[i].thread == thread[k] && (m->events[i].acc.flags & LENS_ACC_STARVED)) st[k].flagged++;
   }
-  *n_out = n;
-  return st;
+  for (size_t i = 0; i < m->n_events; i++) out->flagged_events += !!(m->events[i].acc.flags & LENS_ACC_STARVED);
+  free(thread);
+  out->threads = st;
+  out->n_threads = n;
+  return 0;
+oom:
+  free(st);
+  free(thread);
+  return -1;
+}
+
+int lens_starvation_merge(struct lens_starvation *into, const struct lens_starvation *part) {
+  if (part->n_threads) {
+    struct lens_starv_thread *t = realloc(into->threads, (into->n_threads + part->n_threads) * sizeof *t);
+    if (!t) return -1;
+    into->threads = t;
+    memcpy(t + into->n_threads, part->threads, part->n_threads * sizeof *t);
+    into->n_threads += part->n_threads;
+  }
+  into->n_samples += part->n_samples;
+  into->flagged_events += part->flagged_events;
+  return 0;
+}
+
+void lens_starvation_free(struct lens_starvation *s) {
+  free(s->threads);
+  memset(s, 0, sizeof *s);
 }
 
 static void json_str(FILE *f, const char *s) {
@@ -392,26 +421,23 @@ static void json_str(FILE *f, const char *s) {
   fputc('"', f);
 }
 
-void lens_print_starvation(FILE *f, const struct lens_model *m) {
-  size_t n = 0;
-  struct tstat *st = gather(m, &n);
-  fprintf(f, "Proxy thread scheduling (eBPF probe): %zu thread(s), %zu samples\n", n, m->n_sched);
-  for (size_t k = 0; k < n; k++) {
-    const struct tstat *t = &st[k];
+void lens_starvation_print_text(FILE *f, const struct lens_starvation *s) {
+  fprintf(f, "Proxy thread scheduling (eBPF probe): %zu thread(s), %zu samples\n", s->n_threads, s->n_samples);
+  for (size_t k = 0; k < s->n_threads; k++) {
+    const struct lens_starv_thread *t = &s->threads[k];
     fprintf(f, "  pid %u tid %u", t->host_pid, t->host_tid);
     if (t->ns_tid && t->ns_tid != t->host_tid) fprintf(f, " (tid %u in its namespace)", t->ns_tid);
-    if (t->thread >= 0) {
-      const struct lens_thread *th = &m->threads[t->thread];
-      const struct lens_proc *p = th->proc >= 0 ? &m->procs[th->proc] : NULL;
-      fprintf(f, " = plugin thread %u of pid %u", th->tid, p ? p->pid : 0);
-      if (th->proxy_rank >= 0) fprintf(f, ", proxy of rank %d", th->proxy_rank);
+    if (t->plugin_thread) {
+      fprintf(f, " = plugin thread %u of pid %u", (unsigned)t->plugin_tid,
+              t->plugin_pid >= 0 ? (unsigned)t->plugin_pid : 0u);
+      if (t->proxy_rank >= 0) fprintf(f, ", proxy of rank %d", (int)t->proxy_rank);
     }
     /* two lines: the waits, then the worst one (tables fit 120 columns) */
     fprintf(f, "\n    waited %.3f ms in %llu run-queue waits + %llu preemptions;\n    worst %.3f ms at %.6f s (monotonic); "
                "%llu long sleeps",
             t->wait_ns / 1e6, (unsigned long long)t->runq, (unsigned long long)t->preempt, t->worst_ns / 1e6,
             t->worst_start / 1e9, (unsigned long long)t->offcpu);
-    if (t->thread >= 0) fprintf(f, "; %llu events flagged starved", (unsigned long long)t->flagged);
+    if (t->plugin_thread) fprintf(f, "; %llu events flagged starved", (unsigned long long)t->flagged);
     fputc('\n', f);
     for (size_t c = 0; c < t->n_culprits && c < TOP_CULPRITS; c++)
       fprintf(f, "    culprit %-16s pid %-7u tid %-7u %8.3f ms (%5.1f%%) in %llu waits\n",
@@ -419,27 +445,21 @@ void lens_print_starvation(FILE *f, const struct lens_model *m) {
               t->c[c].wait_ns / 1e6, t->wait_ns ? 100.0 * t->c[c].wait_ns / t->wait_ns : 0.0,
               (unsigned long long)t->c[c].waits);
   }
-  free(st);
 }
 
-void lens_json_starvation(FILE *f, const struct lens_model *m) {
-  size_t n = 0;
-  uint64_t flagged = 0;
-  struct tstat *st = gather(m, &n);
-  for (size_t i = 0; i < m->n_events; i++) flagged += !!(m->events[i].acc.flags & LENS_ACC_STARVED);
+void lens_starvation_print_json(FILE *f, const struct lens_starvation *s) {
   fprintf(f, "{\"threads\":[");
-  for (size_t k = 0; k < n; k++) {
-    const struct tstat *t = &st[k];
-    const struct lens_thread *th = t->thread >= 0 ? &m->threads[t->thread] : NULL;
-    const struct lens_proc *p = th && th->proc >= 0 ? &m->procs[th->proc] : NULL;
+  for (size_t k = 0; k < s->n_threads; k++) {
+    const struct lens_starv_thread *t = &s->threads[k];
     fprintf(f,
             "%s{\"host_pid\":%u,\"host_tid\":%u,\"ns_tid\":%u,\"plugin_pid\":%d,\"plugin_tid\":%d,"
             "\"proxy_rank\":%d,\"runq_waits\":%llu,\"preempts\":%llu,\"offcpu_sleeps\":%llu,\"wait_ns\":%llu,"
             "\"worst_wait_ns\":%llu,\"worst_start_mono_ns\":%llu,\"flagged_events\":%llu,\"culprits\":[",
-            k ? "," : "", t->host_pid, t->host_tid, t->ns_tid, p ? (int)p->pid : -1, th ? (int)th->tid : -1,
-            th ? th->proxy_rank : -1, (unsigned long long)t->runq, (unsigned long long)t->preempt,
-            (unsigned long long)t->offcpu, (unsigned long long)t->wait_ns, (unsigned long long)t->worst_ns,
-            (unsigned long long)t->worst_start, (unsigned long long)t->flagged);
+            k ? "," : "", t->host_pid, t->host_tid, t->ns_tid, t->plugin_thread ? (int)t->plugin_pid : -1,
+            t->plugin_thread ? (int)t->plugin_tid : -1, t->plugin_thread ? (int)t->proxy_rank : -1,
+            (unsigned long long)t->runq, (unsigned long long)t->preempt, (unsigned long long)t->offcpu,
+            (unsigned long long)t->wait_ns, (unsigned long long)t->worst_ns, (unsigned long long)t->worst_start,
+            (unsigned long long)t->flagged);
     for (size_t c = 0; c < t->n_culprits && c < TOP_CULPRITS; c++) {
       fprintf(f, "%s{\"comm\":", c ? "," : "");
       json_str(f, t->c[c].comm);
@@ -448,6 +468,20 @@ void lens_json_starvation(FILE *f, const struct lens_model *m) {
     }
     fprintf(f, "]}");
   }
-  fprintf(f, "],\"flagged_events\":%llu}", (unsigned long long)flagged);
-  free(st);
+  fprintf(f, "],\"flagged_events\":%llu}", (unsigned long long)s->flagged_events);
+}
+
+/* The one-model forms: gather, print, free (the same lines as the merged ones). */
+void lens_print_starvation(FILE *f, const struct lens_model *m) {
+  struct lens_starvation s;
+  if (lens_starvation_gather(m, &s)) memset(&s, 0, sizeof s), s.n_samples = m->n_sched;
+  lens_starvation_print_text(f, &s);
+  lens_starvation_free(&s);
+}
+
+void lens_json_starvation(FILE *f, const struct lens_model *m) {
+  struct lens_starvation s;
+  if (lens_starvation_gather(m, &s)) memset(&s, 0, sizeof s), s.n_samples = m->n_sched;
+  lens_starvation_print_json(f, &s);
+  lens_starvation_free(&s);
 }

@@ -25,8 +25,37 @@
 /* 1 if sample s belongs to thread index t of the model. */
 int lens_starvation_sample_matches(const struct lens_model *m, const struct lens_sched_sample *s, int32_t t);
 
+/* The per-thread report of one model's probe samples, owning what it keeps
+ * (no index into the model), so that the reports of host groups read one
+ * after the other merge (tools/cli/passes.h): a thread's samples all come
+ * from its host's probe trace, which is in one group. */
+#define LENS_STARV_MAX_CULPRITS 64
+struct lens_starv_culprit { uint32_t pid, tid; char comm[16]; uint64_t waits, wait_ns; };
+struct lens_starv_thread {
+  uint32_t host_pid, host_tid, ns_tid;
+  int plugin_thread;                 /* 1: the samples are of this plugin thread (below) */
+  int64_t plugin_pid, plugin_tid, proxy_rank; /* -1 unknown */
+  uint64_t runq, preempt, offcpu, wait_ns, worst_ns, worst_start, flagged;
+  size_t n_culprits;
+  struct lens_starv_culprit c[LENS_STARV_MAX_CULPRITS]; /* by wait, longest first */
+  uint64_t other_ns;                 /* culprits past LENS_STARV_MAX_CULPRITS */
+};
+struct lens_starvation {
+  struct lens_starv_thread *threads; size_t n_threads;
+  size_t n_samples;                  /* scheduler samples read */
+  uint64_t flagged_events;           /* events marked LENS_ACC_STARVED */
+};
+/* 0, or -1 out of memory (s empty). */
+int lens_starvation_gather(const struct lens_model *m, struct lens_starvation *s);
+/* Appends part's threads (in the order the parts come) and sums its counts. 0 / -1. */
+int lens_starvation_merge(struct lens_starvation *into, const struct lens_starvation *part);
+void lens_starvation_free(struct lens_starvation *s);
+void lens_starvation_print_text(FILE *f, const struct lens_starvation *s);
+void lens_starvation_print_json(FILE *f, const struct lens_starvation *s); /* the object below */
+
 /* Per watched thread (host tid): waits, worst wait, top culprits, flagged
- * events. Called by `summary` when linked (weak there). */
+ * events, of one model (gather + print). Called by `report` when linked
+ * (weak there). */
 void lens_print_starvation(FILE *f, const struct lens_model *m);
 /* The same as one JSON object (no trailing newline):
  * {"threads":[{"host_pid","host_tid","ns_tid","plugin_pid","plugin_tid","proxy_rank",

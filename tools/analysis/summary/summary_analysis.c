@@ -1,7 +1,7 @@
-/* See summary_model.h. */
-#include "summary/summary_model.h"
+/* See summary_analysis.h. */
+#include "summary_analysis.h"
 
-#include "export/proxy_levels.h"
+#include "proxy_levels.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,18 +20,6 @@ static int bucket_of(uint64_t bytes) {
     bytes >>= 1;
   }
   return b;
-}
-
-void lens_size_bucket_label(int bucket, char *buf, size_t len) {
-  static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  if (bucket < 0) {
-    snprintf(buf, len, "0 B");
-    return;
-  }
-  int u = bucket / 10, e = bucket % 10;
-  if (bucket == 63) snprintf(buf, len, "%u %s-", 1u << e, unit[u]);
-  else if (e == 9) snprintf(buf, len, "%u %s-1 %s", 1u << e, unit[u], unit[u + 1]);
-  else snprintf(buf, len, "%u-%u %s", 1u << e, 1u << (e + 1), unit[u]);
 }
 
 static int streq(const char *a, const char *b) { return a == b || (a && b && !strcmp(a, b)); }
@@ -247,9 +235,7 @@ static int proxies(const struct lens_model *m, struct lens_summary *s) {
   return 0;
 }
 
-int lens_summary_build(const struct lens_model *m, struct lens_summary *s, int analyses_ran) {
-  memset(s, 0, sizeof *s);
-  s->analyses_ran = analyses_ran;
+static int map_events(const struct lens_model *m, struct lens_summary *s) {
   int32_t *cache = malloc((m->n_comms + 1) * sizeof *cache);
   if (!cache) return -1;
   for (size_t c = 0; c <= m->n_comms; c++) cache[c] = -1;
@@ -291,28 +277,170 @@ int lens_summary_build(const struct lens_model *m, struct lens_summary *s, int a
     add_op(m, r, e);
   }
   free(cache);
-  return proxies(m, s);
+  return 0;
 }
 
-const char *lens_summary_func_label(const struct lens_sum_row *r, char *buf, size_t len) {
-  const char *func = r->func && *r->func ? r->func : "-";
-  if (!r->user_tag) return func;
-  char tb[32];
-  snprintf(buf, len, "%s, %s", func, lens_tag_label(r->user_tag, tb, sizeof tb));
-  return buf;
+
+/* The rows point at the model's strings while it is mapped (equal strings
+ * are mostly the same pointer there): copied once at the end. */
+static int own(const char **p) {
+  if (!*p) return 0;
+  char *c = strdup(*p);
+  if (!c) {
+    *p = NULL;
+    return -1;
+  }
+  *p = c;
+  return 0;
 }
 
-const char *lens_summary_algo_label(const struct lens_sum_row *r, char *buf, size_t len) {
-  const char *algo = r->algo && *r->algo ? r->algo : "-";
-  if (!r->kernel_variant) return algo;
-  snprintf(buf, len, "sym %s", algo);
-  return buf;
+static int own_strings(struct lens_summary *s) {
+  int bad = 0;
+  for (size_t i = 0; i < s->n_groups; i++) bad |= own(&s->groups[i].name);
+  for (size_t i = 0; i < s->n_rows; i++) {
+    struct lens_sum_row *r = &s->rows[i];
+    bad |= own(&r->func) | own(&r->algo) | own(&r->proto) | own(&r->kernel_variant);
+  }
+  for (size_t i = 0; i < s->n_ce_rows; i++) bad |= own(&s->ce_rows[i].func) | own(&s->ce_rows[i].sync_strategy);
+  return bad;
+}
+
+static void free_strings(struct lens_summary *s) {
+  for (size_t i = 0; i < s->n_groups; i++) free((char *)s->groups[i].name);
+  for (size_t i = 0; i < s->n_rows; i++) {
+    struct lens_sum_row *r = &s->rows[i];
+    free((char *)r->func), free((char *)r->algo), free((char *)r->proto), free((char *)r->kernel_variant);
+  }
+  for (size_t i = 0; i < s->n_ce_rows; i++) free((char *)s->ce_rows[i].func), free((char *)s->ce_rows[i].sync_strategy);
+}
+
+int lens_summary_map(const struct lens_model *m, struct lens_summary *s, int analyses_ran) {
+  memset(s, 0, sizeof *s);
+  s->analyses_ran = analyses_ran;
+  s->events = m->n_events;
+  int bad = map_events(m, s) || proxies(m, s);
+  if (own_strings(s)) bad = 1; /* whatever map_events built points into m: owned or NULL now, so freeable */
+  if (!bad && m->n_sched && lens_starvation_gather(m, &s->starvation)) bad = 1;
+  if (bad) {
+    lens_summary_free(s);
+    return -1;
+  }
+  return 0;
+}
+
+static void stat_merge(struct lens_stat *into, const struct lens_stat *p) {
+  into->n += p->n;
+  into->sum += p->sum;
+  if (p->max > into->max) into->max = p->max;
+}
+
+/* into's group of part's group g: the same (comm_id, name), else a new one. -1 out of memory. */
+static int32_t merge_group(struct lens_summary *into, const struct lens_sum_group *g) {
+  for (size_t i = 0; i < into->n_groups; i++)
+    if (into->groups[i].comm_id == g->comm_id && streq(into->groups[i].name, g->name)) {
+      into->groups[i].ranks_seen += g->ranks_seen;
+      return (int32_t)i;
+    }
+  if (grow((void **)&into->groups, into->n_groups, sizeof *into->groups)) return -1;
+  struct lens_sum_group *n = &into->groups[into->n_groups];
+  *n = *g;
+  if (own(&n->name)) return -1;
+  return (int32_t)into->n_groups++;
+}
+
+int lens_summary_merge(struct lens_summary *into, const struct lens_summary *part, size_t thread_base) {
+  int32_t *gmap = malloc((part->n_groups + 1) * sizeof *gmap);
+  if (!gmap) return -1;
+  for (size_t g = 0; g < part->n_groups; g++)
+    if ((gmap[g] = merge_group(into, &part->groups[g])) < 0) goto oom;
+  size_t last = 0;
+  for (size_t i = 0; i < part->n_rows; i++) {
+    const struct lens_sum_row *p = &part->rows[i];
+    size_t n0 = into->n_rows;
+    struct lens_sum_row *r = row_of(into, gmap[p->group], p->func, p->algo, p->proto, p->bucket, p->user_tag,
+                                    p->kernel_variant, &last);
+    if (!r) goto oom;
+    if (into->n_rows > n0) { /* new (pointing at part's strings): its own copies of them */
+      *r = *p;
+      r->group = gmap[p->group];
+      r->func = r->algo = r->proto = r->kernel_variant = NULL;
+      if ((p->func && !(r->func = strdup(p->func))) || (p->algo && !(r->algo = strdup(p->algo))) ||
+          (p->proto && !(r->proto = strdup(p->proto))) ||
+          (p->kernel_variant && !(r->kernel_variant = strdup(p->kernel_variant))))
+        goto oom;
+      continue;
+    }
+    r->count += p->count;
+    r->bytes += p->bytes;
+    stat_merge(&r->enqueue, &p->enqueue);
+    stat_merge(&r->completion, &p->completion);
+    r->completed_bytes += p->completed_bytes;
+    stat_merge(&r->gpu_channel, &p->gpu_channel);
+    r->proxy_ops += p->proxy_ops;
+    r->proxy_steps += p->proxy_steps;
+    r->proxy_bytes += p->proxy_bytes;
+    r->graph += p->graph;
+  }
+  for (size_t i = 0; i < part->n_ce_rows; i++) {
+    const struct lens_sum_ce_row *p = &part->ce_rows[i];
+    int32_t g = gmap[p->group];
+    struct lens_sum_ce_row *r = NULL;
+    for (size_t k = 0; k < into->n_ce_rows && !r; k++) {
+      struct lens_sum_ce_row *x = &into->ce_rows[k];
+      if (x->group == g && x->bucket == p->bucket && x->user_tag == p->user_tag && streq(x->func, p->func) &&
+          streq(x->sync_strategy, p->sync_strategy))
+        r = x;
+    }
+    if (!r) {
+      if (grow((void **)&into->ce_rows, into->n_ce_rows, sizeof *into->ce_rows)) goto oom;
+      r = &into->ce_rows[into->n_ce_rows++];
+      *r = *p;
+      r->group = g;
+      r->func = r->sync_strategy = NULL;
+      if ((p->func && !(r->func = strdup(p->func))) ||
+          (p->sync_strategy && !(r->sync_strategy = strdup(p->sync_strategy))))
+        goto oom;
+      continue;
+    }
+    r->count += p->count;
+    r->bytes += p->bytes;
+    stat_merge(&r->enqueue, &p->enqueue);
+    stat_merge(&r->ce, &p->ce);
+    stat_merge(&r->sync, &p->sync);
+    stat_merge(&r->batch, &p->batch);
+    r->batch_bytes += p->batch_bytes;
+    r->batch_ops += p->batch_ops;
+  }
+  /* A proxy thread is one process's: never in two groups. */
+  for (size_t i = 0; i < part->n_proxies; i++) {
+    if (grow((void **)&into->proxies, into->n_proxies, sizeof *into->proxies)) goto oom;
+    struct lens_sum_proxy *x = &into->proxies[into->n_proxies++];
+    *x = part->proxies[i];
+    x->thread += (int32_t)thread_base;
+  }
+  for (int b = 0; b < 32; b++) into->acc_counts[b] += part->acc_counts[b], into->evf_counts[b] += part->evf_counts[b];
+  for (int k = 0; k < 3; k++) into->time_source[k] += part->time_source[k];
+  into->kernel_ch += part->kernel_ch;
+  into->analyses_ran |= part->analyses_ran;
+  into->events += part->events;
+  if (lens_starvation_merge(&into->starvation, &part->starvation)) goto oom;
+  free(gmap);
+  return 0;
+oom:
+  free(gmap);
+  return -1;
+}
+
+int lens_summary_build(const struct lens_model *m, struct lens_summary *s, int analyses_ran) {
+  return lens_summary_map(m, s, analyses_ran);
 }
 
 void lens_summary_free(struct lens_summary *s) {
+  free_strings(s);
   free(s->groups);
   free(s->rows);
   free(s->proxies);
   free(s->ce_rows);
+  lens_starvation_free(&s->starvation);
   memset(s, 0, sizeof *s);
 }

@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "reader/lensread.h"
+#include "lensread.h"
 
 enum lens_proxy_level { LENS_PL_ACTIVE = 0, LENS_PL_SLEEP = 1, LENS_PL_IDLE = 2, LENS_PL_APPEND = 3 };
 

@@ -1,5 +1,5 @@
 /* See proxy_levels.h. */
-#include "export/proxy_levels.h"
+#include "proxy_levels.h"
 
 #include <stdlib.h>
 

@@ -1,0 +1,105 @@
+/* The numbers `nccl-lens summary` shows (and report and diff read), as map
+ * and merge (tools/cli/passes.h): each host group's model maps to a
+ * lens_summary that owns its strings and keeps no index into the model but
+ * its proxy threads'; the groups' summaries merge, in input order, into the
+ * one the views print. Times in ns (CLOCK_MONOTONIC of the host that
+ * recorded them: only durations are kept), sizes in bytes.
+ *
+ * Merge keys: a communicator by (comm_id, name), never a model index (its
+ * ranks on many hosts are one group); a row by its communicator and (func,
+ * user tag, algo, kernel variant, proto, size bucket). Counts, sums and
+ * maxima add up, so the merge is exact. */
+#ifndef NCCL_LENS_SUMMARY_ANALYSIS_H
+#define NCCL_LENS_SUMMARY_ANALYSIS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lensread.h"
+#include "starvation.h"
+
+struct lens_stat { uint64_t n, sum, max; };
+
+/* One row: communicator x (func, user tag, algo or symmetric kernel, proto, size bucket). */
+struct lens_sum_row {
+  int32_t group;            /* index into lens_summary.groups */
+  const char *func, *algo, *proto;
+  uint64_t user_tag;        /* NCCL 2.31+ userProfilerTag, 0 = untagged */
+  const char *kernel_variant; /* a symmetric kernel's name (algo is then its algorithm part, proto ""), or NULL */
+  int bucket;               /* floor(log2(bytes)), -1 for 0 bytes */
+  uint64_t count, bytes;
+  struct lens_stat enqueue;    /* API start (or op start) -> op stop */
+  struct lens_stat completion; /* its kernel's launch (else op start) -> completion (last ProxyOp / KernelCh) */
+  uint64_t completed_bytes;    /* bytes of ops that have a completion time */
+  struct lens_stat gpu_channel; /* per KernelCh: mapped or pTimer duration */
+  uint64_t proxy_ops, proxy_steps, proxy_bytes;
+  uint64_t graph;           /* ops from graph replays */
+};
+
+/* Copy-engine collectives (API v6+): communicator x (func, sync strategy,
+ * size bucket). Their events bracket the host's enqueue of the copies (spec
+ * §2: every CE stop means "enqueued"); the copy engines' own work is not
+ * recorded, so there is no completion or GPU time. */
+struct lens_sum_ce_row {
+  int32_t group;
+  const char *func, *sync_strategy;
+  uint64_t user_tag;
+  int bucket;
+  uint64_t count, bytes;
+  struct lens_stat enqueue; /* CollApi start (else CeColl start) -> CeColl stop */
+  struct lens_stat ce;      /* CeColl start -> stop */
+  struct lens_stat sync;    /* each CeSync start -> stop */
+  struct lens_stat batch;   /* each CeBatch start -> stop */
+  uint64_t batch_bytes, batch_ops; /* CeBatch totalBytes and numOps */
+};
+
+/* A communicator as seen by all loaded ranks (same comm_id and name). */
+struct lens_sum_group {
+  uint64_t comm_id;
+  const char *name;
+  int nranks, ranks_seen; /* ranks_seen: its inits that recorded an operation */
+};
+
+/* Time a proxy thread spent in each ProxyCtrl state. */
+struct lens_sum_proxy {
+  int32_t thread; /* index into the threads of the model mapped (merged: of the skeleton) */
+  uint64_t ops, steps, bytes;
+  uint64_t state_ns[4]; /* enum lens_proxy_level: active, sleep, idle (awake), append (within active/idle) */
+  uint64_t first_ns, last_ns, span_ns; /* first ProxyCtrl start -> last stop */
+};
+
+struct lens_summary {
+  struct lens_sum_group *groups; size_t n_groups;
+  struct lens_sum_row *rows; size_t n_rows;
+  struct lens_sum_proxy *proxies; size_t n_proxies;
+  struct lens_sum_ce_row *ce_rows; size_t n_ce_rows;
+  uint64_t acc_counts[32];  /* events per LENS_ACC_* bit */
+  uint64_t time_source[3];  /* KernelCh per lens_time_source */
+  uint64_t kernel_ch;
+  int analyses_ran;
+  int wide; /* text: every column (summary --wide); else the tables fit 120 columns */
+  uint64_t evf_counts[32];  /* events per LENS_EVF_* bit */
+  uint64_t events;          /* events read (after the selection) */
+  /* the scheduler probe's report (starvation.h), n_samples 0 without a probe trace */
+  struct lens_starvation starvation;
+  /* the hang analysis (hang_analysis.h) when the command ran it; JSON "hang"
+   * is null without it. Not owned. */
+  const struct lens_hang_report *hang;
+};
+struct lens_hang_report;
+
+/* Map: the summary of one model (a host group's), owning every string; its
+ * proxies' thread indexes are the model's. 0, or -1 out of memory (s
+ * empty). analyses_ran: the GPU analysis ran on m (else any accuracy flag
+ * says so). */
+int lens_summary_map(const struct lens_model *m, struct lens_summary *s, int analyses_ran);
+/* Merge: adds part (mapped from the next group, in input order) to into;
+ * thread_base is where that group's threads start in the skeleton
+ * (lens_passes_out.bases[g].thread). into starts zeroed. 0, or -1 out of
+ * memory (into keeps what it had, to be freed). */
+int lens_summary_merge(struct lens_summary *into, const struct lens_summary *part, size_t thread_base);
+/* The summary of a whole model: the map of it as one group. */
+int lens_summary_build(const struct lens_model *m, struct lens_summary *s, int analyses_ran);
+void lens_summary_free(struct lens_summary *s);
+
+#endif

@@ -1,0 +1,42 @@
+/* How summary and diff read a run: through the pass driver (cli/passes.h),
+ * host group after host group, each group mapped to its summary
+ * (analysis/summary/summary_analysis.h) and its job partial
+ * (analysis/job/job_part.h); the summaries merge, the partials reduce to the
+ * job view, and the hosts are aligned from the partials' clocks. No model
+ * of the whole run is ever built. */
+#ifndef NCCL_LENS_SUMMARY_READ_H
+#define NCCL_LENS_SUMMARY_READ_H
+
+#include <stdint.h>
+
+#include "analysis/job/job.h"
+#include "analysis/job/job_align.h"
+#include "analysis/hang/hang_analysis.h"
+#include "cli/passes.h"
+#include "cli/trace_args.h"
+#include "summary/summary_model.h"
+
+struct lens_summary_run {
+  struct lens_passes_out out;    /* out.skel: files, processes, threads, notes, clocks of every group */
+  struct lens_summary s;         /* merged; proxies' threads index out.skel */
+  struct lens_job_part *parts;   /* the groups' job partials (j and job_skel point at their strings) */
+  size_t n_parts;
+  struct lens_model *job_skel;   /* what the job view prints of processes and communicators */
+  struct lens_job j;
+  int have_job;
+  struct lens_align al;          /* the hosts on one time base, from the partials' clocks and j */
+  int have_align;
+  struct lens_hang_report hang;  /* with LENS_SUMMARY_READ_HANG: `nccl-lens hang`'s analysis, merged */
+  int have_hang;
+};
+
+#define LENS_SUMMARY_READ_HANG 0x1u /* a third pass: the hang analysis (lens_hang_map), for the headline */
+
+/* Reads c's traces. job_min_wait_ns: the job view's --min-wait; flags:
+ * LENS_SUMMARY_READ_*. 0; 1 after an error line; 2 after a usage error. r
+ * is to be freed whatever is returned. */
+int lens_summary_read(const char *cmd, struct lens_trace_cli *c, uint64_t job_min_wait_ns, unsigned flags,
+                      struct lens_summary_run *r);
+void lens_summary_run_free(struct lens_summary_run *r);
+
+#endif
