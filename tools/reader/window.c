@@ -36,6 +36,7 @@ struct win_file {
   uint32_t pid;
   char host[64];
   uint64_t min_start, min_ord;     /* earliest nonzero START time and its START number */
+  uint64_t max_start, min_stop;    /* latest START time, earliest nonzero STOP time */
   uint64_t origin;                 /* of its host: UINT64_MAX none */
   int gpu;                         /* holds a START of w->o.keep_types_if, or a CUPTI chunk */
   uint64_t n_starts, n_pends;      /* records of the decision */
@@ -53,6 +54,7 @@ struct lens_win {
   struct win_file *f; size_t n;
   const size_t *index; /* a rescan's file (NULL: the k-th read file is file k) */
   int keep_on;         /* keep_types apply to this load */
+  int all;             /* the window holds every event: the load builds all, decides nothing */
   /* The file being decided. */
   struct dstart *t; size_t nt, cap_t;
   struct dpend *p; size_t np, cap_p;
@@ -66,7 +68,9 @@ struct lens_win {
 #define SET(v, i) ((v)[(i) >> 3] |= (uint8_t)(1u << ((i) & 7)))
 
 size_t lens_win_index(const struct lens_win *w, size_t k) { return w->index ? w->index[k] : k; }
-uint64_t lens_win_kept(const struct lens_win *w, size_t k) { return k < w->n ? w->f[k].n_keep : 0; }
+uint64_t lens_win_kept(const struct lens_win *w, size_t k) {
+  return k >= w->n ? 0 : w->all ? w->f[k].n_starts : w->f[k].n_keep;
+}
 
 int lens_win_bytes(struct lens_builder *b, const char *path, uint8_t **addr, size_t *size) {
   struct lens_win *w = b->win;
@@ -88,6 +92,7 @@ int lens_win_start(struct lens_builder *b, uint32_t session, const struct lens_r
   switch (b->win_mode) {
   case LENS_WIN_ORIGIN:
     if (s->ts && s->ts < f->min_start) f->min_start = s->ts, f->min_ord = ord;
+    if (s->ts > f->max_start) f->max_start = s->ts;
     if (w->o.keep_types_if >> s->h.type & 1) f->gpu = 1;
     return 0;
   case LENS_WIN_DECIDE: {
@@ -102,7 +107,7 @@ int lens_win_start(struct lens_builder *b, uint32_t session, const struct lens_r
     return 0;
   }
   default: /* the load: a START the window leaves out is counted, not built */
-    return ord >= f->n_starts || BIT(f->keep, ord); /* more than the scans saw (a file growing): built */
+    return w->all || ord >= f->n_starts || BIT(f->keep, ord); /* more than the scans saw: built */
   }
 }
 
@@ -111,14 +116,16 @@ int lens_win_pend(struct lens_builder *b, uint32_t session, uint32_t kind, uint6
   struct win_file *f = &w->f[b->win_file];
   uint64_t ord = b->win_pends++;
   switch (b->win_mode) {
-  case LENS_WIN_ORIGIN: return 0;
+  case LENS_WIN_ORIGIN:
+    if (kind == LENS_REC_STOP && ts && ts < f->min_stop) f->min_stop = ts;
+    return 0;
   case LENS_WIN_DECIDE: {
     struct dpend *q = LENS_VEC_PUSH(w, w->p, w->np, cap_p);
     if (!q) return lens_builder_oom(b);
     *q = (struct dpend){id, ts, session, kind};
     return 0;
   }
-  default: return ord >= f->n_pends || !BIT(f->drop, ord);
+  default: return w->all || ord >= f->n_pends || !BIT(f->drop, ord);
   }
 }
 
@@ -276,7 +283,7 @@ struct lens_model *lens_model_load_window(const char *const *paths, size_t n_pat
   for (size_t k = 0; k < n_keep; k++) kp[k] = paths[keep[k]];
   if (!(w.f = calloc(n_keep ? n_keep : 1, sizeof *w.f))) goto oom;
   w.n = n_keep;
-  for (size_t k = 0; k < n_keep; k++) w.f[k].min_start = UINT64_MAX;
+  for (size_t k = 0; k < n_keep; k++) w.f[k].min_start = w.f[k].min_stop = UINT64_MAX;
   if (!n_keep) { /* the load says why */
     m = lens_load_files(paths, n_paths, flags, NULL, LENS_WIN_OFF, err, err_len, progress);
     goto out;
@@ -292,7 +299,16 @@ struct lens_model *lens_model_load_window(const char *const *paths, size_t n_pat
         w.f[k].origin = w.f[j].min_start;
   }
   if (!w.o.keep_types_if) w.keep_on = 1;
-  if (scan(&w, kp, n_keep, flags, LENS_WIN_DECIDE, err, err_len)) goto out;
+  /* A window that holds every START and every stop (--since 0, an --until
+   * past the end): nothing to decide, the load builds all. */
+  w.all = 1;
+  for (size_t k = 0; k < n_keep; k++) {
+    const struct win_file *f = &w.f[k];
+    if (f->origin == UINT64_MAX) continue;
+    if (w.o.have_until && f->max_start > f->origin + w.o.until_ns) w.all = 0;
+    if (w.o.have_since && f->min_stop != UINT64_MAX && f->min_stop < f->origin + w.o.since_ns) w.all = 0;
+  }
+  if (!w.all && scan(&w, kp, n_keep, flags, LENS_WIN_DECIDE, err, err_len)) goto out;
   /* A process asked for PXN parents after its files were decided: again,
    * until no file is asked for anything new (the asks only grow). */
   for (int again = 1; again;) {
