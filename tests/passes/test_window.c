@@ -10,7 +10,8 @@
  * And the window must prune: a tiny window builds fewer events than the
  * trace holds. Plus a crafted PXN pair (the replay's PXN parents are in no
  * file): a ProxyOp in the window whose parent Coll, in the other process,
- * is not, in both file orders (the parent's file decided before or after). */
+ * is not, in both file orders (the parent's file decided before or after);
+ * and damaged copies of a trace (chunks failing their CRC, a cut tail). */
 #include <dirent.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -101,11 +102,11 @@ static void one(const char *scen, const char **paths, size_t n, const char *name
   snprintf(ctx, sizeof ctx, "%s, window %s (since %s%" PRIu64 ", until %s%" PRIu64 ")", scen, name,
            have_since ? "" : "-", since, have_until ? "" : "-", until);
   struct lens_filter flt = {.have_since = have_since, .have_until = have_until, .since_ns = since, .until_ns = until};
-  struct lens_load_opts full_o = {.no_progress = 1};
+  struct lens_load_opts full_o = {.no_progress = 1, .no_notes = 1};
   struct lens_model *f = lens_cli_load("test", paths, n, &full_o);
   struct lens_load_window win = {.have_since = have_since, .have_until = have_until, .since_ns = since,
                                  .until_ns = until};
-  struct lens_load_opts win_o = {.no_progress = 1, .window = &win};
+  struct lens_load_opts win_o = {.no_progress = 1, .no_notes = 1, .window = &win};
   struct lens_model *w = lens_cli_load("test", paths, n, &win_o);
   if (!f || !w) {
     fprintf(stderr, "FAIL %s: load failed\n", ctx);
@@ -258,6 +259,38 @@ static void pxn_pair(void) {
   lens_model_free(m);
 }
 
+/* Damaged copies (bytes flipped past the file header: chunks skipped for
+ * their CRC, a cut tail): the window load must still leave what the full
+ * load leaves. */
+static void damaged(const char *root) {
+  char src[1024], dst[128], other[1024];
+  snprintf(src, sizeof src, "%s/all/node0.lens", root);
+  snprintf(other, sizeof other, "%s/all/node1.lens", root);
+  size_t len;
+  uint8_t *orig = tb_read_file(src, &len);
+  if (!orig || len < 4096) {
+    fprintf(stderr, "FAIL damaged: no %s\n", src);
+    failures++;
+    free(orig);
+    return;
+  }
+  srand(7);
+  for (int k = 0; k < 12; k++) {
+    uint8_t *b = malloc(len);
+    memcpy(b, orig, len);
+    for (int j = 0; j < 1 + k % 4; j++) b[64 + (size_t)rand() % (len - 64)] ^= (uint8_t)(1 + rand() % 255);
+    size_t cut = k % 3 == 2 ? len - (size_t)rand() % (len / 2) : len;
+    tb_write_file(rt_path(dst, sizeof dst, "damaged.lens"), b, cut);
+    free(b);
+    const char *p[2] = {dst, other};
+    char name[32];
+    snprintf(name, sizeof name, "damaged-%d", k);
+    one(name, p, 2, "1%", 1, 5000000, 1, 5100000);
+    one(name, p, 2, "half", 1, 2000000, 1, 12000000);
+  }
+  free(orig);
+}
+
 int main(int argc, char **argv) {
   const char *root = argc > 1 ? argv[1] : LENS_SOURCE_DIR "/tests/golden/traces";
   DIR *d = opendir(root);
@@ -278,6 +311,7 @@ int main(int argc, char **argv) {
     free(names[i]);
   }
   pxn_pair();
+  damaged(root);
   rt_cleanup();
   if (!pruned_scenarios) {
     fprintf(stderr, "FAIL: no scenario's tiny window built fewer events than its trace holds\n");
