@@ -251,6 +251,26 @@ static void pxn_pair(void) {
     return;
   }
   int32_t i = lens_model_find(m, 1, op);
+  /* A scheduler probe beside them: the starvation analysis reads every
+   * event, so lens_cli_load loads the whole trace after all (and says so
+   * in events_total), and the selection still leaves the same model. */
+  char pp[128];
+  struct tb *pr = tb_open(rt_path(pp, sizeof pp, "probe.lens"), LENS_PRODUCER_SCHED);
+  tb_session(pr, 0, 300, "nodeA", 0);
+  struct lens_sched_sample smp = {.start_mono_ns = 25, .end_mono_ns = 45, .host_pid = 200, .host_tid = 201};
+  tb_sched(pr, &smp, 1);
+  tb_close(pr);
+  const char *abp[3] = {pa, pb, pp};
+  struct lens_load_window pw = {.have_since = 1, .since_ns = 200};
+  struct lens_load_opts po = {.no_progress = 1, .no_notes = 1, .window = &pw};
+  struct lens_model *pm = lens_cli_load("test", abp, 3, &po);
+  if (!pm || !pm->n_sched || pm->n_events != 6 || pw.events_total != 6) {
+    fprintf(stderr, "FAIL pxn-pair + probe: a window with scheduler samples was not loaded whole (%zu events)\n",
+            pm ? pm->n_events : 0);
+    failures++;
+  }
+  lens_model_free(pm);
+  one("pxn-pair + probe", abp, 3, "op-only", 1, 200, 0, 0);
   if (i < 0 || m->events[i].comm < 0 || m->comms[m->events[i].comm].comm_id != 0x77 ||
       (m->events[i].flags & LENS_EVF_PARENT_MISSING)) {
     fprintf(stderr, "FAIL %s: the PXN ProxyOp lost its parent's communicator\n", ctx);
