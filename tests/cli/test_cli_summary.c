@@ -77,7 +77,8 @@ static void test_summary_text(void **state) {
   assert_non_null(strstr(r.out, "communicator world"));
   const char *row = strstr(r.out, "AllReduce");
   assert_non_null(row);
-  assert_non_null(strstr(row, "1.05 GB/s")); /* 3 significant digits, with the unit */
+  assert_non_null(strstr(row, " 1.05\n")); /* GB/s (the column head), 3 significant digits */
+  assert_non_null(strstr(r.out, "algbw GB/s"));
   assert_non_null(strstr(row, "1000.030/1000.030"));
   assert_non_null(strstr(r.out, "all 1 files intact"));
 }

@@ -16,8 +16,9 @@ import sys
 
 d = sys.argv[1]
 STRICT = ["job.json", "hang.json", "hang-stuck.json", "validate.json", "truth.json", "hang-truth.json", "job.txt",
-          "hang.txt", "hang-stuck.txt", "metrics.prom", "net.txt"]
-LEFT = ["summary.json", "net.json", "diff.json", "export.json", "summary.txt", "report.html"]
+          "hang.txt", "hang-stuck.txt", "metrics.prom", "net.txt", "summary.json", "net.json", "diff.json",
+          "summary.txt"]
+LEFT = ["export.json", "report.html"]
 
 ids = set()
 for t in ("truth.json", "hang-truth.json"):

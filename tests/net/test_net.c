@@ -150,7 +150,7 @@ static void check_links(int run) {
     const struct mj *l = mj_at(links, i);
     /* the contract's keys */
     static const char *const keys[] = {"rank", "peer", "channel", "dir", "steps", "bytes", "gpu_wait_ns",
-                                       "peer_wait_ns", "wire_ns", "gbps", "p99_step_ns"};
+                                       "peer_wait_ns", "wire_ns", "wire_gbps", "p99_step_ns"};
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) assert_non_null(mj_get(l, keys[k]));
     int send = !strcmp(mj_str(l, "dir"), "send");
     const struct link_sum *L = NULL;
@@ -406,7 +406,7 @@ static void test_slow_link_first_on_wire(void **state) {
     const struct mj *l = mj_at(links, i);
     if (mj_int(l, "rank", -1) != src || mj_int(l, "peer", -1) != dst || strcmp(mj_str(l, "dir"), "send")) continue;
     assert_string_equal(mj_str(l, "dominant"), "wire");
-    assert_true(mj_get(l, "gbps")->num > 0);
+    assert_true(mj_get(l, "wire_gbps")->num > 0);
     found++;
   }
   assert_int_equal(found, 2);

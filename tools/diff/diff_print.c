@@ -1,4 +1,5 @@
 /* See diff_print.h. */
+#include "cli/format.h"
 #include "diff/diff_print.h"
 
 #include <inttypes.h>
@@ -22,7 +23,7 @@ static const char *comm_label(const struct lens_diff_run *a, const struct lens_d
                               char *buf, size_t len) {
   const struct lens_sum_group *g = c->a >= 0 ? lens_diff_group(a, c->a) : lens_diff_group(b, c->b);
   if (g && g->name && g->name[0] && g->name[0] != '(') snprintf(buf, len, "%s", g->name);
-  else snprintf(buf, len, "0x%" PRIx64, g ? g->comm_id : 0);
+  else lens_fmt_comm_label(NULL, g ? g->comm_id : 0, buf, len);
   return buf;
 }
 
@@ -94,12 +95,13 @@ void lens_diff_print_text(FILE *f, const struct lens_diff_run *a, const struct l
     const struct lens_sum_group *ga = lens_diff_group(a, c->a), *gb = lens_diff_group(b, c->b);
     char cl[64];
     comm_label(a, b, c, cl, sizeof cl);
+    char ia[LENS_COMM_ID_LEN], ib[LENS_COMM_ID_LEN];
     if (ga && gb)
-      fprintf(f, "  %-18s %d ranks: A 0x%" PRIx64 " = B 0x%" PRIx64 " (matched by %s)\n", cl, ga->nranks, ga->comm_id,
-              gb->comm_id, lens_diff_match_name(c->match));
+      fprintf(f, "  %-18s %d ranks: A %s = B %s (matched by %s)\n", cl, ga->nranks, lens_fmt_comm_id(ga->comm_id, ia),
+              lens_fmt_comm_id(gb->comm_id, ib), lens_diff_match_name(c->match));
     else
-      fprintf(f, "  %-18s %d ranks: only in %s (0x%" PRIx64 ")\n", cl, ga ? ga->nranks : gb->nranks, ga ? "A" : "B",
-              ga ? ga->comm_id : gb->comm_id);
+      fprintf(f, "  %-18s %d ranks: only in %s (%s)\n", cl, ga ? ga->nranks : gb->nranks, ga ? "A" : "B",
+              lens_fmt_comm_id(ga ? ga->comm_id : gb->comm_id, ia));
   }
   if (!d->n_changed) {
     fprintf(f, "\nno change: %zu operation%s compared, time and wait within %.1f%% and the same counts\n", d->n_rows,
@@ -172,7 +174,7 @@ static void group_json(FILE *f, const struct lens_sum_group *g) {
   fputs("{\"name\":", f);
   lens_json_str(f, g->name);
   fputs(",\"comm_id\":", f);
-  lens_json_hex(f, g->comm_id);
+  lens_json_comm_id(f, g->comm_id);
   fprintf(f, ",\"nranks\":%d,\"ranks_seen\":%d}", g->nranks, g->ranks_seen);
 }
 

@@ -25,8 +25,7 @@ static void fmt_bytes(uint64_t b, char *buf, size_t len) {
 static const char *comm_label(const struct lens_model *m, int32_t comm, uint64_t comm_id, char *buf, size_t len) {
   const char *name = comm >= 0 && (size_t)comm < m->n_comms ? m->comms[comm].name : NULL;
   if (name && *name) return name;
-  snprintf(buf, len, "0x%" PRIx64, comm_id);
-  return buf;
+  return lens_fmt_comm_label(NULL, comm_id, buf, len);
 }
 
 /* Time shares of a split's own step time, by phase. */
@@ -274,7 +273,7 @@ void lens_net_print_text(FILE *f, const struct lens_model *m, const struct lens_
              "steps of their size)\n",
           out, n->n_conns, LENS_NET_STANDOUT, LENS_NET_STANDOUT);
   /* 120 columns with a 13-letter phase name (the communicator name is cut at 12) */
-  fprintf(f, "  # comm         link         ch  steps bytes     Gbit/s p50 step  p99 step  send g/p/w recv d/f/g "
+  fprintf(f, "  # comm         link         ch  steps bytes       GB/s p50 step  p99 step  send g/p/w recv d/f/g "
              "score   dominant\n");
   for (size_t i = 0; i < show; i++) {
     struct conn_row r;
@@ -303,7 +302,7 @@ void lens_net_print_md(FILE *f, const struct lens_model *m, const struct lens_ne
   fprintf(f, "\nSlowest connections first (%zu of %zu shown; %zu stand out, marked !, with steps at least %.1fx "
              "the typical time for their size). Send: GPU/peer/wire %% of the sender's step time; receive: "
              "data/flush/GPU %% of the receiver's; `nccl-lens net` has the rest.\n\n"
-             "| # | comm | link | ch | steps | bytes | Gbit/s | p50 step | p99 step | send g/p/w | recv d/f/g | score | "
+             "| # | comm | link | ch | steps | bytes | GB/s | p50 step | p99 step | send g/p/w | recv d/f/g | score | "
              "dominant |\n|---:|---|---|---:|---:|---:|---:|---:|---:|---|---|---:|---|\n",
           show, n->n_conns, out, LENS_NET_STANDOUT);
   for (size_t i = 0; i < show; i++) {
@@ -339,9 +338,9 @@ static void jlink(FILE *f, const struct lens_model *m, const struct lens_net *n,
   uint64_t gpu = send ? s->phase_ns[LENS_NET_SEND_GPU_WAIT] : s->phase_ns[LENS_NET_RECV_GPU_WAIT];
   uint64_t peer = send ? s->phase_ns[LENS_NET_SEND_PEER_WAIT] : s->phase_ns[LENS_NET_RECV_DATA_WAIT];
   uint64_t wire = send ? s->phase_ns[LENS_NET_SEND_WIRE] : 0;
-  fprintf(f, "{\"rank\":%d,\"peer\":%d,\"channel\":%d,\"dir\":\"%s\",\"comm\":", l->rank, l->peer, l->channel,
-          send ? "send" : "recv");
-  lens_json_hex(f, l->comm_id);
+  fprintf(f, "{\"rank\":%d,\"peer\":%d,\"channel\":%d,\"dir\":\"%s\",\"comm_id\":", l->rank, l->peer,
+          l->channel, send ? "send" : "recv");
+  lens_json_comm_id(f, l->comm_id);
   fputs(",\"comm_name\":", f);
   lens_json_str(f, l->comm >= 0 && (size_t)l->comm < m->n_comms && m->comms[l->comm].name[0] ? m->comms[l->comm].name
                                                                                              : NULL);
@@ -354,10 +353,10 @@ static void jlink(FILE *f, const struct lens_model *m, const struct lens_net *n,
   lens_json_double(f, s->step_ns ? (double)peer / (double)s->step_ns : 0);
   fputs(",\"wire_share\":", f);
   lens_json_double(f, s->step_ns ? (double)wire / (double)s->step_ns : 0);
-  fputs(",\"gbps\":", f);
+  fputs(",\"wire_gbps\":", f);
   if (l->gbps > 0) lens_json_double(f, l->gbps);
   else fputs("null", f);
-  fprintf(f, ",\"gbps_from\":\"%s\"", send ? "own wire time" : l->gbps > 0 ? "sender's wire time" : "none");
+  fprintf(f, ",\"wire_gbps_from\":\"%s\"", send ? "own wire time" : l->gbps > 0 ? "sender's wire time" : "none");
   fprintf(f, ",\"p50_step_ns\":%" PRIu64 ",\"p99_step_ns\":%" PRIu64 ",\"max_step_ns\":%" PRIu64 ",\"dominant\":\"%s\"",
           l->p50_step_ns, l->p99_step_ns, l->max_step_ns, lens_net_phase_name(l->dominant));
   fputs(",\"score\":", f);
@@ -374,8 +373,8 @@ void lens_net_print_json(FILE *f, const struct lens_model *m, const struct lens_
   fputs("],\n\"connections\":[", f);
   for (size_t i = 0; i < n->n_conns; i++) {
     const struct lens_net_conn *c = &n->conns[i];
-    fprintf(f, "%s{\"comm\":", i ? ",\n" : "\n");
-    lens_json_hex(f, c->comm_id);
+    fprintf(f, "%s{\"comm_id\":", i ? ",\n" : "\n");
+    lens_json_comm_id(f, c->comm_id);
     fprintf(f, ",\"src\":%d,\"dst\":%d,\"channel\":%d,\"send_link\":%d,\"recv_link\":%d,\"reverse\":%d,"
                "\"dominant\":\"%s\",\"score\":",
             c->src, c->dst, c->channel, c->send_link, c->recv_link, c->reverse, lens_net_phase_name(c->dominant));
@@ -389,8 +388,8 @@ void lens_net_print_json(FILE *f, const struct lens_model *m, const struct lens_
   fputs("],\n\"instances\":[", f);
   for (size_t i = 0; i < n->n_insts; i++) {
     const struct lens_net_inst *e = &n->insts[i];
-    fprintf(f, "%s{\"event\":%" PRIu64 ",\"comm\":", i ? ",\n" : "\n", e->event);
-    lens_json_hex(f, e->comm_id);
+    fprintf(f, "%s{\"event\":%" PRIu64 ",\"comm_id\":", i ? ",\n" : "\n", e->event);
+    lens_json_comm_id(f, e->comm_id);
     fprintf(f, ",\"rank\":%d,\"kind\":\"%s\",\"func\":", e->rank, e->kind == LENS_T_COLL ? "coll" : "p2p");
     lens_json_str(f, e->func);
     if (e->has_seq) fprintf(f, ",\"seq\":%" PRIu64, e->seq);

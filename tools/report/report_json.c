@@ -9,7 +9,7 @@
  * earliest aligned event of the selected processes, floored to 1 ms), so the
  * command it names shows that instance. Durations: us on each GPU's or host's
  * own clock. Bandwidth: bus GB/s (1e9 bytes/s, nccl-tests factors) from the
- * execution, wire Gbit/s from the send steps' wire phase. */
+ * execution, wire GB/s from the send steps' wire phase. */
 #include "report/report_json.h"
 
 #include <inttypes.h>
@@ -519,7 +519,7 @@ static int network(struct ctx *x) {
     }
     fputc('{', f);
     comm_keys(f, x->m, best);
-    fprintf(f, ",\"nranks\":%d,\"rank_group\":%d,\"unit\":\"Gbit/s\",\"cells\":[", nranks, group);
+    fprintf(f, ",\"nranks\":%d,\"rank_group\":%d,\"unit\":\"GB/s\",\"cells\":[", nranks, group);
     int nc = 0;
     for (int a = 0; a < axis; a++)
       for (int b = 0; b < axis; b++) {

@@ -63,8 +63,9 @@ static void recorded(FILE *f, const struct lens_model *m, const struct lens_repo
       char life[32] = "not finalized";
       if (cm->fini_mono_ns >= cm->init_mono_ns && cm->fini_mono_ns)
         lens_fmt_ns((double)(cm->fini_mono_ns - cm->init_mono_ns), life, sizeof life);
-      fprintf(f, "| %s | 0x%" PRIx64 " | %d | %d | %d | %s:%u | %s |\n", nz(cm->name), cm->comm_id, cm->rank,
-              cm->nranks, cm->nnodes, pr->host, pr->pid, life);
+      char idb[LENS_COMM_ID_LEN];
+      fprintf(f, "| %s | %s | %d | %d | %d | %s:%u | %s |\n", nz(cm->name), lens_fmt_comm_id(cm->comm_id, idb),
+              cm->rank, cm->nranks, cm->nnodes, pr->host, pr->pid, life);
     }
     fputc('\n', f);
   }
@@ -86,7 +87,7 @@ static void collectives(FILE *f, const struct lens_summary *s) {
   fprintf(f, "## Collectives and point-to-point, per communicator\n\n"
              "Times in us. enqueue: API call start → Coll/P2p stop (host). completion: its kernel's launch (else the Coll/P2p start, which NCCL makes after the launch) → its last "
              "ProxyOp/KernelCh stop, on each rank: it includes the rank's wait for the last rank to arrive (the job "
-             "view above splits it). algbw: bytes / completion time. ch GPU: per-channel kernel time.\n\n");
+             "view above splits it). algbw: bytes / completion time, GB/s. ch GPU: per-channel kernel time.\n\n");
   if (!s->n_rows) {
     fprintf(f, s->n_ce_rows ? "No kernel collective or point-to-point operations: only copy-engine ones (below).\n\n"
                             : "No collective or point-to-point operations in these traces.\n\n");
@@ -104,10 +105,12 @@ static void collectives(FILE *f, const struct lens_summary *s) {
       cur = r->group;
       const struct lens_sum_group *g = &s->groups[cur];
       char lb[48];
-      fprintf(f, "%s### %s (comm id 0x%" PRIx64 ", %d ranks, %d seen)\n\n", k ? "\n" : "",
-              lens_fmt_comm_label(g->name, g->comm_id, lb, sizeof lb), g->comm_id, g->nranks, g->ranks_seen);
+      char idb[LENS_COMM_ID_LEN];
+      fprintf(f, "%s### %s (comm id %s, %d ranks, %d seen)\n\n", k ? "\n" : "",
+              lens_fmt_comm_label(g->name, g->comm_id, lb, sizeof lb), lens_fmt_comm_id(g->comm_id, idb), g->nranks,
+              g->ranks_seen);
       fprintf(f, "| func | algo | proto | size | count | bytes | enqueue avg | enqueue max | completion avg | "
-                 "completion max | algbw | ch GPU avg | proxy ops/steps/bytes | graph ops |\n"
+                 "completion max | algbw GB/s | ch GPU avg | proxy ops/steps/bytes | graph ops |\n"
                  "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n");
     }
     char size[32], comp_avg[24] = "-", comp_max[24] = "-", ch[24] = "-", fl[96], al[96];

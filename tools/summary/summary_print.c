@@ -1,4 +1,5 @@
 /* See summary_print.h. */
+#include "cli/format.h"
 #include "summary/summary_print.h"
 
 #include <inttypes.h>
@@ -31,17 +32,14 @@ double lens_summary_algbw(const struct lens_sum_row *r) {
 }
 
 const char *lens_summary_algbw_text(const struct lens_sum_row *r, char *buf, size_t len) {
-  /* "-" without a completion time; else decimal units (GB/s = bytes/ns) with
-   * three significant digits, so small operations do not print 0.000. */
+  /* "-" without a completion time; else GB/s (10^9 bytes a second = bytes
+   * per ns, the unit of every view: docs/cli.md) to three significant
+   * digits, so small operations do not print 0.000. */
   if (!r->completion.n || !r->completion.sum) {
     snprintf(buf, len, "-");
     return buf;
   }
-  static const char *const unit[] = {"B/s", "kB/s", "MB/s", "GB/s", "TB/s"};
-  double v = (double)r->completed_bytes / (double)r->completion.sum * 1e9;
-  int u = 0;
-  while (v >= 1000 && u < 4) v /= 1000, u++;
-  snprintf(buf, len, v >= 100 ? "%.0f %s" : v >= 10 ? "%.1f %s" : "%.2f %s", v, unit[u]);
+  snprintf(buf, len, "%.3g", (double)r->completed_bytes / (double)r->completion.sum);
   return buf;
 }
 
@@ -204,7 +202,9 @@ static void print_ce_json(FILE *f, const struct lens_summary *s) {
     lens_size_bucket_label(r->bucket, size, sizeof size);
     fprintf(f, "%s{\"communicator\":", i ? "," : "");
     lens_json_str(f, g->name);
-    fprintf(f, ",\"comm_id\":\"0x%" PRIx64 "\",\"func\":", g->comm_id);
+    fputs(",\"comm_id\":", f);
+    lens_json_comm_id(f, g->comm_id);
+    fputs(",\"func\":", f);
     lens_json_str(f, r->func);
     fputs(",\"sync_strategy\":", f);
     lens_json_str(f, r->sync_strategy);
@@ -245,10 +245,11 @@ void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct l
     if (r->group != cur) {
       cur = r->group;
       const struct lens_sum_group *g = &s->groups[cur];
-      fprintf(f, "\ncommunicator %s (id 0x%" PRIx64 ", %d ranks, %d seen)\n", g->name[0] ? g->name : "-", g->comm_id,
+      char idb[LENS_COMM_ID_LEN];
+      fprintf(f, "\ncommunicator %s (id %s, %d ranks, %d seen)\n", lens_fmt_comm_name(g->name), lens_fmt_comm_id(g->comm_id, idb),
               g->nranks, g->ranks_seen);
       fprintf(f, "  %-*s %-*s %-7s %-14s %7s %10s %19s %21s %10s", wf, "func", wa, "algo", "proto", "size", "count",
-              "bytes", "enqueue avg/max us", "completion avg/max us", "algbw");
+              "bytes", "enqueue avg/max us", "completion avg/max us", "algbw GB/s");
       if (s->wide) fprintf(f, " %14s %21s", "ch GPU avg us", "proxy ops/steps/bytes");
       fputc('\n', f);
     }
@@ -338,7 +339,9 @@ void lens_summary_print_json(FILE *f, const struct lens_model *m, const struct l
     const struct lens_sum_group *gr = &s->groups[g];
     fprintf(f, "%s{\"name\":", g ? "," : "");
     lens_json_str(f, gr->name);
-    fprintf(f, ",\"comm_id\":\"0x%" PRIx64 "\",\"nranks\":%d,\"ranks_seen\":%d,\"ops\":[", gr->comm_id, gr->nranks,
+    fputs(",\"comm_id\":", f);
+    lens_json_comm_id(f, gr->comm_id);
+    fprintf(f, ",\"nranks\":%d,\"ranks_seen\":%d,\"ops\":[", gr->nranks,
             gr->ranks_seen);
     int first = 1;
     for (size_t k = 0; o && k < s->n_rows; k++) {

@@ -4,22 +4,22 @@
  * and says how far NCCL's kernel timing (KernelCh pTimers) can be trusted:
  * per kernel and per channel whether the span sits inside the kernel CUPTI
  * measured, how late the proxy thread noticed it, where its time came from,
- * and whether the 64-slot timer ring was overrun. */
+ * and whether the 64-slot timer ring was overrun.
+ *
+ * Read host group by host group (tools/cli/passes.h): the driver's load runs
+ * the GPU analysis on each group; validate_part.c maps each group to its
+ * counts and the launches it may list. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "cli/opt.h"
+#include "cli/passes.h"
+#include "cli/spool.h"
 #include "cli/trace_args.h"
-#include "export/load_traces.h"
-#include "analysis/analyses.h"
-#include "analysis/gpu/gpu_analysis.h"
+#include "validate_part.h"
 #include "validate_print.h"
-
-static void load_progress(uint64_t done, uint64_t total) {
-  lens_cli_progress("loading traces (MiB)", (long)(done >> 20), (long)(total >> 20));
-}
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -50,56 +50,38 @@ int lens_cmd_validate(int argc, char **argv) {
   struct lens_validate_opts o = {.json = 0, .limit = LENS_VALIDATE_LIMIT_DEFAULT};
   struct lens_trace_cli c;
   int rc = 1;
+  struct lens_spool_dir *spool = NULL;
   if (lens_trace_cli_parse("validate", argc, argv, &c, validate_option, NULL, &o, usage)) {
     rc = c.exit_code;
     goto out;
   }
-  if (lens_trace_cli_expand_dirs("validate", &c)) goto out;
-  const char *const *traces = c.paths, *const *buffers = c.cupti;
-  size_t n_traces = c.n, n_buffers = c.n_cupti;
-  char err[512] = "";
-  struct lens_model *m = lens_model_load(traces, n_traces, err, sizeof(err), load_progress);
-  lens_cli_progress(NULL, -1, 0);
-  if (!m) {
-    rc = lens_cli_error("validate", "%s", err[0] ? err : "cannot load traces");
-    goto out;
-  }
-  lens_trace_cli_name_inputs(&c, m); /* "-", x.lens.gz: as the user named them */
-  lens_cli_load_notes("validate", m);
-  for (size_t i = 0; i < n_buffers; i++)
-    if (lens_model_add_cupti_file(m, buffers[i], err, sizeof(err))) {
-      rc = lens_cli_error("validate", "%s", err);
-      goto free_model;
-    }
-  /* Progress goes on after loading (on a terminal): the analysis and the
-   * listing of every launch take as long as the load on a big run. */
-  lens_cli_progress("analysing: CUPTI join, clock maps, accuracy flags; step", 1, 3);
-  if (lens_analyze_gpu(m, err, sizeof(err))) {
-    lens_cli_progress(NULL, -1, 0);
-    rc = lens_cli_error("validate", "%s", err);
-    goto free_model;
-  }
-  /* The same starvation flags as summary and report (their default
-   * --min-wait-us 0), so the commands agree on the same files. */
-  lens_cli_progress("analysing: starvation; step", 2, 3);
-  if (m->n_sched && lens_analyze_starvation(m, c.min_wait_ns) < 0) {
-    lens_cli_progress(NULL, -1, 0);
-    rc = lens_cli_error("validate", "out of memory in the starvation analysis");
-    goto free_model;
-  }
-  lens_cli_progress("analysing: verdict; step", 3, 3);
-  if ((rc = lens_filter_apply("validate", &c.filter, m, 0))) goto free_model;
-  FILE *f = lens_trace_cli_open_out("validate", &c);
+  if (!(spool = lens_spool_dir_new("validate", NULL))) goto out;
+  /* Each group lists at most what the job can: --limit, or all for --json. */
+  long limit = o.limit == LENS_VALIDATE_LIMIT_DEFAULT ? (o.json ? -1 : LENS_VALIDATE_TEXT_LAUNCHES) : o.limit;
+  struct lens_validate_map_ctx mc = {.spool = spool, .limit = limit};
+  /* Steps are read as events: the JSON gives each file's events, steps
+   * included, as summary does (a folded step is no event). */
+  struct lens_pass pass = {.map = lens_validate_map, .free = lens_validate_part_free, .ctx = &mc,
+                           .needs = LENS_PASS_STEPS};
+  struct lens_passes_out po;
+  rc = lens_passes_run("validate", &c, &pass, 1, NULL, &po);
+  FILE *f = NULL;
+  if (!rc && !(f = lens_trace_cli_open_out("validate", &c))) rc = 1;
   if (f) {
-    int pr = lens_validate_print(f, m, &o); /* 1 after its own error line */
-    rc = lens_trace_cli_close_out("validate", &c, f, 0) || pr;
-  } else {
-    rc = 1; /* "cannot write" said: never exit 0 after it */
+    struct lens_validate_job j;
+    if (lens_validate_merge(po.skel, (const struct lens_validate_part *const *)po.parts, po.n_groups, po.bases,
+                            spool, &j)) {
+      rc = lens_cli_error("validate", "out of memory");
+    } else {
+      rc = lens_validate_print(f, po.skel, &j, &o); /* 1 after its own error line */
+      lens_validate_job_free(&j);
+    }
   }
-free_model:
-  lens_gpu_release(m);
-  lens_model_free(m);
+  lens_passes_free(&pass, &po);
+  /* "cannot write" said: never exit 0 after it. */
+  if (f && lens_trace_cli_close_out("validate", &c, f, 0)) rc = rc ? rc : 1;
 out:
+  lens_spool_dir_free(spool);
   lens_trace_cli_free(&c);
   return rc;
 }

@@ -19,9 +19,28 @@ struct lens_validate_verdict {
   char text[512];
 };
 
-/* Judges the analysed model (after lens_analyze_gpu). */
+/* KernelCh timers that are provably wrong: they count against the verdict. */
+#define LENS_VALIDATE_BAD_FLAGS (LENS_ACC_OUTSIDE_KERNEL | LENS_ACC_RING_OVERRUN | LENS_ACC_STOP_BEFORE_START | \
+                                 LENS_ACC_NON_MONOTONIC | LENS_ACC_SHARED_TIMER)
+
+/* What the verdict is judged from: KernelCh counts over the job, the CUPTI
+ * join's figures (have_report: the GPU analysis ran), and the clock maps. */
+struct lens_validate_facts {
+  size_t kch, bad, unmapped;
+  int have_report;
+  size_t kernel_records, kernels_joined, contradict;
+};
+
+/* The one rule: from the facts and every clock map of the job. */
+void lens_validate_judge_facts(const struct lens_validate_facts *f, const struct lens_clock_map *maps, size_t n_maps,
+                               struct lens_validate_verdict *v);
+/* Judges an analysed model (after lens_analyze_gpu): its facts, then the rule. */
 void lens_validate_judge(const struct lens_model *m, struct lens_validate_verdict *v);
-/* Prints the analysis; returns the command's exit status (0). */
-int lens_validate_print(FILE *f, const struct lens_model *m, const struct lens_validate_opts *o);
+
+struct lens_validate_job;
+/* Prints the merged partials (validate_part.h) with the skeleton's files and
+ * clock maps; returns the command's exit status (0, or 1 after an error line). */
+int lens_validate_print(FILE *f, const struct lens_model *skel, const struct lens_validate_job *j,
+                        const struct lens_validate_opts *o);
 
 #endif

@@ -15,39 +15,48 @@
 
 #define PLACEMENT_NS 2000.0
 
-#define BAD_FLAGS (LENS_ACC_OUTSIDE_KERNEL | LENS_ACC_RING_OVERRUN | LENS_ACC_STOP_BEFORE_START | \
-                   LENS_ACC_NON_MONOTONIC | LENS_ACC_SHARED_TIMER)
-
 void lens_validate_judge(const struct lens_model *m, struct lens_validate_verdict *v) {
-  size_t kch = 0, bad = 0, unmapped = 0;
+  struct lens_validate_facts f = {0};
   for (size_t i = 0; i < m->n_events; i++) {
     const struct lens_event *e = &m->events[i];
     if (e->type != LENS_T_KERNEL_CH) continue;
-    kch++;
-    bad += (e->acc.flags & BAD_FLAGS) != 0;
-    unmapped += (e->acc.flags & LENS_ACC_NO_CLOCK_MAP) != 0;
+    f.kch++;
+    f.bad += (e->acc.flags & LENS_VALIDATE_BAD_FLAGS) != 0;
+    f.unmapped += (e->acc.flags & LENS_ACC_NO_CLOCK_MAP) != 0;
   }
+  const struct lens_gpu_report *r = lens_gpu_report_get(m);
+  if (r) {
+    f.have_report = 1;
+    f.kernel_records = r->kernel_records;
+    f.kernels_joined = r->kernels_joined;
+    f.contradict = r->kernels_contradict;
+  }
+  lens_validate_judge_facts(&f, m->clock_maps, m->n_clock_maps, v);
+}
+
+void lens_validate_judge_facts(const struct lens_validate_facts *f, const struct lens_clock_map *maps, size_t n_maps,
+                               struct lens_validate_verdict *v) {
+  size_t kch = f->kch, bad = f->bad, unmapped = f->unmapped;
   double worst_bound = 0;
   int cupti_maps = 0;
-  for (size_t i = 0; i < m->n_clock_maps; i++) {
-    if (m->clock_maps[i].error_bound_ns > worst_bound) worst_bound = m->clock_maps[i].error_bound_ns;
-    cupti_maps += m->clock_maps[i].source == LENS_TS_CUPTI;
+  for (size_t i = 0; i < n_maps; i++) {
+    if (maps[i].error_bound_ns > worst_bound) worst_bound = maps[i].error_bound_ns;
+    cupti_maps += maps[i].source == LENS_TS_CUPTI;
   }
   const char *basis = cupti_maps ? "CUPTI kernel records" : "proxy notice times (biased late by the least polling delay)";
   char bound[32]; /* in human units, for the prose */
   lens_fmt_ns(worst_bound, bound, sizeof bound);
-  const struct lens_gpu_report *r = lens_gpu_report_get(m);
-  size_t contradict = r ? r->kernels_contradict : 0;
+  size_t contradict = f->have_report ? f->contradict : 0;
   /* What to do for better absolute times depends on what was given. */
   char advice[160];
-  if (!r || !r->kernel_records)
+  if (!f->have_report || !f->kernel_records)
     snprintf(advice, sizeof advice, "enable CUPTI (NCCL_LENS_CUPTI=on) for absolute times");
-  else if (!r->kernels_joined)
+  else if (!f->kernels_joined)
     snprintf(advice, sizeof advice,
              "CUPTI gave %zu kernel records but none joined a launch (no external ids of this run's launches)",
-             r->kernel_records);
+             f->kernel_records);
   else
-    snprintf(advice, sizeof advice, "%zu CUPTI kernels joined, none usable for a clock map%s", r->kernels_joined,
+    snprintf(advice, sizeof advice, "%zu CUPTI kernels joined, none usable for a clock map%s", f->kernels_joined,
              contradict ? " (they contradict their channels)" : " (graph replays or untimed records)");
   if (!kch) {
     v->level = "unmapped";

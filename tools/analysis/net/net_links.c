@@ -646,7 +646,7 @@ struct lens_net *lens_net_merge(struct lens_net_part *const *parts, size_t np, c
   for (size_t l = 0; l < nl; l++) {
     struct lens_net_link *L = &n->links[l];
     if (L->dir == LENS_NET_DIR_SEND && L->t.phase_ns[LENS_NET_SEND_WIRE])
-      L->gbps = (double)L->t.bytes * 8.0 / (double)L->t.phase_ns[LENS_NET_SEND_WIRE];
+      L->gbps = (double)L->t.bytes / (double)L->t.phase_ns[LENS_NET_SEND_WIRE]; /* GB/s (docs/cli.md: bytes, never bits) */
     L->dominant = lens_net_split_dominant(&L->t);
     lens_net_split_merge(&n->total, &L->t);
     lens_net_split_merge(L->dir == LENS_NET_DIR_SEND ? &n->send_total : &n->recv_total, &L->t);

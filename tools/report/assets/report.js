@@ -290,7 +290,7 @@
       var M = N.matrix;
       reading(s, 'wire bandwidth of ' + commLabel(M) + ' from each rank (row) to each peer (column)' +
               (M.rank_group > 1 ? ', ranks grouped by ' + M.rank_group : '') + ': bytes sent over the time in flight ' +
-              'on the network (Gbit/s). A pale cell among darker ones in its row is a slow link.');
+              'on the network (GB/s). A pale cell among darker ones in its row is a slow link.');
       plot('net_matrix', function () {
         var n = Math.ceil(M.nranks / M.rank_group), side = Math.min(Math.max(n * 22, 120), 560);
         var m = {l: 64, r: 20, t: 10, b: 44};
@@ -318,7 +318,7 @@
           var p = d3.mouse(this), c = byCell[Math.floor(p[1] / cs) + ',' + Math.floor(p[0] / cs)];
           if (!c) return hideTip();
           showTip('r' + c[0] + ' -> r' + c[1] + (M.rank_group > 1 ? ' (groups of ' + M.rank_group + ')' : '') + '\n' +
-                  f3(c[2]) + ' Gbit/s on the wire, ' + bytes(c[3]) + ' sent');
+                  f3(c[2]) + ' GB/s on the wire, ' + bytes(c[3]) + ' sent');
         }).on('mouseout', hideTip);
         return {marks: M.cells.length, values: {cells: M.cells.length, gbps_sum: sum}, canvas: canvas.node()};
       });
@@ -355,7 +355,7 @@
         .attr('fill', function (d) { return d.stands_out ? '#c62828' : '#6b8fc7'; })
         .on('mousemove', function (d) {
           showTip('r' + d.src + ' -> r' + d.dst + ' channel ' + d.channel + ' of ' + commLabel(d) + '\n' + f3(d.score) +
-                  'x typical, mostly ' + (d.dominant || '-') + '\n' + f3(d.gbps) + ' Gbit/s on the wire, ' + d.steps +
+                  'x typical, mostly ' + (d.dominant || '-') + '\n' + f3(d.gbps) + ' GB/s on the wire, ' + d.steps +
                   ' steps');
         }).on('mouseout', hideTip);
       g.selectAll('.name').data(L).enter().append('text').attr('class', 'label').attr('x', -6)
