@@ -2,7 +2,7 @@
 # ctest test_window_cli: the commands on the pass driver print, for a
 # --since/--until window, what they printed when every group was loaded whole
 # and then narrowed (expected/ was written by the binary before the
-# load-time window, tools/reader/window.c): summary, hang, net and job
+# load-time window, tools/reader/window.c): summary, hang, net, job and validate
 # --json, stdout, stderr and exit status, on four golden trace sets and three
 # windows. A deliberate change of a view: regenerate with --update and review
 # the diff (tests/golden/update.sh regenerates the golden views the same way).
@@ -22,7 +22,7 @@ for s in all pxn overrun hang-proxy; do
     since=${w%%:*} until=${w#*:}
     set -- --since "$since"
     [ -n "$until" ] && set -- "$@" --until "$until"
-    for c in summary hang net job; do
+    for c in summary hang net job validate; do
       name=$s-$c-$(echo "$w" | tr ':' '_')
       "$bin" "$c" --json "$@" "$traces/$s"/*.lens >"$tmp/$name.out" 2>"$tmp/$name.err"
       echo "exit $?" >>"$tmp/$name.err"
