@@ -20,9 +20,14 @@
  *      records of the others (they are no orphans).
  * The model is then a superset of the window's events whose events are
  * exactly as a full load makes them; the selection narrows it as it
- * narrows a full model. Memory beyond the model: the files' bytes (a full
- * load holds them too), two bits per record, and while one file is
- * decided, 56 bytes per START and 32 per STOP/STATE of that file. */
+ * narrows a full model. One reach differs: a STATE run record joins its
+ * event's previous STATE if that is among the last 65,536 states read
+ * (records.c); with fewer events built, a crafted run record farther than
+ * that from its first record can join where a full load's would not. A
+ * writer puts both in one chunk (at most 8,192 records), so never there.
+ * Memory beyond the model: the files' bytes (a full load holds them too),
+ * two bits per record, and while one file is decided, about 80 bytes per
+ * START (its row and id table slot) and 24 per STOP/STATE of that file. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
