@@ -1,10 +1,11 @@
 #!/bin/sh
-# ctest test_window_cli: the commands on the pass driver print, for a
-# --since/--until window, what they printed when every group was loaded whole
-# and then narrowed (expected/ was written by the binary before the
-# load-time window, tools/reader/window.c): summary, hang, net, job and validate
-# --json, stdout, stderr and exit status, on four golden trace sets and three
-# windows. A deliberate change of a view: regenerate with --update and review
+# ctest test_window_cli: the commands print, for a --since/--until window,
+# what they printed when the traces were loaded whole and then narrowed
+# (expected/ was written by the binary before the load-time window,
+# tools/reader/window.c): summary, hang, net, job and validate --json (the
+# pass driver) and report (one model, tools/cli/trace_args.c), stdout, stderr
+# and exit status, on four golden trace sets and three windows. A deliberate
+# change of a view: regenerate with --update and review
 # the diff (tests/golden/update.sh regenerates the golden views the same way).
 # usage: window_cli.sh NCCL_LENS_BIN [--update]
 set -u
@@ -22,9 +23,11 @@ for s in all pxn overrun hang-proxy; do
     since=${w%%:*} until=${w#*:}
     set -- --since "$since"
     [ -n "$until" ] && set -- "$@" --until "$until"
-    for c in summary hang net job validate; do
+    for c in summary hang net job validate report; do
       name=$s-$c-$(echo "$w" | tr ':' '_')
-      "$bin" "$c" --json "$@" "$traces/$s"/*.lens >"$tmp/$name.out" 2>"$tmp/$name.err"
+      json=--json
+      [ "$c" = report ] && json=
+      "$bin" "$c" $json "$@" "$traces/$s"/*.lens >"$tmp/$name.out" 2>"$tmp/$name.err"
       echo "exit $?" >>"$tmp/$name.err"
       n=$((n + 1))
       if [ "$update" = --update ]; then
