@@ -336,7 +336,11 @@ int lens_filter_apply_ex(const char *cmd, const struct lens_filter *f, struct le
   size_t total = m->n_events;
   if (lens_model_keep(m, keep)) goto out;
   if (t) t->kept += kept;
-  if (!(flags & LENS_FILTER_PART)) fprintf(stderr, "nccl-lens %s: the selection keeps %zu of %zu events\n", cmd, kept, total);
+  /* With a tally, "of" says its total: a model loaded with a window holds
+   * fewer events than the traces (lens_trace_cli_load adds the others). */
+  if (!(flags & LENS_FILTER_PART))
+    fprintf(stderr, "nccl-lens %s: the selection keeps %zu of %llu events\n", cmd, kept,
+            (unsigned long long)(t ? t->total : total));
   rc = 0;
 out:
   if (rc == 1) lens_cli_error(cmd, "out of memory");

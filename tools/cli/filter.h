@@ -4,7 +4,9 @@
  * analyses that need the whole trace (GPU clock fits, CUPTI join,
  * starvation), by narrowing the model to the selected events
  * (lens_model_keep): every table, count and view of the command then covers
- * the selection only. */
+ * the selection only. The pass driver loads a --since/--until window with
+ * lens_model_load_window (only what the window keeps is built) and applies
+ * the selection the same way after it. */
 #ifndef NCCL_LENS_CLI_FILTER_H
 #define NCCL_LENS_CLI_FILTER_H
 

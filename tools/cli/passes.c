@@ -136,12 +136,20 @@ static int map_group(struct run *r, size_t g) {
   for (size_t k = 0; k < r->n_passes; k++)
     if (r->passes[k].needs & LENS_PASS_STEPS) fold = 0;
   if (fold) lo.load_flags = LENS_LOAD_FOLD_STEPS;
+  /* --since/--until: the events outside the window are not built at all
+   * (lens_model_load_window), the selection below narrows what was built
+   * to the same events as from a full model. Not with --func (the check
+   * that a name exists reads every operation) nor with a probe trace (the
+   * starvation analysis reads every event). */
+  const struct lens_filter *f = &r->c->filter;
+  struct lens_load_window win = {.have_since = f->have_since, .have_until = f->have_until,
+                                 .since_ns = f->since_ns, .until_ns = f->until_ns};
+  if ((f->have_since || f->have_until) && !f->n_funcs && !gr->probe) lo.window = &win;
   struct lens_model *m = lens_cli_load(r->cmd, v, gr->n, &lo);
   free(v);
   if (!m) return -1;
   lens_trace_cli_name_inputs(r->c, m); /* "-", x.lens.gz: as the user named them */
   struct lens_filter_tally t = {0};
-  const struct lens_filter *f = &r->c->filter;
   t.comm_hit = calloc(f->n_comms + 1, 1);
   t.func_hit = calloc(f->n_funcs + 1, 1);
   if (r->func_have) t.func_have = r->func_have[g], t.func_have_len = sizeof r->func_have[g];
@@ -150,7 +158,9 @@ static int map_group(struct run *r, size_t g) {
     lens_cli_error(r->cmd, "out of memory");
     goto out;
   }
+  uint64_t built = m->n_events;
   if (lens_filter_apply_ex(r->cmd, f, m, LENS_FILTER_PART, &t)) goto out;
+  if (lo.window) t.total += win.events_total - built; /* "keeps N of M": M the job's events, built or not */
   for (size_t k = 0; k < r->n_passes; k++) {
     void *p = r->passes[k].map(m, r->passes[k].ctx);
     if (!p) goto out;

@@ -49,7 +49,30 @@ void lens_cli_load_notes(const char *cmd, const struct lens_model *m) {
 struct lens_model *lens_cli_load(const char *cmd, const char *const *paths, size_t n, const struct lens_load_opts *o) {
   char err[512];
   int quiet = o && o->no_progress;
-  struct lens_model *m = lens_model_load_ex(paths, n, o ? o->load_flags : 0, err, sizeof err, quiet ? NULL : progress);
+  struct lens_model *m = NULL;
+  struct lens_load_window *w = o ? o->window : NULL;
+  if (w) {
+    /* The GPU analysis runs before the selection and fits each GPU's clock
+     * from all its KernelCh (and joins launches to CUPTI kernels through
+     * their Coll/P2p): those are built whole when the traces hold any GPU
+     * evidence or CUPTI buffers are given (docs/scale.md, "A time window"). */
+    w->keep_types = w->keep_types_if = 0;
+    if (lens_analyze_gpu) {
+      w->keep_types = 1u << LENS_T_KERNEL_CH | 1u << LENS_T_KERNEL_LAUNCH | 1u << LENS_T_COLL | 1u << LENS_T_P2P;
+      w->keep_types_if = o->n_cupti_files ? 0 : 1u << LENS_T_KERNEL_CH | 1u << LENS_T_KERNEL_LAUNCH;
+    }
+    m = lens_model_load_window(paths, n, o->load_flags, w, err, sizeof err, quiet ? NULL : progress);
+    if (m && m->n_sched && lens_analyze_starvation) { /* it reads every event: the whole trace after all */
+      lens_model_free(m);
+      m = NULL;
+    } else {
+      w = NULL; /* done (or failed: err says why) */
+    }
+  }
+  if (!o || !o->window || w) {
+    m = lens_model_load_ex(paths, n, o ? o->load_flags : 0, err, sizeof err, quiet ? NULL : progress);
+    if (m && w) w->events_total = m->n_events;
+  }
   if (!quiet) lens_cli_progress(NULL, -1, 0);
   if (!m) {
     lens_cli_error(cmd, "%s", err);

@@ -14,6 +14,11 @@ struct lens_load_opts {
   uint64_t min_wait_ns;                                 /* starvation: ignore shorter waits */
   int no_progress;                                      /* no progress line (several loads run at once) */
   uint32_t load_flags;                                  /* LENS_LOAD_* (lensread.h) */
+  /* A time window built at load (lens_model_load_window), or NULL: the
+   * selection must then still be applied. Its keep_types are set here: what
+   * the GPU analysis reads. Scheduler samples (the starvation analysis
+   * reads every event) make it a full load. events_total is set. */
+  struct lens_load_window *window;
   int no_notes;                                         /* the caller says lens_cli_load_notes itself */
 };
 

@@ -309,6 +309,30 @@ int lens_model_on_free(struct lens_model *m, void (*fn)(struct lens_model *m));
 struct lens_model *lens_model_load_ex(const char *const *paths, size_t n_paths, uint32_t flags, char *err,
                                       size_t err_len, void (*progress)(uint64_t done, uint64_t total));
 
+/* A time window applied while loading (window.c): the events a selection
+ * --since/--until (tools/cli/filter.c) keeps are built, and with them
+ * whatever decides their fields in a full model (ancestors, a re-posted
+ * ProxyStep's twins, each file's earliest event, which fixes its host's
+ * origin), the rest not: a window of a huge job costs about the window plus
+ * a scan of the bytes. Each kept event is exactly as lens_model_load_ex
+ * makes it; the selection then narrows the model as it narrows a full one,
+ * to the same events. The STOP and STATE records of the events not built
+ * are dropped, not counted as orphans. ProxySteps are never folded.
+ * keep_types (bits 1u << LENS_T_*): types built whole, with their
+ * ancestors, for an analysis that reads every one of them before the
+ * selection (the GPU clock fits) -- only when the files hold a START of
+ * a type in keep_types_if or a CUPTI chunk (keep_types_if 0: always).
+ * events_total (out): the events a full load would have built. */
+struct lens_load_window {
+  int have_since, have_until;
+  uint64_t since_ns, until_ns; /* after the first event of the host, as the selection's */
+  uint32_t keep_types, keep_types_if;
+  uint64_t events_total;
+};
+struct lens_model *lens_model_load_window(const char *const *paths, size_t n_paths, uint32_t flags,
+                                          struct lens_load_window *win, char *err, size_t err_len,
+                                          void (*progress)(uint64_t done, uint64_t total));
+
 /* A model without events (skeleton.c): the files, processes, communicators,
  * threads, notes, CLOCK samples, GPU clock maps and same-trace notes of the
  * models added to it, renumbered, with their totals (orphan stops, bad

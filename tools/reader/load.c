@@ -185,19 +185,28 @@ static int load_file(struct lens_builder *b, const char *path, uint64_t *done, u
   struct lens_model *m = b->m;
   uint8_t *addr;
   size_t size;
-  /* Read, not mapped: a live trace can shrink under us (SIGBUS on a map). */
-  if (lens_read_regular_file(path, UINT64_MAX, "trace", &addr, &size, b->err, b->err_len)) return -1;
+  int scan = b->win_mode == LENS_WIN_ORIGIN || b->win_mode == LENS_WIN_DECIDE;
+  b->win_starts = b->win_pends = 0;
+  /* Read, not mapped: a live trace can shrink under us (SIGBUS on a map).
+   * A windowed load reads it once for all its scans (window.c). */
+  if (b->win) {
+    if (lens_win_bytes(b, path, &addr, &size)) return -1;
+  } else if (lens_read_regular_file(path, UINT64_MAX, "trace", &addr, &size, b->err, b->err_len)) {
+    return -1;
+  }
   if (size < sizeof(struct lens_file_hdr)) {
-    free(addr);
+    if (!b->win || b->win_mode == LENS_WIN_BUILD) free(addr);
     return fail(b, "%s is not a .lens trace (%zu bytes, shorter than the file header)", path, size);
   }
-  struct lens_map *mp = LENS_VEC_PUSH(b, b->priv->maps, b->priv->n_maps, priv->cap_maps);
-  if (!mp) {
-    free(addr);
-    return lens_builder_oom(b);
+  if (!scan) { /* a scan's bytes stay the window's */
+    struct lens_map *mp = LENS_VEC_PUSH(b, b->priv->maps, b->priv->n_maps, priv->cap_maps);
+    if (!mp) {
+      free(addr);
+      return lens_builder_oom(b);
+    }
+    mp->addr = addr;
+    mp->len = size;
   }
-  mp->addr = addr;
-  mp->len = size;
   const uint8_t *base = addr;
   struct lens_file_hdr fh;
   memcpy(&fh, base, sizeof fh);
@@ -232,7 +241,8 @@ static int load_file(struct lens_builder *b, const char *path, uint64_t *done, u
     for (size_t i = cap; i < m->n_procs; i++) memset(&hs[i], 0, sizeof hs[i]);
     b->priv->n_events_hash = m->n_procs;
     uint64_t guess = size / 80 < (4u << 20) ? size / 80 : (4u << 20);
-    if (lens_hash_reserve(&hs[b->proc], (size_t)guess)) return lens_builder_oom(b);
+    if (b->win_mode == LENS_WIN_BUILD) guess = lens_win_kept(b->win, b->win_file); /* what it builds */
+    if (!scan && lens_hash_reserve(&hs[b->proc], (size_t)guess)) return lens_builder_oom(b);
   }
 
   struct lens_chunk_view *v;
@@ -259,6 +269,7 @@ static int load_file(struct lens_builder *b, const char *path, uint64_t *done, u
   }
   *done += step;
   free(v);
+  if (scan) return rc ? rc : lens_win_end_file(b);
   if (!rc && b->proc >= 0) rc = lens_enter_ids(b);
   if (!rc) rc = lens_apply_pending(b);
   return rc;
@@ -271,10 +282,17 @@ struct lens_model *lens_model_load(const char *const *paths, size_t n_paths, cha
 
 struct lens_model *lens_model_load_ex(const char *const *paths, size_t n_paths, uint32_t flags, char *err,
                                       size_t err_len, void (*progress)(uint64_t done, uint64_t total)) {
+  return lens_load_files(paths, n_paths, flags, NULL, LENS_WIN_OFF, err, err_len, progress);
+}
+
+struct lens_model *lens_load_files(const char *const *paths, size_t n_paths, uint32_t flags, struct lens_win *win,
+                                   uint32_t win_mode, char *err, size_t err_len,
+                                   void (*progress)(uint64_t done, uint64_t total)) {
   if (err && err_len) err[0] = 0;
   struct lens_model *m = calloc(1, sizeof *m);
   struct lens_reader_priv *priv = calloc(1, sizeof *priv);
-  struct lens_builder b = {.m = m, .priv = priv, .err = err, .err_len = err_len, .flags = flags};
+  struct lens_builder b = {.m = m, .priv = priv, .err = err, .err_len = err_len, .flags = flags,
+                           .win = win, .win_mode = win_mode};
   if (!m || !priv) {
     free(m);
     free(priv);
@@ -296,7 +314,8 @@ struct lens_model *lens_model_load_ex(const char *const *paths, size_t n_paths, 
    * START takes 48 bytes or more): grown by doubling, it was copied and its
    * new pages faulted in again at every step. Untouched room costs address
    * space only; when even that is refused, it grows as before. */
-  (void)lens_vec_reserve((void **)&m->events, &b.cap_events, (size_t)(total / 48) + 16, sizeof *m->events);
+  if (win_mode == LENS_WIN_OFF) /* a window's load sizes it for what it builds (window.c); its scans build nothing */
+    (void)lens_vec_reserve((void **)&m->events, &b.cap_events, (size_t)(total / 48) + 16, sizeof *m->events);
   {
     size_t *keep = malloc(n_paths * sizeof *keep), n_keep = 0, n_dups = 0;
     m->same_traces = calloc(n_paths, sizeof *m->same_traces);
@@ -319,6 +338,7 @@ struct lens_model *lens_model_load_ex(const char *const *paths, size_t n_paths, 
     m->n_same_traces = n_dups;
     for (size_t k = 0; k < n_keep; k++) {
       const char *path = paths[keep[k]];
+      b.win_file = win ? lens_win_index(win, k) : k;
       if (load_file(&b, path, &done, total, progress)) {
         free(keep);
         goto bad;
@@ -326,7 +346,7 @@ struct lens_model *lens_model_load_ex(const char *const *paths, size_t n_paths, 
     }
     free(keep);
   }
-  if (lens_resolve_model(&b)) goto bad;
+  if (win_mode != LENS_WIN_ORIGIN && win_mode != LENS_WIN_DECIDE && lens_resolve_model(&b)) goto bad;
   if (progress) progress(total, total);
   free(b.states);
   free(b.pend);

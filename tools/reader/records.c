@@ -203,6 +203,10 @@ static int on_start(struct lens_builder *b, uint32_t session, int32_t thread, co
     return 0;
   }
   struct lens_model *m = b->m;
+  if (b->win_mode) { /* a scan of a windowed load, or a START its window leaves out */
+    int w = lens_win_start(b, session, &s, r, size);
+    if (w <= 0) return w;
+  }
   if (s.h.type == LENS_T_PROXY_STEP && (b->flags & LENS_LOAD_FOLD_STEPS)) {
     struct lens_fstep *f = LENS_VEC_PUSH(b, b->fsteps, b->n_fsteps, cap_fsteps);
     if (!f) return lens_builder_oom(b);
@@ -302,12 +306,18 @@ int lens_read_events_chunk(struct lens_builder *b, const struct lens_chunk_hdr *
     } else if (rh.kind == LENS_REC_STOP && rh.size >= sizeof(struct lens_rec_stop)) {
       struct lens_rec_stop s;
       memcpy(&s, r, sizeof s);
+      int w = b->win_mode ? lens_win_pend(b, h.session, LENS_REC_STOP, s.id, s.ts) : 1;
+      if (w < 0) return -1;
+      if (!w) continue;
       struct lens_pending *q = LENS_VEC_PUSH(b, b->pend, b->n_pend, cap_pend);
       if (!q) return lens_builder_oom(b);
       *q = (struct lens_pending){.id = s.id, .ts = s.ts, .session = h.session, .kind = LENS_REC_STOP};
     } else if (rh.kind == LENS_REC_STATE && rh.size >= sizeof(struct lens_rec_state)) {
       struct lens_rec_state_run s = {0};
       memcpy(&s, r, rh.size >= sizeof s ? sizeof s : sizeof s.s);
+      int w = b->win_mode ? lens_win_pend(b, h.session, LENS_REC_STATE, s.s.id, s.s.ts) : 1;
+      if (w < 0) return -1;
+      if (!w) continue;
       struct lens_pending *q = LENS_VEC_PUSH(b, b->pend, b->n_pend, cap_pend);
       if (!q) return lens_builder_oom(b);
       *q = (struct lens_pending){.id = s.s.id, .ts = s.s.ts, .arg = s.s.arg, .session = h.session,

@@ -1,0 +1,342 @@
+/* The load-time window (lens_model_load_window, tools/reader/window.c) must
+ * leave, after the selection, exactly the model a full load leaves after
+ * the same selection: for every committed replay scenario of the golden
+ * test (tests/golden/traces/) and windows tiny, 1 %, half, everything,
+ * empty, since- or until-only and one inside the longest ProxyOp, the same
+ * events in the same order with the same fields, payloads (strings by
+ * value), accuracy, states, parents and children, the same orphan and bad
+ * record counts, threads, CUPTI kernels and GPU clock maps. The GPU
+ * analysis runs (linked) on both, before the selection, as the CLI runs it.
+ * And the window must prune: a tiny window builds fewer events than the
+ * trace holds. Plus a crafted PXN pair (the replay's PXN parents are in no
+ * file): a ProxyOp in the window whose parent Coll, in the other process,
+ * is not, in both file orders (the parent's file decided before or after);
+ * and damaged copies of a trace (chunks failing their CRC, a cut tail). */
+#include <dirent.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/filter.h"
+#include "export/load_traces.h"
+#include "reader_test_util.h"
+#include "trace_builder.h"
+
+static int failures;
+#define CHECK(c, ...)                                \
+  do {                                               \
+    if (!(c)) {                                      \
+      fprintf(stderr, "FAIL %s: ", ctx);             \
+      fprintf(stderr, __VA_ARGS__);                  \
+      fprintf(stderr, "\n");                         \
+      failures++;                                    \
+      return;                                        \
+    }                                                \
+  } while (0)
+
+static int same_str(const char *a, const char *b) { return (!a && !b) || (a && b && !strcmp(a, b)); }
+
+/* The payload's strings compared by value, then zeroed so the rest compares as bytes. */
+static int same_payload(int type, struct lens_payload a, struct lens_payload b) {
+  const char **pa[5] = {0}, **pb[5] = {0};
+  int n = 0;
+#define S(f) (pa[n] = (const char **)&a.f, pb[n] = (const char **)&b.f, n++)
+  switch (type) {
+  case LENS_T_COLL_API: S(coll_api.func), S(coll_api.datatype); break;
+  case LENS_T_P2P_API: S(p2p_api.func), S(p2p_api.datatype); break;
+  case LENS_T_COLL: S(coll.func), S(coll.datatype), S(coll.algo), S(coll.proto), S(coll.kernel_variant); break;
+  case LENS_T_P2P: S(p2p.func), S(p2p.datatype); break;
+  case LENS_T_KERNEL_PHASE: S(kernel_phase.name); break;
+  case LENS_T_CE_COLL: S(ce_coll.func), S(ce_coll.datatype), S(ce_coll.sync_strategy); break;
+  default: break;
+  }
+#undef S
+  for (int i = 0; i < n; i++) {
+    if (!same_str(*pa[i], *pb[i])) return 0;
+    *pa[i] = *pb[i] = NULL;
+  }
+  return !memcmp(&a, &b, sizeof a);
+}
+
+static void compare(const char *ctx, const struct lens_model *f, const struct lens_model *w) {
+  CHECK(f->n_events == w->n_events, "%zu events, window load %zu", f->n_events, w->n_events);
+  CHECK(f->n_states == w->n_states, "%zu states, window load %zu", f->n_states, w->n_states);
+  CHECK(f->orphan_stops == w->orphan_stops, "orphans %" PRIu64 " vs %" PRIu64, f->orphan_stops, w->orphan_stops);
+  CHECK(f->bad_records == w->bad_records, "bad records %" PRIu64 " vs %" PRIu64, f->bad_records, w->bad_records);
+  CHECK(f->n_threads == w->n_threads && f->n_procs == w->n_procs && f->n_comms == w->n_comms, "tables differ");
+  for (size_t i = 0; i < f->n_threads; i++)
+    CHECK(!memcmp(&f->threads[i], &w->threads[i], sizeof f->threads[i]), "thread %zu differs", i);
+  for (size_t i = 0; i < f->n_events; i++) {
+    const struct lens_event *a = &f->events[i], *b = &w->events[i];
+    CHECK(a->id == b->id && a->parent_raw == b->parent_raw && a->context == b->context &&
+              a->start_mono_ns == b->start_mono_ns && a->stop_mono_ns == b->stop_mono_ns && a->type == b->type &&
+              a->rank == b->rank && a->proc == b->proc && a->thread == b->thread && a->comm == b->comm &&
+              a->parent == b->parent && a->first_child == b->first_child && a->next_sibling == b->next_sibling &&
+              a->flags == b->flags && a->session == b->session && a->first_state == b->first_state &&
+              a->n_states == b->n_states,
+          "event %zu (%s id 0x%" PRIx64 ") differs: flags 0x%x/0x%x parent %d/%d comm %d/%d stop %" PRIu64
+          "/%" PRIu64,
+          i, lens_type_name(a->type), a->id, a->flags, b->flags, a->parent, b->parent, a->comm, b->comm,
+          a->stop_mono_ns, b->stop_mono_ns);
+    CHECK(same_payload(a->type, a->p, b->p), "event %zu (%s) payload differs", i, lens_type_name(a->type));
+    CHECK(!memcmp(&a->acc, &b->acc, sizeof a->acc), "event %zu (%s) accuracy differs", i, lens_type_name(a->type));
+  }
+  for (size_t i = 0; i < f->n_states; i++)
+    CHECK(!memcmp(&f->states[i], &w->states[i], sizeof f->states[i]), "state %zu differs", i);
+  CHECK(f->n_kernels == w->n_kernels, "%zu CUPTI kernels vs %zu", f->n_kernels, w->n_kernels);
+  for (size_t i = 0; i < f->n_kernels; i++)
+    CHECK(f->kernels[i].launch_event == w->kernels[i].launch_event &&
+              f->kernels[i].start_mono_ns == w->kernels[i].start_mono_ns,
+          "kernel %zu differs", i);
+  CHECK(f->n_clock_maps == w->n_clock_maps, "%zu clock maps vs %zu", f->n_clock_maps, w->n_clock_maps);
+  for (size_t i = 0; i < f->n_clock_maps; i++)
+    CHECK(!memcmp(&f->clock_maps[i], &w->clock_maps[i], sizeof f->clock_maps[i]), "clock map %zu differs", i);
+}
+
+static uint64_t pruned_scenarios;
+
+static void one(const char *scen, const char **paths, size_t n, const char *name, int have_since, uint64_t since,
+                int have_until, uint64_t until) {
+  char ctx[256];
+  snprintf(ctx, sizeof ctx, "%s, window %s (since %s%" PRIu64 ", until %s%" PRIu64 ")", scen, name,
+           have_since ? "" : "-", since, have_until ? "" : "-", until);
+  struct lens_filter flt = {.have_since = have_since, .have_until = have_until, .since_ns = since, .until_ns = until};
+  struct lens_load_opts full_o = {.no_progress = 1, .no_notes = 1};
+  struct lens_model *f = lens_cli_load("test", paths, n, &full_o);
+  struct lens_load_window win = {.have_since = have_since, .have_until = have_until, .since_ns = since,
+                                 .until_ns = until};
+  struct lens_load_opts win_o = {.no_progress = 1, .no_notes = 1, .window = &win};
+  struct lens_model *w = lens_cli_load("test", paths, n, &win_o);
+  if (!f || !w) {
+    fprintf(stderr, "FAIL %s: load failed\n", ctx);
+    failures++;
+  } else {
+    size_t total = f->n_events, built = w->n_events;
+    if (win.events_total != total) {
+      fprintf(stderr, "FAIL %s: events_total %" PRIu64 ", the trace holds %zu\n", ctx, win.events_total, total);
+      failures++;
+    }
+    if (lens_filter_apply("test", &flt, f, LENS_FILTER_PART) || lens_filter_apply("test", &flt, w, LENS_FILTER_PART)) {
+      fprintf(stderr, "FAIL %s: selection failed\n", ctx);
+      failures++;
+    } else {
+      compare(ctx, f, w);
+      if (!strcmp(name, "tiny") && built < total) pruned_scenarios++;
+      printf("%-18s %-10s total %6zu built %6zu kept %6zu\n", scen, name, total, built, f->n_events);
+    }
+  }
+  lens_model_free(f);
+  lens_model_free(w);
+  /* The reader alone, nothing kept whole for an analysis: the ancestors a
+   * PXN ProxyOp needs in another process are then asked of it. */
+  char err[256];
+  struct lens_load_window raw = win;
+  raw.keep_types = raw.keep_types_if = 0;
+  f = lens_model_load_ex(paths, n, 0, err, sizeof err, NULL);
+  w = lens_model_load_window(paths, n, 0, &raw, err, sizeof err, NULL);
+  strncat(ctx, ", reader only", sizeof ctx - strlen(ctx) - 1);
+  if (!f || !w || lens_filter_apply("test", &flt, f, LENS_FILTER_PART) ||
+      lens_filter_apply("test", &flt, w, LENS_FILTER_PART)) {
+    fprintf(stderr, "FAIL %s: load or selection failed\n", ctx);
+    failures++;
+  } else {
+    compare(ctx, f, w);
+  }
+  lens_model_free(f);
+  lens_model_free(w);
+}
+
+/* Windows relative to the scenario's extent (its host's first start to the
+ * last start), and one inside its longest ProxyOp. */
+static void scenario(const char *dir, const char *scen) {
+  char *paths[64];
+  size_t n = 0;
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *de;
+  while ((de = readdir(d)) && n < 64) {
+    size_t l = strlen(de->d_name);
+    if (l > 5 && !strcmp(de->d_name + l - 5, ".lens")) {
+      paths[n] = malloc(strlen(dir) + l + 2);
+      sprintf(paths[n++], "%s/%s", dir, de->d_name);
+    }
+  }
+  closedir(d);
+  if (!n) return;
+  struct lens_load_opts o = {.no_progress = 1};
+  struct lens_model *m = lens_cli_load("test", (const char **)paths, n, &o);
+  if (!m) {
+    fprintf(stderr, "FAIL %s: does not load\n", scen);
+    failures++;
+    return;
+  }
+  uint64_t lo = UINT64_MAX, hi = 0, op_s = 0, op_len = 0;
+  for (size_t i = 0; i < m->n_events; i++) {
+    const struct lens_event *e = &m->events[i];
+    if (e->start_mono_ns && e->start_mono_ns < lo) lo = e->start_mono_ns;
+    if (e->start_mono_ns > hi) hi = e->start_mono_ns;
+  }
+  for (size_t i = 0; i < m->n_events; i++) {
+    const struct lens_event *e = &m->events[i];
+    if (e->type == LENS_T_PROXY_OP && e->stop_mono_ns > e->start_mono_ns &&
+        e->stop_mono_ns - e->start_mono_ns > op_len)
+      op_len = e->stop_mono_ns - e->start_mono_ns, op_s = e->start_mono_ns - lo;
+  }
+  lens_model_free(m);
+  uint64_t span = hi > lo && lo != UINT64_MAX ? hi - lo : 1;
+  const char **p = (const char **)paths;
+  one(scen, p, n, "tiny", 1, span / 2, 1, span / 2 + 1000);
+  one(scen, p, n, "1%", 1, span / 2, 1, span / 2 + span / 100);
+  one(scen, p, n, "half", 1, span / 4, 1, span / 4 + span / 2);
+  one(scen, p, n, "everything", 1, 0, 1, UINT64_C(1) << 50);
+  one(scen, p, n, "empty", 1, span * 2, 1, span * 3);
+  one(scen, p, n, "since-only", 1, span - span / 10, 0, 0);
+  one(scen, p, n, "until-only", 0, 0, 1, span / 10);
+  one(scen, p, n, "until-0", 0, 0, 1, 0);
+  if (op_len > 4) one(scen, p, n, "in-proxyop", 1, op_s + op_len / 3, 1, op_s + op_len / 3 + op_len / 4);
+  for (size_t i = 0; i < n; i++) free(paths[i]);
+}
+
+/* Process 100 holds GroupApi > CollApi > Coll (5..20); process 200 (same
+ * host) runs its PXN ProxyOp (30..500, REMOTE, pid 100, parent = the Coll's
+ * id) with a step, and a Coll of its own with the same id value. */
+#define CTX 0xAAull
+static void pxn_pair(void) {
+  char pa[128], pb[128];
+  uint64_t gapi = LENS_ID_MAKE(LENS_T_GROUP_API, 1, 1), capi = LENS_ID_MAKE(LENS_T_COLL_API, 1, 2);
+  uint64_t coll = LENS_ID_MAKE(LENS_T_COLL, 1, 3);
+  struct tb *a = tb_open(rt_path(pa, sizeof pa, "pxn-a.lens"), LENS_PRODUCER_TEST);
+  tb_session(a, 0, 100, "nodeA", 6);
+  tb_comm(a, CTX, 0x77, 0, 2, 1, 0, "c");
+  tb_thread(a, 1, 101, LENS_ROLE_APP, "t", 0, 0);
+  tb_events_begin(a, 1);
+  tb_start(a, LENS_T_GROUP_API, gapi, 0, CTX, 5, 0, 0, NULL, 0);
+  tb_start(a, LENS_T_COLL_API, capi, gapi, CTX, 6, 0, 0, NULL, 0);
+  tb_start(a, LENS_T_COLL, coll, capi, CTX, 7, 0, 0, NULL, 0);
+  tb_stop(a, coll, 20);
+  tb_stop(a, capi, 21);
+  tb_stop(a, gapi, 22);
+  tb_close(a);
+  struct tb *b = tb_open(rt_path(pb, sizeof pb, "pxn-b.lens"), LENS_PRODUCER_TEST);
+  tb_session(b, 0, 200, "nodeA", 6);
+  tb_comm(b, CTX, 0x88, 1, 2, 1, 0, "d");
+  tb_thread(b, 1, 201, LENS_ROLE_PROXY, "p", 1, 0);
+  uint64_t op = LENS_ID_REMOTE | LENS_ID_MAKE(LENS_T_PROXY_OP, 1, 1);
+  uint64_t step = LENS_ID_REMOTE | LENS_ID_MAKE(LENS_T_PROXY_STEP, 1, 2);
+  static const struct lens_p_proxy_op opp = {.pid = 100, .peer = 1, .n_steps = 1, .chunk_size = 8, .is_send = 1};
+  struct lens_p_proxy_step s0 = {0};
+  tb_events_begin(b, 1);
+  tb_start(b, LENS_T_COLL, coll, 0, CTX, 8, 0, 0, NULL, 0);
+  tb_stop(b, coll, 9);
+  tb_start(b, LENS_T_PROXY_OP, op, coll, 0xFFFF0000ull, 30, 0, LENS_START_F_REMOTE, &opp, sizeof opp);
+  tb_start(b, LENS_T_PROXY_STEP, step, op, 0xFFFF0000ull, 35, 0, 0, &s0, sizeof s0);
+  tb_stop(b, step, 40);
+  tb_stop(b, op, 500);
+  tb_close(b);
+  const char *ab[2] = {pa, pb}, *ba[2] = {pb, pa};
+  one("pxn-pair a,b", ab, 2, "op-only", 1, 200, 0, 0);
+  one("pxn-pair b,a", ba, 2, "op-only", 1, 200, 0, 0);
+  one("pxn-pair a,b", ab, 2, "until-0", 0, 0, 1, 0);
+  /* The ProxyOp kept and its remote ancestors built: its communicator is its parent's. */
+  struct lens_load_window win = {.have_since = 1, .since_ns = 200};
+  char err[256];
+  struct lens_model *m = lens_model_load_window(ab, 2, 0, &win, err, sizeof err, NULL);
+  struct lens_filter flt = {.have_since = 1, .since_ns = 200};
+  const char *ctx = "pxn-pair";
+  if (!m || lens_filter_apply("test", &flt, m, LENS_FILTER_PART)) {
+    fprintf(stderr, "FAIL pxn-pair: load\n");
+    failures++;
+    lens_model_free(m);
+    return;
+  }
+  int32_t i = lens_model_find(m, 1, op);
+  /* A scheduler probe beside them: the starvation analysis reads every
+   * event, so lens_cli_load loads the whole trace after all (and says so
+   * in events_total), and the selection still leaves the same model. */
+  char pp[128];
+  struct tb *pr = tb_open(rt_path(pp, sizeof pp, "probe.lens"), LENS_PRODUCER_SCHED);
+  tb_session(pr, 0, 300, "nodeA", 0);
+  struct lens_sched_sample smp = {.start_mono_ns = 25, .end_mono_ns = 45, .host_pid = 200, .host_tid = 201};
+  tb_sched(pr, &smp, 1);
+  tb_close(pr);
+  const char *abp[3] = {pa, pb, pp};
+  struct lens_load_window pw = {.have_since = 1, .since_ns = 200};
+  struct lens_load_opts po = {.no_progress = 1, .no_notes = 1, .window = &pw};
+  struct lens_model *pm = lens_cli_load("test", abp, 3, &po);
+  if (!pm || !pm->n_sched || pm->n_events != 6 || pw.events_total != 6) {
+    fprintf(stderr, "FAIL pxn-pair + probe: a window with scheduler samples was not loaded whole (%zu events)\n",
+            pm ? pm->n_events : 0);
+    failures++;
+  }
+  lens_model_free(pm);
+  one("pxn-pair + probe", abp, 3, "op-only", 1, 200, 0, 0);
+  if (i < 0 || m->events[i].comm < 0 || m->comms[m->events[i].comm].comm_id != 0x77 ||
+      (m->events[i].flags & LENS_EVF_PARENT_MISSING)) {
+    fprintf(stderr, "FAIL %s: the PXN ProxyOp lost its parent's communicator\n", ctx);
+    failures++;
+  }
+  lens_model_free(m);
+}
+
+/* Damaged copies (bytes flipped past the file header: chunks skipped for
+ * their CRC, a cut tail): the window load must still leave what the full
+ * load leaves. */
+static void damaged(const char *root) {
+  char src[1024], dst[128], other[1024];
+  snprintf(src, sizeof src, "%s/all/node0.lens", root);
+  snprintf(other, sizeof other, "%s/all/node1.lens", root);
+  size_t len;
+  uint8_t *orig = tb_read_file(src, &len);
+  if (!orig || len < 4096) {
+    fprintf(stderr, "FAIL damaged: no %s\n", src);
+    failures++;
+    free(orig);
+    return;
+  }
+  srand(7);
+  for (int k = 0; k < 12; k++) {
+    uint8_t *b = malloc(len);
+    memcpy(b, orig, len);
+    for (int j = 0; j < 1 + k % 4; j++) b[64 + (size_t)rand() % (len - 64)] ^= (uint8_t)(1 + rand() % 255);
+    size_t cut = k % 3 == 2 ? len - (size_t)rand() % (len / 2) : len;
+    tb_write_file(rt_path(dst, sizeof dst, "damaged.lens"), b, cut);
+    free(b);
+    const char *p[2] = {dst, other};
+    char name[32];
+    snprintf(name, sizeof name, "damaged-%d", k);
+    one(name, p, 2, "1%", 1, 5000000, 1, 5100000);
+    one(name, p, 2, "half", 1, 2000000, 1, 12000000);
+  }
+  free(orig);
+}
+
+int main(int argc, char **argv) {
+  const char *root = argc > 1 ? argv[1] : LENS_SOURCE_DIR "/tests/golden/traces";
+  DIR *d = opendir(root);
+  if (!d) {
+    fprintf(stderr, "FAIL: no traces at %s\n", root);
+    return 1;
+  }
+  char *names[128];
+  size_t n = 0;
+  struct dirent *de;
+  while ((de = readdir(d)) && n < 128)
+    if (de->d_name[0] != '.') names[n++] = strdup(de->d_name);
+  closedir(d);
+  for (size_t i = 0; i < n; i++) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/%s", root, names[i]);
+    scenario(dir, names[i]);
+    free(names[i]);
+  }
+  pxn_pair();
+  damaged(root);
+  rt_cleanup();
+  if (!pruned_scenarios) {
+    fprintf(stderr, "FAIL: no scenario's tiny window built fewer events than its trace holds\n");
+    failures++;
+  }
+  printf("%d failure(s); %" PRIu64 " scenario(s) pruned by a tiny window\n", failures, pruned_scenarios);
+  return failures != 0;
+}
