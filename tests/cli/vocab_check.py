@@ -17,8 +17,8 @@ import sys
 d = sys.argv[1]
 STRICT = ["job.json", "hang.json", "hang-stuck.json", "validate.json", "truth.json", "hang-truth.json", "job.txt",
           "hang.txt", "hang-stuck.txt", "metrics.prom", "net.txt", "summary.json", "net.json", "diff.json",
-          "summary.txt"]
-LEFT = ["export.json", "report.html"]
+          "summary.txt", "export.json", "report.html"]
+LEFT = []
 
 ids = set()
 for t in ("truth.json", "hang-truth.json"):

@@ -184,7 +184,8 @@ def main():
         k = by_corr.get(c["args"]["kernel correlation"])
         if not check(k is not None, "a channel slice of an unmatched kernel"):
             continue
-        if (c["args"].get("comm"), c["args"].get("seq")) in over:
+        cid = c["args"].get("comm_id")
+        if (int(cid, 16) if cid else None, c["args"].get("seq")) in over:
             continue
         s_ns, e_ns = round(c["ts"] * 1000), round((c["ts"] + c["dur"]) * 1000)
         ks, ke = round(k["ts"] * 1000), round((k["ts"] + k["dur"]) * 1000)

@@ -233,7 +233,7 @@ for name, opts, bad, plots in SCEN:
         fail('%s: job slow links != job --json %s' % (name, dict(links)))
     for s in J['busbw']['series']:
         for p in s['points']:
-            bw = [c['busbw_gbps'] for c in job['collectives'] if c['comm_id'] == s['comm'] and c['func'] == s['func']
+            bw = [c['busbw_gbps'] for c in job['collectives'] if c['comm_id'] == s['comm_id'] and c['func'] == s['func']
                   and c['bytes'] == p['bytes'] and c['exec_ns'] and 'partial' not in c['flags']]
             if len(bw) != p['count'] or not close(min(bw), p['min']) or not close(max(bw), p['max']):
                 fail('%s: busbw point %s != job --json %s' % (name, p, bw))

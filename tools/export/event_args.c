@@ -1,4 +1,5 @@
 /* See event_args.h. */
+#include "cli/format.h"
 #include "export/event_args.h"
 
 #include <inttypes.h>
@@ -166,7 +167,7 @@ void lens_json_event_args(FILE *f, const struct lens_model *m, const struct lens
   if (e->comm >= 0) {
     const struct lens_comm *c = &m->comms[e->comm];
     KS("comm", c->name);
-    KH("comm_id", c->comm_id);
+    K("comm_id"), lens_json_comm_id(f, c->comm_id); /* 0x + 16 digits, as every view */
     KI("comm_rank", c->rank);
   }
   if (e->parent >= 0) {

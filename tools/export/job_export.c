@@ -1,4 +1,5 @@
 /* The merged job timeline (job_export.h). */
+#include "cli/format.h"
 #include "export/job_export.h"
 
 #include <inttypes.h>
@@ -365,7 +366,7 @@ static void write_slice(struct ctx *x, const struct sl *s, int64_t origin) {
           m->procs[(size_t)s->proc - x->pbase].pid, s->s + origin, bound);
   if (in) {
     fputs(",\"comm_id\":", x->f);
-    lens_json_hex(x->f, in->comm_id);
+    lens_json_comm_id(x->f, in->comm_id);
     fprintf(x->f, ",\"seq\":%" PRId64 ",\"bytes\":%" PRIu64 ",\"gpu_time\":\"%s\",\"last_rank\":%d,\"is_last\":%s",
             in->seq, in->bytes, r->kstart_mono_ns ? "GPU pTimer through its clock map" : "host (no clock map)",
             in->last_rank, last ? "true" : "false");

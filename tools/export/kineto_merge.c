@@ -445,8 +445,8 @@ static void tail(void *ctx, FILE *o) {
     fprintf(o, ",\"args\":{\"kernel correlation\":%" PRId64, k->correlation);
     if (op && op->type == LENS_T_COLL) fprintf(o, ",\"seq\":%" PRIu64, op->p.coll.seq);
     if (op && op->comm >= 0) {
-      fputs(",\"comm\":", o);
-      lens_json_hex(o, m->comms[op->comm].comm_id);
+      fputs(",\"comm_id\":", o);
+      lens_json_comm_id(o, m->comms[op->comm].comm_id);
     }
     if (s->kind == SL_CHANNEL) {
       fprintf(o, ",\"channel\":%d,\"clock\":\"GPU (our clock map, then the fit to this file's kernels)\"",

@@ -10,6 +10,7 @@
  * command it names shows that instance. Durations: us on each GPU's or host's
  * own clock. Bandwidth: bus GB/s (1e9 bytes/s, nccl-tests factors) from the
  * execution, wire GB/s from the send steps' wire phase. */
+#include "cli/format.h"
 #include "report/report_json.h"
 
 #include <inttypes.h>
@@ -44,8 +45,8 @@ static const struct lens_comm *comm_of(const struct lens_model *m, uint64_t comm
 
 static void comm_keys(FILE *f, const struct lens_model *m, uint64_t comm_id) {
   const struct lens_comm *c = comm_of(m, comm_id);
-  fputs("\"comm\":", f);
-  lens_json_hex(f, comm_id);
+  fputs("\"comm_id\":", f);
+  lens_json_comm_id(f, comm_id);
   fputs(",\"comm_name\":", f);
   lens_json_str(f, c && c->name[0] ? c->name : NULL);
 }
@@ -669,8 +670,8 @@ static void hang(struct ctx *x) {
   for (size_t i = 0; i < x->v.h.n_comms; i++) {
     const struct lens_hang_comm *c = &x->v.h.comms[i];
     if (!c->stuck) continue;
-    fputs(n++ ? ",{\"comm\":" : "{\"comm\":", f);
-    lens_json_hex(f, c->comm_id);
+    fputs(n++ ? ",{\"comm_id\":" : "{\"comm_id\":", f);
+    lens_json_comm_id(f, c->comm_id);
     fputs(",\"comm_name\":", f);
     lens_json_str(f, c->name[0] ? c->name : NULL);
     fputs(",\"func\":", f);

@@ -87,7 +87,7 @@ void lens_report_window_of(const struct lens_report_view *v, const struct lens_j
 
 void lens_report_export_cmd(const struct lens_job_inst *in, const struct lens_report_window *w, char *buf, size_t len) {
   snprintf(buf, len,
-           "nccl-lens export --format job --comm 0x%" PRIx64 " --since %" PRId64 "us --until %" PRId64
+           "nccl-lens export --format job --comm 0x%016" PRIx64 " --since %" PRId64 "us --until %" PRId64
            "us -o seq%" PRId64 ".json TRACES",
            in->comm_id, w->since_us, w->until_us, in->seq);
 }

@@ -36,7 +36,7 @@
     while (b >= 1024 && i < u.length - 1) { b /= 1024; i++; }
     return f3(b) + ' ' + u[i];
   }
-  function commLabel(o) { return (o.comm_name || '-') + ' (' + o.comm + ')'; }
+  function commLabel(o) { return (o.comm_name || '-') + ' (' + o.comm_id + ')'; }
   function section(id, title) {
     var s = main.append('section').attr('id', id);
     s.append('h2').text(title);
@@ -250,7 +250,7 @@
         .on('click', function (d, i) { select(i); });
       g.selectAll('.name').data(list).enter().append('text').attr('class', 'label')
         .attr('x', -6).attr('y', function (d, i) { return y(i) + y.rangeBand() / 2 + 4; }).attr('text-anchor', 'end')
-        .text(function (d) { return 'rank ' + d.rank + ' of ' + (d.comm_name || d.comm) + ' (' + d.host + ':' + d.pid + ')'; });
+        .text(function (d) { return 'rank ' + d.rank + ' of ' + (d.comm_name || d.comm_id) + ' (' + d.host + ':' + d.pid + ')'; });
       g.selectAll('.pct').data(list).enter().append('text').attr('class', 'label')
         .attr('x', function (d) { return Math.max(1, x(d.wait_caused_us / 1e3)) + 5; })
         .attr('y', function (d, i) { return y(i) + y.rangeBand() / 2 + 4; })
@@ -360,7 +360,7 @@
         }).on('mouseout', hideTip);
       g.selectAll('.name').data(L).enter().append('text').attr('class', 'label').attr('x', -6)
         .attr('y', function (d, i) { return y(i) + y.rangeBand() / 2 + 4; }).attr('text-anchor', 'end')
-        .text(function (d) { return 'r' + d.src + ' -> r' + d.dst + ' ch ' + d.channel + ' (' + (d.comm_name || d.comm) + ')'; });
+        .text(function (d) { return 'r' + d.src + ' -> r' + d.dst + ' ch ' + d.channel + ' (' + (d.comm_name || d.comm_id) + ')'; });
       return {marks: L.length, values: L.map(function (d) { return d.score; })};
     });
     s.append('h3').text('Where each connection\'s step time goes');
