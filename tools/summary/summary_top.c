@@ -22,8 +22,15 @@ size_t lens_summary_top(struct lens_summary *s, size_t top) {
     keep[i] = better < top;
   }
   size_t k = 0;
-  for (size_t i = 0; i < s->n_rows; i++)
-    if (keep[i]) s->rows[k++] = s->rows[i];
+  for (size_t i = 0; i < s->n_rows; i++) {
+    struct lens_sum_row *r = &s->rows[i];
+    if (keep[i]) {
+      s->rows[k++] = *r;
+      continue;
+    }
+    /* a summary owns its rows' strings (lens_summary_map): a row left out frees them */
+    free((char *)r->func), free((char *)r->algo), free((char *)r->proto), free((char *)r->kernel_variant);
+  }
   size_t dropped = s->n_rows - k;
   s->n_rows = k;
   free(keep);
