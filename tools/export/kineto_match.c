@@ -52,7 +52,7 @@ static void coarse_offset(const struct lens_model *m, const int32_t *procs, size
     v[k++] = (int64_t)c->real_ns - (int64_t)(c->mono_before_ns + (c->mono_after_ns - c->mono_before_ns) / 2);
   }
   if (k) {
-    qsort(v, k, sizeof *v, cmp_i64);
+    if (k) qsort(v, k, sizeof *v, cmp_i64);
     r->c_ns = v[k / 2];
     r->c_source = "CLOCK chunks";
     r->c_spread_ns = (double)(v[k - 1] - v[0]);
@@ -133,7 +133,7 @@ static void fit_line(const int64_t *x, const int64_t *y, size_t n, struct km_fit
   }
   for (size_t i = 0; i < n; i++) ix[i] = i;
   g_fx = x;
-  qsort(ix, n, sizeof *ix, by_fx);
+  if (n) qsort(ix, n, sizeof *ix, by_fx);
   int64_t span = x[ix[n - 1]] - x[ix[0]];
   if (span >= KM_SLOPE_SPAN_NS && n >= 4) {
     size_t h = n / 2, k = 0;
@@ -144,7 +144,7 @@ static void fit_line(const int64_t *x, const int64_t *y, size_t n, struct km_fit
       res[k++] = (double)((y[b] - y[a]) - dx) / (double)dx;
     }
     if (k) {
-      qsort(res, k, sizeof *res, cmp_dbl);
+      if (k) qsort(res, k, sizeof *res, cmp_dbl);
       f->slope = res[k / 2];
     }
   }
@@ -153,10 +153,10 @@ static void fit_line(const int64_t *x, const int64_t *y, size_t n, struct km_fit
   f->x0 = x[0] + (int64_t)llroundl(sx / n);
   for (int pass = 0; pass < 2; pass++) {
     for (size_t i = 0; i < n; i++) res[i] = left(x, y, i, f->slope);
-    qsort(res, n, sizeof *res, cmp_dbl);
+    if (n) qsort(res, n, sizeof *res, cmp_dbl);
     double med = res[n / 2];
     for (size_t i = 0; i < n; i++) res[i] = fabs(res[i] - med);
-    qsort(res, n, sizeof *res, cmp_dbl);
+    if (n) qsort(res, n, sizeof *res, cmp_dbl);
     double keep = 5 * 1.4826 * res[n / 2] + 100.0;
     if (pass || span < KM_SLOPE_SPAN_NS || n < 4) break;
     /* least squares over the pairs this line keeps */
@@ -177,7 +177,7 @@ static void fit_line(const int64_t *x, const int64_t *y, size_t n, struct km_fit
     if (cxx > 0) f->slope = (double)(cxd / cxx);
   }
   for (size_t i = 0; i < n; i++) res[i] = left(x, y, i, f->slope);
-  qsort(res, n, sizeof *res, cmp_dbl);
+  if (n) qsort(res, n, sizeof *res, cmp_dbl);
   double med = res[n / 2];
   long double dx0 = (long double)(f->x0 - x[0]);
   f->y0 = y[0] + (int64_t)llroundl(dx0 + (long double)f->slope * dx0 + med);
@@ -186,7 +186,7 @@ static void fit_line(const int64_t *x, const int64_t *y, size_t n, struct km_fit
     if (v > *maxres) *maxres = v;
     res[i] = v;
   }
-  qsort(res, n, sizeof *res, cmp_dbl);
+  if (n) qsort(res, n, sizeof *res, cmp_dbl);
   f->residual_ns = 1.4826 * res[n / 2];
   free(res), free(ix);
 }
@@ -358,11 +358,11 @@ static long seq_match(const struct seq *q, int commit) {
   }
   out = 0;
   if (!nd) goto done;
-  qsort(d, nd, sizeof *d, cmp_dbl);
+  if (nd) qsort(d, nd, sizeof *d, cmp_dbl);
   double med = d[nd / 2];
   cand[nc++] = med;
   for (size_t i = 0; i < nd; i++) d[i] = fabs(d[i] - med);
-  qsort(d, nd, sizeof *d, cmp_dbl);
+  if (nd) qsort(d, nd, sizeof *d, cmp_dbl);
   double tol = clampd(8 * 1.4826 * d[nd / 2], KM_TOL_MIN_NS, KM_TOL_MAX_NS);
   /* sample launches at a quarter, half and three quarters: each kernel near them is a guess */
   for (int qt = 1; qt <= 3; qt++) {
@@ -549,7 +549,7 @@ static void fill_gaps(const struct lens_model *m, const struct kj_scan *s, struc
                       const int32_t *K, const int32_t *kpos) {
   for (size_t i = 0; i < r->n_l; i++) L[i] = (int32_t)i;
   g_m = m;
-  qsort(L, r->n_l, sizeof *L, by_stream_call);
+  if (r->n_l) qsort(L, r->n_l, sizeof *L, by_stream_call);
   for (size_t s0 = 0, s1; s0 < r->n_l; s0 = s1) {
     for (s1 = s0 + 1; s1 < r->n_l && r->l[L[s1]].stream == r->l[L[s0]].stream; s1++) {
     }
@@ -633,7 +633,7 @@ int km_match(const struct lens_model *m, const int32_t *procs, size_t n_procs, c
   g_r = r, g_s = s;
   /* (1) CUPTI correlation ids, device and stream */
   for (size_t j = 0; j < s->n_k; j++) K[j] = (int32_t)j;
-  qsort(K, s->n_k, sizeof *K, by_corr);
+  if (s->n_k) qsort(K, s->n_k, sizeof *K, by_corr);
   for (size_t i = 0; i < r->n_l; i++) {
     struct km_launch *l = &r->l[i];
     if (l->corr < 0) continue;
@@ -655,9 +655,9 @@ int km_match(const struct lens_model *m, const int32_t *procs, size_t n_procs, c
   }
   /* (2) order and time, per pair of streams, the pairs that match most first */
   for (size_t i = 0; i < r->n_l; i++) L[i] = (int32_t)i;
-  qsort(L, r->n_l, sizeof *L, by_stream_start);
+  if (r->n_l) qsort(L, r->n_l, sizeof *L, by_stream_start);
   for (size_t j = 0; j < s->n_k; j++) K[j] = (int32_t)j;
-  qsort(K, s->n_k, sizeof *K, by_dev_stream_ts);
+  if (s->n_k) qsort(K, s->n_k, sizeof *K, by_dev_stream_ts);
   size_t ns = 0, nt = 0;
   size_t *sg = malloc((r->n_l + 1) * sizeof *sg), *tg = malloc((s->n_k + 1) * sizeof *tg);
   if (!sg || !tg) {
@@ -712,7 +712,7 @@ int km_match(const struct lens_model *m, const int32_t *procs, size_t n_procs, c
   size_t nm = 0;
   for (size_t i = 0; i < r->n_l; i++)
     if (r->l[i].kk >= 0 && r->l[i].by != KM_BY_ORDER_GAP) L[nm++] = (int32_t)i;
-  qsort(L, nm, sizeof *L, by_pair);
+  if (nm) qsort(L, nm, sizeof *L, by_pair);
   int64_t *x = malloc((nm ? nm : 1) * sizeof *x), *y = malloc((nm ? nm : 1) * sizeof *y);
   if (!x || !y) {
     free(x), free(y);

@@ -422,7 +422,7 @@ static int build(struct imp *m, const char *path, const struct lens_kineto_info 
   st->rank = rank;
   st->world_size = in->has_world_size ? in->world_size : 0;
   /* API calls by External id (modern files) or by the op enclosing the launch */
-  qsort(m->r, m->nr, sizeof *m->r, cmp_rpc_ext);
+  if (m->nr) qsort(m->r, m->nr, sizeof *m->r, cmp_rpc_ext);
   struct rpc **by_thread = malloc((m->nr ? m->nr : 1) * sizeof *by_thread);
   uint32_t *ord = malloc((m->nk ? m->nk : 1) * sizeof *ord);
   int64_t *api = calloc(m->nk ? m->nk : 1, sizeof *api);
@@ -431,7 +431,7 @@ static int build(struct imp *m, const char *path, const struct lens_kineto_info 
     return snprintf(err, err_len, "out of memory"), -1;
   }
   for (size_t i = 0; i < m->nr; i++) by_thread[i] = &m->r[i];
-  qsort(by_thread, m->nr, sizeof *by_thread, cmp_rpc_thread);
+  if (m->nr) qsort(by_thread, m->nr, sizeof *by_thread, cmp_rpc_thread);
   for (size_t i = 0; i < m->nk; i++) {
     struct kk *k = &m->k[i];
     const struct rpc *r = k->has_ext ? rpc_by_ext(m->r, m->nr, k->ext) : NULL;
@@ -464,7 +464,7 @@ static int build(struct imp *m, const char *path, const struct lens_kineto_info 
     }
   for (size_t i = 0; i < m->nk; i++) ord[i] = (uint32_t)i;
   sort_k = m->k;
-  qsort(ord, m->nk, sizeof *ord, cmp_k_order);
+  if (m->nk) qsort(ord, m->nk, sizeof *ord, cmp_k_order);
   /* the partial */
   memset(p, 0, sizeof *p);
   p->files = calloc(1, sizeof *p->files);
