@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* qsort_r */
 /* The network view, link level: steps summed per link (rank -> peer,
  * channel, direction, communicator), step-latency quantiles, achieved
  * bandwidth, the connections (sender's and receiver's side of one
@@ -226,8 +227,9 @@ static void link_conn_key(const struct lens_net_link *l, int32_t *src, int32_t *
   *src = l->dir == LENS_NET_DIR_SEND ? l->rank : l->peer;
   *dst = l->dir == LENS_NET_DIR_SEND ? l->peer : l->rank;
 }
-static const struct lens_net_link *sort_links_base;
-static int link_by_conn(const void *pa, const void *pb) {
+
+static int link_by_conn(const void *pa, const void *pb, void *ctx) {
+  const struct lens_net_link *sort_links_base = ctx; /* qsort_r: no state shared between threads */
   const struct lens_net_link *a = &sort_links_base[*(const int32_t *)pa], *b = &sort_links_base[*(const int32_t *)pb];
   int32_t sa, da, sb, db;
   link_conn_key(a, &sa, &da);
@@ -235,8 +237,9 @@ static int link_by_conn(const void *pa, const void *pb) {
   int c = conn_key_cmp(a->comm_id, sa, da, a->channel, b->comm_id, sb, db, b->channel);
   return c ? c : -cmp_i32(a->dir, b->dir); /* send side first */
 }
-static const struct lens_net_conn *sort_conns_base;
-static int conn_by_slowness(const void *pa, const void *pb) {
+
+static int conn_by_slowness(const void *pa, const void *pb, void *ctx) {
+  const struct lens_net_conn *sort_conns_base = ctx;
   const struct lens_net_conn *a = &sort_conns_base[*(const int32_t *)pa], *b = &sort_conns_base[*(const int32_t *)pb];
   if (a->score != b->score) return a->score > b->score ? -1 : 1;
   return conn_key_cmp(a->comm_id, a->src, a->dst, a->channel, b->comm_id, b->src, b->dst, b->channel);
@@ -251,8 +254,7 @@ static int build_conns(struct lens_net *n) {
     return -1;
   }
   for (size_t i = 0; i < nl; i++) idx[i] = (int32_t)i;
-  sort_links_base = n->links; /* the reader is single-threaded per model */
-  qsort(idx, nl, sizeof *idx, link_by_conn);
+  if (nl) qsort_r(idx, nl, sizeof *idx, link_by_conn, n->links);
   size_t nc = 0;
   for (size_t i = 0; i < nl;) {
     struct lens_net_link *a = &n->links[idx[i]];
@@ -326,8 +328,7 @@ static int order_all(struct lens_net *n) {
     return -1;
   }
   for (size_t i = 0; i < nc; i++) perm[i] = (int32_t)i;
-  sort_conns_base = n->conns;
-  qsort(perm, nc, sizeof *perm, conn_by_slowness);
+  if (nc) qsort_r(perm, nc, sizeof *perm, conn_by_slowness, n->conns);
   for (size_t i = 0; i < nc; i++) inv[perm[i]] = (int32_t)i;
   size_t k = 0;
   for (size_t i = 0; i < nc; i++) {

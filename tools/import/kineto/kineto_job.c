@@ -373,8 +373,8 @@ static const struct rpc *rpc_enclosing(struct rpc *const *v, size_t n, int64_t p
 }
 
 /* Kernels in (group key, func, start) order, for the order index. */
-static const struct kk *sort_k;
-static int cmp_k_order(const void *a, const void *b) {
+static int cmp_k_order(const void *a, const void *b, void *ctx) {
+  const struct kk *sort_k = ctx; /* qsort_r: files are mapped on several threads at once */
   const struct kk *x = &sort_k[*(const uint32_t *)a], *y = &sort_k[*(const uint32_t *)b];
   if (x->group != y->group) return x->group < y->group ? -1 : 1;
   if (x->func != y->func) return x->func < y->func ? -1 : 1;
@@ -463,8 +463,7 @@ static int build(struct imp *m, const char *path, const struct lens_kineto_info 
       if (m->k[i].group >= 0) group_seq[m->k[i].group] = 0;
     }
   for (size_t i = 0; i < m->nk; i++) ord[i] = (uint32_t)i;
-  sort_k = m->k;
-  if (m->nk) qsort(ord, m->nk, sizeof *ord, cmp_k_order);
+    if (m->nk) qsort_r(ord, m->nk, sizeof *ord, cmp_k_order, m->k);
   /* the partial */
   memset(p, 0, sizeof *p);
   p->files = calloc(1, sizeof *p->files);
