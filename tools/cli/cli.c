@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -65,9 +66,11 @@ int lens_cli_usage(const char *cmd, const char *fmt, ...) {
 }
 
 void lens_cli_progress(const char *what, long done, long total) {
-  static int tty = -1;
-  if (tty < 0) tty = isatty(STDERR_FILENO);
-  if (!tty) return;
+  /* called from the pass driver's threads too: the answer cached atomically */
+  static atomic_int tty = -1;
+  int t = atomic_load_explicit(&tty, memory_order_relaxed);
+  if (t < 0) atomic_store_explicit(&tty, t = isatty(STDERR_FILENO), memory_order_relaxed);
+  if (!t) return;
   if (done < 0) {
     fprintf(stderr, "\r\033[K");
     return;
