@@ -28,8 +28,8 @@ static void one(const uint8_t *data, size_t size) {
     struct lens_align al;
     struct lens_align_opts o = {0};
     if (clocks && !lens_align_build_ends(clocks, n_clocks, &j, &o, &al)) {
-      lens_job_print_text(fuzz_devnull(), skel, &j, 0, &al);
-      lens_job_print_json(fuzz_devnull(), skel, &j, &al, NULL);
+      lens_job_print_text(fuzz_devnull(), skel, &j, 0, &al, NULL);
+      lens_job_print_json(fuzz_devnull(), skel, &j, &al, NULL, NULL);
       lens_align_free(&al);
     }
     free(clocks);

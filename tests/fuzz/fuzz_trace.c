@@ -49,8 +49,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       struct lens_align al;
       struct lens_align_opts o = {0};
       if (!lens_align_build(m, &j, &o, &al)) {
-        lens_job_print_text(fuzz_devnull(), m, &j, 0, &al);
-        lens_job_print_json(fuzz_devnull(), m, &j, &al, NULL);
+        lens_job_print_text(fuzz_devnull(), m, &j, 0, &al, NULL);
+        lens_job_print_json(fuzz_devnull(), m, &j, &al, NULL, NULL);
         lens_align_free(&al);
       }
       lens_job_free(&j);
