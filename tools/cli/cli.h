@@ -24,8 +24,8 @@ int lens_cli_check_dir(const char *cmd, const char *dir);
 /* mkdir -p DIR (0755 for what it creates), then a writable directory: 0, else -1 with errno. */
 int lens_cli_make_dir(const char *dir);
 
-/* fopen(path, "w") for a file a command names itself (not one the user
- * named): a link planted at that name fails the open (O_NOFOLLOW) instead of
+/* fopen(path, "w") for a file a command names itself (nofollow-ok: this is the O_NOFOLLOW helper),
+ * not one the user named: a link planted at that name fails the open instead of
  * being followed; a file there is truncated. NULL with errno on failure. */
 FILE *lens_cli_fopen_new(const char *path);
 
