@@ -19,15 +19,9 @@ static char a1[128], b1[128], a2[128];
 static int setup(void **state) {
   (void)state;
   /* Two processes of host nodeA (given first and last) and one of nodeB. */
-  struct tb *t = tb_open(rt_path(a1, sizeof a1, "a1.lens"), LENS_PRODUCER_PLUGIN);
-  sample_trace_session(t, 0, S_PID, "nodeA");
-  tb_close(t);
-  t = tb_open(rt_path(b1, sizeof b1, "b1.lens"), LENS_PRODUCER_PLUGIN);
-  sample_trace_session(t, 0, S_PID + 1, "nodeB");
-  tb_close(t);
-  t = tb_open(rt_path(a2, sizeof a2, "a2.lens"), LENS_PRODUCER_PLUGIN);
-  sample_trace_session(t, 0, S_PID + 2, "nodeA");
-  tb_close(t);
+  sample_trace_write_as(rt_path(a1, sizeof a1, "a1.lens"), S_PID, "nodeA");
+  sample_trace_write_as(rt_path(b1, sizeof b1, "b1.lens"), S_PID + 1, "nodeB");
+  sample_trace_write_as(rt_path(a2, sizeof a2, "a2.lens"), S_PID + 2, "nodeA");
   return 0;
 }
 static int teardown(void **state) {

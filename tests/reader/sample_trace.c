@@ -102,8 +102,10 @@ void sample_trace_session(struct tb *t, uint32_t session, uint32_t pid, const ch
   tb_fini(t, 3000001, 1);
 }
 
-void sample_trace_write(const char *path) {
+void sample_trace_write_as(const char *path, uint32_t pid, const char *host) {
   struct tb *t = tb_open(path, LENS_PRODUCER_PLUGIN);
-  sample_trace_session(t, 0, S_PID, "nodeA");
+  sample_trace_session(t, 0, pid, host);
   tb_close(t);
 }
+
+void sample_trace_write(const char *path) { sample_trace_write_as(path, S_PID, "nodeA"); }

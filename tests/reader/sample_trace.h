@@ -44,5 +44,7 @@
 struct tb;
 void sample_trace_session(struct tb *t, uint32_t session, uint32_t pid, const char *host);
 void sample_trace_write(const char *path);
+/* The sample as one process of its own: this pid on this host (one session). */
+void sample_trace_write_as(const char *path, uint32_t pid, const char *host);
 
 #endif

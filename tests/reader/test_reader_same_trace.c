@@ -41,9 +41,7 @@ static struct lens_model *load(const char *p0, const char *p1) {
 static int setup(void **state) {
   (void)state;
   sample_trace_write(rt_path(a, sizeof a, "a.lens"));
-  struct tb *t = tb_open(rt_path(b, sizeof b, "b.lens"), LENS_PRODUCER_PLUGIN);
-  sample_trace_session(t, 0, S_PID + 1, "nodeB"); /* another process, same shape */
-  tb_close(t);
+  sample_trace_write_as(rt_path(b, sizeof b, "b.lens"), S_PID + 1, "nodeB"); /* another process, same shape */
   if (symlink(a, rt_path(link_a, sizeof link_a, "link.lens"))) return -1;
   size_t len;
   void *bytes = slurp(a, &len);
