@@ -307,6 +307,19 @@ static size_t rounds(const struct seq *q, struct km_fit *f, double tol, int32_t 
 }
 
 /* A first guess: our host time + C - base + delta. */
+/* The first of the stream's kernels (in start order) that starts at or after t (file ns); q->nk when none. */
+static size_t first_kernel_at(const struct seq *q, int64_t t) {
+  size_t lo = 0, hi = q->nk;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (q->s->k[q->K[mid]].ts_ns < t)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
 static struct km_fit guess(const struct seq *q, double delta) {
   struct km_fit f = {.on_gpu = 0, .x0 = 0, .y0 = q->r->c_ns - q->r->base_ns + (int64_t)llround(delta)};
   return f;
@@ -341,14 +354,7 @@ static long seq_match(const struct seq *q, int commit) {
     if (a->kk >= 0 || !a->start) continue;
     with_time++;
     int64_t xs = a->start + q->r->c_ns - q->r->base_ns;
-    size_t lo = 0, hi = q->nk;
-    while (lo < hi) {
-      size_t mid = (lo + hi) / 2;
-      if (q->s->k[q->K[mid]].ts_ns < xs)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
+    size_t lo = first_kernel_at(q, xs);
     int64_t best = INT64_MAX;
     for (size_t j = lo > 0 ? lo - 1 : 0; j < q->nk && j <= lo; j++) {
       int64_t dd = q->s->k[q->K[j]].ts_ns - xs;
@@ -358,11 +364,11 @@ static long seq_match(const struct seq *q, int commit) {
   }
   out = 0;
   if (!nd) goto done;
-  if (nd) qsort(d, nd, sizeof *d, cmp_dbl);
+  qsort(d, nd, sizeof *d, cmp_dbl);
   double med = d[nd / 2];
   cand[nc++] = med;
   for (size_t i = 0; i < nd; i++) d[i] = fabs(d[i] - med);
-  if (nd) qsort(d, nd, sizeof *d, cmp_dbl);
+  qsort(d, nd, sizeof *d, cmp_dbl);
   double tol = clampd(8 * 1.4826 * d[nd / 2], KM_TOL_MIN_NS, KM_TOL_MAX_NS);
   /* sample launches at a quarter, half and three quarters: each kernel near them is a guess */
   for (int qt = 1; qt <= 3; qt++) {
@@ -374,25 +380,11 @@ static long seq_match(const struct seq *q, int commit) {
     }
     if (!a) continue;
     int64_t xs = a->start + q->r->c_ns - q->r->base_ns;
-    size_t lo = 0, hi = q->nk;
-    while (lo < hi) {
-      size_t mid = (lo + hi) / 2;
-      if (q->s->k[q->K[mid]].ts_ns < xs)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
+    size_t lo = first_kernel_at(q, xs);
     /* the first kernels after its launch call: its own, when the stream had no queue (the host clock is
      * exact where our GPU mapping may be far off) */
     int64_t cs = a->call + q->r->c_ns - q->r->base_ns - (int64_t)KM_CAUSAL_TOL_NS;
-    size_t c0 = 0, c1 = q->nk;
-    while (c0 < c1) {
-      size_t mid = (c0 + c1) / 2;
-      if (q->s->k[q->K[mid]].ts_ns < cs)
-        c0 = mid + 1;
-      else
-        c1 = mid;
-    }
+    size_t c0 = first_kernel_at(q, cs);
     for (size_t j = c0; j < q->nk && j < c0 + KM_AFTER_CALL && nc < KM_CANDIDATES; j++)
       cand[nc++] = (double)(q->s->k[q->K[j]].ts_ns - xs);
     /* nearest first, alternating sides, within the window */
