@@ -284,6 +284,56 @@ static void test_alive_rule(void **state) {
   free(pg);
 }
 
+/* top keeps each rank's previous sample apart (issue 26 item 4): a process
+ * holding two ranks of one communicator, counters that never change. Keyed
+ * by (pid, communicator) alone, the second rank's rate was its count minus
+ * the first rank's (1.8e19 ops/s when that wrapped, a made-up rate when not).
+ * Every row of every redraw after the first says 0.0 ops/s and keeps its 11
+ * columns within 120. */
+static void test_top_ranks_of_one_process(void **state) {
+  (void)state;
+  char dir[64], p[128];
+  lens_test_tmpdir(dir, sizeof dir, "live-top-ranks");
+  struct lens_live_page *pg = make_page();
+  pg->n_comms = 2;
+  pg->comms[1] = pg->comms[0];
+  pg->comms[1].rank = 1;
+  pg->n_series = 2;
+  pg->series[1] = pg->series[0];
+  pg->series[1].comm = 1;
+  pg->series[0].count = 100, pg->series[0].bytes = 1 << 20;
+  pg->series[1].count = 300, pg->series[1].bytes = 3 << 20;
+  page_path(p, sizeof p, dir, pg->pid);
+  put_page(p, pg);
+  double secs;
+  int rc = lens_attack_run((char *[]){CLI, "top", "--dir", dir, "--period", "0.2", "--duration", "1", NULL}, NULL,
+                           10000, err, sizeof err, out, sizeof out, &secs);
+  if (rc != 0) print_error("top rc=%d stderr=[%s]\n", rc, err);
+  assert_int_equal(rc, 0);
+  int frames = 0, rows = 0;
+  char pid[16];
+  snprintf(pid, sizeof pid, "%u ", pg->pid);
+  for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+    if (strstr(line, "\033[H")) frames++;
+    if (strncmp(line, pid, strlen(pid))) continue;
+    assert_true(strlen(line) <= 120);
+    char rank[8], comm[32], ops[32], gbs[32], span[32], ex[32], wt[32], last[32], drops[32], st[32];
+    unsigned upid;
+    assert_int_equal(sscanf(line, "%u %7s %31s %31s %31s %31s %31s %31s %31s %31s %31s", &upid, rank, comm, ops, gbs,
+                            span, ex, wt, last, drops, st),
+                     11);
+    rows++;
+    if (frames < 2) continue; /* the first redraw has no previous sample: no rate */
+    if (strcmp(ops, "0.0") || strcmp(gbs, "0.000"))
+      print_error("rank %s of one process: %s ops/s, %s GB/s from counters that never changed\n", rank, ops, gbs);
+    assert_string_equal(ops, "0.0");
+    assert_string_equal(gbs, "0.000");
+  }
+  assert_true(frames >= 3);
+  assert_true(rows >= 2 * frames);
+  free(pg);
+}
+
 /* A refresh reads the header, the series and only the recent[] slots past
  * its cursor: a slot below it changed in the file stays as first copied. */
 static void test_incremental_recent(void **state) {
@@ -362,6 +412,7 @@ int main(void) {
       cmocka_unit_test(test_fifo_pages),         cmocka_unit_test(test_truncated_page),
       cmocka_unit_test(test_hostile_counts_and_names), cmocka_unit_test(test_alive_rule),
       cmocka_unit_test(test_incremental_recent), cmocka_unit_test(test_forged_sched_page),
+      cmocka_unit_test(test_top_ranks_of_one_process),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
