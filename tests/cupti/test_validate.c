@@ -230,6 +230,10 @@ static void test_cli_json_equals_text(void **st) {
   assert_int_equal(json[0], '{');
   assert_int_equal(count_of(text, "\n  launch "), 2000);
   assert_int_equal(count_of(json, "{\"launch_id\":"), 2000);
+  /* 64-bit ids as strings (a JSON number loses digits past 2^53): every launch, external and event id. */
+  assert_int_equal(count_of(json, "{\"launch_id\":\"0x"), 2000);
+  assert_int_equal(count_of(json, "\"ext_id\":\"0x"), 2000);
+  assert_int_equal(count_of(json, "{\"id\":\"0x"), count_of(json, "\"channel\":"));
   assert_int_equal(count_of(text, "\n    ch "), count_of(json, "\"channel\":"));
   long kch = num_after(text, "totals: ");
   assert_true(kch > 7000);

@@ -53,7 +53,7 @@ static void print_channel(FILE *f, const struct lens_vl_channel *c, int json, in
     char fn[128];
     flags_text(c->flags, fl, sizeof(fl), "\",\"");
     fprintf(f,
-            "%s{\"id\":%" PRIu64 ",\"channel\":%d,\"op\":\"%s\",\"func\":\"%s\",\"start_gpu_ns\":%" PRIu64
+            "%s{\"id\":\"0x%016" PRIx64 "\",\"channel\":%d,\"op\":\"%s\",\"func\":\"%s\",\"start_gpu_ns\":%" PRIu64
             ",\"stop_gpu_ns\":%" PRIu64 ",\"start_mono_ns\":%" PRIu64 ",\"stop_mono_ns\":%" PRIu64
             ",\"notice_lag_ns\":%" PRId64 ",\"time_source\":\"%s\",\"inside_kernel\":\"%s\",\"overrun_suspected\":%s"
             ",\"flags\":[%s%s%s]}",
@@ -77,8 +77,11 @@ static void print_channel(FILE *f, const struct lens_vl_channel *c, int json, in
 
 static void print_kernel_head(FILE *f, const struct lens_vl_launch *l, int32_t proc, int json) {
   if (json) {
-    fprintf(f, "{\"launch_id\":%" PRIu64 ",\"proc\":%d,\"ext_id\":%" PRIu64 ",\"no_kernel_record\":%s,\"kernel\":", l->id,
-            proc, l->ext_id, l->no_kernel_record ? "true" : "false");
+    /* Ids as "0x" + 16 digits, strings: a JSON number loses digits past 2^53. */
+    fprintf(f,
+            "{\"launch_id\":\"0x%016" PRIx64 "\",\"proc\":%d,\"ext_id\":\"0x%016" PRIx64
+            "\",\"no_kernel_record\":%s,\"kernel\":",
+            l->id, proc, l->ext_id, l->no_kernel_record ? "true" : "false");
     if (l->kernel_index >= 0)
       fprintf(f,
               "{\"index\":%d,\"correlation_id\":%u,\"device\":%u,\"stream\":%u,\"grid_x\":%u,\"graph_id\":%u,"
