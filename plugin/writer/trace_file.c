@@ -51,8 +51,31 @@ static int mkdir_p(const char *dir) {
   return 0;
 }
 
-/* Walk the chunk headers of an existing file: next seq, last session, and
- * where the last complete chunk ends. */
+/* The first 8-byte aligned offset in [from, size) whose chunk header checks
+ * and whose payload fits the file, as the reader resynchronises
+ * (tools/reader/chunk_stream.c); size if none. Read in blocks: this runs
+ * once, when a later session reopens the file, never on the hot path. */
+static uint64_t next_good_header(int fd, uint64_t from, uint64_t size) {
+  static uint8_t blk[64 * 1024 + sizeof(struct lens_chunk_hdr)]; /* lock held */
+  struct lens_chunk_hdr h;
+  for (uint64_t base = from; base + sizeof h <= size; base += 64 * 1024) {
+    ssize_t got = pread(fd, blk, sizeof blk, (off_t)base);
+    if (got < (ssize_t)sizeof h) break;
+    for (size_t k = 0; k + sizeof h <= (size_t)got && k < 64 * 1024; k += 8) {
+      memcpy(&h, blk + k, sizeof h);
+      if (h.magic != LENS_CHUNK_MAGIC || lens_chunk_hdr_check(&h) != 0) continue;
+      uint64_t at = base + k;
+      if ((uint64_t)h.payload_len + lens_chunk_padding(h.payload_len) <= size - at - sizeof h) return at;
+    }
+  }
+  return size;
+}
+
+/* Walk the chunk headers of this process's file of an earlier session: next
+ * seq, last session, and where the last complete chunk ends. A header that
+ * fails its check (a flipped bit on disk) is stepped over to the next good
+ * one, as the reader does: only a torn tail after the last good chunk is cut
+ * by the caller, never the good chunks behind a damaged one. */
 static void scan_existing(int fd, uint64_t size, int *had_chunks, uint32_t *max_session) {
   struct lens_file_hdr fh;
   *had_chunks = 0;
@@ -61,19 +84,22 @@ static void scan_existing(int fd, uint64_t size, int *had_chunks, uint32_t *max_
   g_end = 0;
   if (size < sizeof fh || pread(fd, &fh, sizeof fh, 0) != (ssize_t)sizeof fh || lens_file_hdr_check(&fh) != 0)
     return; /* not ours or empty: caller rewrites from 0 */
-  uint64_t off = sizeof fh;
-  for (;;) {
+  uint64_t off = sizeof fh, end = off;
+  while (off + sizeof(struct lens_chunk_hdr) <= size) {
     struct lens_chunk_hdr h;
-    if (off + sizeof h > size || pread(fd, &h, sizeof h, (off_t)off) != (ssize_t)sizeof h) break;
-    if (lens_chunk_hdr_check(&h) != 0) break;
+    if (pread(fd, &h, sizeof h, (off_t)off) != (ssize_t)sizeof h) break;
     uint64_t next = off + sizeof h + h.payload_len + lens_chunk_padding(h.payload_len);
-    if (next > size) break;
+    if (lens_chunk_hdr_check(&h) != 0) {
+      off = next_good_header(fd, off + 8, size);
+      continue;
+    }
+    if (next > size) break; /* the torn tail */
     *had_chunks = 1;
     if (h.session > *max_session) *max_session = h.session;
-    g_seq = h.seq + 1;
-    off = next;
+    if (h.seq + 1 > g_seq) g_seq = h.seq + 1;
+    end = off = next;
   }
-  g_end = off;
+  g_end = end;
 }
 
 /* The file header, written when the file is new, and retried before every

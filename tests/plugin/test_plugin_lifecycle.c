@@ -4,6 +4,7 @@
  * the trace the child left. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -255,6 +256,67 @@ static void test_concurrent_and_reopen(void **state) {
   lens_model_free(m);
 }
 
+/* ---- a later session over a damaged chunk header: the writer steps over
+ * it as the reader does and keeps every chunk behind it (it used to stop its
+ * walk at the bad header and cut the file there, losing the rest of the
+ * earlier session) ---- */
+static int body_reopen_damaged(const char *dir) {
+  char path[256];
+  if (plugin_open(&g_p, plugin_path())) return 40;
+  int rc = one_round();
+  if (rc) return rc;
+  plugin_close(&g_p);
+  trace_path_for(path, sizeof path, dir, getpid());
+  int fd = open(path, O_RDWR);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st)) return 41;
+  /* The first chunk of events gets one flipped bit in its magic. */
+  uint64_t off = sizeof(struct lens_file_hdr);
+  struct lens_chunk_hdr h;
+  for (;;) {
+    if (pread(fd, &h, sizeof h, (off_t)off) != (ssize_t)sizeof h) return 42;
+    if (h.type == LENS_CHUNK_EVENTS || h.type == LENS_CHUNK_EVENTS_PACKED) break;
+    off += sizeof h + h.payload_len + ((8 - (h.payload_len & 7)) & 7);
+  }
+  uint64_t size1 = (uint64_t)st.st_size;
+  if (off + 4 * sizeof h >= size1) return 43; /* chunks must follow it */
+  uint8_t *keep = malloc(size1 - off);
+  if (!keep || pread(fd, keep, size1 - off, (off_t)off) != (ssize_t)(size1 - off)) return 44;
+  keep[0] ^= 0x10;
+  if (pwrite(fd, keep, 1, (off_t)off) != 1) return 45;
+  close(fd);
+  if (plugin_open(&g_p, plugin_path())) return 46;
+  if ((rc = one_round())) return rc;
+  plugin_close(&g_p);
+  /* The first session's bytes from the damaged header on are all still there. */
+  uint8_t *now = malloc(size1 - off);
+  fd = open(path, O_RDONLY);
+  if (!now || fd < 0) return 47;
+  ssize_t got = pread(fd, now, size1 - off, (off_t)off);
+  close(fd);
+  int same = got == (ssize_t)(size1 - off) && !memcmp(now, keep, size1 - off);
+  free(now), free(keep);
+  return same ? 0 : 48;
+}
+
+static void test_reopen_over_damaged_header(void **state) {
+  (void)state;
+  char dir[128], path[256];
+  int st;
+  make_tmp_dir(dir, sizeof dir, "reopen-damaged");
+  pid_t pid = run_child(dir, body_reopen_damaged, &st);
+  assert_true(WIFEXITED(st));
+  assert_int_equal(WEXITSTATUS(st), 0);
+  trace_path_for(path, sizeof path, dir, pid);
+  struct lens_model *m = load_model(path);
+  assert_non_null(m);
+  assert_int_equal(m->files[0].n_sessions, 2);
+  assert_int_equal(m->files[0].damaged_chunks, 1); /* exactly the flipped one */
+  assert_int_equal(m->files[0].lost_chunks, 0);
+  assert_int_equal(m->n_comms, 2 * NCOMMS);
+  lens_model_free(m);
+}
+
 /* ---- exit without finalize ---- */
 static int body_exit_no_fini(const char *dir) {
   if (plugin_open(&g_p, plugin_path())) return 30;
@@ -492,6 +554,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_basic_session),
       cmocka_unit_test(test_concurrent_and_reopen),
+      cmocka_unit_test(test_reopen_over_damaged_header),
       cmocka_unit_test(test_exit_without_finalize),
       cmocka_unit_test(test_sigkill_leaves_readable_file),
       cmocka_unit_test(test_fork_with_open_session),
