@@ -8,7 +8,9 @@
  * The directory is made with mkdtemp (mode 0700) next to the command's output
  * file when it has one (the output's disk is the one that must hold it
  * anyway), else in $TMPDIR or /tmp; each file is created O_EXCL|O_NOFOLLOW.
- * lens_spool_dir_free removes every file made in it and the directory. */
+ * lens_spool_dir_free removes every file made in it and the directory; so
+ * does a SIGINT, SIGTERM, SIGHUP or SIGPIPE that ends the command (caught
+ * only where left at its default). A SIGKILL leaves .nccl-lens-CMD-XXXXXX. */
 #ifndef NCCL_LENS_CLI_SPOOL_H
 #define NCCL_LENS_CLI_SPOOL_H
 
