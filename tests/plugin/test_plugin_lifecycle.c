@@ -40,6 +40,22 @@ static pid_t run_child(const char *dir, int (*body)(const char *dir), int *statu
   return pid;
 }
 
+/* A child run by child_trace: its output directory, pid and trace. */
+struct child {
+  char dir[128], path[256];
+  pid_t pid;
+};
+
+/* Runs body in a child with its own output directory (tag), which must exit 0. */
+static void child_trace(const char *tag, int (*body)(const char *dir), struct child *c) {
+  int st;
+  make_tmp_dir(c->dir, sizeof c->dir, tag);
+  c->pid = run_child(c->dir, body, &st);
+  assert_true(WIFEXITED(st));
+  assert_int_equal(WEXITSTATUS(st), 0);
+  trace_path_for(c->path, sizeof c->path, c->dir, c->pid);
+}
+
 /* One fake collective: GroupApi, CollApi, KernelLaunch, Group, Coll, and a
  * proxy op with two steps, as an application thread would. 16 records. */
 static int emit_collective(struct plugin *p, void *ctx) {
@@ -154,13 +170,9 @@ static void check_model_of_collectives(const char *path, size_t ncoll, int clean
 }
 
 static void test_basic_session(void **state) {
-  char dir[128], path[256];
-  int st;
-  make_tmp_dir(dir, sizeof dir, "basic");
-  pid_t pid = run_child(dir, body_basic, &st);
-  assert_true(WIFEXITED(st));
-  assert_int_equal(WEXITSTATUS(st), 0);
-  trace_path_for(path, sizeof path, dir, pid);
+  struct child c;
+  child_trace("basic", body_basic, &c);
+  const char *path = c.path;
   struct trace_tally t;
   assert_int_equal(trace_walk(path, &t), 0);
   assert_int_equal(t.sessions, 1);
@@ -179,7 +191,7 @@ static void test_basic_session(void **state) {
   assert_int_equal(t.last_drops.ring_full, 0);
   /* the registry file is gone after the last finalize */
   char reg[256];
-  snprintf(reg, sizeof reg, "%s/%d.reg", dir, pid);
+  snprintf(reg, sizeof reg, "%s/%d.reg", c.dir, c.pid);
   assert_int_not_equal(access(reg, F_OK), 0);
   check_model_of_collectives(path, 100, 1);
 }
@@ -228,13 +240,9 @@ static int body_reopen(const char *dir) {
 }
 
 static void test_concurrent_and_reopen(void **state) {
-  char dir[128], path[256];
-  int st;
-  make_tmp_dir(dir, sizeof dir, "reopen");
-  pid_t pid = run_child(dir, body_reopen, &st);
-  assert_true(WIFEXITED(st));
-  assert_int_equal(WEXITSTATUS(st), 0);
-  trace_path_for(path, sizeof path, dir, pid);
+  struct child c;
+  child_trace("reopen", body_reopen, &c);
+  const char *path = c.path;
   struct trace_tally t;
   assert_int_equal(trace_walk(path, &t), 0);
   assert_int_equal(t.sessions, 2);
@@ -301,13 +309,9 @@ static int body_reopen_damaged(const char *dir) {
 
 static void test_reopen_over_damaged_header(void **state) {
   (void)state;
-  char dir[128], path[256];
-  int st;
-  make_tmp_dir(dir, sizeof dir, "reopen-damaged");
-  pid_t pid = run_child(dir, body_reopen_damaged, &st);
-  assert_true(WIFEXITED(st));
-  assert_int_equal(WEXITSTATUS(st), 0);
-  trace_path_for(path, sizeof path, dir, pid);
+  struct child c;
+  child_trace("reopen-damaged", body_reopen_damaged, &c);
+  const char *path = c.path;
   struct lens_model *m = load_model(path);
   assert_non_null(m);
   assert_int_equal(m->files[0].n_sessions, 2);
@@ -330,13 +334,9 @@ static int body_exit_no_fini(const char *dir) {
 }
 
 static void test_exit_without_finalize(void **state) {
-  char dir[128], path[256];
-  int st;
-  make_tmp_dir(dir, sizeof dir, "exit");
-  pid_t pid = run_child(dir, body_exit_no_fini, &st);
-  assert_true(WIFEXITED(st));
-  assert_int_equal(WEXITSTATUS(st), 0);
-  trace_path_for(path, sizeof path, dir, pid);
+  struct child c;
+  child_trace("exit", body_exit_no_fini, &c);
+  const char *path = c.path;
   struct trace_tally t;
   assert_int_equal(trace_walk(path, &t), 0);
   assert_int_equal(t.fini_reason[2], 1);
@@ -345,7 +345,7 @@ static void test_exit_without_finalize(void **state) {
   assert_int_equal(t.bad_tail_bytes, 0);
   check_model_of_collectives(path, 2 * 200 + 50, 1);
   char reg[256];
-  snprintf(reg, sizeof reg, "%s/%d.reg", dir, pid);
+  snprintf(reg, sizeof reg, "%s/%d.reg", c.dir, c.pid);
   assert_int_not_equal(access(reg, F_OK), 0);
 }
 
@@ -439,13 +439,9 @@ static int body_fork_inherit(const char *dir) {
 }
 
 static void test_fork_with_open_session(void **state) {
-  char dir[128], path[256];
-  int st;
-  make_tmp_dir(dir, sizeof dir, "fork");
-  pid_t pid = run_child(dir, body_fork_inherit, &st);
-  assert_true(WIFEXITED(st));
-  assert_int_equal(WEXITSTATUS(st), 0);
-  trace_path_for(path, sizeof path, dir, pid);
+  struct child c;
+  child_trace("fork", body_fork_inherit, &c);
+  const char *path = c.path;
   struct trace_tally t;
   assert_int_equal(trace_walk(path, &t), 0);
   assert_int_equal(t.records, 40 * RECORDS_PER_COLLECTIVE); /* the parent's only */
@@ -521,13 +517,9 @@ static int body_roles(const char *dir) {
 }
 
 static void test_thread_roles(void **state) {
-  char dir[128], path[256];
-  int st;
-  make_tmp_dir(dir, sizeof dir, "roles");
-  pid_t pid = run_child(dir, body_roles, &st);
-  assert_true(WIFEXITED(st));
-  assert_int_equal(WEXITSTATUS(st), 0);
-  trace_path_for(path, sizeof path, dir, pid);
+  struct child c;
+  child_trace("roles", body_roles, &c);
+  const char *path = c.path;
   struct lens_model *m = load_model(path);
   assert_non_null(m);
   int app = 0, hostcb = 0, proxy = 0, net = 0;
