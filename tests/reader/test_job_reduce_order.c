@@ -69,7 +69,7 @@ static void make_part(struct lens_job_part *p, int slow2) {
       uint64_t end = 2000000 * (uint64_t)(i + 1) + (uint64_t)(r % 2) * 1000;
       x->r.end_lo_ns = end - 500;
       x->r.end_hi_ns = end + 500;
-      p->ops[k] = (struct lens_job_op){r, (r + 1) % NR, pace(r, slow2)};
+      p->ops[k] = (struct lens_job_op){.snd = r, .rcv = (r + 1) % NR, .dur = pace(r, slow2)};
     }
 }
 
