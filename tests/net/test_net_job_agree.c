@@ -6,7 +6,9 @@
  *                  net, and neither view calls one slow
  *   net-slow-link  net names 1 -> 2 (wire); job names no other link (it
  *                  decomposes 2 of its 32 p2p instances: their ranks of
- *                  one host do not end together, docs/job.md) */
+ *                  one host do not end together, docs/job.md)
+ * and the reader's step fold, which the job map reads, splits every op as
+ * the network view splits its step events. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,7 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/net/net_analysis.h"
 #include "cli_run.h"
+#include "lensread.h"
 #include "mini_json.h"
 
 static struct cli_result res;
@@ -110,11 +114,48 @@ static void test_net_slow_link(void **s) {
   for (size_t i = 0; i < j.n; i++) assert_int_equal(j.v[i], 1002); /* job names no link net does not */
 }
 
+/* One classification: the reader's step fold (what the job map reads)
+ * sums each op's steps into the same phases as the network view's split
+ * of the step events, op by op. */
+static void test_fold_splits_as_net(void **s) {
+  (void)s;
+  const char *scen[] = {"job-slow-link", "net-slow-link", "net-gpu-bound", "net-slow-recv"};
+  for (size_t k = 0; k < sizeof scen / sizeof scen[0]; k++) {
+    char p0[512], p1[512], err[256];
+    snprintf(p0, sizeof p0, "%s/tests/golden/traces/%s/node0.lens", LENS_SOURCE_DIR, scen[k]);
+    snprintf(p1, sizeof p1, "%s/tests/golden/traces/%s/node1.lens", LENS_SOURCE_DIR, scen[k]);
+    const char *paths[] = {p0, p1};
+    struct lens_model *full = lens_model_load_ex(paths, 2, 0, err, sizeof err, NULL);
+    struct lens_model *fold = lens_model_load_ex(paths, 2, LENS_LOAD_FOLD_STEPS, err, sizeof err, NULL);
+    assert_non_null(full);
+    assert_non_null(fold);
+    size_t a = 0, b = 0, ops = 0;
+    uint64_t wire = 0;
+    for (;;) {
+      while (a < full->n_events && full->events[a].type != LENS_T_PROXY_OP) a++;
+      while (b < fold->n_events && fold->events[b].type != LENS_T_PROXY_OP) b++;
+      if (a == full->n_events || b == fold->n_events) break;
+      struct lens_net_split x, y;
+      assert_int_equal(lens_net_op_split(full, (int32_t)a, &x), 1);
+      assert_int_equal(lens_net_op_split(fold, (int32_t)b, &y), 1);
+      assert_int_equal(x.steps, y.steps);
+      for (int q = 0; q < LENS_NET_NPHASES; q++) assert_int_equal(x.blame_ns[q], y.blame_ns[q]);
+      wire += x.blame_ns[LENS_NET_SEND_WIRE];
+      ops++, a++, b++;
+    }
+    assert_int_equal(a, full->n_events); /* as many ops in both */
+    assert_true(ops > 0 && wire > 0);
+    lens_model_free(full);
+    lens_model_free(fold);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest t[] = {
       cmocka_unit_test(test_job_slow_link),
       cmocka_unit_test(test_net_gpu_bound),
       cmocka_unit_test(test_net_slow_link),
+      cmocka_unit_test(test_fold_splits_as_net),
   };
   int rc = cmocka_run_group_tests(t, NULL, NULL);
   cli_cleanup();
