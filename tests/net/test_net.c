@@ -509,8 +509,8 @@ static size_t job_slow_links(const struct run *r, int *v, size_t cap) {
   return n;
 }
 /* net-gpu-bound: the sender waits on its GPU; neither view calls a link
- * slow. (net-slow-link and job-slow-link: job has no phases yet, see
- * docs/net.md "Slow link".) */
+ * slow (one rule, lens_net_link_is_slow; test_net_job_agree checks the
+ * three scenarios on the golden traces). */
 static void test_gpu_bound_no_slow_link_in_net_or_job(void **state) {
   (void)state;
   const struct run *r = &runs[GPU_BOUND];

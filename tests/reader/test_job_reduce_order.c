@@ -69,7 +69,7 @@ static void make_part(struct lens_job_part *p, int slow2) {
       uint64_t end = 2000000 * (uint64_t)(i + 1) + (uint64_t)(r % 2) * 1000;
       x->r.end_lo_ns = end - 500;
       x->r.end_hi_ns = end + 500;
-      p->ops[k] = (struct lens_job_op){r, (r + 1) % NR, pace(r, slow2)};
+      p->ops[k] = (struct lens_job_op){.snd = r, .rcv = (r + 1) % NR, .dur = pace(r, slow2)};
     }
 }
 
@@ -108,6 +108,62 @@ static void test_slow_link_tie(void **s) {
   lens_job_part_free(&p);
 }
 
+/* One rule for a slow link (issue 26 item 8): the job view names SLOW ->
+ * SLOW + 1 only where the network view's rule (lens_net_link_is_slow)
+ * agrees on its ops' phases. Each rank's op here is its send op (the
+ * receivers' ops are not in the partial: one side known). */
+static void set_phases(struct lens_job_part *p, uint32_t gpu_us, uint32_t peer_us, uint32_t wire_us) {
+  for (size_t k = 0; k < p->n_ops; k++) {
+    struct lens_job_op *o = &p->ops[k];
+    int slow = o->snd == SLOW;
+    o->flags = LENS_JOB_OP_SEND | LENS_JOB_OP_SPLIT;
+    o->phase_us[0] = slow ? gpu_us : 10;
+    o->phase_us[1] = slow ? peer_us : 1;
+    o->phase_us[2] = slow ? wire_us : 2;
+  }
+}
+static size_t named_slow(const struct lens_job *j) {
+  size_t n = 0;
+  for (size_t i = 0; i < j->n_insts; i++) {
+    const struct lens_job_inst *in = &j->insts[i];
+    if (in->cause != LENS_CAUSE_SLOW_LINK) continue;
+    assert_int_equal(in->cause_rank, SLOW);
+    assert_int_equal(in->cause_peer, SLOW + 1);
+    n++;
+  }
+  return n;
+}
+static void test_slow_link_rule_of_net(void **s) {
+  (void)s;
+  struct { uint32_t gpu, peer, wire; int named; } c[] = {
+      {10, 1, 1000, 1},  /* its time on the wire: slow */
+      {1000, 1, 10, 0},  /* its sender waits on its GPU: never slow, however slow its pace */
+      {10, 1000, 10, 1}, /* waits for the receiver's credit, whose trace is not given: cannot tell from the wire */
+  };
+  for (size_t k = 0; k < sizeof c / sizeof c[0]; k++) {
+    struct lens_job_part p;
+    make_part(&p, -1);
+    set_phases(&p, c[k].gpu, c[k].peer, c[k].wire);
+    struct lens_job j;
+    assert_int_equal(lens_job_reduce(&p, 1, &j, 0), 0);
+    assert_int_equal(named_slow(&j), c[k].named ? NI : 0);
+    for (size_t i = 0; i < j.n_insts; i++) { /* the candidate is the same either way: only the rule says no */
+      assert_int_equal(j.insts[i].link_snd, SLOW);
+      assert_int_equal(j.insts[i].link_on_net, c[k].named);
+    }
+    lens_job_free(&j);
+    lens_job_part_free(&p);
+  }
+  /* ops whose phases were not recorded: the rule cannot say the network, nothing named */
+  struct lens_job_part p;
+  make_part(&p, -1);
+  struct lens_job j;
+  assert_int_equal(lens_job_reduce(&p, 1, &j, 0), 0);
+  assert_int_equal(named_slow(&j), 0);
+  lens_job_free(&j);
+  lens_job_part_free(&p);
+}
+
 static void test_sync_points_by_host(void **s) {
   struct lens_job_part p;
   make_part(&p, -1);
@@ -133,6 +189,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_slow_link_by_process),
       cmocka_unit_test(test_slow_link_tie),
+      cmocka_unit_test(test_slow_link_rule_of_net),
       cmocka_unit_test(test_sync_points_by_host),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

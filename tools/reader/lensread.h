@@ -104,6 +104,10 @@ struct lens_payload {
        * step was provably not yet posted, a recv op's earliest it was
        * provably in; 0 = none. */
       uint64_t folded_oneway_ns;
+      /* Loaded with LENS_LOAD_FOLD_STEPS only: its stopped steps' time per
+       * phase (step_phases.h, enum lens_step_phase: the split the network
+       * view makes of step events), summed. */
+      uint64_t folded_phase_ns[7];
     } proxy_op;
     struct { int step; } proxy_step;
     struct { uint64_t start_gpu_ns, stop_gpu_ns; /* stop from state 22, 0 if none */ int channel; } kernel_ch;

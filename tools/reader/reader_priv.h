@@ -8,6 +8,7 @@
 
 #include "lensread.h"
 #include "reader_hash.h"
+#include "step_phases.h"
 
 #include "mem_hint.h"
 /* Sizes a writer never exceeds by far (its chunks hold at most 256 KiB of
@@ -115,6 +116,8 @@ struct lens_builder {
     int32_t proc;
     uint32_t session, stopped;
     int32_t ev;            /* step LENS_ONEWAY_STEP only: its one-way evidence in fevs; -1 other steps */
+    uint64_t start;        /* its START's time */
+    struct lens_step_bounds bounds; /* its phases' boundaries (step_phases.h) */
   } *fsteps;
   size_t n_fsteps, cap_fsteps;
   struct lens_fev { uint64_t pre, post; } *fevs; /* (oneway.h): one per step LENS_ONEWAY_STEP, not per step */

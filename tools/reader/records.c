@@ -213,7 +213,7 @@ static int on_start(struct lens_builder *b, uint32_t session, int32_t thread, co
     struct lens_p_proxy_step ps;
     size_t avail = size - sizeof s;
     LOAD(ps, r + sizeof s, avail);
-    *f = (struct lens_fstep){.parent_raw = s.parent, .proc = b->proc, .session = session, .ev = -1};
+    *f = (struct lens_fstep){.parent_raw = s.parent, .proc = b->proc, .session = session, .ev = -1, .start = s.ts};
     if (ps.step == LENS_ONEWAY_STEP && b->n_fevs < INT32_MAX) {
       struct lens_fev *v = LENS_VEC_PUSH(b, b->fevs, b->n_fevs, cap_fevs);
       if (!v) return lens_builder_oom(b);
@@ -361,14 +361,15 @@ int lens_apply_pending(struct lens_builder *b) {
       if (q->id) m->orphan_stops++; /* a NULL handle (NetPlugin) is not an orphan */
       continue;
     }
-    if (idx < 0) { /* a folded ProxyStep: its first stop and its one-way evidence are all that is kept */
+    if (idx < 0) { /* a folded ProxyStep: its first stop, its phases' boundaries and its one-way evidence are kept */
       struct lens_fstep *f = &b->fsteps[LENS_STEP_INDEX(idx)];
       struct lens_fev *v = f->ev >= 0 ? &b->fevs[f->ev] : NULL;
       if (q->kind == LENS_REC_STOP && !f->stopped) {
         f->stopped = 1, f->stop = q->ts;
         if (v) lens_oneway_note(&v->pre, &v->post, LENS_ONEWAY_STEP_STOP, q->ts, q->ts);
-      } else if (q->kind == LENS_REC_STATE && v) {
-        lens_oneway_note(&v->pre, &v->post, q->state, q->ts, q->repeats ? q->last_ts : q->ts);
+      } else if (q->kind == LENS_REC_STATE) {
+        lens_step_bounds_note(&f->bounds, q->state, q->ts);
+        if (v) lens_oneway_note(&v->pre, &v->post, q->state, q->ts, q->repeats ? q->last_ts : q->ts);
       }
       continue;
     }

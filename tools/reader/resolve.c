@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "oneway.h"
+#include "step_phases.h"
 #include "reader_priv.h"
 
 #define MAX_DEPTH 16 /* parent chains are short (GroupApi > CollApi > Coll > ProxyOp > Step > Net) */
@@ -203,6 +204,8 @@ static int sort_and_link(struct lens_builder *b) {
 /* LENS_LOAD_FOLD_STEPS: each step that stopped counts on the ProxyOp its
  * parent value names in its process and session, as resolve_parents would
  * link it. */
+_Static_assert(sizeof(((struct lens_payload *)0)->proxy_op.folded_phase_ns) == LENS_STEP_NPHASES * sizeof(uint64_t),
+               "one folded sum per step phase");
 static void fold_steps(struct lens_builder *b) {
   struct lens_model *m = b->m;
   const struct lens_reader_priv *pv = b->priv;
@@ -222,6 +225,11 @@ static void fold_steps(struct lens_builder *b) {
       lens_oneway_fold(&op->p.proxy_op.folded_oneway_ns, op->p.proxy_op.is_send, b->fevs[f->ev].pre,
                        b->fevs[f->ev].post);
     if (!f->stop) continue;
+    /* its phases, split as the network view splits a step event (a stop
+     * before its start: untimed there, not split here either) */
+    if (f->stop >= f->start)
+      lens_step_phases_add(&f->bounds, op->p.proxy_op.is_send ? LENS_STEP_DIR_SEND : LENS_STEP_DIR_RECV, f->start,
+                           f->stop, op->p.proxy_op.folded_phase_ns);
     if (!op->p.proxy_op.folded_stops++) op->p.proxy_op.folded_stop_lo = op->p.proxy_op.folded_stop_hi = f->stop;
     if (f->stop < op->p.proxy_op.folded_stop_lo) op->p.proxy_op.folded_stop_lo = f->stop;
     if (f->stop > op->p.proxy_op.folded_stop_hi) op->p.proxy_op.folded_stop_hi = f->stop;

@@ -158,7 +158,7 @@ void rp_couple_arrive(struct rp_node *n, struct rp_plan *p) {
         if (k > last) last = k, lr = r;
       }
       atomic_store(&in->last_rank, lr);
-      atomic_store(&in->s, last + atomic_load(&in->extra));
+      atomic_store(&in->s, last);
     }
   }
   *cs->tail = pe;
@@ -168,6 +168,9 @@ void rp_couple_arrive(struct rp_node *n, struct rp_plan *p) {
 /* Ends of one settled plan, as rp_plan_finish_set does for uncoupled ones. */
 static void publish(struct rp_node *n, struct rp_pending *pe, int64_t s) {
   struct rp_gpu *g = &n->gpu[pe->comm->local];
+  /* an injected slow link: the work starts with the last arrival, and its
+   * kernels wait for the link's last step (the data), so they end later */
+  int64_t extra = pe->inst ? atomic_load(&pe->inst->extra) : 0;
   for (int i = 0; i < pe->ntasks; i++) {
     struct rp_pending_task *pt = &pe->t[i];
     struct rp_truth_op *op = rp_truth_op_at(n->truth, pt->op_id);
@@ -176,14 +179,14 @@ static void publish(struct rp_node *n, struct rp_pending *pe, int64_t s) {
       if (op && lead) op->kernel_end = lead->kernel_end;
       continue;
     }
-    int64_t end = s + pt->off + pt->dur;
+    int64_t end = s + pt->off + pt->dur + extra;
     for (int ch = 0; ch < pt->nch; ch++) {
       struct rp_item *it = rp_gpu_item(g, ch, pt->items[ch]);
       if (it) atomic_store_explicit(&it->end, end + ch * CH_SKEW_NS, memory_order_release);
     }
     if (op) op->kernel_end = end + (pt->nch - 1) * CH_SKEW_NS;
   }
-  int64_t free_at = s + pe->total + (int64_t)CH_SKEW_NS * RP_MAX_CH;
+  int64_t free_at = s + pe->total + extra + (int64_t)CH_SKEW_NS * RP_MAX_CH;
   if (free_at > pe->comm->stream_free) pe->comm->stream_free = free_at;
 }
 
@@ -285,7 +288,7 @@ void rp_couple_write_instances(const struct rp_board *b, const struct lens_repla
         if (t > last) last = t;
         if (t && t < first) first = t;
       }
-      int64_t end = s + atomic_load(&in->dur) + (int64_t)(nch - 1) * CH_SKEW_NS;
+      int64_t end = s + atomic_load(&in->dur) + atomic_load(&in->extra) + (int64_t)(nch - 1) * CH_SKEW_NS;
       struct rp_job_cause jc = rp_job_truth_cause(o, nranks);
       fprintf(f, "%s\n{\"comm_id\":", k++ ? "," : "");
       jhex(f, rp_job_comm_id(o, set));

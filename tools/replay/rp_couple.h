@@ -26,9 +26,9 @@ struct rp_board_inst {
   atomic_int arrived;
   atomic_int func, nch, is_set; /* is_set: the descriptor fields below were written */
   atomic_llong seq, bytes, dur;  /* dur: the work itself, ns */
-  atomic_llong extra;            /* added to the work by an injected slow link */
+  atomic_llong extra;            /* added to the work by an injected slow link: its kernels end that much later */
   atomic_llong kstart[RP_BOARD_RANKS]; /* board ns; 0 = not arrived */
-  atomic_llong s;                /* board ns the work starts everywhere (last arrival + extra); 0 = open */
+  atomic_llong s;                /* board ns the work starts everywhere (the last arrival); 0 = open */
   atomic_int last_rank;
 };
 

@@ -12,8 +12,10 @@
 #include "replay/rp_node.h"
 
 #define JOB_GAP_NS 2000000LL    /* the app's compute between two collectives */
-#define JOB_LINK_STEP_NS 4000000LL /* a step on the slow link takes 4 ms: far above the simulated
-                                     * proxies' own pace, stalls included, on a loaded machine */
+#define JOB_LINK_WIRE_NS 40000000LL /* a step on the slow link is 40 ms longer on the wire (as net-slow-link's):
+                                      * with NCCL's 8 steps in flight, a pace of ~4 ms a step, far above the
+                                      * simulated proxies' own, stalls included, on a loaded machine; the
+                                      * sender's GPU keeps its pace, so the time is the network's */
 
 static const struct {
   const char *name;
@@ -70,8 +72,9 @@ static bool is_straggler(const struct rp_node *n, const struct rp_comm *c) { ret
 
 int64_t rp_job_extra_ns(struct rp_node *n, const struct rp_comm *c, int64_t dur, int nsteps) {
   if (n->job_kind != RP_JOB_SLOW_LINK || !is_straggler(n, c) || n->nodes < 2) return 0;
-  int64_t link = (int64_t)nsteps * JOB_LINK_STEP_NS + 100000; /* the link's last step, then the kernel ends */
-  return link > dur ? link - dur : 0;
+  (void)dur; /* the GPU's own pace is within the kernel's time */
+  int64_t waves = ((int64_t)nsteps + RP_STEPS - 1) / RP_STEPS; /* RP_STEPS in flight: each wave waits out the wire */
+  return waves * JOB_LINK_WIRE_NS + 1000000; /* the link's last step (+1 ms of proxy passes), then the kernel ends */
 }
 
 void rp_job_launch_hold(struct rp_node *n, const struct rp_comm *c) {
@@ -79,11 +82,11 @@ void rp_job_launch_hold(struct rp_node *n, const struct rp_comm *c) {
   rp_sleep_ns(n->job_base + delay_ns(n->o) - rp_now());
 }
 
-int64_t rp_job_step_ns(struct rp_node *n, const struct rp_comm *c, bool send, int peer, int64_t step_ns) {
-  if (n->job_kind != RP_JOB_SLOW_LINK) return step_ns;
+int64_t rp_job_wire_ns(struct rp_node *n, const struct rp_comm *c, bool send, int peer) {
+  if (n->job_kind != RP_JOB_SLOW_LINK) return 0;
   int x = straggler(n->o, n->nranks), y = (x + 1) % n->nranks;
   bool on_link = send ? (c->rank == x && peer == y) : (c->rank == y && peer == x);
-  return on_link && step_ns < JOB_LINK_STEP_NS ? JOB_LINK_STEP_NS : step_ns;
+  return on_link ? JOB_LINK_WIRE_NS : 0;
 }
 
 /* All processes start the job's first step at one board time. */
@@ -133,6 +136,16 @@ static void job_step(struct rp_node *n, size_t count, uint64_t tag) {
   /* A starved proxy is a matter of host time: keep the app (and so the hog
    * phase) within a step of the GPUs, not hundreds of ms ahead. */
   if (n->job_kind == RP_JOB_STARVED_PROXY) rp_sleep_ns(base - rp_now());
+  /* A slow link: the app waits for this collective's end (as one that
+   * synchronizes each step does). Ops posted an instance ahead would have
+   * their first steps wait on the busy GPU longer than on the slow wire
+   * (send_gpu_wait), and the link's time would not be the network's. */
+  if (n->job_kind == RP_JOB_SLOW_LINK) {
+    int64_t end = 0;
+    for (int l = 0; l < n->rpn; l++)
+      if (n->comms[l].stream_free > end) end = n->comms[l].stream_free;
+    rp_sleep_ns(end - rp_now());
+  }
 }
 
 /* job-starved-proxy: node 0 pins busy hogs onto its local rank 0's proxy
@@ -158,8 +171,8 @@ static struct rp_hogs *starve_phase(struct rp_node *n, struct rp_hogs *h, int it
 }
 
 void rp_job_run(struct rp_node *n, int iters) {
-  /* 1 MiB and 16 MiB of float; with a slow link 512 and 768 KiB (12 steps
-   * of 4 ms each: 48 ms per AllReduce, not 200). */
+  /* 1 MiB and 16 MiB of float; with a slow link 512 and 768 KiB (12 steps:
+   * two waves of the slow wire, ~80 ms per AllReduce, not 200). */
   static const size_t counts[] = {1u << 18, 1u << 22}, link_counts[] = {1u << 17, 3u << 16};
   const size_t *cn = n->job_kind == RP_JOB_SLOW_LINK ? link_counts : counts;
   /* A follower (`nccl-lens sched --follow`) finds a new process within

@@ -29,7 +29,8 @@ uint64_t rp_job_comm_id(const struct lens_replay_opts *o, int set);
 int64_t rp_job_extra_ns(struct rp_node *n, const struct rp_comm *c, int64_t dur, int nsteps);
 /* A slow launch: the launch call holds until the injected delay has passed. */
 void rp_job_launch_hold(struct rp_node *n, const struct rp_comm *c);
-/* Net step time of a proxy op: slower on the injected link, either side. */
-int64_t rp_job_step_ns(struct rp_node *n, const struct rp_comm *c, bool send, int peer, int64_t step_ns);
+/* The wire time a proxy op's steps get added on the injected slow link,
+ * either side (the sender's isend -> done; the receiver's data that late). */
+int64_t rp_job_wire_ns(struct rp_node *n, const struct rp_comm *c, bool send, int peer);
 
 #endif

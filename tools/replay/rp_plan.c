@@ -246,7 +246,7 @@ static void post_ops(struct rp_node *n, struct rp_task *t) {
       op->step_ns = (dur - 4000) / (np.nSteps > 0 ? np.nSteps : 1);
       if (op->step_ns < 500) op->step_ns = 500;
       rp_net_shape_op(n, op, dir == 1);
-      if (n->board) op->step_ns = rp_job_step_ns(n, c, dir == 1, peer, op->step_ns);
+      if (n->board) op->wire_extra_ns += rp_job_wire_ns(n, c, dir == 1, peer);
       if (dir == 0 && n->hazard_dup_recv) {
         op->dup_recv_start = true;
         n->hazard_dup_recv = false;

@@ -74,6 +74,8 @@ struct lens_job_inst {
   uint64_t user_tag;         /* v7 userProfilerTag of the call (the first rank's that has one), 0 = untagged */
   int link_snd, link_rcv;    /* the instance's slowest link against its proxies' other links */
   double link_ratio;         /* ... and how much slower (0 = no proxy steps) */
+  int link_on_net;           /* ... and slow by the network view's rule (lens_net_link_is_slow: that pace,
+                              * and its time the network's, not its sender's GPU wait) */
   size_t first_rank, n_ranks; /* rows in lens_job.ranks */
 };
 
@@ -136,11 +138,11 @@ struct lens_job {
 #define LENS_JOB_MIN_WAIT_FRAC 0.02
 /* A link is slow when its ops, at both ends, move steps at least this many
  * times slower than the same proxies move their other links (pace: first to
- * last step completion over the steps), in at least half of its
- * communicator's instances; it is then named in every instance where it is
- * still the slowest link by LENS_JOB_SLOW_LINK_CONFIRM. */
+ * last step completion over the steps) and that time is the network's (the
+ * rule net and the report use, lens_net_link_is_slow), in at least half of
+ * its communicator's instances; it is then named in every instance where
+ * that rule holds (pace ratio >= LENS_NET_STANDOUT). */
 #define LENS_JOB_SLOW_LINK_RATIO 2.5
-#define LENS_JOB_SLOW_LINK_CONFIRM 1.5
 
 /* min_wait_ns 0 = default. Returns 0, -1 on allocation failure. */
 int lens_job_build(const struct lens_model *m, struct lens_job *j, uint64_t min_wait_ns);

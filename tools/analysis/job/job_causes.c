@@ -8,7 +8,8 @@
  * late. Instances without
  * a straggler are checked for a starved proxy (sched traces) and for a slow
  * link: one sender->receiver link whose ProxySteps take far longer than the
- * other links' in the same instance (docs/job.md). */
+ * other links' in the same instance, on the network (the rule the network
+ * view uses, lens_net_link_is_slow; docs/job.md). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "job.h"
 #include "job_priv.h"
 #include "lens_checked.h"
+#include "net_analysis.h"
 
 const char *lens_job_cause_name(int c) {
   static const char *const n[] = {"none",          "late_app_call", "slow_enqueue", "slow_launch",
@@ -125,7 +127,8 @@ static void late_cause(struct lens_job_inst *in, struct lens_job_rank *r, int64_
   } /* else: the GPU clock map is too coarse to tell a busy GPU from a late app, or host spans hide both */
 }
 
-struct step { int32_t snd, rcv, rank, proc; uint64_t dur; }; /* one proxy op: its link, who ran it, its pace */
+struct step { int32_t snd, rcv, rank, proc; uint64_t dur; const struct lens_job_op *op; }; /* one proxy op: its
+                                                                                           * link, who ran it, its pace */
 
 static uint64_t link_of(const struct step *s) { return (uint64_t)(uint32_t)s->snd << 32 | (uint32_t)s->rcv; }
 
@@ -166,6 +169,27 @@ static void min_other_link(const struct step *s, size_t n, int field, size_t *or
   }
 }
 
+/* Whether the link snd -> rcv, at that pace ratio, is slow by the network
+ * view's rule (lens_net_link_is_slow, net_analysis.h): its ops' phases in
+ * this instance summed, its sender's and its receiver's; a side whose ops
+ * recorded no phases is unknown. A link whose sender waits on its GPU is
+ * never slow, however slow its pace. */
+static int link_on_net(const struct step *s, size_t n, int32_t snd, int32_t rcv, double ratio) {
+  struct lens_net_split sides;
+  memset(&sides, 0, sizeof sides);
+  int send_known = 0, recv_known = 0;
+  for (size_t q = 0; q < n; q++) {
+    const struct lens_job_op *op = s[q].op;
+    if (s[q].snd != snd || s[q].rcv != rcv || !(op->flags & LENS_JOB_OP_SPLIT)) continue;
+    int send = (op->flags & LENS_JOB_OP_SEND) != 0;
+    int base = send ? LENS_NET_SEND_GPU_WAIT : LENS_NET_RECV_DATA_WAIT;
+    for (int k = 0; k < 3; k++) sides.blame_ns[base + k] += (uint64_t)op->phase_us[k] * 1000;
+    if (send) send_known = 1;
+    else recv_known = 1;
+  }
+  return lens_net_link_is_slow(ratio, &sides, send_known, recv_known);
+}
+
 /* A link of an instance: where it first appears among the ops, and its
  * least slow op's ratio. */
 struct link_pick { uint64_t link; size_t first; double ratio; };
@@ -196,7 +220,7 @@ static int slow_link(const struct lens_job_oprefs *o, struct lens_job_inst *in, 
     }
     for (uint32_t k = 0; k < n_ops; k++) {
       const struct lens_job_op *op = &p->ops[o->first_op[row] + k];
-      (*buf)[n++] = (struct step){op->snd, op->rcv, r[i].rank, r[i].proc, op->dur};
+      (*buf)[n++] = (struct step){op->snd, op->rcv, r[i].rank, r[i].proc, op->dur, op};
     }
   }
   if (n < 2) return 0;
@@ -247,11 +271,14 @@ static int slow_link(const struct lens_job_oprefs *o, struct lens_job_inst *in, 
   in->link_snd = bs;
   in->link_rcv = br;
   in->link_ratio = best;
+  in->link_on_net = best > 0 && link_on_net(s, n, bs, br, best);
   return 0;
 }
 
 /* A link slow in one instance may be a proxy stalled at both ends; a slow
- * link is slow in most instances. Named where it is slow job-wide. */
+ * link is slow in most instances (strong: by the network view's rule, at
+ * LENS_JOB_SLOW_LINK_RATIO). Named where it is slow job-wide, in the
+ * instances where the rule holds. */
 struct link_vote { uint64_t comm_id; int32_t snd, rcv; uint32_t strong, measured; }; /* measured: per link, then per comm */
 static int vote_cmp(const void *x, const void *y) {
   const struct link_vote *a = x, *b = y;
@@ -267,7 +294,7 @@ static int confirm_links(struct lens_job *j) {
   for (size_t i = 0; i < j->n_insts; i++)
     if (j->insts[i].link_ratio > 0)
       v[n++] = (struct link_vote){j->insts[i].comm_id, j->insts[i].link_snd, j->insts[i].link_rcv,
-                                  j->insts[i].link_ratio >= LENS_JOB_SLOW_LINK_RATIO, 0};
+                                  j->insts[i].link_on_net && j->insts[i].link_ratio >= LENS_JOB_SLOW_LINK_RATIO, 0};
   qsort(v, n, sizeof *v, vote_cmp);
   size_t nv = 0;
   for (size_t i = 0; i < n;) { /* one entry per link: instances where it was strongly the slowest */
@@ -288,7 +315,7 @@ static int confirm_links(struct lens_job *j) {
   }
   for (size_t i = 0; i < j->n_insts; i++) {
     struct lens_job_inst *in = &j->insts[i];
-    if (in->cause != LENS_CAUSE_NONE || in->link_ratio < LENS_JOB_SLOW_LINK_CONFIRM) continue;
+    if (in->cause != LENS_CAUSE_NONE || !in->link_on_net) continue;
     struct link_vote key = {in->comm_id, in->link_snd, in->link_rcv, 0, 0};
     const struct link_vote *lv = bsearch(&key, v, nv, sizeof *v, vote_cmp);
     if (!lv || 2 * lv->strong < lv->measured) continue;

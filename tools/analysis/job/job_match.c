@@ -23,6 +23,7 @@
 #include "lens_checked.h"
 #include "job_part.h"
 #include "job_priv.h"
+#include "net_analysis.h"
 #include "oneway.h"
 
 static int func_id(const char *f) {
@@ -245,7 +246,18 @@ static int ops_of(const struct lens_model *m, const struct crank *cr, const stru
     }
     int32_t snd = op->p.proxy_op.is_send ? rank : op->p.proxy_op.peer;
     int32_t rcv = op->p.proxy_op.is_send ? op->p.proxy_op.peer : rank;
-    p->ops[p->n_ops++] = (struct lens_job_op){snd, rcv, (hi - lo) / (k - 1)};
+    struct lens_job_op *o = &p->ops[p->n_ops++];
+    *o = (struct lens_job_op){snd, rcv, (hi - lo) / (k - 1), {0, 0, 0}, 0};
+    /* its phases, as the network view splits them (the same function) */
+    struct lens_net_split sp;
+    lens_net_op_split(m, c, &sp);
+    int base = op->p.proxy_op.is_send ? LENS_NET_SEND_GPU_WAIT : LENS_NET_RECV_DATA_WAIT;
+    for (int q = 0; q < 3; q++) {
+      uint64_t us = sp.blame_ns[base + q] / 1000 + (sp.blame_ns[base + q] % 1000 >= 500);
+      o->phase_us[q] = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
+      if (sp.phase_ns[base + q]) o->flags |= LENS_JOB_OP_SPLIT;
+    }
+    if (op->p.proxy_op.is_send) o->flags |= LENS_JOB_OP_SEND;
   }
   return 0;
 }

@@ -20,10 +20,21 @@
 #include "job.h"
 #include "job_align.h"
 
-/* One proxy op of a rank in an instance: its link and its pace (first to
+/* One proxy op of a rank in an instance: its link, its pace (first to
  * last step completion over the steps; ops with fewer than 4 steps are left
- * out). */
-struct lens_job_op { int32_t snd, rcv; uint64_t dur; };
+ * out) and where its steps' time went: the blamed time of the three phases
+ * of its direction (lens_net_op_split: the network view's split; send:
+ * GPU wait, peer wait, wire; recv: data wait, flush, GPU wait), in us,
+ * saturated. The job view names a slow link by the network view's rule
+ * (lens_net_link_is_slow), which needs them. */
+#define LENS_JOB_OP_SEND 0x1u  /* the sender's op (else the receiver's) */
+#define LENS_JOB_OP_SPLIT 0x2u /* its steps' phases were recorded (else phase_us is 0: unknown) */
+struct lens_job_op {
+  int32_t snd, rcv;
+  uint64_t dur;
+  uint32_t phase_us[3];
+  uint32_t flags;      /* LENS_JOB_OP_* */
+};
 
 /* One proxy op's one-way evidence (oneway.h), for the host alignment: the
  * reduce pairs a send op (a -> b, channel) with the recv op (a -> b,

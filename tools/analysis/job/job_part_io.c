@@ -15,7 +15,7 @@
  *     3 COMMS    count x struct lens_job_pcomm (proc, rank, nranks, 0, comm id, name[128])
  *     4 STRINGS  count strings as in FILES; records name them by index + 1 (0 = none)
  *     5 RECORDS  count x struct disk_rec: one rank's side of one instance
- *     6 OPS      count x struct lens_job_op (sender, receiver, pace ns)
+ *     6 OPS      count x {i32 sender, i32 receiver, u64 pace ns}: each proxy op
  *     7 RECX     count x struct disk_recx (user tag, longest starvation ns), one
  *                per record, in order, after RECORDS (added later: a file
  *                without it reads as untagged and never starved that long)
@@ -33,6 +33,9 @@
  *                gives no one-way pair; an older reader skips it)
  *    11 CE       count 1, {u64 copy-engine collectives, their host enqueue ns}
  *                (added later: a file without it leaves them unknown)
+ *    12 OPPH     count x {u32 phase us[3], u32 flags}, one per op, in order, after OPS:
+ *                where each op's step time went (struct lens_job_op; added later: a file
+ *                without it has no op's phases, and the job view names no slow link from it)
  *     0 END      count 0, no payload
  * A reader takes only the versions it knows (a version-1 reader refuses a
  * version-2 file by its version, with one line) and refuses a file that
@@ -70,7 +73,7 @@
 struct fhdr { char magic[8]; uint32_t version, hdr_size, flags, reserved0; uint64_t reserved1; };
 struct sec { uint32_t tag, crc; uint64_t count, len; };
 enum { S_END = 0, S_FILES = 1, S_PROCS = 2, S_COMMS = 3, S_STRINGS = 4, S_RECORDS = 5, S_OPS = 6, S_RECX = 7,
-       S_ENDS = 8, S_CLOCKS = 9, S_WAYS = 10, S_CE = 11 };
+       S_ENDS = 8, S_CLOCKS = 9, S_WAYS = 10, S_CE = 11, S_OPPH = 12 };
 
 struct disk_rec {
   uint64_t comm_id;
@@ -84,6 +87,8 @@ struct disk_rec {
       kstart_notice_ns;
 };
 struct disk_recx { uint64_t user_tag, starved_ns; };
+struct disk_op { int32_t snd, rcv; uint64_t dur; };
+struct disk_oph { uint32_t phase_us[3], flags; };
 struct disk_end { uint64_t lo, hi; };
 _Static_assert(sizeof(struct fhdr) == 32, "partial header");
 _Static_assert(sizeof(struct disk_recx) == 16, "partial record extras");
@@ -91,7 +96,8 @@ _Static_assert(sizeof(struct sec) == 24, "partial section");
 _Static_assert(sizeof(struct disk_rec) == 160, "partial record");
 _Static_assert(sizeof(struct lens_job_pproc) == 72, "partial proc");
 _Static_assert(sizeof(struct lens_job_pcomm) == 152, "partial comm");
-_Static_assert(sizeof(struct lens_job_op) == 16, "partial op");
+_Static_assert(sizeof(struct disk_op) == 16, "partial op");
+_Static_assert(sizeof(struct disk_oph) == 16, "partial op phases");
 _Static_assert(sizeof(struct disk_end) == 16, "partial rank end");
 _Static_assert(sizeof(struct lens_job_wop) == 24, "partial one-way evidence");
 _Static_assert(sizeof(struct lens_align_proc_clock) == 176, "partial process clock");
@@ -150,6 +156,26 @@ static uint32_t stab_id(struct stab *t, const char *s, int *oom) {
   }
   t->s[t->n++] = s;
   return (uint32_t)t->n;
+}
+
+/* OPS (each op's link and pace) and OPPH (its phases), as two sections of
+ * 16-byte records: a reader that knows no OPPH skips it. */
+static int ops_sections(FILE *f, struct zw *z, const struct lens_job_part *p) {
+  size_t n = p->n_ops;
+  struct disk_op *o = malloc((n ? n : 1) * sizeof *o);
+  struct disk_oph *h = malloc((n ? n : 1) * sizeof *h);
+  int rc = -1;
+  if (o && h) {
+    for (size_t i = 0; i < n; i++) {
+      const struct lens_job_op *x = &p->ops[i];
+      o[i] = (struct disk_op){x->snd, x->rcv, x->dur};
+      h[i] = (struct disk_oph){{x->phase_us[0], x->phase_us[1], x->phase_us[2]}, x->flags};
+    }
+    rc = section(f, z, S_OPS, n, o, n * sizeof *o) || section(f, z, S_OPPH, n, h, n * sizeof *h) ? -1 : 0;
+  }
+  free(o);
+  free(h);
+  return rc;
 }
 
 int lens_job_part_write(FILE *f, const struct lens_job_part *p) {
@@ -216,7 +242,7 @@ int lens_job_part_write(FILE *f, const struct lens_job_part *p) {
   }
   if (section(f, &z, S_ENDS, p->n_recs, rb.p, rb.len) ||
       (p->clocks && section(f, &z, S_CLOCKS, p->n_procs, p->clocks, p->n_procs * sizeof *p->clocks)) ||
-      section(f, &z, S_OPS, p->n_ops, p->ops, p->n_ops * sizeof *p->ops) ||
+      ops_sections(f, &z, p) ||
       section(f, &z, S_WAYS, p->n_wops, p->wops, p->n_wops * sizeof *p->wops) ||
       (p->have_ce && section(f, &z, S_CE, 1, (uint64_t[2]){p->ce_count, p->ce_enqueue_ns}, 16)) ||
       section(f, &z, S_END, 0, NULL, 0)) {
@@ -419,7 +445,7 @@ int lens_job_part_read(const char *path, struct lens_job_part *p, char *err, siz
       goto out;                                                                                                        \
     }                                                                                                                  \
     if (!((arr) = malloc(l ? l : 1))) goto oom;                                                                        \
-    lens_prefault((arr), l); /* the ops: 16 bytes per proxy op, megabytes */                                          \
+    lens_prefault((arr), l); /* the one-way evidence: 24 bytes per op, megabytes */                                    \
     memcpy((arr), q, l);                                                                                               \
     (n) = (size_t)s.count;                                                                                             \
   } while (0)
@@ -446,9 +472,35 @@ int lens_job_part_read(const char *path, struct lens_job_part *p, char *err, siz
       FIXED(p->comms, p->n_comms, struct lens_job_pcomm);
       for (size_t i = 0; i < p->n_comms; i++) p->comms[i].name[sizeof p->comms[i].name - 1] = 0;
       break;
-    case S_OPS:
+    case S_OPS: {
       if (p->ops) goto dup;
-      FIXED(p->ops, p->n_ops, struct lens_job_op);
+      size_t need;
+      if (lens_mul_size(s.count, sizeof(struct disk_op), &need) || need != l ||
+          lens_mul_size(s.count, sizeof *p->ops, &need)) {
+        bad(err, err_len, path, "a section's size does not match its count");
+        goto out;
+      }
+      if (!(p->ops = malloc(need ? need : 1))) goto oom;
+      lens_prefault(p->ops, need); /* 32 bytes per proxy op, megabytes */
+      for (uint64_t i = 0; i < s.count; i++) {
+        struct disk_op x;
+        memcpy(&x, q + i * sizeof x, sizeof x);
+        p->ops[i] = (struct lens_job_op){x.snd, x.rcv, x.dur, {0, 0, 0}, 0}; /* phases: OPPH, if any */
+      }
+      p->n_ops = (size_t)s.count;
+      break;
+    }
+    case S_OPPH:
+      if (!p->ops || s.count != p->n_ops || l / sizeof(struct disk_oph) != s.count || l % sizeof(struct disk_oph)) {
+        bad(err, err_len, path, "op phases without their ops, or of another count");
+        goto out;
+      }
+      for (uint64_t i = 0; i < s.count; i++) {
+        struct disk_oph x;
+        memcpy(&x, q + i * sizeof x, sizeof x);
+        memcpy(p->ops[i].phase_us, x.phase_us, sizeof x.phase_us);
+        p->ops[i].flags = x.flags & (LENS_JOB_OP_SEND | LENS_JOB_OP_SPLIT);
+      }
       break;
     case S_WAYS:
       if (p->wops) goto dup;

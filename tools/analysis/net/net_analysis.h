@@ -34,20 +34,23 @@
 #include <stdint.h>
 
 #include "lensread.h"
+#include "step_phases.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/* The phases are the reader's step classification (step_phases.h), which
+ * the reader's step fold shares: one split for net and job. */
 enum lens_net_phase {
-  LENS_NET_SEND_GPU_WAIT = 0,  /* send: waiting for the GPU to produce the data */
-  LENS_NET_SEND_PEER_WAIT = 1, /* send: data ready, waiting for the peer's credit */
-  LENS_NET_SEND_WIRE = 2,      /* send: in flight on the network */
-  LENS_NET_RECV_DATA_WAIT = 3, /* recv: posted, waiting for the data */
-  LENS_NET_RECV_FLUSH = 4,     /* recv: flushing */
-  LENS_NET_RECV_GPU_WAIT = 5,  /* recv: waiting for the GPU to consume it */
-  LENS_NET_UNKNOWN = 6,        /* a boundary was not recorded */
-  LENS_NET_NPHASES = 7
+  LENS_NET_SEND_GPU_WAIT = LENS_STEP_SEND_GPU_WAIT,   /* send: waiting for the GPU to produce the data */
+  LENS_NET_SEND_PEER_WAIT = LENS_STEP_SEND_PEER_WAIT, /* send: data ready, waiting for the peer's credit */
+  LENS_NET_SEND_WIRE = LENS_STEP_SEND_WIRE,           /* send: in flight on the network */
+  LENS_NET_RECV_DATA_WAIT = LENS_STEP_RECV_DATA_WAIT, /* recv: posted, waiting for the data */
+  LENS_NET_RECV_FLUSH = LENS_STEP_RECV_FLUSH,         /* recv: flushing */
+  LENS_NET_RECV_GPU_WAIT = LENS_STEP_RECV_GPU_WAIT,   /* recv: waiting for the GPU to consume it */
+  LENS_NET_UNKNOWN = LENS_STEP_UNKNOWN,               /* a boundary was not recorded */
+  LENS_NET_NPHASES = LENS_STEP_NPHASES
 };
 
 /* Short names used in text and JSON: "send_gpu_wait", "send_peer_wait",
@@ -56,7 +59,7 @@ const char *lens_net_phase_name(int phase);
 /* What a phase means, for a reader: "waiting for the sender's GPU", ... */
 const char *lens_net_phase_text(int phase);
 
-enum { LENS_NET_DIR_RECV = 0, LENS_NET_DIR_SEND = 1 };
+enum { LENS_NET_DIR_RECV = LENS_STEP_DIR_RECV, LENS_NET_DIR_SEND = LENS_STEP_DIR_SEND };
 enum { LENS_NET_TRANSPORT_NET = 0, LENS_NET_TRANSPORT_IB = 1, LENS_NET_TRANSPORT_SOCKET = 2 };
 const char *lens_net_transport_name(int transport); /* "net" (not reported), "ib", "socket" */
 
@@ -84,6 +87,12 @@ struct lens_net_split {
   uint64_t blame_ns[LENS_NET_NPHASES]; /* phase_ns of the steps that were not starved */
   uint64_t first_start_ns, last_stop_ns; /* 0 when no timed step */
 };
+
+/* One ProxyOp event's split: its steps' phases summed (ops 1). On a model
+ * loaded with LENS_LOAD_FOLD_STEPS, the reader's fold of the same split
+ * (proxy_op.folded_phase_ns; no starvation is known there, so all of it is
+ * blamed). Returns 1 when op is a ProxyOp, else 0 and *out zeroed. */
+int lens_net_op_split(const struct lens_model *m, int32_t op_event, struct lens_net_split *out);
 
 /* Per collective instance: the split summed over the network ops of one Coll
  * or P2p event (its ProxyOp children, which under PXN may be recorded in

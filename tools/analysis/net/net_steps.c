@@ -7,8 +7,7 @@
 #include "net_priv.h"
 
 /* NCCL's state values (spec §1.4). */
-enum { ST_SEND_GPU_WAIT = 8, ST_SEND_WAIT = 9, ST_RECV_WAIT = 10, ST_RECV_FLUSH_WAIT = 11, ST_RECV_GPU_WAIT = 12,
-       ST_SEND_PEER_WAIT = 20 };
+enum { ST_SEND_GPU_WAIT = 8, ST_SEND_WAIT = 9, ST_RECV_WAIT = 10, ST_RECV_FLUSH_WAIT = 11 };
 
 static const char *const phase_names[LENS_NET_NPHASES] = {
     "send_gpu_wait", "send_peer_wait", "wire", "recv_data_wait", "recv_flush", "recv_gpu_wait", "unknown"};
@@ -31,8 +30,6 @@ const char *lens_net_transport_name(int transport) {
   return transport == LENS_NET_TRANSPORT_IB ? "ib" : transport == LENS_NET_TRANSPORT_SOCKET ? "socket" : "net";
 }
 
-static uint64_t span(uint64_t from, uint64_t to) { return to > from ? to - from : 0; }
-
 /* The earliest record of a state on event e: NCCL repeats 20 on every pass
  * while isend gives no request, and the phase starts at the first. */
 static int first_state(const struct lens_model *m, const struct lens_event *e, uint32_t state, uint64_t *ts,
@@ -49,30 +46,6 @@ static int first_state(const struct lens_model *m, const struct lens_event *e, u
   return found;
 }
 
-/* Splits [start, stop] at two ordered boundaries b1 <= b2 into phases p0
- * (start..b1), p1 (b1..b2), p2 (b2..stop). A missing boundary merges the
- * phases on both sides of it into `unknown`; the parts always add up to
- * stop - start (boundaries are clamped into the step). */
-static void split3(struct lens_net_step *o, int have1, uint64_t b1, int have2, uint64_t b2, int p0, int p1, int p2) {
-  uint64_t s = o->start_ns, e = o->stop_ns;
-  if (have1) b1 = b1 < s ? s : b1 > e ? e : b1;
-  if (have2) b2 = b2 < s ? s : b2 > e ? e : b2;
-  if (have1 && have2 && b2 < b1) b2 = b1;
-  if (have1 && have2) {
-    o->phase_ns[p0] += span(s, b1);
-    o->phase_ns[p1] += span(b1, b2);
-    o->phase_ns[p2] += span(b2, e);
-  } else if (have1) {
-    o->phase_ns[p0] += span(s, b1);
-    o->phase_ns[LENS_NET_UNKNOWN] += span(b1, e);
-  } else if (have2) {
-    o->phase_ns[LENS_NET_UNKNOWN] += span(s, b2);
-    o->phase_ns[p2] += span(b2, e);
-  } else {
-    o->phase_ns[LENS_NET_UNKNOWN] += span(s, e);
-  }
-}
-
 int lens_net_step_split(const struct lens_model *m, int32_t step_event, struct lens_net_step *out) {
   memset(out, 0, sizeof *out);
   out->dir = -1;
@@ -87,26 +60,24 @@ int lens_net_step_split(const struct lens_model *m, int32_t step_event, struct l
   out->stop_ns = e->stop_mono_ns;
   out->starved = (e->acc.flags & LENS_ACC_STARVED) != 0;
   /* Without the parent the direction still shows in the states. */
-  uint64_t t1 = 0, t2 = 0, arg = 0;
-  int h1, h2, ha = 0;
+  uint64_t t = 0, arg = 0;
+  int ha = 0;
   if (out->dir < 0) {
-    uint64_t t;
     if (first_state(m, e, ST_SEND_GPU_WAIT, &t, NULL, NULL) || first_state(m, e, ST_SEND_WAIT, &t, NULL, NULL))
       out->dir = LENS_NET_DIR_SEND;
     else if (first_state(m, e, ST_RECV_WAIT, &t, NULL, NULL) || first_state(m, e, ST_RECV_FLUSH_WAIT, &t, NULL, NULL))
       out->dir = LENS_NET_DIR_RECV;
   }
-  if (out->dir == LENS_NET_DIR_SEND) {
-    h1 = first_state(m, e, ST_SEND_PEER_WAIT, &t1, NULL, NULL);
-    h2 = first_state(m, e, ST_SEND_WAIT, &t2, &arg, &ha);
-    split3(out, h1, t1, h2, t2, LENS_NET_SEND_GPU_WAIT, LENS_NET_SEND_PEER_WAIT, LENS_NET_SEND_WIRE);
-  } else if (out->dir == LENS_NET_DIR_RECV) {
-    h1 = first_state(m, e, ST_RECV_FLUSH_WAIT, &t1, &arg, &ha);
-    h2 = first_state(m, e, ST_RECV_GPU_WAIT, &t2, NULL, NULL);
-    split3(out, h1, t1, h2, t2, LENS_NET_RECV_DATA_WAIT, LENS_NET_RECV_FLUSH, LENS_NET_RECV_GPU_WAIT);
-  } else {
-    out->phase_ns[LENS_NET_UNKNOWN] = span(out->start_ns, out->stop_ns);
+  /* the phases: the reader's classification (step_phases.h), which its
+   * step fold sums per op for the job view */
+  struct lens_step_bounds b = {0};
+  for (uint32_t i = 0; i < e->n_states && e->first_state + i < m->n_states; i++) {
+    const struct lens_state_ev *x = &m->states[e->first_state + i];
+    lens_step_bounds_note(&b, x->state, x->ts_mono_ns);
   }
+  lens_step_phases_add(&b, out->dir, out->start_ns, out->stop_ns, out->phase_ns);
+  if (out->dir == LENS_NET_DIR_SEND) first_state(m, e, ST_SEND_WAIT, &t, &arg, &ha);
+  else if (out->dir == LENS_NET_DIR_RECV) first_state(m, e, ST_RECV_FLUSH_WAIT, &t, &arg, &ha);
   if (ha) {
     out->bytes = arg;
     out->bytes_known = 1;
@@ -153,19 +124,36 @@ void lens_net_split_merge(struct lens_net_split *into, const struct lens_net_spl
   if (s->last_stop_ns > into->last_stop_ns) into->last_stop_ns = s->last_stop_ns;
 }
 
+int lens_net_op_split(const struct lens_model *m, int32_t op_event, struct lens_net_split *out) {
+  memset(out, 0, sizeof *out);
+  if (!m || op_event < 0 || (size_t)op_event >= m->n_events || m->events[op_event].type != LENS_T_PROXY_OP) return 0;
+  const struct lens_event *op = &m->events[op_event];
+  out->ops = 1;
+  if (m->steps_folded) { /* the reader summed the same split (step_phases.h) */
+    out->steps = op->p.proxy_op.folded_stops;
+    for (int p = 0; p < LENS_NET_NPHASES; p++) {
+      out->phase_ns[p] = out->blame_ns[p] = op->p.proxy_op.folded_phase_ns[p];
+      out->step_ns += op->p.proxy_op.folded_phase_ns[p];
+    }
+    return 1;
+  }
+  for (int32_t s = op->first_child; s >= 0; s = m->events[s].next_sibling) {
+    if (m->events[s].type != LENS_T_PROXY_STEP) continue;
+    struct lens_net_step st;
+    lens_net_split_add_step(out, &st, lens_net_step_split(m, s, &st));
+  }
+  return 1;
+}
+
 int lens_net_instance_split(const struct lens_model *m, int32_t coll_event, struct lens_net_split *out) {
   memset(out, 0, sizeof *out);
   if (!m || coll_event < 0 || (size_t)coll_event >= m->n_events) return 0;
   int ops = 0;
   for (int32_t c = m->events[coll_event].first_child; c >= 0; c = m->events[c].next_sibling) {
     if (m->events[c].type != LENS_T_PROXY_OP) continue;
-    ops++;
-    out->ops++;
-    for (int32_t s = m->events[c].first_child; s >= 0; s = m->events[s].next_sibling) {
-      if (m->events[s].type != LENS_T_PROXY_STEP) continue;
-      struct lens_net_step st;
-      lens_net_split_add_step(out, &st, lens_net_step_split(m, s, &st));
-    }
+    struct lens_net_split o;
+    ops += lens_net_op_split(m, c, &o);
+    lens_net_split_merge(out, &o);
   }
   return ops;
 }
