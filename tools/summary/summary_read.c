@@ -34,7 +34,8 @@ static void summary_part_free(void *p) {
 static void *job_map(struct lens_model *m, void *ctx) {
   const struct map_ctx *x = ctx;
   struct lens_job_part *p = calloc(1, sizeof *p);
-  if (!p || lens_job_map(m, p) || lens_job_part_own_strings(p)) {
+  /* packed: the partial waits for the reduce beside every other group's */
+  if (!p || lens_job_map(m, p) || lens_job_part_own_strings(p) || lens_job_part_pack(p)) {
     if (p) lens_job_part_free(p);
     free(p);
     lens_cli_error(x->cmd, "out of memory");
@@ -141,8 +142,9 @@ void lens_summary_run_slim(struct lens_summary_run *r) {
   r->job_skel = NULL;
   for (size_t g = 0; r->parts && g < r->n_parts; g++) {
     struct lens_job_part *p = &r->parts[g];
-    free(p->procs), free(p->comms), free(p->recs), free(p->ops), free(p->wops), free(p->clocks);
-    p->procs = NULL, p->comms = NULL, p->recs = NULL, p->ops = NULL, p->wops = NULL, p->clocks = NULL;
+    free(p->procs), free(p->comms), free(p->recs), free(p->recs_z), free(p->ops), free(p->wops), free(p->clocks);
+    p->procs = NULL, p->comms = NULL, p->recs = NULL, p->recs_z = NULL, p->ops = NULL, p->wops = NULL;
+    p->clocks = NULL, p->recs_z_len = 0;
     p->n_procs = p->n_comms = p->n_recs = p->n_ops = p->n_wops = 0;
   }
 #ifdef __GLIBC__
