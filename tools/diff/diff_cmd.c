@@ -106,7 +106,12 @@ int lens_cmd_diff(int argc, char **argv) {
     rc = lens_cli_usage(CMD, "give two runs: A B (a trace or a directory each), or A... --vs B...");
     goto out;
   }
-  if ((rc = read_side(&c, 0, na, &run[0])) || (rc = read_side(&c, na, c.n - na, &run[1]))) goto out;
+  /* Run A is slimmed to what the comparison reads before run B is read:
+   * its rows per rank are not alive beside B's reading. */
+  if ((rc = read_side(&c, 0, na, &run[0]))) goto out;
+  lens_summary_run_slim(&run[0]);
+  if ((rc = read_side(&c, na, c.n - na, &run[1]))) goto out;
+  lens_summary_run_slim(&run[1]);
   rc = 1;
   struct lens_diff_run runs[2];
   for (int k = 0; k < 2; k++) runs[k] = (struct lens_diff_run){run[k].out.skel, &run[k].s, &run[k].j};

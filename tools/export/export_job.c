@@ -57,7 +57,8 @@ static void *view_map(struct lens_model *m, void *ctx) {
     if (e->proc >= 0 && (size_t)e->proc < m->n_procs && e->start_mono_ns < p->min_start[e->proc])
       p->min_start[e->proc] = e->start_mono_ns;
   }
-  if (lens_job_map(m, &p->jp) || lens_job_part_own_strings(&p->jp)) goto oom;
+  /* packed: the partial waits for the reduce beside every other group's */
+  if (lens_job_map(m, &p->jp) || lens_job_part_own_strings(&p->jp) || lens_job_part_pack(&p->jp)) goto oom;
   return p;
 oom:
   view_free(p);

@@ -142,7 +142,8 @@ static int map_one(struct map_ctx *x, size_t w) {
 static void *job_pass_map(struct lens_model *m, void *ctx) {
   (void)ctx;
   struct lens_job_part *p = calloc(1, sizeof *p);
-  if (!p || lens_job_map(m, p) || lens_job_part_own_strings(p)) {
+  /* packed: the partial waits for the reduce beside every other group's */
+  if (!p || lens_job_map(m, p) || lens_job_part_own_strings(p) || lens_job_part_pack(p)) {
     if (p) lens_job_part_free(p);
     free(p);
     lens_cli_error(CMD, "out of memory");
@@ -164,7 +165,8 @@ static void *map_worker(void *arg) {
 }
 
 /* One partial of many: procs, comms, records and ops renumbered. */
-static int concat_parts(const struct lens_job_part *ps, size_t n, struct lens_job_part *out) {
+static int concat_parts_with(const struct lens_job_part *ps, size_t n, struct lens_job_part *out,
+                             struct lens_job_prec **scratch, size_t *scratch_cap) {
   memset(out, 0, sizeof *out);
   size_t nf = 0, np = 0, nc = 0, nr = 0, no = 0, nw = 0;
   for (size_t k = 0; k < n; k++)
@@ -193,9 +195,11 @@ static int concat_parts(const struct lens_job_part *ps, size_t n, struct lens_jo
       *c = p->comms[i];
       if (c->proc >= 0) c->proc += pb;
     }
+    const struct lens_job_prec *recs = lens_job_part_recs(p, scratch, scratch_cap); /* packed by job_pass_map */
+    if (!recs && p->n_recs) return -1;
     for (size_t i = 0; i < p->n_recs; i++) {
       struct lens_job_prec *r = &out->recs[out->n_recs++];
-      *r = p->recs[i];
+      *r = recs[i];
       if (r->r.proc >= 0) r->r.proc += pb;
       r->first_op += ob;
     }
@@ -213,6 +217,13 @@ static int concat_parts(const struct lens_job_part *ps, size_t n, struct lens_jo
   }
   size_t n_clocks;
   return (out->clocks = lens_job_parts_clocks(ps, n, &n_clocks)) ? 0 : -1;
+}
+static int concat_parts(const struct lens_job_part *ps, size_t n, struct lens_job_part *out) {
+  struct lens_job_prec *scratch = NULL;
+  size_t cap = 0;
+  int rc = concat_parts_with(ps, n, out, &scratch, &cap);
+  free(scratch);
+  return rc;
 }
 
 /* The hang analysis of `nccl-lens hang` on the same traces, as a pass:

@@ -3,6 +3,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "analysis/analyses.h"
 #include "analysis/job/job_part.h"
@@ -31,7 +34,8 @@ static void summary_part_free(void *p) {
 static void *job_map(struct lens_model *m, void *ctx) {
   const struct map_ctx *x = ctx;
   struct lens_job_part *p = calloc(1, sizeof *p);
-  if (!p || lens_job_map(m, p) || lens_job_part_own_strings(p)) {
+  /* packed: the partial waits for the reduce beside every other group's */
+  if (!p || lens_job_map(m, p) || lens_job_part_own_strings(p) || lens_job_part_pack(p)) {
     if (p) lens_job_part_free(p);
     free(p);
     lens_cli_error(x->cmd, "out of memory");
@@ -123,6 +127,29 @@ int lens_summary_read_with(const char *cmd, struct lens_trace_cli *c, uint64_t j
 oom:
   lens_cli_error(cmd, "out of memory");
   return 1;
+}
+
+void lens_summary_run_slim(struct lens_summary_run *r) {
+  if (r->have_align) lens_align_free(&r->al);
+  r->have_align = 0;
+  if (r->have_hang) lens_hang_free(&r->hang);
+  r->have_hang = 0;
+  free(r->j.ranks);
+  r->j.ranks = NULL, r->j.n_ranks = 0;
+  free(r->j.oneway);
+  r->j.oneway = NULL, r->j.n_oneway = 0;
+  lens_job_skeleton_free(r->job_skel);
+  r->job_skel = NULL;
+  for (size_t g = 0; r->parts && g < r->n_parts; g++) {
+    struct lens_job_part *p = &r->parts[g];
+    free(p->procs), free(p->comms), free(p->recs), free(p->recs_z), free(p->ops), free(p->wops), free(p->clocks);
+    p->procs = NULL, p->comms = NULL, p->recs = NULL, p->recs_z = NULL, p->ops = NULL, p->wops = NULL;
+    p->clocks = NULL, p->recs_z_len = 0;
+    p->n_procs = p->n_comms = p->n_recs = p->n_ops = p->n_wops = 0;
+  }
+#ifdef __GLIBC__
+  malloc_trim(0); /* the partials came from the pass driver's heap, kept: their pages go back now */
+#endif
 }
 
 void lens_summary_run_free(struct lens_summary_run *r) {

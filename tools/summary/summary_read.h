@@ -51,6 +51,15 @@ int lens_summary_read_with(const char *cmd, struct lens_trace_cli *c, uint64_t j
                            const struct lens_pass *extra, size_t n_extra, struct lens_summary_run *r);
 /* Extra pass k's partials, one per group in input order. */
 void **lens_summary_run_extra(struct lens_summary_run *r, size_t k);
+/* Keeps what a comparison of runs reads (diff: the summary, the job view's
+ * instances, rows and stragglers, the skeleton and the partials' strings
+ * they point at) and frees the rest now: the job view's rows per rank
+ * (j.ranks: n_ranks 0 after, the instances' first_rank and n_ranks name
+ * nothing), its one-way pairs, the host alignment, the hang report, the
+ * partials' ops, clocks, processes and communicators and the job
+ * skeleton. diff reads its second run after this: the first run's rows are
+ * not alive beside the second's reading (docs/scale.md, 2 GB). */
+void lens_summary_run_slim(struct lens_summary_run *r);
 void lens_summary_run_free(struct lens_summary_run *r);
 
 #endif

@@ -83,6 +83,9 @@ struct lens_job_part {
   uint64_t ce_count, ce_enqueue_ns;
   int have_ce;
   void *strings;                                /* storage of the strings of a partial read from a file */
+  /* The records compressed (lens_job_part_pack): recs NULL, n_recs of them
+   * in recs_z_len bytes; NULL when recs holds them. */
+  void *recs_z; size_t recs_z_len;
 };
 
 /* Map: the partial of one model. Strings point into the model (keep it) --
@@ -92,15 +95,24 @@ int lens_job_part_own_strings(struct lens_job_part *p);
 /* A copy of s in p->strings (an importer filling a partial itself); NULL on no memory. */
 const char *lens_job_part_intern(void **strings, const char *s);
 void lens_job_part_free(struct lens_job_part *p);
+/* Compresses p's records in place (recs -> recs_z, job_part_pack.c) while
+ * the partial waits for the reduce, which reads them back partial by
+ * partial. Lossless. 0 / -1 (out of memory: p unchanged). */
+int lens_job_part_pack(struct lens_job_part *p);
+/* p's n_recs records: recs, or recs_z decompressed into *scratch (grown,
+ * *cap records; the caller frees it). NULL on no memory or a bad frame. */
+const struct lens_job_prec *lens_job_part_recs(const struct lens_job_part *p, struct lens_job_prec **scratch,
+                                               size_t *cap);
 
 /* Reduce: the job view of the partials (which must outlive j: it points at
  * their strings). Proc indexes in j are global: partial k's procs follow
  * those of partials 0..k-1. 0 / -1 (out of memory). */
 int lens_job_reduce(const struct lens_job_part *parts, size_t n, struct lens_job *j, uint64_t min_wait_ns);
-/* The same, freeing each partial's records (and one-way evidence) once they
- * are rows of j (recs and wops NULL, n_recs and n_wops 0 after; procs,
- * comms, ops, clocks and strings stay): the
- * records and the rows are not all alive at once (docs/scale.md, 2 GB). */
+/* A packed partial (lens_job_part_pack) is read as it is. The same, freeing
+ * each partial's records (and one-way evidence) once they are rows of j
+ * (recs, recs_z and wops NULL, n_recs and n_wops 0 after; procs, comms,
+ * ops, clocks and strings stay): the records and the rows are not all alive
+ * at once (docs/scale.md, 2 GB). */
 int lens_job_reduce_consume(struct lens_job_part *parts, size_t n, struct lens_job *j, uint64_t min_wait_ns);
 
 /* A model holding only what the job report prints (files, procs, comms) of

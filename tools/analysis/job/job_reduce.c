@@ -63,13 +63,27 @@ static uint64_t ikey_hash(const struct ikey *k) {
 }
 
 /* A rank's record inside its instance, ordered by rank, then where it came
- * from (global proc, event), as the single model's event order had it. */
-struct rref { int32_t rank, proc, event; uint32_t part; size_t rec; };
+ * from (global proc, event), as the single model's event order had it; with
+ * its user tag (the records themselves may be packed: lens_job_part_pack). */
+struct rref { int32_t rank, proc, event; uint32_t part; size_t rec; uint64_t user_tag; };
 static int rref_cmp(const void *x, const void *y) {
   const struct rref *a = x, *b = y;
   if (a->rank != b->rank) return a->rank < b->rank ? -1 : 1;
   if (a->proc != b->proc) return a->proc < b->proc ? -1 : 1;
   return (a->event > b->event) - (a->event < b->event);
+}
+
+/* What an instance takes from its first record (the least rref): found
+ * while the records are read, partial by partial. */
+struct itmpl {
+  struct rref first;
+  const char *func_s, *algo_s, *proto_s;
+  uint64_t bytes;
+  int32_t nranks;
+  uint32_t iflags;
+};
+static void itmpl_set(struct itmpl *t, const struct rref *r, const struct lens_job_prec *p) {
+  *t = (struct itmpl){*r, p->func_s, p->algo_s, p->proto_s, p->bytes, p->nranks, p->iflags};
 }
 
 static const struct ikey *sort_ikeys; /* single-threaded reduce */
@@ -181,6 +195,9 @@ static int reduce(struct lens_job_part *parts, size_t n, struct lens_job *j, uin
   size_t n_wends = 0, cap_wends = 0;
   size_t *start = NULL, *rec_base = NULL;
   struct ikey *ik = NULL;
+  struct itmpl *tm = NULL;                 /* per instance, as ik */
+  struct lens_job_prec *scratch = NULL;    /* a packed partial's records, read back */
+  size_t scratch_cap = 0;
   struct rref *refs = malloc((nk ? nk : 1) * sizeof *refs);
   size_t *proc_base = malloc((n ? n : 1) * sizeof *proc_base);
   int32_t *host_of = host_ids(parts, n, n_procs, &n_hosts);
@@ -198,8 +215,10 @@ static int reduce(struct lens_job_part *parts, size_t n, struct lens_job *j, uin
   size_t base = 0, q = 0;
   for (size_t k = 0; k < n; k++) {
     proc_base[k] = base;
+    const struct lens_job_prec *recs = lens_job_part_recs(&parts[k], &scratch, &scratch_cap);
+    if (!recs && parts[k].n_recs) goto out;
     for (size_t i = 0; i < parts[k].n_recs; i++, q++) {
-      const struct lens_job_prec *p = &parts[k].recs[i];
+      const struct lens_job_prec *p = &recs[i];
       struct ikey key = {p->comm_id, p->seq, p->kind, p->func, p->a, p->b};
       if (2 * (ni + 1) > hcap) { /* grow: rehash the instances */
         size_t nc = hcap * 2;
@@ -216,19 +235,25 @@ static int reduce(struct lens_job_part *parts, size_t n, struct lens_job *j, uin
       }
       size_t h = (size_t)ikey_hash(&key) & (hcap - 1);
       while (slots[h] != UINT32_MAX && ikey_cmp(&ik[slots[h]], &key)) h = (h + 1) & (hcap - 1);
-      if (slots[h] == UINT32_MAX) {
+      int fresh = slots[h] == UINT32_MAX;
+      if (fresh) {
         if (ni == cap_i) {
           size_t nc = cap_i ? cap_i * 2 : 1024;
           struct ikey *x = realloc(ik, nc * sizeof *x);
           if (!x) goto out;
-          ik = x, cap_i = nc;
+          ik = x;
+          struct itmpl *y = realloc(tm, nc * sizeof *y);
+          if (!y) goto out;
+          tm = y, cap_i = nc;
         }
         ik[ni] = key;
         slots[h] = (uint32_t)ni++;
       }
       inst_of[q] = slots[h];
       refs[q] = (struct rref){p->r.rank, p->r.proc < 0 ? -1 : (int32_t)(base + (size_t)p->r.proc), p->r.event,
-                              (uint32_t)k, i};
+                              (uint32_t)k, i, p->user_tag};
+      /* the instance's first record: the least, the earliest of equals (as a stable sort keeps them) */
+      if (fresh || rref_cmp(&refs[q], &tm[slots[h]].first) < 0) itmpl_set(&tm[slots[h]], &refs[q], p);
     }
     base += parts[k].n_procs;
   }
@@ -279,14 +304,16 @@ static int reduce(struct lens_job_part *parts, size_t n, struct lens_job *j, uin
     size_t t0 = 1;
     while (t0 < cnt && rref_cmp(&r0[t0 - 1], &r0[t0]) <= 0) t0++;
     if (t0 < cnt) qsort(r0, cnt, sizeof *r0, rref_cmp);
-    const struct lens_job_prec *p = &parts[r0[0].part].recs[r0[0].rec];
+    /* the key is every record's of the instance, the rest its first record's (r0[0]) */
+    const struct ikey *key = &ik[order[i]];
+    const struct itmpl *p = &tm[order[i]];
     struct lens_job_inst *in = &j->insts[j->n_insts++];
-    in->comm_id = p->comm_id;
-    in->seq = p->seq;
+    in->comm_id = key->comm_id;
+    in->seq = key->seq;
     in->nranks = p->nranks;
-    in->is_p2p = p->kind;
-    in->peer_lo = p->kind ? p->a : -1;
-    in->peer_hi = p->kind ? p->b : -1;
+    in->is_p2p = key->kind;
+    in->peer_lo = key->kind ? key->a : -1;
+    in->peer_hi = key->kind ? key->b : -1;
     in->func = p->func_s;
     in->algo = p->algo_s;
     in->proto = p->proto_s;
@@ -295,10 +322,9 @@ static int reduce(struct lens_job_part *parts, size_t n, struct lens_job *j, uin
     in->first_rank = rows;
     for (size_t t = 0; t < cnt; t++) {
       if (t && r0[t - 1].rank == r0[t].rank) continue; /* the same rank twice (two traces of one process): first kept */
-      const struct lens_job_prec *x = &parts[r0[t].part].recs[r0[t].rec];
       row_of[rec_base[r0[t].part] + r0[t].rec] = (uint32_t)rows++;
       in->n_ranks++;
-      if (!in->user_tag) in->user_tag = x->user_tag; /* the first rank's that has one */
+      if (!in->user_tag) in->user_tag = r0[t].user_tag; /* the first rank's that has one */
     }
   }
   free(refs);
@@ -315,6 +341,8 @@ static int reduce(struct lens_job_part *parts, size_t n, struct lens_job *j, uin
   lens_prefault(o.n_ops, rows * sizeof *o.n_ops);
   for (size_t k = 0; k < n; k++) {
     struct lens_job_part *pk = &parts[k];
+    const struct lens_job_prec *recs = lens_job_part_recs(pk, &scratch, &scratch_cap);
+    if (!recs && pk->n_recs) goto out;
     size_t wc = 0; /* the partial's wops are in record order */
     for (size_t i = 0; i < pk->n_recs; i++) {
       uint32_t row = row_of[rec_base[k] + i];
@@ -322,7 +350,7 @@ static int reduce(struct lens_job_part *parts, size_t n, struct lens_job *j, uin
       size_t w0 = wc;
       while (wc < pk->n_wops && pk->wops[wc].rec == i) wc++;
       if (row == UINT32_MAX) continue;
-      const struct lens_job_prec *x = &pk->recs[i];
+      const struct lens_job_prec *x = &recs[i];
       struct lens_job_rank *r = &j->ranks[row];
       *r = x->r;
       r->proc = x->r.proc < 0 ? -1 : (int32_t)(proc_base[k] + (size_t)x->r.proc);
@@ -334,6 +362,9 @@ static int reduce(struct lens_job_part *parts, size_t n, struct lens_job *j, uin
     if (!consume) continue;
     free(pk->recs);
     pk->recs = NULL;
+    free(pk->recs_z);
+    pk->recs_z = NULL;
+    pk->recs_z_len = 0;
     free(pk->wops); /* copied into wends */
     pk->wops = NULL;
     pk->n_wops = 0;
@@ -366,6 +397,8 @@ out:
   free(rank_of_inst);
   free(start);
   free(ik);
+  free(tm);
+  free(scratch);
   free(refs);
   free(proc_base);
   free(host_of);
@@ -462,6 +495,7 @@ void lens_job_part_free(struct lens_job_part *p) {
   free(p->procs);
   free(p->comms);
   free(p->recs);
+  free(p->recs_z);
   free(p->ops);
   free(p->wops);
   free(p->clocks);

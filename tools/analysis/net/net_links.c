@@ -11,6 +11,7 @@
 
 #include "net_analysis.h"
 #include "net_priv.h"
+#include "net_step_runs.h"
 
 struct op_key {
   uint64_t comm_id;
@@ -52,8 +53,9 @@ static int step_starved(net_step_t x) { return (int)(x & 1u); }
 
 struct lens_net_part {
   struct lens_net n;          /* links (not scored, no connections; proc and comm the group's), qps, instances */
-  net_step_t *steps;          /* timed steps by link (first[l] .. first[l + 1]), each link's sorted */
-  size_t *first;              /* n.n_links + 1 */
+  uint8_t *steps;             /* timed steps by link, each link's sorted, each link a run of net_step_runs.h */
+  size_t *first;              /* n.n_links + 1: link l's steps are first[l] .. first[l + 1] */
+  size_t *at;                 /* n.n_links + 1: where link l's run starts in steps */
   size_t n_steps;
   uint64_t n_events;          /* the group model's events: where the next group's event numbers start */
 };
@@ -91,13 +93,22 @@ static uint32_t ns_bucket(uint64_t ns) {
   return 1024u + (uint32_t)(e - 10) * 1024u + (uint32_t)((ns >> (e - 10)) & 1023u);
 }
 
-/* body, with x each timed step of every partial in turn. */
+/* body, with x each timed step of every partial in turn (the runs of a
+ * partial's links follow each other). */
 #define EACH_STEP(parts, np, x, body)                                                                                  \
-  for (size_t g_ = 0; g_ < (np); g_++)                                                                                 \
-    for (size_t i_ = 0; i_ < (parts)[g_]->n_steps; i_++) {                                                             \
-      net_step_t x = (parts)[g_]->steps[i_];                                                                           \
-      body;                                                                                                            \
-    }
+  for (size_t g_ = 0; g_ < (np); g_++) {                                                                               \
+    const struct lens_net_part *p_ = (parts)[g_];                                                                      \
+    const uint8_t *q_ = p_->steps;                                                                                     \
+    for (size_t l_ = 0; l_ < p_->n.n_links; l_++) {                                                                    \
+      struct lens_net_steps_cursor c_;                                                                                 \
+      lens_net_steps_start(&c_);                                                                                       \
+      for (size_t i_ = p_->first[l_]; i_ < p_->first[l_ + 1]; i_++) {                                                  \
+        net_step_t x;                                                                                                  \
+        q_ = lens_net_steps_get(&c_, q_, &x);                                                                          \
+        body;                                                                                                          \
+      }                                                                                                                \
+    }                                                                                                                  \
+  }
 
 /* Typical time of a step of each class: the median over every link's steps
  * in every group (all of them: long steps overlap starvation more often, so
@@ -147,24 +158,21 @@ out:
   return rc;
 }
 
-/* A merged link's steps, sorted: its one partial's run as it is (the map
- * sorted it), or the runs of the groups that share it copied into buf. */
+/* A merged link's steps, sorted, decoded into buf: its one partial's run
+ * (the map sorted it), or the runs of the groups that share it, sorted. */
 struct link_src { uint32_t part, local; };
 static const net_step_t *link_steps(struct lens_net_part *const *parts, const struct link_src *src, size_t n_src,
                                     net_step_t *buf, size_t *n) {
-  if (n_src == 1) {
-    const struct lens_net_part *p = parts[src[0].part];
-    *n = p->first[src[0].local + 1] - p->first[src[0].local];
-    return p->steps + p->first[src[0].local];
-  }
   size_t k = 0;
   for (size_t i = 0; i < n_src; i++) {
     const struct lens_net_part *p = parts[src[i].part];
     size_t a = p->first[src[i].local], b = p->first[src[i].local + 1];
-    memcpy(buf + k, p->steps + a, (b - a) * sizeof *buf);
-    k += b - a;
+    const uint8_t *q = p->steps + p->at[src[i].local];
+    struct lens_net_steps_cursor c;
+    lens_net_steps_start(&c);
+    for (size_t t = a; t < b; t++) q = lens_net_steps_get(&c, q, &buf[k++]);
   }
-  qsort(buf, k, sizeof *buf, by_u64);
+  if (n_src > 1) qsort(buf, k, sizeof *buf, by_u64);
   *n = k;
   return buf;
 }
@@ -369,6 +377,7 @@ void lens_net_part_free(struct lens_net_part *p) {
   free(p->n.insts);
   free(p->steps);
   free(p->first);
+  free(p->at);
   free(p);
 }
 
@@ -433,8 +442,8 @@ struct lens_net_part *lens_net_map(const struct lens_model *m, const struct lens
   int32_t *link_of_op = malloc((m->n_events ? m->n_events : 1) * sizeof *link_of_op);
   net_step_t *tmp = malloc((nsteps ? nsteps : 1) * sizeof *tmp);
   uint32_t *tmp_link = malloc((nsteps ? nsteps : 1) * sizeof *tmp_link);
-  p->steps = malloc((nsteps ? nsteps : 1) * sizeof *p->steps);
-  if (!keys || !link_of_op || !tmp || !tmp_link || !p->steps) goto oom;
+  net_step_t *by_link = malloc((nsteps ? nsteps : 1) * sizeof *by_link);
+  if (!keys || !link_of_op || !tmp || !tmp_link || !by_link) goto oom;
   size_t k = 0;
   for (size_t i = 0; i < m->n_events; i++) {
     link_of_op[i] = -1;
@@ -489,13 +498,29 @@ struct lens_net_part *lens_net_map(const struct lens_model *m, const struct lens
   if (!(p->first = calloc(nl + 2, sizeof *p->first))) goto oom;
   for (size_t i = 0; i < p->n_steps; i++) p->first[tmp_link[i] + 1]++;
   for (size_t l = 0; l < nl; l++) p->first[l + 1] += p->first[l];
-  for (size_t i = 0; i < p->n_steps; i++) p->steps[p->first[tmp_link[i]]++] = tmp[i];
+  for (size_t i = 0; i < p->n_steps; i++) by_link[p->first[tmp_link[i]]++] = tmp[i];
   for (size_t l = nl; l > 0; l--) p->first[l] = p->first[l - 1];
   p->first[0] = 0;
-  for (size_t l = 0; l < nl; l++)
-    qsort(p->steps + p->first[l], p->first[l + 1] - p->first[l], sizeof *p->steps, by_u64);
   free(tmp), tmp = NULL;
   free(tmp_link), tmp_link = NULL;
+  /* each link's run sorted, then kept as net_step_runs.h runs (about a byte a step, not 8) */
+  if (!(p->at = calloc(nl + 2, sizeof *p->at))) goto oom;
+  for (size_t l = 0; l < nl; l++) {
+    qsort(by_link + p->first[l], p->first[l + 1] - p->first[l], sizeof *by_link, by_u64);
+    struct lens_net_steps_cursor c;
+    lens_net_steps_start(&c);
+    size_t len = 0;
+    for (size_t i = p->first[l]; i < p->first[l + 1]; i++) len += lens_net_steps_len(&c, by_link[i]);
+    p->at[l + 1] = p->at[l] + len;
+  }
+  if (!(p->steps = malloc(p->at[nl] ? p->at[nl] : 1))) goto oom;
+  for (size_t l = 0; l < nl; l++) {
+    struct lens_net_steps_cursor c;
+    lens_net_steps_start(&c);
+    uint8_t *w = p->steps + p->at[l];
+    for (size_t i = p->first[l]; i < p->first[l + 1]; i++) w = lens_net_steps_put(&c, by_link[i], w);
+  }
+  free(by_link), by_link = NULL;
   if (lens_net_build_qps(m, n, link_of_op)) goto oom;
   if (map_instances(m, n, o ? o->top_instances : 0)) goto oom;
   free(keys);
@@ -506,6 +531,7 @@ oom:
   free(link_of_op);
   free(tmp);
   free(tmp_link);
+  free(by_link);
   lens_net_part_free(p);
   return NULL;
 }
