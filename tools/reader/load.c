@@ -185,7 +185,7 @@ static int load_file(struct lens_builder *b, const char *path, uint64_t *done, u
   struct lens_model *m = b->m;
   uint8_t *addr;
   size_t size;
-  int scan = b->win_mode == LENS_WIN_ORIGIN || b->win_mode == LENS_WIN_DECIDE;
+  int scan = b->win_mode == LENS_WIN_SCAN;
   b->win_starts = b->win_pends = 0;
   /* Read, not mapped: a live trace can shrink under us (SIGBUS on a map).
    * A windowed load reads it once for all its scans (window.c). */
@@ -338,7 +338,7 @@ struct lens_model *lens_load_files(const char *const *paths, size_t n_paths, uin
     m->n_same_traces = n_dups;
     for (size_t k = 0; k < n_keep; k++) {
       const char *path = paths[keep[k]];
-      b.win_file = win ? lens_win_index(win, k) : k;
+      b.win_file = k;
       if (load_file(&b, path, &done, total, progress)) {
         free(keep);
         goto bad;
@@ -346,7 +346,7 @@ struct lens_model *lens_load_files(const char *const *paths, size_t n_paths, uin
     }
     free(keep);
   }
-  if (win_mode != LENS_WIN_ORIGIN && win_mode != LENS_WIN_DECIDE && lens_resolve_model(&b)) goto bad;
+  if (win_mode != LENS_WIN_SCAN && lens_resolve_model(&b)) goto bad;
   if (progress) progress(total, total);
   free(b.states);
   free(b.pend);

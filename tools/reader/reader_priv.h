@@ -127,10 +127,11 @@ struct lens_builder {
   size_t win_file;
   uint64_t win_starts, win_pends;
 };
-/* A read of the files by lens_model_load_window: none (a plain load); a
- * first scan for each host's origin; a second that decides, file by file,
- * which STARTs to build and which STOP/STATE records to drop; the load. */
-enum { LENS_WIN_OFF = 0, LENS_WIN_ORIGIN, LENS_WIN_DECIDE, LENS_WIN_BUILD };
+/* A read of the files by lens_model_load_window: none (a plain load); the
+ * scan, for each host's origin and each file's columns (its STARTs and
+ * STOP/STATE records), from which it decides which STARTs to build and
+ * which STOP/STATE records to drop; the load. */
+enum { LENS_WIN_OFF = 0, LENS_WIN_SCAN, LENS_WIN_BUILD };
 struct lens_win;
 /* window.c's hooks into records.c and load.c. A START (its type checked):
  * 1 build it, 0 not (or a scan took it), -1 out of memory. A STOP or STATE
@@ -138,11 +139,11 @@ struct lens_win;
 int lens_win_start(struct lens_builder *b, uint32_t session, const struct lens_rec_start *s, const uint8_t *r,
                    size_t size);
 int lens_win_pend(struct lens_builder *b, uint32_t session, uint32_t kind, uint64_t id, uint64_t ts);
-/* The bytes of the window's file b->win_file (read on the first scan and
- * kept, so every scan and the load see the same bytes); on the load they
+/* The bytes of the window's file b->win_file (read on the scan and kept,
+ * so the scan and the load see the same bytes); on the load they
  * pass to the caller. 0, or -1 with err set. */
 int lens_win_bytes(struct lens_builder *b, const char *path, uint8_t **addr, size_t *size);
-/* End of a scanned file: its origin noted, or its decisions taken. 0 or -1. */
+/* End of a scanned file: its origin evidence noted, its columns resolved. 0 or -1. */
 int lens_win_end_file(struct lens_builder *b);
 /* load.c: lens_model_load_ex with a window's read (win_mode; win NULL for
  * LENS_WIN_OFF). A scan returns a model of the files' tables only (no
@@ -150,8 +151,6 @@ int lens_win_end_file(struct lens_builder *b);
 struct lens_model *lens_load_files(const char *const *paths, size_t n_paths, uint32_t flags, struct lens_win *win,
                                    uint32_t win_mode, char *err, size_t err_len,
                                    void (*progress)(uint64_t done, uint64_t total));
-/* The window's number of the k-th file a read of it reads (a rescan reads one file). */
-size_t lens_win_index(const struct lens_win *w, size_t k);
 /* The STARTs the load of file k builds (to size its id table). */
 uint64_t lens_win_kept(const struct lens_win *w, size_t k);
 /* A folded step's entry in the id table: below -1, so never an event index
