@@ -11,14 +11,23 @@
  * trace holds. Plus a crafted PXN pair (the replay's PXN parents are in no
  * file): a ProxyOp in the window whose parent Coll, in the other process,
  * is not, in both file orders (the parent's file decided before or after);
- * and damaged copies of a trace (chunks failing their CRC, a cut tail). */
+ * and damaged copies of a trace (chunks failing their CRC, a cut tail). And
+ * every scenario again packed anew with RAW records among its records and
+ * now and then one of a size no reader steps over (the window's scan reads
+ * packed chunks through its own path, lens_scan_packed_chunk). */
 #include <dirent.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+
 #include "cli/filter.h"
+#include "lens_chunk.h"
+#include "lens_pack.h"
+
+#include <zstd.h>
 #include "export/load_traces.h"
 #include "reader_test_util.h"
 #include "trace_builder.h"
@@ -311,6 +320,128 @@ static void damaged(const char *root) {
   free(orig);
 }
 
+/* A copy of trace src whose event chunks (EVENTS, or EVENTS_PACKED as the
+ * plugin writes them by default) are packed again (the varint stream, no
+ * zstd) with two changes the packer writes as RAW records: every 7th STOP
+ * gets aux 1 (the reader ignores a STOP's aux), and every 3rd chunk a
+ * 12-byte record before its last two (not a multiple of 8: every reader
+ * ends that chunk there, counting the rest as bad records). 0, or -1. */
+static int repack(const char *src, const char *dst, uint64_t *odd_records) {
+  size_t len;
+  uint8_t *in = tb_read_file(src, &len);
+  FILE *f = in && len >= sizeof(struct lens_file_hdr) ? fopen(dst, "wb") : NULL;
+  if (!f) {
+    free(in);
+    return -1;
+  }
+  fwrite(in, sizeof(struct lens_file_hdr), 1, f);
+  static struct lens_pack_enc e;
+  static const uint8_t zero[8];
+  int rc = 0;
+  size_t off = sizeof(struct lens_file_hdr), chunks = 0, stops = 0;
+  while (len - off >= sizeof(struct lens_chunk_hdr)) {
+    struct lens_chunk_hdr h;
+    memcpy(&h, in + off, sizeof h);
+    size_t need = h.payload_len + lens_chunk_padding(h.payload_len);
+    if (need > len - off - sizeof h) break;
+    const uint8_t *p = in + off + sizeof h;
+    off += sizeof h + need;
+    /* The chunk's fixed records: as they are, or unpacked. */
+    struct lens_events_hdr eh;
+    struct lens_packed_hdr ph;
+    uint8_t *recs = NULL, *stream = NULL;
+    size_t n_recs = 0;
+    if (h.type == LENS_CHUNK_EVENTS && h.payload_len >= sizeof eh) {
+      memcpy(&eh, p, sizeof eh);
+      n_recs = h.payload_len - sizeof eh;
+      recs = malloc(n_recs + 8);
+      memcpy(recs, p + sizeof eh, n_recs);
+    } else if (h.type == LENS_CHUNK_EVENTS_PACKED && h.payload_len >= sizeof ph) {
+      memcpy(&ph, p, sizeof ph);
+      const uint8_t *body = p + sizeof ph;
+      size_t body_len = h.payload_len - sizeof ph;
+      if (ph.codec == LENS_PACK_CODEC_ZSTD) {
+        stream = malloc(ph.body_bytes + 1);
+        body_len = ZSTD_decompress(stream, ph.body_bytes, body, body_len);
+        body = stream;
+        if (ZSTD_isError(body_len)) rc = -1;
+      }
+      recs = malloc(ph.raw_bytes + 8);
+      eh = (struct lens_events_hdr){ph.slot, 0};
+      if (!rc) eh.count = lens_unpack(body, body_len, ph.count, recs, ph.raw_bytes, &n_recs);
+    } else {
+      fwrite(p - sizeof h, sizeof h + need, 1, f);
+      continue;
+    }
+    free(stream);
+    size_t cap = lens_pack_bound(n_recs + 16);
+    struct lens_packed_hdr nph = {.slot = eh.slot, .codec = LENS_PACK_CODEC_VARINT};
+    uint8_t *out = malloc(sizeof nph + cap);
+    uint64_t *rec = malloc(1u << 16), odd_rec[2] = {0}; /* aligned room for a record (at most 64 KiB) */
+    lens_pack_begin(&e, out + sizeof nph, cap);
+    size_t at = 0;
+    for (uint32_t i = 0; i < eh.count && n_recs - at >= sizeof(struct lens_rec_hdr); i++) {
+      struct lens_rec_hdr rh;
+      memcpy(&rh, recs + at, sizeof rh);
+      if (rh.size < sizeof rh || rh.size > n_recs - at) break;
+      memcpy(rec, recs + at, rh.size);
+      at += rh.size;
+      struct lens_rec_hdr *r = (struct lens_rec_hdr *)rec;
+      if (r->kind == LENS_REC_STOP && ++stops % 7 == 0) r->aux = 1;
+      lens_pack_rec(&e, r);
+      if (chunks % 3 == 1 && i + 3 == eh.count) {
+        struct lens_rec_hdr odd = {.size = 12, .kind = LENS_REC_STOP};
+        memcpy(odd_rec, &odd, sizeof odd);
+        lens_pack_rec(&e, (const struct lens_rec_hdr *)odd_rec);
+        (*odd_records)++;
+      }
+    }
+    chunks++;
+    nph.count = e.count;
+    nph.raw_bytes = (uint32_t)e.raw_bytes;
+    nph.body_bytes = (uint32_t)lens_pack_len(&e, out + sizeof nph);
+    memcpy(out, &nph, sizeof nph);
+    uint32_t plen = (uint32_t)sizeof nph + nph.body_bytes;
+    struct lens_chunk_hdr nh;
+    lens_chunk_hdr_init(&nh, LENS_CHUNK_EVENTS_PACKED, h.session, h.seq, out, plen);
+    fwrite(&nh, sizeof nh, 1, f);
+    fwrite(out, plen, 1, f);
+    fwrite(zero, lens_chunk_padding(plen), 1, f);
+    if (e.overflow) rc = -1;
+    free(out);
+    free(rec);
+    free(recs);
+  }
+  fclose(f);
+  free(in);
+  return rc;
+}
+
+/* scenario() on a packed copy of the scenario's traces. */
+static uint64_t odd_records;
+static void packed_scenario(const char *dir, const char *scen) {
+  char out[512], name[256], src[2048], dst[1024];
+  snprintf(name, sizeof name, "packed-%s", scen);
+  rt_path(out, sizeof out, name);
+  mkdir(out, 0700);
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *de;
+  while ((de = readdir(d))) {
+    size_t l = strlen(de->d_name);
+    if (l <= 5 || strcmp(de->d_name + l - 5, ".lens")) continue;
+    snprintf(src, sizeof src, "%s/%s", dir, de->d_name);
+    snprintf(dst, sizeof dst, "%s/%s", out, de->d_name);
+    if (repack(src, dst, &odd_records)) {
+      fprintf(stderr, "FAIL %s: cannot repack %s\n", name, src);
+      failures++;
+    }
+  }
+  closedir(d);
+  snprintf(name, sizeof name, "%s packed", scen);
+  scenario(out, name);
+}
+
 int main(int argc, char **argv) {
   const char *root = argc > 1 ? argv[1] : LENS_SOURCE_DIR "/tests/golden/traces";
   DIR *d = opendir(root);
@@ -328,11 +459,16 @@ int main(int argc, char **argv) {
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/%s", root, names[i]);
     scenario(dir, names[i]);
+    packed_scenario(dir, names[i]);
     free(names[i]);
   }
   pxn_pair();
   damaged(root);
   rt_cleanup();
+  if (!odd_records) {
+    fprintf(stderr, "FAIL: the packed copies hold no record of an odd size\n");
+    failures++;
+  }
   if (!pruned_scenarios) {
     fprintf(stderr, "FAIL: no scenario's tiny window built fewer events than its trace holds\n");
     failures++;

@@ -136,8 +136,8 @@ struct lens_win;
 /* window.c's hooks into records.c and load.c. A START (its type checked):
  * 1 build it, 0 not (or a scan took it), -1 out of memory. A STOP or STATE
  * record: 1 keep it, 0 not, -1 out of memory. */
-int lens_win_start(struct lens_builder *b, uint32_t session, const struct lens_rec_start *s, const uint8_t *r,
-                   size_t size);
+int lens_win_start(struct lens_builder *b, uint32_t session, const struct lens_rec_start *s,
+                   const uint8_t *payload, size_t payload_len);
 int lens_win_pend(struct lens_builder *b, uint32_t session, uint32_t kind, uint64_t id, uint64_t ts);
 /* The bytes of the window's file b->win_file (read on the scan and kept,
  * so the scan and the load see the same bytes); on the load they
@@ -174,6 +174,12 @@ int lens_apply_pending(struct lens_builder *b);
 int lens_enter_ids(struct lens_builder *b);
 /* packed.c: EVENTS_PACKED, decoded to fixed records and read as EVENTS. */
 int lens_read_packed_chunk(struct lens_builder *b, const struct lens_chunk_hdr *h, const uint8_t *p, uint32_t len);
+/* A window's scan of an EVENTS_PACKED chunk: its records' fields straight
+ * to lens_win_start/lens_win_pend, as lens_read_packed_chunk would give them. */
+int lens_scan_packed_chunk(struct lens_builder *b, const struct lens_chunk_hdr *h, const uint8_t *p, uint32_t len);
+/* One fixed record of an EVENTS chunk (size: at least a header, a multiple
+ * of 8), as lens_read_events_chunk reads it. 0 or -1. */
+int lens_read_record(struct lens_builder *b, uint32_t session, int32_t thread, const uint8_t *r, uint32_t size);
 void lens_packed_release(struct lens_builder *b);
 /* same_trace.c: which inputs to read. keep gets the indexes of the inputs to
  * read, in order; dups (room for n) the others. 0, or -1 (out of memory). */

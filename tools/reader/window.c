@@ -97,8 +97,8 @@ int lens_win_bytes(struct lens_builder *b, const char *path, uint8_t **addr, siz
   return 0;
 }
 
-int lens_win_start(struct lens_builder *b, uint32_t session, const struct lens_rec_start *s, const uint8_t *r,
-                   size_t size) {
+int lens_win_start(struct lens_builder *b, uint32_t session, const struct lens_rec_start *s,
+                   const uint8_t *payload, size_t payload_len) {
   struct lens_win *w = b->win;
   struct win_file *f = &w->f[b->win_file];
   uint64_t ord = b->win_starts++;
@@ -118,8 +118,8 @@ int lens_win_start(struct lens_builder *b, uint32_t session, const struct lens_r
                        .type = (uint16_t)s->h.type,
                        .remote = (s->h.aux & LENS_START_F_REMOTE) || (s->id & LENS_ID_REMOTE)};
   /* ProxyOp: the pid a PXN parent lives in; ProxyStep: its step (both int32 first in the payload). */
-  if ((s->h.type == LENS_T_PROXY_OP || s->h.type == LENS_T_PROXY_STEP) && size >= sizeof *s + 4)
-    memcpy(&d->aux, r + sizeof *s, 4);
+  if ((s->h.type == LENS_T_PROXY_OP || s->h.type == LENS_T_PROXY_STEP) && payload_len >= 4)
+    memcpy(&d->aux, payload, 4);
   return 0;
 }
 
