@@ -259,8 +259,9 @@ static int load_file(struct lens_builder *b, const char *path, uint64_t *done, u
     if (v[i].h->type == LENS_CHUNK_EVENTS && b->proc >= 0)
       rc = lens_read_events_chunk(b, v[i].h, v[i].payload, v[i].len);
     else if (v[i].h->type == LENS_CHUNK_EVENTS_PACKED && b->proc >= 0)
-      rc = scan ? lens_scan_packed_chunk(b, v[i].h, v[i].payload, v[i].len)
-                : lens_read_packed_chunk(b, v[i].h, v[i].payload, v[i].len);
+      rc = scan                              ? lens_scan_packed_chunk(b, v[i].h, v[i].payload, v[i].len)
+           : b->win_mode == LENS_WIN_BUILD ? lens_build_packed_chunk(b, v[i].h, v[i].payload, v[i].len)
+                                             : lens_read_packed_chunk(b, v[i].h, v[i].payload, v[i].len);
     step += v[i].len + sizeof(struct lens_chunk_hdr);
     if (progress && step > (16u << 20)) {
       *done += step;

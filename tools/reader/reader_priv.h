@@ -180,6 +180,15 @@ int lens_scan_packed_chunk(struct lens_builder *b, const struct lens_chunk_hdr *
 /* One fixed record of an EVENTS chunk (size: at least a header, a multiple
  * of 8), as lens_read_events_chunk reads it. 0 or -1. */
 int lens_read_record(struct lens_builder *b, uint32_t session, int32_t thread, const uint8_t *r, uint32_t size);
+/* The same for a record the window's hooks already said to build or keep. */
+int lens_build_record(struct lens_builder *b, uint32_t session, int32_t thread, const uint8_t *r, uint32_t size);
+/* The thread an EVENTS chunk of (session, slot) belongs to (a placeholder
+ * made if no THREAD chunk names it), as lens_read_events_chunk finds it; -1
+ * out of memory. */
+int32_t lens_chunk_thread(struct lens_builder *b, uint32_t session, uint32_t slot);
+/* A window's load of an EVENTS_PACKED chunk: the model lens_read_packed_chunk
+ * makes of it, with only the records it builds or keeps written out. */
+int lens_build_packed_chunk(struct lens_builder *b, const struct lens_chunk_hdr *h, const uint8_t *p, uint32_t len);
 void lens_packed_release(struct lens_builder *b);
 /* same_trace.c: which inputs to read. keep gets the indexes of the inputs to
  * read, in order; dups (room for n) the others. 0, or -1 (out of memory). */

@@ -195,7 +195,9 @@ static int32_t thread_of(struct lens_builder *b, uint32_t session, uint32_t slot
   return lens_builder_new_thread(b, session, slot, -1);
 }
 
-static int on_start(struct lens_builder *b, uint32_t session, int32_t thread, const uint8_t *r, size_t size) {
+/* decided: the window's hook already said to build it (lens_build_packed_chunk). */
+static int on_start(struct lens_builder *b, uint32_t session, int32_t thread, const uint8_t *r, size_t size,
+                    int decided) {
   struct lens_rec_start s;
   memcpy(&s, r, sizeof s);
   if (s.h.type >= LENS_T_COUNT) {
@@ -203,7 +205,7 @@ static int on_start(struct lens_builder *b, uint32_t session, int32_t thread, co
     return 0;
   }
   struct lens_model *m = b->m;
-  if (b->win_mode) { /* a scan of a windowed load, or a START its window leaves out */
+  if (b->win_mode && !decided) { /* a scan of a windowed load, or a START its window leaves out */
     int w = lens_win_start(b, session, &s, r + sizeof s, size - sizeof s);
     if (w <= 0) return w;
   }
@@ -278,15 +280,15 @@ int lens_enter_ids(struct lens_builder *b) {
 /* One fixed record of an EVENTS chunk (its size checked: at least a
  * header, a multiple of 8, within the chunk). 0, or -1 (out of memory). */
 static inline int read_record(struct lens_builder *b, uint32_t session, int32_t thread, const uint8_t *r,
-                              uint32_t size) {
+                              uint32_t size, int decided) {
   struct lens_rec_hdr rh;
   memcpy(&rh, r, sizeof rh);
   if (rh.kind == LENS_REC_START && size >= sizeof(struct lens_rec_start)) {
-    if (on_start(b, session, thread, r, size)) return -1;
+    if (on_start(b, session, thread, r, size, decided)) return -1;
   } else if (rh.kind == LENS_REC_STOP && size >= sizeof(struct lens_rec_stop)) {
     struct lens_rec_stop s;
     memcpy(&s, r, sizeof s);
-    int w = b->win_mode ? lens_win_pend(b, session, LENS_REC_STOP, s.id, s.ts) : 1;
+    int w = b->win_mode && !decided ? lens_win_pend(b, session, LENS_REC_STOP, s.id, s.ts) : 1;
     if (w <= 0) return w;
     struct lens_pending *q = LENS_VEC_PUSH(b, b->pend, b->n_pend, cap_pend);
     if (!q) return lens_builder_oom(b);
@@ -294,7 +296,7 @@ static inline int read_record(struct lens_builder *b, uint32_t session, int32_t 
   } else if (rh.kind == LENS_REC_STATE && size >= sizeof(struct lens_rec_state)) {
     struct lens_rec_state_run s = {0};
     memcpy(&s, r, size >= sizeof s ? sizeof s : sizeof s.s);
-    int w = b->win_mode ? lens_win_pend(b, session, LENS_REC_STATE, s.s.id, s.s.ts) : 1;
+    int w = b->win_mode && !decided ? lens_win_pend(b, session, LENS_REC_STATE, s.s.id, s.s.ts) : 1;
     if (w <= 0) return w;
     struct lens_pending *q = LENS_VEC_PUSH(b, b->pend, b->n_pend, cap_pend);
     if (!q) return lens_builder_oom(b);
@@ -308,7 +310,15 @@ static inline int read_record(struct lens_builder *b, uint32_t session, int32_t 
 }
 
 int lens_read_record(struct lens_builder *b, uint32_t session, int32_t thread, const uint8_t *r, uint32_t size) {
-  return read_record(b, session, thread, r, size);
+  return read_record(b, session, thread, r, size, 0);
+}
+
+int lens_build_record(struct lens_builder *b, uint32_t session, int32_t thread, const uint8_t *r, uint32_t size) {
+  return read_record(b, session, thread, r, size, 1);
+}
+
+int32_t lens_chunk_thread(struct lens_builder *b, uint32_t session, uint32_t slot) {
+  return thread_of(b, session, slot);
 }
 
 int lens_read_events_chunk(struct lens_builder *b, const struct lens_chunk_hdr *hp, const uint8_t *p,
@@ -337,7 +347,7 @@ int lens_read_events_chunk(struct lens_builder *b, const struct lens_chunk_hdr *
     }
     const uint8_t *r = p + off;
     off += rh.size;
-    if (read_record(b, h.session, thread, r, rh.size)) return -1;
+    if (read_record(b, h.session, thread, r, rh.size, 0)) return -1;
   }
   return 0;
 }
