@@ -52,6 +52,7 @@ struct win_file {
   uint64_t max_start, min_stop;    /* latest START time, earliest nonzero STOP time */
   uint64_t origin;                 /* of its host: UINT64_MAX none */
   int gpu;                         /* holds a START of w->o.keep_types_if, or a CUPTI chunk */
+  int cupti;                       /* holds CUPTI evidence: a CUPTI chunk, a KernelLaunch that pushed an id */
   uint64_t n_starts, n_pends;      /* records of the scan */
   /* The scan's columns, kept until every decision is taken (a PXN ask may
    * decide a file again): its STARTs, and per STOP/STATE record the START
@@ -67,6 +68,7 @@ struct lens_win {
   struct lens_load_window o;
   struct win_file *f; size_t n;
   int keep_on;         /* keep_types apply to this load */
+  uint32_t keep;       /* the types built whole: keep_types, and keep_types_cupti with CUPTI evidence */
   int all;             /* the window holds every event: the load builds all, decides nothing */
   int too_many;        /* a file of 2^32 records or more: everything is built */
   /* The file being scanned. */
@@ -107,6 +109,11 @@ int lens_win_start(struct lens_builder *b, uint32_t session, const struct lens_r
   if (s->ts && s->ts < f->min_start) f->min_start = s->ts, f->min_ord = ord;
   if (s->ts > f->max_start) f->max_start = s->ts;
   if (w->o.keep_types_if >> s->h.type & 1) f->gpu = 1;
+  if (s->h.type == LENS_T_KERNEL_LAUNCH && !f->cupti) { /* read as records.c reads it: a short one zero-extended */
+    struct lens_p_kernel_launch kl = {0};
+    memcpy(&kl, payload, payload_len < sizeof kl ? payload_len : sizeof kl);
+    f->cupti = kl.ext_corr_id != 0;
+  }
   if (w->too_many) return 0;
   if (w->nt >= NONE - 1) { /* its numbers would not fit the columns */
     w->too_many = 1;
@@ -212,7 +219,7 @@ static int decide(struct lens_win *w, struct win_file *f) {
       if (lens_hash_put(&steps, d->session, step_key(d), 1)) goto out;
       n_steps++;
     }
-    if (!in && w->keep_on && (o->keep_types >> d->type & 1)) in = 1;
+    if (!in && (w->keep >> d->type & 1)) in = 1;
     if (!in && f->min_start != UINT64_MAX && i == f->min_ord) in = 1;
     if (in) SET(keep, i), stack[top++] = (uint32_t)i;
   }
@@ -269,6 +276,7 @@ int lens_win_end_file(struct lens_builder *b) {
     memcpy(f->host, p->host, sizeof f->host);
   }
   if (b->m->n_cupti && w->o.keep_types_if) f->gpu = 1;
+  if (b->m->n_cupti) f->cupti = 1;
   f->n_starts = b->win_starts, f->n_pends = b->win_pends;
   int rc = 0;
   if (!w->too_many && b->proc >= 0) rc = resolve_file(w, f);
@@ -336,6 +344,9 @@ struct lens_model *lens_model_load_window(const char *const *paths, size_t n_pat
         w.f[k].origin = w.f[j].min_start;
   }
   if (!w.o.keep_types_if) w.keep_on = 1;
+  int cupti = w.o.cupti_given;
+  for (size_t k = 0; k < n_keep; k++) cupti |= w.f[k].cupti;
+  if (w.keep_on) w.keep = w.o.keep_types | (cupti ? w.o.keep_types_cupti : 0);
   /* A window that holds every START and every stop (--since 0, an --until
    * past the end): nothing to decide, the load builds all. */
   w.all = 1;
