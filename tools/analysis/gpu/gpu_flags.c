@@ -116,8 +116,17 @@ static void flag_sequences(struct lens_model *m, struct chan_item *it, size_t n,
    * even later item's). So when an item starts before earlier-noticed items,
    * those earlier items hold later items' timers, however many in a row;
    * the item itself is not to blame. Items already known to be wrong are
-   * passed over (they would otherwise hide the run before them). */
-  qsort(it, n, sizeof(*it), cmp_seq);
+   * passed over (they would otherwise hide the run before them). Back in
+   * notice order: each item to its place seq (cmp_seq's order has no ties),
+   * a pass instead of a sort. */
+  struct chan_item *back = malloc((n ? n : 1) * sizeof *back);
+  if (back) {
+    for (size_t i = 0; i < n; i++) back[it[i].seq] = it[i];
+    memcpy(it, back, n * sizeof *it);
+    free(back);
+  } else {
+    qsort(it, n, sizeof(*it), cmp_seq);
+  }
   size_t first = 0;
   for (size_t i = 1; i < n; i++) {
     if (it[i].thread != it[first].thread || it[i].channel != it[first].channel) {
