@@ -152,7 +152,7 @@ static void one(const char *scen, const char **paths, size_t n, const char *name
    * PXN ProxyOp needs in another process are then asked of it. */
   char err[256];
   struct lens_load_window raw = win;
-  raw.keep_types = raw.keep_types_if = raw.keep_types_cupti = 0;
+  raw.keep_types = raw.keep_types_if = raw.keep_types_cupti = raw.keep_types_parent = 0;
   f = lens_model_load_ex(paths, n, 0, err, sizeof err, NULL);
   w = lens_model_load_window(paths, n, 0, &raw, err, sizeof err, NULL);
   strncat(ctx, ", reader only", sizeof ctx - strlen(ctx) - 1);

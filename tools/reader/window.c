@@ -38,7 +38,13 @@
 /* A START as the decisions read it, resolved within its file at the end of
  * the scan: up is its parent's START (the latest of that id in the same
  * session), NONE when the parent is not in the file. 48 bytes. */
-struct dstart { uint64_t id, parent, ts, stop; uint32_t session, up; int32_t aux; uint16_t type; uint8_t remote, stopped; };
+struct dstart {
+  uint64_t id, parent, ts, stop;
+  uint32_t session, up;
+  int32_t aux;
+  uint16_t type;
+  uint8_t remote, stopped;
+};
 struct dpend { uint64_t id, ts; uint32_t session, kind; };
 struct req { uint32_t pid; uint64_t id; };
 #define NONE UINT32_MAX
@@ -69,6 +75,7 @@ struct lens_win {
   struct win_file *f; size_t n;
   int keep_on;         /* keep_types apply to this load */
   uint32_t keep;       /* the types built whole: keep_types, and keep_types_cupti with CUPTI evidence */
+  uint32_t keep_parent; /* the types built whole with their parent only: keep_types_parent */
   int all;             /* the window holds every event: the load builds all, decides nothing */
   int too_many;        /* a file of 2^32 records or more: everything is built */
   /* The file being scanned. */
@@ -202,9 +209,10 @@ static int decide(struct lens_win *w, struct win_file *f) {
   size_t n = f->n_starts, np = f->n_pends;
   int rc = -1;
   uint8_t *keep = calloc(n / 8 + 1, 1), *drop = calloc(np / 8 + 1, 1);
+  uint8_t *with_parent = w->keep_parent ? calloc(n / 8 + 1, 1) : NULL;
   uint32_t *stack = malloc((n ? n : 1) * sizeof *stack);
   struct lens_hash steps = {0};
-  if (!keep || !drop || !stack) goto out;
+  if (!keep || !drop || !stack || (w->keep_parent && !with_parent)) goto out;
   int64_t v;
   size_t top = 0, n_steps = 0;
   uint64_t og = f->origin;
@@ -220,6 +228,7 @@ static int decide(struct lens_win *w, struct win_file *f) {
       n_steps++;
     }
     if (!in && (w->keep >> d->type & 1)) in = 1;
+    if (!in && (w->keep_parent >> d->type & 1)) SET(with_parent, i);
     if (!in && f->min_start != UINT64_MAX && i == f->min_ord) in = 1;
     if (in) SET(keep, i), stack[top++] = (uint32_t)i;
   }
@@ -246,6 +255,13 @@ static int decide(struct lens_win *w, struct win_file *f) {
     SET(keep, d->up);
     stack[top++] = d->up;
   }
+  /* The types built with their parent only (after the walk: a parent kept
+   * so is not walked from, and one the walk reaches gets every ancestor). */
+  for (size_t i = 0; with_parent && i < n; i++) {
+    if (!BIT(with_parent, i) || BIT(keep, i)) continue;
+    SET(keep, i);
+    if (f->t[i].up != NONE) SET(keep, f->t[i].up);
+  }
   /* STOP and STATE records of the STARTs left out: dropped (no orphans). */
   for (size_t k = 0; k < np; k++)
     if (f->pend_of[k] != NONE && !BIT(keep, f->pend_of[k])) SET(drop, k);
@@ -261,6 +277,7 @@ static int decide(struct lens_win *w, struct win_file *f) {
 out:
   free(keep);
   free(drop);
+  free(with_parent);
   free(stack);
   lens_hash_free(&steps);
   return rc;
@@ -346,7 +363,7 @@ struct lens_model *lens_model_load_window(const char *const *paths, size_t n_pat
   if (!w.o.keep_types_if) w.keep_on = 1;
   int cupti = w.o.cupti_given;
   for (size_t k = 0; k < n_keep; k++) cupti |= w.f[k].cupti;
-  if (w.keep_on) w.keep = w.o.keep_types | (cupti ? w.o.keep_types_cupti : 0);
+  if (w.keep_on) w.keep = w.o.keep_types | (cupti ? w.o.keep_types_cupti : 0), w.keep_parent = w.o.keep_types_parent;
   /* A window that holds every START and every stop (--since 0, an --until
    * past the end): nothing to decide, the load builds all. */
   w.all = 1;
