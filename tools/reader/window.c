@@ -5,18 +5,21 @@
  *
  * The selection's rule (tools/cli/filter.c): an event is in the window if
  * start <= origin + until and (never stopped or stop >= origin + since),
- * origin the earliest event start of its host. Three reads of the same bytes:
- *   1. origin: each file's earliest START (and what kinds of event it holds);
- *   2. decide, file by file: its STARTs, their first STOP (as the loader
- *      applies them: the latest START of an id takes its records), the ones
- *      in the window, and to those the events that decide their fields in
- *      the model: every ancestor (communicator, graph mark, missing-parent
- *      flag, the selection's groups), every ProxyStep with the same parent
- *      and step (the superseded mark), the file's earliest event (the
- *      origin), the types the caller keeps whole; a PXN ProxyOp's parent in
- *      another process is asked of that process's files (decided again if
- *      they were already);
- *   3. the load, building those STARTs only and dropping the STOP and STATE
+ * origin the earliest event start of its host. Two reads of the same bytes:
+ *   1. the scan, file by file: its earliest START (the origin), what kinds
+ *      of event it holds, and its columns: its STARTs and, per STOP/STATE
+ *      record, the START it applies to, resolved as the loader resolves
+ *      them (the latest START of an id takes its records and children; a
+ *      START's first STOP is its stop). Then, from the columns, the
+ *      decisions: the STARTs in the window, and to those the events that
+ *      decide their fields in the model: every ancestor (communicator,
+ *      graph mark, missing-parent flag, the selection's groups), every
+ *      ProxyStep with the same parent and step (the superseded mark), the
+ *      file's earliest event (the origin), the types the caller keeps whole
+ *      (with every ancestor, or with their parent only); a PXN ProxyOp's
+ *      parent in another process is asked of that process's files (decided
+ *      again from their columns if they were already);
+ *   2. the load, building those STARTs only and dropping the STOP and STATE
  *      records of the others (they are no orphans).
  * The model is then a superset of the window's events whose events are
  * exactly as a full load makes them; the selection narrows it as it
@@ -26,8 +29,9 @@
  * that from its first record can join where a full load's would not. A
  * writer puts both in one chunk (at most 8,192 records), so never there.
  * Memory beyond the model: the files' bytes (a full load holds them too),
- * two bits per record, and while one file is decided, about 80 bytes per
- * START (its row and id table slot) and 24 per STOP/STATE of that file. */
+ * the columns of every file until the decisions are taken (48 bytes a
+ * START, 4 a STOP/STATE record), two bits per record, and while one file
+ * is scanned its id table and 32 bytes per STOP/STATE record. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
