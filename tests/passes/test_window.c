@@ -14,8 +14,10 @@
  * is not, in both file orders (the parent's file decided before or after);
  * and damaged copies of a trace (chunks failing their CRC, a cut tail). And
  * every scenario again packed anew with RAW records among its records and
- * now and then one of a size no reader steps over (the window's scan reads
- * packed chunks through its own path, lens_scan_packed_chunk). */
+ * now and then one of a size no reader steps over, and a few with bytes of
+ * their varint streams garbled (the window's scan and load read packed
+ * chunks through their own paths, lens_scan_packed_chunk and
+ * lens_build_packed_chunk). */
 #include <dirent.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -336,8 +338,11 @@ static void damaged(const char *root) {
  * zstd) with two changes the packer writes as RAW records: every 7th STOP
  * gets aux 1 (the reader ignores a STOP's aux), and every 3rd chunk a
  * 12-byte record before its last two (not a multiple of 8: every reader
- * ends that chunk there, counting the rest as bad records). 0, or -1. */
-static int repack(const char *src, const char *dst, uint64_t *odd_records) {
+ * ends that chunk there, counting the rest as bad records). garble != 0:
+ * in about one chunk in three one byte of the varint stream changed
+ * (seeded by garble; the chunk's CRC made good again), so that the decoder
+ * meets malformed records. 0, or -1. */
+static int repack(const char *src, const char *dst, uint64_t *odd_records, unsigned garble) {
   size_t len;
   uint8_t *in = tb_read_file(src, &len);
   FILE *f = in && len >= sizeof(struct lens_file_hdr) ? fopen(dst, "wb") : NULL;
@@ -408,6 +413,9 @@ static int repack(const char *src, const char *dst, uint64_t *odd_records) {
       }
     }
     chunks++;
+    size_t body_len = lens_pack_len(&e, out + sizeof nph);
+    if (garble && body_len && (garble = garble * 1103515245u + 12345u) % 3 == 0)
+      out[sizeof nph + (garble >> 8) % body_len] ^= (uint8_t)(1 + (garble >> 16) % 255);
     nph.count = e.count;
     nph.raw_bytes = (uint32_t)e.raw_bytes;
     nph.body_bytes = (uint32_t)lens_pack_len(&e, out + sizeof nph);
@@ -430,9 +438,9 @@ static int repack(const char *src, const char *dst, uint64_t *odd_records) {
 
 /* scenario() on a packed copy of the scenario's traces. */
 static uint64_t odd_records;
-static void packed_scenario(const char *dir, const char *scen) {
+static void packed_scenario(const char *dir, const char *scen, unsigned garble) {
   char out[512], name[256], src[2048], dst[1024];
-  snprintf(name, sizeof name, "packed-%s", scen);
+  snprintf(name, sizeof name, "packed-%s-%u", scen, garble);
   rt_path(out, sizeof out, name);
   mkdir(out, 0700);
   DIR *d = opendir(dir);
@@ -443,13 +451,14 @@ static void packed_scenario(const char *dir, const char *scen) {
     if (l <= 5 || strcmp(de->d_name + l - 5, ".lens")) continue;
     snprintf(src, sizeof src, "%s/%s", dir, de->d_name);
     snprintf(dst, sizeof dst, "%s/%s", out, de->d_name);
-    if (repack(src, dst, &odd_records)) {
+    if (repack(src, dst, &odd_records, garble)) {
       fprintf(stderr, "FAIL %s: cannot repack %s\n", name, src);
       failures++;
     }
   }
   closedir(d);
-  snprintf(name, sizeof name, "%s packed", scen);
+  if (garble) snprintf(name, sizeof name, "%s garbled %u", scen, garble);
+  else snprintf(name, sizeof name, "%s packed", scen);
   scenario(out, name);
 }
 
@@ -470,7 +479,10 @@ int main(int argc, char **argv) {
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/%s", root, names[i]);
     scenario(dir, names[i]);
-    packed_scenario(dir, names[i]);
+    packed_scenario(dir, names[i], 0);
+    /* Malformed streams (CRC good): a few scenarios, a few seeds. */
+    if (!strcmp(names[i], "all") || !strcmp(names[i], "overrun") || !strcmp(names[i], "pxn"))
+      for (unsigned seed = 1; seed <= 4; seed++) packed_scenario(dir, names[i], seed);
     free(names[i]);
   }
   pxn_pair();
