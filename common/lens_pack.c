@@ -170,12 +170,6 @@ void lens_pack_rec(struct lens_pack_enc *e, const struct lens_rec_hdr *h) {
 
 /* ---- decoding: lens_unpack.h's cursor, written out as fixed records ---- */
 
-static inline void put64(uint8_t *o, uint64_t v) { memcpy(o, &v, 8); }
-/* A lens_rec_hdr as one little-endian word: size, kind, type, aux. */
-static inline uint64_t hdr64(size_t size, unsigned kind, unsigned type, uint32_t aux) {
-  return (uint64_t)size | (uint64_t)kind << 16 | (uint64_t)type << 24 | (uint64_t)aux << 32;
-}
-
 uint32_t lens_unpack(const void *body, size_t body_len, uint32_t count, void *out, size_t out_cap, size_t *out_len) {
   struct lens_unpack_cur c;
   struct lens_unpacked r;
@@ -187,41 +181,7 @@ uint32_t lens_unpack(const void *body, size_t body_len, uint32_t count, void *ou
    * in pieces and loaded whole), a sixth of the decoding. The cursor's room
    * (out_cap) guarantees the bytes. */
   for (; n < count && lens_unpack_next(&c, &r); n++) {
-    switch (r.kind) {
-    case LENS_REC_STOP:
-      put64(o, hdr64(r.size, LENS_REC_STOP, r.type, 0));
-      put64(o + 8, r.id);
-      put64(o + 16, r.ts);
-      break;
-    case LENS_REC_STATE:
-      put64(o, hdr64(r.size, LENS_REC_STATE, r.type, r.aux));
-      put64(o + 8, r.id);
-      put64(o + 16, r.ts);
-      put64(o + 24, r.arg);
-      put64(o + 32, (uint64_t)r.has_args); /* reserved 0 */
-      if (r.repeats) {
-        put64(o + 40, r.last_ts);
-        put64(o + 48, (uint64_t)r.repeats | (uint64_t)r.max_gap << 32);
-      }
-      break;
-    case LENS_REC_START:
-      put64(o, hdr64(r.size, LENS_REC_START, r.type, r.aux));
-      put64(o + 8, r.id);
-      put64(o + 16, r.parent);
-      put64(o + 24, r.ctx);
-      put64(o + 32, r.ts);
-      put64(o + 40, (uint64_t)(uint32_t)r.rank | (uint64_t)r.reserved << 32);
-      /* Word by word: payloads are a few 8-byte words, and a memcpy of a
-       * variable size became a `rep movsq` whose start-up cost was a fifth
-       * of the unpacking. */
-      for (uint32_t k = 0; k < r.pbytes; k += 8) {
-        uint64_t w;
-        memcpy(&w, (const uint8_t *)r.payload + k, 8);
-        put64(o + sizeof(struct lens_rec_start) + k, w);
-      }
-      break;
-    default: memcpy(o, r.raw, r.size); break;
-    }
+    lens_unpacked_write(&r, o);
     o += r.size;
   }
   *out_len = (size_t)(o - (uint8_t *)out);

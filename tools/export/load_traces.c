@@ -53,12 +53,19 @@ struct lens_model *lens_cli_load(const char *cmd, const char *const *paths, size
   struct lens_load_window *w = o ? o->window : NULL;
   if (w) {
     /* The GPU analysis runs before the selection and fits each GPU's clock
-     * from all its KernelCh (and joins launches to CUPTI kernels through
-     * their Coll/P2p): those are built whole when the traces hold any GPU
-     * evidence or CUPTI buffers are given (docs/scale.md, "A time window"). */
-    w->keep_types = w->keep_types_if = 0;
+     * from all its KernelCh: those are built whole, each with its parent
+     * Coll/P2p (its launch) and no further ancestor, when the traces hold
+     * any GPU evidence or CUPTI buffers are given. Its CUPTI join reaches
+     * kernels from every KernelLaunch (whose graph mark comes from its
+     * ancestors) through the Coll/P2p of the launch: those too, with every
+     * ancestor, when there is CUPTI evidence (docs/scale.md, "A time
+     * window"). Without it no launch is joined, and a launch that pushed no
+     * id is counted nowhere. */
+    w->keep_types = w->keep_types_if = w->keep_types_cupti = w->keep_types_parent = 0;
+    w->cupti_given = o->n_cupti_files > 0;
     if (lens_analyze_gpu) {
-      w->keep_types = 1u << LENS_T_KERNEL_CH | 1u << LENS_T_KERNEL_LAUNCH | 1u << LENS_T_COLL | 1u << LENS_T_P2P;
+      w->keep_types_parent = 1u << LENS_T_KERNEL_CH;
+      w->keep_types_cupti = 1u << LENS_T_KERNEL_LAUNCH | 1u << LENS_T_COLL | 1u << LENS_T_P2P;
       w->keep_types_if = o->n_cupti_files ? 0 : 1u << LENS_T_KERNEL_CH | 1u << LENS_T_KERNEL_LAUNCH;
     }
     m = lens_model_load_window(paths, n, o->load_flags, w, err, sizeof err, quiet ? NULL : progress);

@@ -326,11 +326,19 @@ struct lens_model *lens_model_load_ex(const char *const *paths, size_t n_paths, 
  * ancestors, for an analysis that reads every one of them before the
  * selection (the GPU clock fits) -- only when the files hold a START of
  * a type in keep_types_if or a CUPTI chunk (keep_types_if 0: always).
+ * keep_types_cupti: built whole as well, on the same condition, when there
+ * is CUPTI evidence to join them to: a CUPTI chunk or a KernelLaunch that
+ * pushed an external id in the files, or cupti_given (the caller adds
+ * CUPTI buffers of its own). keep_types_parent: built whole as well, on
+ * the same condition as keep_types, each with its parent only, not every
+ * ancestor (for an analysis that reads no more of them: the parent's own
+ * fields are then those of a trace that lacks its ancestors).
  * events_total (out): the events a full load would have built. */
 struct lens_load_window {
   int have_since, have_until;
   uint64_t since_ns, until_ns; /* after the first event of the host, as the selection's */
-  uint32_t keep_types, keep_types_if;
+  uint32_t keep_types, keep_types_if, keep_types_cupti, keep_types_parent;
+  int cupti_given;
   uint64_t events_total;
 };
 struct lens_model *lens_model_load_window(const char *const *paths, size_t n_paths, uint32_t flags,

@@ -185,7 +185,7 @@ static int load_file(struct lens_builder *b, const char *path, uint64_t *done, u
   struct lens_model *m = b->m;
   uint8_t *addr;
   size_t size;
-  int scan = b->win_mode == LENS_WIN_ORIGIN || b->win_mode == LENS_WIN_DECIDE;
+  int scan = b->win_mode == LENS_WIN_SCAN;
   b->win_starts = b->win_pends = 0;
   /* Read, not mapped: a live trace can shrink under us (SIGBUS on a map).
    * A windowed load reads it once for all its scans (window.c). */
@@ -259,7 +259,9 @@ static int load_file(struct lens_builder *b, const char *path, uint64_t *done, u
     if (v[i].h->type == LENS_CHUNK_EVENTS && b->proc >= 0)
       rc = lens_read_events_chunk(b, v[i].h, v[i].payload, v[i].len);
     else if (v[i].h->type == LENS_CHUNK_EVENTS_PACKED && b->proc >= 0)
-      rc = lens_read_packed_chunk(b, v[i].h, v[i].payload, v[i].len);
+      rc = scan                              ? lens_scan_packed_chunk(b, v[i].h, v[i].payload, v[i].len)
+           : b->win_mode == LENS_WIN_BUILD ? lens_build_packed_chunk(b, v[i].h, v[i].payload, v[i].len)
+                                             : lens_read_packed_chunk(b, v[i].h, v[i].payload, v[i].len);
     step += v[i].len + sizeof(struct lens_chunk_hdr);
     if (progress && step > (16u << 20)) {
       *done += step;
@@ -338,7 +340,7 @@ struct lens_model *lens_load_files(const char *const *paths, size_t n_paths, uin
     m->n_same_traces = n_dups;
     for (size_t k = 0; k < n_keep; k++) {
       const char *path = paths[keep[k]];
-      b.win_file = win ? lens_win_index(win, k) : k;
+      b.win_file = k;
       if (load_file(&b, path, &done, total, progress)) {
         free(keep);
         goto bad;
@@ -346,7 +348,7 @@ struct lens_model *lens_load_files(const char *const *paths, size_t n_paths, uin
     }
     free(keep);
   }
-  if (win_mode != LENS_WIN_ORIGIN && win_mode != LENS_WIN_DECIDE && lens_resolve_model(&b)) goto bad;
+  if (win_mode != LENS_WIN_SCAN && lens_resolve_model(&b)) goto bad;
   if (progress) progress(total, total);
   free(b.states);
   free(b.pend);

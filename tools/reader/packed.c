@@ -11,6 +11,7 @@
 #include <zstd.h>
 
 #include "lens_pack.h"
+#include "lens_unpack.h"
 #include "reader_priv.h"
 
 
@@ -77,6 +78,94 @@ int lens_read_packed_chunk(struct lens_builder *b, const struct lens_chunk_hdr *
   int r = lens_unpack_chunk(&b->unpacker, p, len, &b->m->bad_records, &ev, &ev_len);
   if (r < 0) return lens_builder_oom(b);
   return r ? lens_read_events_chunk(b, hp, ev, ev_len) : 0;
+}
+
+/* A window's scan (window.c) reads the decoder's fields straight into its
+ * hooks, without writing fixed records and parsing them again (a third of
+ * its time). The hooks get what lens_read_events_chunk gives them when it
+ * reads lens_unpack_chunk's records, record for record: a RAW record (its
+ * fixed form in the stream) is read as one, and a record whose size is not
+ * a multiple of 8 ends the chunk there as it ends lens_read_events_chunk's
+ * walk. Decoded STARTs, STOPs and STATEs are well formed by construction
+ * (lens_unpack_next), and their fields are the ones lens_unpack writes. */
+int lens_scan_packed_chunk(struct lens_builder *b, const struct lens_chunk_hdr *hp, const uint8_t *p, uint32_t len) {
+  struct lens_chunk_hdr h;
+  memcpy(&h, hp, sizeof h);
+  struct lens_packed_hdr ph;
+  const uint8_t *body;
+  size_t body_len;
+  int r = lens_unpack_body(&b->unpacker, p, len, &b->m->bad_records, &ph, &body, &body_len);
+  if (r <= 0) return r < 0 ? lens_builder_oom(b) : 0;
+  struct lens_unpack_cur c;
+  struct lens_unpacked u = {0}; /* every field set by lens_unpack_next before a use; said for the compiler */
+  lens_unpack_init(&c, body, body_len, ph.raw_bytes);
+  for (uint32_t n = 0; n < ph.count && lens_unpack_next(&c, &u); n++) {
+    if (u.size < sizeof(struct lens_rec_hdr) || (u.size & 7)) break;
+    int w;
+    if (u.kind == 0) {
+      w = lens_read_record(b, h.session, -1, u.raw, u.size);
+    } else if (u.kind == LENS_REC_START) {
+      struct lens_rec_start s = {.h = {.size = (uint16_t)u.size, .kind = LENS_REC_START, .type = (uint8_t)u.type,
+                                       .aux = u.aux},
+                                 .id = u.id, .parent = u.parent, .context = u.ctx, .ts = u.ts, .rank = u.rank};
+      w = u.type < LENS_T_COUNT ? lens_win_start(b, h.session, &s, (const uint8_t *)u.payload, u.pbytes) : 0;
+    } else {
+      w = lens_win_pend(b, h.session, u.kind, u.id, u.ts);
+    }
+    if (w < 0) return -1;
+  }
+  return 0;
+}
+
+/* A window's load: the records it leaves out are decoded (their numbers are
+ * the window's) but not written out as fixed records nor read again; those
+ * it builds or keeps are written and read as lens_read_packed_chunk reads
+ * them. The bad records counted are the same: those after a malformed one
+ * (lens_unpack_chunk's), and from a record whose size is not a multiple of
+ * 8 to the end (lens_read_events_chunk's). */
+int lens_build_packed_chunk(struct lens_builder *b, const struct lens_chunk_hdr *hp, const uint8_t *p, uint32_t len) {
+  struct lens_chunk_hdr h;
+  memcpy(&h, hp, sizeof h);
+  struct lens_packed_hdr ph;
+  const uint8_t *body;
+  size_t body_len;
+  int r = lens_unpack_body(&b->unpacker, p, len, &b->m->bad_records, &ph, &body, &body_len);
+  if (r <= 0) return r < 0 ? lens_builder_oom(b) : 0;
+  int32_t thread = lens_chunk_thread(b, h.session, ph.slot);
+  if (thread < 0) return lens_builder_oom(b);
+  /* One decoded record in fixed form: at most a START with the largest payload. */
+  uint64_t rec[(sizeof(struct lens_rec_start) + 4 * LENS_PACK_MAX_PAYLOAD_WORDS) / 8 + 1];
+  struct lens_unpack_cur c;
+  struct lens_unpacked u = {0}; /* every field set by lens_unpack_next before a use; said for the compiler */
+  lens_unpack_init(&c, body, body_len, ph.raw_bytes);
+  uint32_t n = 0, end = UINT32_MAX;
+  for (; n < ph.count && lens_unpack_next(&c, &u); n++) {
+    if (end != UINT32_MAX) continue; /* past the end of the walk: counted below */
+    if (u.size < sizeof(struct lens_rec_hdr) || (u.size & 7)) {
+      end = n;
+      continue;
+    }
+    if (u.kind == 0) {
+      if (lens_read_record(b, h.session, thread, u.raw, u.size)) return -1;
+      continue;
+    }
+    int w;
+    if (u.kind == LENS_REC_START) {
+      struct lens_rec_start s = {.h = {.size = (uint16_t)u.size, .kind = LENS_REC_START, .type = (uint8_t)u.type,
+                                       .aux = u.aux},
+                                 .id = u.id, .parent = u.parent, .context = u.ctx, .ts = u.ts, .rank = u.rank};
+      w = u.type < LENS_T_COUNT ? lens_win_start(b, h.session, &s, (const uint8_t *)u.payload, u.pbytes) : 1;
+    } else {
+      w = lens_win_pend(b, h.session, u.kind, u.id, u.ts);
+    }
+    if (w < 0) return -1;
+    if (!w) continue;
+    lens_unpacked_write(&u, (uint8_t *)rec);
+    if (lens_build_record(b, h.session, thread, (const uint8_t *)rec, u.size)) return -1;
+  }
+  b->m->bad_records += ph.count - n;
+  if (end != UINT32_MAX) b->m->bad_records += n - end;
+  return 0;
 }
 
 void lens_unpacker_release(struct lens_unpacker *u) {

@@ -130,22 +130,23 @@ struct lens_builder {
   size_t win_file;
   uint64_t win_starts, win_pends;
 };
-/* A read of the files by lens_model_load_window: none (a plain load); a
- * first scan for each host's origin; a second that decides, file by file,
- * which STARTs to build and which STOP/STATE records to drop; the load. */
-enum { LENS_WIN_OFF = 0, LENS_WIN_ORIGIN, LENS_WIN_DECIDE, LENS_WIN_BUILD };
+/* A read of the files by lens_model_load_window: none (a plain load); the
+ * scan, for each host's origin and each file's columns (its STARTs and
+ * STOP/STATE records), from which it decides which STARTs to build and
+ * which STOP/STATE records to drop; the load. */
+enum { LENS_WIN_OFF = 0, LENS_WIN_SCAN, LENS_WIN_BUILD };
 struct lens_win;
 /* window.c's hooks into records.c and load.c. A START (its type checked):
  * 1 build it, 0 not (or a scan took it), -1 out of memory. A STOP or STATE
  * record: 1 keep it, 0 not, -1 out of memory. */
-int lens_win_start(struct lens_builder *b, uint32_t session, const struct lens_rec_start *s, const uint8_t *r,
-                   size_t size);
+int lens_win_start(struct lens_builder *b, uint32_t session, const struct lens_rec_start *s,
+                   const uint8_t *payload, size_t payload_len);
 int lens_win_pend(struct lens_builder *b, uint32_t session, uint32_t kind, uint64_t id, uint64_t ts);
-/* The bytes of the window's file b->win_file (read on the first scan and
- * kept, so every scan and the load see the same bytes); on the load they
+/* The bytes of the window's file b->win_file (read on the scan and kept,
+ * so the scan and the load see the same bytes); on the load they
  * pass to the caller. 0, or -1 with err set. */
 int lens_win_bytes(struct lens_builder *b, const char *path, uint8_t **addr, size_t *size);
-/* End of a scanned file: its origin noted, or its decisions taken. 0 or -1. */
+/* End of a scanned file: its origin evidence noted, its columns resolved. 0 or -1. */
 int lens_win_end_file(struct lens_builder *b);
 /* load.c: lens_model_load_ex with a window's read (win_mode; win NULL for
  * LENS_WIN_OFF). A scan returns a model of the files' tables only (no
@@ -153,8 +154,6 @@ int lens_win_end_file(struct lens_builder *b);
 struct lens_model *lens_load_files(const char *const *paths, size_t n_paths, uint32_t flags, struct lens_win *win,
                                    uint32_t win_mode, char *err, size_t err_len,
                                    void (*progress)(uint64_t done, uint64_t total));
-/* The window's number of the k-th file a read of it reads (a rescan reads one file). */
-size_t lens_win_index(const struct lens_win *w, size_t k);
 /* The STARTs the load of file k builds (to size its id table). */
 uint64_t lens_win_kept(const struct lens_win *w, size_t k);
 /* A folded step's entry in the id table: below -1, so never an event index
@@ -178,6 +177,21 @@ int lens_apply_pending(struct lens_builder *b);
 int lens_enter_ids(struct lens_builder *b);
 /* packed.c: EVENTS_PACKED, decoded to fixed records and read as EVENTS. */
 int lens_read_packed_chunk(struct lens_builder *b, const struct lens_chunk_hdr *h, const uint8_t *p, uint32_t len);
+/* A window's scan of an EVENTS_PACKED chunk: its records' fields straight
+ * to lens_win_start/lens_win_pend, as lens_read_packed_chunk would give them. */
+int lens_scan_packed_chunk(struct lens_builder *b, const struct lens_chunk_hdr *h, const uint8_t *p, uint32_t len);
+/* One fixed record of an EVENTS chunk (size: at least a header, a multiple
+ * of 8), as lens_read_events_chunk reads it. 0 or -1. */
+int lens_read_record(struct lens_builder *b, uint32_t session, int32_t thread, const uint8_t *r, uint32_t size);
+/* The same for a record the window's hooks already said to build or keep. */
+int lens_build_record(struct lens_builder *b, uint32_t session, int32_t thread, const uint8_t *r, uint32_t size);
+/* The thread an EVENTS chunk of (session, slot) belongs to (a placeholder
+ * made if no THREAD chunk names it), as lens_read_events_chunk finds it; -1
+ * out of memory. */
+int32_t lens_chunk_thread(struct lens_builder *b, uint32_t session, uint32_t slot);
+/* A window's load of an EVENTS_PACKED chunk: the model lens_read_packed_chunk
+ * makes of it, with only the records it builds or keeps written out. */
+int lens_build_packed_chunk(struct lens_builder *b, const struct lens_chunk_hdr *h, const uint8_t *p, uint32_t len);
 void lens_packed_release(struct lens_builder *b);
 /* same_trace.c: which inputs to read. keep gets the indexes of the inputs to
  * read, in order; dups (room for n) the others. 0, or -1 (out of memory). */

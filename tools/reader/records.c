@@ -195,7 +195,9 @@ static int32_t thread_of(struct lens_builder *b, uint32_t session, uint32_t slot
   return lens_builder_new_thread(b, session, slot, -1);
 }
 
-static int on_start(struct lens_builder *b, uint32_t session, int32_t thread, const uint8_t *r, size_t size) {
+/* decided: the window's hook already said to build it (lens_build_packed_chunk). */
+static int on_start(struct lens_builder *b, uint32_t session, int32_t thread, const uint8_t *r, size_t size,
+                    int decided) {
   struct lens_rec_start s;
   memcpy(&s, r, sizeof s);
   if (s.h.type >= LENS_T_COUNT) {
@@ -203,8 +205,8 @@ static int on_start(struct lens_builder *b, uint32_t session, int32_t thread, co
     return 0;
   }
   struct lens_model *m = b->m;
-  if (b->win_mode) { /* a scan of a windowed load, or a START its window leaves out */
-    int w = lens_win_start(b, session, &s, r, size);
+  if (b->win_mode && !decided) { /* a scan of a windowed load, or a START its window leaves out */
+    int w = lens_win_start(b, session, &s, r + sizeof s, size - sizeof s);
     if (w <= 0) return w;
   }
   if (s.h.type == LENS_T_PROXY_STEP && (b->flags & LENS_LOAD_FOLD_STEPS)) {
@@ -275,6 +277,50 @@ int lens_enter_ids(struct lens_builder *b) {
   return 0;
 }
 
+/* One fixed record of an EVENTS chunk (its size checked: at least a
+ * header, a multiple of 8, within the chunk). 0, or -1 (out of memory). */
+static inline int read_record(struct lens_builder *b, uint32_t session, int32_t thread, const uint8_t *r,
+                              uint32_t size, int decided) {
+  struct lens_rec_hdr rh;
+  memcpy(&rh, r, sizeof rh);
+  if (rh.kind == LENS_REC_START && size >= sizeof(struct lens_rec_start)) {
+    if (on_start(b, session, thread, r, size, decided)) return -1;
+  } else if (rh.kind == LENS_REC_STOP && size >= sizeof(struct lens_rec_stop)) {
+    struct lens_rec_stop s;
+    memcpy(&s, r, sizeof s);
+    int w = b->win_mode && !decided ? lens_win_pend(b, session, LENS_REC_STOP, s.id, s.ts) : 1;
+    if (w <= 0) return w;
+    struct lens_pending *q = LENS_VEC_PUSH(b, b->pend, b->n_pend, cap_pend);
+    if (!q) return lens_builder_oom(b);
+    *q = (struct lens_pending){.id = s.id, .ts = s.ts, .session = session, .kind = LENS_REC_STOP};
+  } else if (rh.kind == LENS_REC_STATE && size >= sizeof(struct lens_rec_state)) {
+    struct lens_rec_state_run s = {0};
+    memcpy(&s, r, size >= sizeof s ? sizeof s : sizeof s.s);
+    int w = b->win_mode && !decided ? lens_win_pend(b, session, LENS_REC_STATE, s.s.id, s.s.ts) : 1;
+    if (w <= 0) return w;
+    struct lens_pending *q = LENS_VEC_PUSH(b, b->pend, b->n_pend, cap_pend);
+    if (!q) return lens_builder_oom(b);
+    *q = (struct lens_pending){.id = s.s.id, .ts = s.s.ts, .arg = s.s.arg, .session = session,
+                               .state = s.s.h.aux, .has_args = s.s.has_args, .kind = LENS_REC_STATE,
+                               .last_ts = s.last_ts, .repeats = s.repeats, .max_gap_ns = s.max_gap_ns};
+  } else {
+    b->m->bad_records++;
+  }
+  return 0;
+}
+
+int lens_read_record(struct lens_builder *b, uint32_t session, int32_t thread, const uint8_t *r, uint32_t size) {
+  return read_record(b, session, thread, r, size, 0);
+}
+
+int lens_build_record(struct lens_builder *b, uint32_t session, int32_t thread, const uint8_t *r, uint32_t size) {
+  return read_record(b, session, thread, r, size, 1);
+}
+
+int32_t lens_chunk_thread(struct lens_builder *b, uint32_t session, uint32_t slot) {
+  return thread_of(b, session, slot);
+}
+
 int lens_read_events_chunk(struct lens_builder *b, const struct lens_chunk_hdr *hp, const uint8_t *p,
                            uint32_t len) {
   struct lens_chunk_hdr h;
@@ -301,32 +347,7 @@ int lens_read_events_chunk(struct lens_builder *b, const struct lens_chunk_hdr *
     }
     const uint8_t *r = p + off;
     off += rh.size;
-    if (rh.kind == LENS_REC_START && rh.size >= sizeof(struct lens_rec_start)) {
-      if (on_start(b, h.session, thread, r, rh.size)) return -1;
-    } else if (rh.kind == LENS_REC_STOP && rh.size >= sizeof(struct lens_rec_stop)) {
-      struct lens_rec_stop s;
-      memcpy(&s, r, sizeof s);
-      int w = b->win_mode ? lens_win_pend(b, h.session, LENS_REC_STOP, s.id, s.ts) : 1;
-      if (w < 0) return -1;
-      if (!w) continue;
-      struct lens_pending *q = LENS_VEC_PUSH(b, b->pend, b->n_pend, cap_pend);
-      if (!q) return lens_builder_oom(b);
-      *q = (struct lens_pending){.id = s.id, .ts = s.ts, .session = h.session, .kind = LENS_REC_STOP};
-    } else if (rh.kind == LENS_REC_STATE && rh.size >= sizeof(struct lens_rec_state)) {
-      struct lens_rec_state_run s = {0};
-      memcpy(&s, r, rh.size >= sizeof s ? sizeof s : sizeof s.s);
-      int w = b->win_mode ? lens_win_pend(b, h.session, LENS_REC_STATE, s.s.id, s.s.ts) : 1;
-      if (w < 0) return -1;
-      if (!w) continue;
-      struct lens_pending *q = LENS_VEC_PUSH(b, b->pend, b->n_pend, cap_pend);
-      if (!q) return lens_builder_oom(b);
-      *q = (struct lens_pending){.id = s.s.id, .ts = s.s.ts, .arg = s.s.arg, .session = h.session,
-                                 .state = s.s.h.aux, .has_args = s.s.has_args, .kind = LENS_REC_STATE,
-                                 .last_ts = s.last_ts, .repeats = s.repeats,
-                                 .max_gap_ns = s.max_gap_ns};
-    } else {
-      b->m->bad_records++;
-    }
+    if (read_record(b, h.session, thread, r, rh.size, 0)) return -1;
   }
   return 0;
 }

@@ -91,6 +91,12 @@ int32_t lens_gpu_next_op_of_launch(const struct lens_model *m, int32_t launch, i
 uint64_t lens_gpu_kch_stop_notice(const struct lens_model *m, const struct lens_event *e);
 /* The kernel (index, -1) of a KernelCh: through its Coll/P2p's launch. */
 int32_t lens_gpu_kernel_of_kch(const struct lens_model *m, const struct lens_event *e);
+/* The same with the model's state and report at hand (lens_gpu_state takes
+ * a lock shared by every model: once per KernelCh it was a tenth of the
+ * flag pass, and the job's threads contended for it). */
+int32_t lens_gpu_state_kernel_of_kch(const struct lens_model *m, const struct lens_gpu_state *s,
+                                     const struct lens_event *e);
+uint64_t lens_gpu_report_map_ns(const struct lens_gpu_report *r, int32_t map_index, uint64_t gpu_ns);
 
 /* Clock-fit window: refit every this many ns of GPU time (drift reaches tens
  * of ppm, i.e. tens of us per second). */

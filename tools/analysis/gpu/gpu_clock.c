@@ -421,7 +421,10 @@ int32_t lens_gpu_map_for(const struct lens_model *m, int32_t thread, uint64_t gp
 }
 
 uint64_t lens_gpu_map_ns(const struct lens_model *m, int32_t map_index, uint64_t gpu_ns) {
-  const struct lens_gpu_report *r = lens_gpu_report_get(m);
+  return lens_gpu_report_map_ns(lens_gpu_report_get(m), map_index, gpu_ns);
+}
+
+uint64_t lens_gpu_report_map_ns(const struct lens_gpu_report *r, int32_t map_index, uint64_t gpu_ns) {
   if (!r || map_index < 0 || (size_t)map_index >= r->n_segs) return 0;
   const struct lens_gpu_seg *s = &r->segs[map_index];
   long double h = s->a + s->b * dx(gpu_ns, s->ref_gpu);

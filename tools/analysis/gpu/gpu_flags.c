@@ -116,8 +116,17 @@ static void flag_sequences(struct lens_model *m, struct chan_item *it, size_t n,
    * even later item's). So when an item starts before earlier-noticed items,
    * those earlier items hold later items' timers, however many in a row;
    * the item itself is not to blame. Items already known to be wrong are
-   * passed over (they would otherwise hide the run before them). */
-  qsort(it, n, sizeof(*it), cmp_seq);
+   * passed over (they would otherwise hide the run before them). Back in
+   * notice order: each item to its place seq (cmp_seq's order has no ties),
+   * a pass instead of a sort. */
+  struct chan_item *back = malloc((n ? n : 1) * sizeof *back);
+  if (back) {
+    for (size_t i = 0; i < n; i++) back[it[i].seq] = it[i];
+    memcpy(it, back, n * sizeof *it);
+    free(back);
+  } else {
+    qsort(it, n, sizeof(*it), cmp_seq);
+  }
   size_t first = 0;
   for (size_t i = 1; i < n; i++) {
     if (it[i].thread != it[first].thread || it[i].channel != it[first].channel) {
@@ -144,6 +153,8 @@ static int outside(uint64_t s, uint64_t t, const struct lens_kernel *k, double b
 void lens_gpu_flag(struct lens_model *m, struct lens_gpu_report *r) {
   struct chan_item *it = calloc(m->n_events + 1, sizeof(*it));
   size_t n = 0;
+  struct lens_gpu_state *st = lens_gpu_state(m, 0); /* once: it takes a lock */
+  const struct lens_gpu_report *rep = lens_gpu_report_get(m);
   for (size_t i = 0; i < m->n_events; i++) {
     struct lens_event *e = &m->events[i];
     if (e->type != LENS_T_KERNEL_CH) continue;
@@ -156,7 +167,6 @@ void lens_gpu_flag(struct lens_model *m, struct lens_gpu_report *r) {
     if (e->parent >= 0) {
       const struct lens_event *op = &m->events[e->parent];
       uint64_t lid = op->type == LENS_T_COLL ? op->p.coll.launch_id : op->type == LENS_T_P2P ? op->p.p2p.launch_id : 0;
-      struct lens_gpu_state *st = lens_gpu_state(m, 0);
       long li = lid && st ? lens_gpu_index_find(&st->launches, e->proc, lid) : -1;
       if (li >= 0 && (m->events[st->launches.v[li].val].acc.flags & LENS_ACC_NO_KERNEL_RECORD))
         e->acc.flags |= LENS_ACC_NO_KERNEL_RECORD;
@@ -168,8 +178,8 @@ void lens_gpu_flag(struct lens_model *m, struct lens_gpu_report *r) {
     }
     const struct lens_clock_map *cm = &m->clock_maps[map];
     e->acc.time_source = LENS_TS_GPU_PTIMER;
-    e->acc.gpu_start_mono_ns = lens_gpu_map_ns(m, map, s);
-    e->acc.gpu_stop_mono_ns = t ? lens_gpu_map_ns(m, map, t) : 0;
+    e->acc.gpu_start_mono_ns = lens_gpu_report_map_ns(rep, map, s);
+    e->acc.gpu_stop_mono_ns = t ? lens_gpu_report_map_ns(rep, map, t) : 0;
     uint64_t notice = t ? lens_gpu_kch_stop_notice(m, e) : e->start_mono_ns;
     uint64_t mapped = t ? e->acc.gpu_stop_mono_ns : e->acc.gpu_start_mono_ns;
     if (notice) e->acc.notice_lag_ns = (int64_t)(notice - mapped);
@@ -184,7 +194,7 @@ void lens_gpu_flag(struct lens_model *m, struct lens_gpu_report *r) {
     if ((e->start_mono_ns && e->acc.gpu_start_mono_ns > e->start_mono_ns + tol) ||
         (t && notice && e->acc.gpu_stop_mono_ns > notice + tol))
       e->acc.flags |= LENS_ACC_RING_OVERRUN;
-    int32_t k = lens_gpu_kernel_of_kch(m, e);
+    int32_t k = lens_gpu_state_kernel_of_kch(m, st, e);
     e->acc.cupti_kernel = k;
     if (k >= 0 && !m->kernels[k].graph_id && m->kernels[k].start_mono_ns) {
       r->kch_cupti_checked++;

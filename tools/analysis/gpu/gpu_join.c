@@ -79,7 +79,11 @@ static uint64_t op_launch_id(const struct lens_event *op) {
 }
 
 int32_t lens_gpu_kernel_of_kch(const struct lens_model *m, const struct lens_event *e) {
-  struct lens_gpu_state *s = lens_gpu_state(m, 0);
+  return lens_gpu_state_kernel_of_kch(m, lens_gpu_state(m, 0), e);
+}
+
+int32_t lens_gpu_state_kernel_of_kch(const struct lens_model *m, const struct lens_gpu_state *s,
+                                     const struct lens_event *e) {
   if (!s || e->parent < 0) return -1;
   uint64_t lid = op_launch_id(&m->events[e->parent]);
   if (!lid) return -1;
