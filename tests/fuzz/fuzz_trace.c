@@ -4,7 +4,9 @@
  * (lens_model_load, folded steps and not) with the GPU analysis and the
  * starvation merge as lens_cli_load runs them, the summary, the columnar
  * reader (lens_cols_read), the job view (map, reduce, causes), the host
- * alignment, and the reports printed to /dev/null. The chunks' CRCs are recomputed
+ * alignment, and the reports printed to /dev/null; and the time-window
+ * loader (lens_model_load_window) on a window taken from the input's last
+ * bytes, with the GPU types kept as lens_cli_load keeps them. The chunks' CRCs are recomputed
  * first (fuzz_fix_trace_crcs). A sanitizer report, a crash or a
  * hang is a finding; a trace refused with a message is not. */
 #include <stddef.h>
@@ -56,6 +58,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       lens_job_free(&j);
     }
     lens_model_free(m);
+  }
+  /* A window from the input's last 8 bytes (0..~4 ms wide, 0..~16 ms in), as lens_cli_load asks for it. */
+  uint64_t tail = 0;
+  if (size >= 8) memcpy(&tail, data + size - 8, 8);
+  struct lens_load_window w = {.have_since = 1, .have_until = (int)(tail & 1), .since_ns = (tail >> 1) % 16000000,
+                               .until_ns = 0};
+  w.until_ns = w.since_ns + (tail >> 25) % 4000000;
+  w.keep_types_parent = 1u << LENS_T_KERNEL_CH;
+  w.keep_types_cupti = 1u << LENS_T_KERNEL_LAUNCH | 1u << LENS_T_COLL | 1u << LENS_T_P2P;
+  w.keep_types_if = 1u << LENS_T_KERNEL_CH | 1u << LENS_T_KERNEL_LAUNCH;
+  struct lens_model *wm = lens_model_load_window(paths, 1, 0, &w, err, sizeof err, NULL);
+  if (wm) {
+    if (lens_analyze_gpu) lens_analyze_gpu(wm, err, sizeof err);
+    lens_model_free(wm);
   }
   struct lens_cols *c = lens_cols_new();
   if (c) {
