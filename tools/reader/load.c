@@ -204,6 +204,15 @@ static void presize(struct lens_builder *b, const struct lens_chunk_view *v, siz
   double all = (double)raw + (double)b->bytes_left * ((double)raw / (double)(size ? size : 1));
   if (all > (double)(UINT64_MAX >> 8)) all = (double)(UINT64_MAX >> 8);
   uint64_t est = (uint64_t)all;
+  /* The id table too, once an earlier file told how many STARTs a byte of
+   * records holds in this load (5 % more): grown by doubling from the
+   * size/80 guess, which zstd bytes make far too small, its old copies were
+   * holes as well. */
+  b->raw_file = raw;
+  if (b->raw_seen && b->ids_seen) {
+    double ids = (double)raw * (double)b->ids_seen / (double)b->raw_seen * 1.05;
+    if (ids < (double)(64u << 20)) (void)lens_hash_reserve(&b->priv->events[b->proc], (size_t)ids);
+  }
   (void)lens_vec_reserve((void **)&b->m->events, &b->cap_events, b->m->n_events + (size_t)(est / 48) + 16,
                          sizeof *b->m->events);
   if (!(b->flags & LENS_LOAD_FOLD_STEPS)) /* folded, most STATEs are a step's, kept in its fstep */
@@ -304,6 +313,10 @@ static int load_file(struct lens_builder *b, const char *path, uint64_t *done, u
   free(v);
   if (scan) return rc ? rc : lens_win_end_file(b);
   if (!rc) rc = lens_apply_pending(b);
+  if (!rc && b->win_mode == LENS_WIN_OFF && b->proc >= 0) { /* what presize learns for the next file */
+    b->raw_seen += b->raw_file;
+    b->ids_seen += b->priv->events[b->proc].n;
+  }
   return rc;
 }
 

@@ -108,6 +108,7 @@ struct lens_builder {
   struct lens_unpacker unpacker; /* packed.c's buffers and zstd context */
   uint32_t flags;           /* LENS_LOAD_* */
   uint64_t bytes_left;      /* the sizes of the files still to read after this one (load.c's presize) */
+  uint64_t raw_file, raw_seen, ids_seen; /* presize: this file's record bytes; the earlier files' and their ids */
   /* The current file's STARTs, entered into the id table at the end of the
    * file, in order (the latest START of an id wins), a batch whose cache
    * misses overlap (lens_hash_prefetch). */
