@@ -1,4 +1,5 @@
-/* Joins the reader does at load time: duplicate and orphan stops, superseded
+/* Joins the reader does at load time: duplicate and orphan stops, records
+ * read before their START's chunk (file order kept), superseded
  * ProxySteps, PXN parents across two process files, several sessions in one
  * file, graph marks, and drops summed over sessions. */
 #include <setjmp.h>
@@ -68,6 +69,52 @@ static void test_stop_before_start_chunk_and_no_stop(void **state) {
   assert_true(b->flags & LENS_EVF_DROPPED_NEAR);
   assert_int_equal(m->threads[a->thread].tid, 555);
   assert_false(m->files[0].clean_end);
+  lens_model_free(m);
+}
+
+/* Records are applied chunk by chunk (records.c, lens_apply_chunk): those
+ * read before their START's chunk wait for the end of the file, and so do
+ * the later records of the same id, so an event's states stay in file order
+ * and its first STOP in the file is the one kept. */
+static void test_records_before_start_keep_file_order(void **state) {
+  (void)state;
+  char path[128], err[256];
+  struct tb *t = open_proc("carry.lens", 100, path, sizeof path);
+  tb_thread(t, 2, 555, LENS_ROLE_PROXY, "p", 0, 0);
+  uint64_t op = LENS_ID_MAKE(LENS_T_PROXY_OP, 2, 1), op2 = LENS_ID_MAKE(LENS_T_PROXY_OP, 2, 2);
+  tb_events_begin(t, 1);
+  tb_state(t, op, 1, 20, 0, 0); /* before its START's chunk */
+  tb_stop(t, op, 50);
+  tb_stop(t, LENS_ID_MAKE(LENS_T_PROXY_OP, 2, 9), 51); /* never started */
+  tb_flush(t);
+  tb_events_begin(t, 2);
+  tb_start(t, LENS_T_PROXY_OP, op, 0, CTX, 10, 0, 0, &OP_PAYLOAD, sizeof OP_PAYLOAD);
+  tb_state(t, op, 2, 30, 0, 0); /* after: must still come second */
+  tb_stop(t, op, 60);           /* a second STOP: the first in the file stays */
+  tb_start(t, LENS_T_PROXY_OP, op2, 0, CTX, 11, 0, 0, &OP_PAYLOAD, sizeof OP_PAYLOAD);
+  tb_flush(t);
+  tb_events_begin(t, 1);
+  tb_state(t, op, 3, 40, 0, 0);
+  tb_state(t, op2, 4, 45, 0, 0);
+  tb_stop(t, op2, 70);
+  tb_close(t);
+  struct lens_model *m = rt_load1(path, err, sizeof err);
+  assert_non_null(m);
+  assert_int_equal(m->orphan_stops, 1);
+  const struct lens_event *a = rt_ev(m, 0, op), *b = rt_ev(m, 0, op2);
+  assert_non_null(a);
+  assert_non_null(b);
+  assert_int_equal(a->stop_mono_ns, 50);
+  assert_true(a->flags & LENS_EVF_DUP_STOP);
+  assert_int_equal(a->n_states, 3);
+  for (uint32_t k = 0; k < 3; k++) {
+    assert_int_equal(m->states[a->first_state + k].state, k + 1);
+    assert_int_equal(m->states[a->first_state + k].ts_mono_ns, 20 + 10 * k);
+  }
+  assert_int_equal(b->stop_mono_ns, 70);
+  assert_false(b->flags & LENS_EVF_DUP_STOP);
+  assert_int_equal(b->n_states, 1);
+  assert_int_equal(m->states[b->first_state].state, 4);
   lens_model_free(m);
 }
 
@@ -351,6 +398,7 @@ static void test_errors(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_dup_and_orphan_stops), cmocka_unit_test(test_stop_before_start_chunk_and_no_stop),
+      cmocka_unit_test(test_records_before_start_keep_file_order),
       cmocka_unit_test(test_superseded_step),      cmocka_unit_test(test_fold_steps),
       cmocka_unit_test(test_pxn_across_files),
       cmocka_unit_test(test_multi_session),        cmocka_unit_test(test_graph_marks),

@@ -180,6 +180,46 @@ static int walk_chunks(struct lens_builder *b, struct lens_file *f, const uint8_
   return 0;
 }
 
+/* The events and states arrays sized once for the most the files can
+ * hold, before the file's records are read: grown by doubling, each step
+ * copied the array, and with the pass driver's heap (no mmap, no trim:
+ * tools/cli/passes.c) the old copies stayed behind as holes in the heap,
+ * a hundred MB of resident memory on 0.8 M events (issue 23). The bound
+ * is the fixed records the file's EVENTS chunks hold (a packed chunk
+ * says how many bytes it unpacks to), a START taking 48 bytes or more and
+ * a STATE 40, and the files still to read in the same proportion to their
+ * size. Room never touched costs address space only; when even that is
+ * refused, the arrays grow as before. */
+static void presize(struct lens_builder *b, const struct lens_chunk_view *v, size_t nv, size_t size) {
+  uint64_t raw = 0;
+  for (size_t i = 0; i < nv; i++) {
+    if (v[i].h->type == LENS_CHUNK_EVENTS) {
+      raw += v[i].len;
+    } else if (v[i].h->type == LENS_CHUNK_EVENTS_PACKED && v[i].len >= sizeof(struct lens_packed_hdr)) {
+      struct lens_packed_hdr ph;
+      memcpy(&ph, v[i].payload, sizeof ph);
+      if (ph.raw_bytes <= LENS_UNPACK_MAX) raw += ph.raw_bytes; /* a larger one is malformed, not read */
+    }
+  }
+  double all = (double)raw + (double)b->bytes_left * ((double)raw / (double)(size ? size : 1));
+  if (all > (double)(UINT64_MAX >> 8)) all = (double)(UINT64_MAX >> 8);
+  uint64_t est = (uint64_t)all;
+  /* The id table too, once an earlier file told how many STARTs a byte of
+   * records holds in this load (5 % more): grown by doubling from the
+   * size/80 guess, which zstd bytes make far too small, its old copies were
+   * holes as well. */
+  b->raw_file = raw;
+  if (b->raw_seen && b->ids_seen) {
+    double ids = (double)raw * (double)b->ids_seen / (double)b->raw_seen * 1.05;
+    if (ids < (double)(64u << 20)) (void)lens_hash_reserve(&b->priv->events[b->proc], (size_t)ids);
+  }
+  (void)lens_vec_reserve((void **)&b->m->events, &b->cap_events, b->m->n_events + (size_t)(est / 48) + 16,
+                         sizeof *b->m->events);
+  if (!(b->flags & LENS_LOAD_FOLD_STEPS)) /* folded, most STATEs are a step's, kept in its fstep */
+    (void)lens_vec_reserve((void **)&b->states, &b->cap_states, b->n_states + (size_t)(est / 40) + 16,
+                           sizeof *b->states);
+}
+
 static int load_file(struct lens_builder *b, const char *path, uint64_t *done, uint64_t total,
                      void (*progress)(uint64_t, uint64_t)) {
   struct lens_model *m = b->m;
@@ -248,6 +288,7 @@ static int load_file(struct lens_builder *b, const char *path, uint64_t *done, u
   struct lens_chunk_view *v;
   size_t nv;
   if (walk_chunks(b, f, base, size, &v, &nv)) return -1;
+  if (b->win_mode == LENS_WIN_OFF && b->proc >= 0) presize(b, v, nv, size);
   int rc = 0;
   for (size_t i = 0; i < nv && !rc; i++) {
     b->chunk = (uint32_t)i;
@@ -262,6 +303,7 @@ static int load_file(struct lens_builder *b, const char *path, uint64_t *done, u
       rc = scan                              ? lens_scan_packed_chunk(b, v[i].h, v[i].payload, v[i].len)
            : b->win_mode == LENS_WIN_BUILD ? lens_build_packed_chunk(b, v[i].h, v[i].payload, v[i].len)
                                              : lens_read_packed_chunk(b, v[i].h, v[i].payload, v[i].len);
+    if (!rc && !scan && b->n_pend + b->n_idq) rc = lens_apply_chunk(b);
     step += v[i].len + sizeof(struct lens_chunk_hdr);
     if (progress && step > (16u << 20)) {
       *done += step;
@@ -272,8 +314,11 @@ static int load_file(struct lens_builder *b, const char *path, uint64_t *done, u
   *done += step;
   free(v);
   if (scan) return rc ? rc : lens_win_end_file(b);
-  if (!rc && b->proc >= 0) rc = lens_enter_ids(b);
   if (!rc) rc = lens_apply_pending(b);
+  if (!rc && b->win_mode == LENS_WIN_OFF && b->proc >= 0) { /* what presize learns for the next file */
+    b->raw_seen += b->raw_file;
+    b->ids_seen += b->priv->events[b->proc].n;
+  }
   return rc;
 }
 
@@ -312,12 +357,9 @@ struct lens_model *lens_load_files(const char *const *paths, size_t n_paths, uin
     struct stat st;
     if (!stat(paths[i], &st)) total += (uint64_t)st.st_size;
   }
-  /* The event array sized once for the most events the bytes can hold (a
-   * START takes 48 bytes or more): grown by doubling, it was copied and its
-   * new pages faulted in again at every step. Untouched room costs address
-   * space only; when even that is refused, it grows as before. */
-  if (win_mode == LENS_WIN_OFF) /* a window's load sizes it for what it builds (window.c); its scans build nothing */
-    (void)lens_vec_reserve((void **)&m->events, &b.cap_events, (size_t)(total / 48) + 16, sizeof *m->events);
+  /* The event array is sized for the most events the bytes can hold as the
+   * first file is read (presize); a window's load sizes it for what it
+   * builds (window.c), its scans build nothing. */
   {
     size_t *keep = malloc(n_paths * sizeof *keep), n_keep = 0, n_dups = 0;
     m->same_traces = calloc(n_paths, sizeof *m->same_traces);
@@ -338,8 +380,16 @@ struct lens_model *lens_load_files(const char *const *paths, size_t n_paths, uin
       }
     }
     m->n_same_traces = n_dups;
+    uint64_t left = 0; /* the bytes of the files after the one being read (presize) */
+    for (size_t k = 0; k < n_keep; k++) {
+      struct stat st;
+      if (!stat(paths[keep[k]], &st)) left += (uint64_t)st.st_size;
+    }
     for (size_t k = 0; k < n_keep; k++) {
       const char *path = paths[keep[k]];
+      struct stat st;
+      if (!stat(path, &st)) left -= (uint64_t)st.st_size < left ? (uint64_t)st.st_size : left;
+      b.bytes_left = left;
       b.win_file = k;
       if (load_file(&b, path, &done, total, progress)) {
         free(keep);
@@ -348,10 +398,17 @@ struct lens_model *lens_load_files(const char *const *paths, size_t n_paths, uin
     }
     free(keep);
   }
+  /* What only the reading of the files needed goes before the joins
+   * allocate theirs: the chunk queues and the unpacked chunk. */
+  free(b.pend), b.pend = NULL, b.cap_pend = 0;
+  free(b.idq), b.idq = NULL, b.cap_idq = 0;
+  lens_packed_release(&b);
   if (win_mode != LENS_WIN_SCAN && lens_resolve_model(&b)) goto bad;
   if (progress) progress(total, total);
   free(b.states);
   free(b.pend);
+  free(b.carry);
+  lens_hash_free(&b.carried);
   free(b.sess);
   free(b.thread_tmp);
   free(b.fsteps);
@@ -365,6 +422,8 @@ struct lens_model *lens_load_files(const char *const *paths, size_t n_paths, uin
 bad:
   free(b.states);
   free(b.pend);
+  free(b.carry);
+  lens_hash_free(&b.carried);
   free(b.sess);
   free(b.thread_tmp);
   free(b.fsteps);

@@ -88,7 +88,11 @@ struct lens_builder {
   size_t cap_files, cap_procs, cap_comms, cap_threads, cap_events, cap_notes, cap_cupti, cap_sched,
       cap_sched_hist, cap_clocks;
   struct lens_state_tmp *states; size_t n_states, cap_states;
-  struct lens_pending *pend; size_t n_pend, cap_pend;
+  struct lens_pending *pend; size_t n_pend, cap_pend; /* of the current chunk (lens_apply_chunk) */
+  /* Records of the current file whose START was not read when their chunk
+   * was, applied at its end in order; carried: their (session, id). */
+  struct lens_pending *carry; size_t n_carry, cap_carry;
+  struct lens_hash carried;
   struct lens_sess *sess; size_t n_sess, cap_sess; /* of the current file */
   struct lens_hash strings; /* (file, session, str id) -> const char* */
   struct lens_hash comms;   /* (proc, session, context) -> comm index */
@@ -103,6 +107,8 @@ struct lens_builder {
   char *err; size_t err_len;
   struct lens_unpacker unpacker; /* packed.c's buffers and zstd context */
   uint32_t flags;           /* LENS_LOAD_* */
+  uint64_t bytes_left;      /* the sizes of the files still to read after this one (load.c's presize) */
+  uint64_t raw_file, raw_seen, ids_seen; /* presize: this file's record bytes; the earlier files' and their ids */
   /* The current file's STARTs, entered into the id table at the end of the
    * file, in order (the latest START of an id wins), a batch whose cache
    * misses overlap (lens_hash_prefetch). */
@@ -172,6 +178,10 @@ struct lens_sess *lens_builder_session(struct lens_builder *b, uint32_t number);
 int32_t lens_builder_new_thread(struct lens_builder *b, uint32_t session, uint32_t slot, int32_t prev);
 /* records.c: pass B. */
 int lens_read_events_chunk(struct lens_builder *b, const struct lens_chunk_hdr *h, const uint8_t *p, uint32_t len);
+/* The current chunk's STARTs into the id table and its STOP/STATE records
+ * applied (those whose START is still to come carried). 0, or -1 (out of memory). */
+int lens_apply_chunk(struct lens_builder *b);
+/* End of a file: the last records, the carried ones (or orphans), its sessions and drops. */
 int lens_apply_pending(struct lens_builder *b);
 /* The current file's queued STARTs into its id table. 0, or -1 (out of memory). */
 int lens_enter_ids(struct lens_builder *b);

@@ -370,53 +370,94 @@ static int fold_run(struct lens_builder *b, int32_t ev, const struct lens_pendin
   return 0; /* its first record was not read (dropped or cut): the run stands alone */
 }
 
-int lens_apply_pending(struct lens_builder *b) {
+/* One STOP or STATE record on the event (or folded step) idx of the id table. 0, or -1 (out of memory). */
+static int apply_one(struct lens_builder *b, const struct lens_pending *q, int64_t idx) {
   struct lens_model *m = b->m;
-  const struct lens_hash *h = b->n_pend ? &b->priv->events[b->proc] : NULL; /* probe files read no records */
+  if (idx < 0) { /* a folded ProxyStep: its first stop, its phases' boundaries and its one-way evidence are kept */
+    struct lens_fstep *f = &b->fsteps[LENS_STEP_INDEX(idx)];
+    struct lens_fev *v = f->ev >= 0 ? &b->fevs[f->ev] : NULL;
+    if (q->kind == LENS_REC_STOP && !f->stopped) {
+      f->stopped = 1, f->stop = q->ts;
+      if (v) lens_oneway_note(&v->pre, &v->post, LENS_ONEWAY_STEP_STOP, q->ts, q->ts);
+    } else if (q->kind == LENS_REC_STATE) {
+      lens_step_bounds_note(&f->bounds, q->state, q->ts);
+      if (v) lens_oneway_note(&v->pre, &v->post, q->state, q->ts, q->repeats ? q->last_ts : q->ts);
+    }
+    return 0;
+  }
+  struct lens_event *e = &m->events[idx];
+  if (q->kind == LENS_REC_STOP) {
+    if (e->flags & LENS_EVF_STOPPED_PRIV) {
+      e->flags |= LENS_EVF_DUP_STOP;
+      return 0;
+    }
+    e->flags |= LENS_EVF_STOPPED_PRIV;
+    e->stop_mono_ns = q->ts;
+    return 0;
+  }
+  if (q->repeats && fold_run(b, (int32_t)idx, q)) return 0;
+  struct lens_state_tmp *t = LENS_VEC_PUSH(b, b->states, b->n_states, cap_states);
+  if (!t) return lens_builder_oom(b);
+  t->event = (int32_t)idx;
+  t->s = (struct lens_state_ev){.ts_mono_ns = q->ts, .arg = q->arg, .state = q->state, .has_args = q->has_args,
+                                .last_mono_ns = q->repeats ? q->last_ts : q->ts, .count = q->repeats ? q->repeats : 1,
+                                .max_gap_ns = q->repeats ? q->max_gap_ns : 0};
+  if (e->type == LENS_T_KERNEL_CH && q->state == 22 && q->has_args && !e->p.kernel_ch.stop_gpu_ns)
+    e->p.kernel_ch.stop_gpu_ns = q->arg;
+  if (e->type == LENS_T_KERNEL_PHASE && q->state == 31 && q->has_args && !e->p.kernel_phase.stop_gpu_ns)
+    e->p.kernel_phase.stop_gpu_ns = q->arg;
+  return 0;
+}
+
+/* The records of a chunk are applied once the chunk is read, not queued
+ * for the whole file: the queue of a file was 56 bytes a record, 2.5
+ * records an event on real traces, and the peak of the load (issue 23).
+ * The result is the one of applying every record in file order after the
+ * file's STARTs: a record whose START is not read yet waits in the carry
+ * (applied at the end of the file, in order), and so does every later
+ * record of its id (the carried set), so an event's records still come in
+ * file order. Only ids started twice in a file (which a writer never does)
+ * may differ: records between the two STARTs go to the first. */
+int lens_apply_chunk(struct lens_builder *b) {
+  if (b->proc < 0) { /* probe files read no records */
+    b->n_pend = 0;
+    return 0;
+  }
+  if (lens_enter_ids(b)) return -1;
+  const struct lens_hash *h = &b->priv->events[b->proc];
   for (size_t i = 0; i < b->n_pend; i++) {
     const struct lens_pending *q = &b->pend[i];
     if (i + LENS_ID_AHEAD < b->n_pend)
       lens_hash_prefetch(h, lens_hash_scope((uint32_t)b->proc, q[LENS_ID_AHEAD].session), q[LENS_ID_AHEAD].id);
+    int64_t idx, dummy;
+    if (lens_hash_get(h, lens_hash_scope((uint32_t)b->proc, q->session), q->id, &idx) &&
+        !(b->carried.n && lens_hash_get(&b->carried, q->session, q->id, &dummy))) {
+      if (apply_one(b, q, idx)) return -1;
+      continue;
+    }
+    struct lens_pending *c = LENS_VEC_PUSH(b, b->carry, b->n_carry, cap_carry);
+    if (!c || lens_hash_put(&b->carried, q->session, q->id, 1)) return lens_builder_oom(b);
+    *c = *q;
+  }
+  b->n_pend = 0;
+  return 0;
+}
+
+int lens_apply_pending(struct lens_builder *b) {
+  struct lens_model *m = b->m;
+  if (lens_apply_chunk(b)) return -1; /* records read since the last chunk's end, if any */
+  const struct lens_hash *h = b->n_carry ? &b->priv->events[b->proc] : NULL;
+  for (size_t i = 0; i < b->n_carry; i++) {
+    const struct lens_pending *q = &b->carry[i];
     int64_t idx;
     if (!lens_hash_get(h, lens_hash_scope((uint32_t)b->proc, q->session), q->id, &idx)) {
       if (q->id) m->orphan_stops++; /* a NULL handle (NetPlugin) is not an orphan */
       continue;
     }
-    if (idx < 0) { /* a folded ProxyStep: its first stop, its phases' boundaries and its one-way evidence are kept */
-      struct lens_fstep *f = &b->fsteps[LENS_STEP_INDEX(idx)];
-      struct lens_fev *v = f->ev >= 0 ? &b->fevs[f->ev] : NULL;
-      if (q->kind == LENS_REC_STOP && !f->stopped) {
-        f->stopped = 1, f->stop = q->ts;
-        if (v) lens_oneway_note(&v->pre, &v->post, LENS_ONEWAY_STEP_STOP, q->ts, q->ts);
-      } else if (q->kind == LENS_REC_STATE) {
-        lens_step_bounds_note(&f->bounds, q->state, q->ts);
-        if (v) lens_oneway_note(&v->pre, &v->post, q->state, q->ts, q->repeats ? q->last_ts : q->ts);
-      }
-      continue;
-    }
-    struct lens_event *e = &m->events[idx];
-    if (q->kind == LENS_REC_STOP) {
-      if (e->flags & LENS_EVF_STOPPED_PRIV) {
-        e->flags |= LENS_EVF_DUP_STOP;
-        continue;
-      }
-      e->flags |= LENS_EVF_STOPPED_PRIV;
-      e->stop_mono_ns = q->ts;
-      continue;
-    }
-    if (q->repeats && fold_run(b, (int32_t)idx, q)) continue;
-    struct lens_state_tmp *t = LENS_VEC_PUSH(b, b->states, b->n_states, cap_states);
-    if (!t) return lens_builder_oom(b);
-    t->event = (int32_t)idx;
-    t->s = (struct lens_state_ev){.ts_mono_ns = q->ts, .arg = q->arg, .state = q->state, .has_args = q->has_args,
-                                  .last_mono_ns = q->repeats ? q->last_ts : q->ts, .count = q->repeats ? q->repeats : 1,
-                                  .max_gap_ns = q->repeats ? q->max_gap_ns : 0};
-    if (e->type == LENS_T_KERNEL_CH && q->state == 22 && q->has_args && !e->p.kernel_ch.stop_gpu_ns)
-      e->p.kernel_ch.stop_gpu_ns = q->arg;
-    if (e->type == LENS_T_KERNEL_PHASE && q->state == 31 && q->has_args && !e->p.kernel_phase.stop_gpu_ns)
-      e->p.kernel_phase.stop_gpu_ns = q->arg;
+    if (apply_one(b, q, idx)) return -1;
   }
-  b->n_pend = 0;
+  b->n_carry = 0;
+  lens_hash_free(&b->carried);
   for (size_t s = 0; s < b->n_sess && b->proc >= 0; s++) {
     struct lens_proc_session *ps = LENS_VEC_PUSH(b, b->priv->sessions, b->priv->n_sessions, priv->cap_sessions);
     if (!ps) return lens_builder_oom(b);

@@ -146,6 +146,35 @@ static void permute(struct lens_event *ev, const struct order_key *k, size_t n, 
   }
 }
 
+/* The loader's states (event, state) put in the order dest gives, then
+ * made the model's array of lens_state_ev in the same memory: a second
+ * array beside them was the largest allocation after the events at the
+ * peak of the load (issue 23). Swaps along the permutation's cycles, then
+ * each state moved down to its slot of the narrower type (slot i ends
+ * before state i+1 begins, so no state is overwritten before it moves),
+ * then the tail handed back. */
+static struct lens_state_ev *states_in_place(struct lens_state_tmp *t, uint32_t *dest, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    while (dest[i] != i) {
+      uint32_t j = dest[i];
+      struct lens_state_tmp x = t[i];
+      t[i] = t[j], t[j] = x;
+      dest[i] = dest[j], dest[j] = j;
+    }
+  _Static_assert(sizeof(struct lens_state_ev) <= sizeof(struct lens_state_tmp), "a state's slot never passes its source");
+  char *base = (char *)t;
+  for (size_t i = 0; i < n; i++) {
+    struct lens_state_ev s = t[i].s;
+    memcpy(base + i * sizeof s, &s, sizeof s);
+  }
+  if (!n) { /* as before: an array of one, unused */
+    free(t);
+    return malloc(sizeof(struct lens_state_ev));
+  }
+  struct lens_state_ev *st = realloc(t, n * sizeof *st);
+  return st ? st : (struct lens_state_ev *)(void *)base; /* a refused shrink keeps the block */
+}
+
 static int sort_and_link(struct lens_builder *b) {
   struct lens_model *m = b->m;
   size_t n = m->n_events;
@@ -153,15 +182,15 @@ static int sort_and_link(struct lens_builder *b) {
   int32_t *inv = malloc((n ? n : 1) * sizeof *inv);
   uint8_t *done = calloc(n ? n : 1, 1);
   uint32_t *cnt = calloc(n + 1, sizeof *cnt);
-  struct lens_state_ev *st = malloc((b->n_states ? b->n_states : 1) * sizeof *st);
-  if (!k || !inv || !done || !cnt || !st) {
-    free(k), free(inv), free(done), free(cnt), free(st);
+  if (!k || !inv || !done || !cnt) {
+    free(k), free(inv), free(done), free(cnt);
     return lens_builder_oom(b);
   }
   for (size_t i = 0; i < n; i++) k[i] = (struct order_key){m->events[i].proc, (int32_t)i, m->events[i].start_mono_ns};
   qsort(k, n, sizeof *k, cmp_order);
   for (size_t j = 0; j < n; j++) inv[k[j].idx] = (int32_t)j;
   struct lens_event *ev = m->events;
+  size_t n_states = b->n_states;
   permute(ev, k, n, done);
   for (size_t j = 0; j < n; j++) {
     if (ev[j].parent >= 0) ev[j].parent = inv[ev[j].parent];
@@ -181,9 +210,20 @@ static int sort_and_link(struct lens_builder *b) {
     ev[j].n_states = cnt[j + 1];
     cnt[j + 1] += cnt[j];
   }
-  for (size_t s = 0; s < b->n_states; s++) {
-    uint32_t *slot = &cnt[inv[b->states[s].event]];
-    st[(*slot)++] = b->states[s].s;
+  free(k); /* the sort's keys go before the states' destinations come */
+  uint32_t *dest = malloc((b->n_states ? b->n_states : 1) * sizeof *dest);
+  if (!dest) {
+    free(inv), free(done), free(cnt);
+    return lens_builder_oom(b);
+  }
+  for (size_t s = 0; s < b->n_states; s++) dest[s] = cnt[inv[b->states[s].event]]++;
+  struct lens_state_ev *st = states_in_place(b->states, dest, b->n_states);
+  b->states = NULL;
+  b->n_states = b->cap_states = 0;
+  free(dest);
+  if (!st) {
+    free(inv), free(done), free(cnt);
+    return lens_builder_oom(b);
   }
   struct lens_reader_priv *pv = b->priv;
   for (size_t p = 0; p < pv->n_events_hash; p++) {
@@ -193,8 +233,7 @@ static int sort_and_link(struct lens_builder *b) {
   }
   free(m->states);
   m->states = st;
-  m->n_states = b->n_states;
-  free(k);
+  m->n_states = n_states;
   free(inv);
   free(done);
   free(cnt);

@@ -150,8 +150,17 @@ static int outside(uint64_t s, uint64_t t, const struct lens_kernel *k, double b
   return s + tol < k->start_mono_ns || (t && t > k->end_mono_ns + tol);
 }
 
+/* How many KernelCh events m holds: the channel items' arrays are sized
+ * for them, not for every event (56 bytes an event, zeroed, was the
+ * largest allocation of the analyses on real traces; issue 23). */
+static size_t count_kch(const struct lens_model *m) {
+  size_t n = 0;
+  for (size_t i = 0; i < m->n_events; i++) n += m->events[i].type == LENS_T_KERNEL_CH;
+  return n;
+}
+
 void lens_gpu_flag(struct lens_model *m, struct lens_gpu_report *r) {
-  struct chan_item *it = calloc(m->n_events + 1, sizeof(*it));
+  struct chan_item *it = malloc((count_kch(m) + 1) * sizeof(*it)); /* every item used is written whole */
   size_t n = 0;
   struct lens_gpu_state *st = lens_gpu_state(m, 0); /* once: it takes a lock */
   const struct lens_gpu_report *rep = lens_gpu_report_get(m);
@@ -218,7 +227,7 @@ void lens_gpu_flag(struct lens_model *m, struct lens_gpu_report *r) {
  * clock fit, so a burst of ring overruns cannot drag the map. */
 uint8_t *lens_gpu_fit_exclusions(const struct lens_model *m) {
   uint8_t *ex = calloc(m->n_events + 1, 1);
-  struct chan_item *it = calloc(m->n_events + 1, sizeof(*it));
+  struct chan_item *it = malloc((count_kch(m) + 1) * sizeof(*it)); /* every item used is written whole */
   if (!ex || !it) {
     free(it);
     return ex; /* without the pre-pass the fit still works, less robustly */
