@@ -304,6 +304,7 @@ static int load_file(struct lens_builder *b, const char *path, uint64_t *done, u
            : b->win_mode == LENS_WIN_BUILD ? lens_build_packed_chunk(b, v[i].h, v[i].payload, v[i].len)
                                              : lens_read_packed_chunk(b, v[i].h, v[i].payload, v[i].len);
     if (!rc && !scan && b->n_pend + b->n_idq) rc = lens_apply_chunk(b);
+    if (!rc && scan && b->proc >= 0) rc = lens_win_chunk_end(b); /* where the load will apply records */
     step += v[i].len + sizeof(struct lens_chunk_hdr);
     if (progress && step > (16u << 20)) {
       *done += step;

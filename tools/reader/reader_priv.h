@@ -152,6 +152,8 @@ int lens_win_pend(struct lens_builder *b, uint32_t session, uint32_t kind, uint6
  * so the scan and the load see the same bytes); on the load they
  * pass to the caller. 0, or -1 with err set. */
 int lens_win_bytes(struct lens_builder *b, const char *path, uint8_t **addr, size_t *size);
+/* End of a chunk of the scanned file (where the loader applies its records). 0 or -1. */
+int lens_win_chunk_end(struct lens_builder *b);
 /* End of a scanned file: its origin evidence noted, its columns resolved. 0 or -1. */
 int lens_win_end_file(struct lens_builder *b);
 /* load.c: lens_model_load_ex with a window's read (win_mode; win NULL for

@@ -9,8 +9,11 @@
  *   1. the scan, file by file: its earliest START (the origin), what kinds
  *      of event it holds, and its columns: its STARTs and, per STOP/STATE
  *      record, the START it applies to, resolved as the loader resolves
- *      them (the latest START of an id takes its records and children; a
- *      START's first STOP is its stop). Then, from the columns, the
+ *      them (chunk by chunk: a record goes to the latest START of its id
+ *      read by the end of its chunk, else, with every later record of the
+ *      id, to the id's latest START at the end of the file; a START's
+ *      children to the latest START of its parent id; its first STOP is
+ *      its stop). Then, from the columns, the
  *      decisions: the STARTs in the window, and to those the events that
  *      decide their fields in the model: every ancestor (communicator,
  *      graph mark, missing-parent flag, the selection's groups), every
@@ -85,7 +88,8 @@ struct lens_win {
   /* The file being scanned. */
   struct dstart *t; size_t nt, cap_t;
   struct dpend *p; size_t np, cap_p;
-  struct lens_hash ids;
+  struct chunk_end { uint32_t nt, np; } *ce; size_t n_ce, cap_ce; /* the tables' sizes at each chunk's end */
+  struct lens_hash ids, carried;
   /* PXN parents asked of other processes: (pid, id), each once. */
   struct req *rq; size_t n_rq, cap_rq;
   struct lens_hash rq_set;
@@ -158,28 +162,64 @@ int lens_win_pend(struct lens_builder *b, uint32_t session, uint32_t kind, uint6
   return 0;
 }
 
+/* A chunk of the scanned file ends: the loader applies that chunk's records
+ * then (lens_apply_chunk), so the scan notes where. */
+int lens_win_chunk_end(struct lens_builder *b) {
+  struct lens_win *w = b->win;
+  if (w->too_many || (w->n_ce && w->ce[w->n_ce - 1].nt == w->nt && w->ce[w->n_ce - 1].np == w->np)) return 0;
+  struct chunk_end *c = LENS_VEC_PUSH(w, w->ce, w->n_ce, cap_ce);
+  if (!c) return lens_builder_oom(b);
+  *c = (struct chunk_end){(uint32_t)w->nt, (uint32_t)w->np};
+  return 0;
+}
+
+#define CARRIED (NONE - 1)
+
 /* The end of a file's scan: its STARTs and STOP/STATE records resolved as
- * the loader resolves them (the latest START of an id takes its records and
- * its children; a START's first STOP is its stop), kept as columns. */
+ * the loader resolves them (records.c, lens_apply_chunk): chunk by chunk,
+ * its STARTs entered at its end, then its records applied to the latest
+ * START of their id entered so far; a record of an id not started yet, and
+ * every later record of that id, waits to the end of the file and goes to
+ * the id's latest START then. A START's first STOP applied is its stop;
+ * a START's parent is the latest START of that id in the file. Kept as
+ * columns. */
 static int resolve_file(struct lens_win *w, struct win_file *f) {
   size_t n = w->nt;
   int64_t v;
   if (lens_hash_reserve(&w->ids, n)) return -1;
-  for (size_t i = 0; i < n; i++)
-    if (lens_hash_put(&w->ids, w->t[i].session, w->t[i].id, (int64_t)i)) return -1;
-  for (size_t i = 0; i < n; i++) {
-    struct dstart *d = &w->t[i];
-    if (d->parent && lens_hash_get(&w->ids, d->session, d->parent, &v)) d->up = (uint32_t)v;
-  }
   f->pend_of = malloc((w->np ? w->np : 1) * sizeof *f->pend_of);
   if (!f->pend_of) return -1;
-  for (size_t k = 0; k < w->np; k++) { /* in file order */
+  size_t ti = 0, pi = 0, n_carried = 0;
+  for (size_t c = 0; c <= w->n_ce; c++) {
+    size_t te = c < w->n_ce ? w->ce[c].nt : n, pe = c < w->n_ce ? w->ce[c].np : w->np;
+    for (; ti < te; ti++)
+      if (lens_hash_put(&w->ids, w->t[ti].session, w->t[ti].id, (int64_t)ti)) return -1;
+    for (; pi < pe; pi++) { /* in file order */
+      const struct dpend *q = &w->p[pi];
+      if (!(n_carried && lens_hash_get(&w->carried, q->session, q->id, &v)) &&
+          lens_hash_get(&w->ids, q->session, q->id, &v)) {
+        f->pend_of[pi] = (uint32_t)v;
+        struct dstart *d = &w->t[v];
+        if (q->kind == LENS_REC_STOP && !d->stopped) d->stopped = 1, d->stop = q->ts;
+        continue;
+      }
+      f->pend_of[pi] = CARRIED;
+      n_carried++;
+      if (lens_hash_put(&w->carried, q->session, q->id, 1)) return -1;
+    }
+  }
+  for (size_t k = 0; n_carried && k < w->np; k++) { /* the carried ones, in file order, after all */
+    if (f->pend_of[k] != CARRIED) continue;
     const struct dpend *q = &w->p[k];
     f->pend_of[k] = NONE;
     if (!lens_hash_get(&w->ids, q->session, q->id, &v)) continue;
     f->pend_of[k] = (uint32_t)v;
     struct dstart *d = &w->t[v];
     if (q->kind == LENS_REC_STOP && !d->stopped) d->stopped = 1, d->stop = q->ts;
+  }
+  for (size_t i = 0; i < n; i++) {
+    struct dstart *d = &w->t[i];
+    if (d->parent && lens_hash_get(&w->ids, d->session, d->parent, &v)) d->up = (uint32_t)v;
   }
   /* The columns are the file's (at their size); the scan's tables start
    * empty for the next file. */
@@ -302,8 +342,9 @@ int lens_win_end_file(struct lens_builder *b) {
   int rc = 0;
   if (!w->too_many && b->proc >= 0) rc = resolve_file(w, f);
   /* The next file's tables start empty (their memory is the largest file's). */
-  w->nt = w->np = 0;
+  w->nt = w->np = w->n_ce = 0;
   lens_hash_free(&w->ids);
+  lens_hash_free(&w->carried);
   return rc ? lens_builder_oom(b) : 0;
 }
 
@@ -325,8 +366,10 @@ static void win_free(struct lens_win *w) {
   free(w->f);
   free(w->t);
   free(w->p);
+  free(w->ce);
   free(w->rq);
   lens_hash_free(&w->ids);
+  lens_hash_free(&w->carried);
   lens_hash_free(&w->rq_set);
 }
 
