@@ -88,17 +88,26 @@ int lens_read_packed_chunk(struct lens_builder *b, const struct lens_chunk_hdr *
  * a multiple of 8 ends the chunk there as it ends lens_read_events_chunk's
  * walk. Decoded STARTs, STOPs and STATEs are well formed by construction
  * (lens_unpack_next), and their fields are the ones lens_unpack writes. */
-int lens_scan_packed_chunk(struct lens_builder *b, const struct lens_chunk_hdr *hp, const uint8_t *p, uint32_t len) {
-  struct lens_chunk_hdr h;
-  memcpy(&h, hp, sizeof h);
-  struct lens_packed_hdr ph;
+/* A window's packed chunk opened: its header copied, its varint stream
+ * unzstd'd, a cursor on it. 1, 0 (nothing to read: counted bad) or -1. */
+static int open_packed(struct lens_builder *b, const struct lens_chunk_hdr *hp, const uint8_t *p, uint32_t len,
+                       struct lens_chunk_hdr *h, struct lens_packed_hdr *ph, struct lens_unpack_cur *c) {
+  memcpy(h, hp, sizeof *h);
   const uint8_t *body;
   size_t body_len;
-  int r = lens_unpack_body(&b->unpacker, p, len, &b->m->bad_records, &ph, &body, &body_len);
+  int r = lens_unpack_body(&b->unpacker, p, len, &b->m->bad_records, ph, &body, &body_len);
   if (r <= 0) return r < 0 ? lens_builder_oom(b) : 0;
+  lens_unpack_init(c, body, body_len, ph->raw_bytes);
+  return 1;
+}
+
+int lens_scan_packed_chunk(struct lens_builder *b, const struct lens_chunk_hdr *hp, const uint8_t *p, uint32_t len) {
+  struct lens_chunk_hdr h;
+  struct lens_packed_hdr ph;
   struct lens_unpack_cur c;
+  int r = open_packed(b, hp, p, len, &h, &ph, &c);
+  if (r <= 0) return r;
   struct lens_unpacked u = {0}; /* every field set by lens_unpack_next before a use; said for the compiler */
-  lens_unpack_init(&c, body, body_len, ph.raw_bytes);
   for (uint32_t n = 0; n < ph.count && lens_unpack_next(&c, &u); n++) {
     if (u.size < sizeof(struct lens_rec_hdr) || (u.size & 7)) break;
     int w;
@@ -125,19 +134,15 @@ int lens_scan_packed_chunk(struct lens_builder *b, const struct lens_chunk_hdr *
  * 8 to the end (lens_read_events_chunk's). */
 int lens_build_packed_chunk(struct lens_builder *b, const struct lens_chunk_hdr *hp, const uint8_t *p, uint32_t len) {
   struct lens_chunk_hdr h;
-  memcpy(&h, hp, sizeof h);
   struct lens_packed_hdr ph;
-  const uint8_t *body;
-  size_t body_len;
-  int r = lens_unpack_body(&b->unpacker, p, len, &b->m->bad_records, &ph, &body, &body_len);
-  if (r <= 0) return r < 0 ? lens_builder_oom(b) : 0;
+  struct lens_unpack_cur c;
+  int r = open_packed(b, hp, p, len, &h, &ph, &c);
+  if (r <= 0) return r;
   int32_t thread = lens_chunk_thread(b, h.session, ph.slot);
   if (thread < 0) return lens_builder_oom(b);
   /* One decoded record in fixed form: at most a START with the largest payload. */
   uint64_t rec[(sizeof(struct lens_rec_start) + 4 * LENS_PACK_MAX_PAYLOAD_WORDS) / 8 + 1];
-  struct lens_unpack_cur c;
   struct lens_unpacked u = {0}; /* every field set by lens_unpack_next before a use; said for the compiler */
-  lens_unpack_init(&c, body, body_len, ph.raw_bytes);
   uint32_t n = 0, end = UINT32_MAX;
   for (; n < ph.count && lens_unpack_next(&c, &u); n++) {
     if (end != UINT32_MAX) continue; /* past the end of the walk: counted below */
