@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lens_registry_text.h"
 #include "lens_safe_fs.h"
 #include "log.h"
 #include "nccl-lens/live.h"
@@ -70,15 +71,16 @@ static int same_process_runs(long pid, uint64_t start_ticks) {
   return !start_ticks || t == start_ticks;
 }
 
-/* A .reg file: its pidns and start lines (registry.h). 1 = stale. */
+/* A .reg file: its pidns and start lines (registry.h), read by the parser
+ * `nccl-lens sched` uses (lens_registry_text.h). 1 = stale. */
 static int reg_stale(int dfd, const char *name, long pid, uint64_t self_ns) {
   char buf[4096], why[64];
+  struct lens_registry_id id;
   if (lens_file_read_text(dfd, name, geteuid(), buf, sizeof buf, why, sizeof why) < 0) return 0;
-  const char *ns = strstr(buf, "\npidns ");
-  const char *st = strstr(buf, "\nstart ");
-  if (!ns || !st) return 0; /* written by an older plugin or another namespace: not ours to judge */
-  if (strtoull(ns + 7, NULL, 10) != self_ns) return 0;
-  return !same_process_runs(pid, strtoull(st + 7, NULL, 10));
+  if (lens_registry_parse_id(buf, &id) || !id.has_pidns || !id.has_start)
+    return 0; /* written by an older plugin or another namespace: not ours to judge */
+  if (id.pidns != self_ns) return 0;
+  return !same_process_runs(pid, id.start_ticks);
 }
 
 /* A .live page: its process's identity from the header. 1 = stale. */

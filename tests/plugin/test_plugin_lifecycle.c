@@ -4,6 +4,7 @@
  * the trace the child left. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -20,6 +21,7 @@
 
 #include <cmocka.h>
 
+#include "lens_safe_fs.h"
 #include "lensread.h"
 #include "plugin_driver.h"
 #include "trace_walk.h"
@@ -321,6 +323,54 @@ static void test_reopen_over_damaged_header(void **state) {
   lens_model_free(m);
 }
 
+/* ---- the registry directory's stale files, swept when a session opens
+ * (plugin/writer/regdir.c, read by lens_registry_parse_id, the parser
+ * `nccl-lens sched` uses): a .reg whose process is gone (no such pid, or the
+ * pid of another process by its start ticks) goes; one of a running process
+ * and one without identity lines (an older plugin's) stay ---- */
+static void put_reg(const char *dir, long pid, const char *text) {
+  char path[256];
+  snprintf(path, sizeof path, "%s/%ld.reg", dir, pid);
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+  close(fd);
+}
+
+static int reg_exists(const char *dir, long pid) {
+  char path[256];
+  snprintf(path, sizeof path, "%s/%ld.reg", dir, pid);
+  return access(path, F_OK) == 0;
+}
+
+static void test_sweep_stale_registry(void **state) {
+  (void)state;
+  char dir[128], text[512];
+  make_tmp_dir(dir, sizeof dir, "sweep");
+  chmod(dir, 0700);
+  unsigned long long ns = (unsigned long long)lens_proc_ns(0, "pid");
+  long gone = 4190001;
+  while (kill((pid_t)gone, 0) == 0 || errno != ESRCH) gone++; /* a pid nobody holds */
+  snprintf(text, sizeof text, "nccl-lens-registry 1\npid %ld\nstart 123\npidns %llu\n", gone, ns);
+  put_reg(dir, gone, text);
+  snprintf(text, sizeof text, "nccl-lens-registry 1\npid 1\nstart %llu\npidns %llu\n",
+           (unsigned long long)lens_proc_start_ticks(1) + 1, ns); /* pid 1 runs, but started at another tick */
+  put_reg(dir, 1, text);
+  long me = (long)getpid(); /* this test runs while the child sweeps */
+  snprintf(text, sizeof text, "nccl-lens-registry 1\npid %ld\nstart %llu\npidns %llu\n", me,
+           (unsigned long long)lens_proc_start_ticks((int)me), ns);
+  put_reg(dir, me, text);
+  put_reg(dir, gone + 1, "nccl-lens-registry 1\npid 5\nthread 5 5 1 0 0\n"); /* no identity lines */
+  int st;
+  run_child(dir, body_basic, &st);
+  assert_true(WIFEXITED(st));
+  assert_int_equal(WEXITSTATUS(st), 0);
+  assert_false(reg_exists(dir, gone));
+  assert_false(reg_exists(dir, 1));
+  assert_true(reg_exists(dir, me));
+  assert_true(reg_exists(dir, gone + 1));
+}
+
 /* ---- exit without finalize ---- */
 static int body_exit_no_fini(const char *dir) {
   if (plugin_open(&g_p, plugin_path())) return 30;
@@ -547,6 +597,7 @@ int main(void) {
       cmocka_unit_test(test_basic_session),
       cmocka_unit_test(test_concurrent_and_reopen),
       cmocka_unit_test(test_reopen_over_damaged_header),
+      cmocka_unit_test(test_sweep_stale_registry),
       cmocka_unit_test(test_exit_without_finalize),
       cmocka_unit_test(test_sigkill_leaves_readable_file),
       cmocka_unit_test(test_fork_with_open_session),

@@ -187,8 +187,8 @@ static void test_registry_identity(void **state) {
 
   /* Hostile numbers: signs, overflow, trailing text; a tid of another
    * process is never matched (only /proc/<pid>/task says which are ours). */
-  struct lens_sched_registry_id id;
-  assert_int_equal(lens_sched_parse_registry_id("nccl-lens-registry 1\npid -5\nstart 99999999999999999999999\n"
+  struct lens_registry_id id;
+  assert_int_equal(lens_registry_parse_id("nccl-lens-registry 1\npid -5\nstart 99999999999999999999999\n"
                                                 "pidns 12x\n", &id), 0);
   assert_false(id.has_pid || id.has_start || id.has_pidns);
   snprintf(text, sizeof text, "nccl-lens-registry 1\npid %d\nthread 1 1 2 0 0\nthread -3 4 2 0 0\n"

@@ -39,7 +39,7 @@ static void test_parse_registry(void **state) {
   struct seen s = {0};
   const char *text = "nccl-lens-registry 1\npid 7\nnspid 4000 7\ntrace /tmp/x.lens\n"
                      "future-field whatever\nthread 8 4001 2 0 0\nthread 9 4002 0x3 -1 -1\nthread bad\n";
-  assert_int_equal(lens_sched_parse_registry(text, on_thread, &s), 2);
+  assert_int_equal(lens_registry_parse_threads(text, on_thread, &s), 2);
   assert_int_equal(s.n, 2);
   assert_int_equal(s.tid[0], 8);
   assert_int_equal(s.outer[0], 4001);
@@ -47,8 +47,8 @@ static void test_parse_registry(void **state) {
   assert_int_equal(s.tid[1], 9);
   assert_int_equal(s.roles[1], LENS_ROLE_PROXY | LENS_ROLE_APP);
   s.n = 0;
-  assert_int_equal(lens_sched_parse_registry("nccl-lens-registryX 1\nthread 1 1 2 0 0\n", on_thread, &s), -1);
-  assert_int_equal(lens_sched_parse_registry("hello\n", on_thread, &s), -1);
+  assert_int_equal(lens_registry_parse_threads("nccl-lens-registryX 1\nthread 1 1 2 0 0\n", on_thread, &s), -1);
+  assert_int_equal(lens_registry_parse_threads("hello\n", on_thread, &s), -1);
   assert_int_equal(s.n, 0);
 }
 

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lens_registry_text.h" /* struct lens_registry_id, the registry parsers */
+
 #define LENS_SCHED_MAX_TIDS 1024
 #define LENS_SCHED_MAX_TASKS 65536 /* /proc/<pid>/task entries read per scan at most */
 #define LENS_SCHED_SCAN_MAX 16384  /* registry directory entries looked at per scan at most */
@@ -47,20 +49,12 @@ void lens_sched_registry_dir(int host_pid, const char *registry_dir, char *out, 
 /* The same plus /<ns_pid>.reg. */
 void lens_sched_registry_path(int host_pid, uint32_t ns_pid, const char *registry_dir, char *out, size_t len);
 
-/* The identity lines of a registry (all in the writer's own namespace). */
-struct lens_sched_registry_id {
-  uint32_t pid;
-  uint64_t start_ticks, pidns;
-  int has_pid, has_start, has_pidns;
-};
-/* Fills id from registry text; -1 if not a registry. */
-int lens_sched_parse_registry_id(const char *text, struct lens_sched_registry_id *id);
 /* 0 if a registry read through /proc/<host_pid>/root can be the process's
  * own: its pid is ns_pid, its pidns the inode of /proc/<host_pid>/ns/pid and
  * its start the process's start ticks (compared only when we share its time
  * namespace: /proc/<pid>/stat is shifted into the reader's). Lines a plugin
  * did not write are not checked. -1 with why otherwise. */
-int lens_sched_registry_matches(int host_pid, uint32_t ns_pid, const struct lens_sched_registry_id *id, char *why,
+int lens_sched_registry_matches(int host_pid, uint32_t ns_pid, const struct lens_registry_id *id, char *why,
                                 size_t why_len);
 
 /* Fills t->tids from its registry (threads with LENS_ROLE_PROXY or, on NCCL >= 2.31,
@@ -73,12 +67,6 @@ int lens_sched_registry_matches(int host_pid, uint32_t ns_pid, const struct lens
  * against /proc/<pid>/task again only once a second (threads that exited). */
 int lens_sched_target_refresh(struct lens_sched_target *t, const char *registry_dir, int all_threads,
                               char *err, size_t err_len);
-
-/* Parses registry text. Calls fn(ctx, tid, outer_tid, roles) per thread line;
- * returns the number of thread lines, or -1 if the text is not a registry. */
-int lens_sched_parse_registry(const char *text, void (*fn)(void *ctx, uint32_t tid, uint32_t outer_tid,
-                                                           uint32_t roles),
-                              void *ctx);
 
 /* Host tid of the thread whose innermost-namespace tid is ns_tid in process
  * host_pid (scans /proc/<pid>/task/ * /status NSpid). 0 if not found. */
