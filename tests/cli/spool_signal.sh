@@ -30,8 +30,13 @@ for sig in TERM PIPE; do
   exec 3<"$t/fifo" # the read end, never read: the export blocks once 64 KiB are in the pipe
   wait_spool
   [ -n "$(ls -A "$t/tmp")" ] || fail "$sig: nothing spooled before the signal"
-  if [ $sig = TERM ]; then kill -TERM $pid; fi
-  exec 3<&- # SIGTERM's case: closed after it; SIGPIPE's: this closing is the signal
+  if [ $sig = TERM ]; then
+    kill -TERM $pid
+    # the read end stays open until the export is gone (closed early, a
+    # SIGPIPE could end it first where signals are delivered late: TSan)
+    for _ in $(seq 200); do kill -0 $pid 2>/dev/null || break; sleep 0.05; done
+  fi
+  exec 3<&- # SIGPIPE's case: this closing is the signal
   wait $pid
   rc=$?
   want=$((128 + $(kill -l $sig)))
