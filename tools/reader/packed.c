@@ -101,6 +101,19 @@ static int open_packed(struct lens_builder *b, const struct lens_chunk_hdr *hp, 
   return 1;
 }
 
+/* The window's hook for one decoded START, STOP or STATE record, given as
+ * lens_read_events_chunk would give it: lens_win_start or lens_win_pend's
+ * answer; a START of an unknown type answers unknown (the scan takes none,
+ * the build passes it on to be counted as the reader counts it). */
+static int win_ask(struct lens_builder *b, uint32_t session, const struct lens_unpacked *u, int unknown) {
+  if (u->kind != LENS_REC_START) return lens_win_pend(b, session, u->kind, u->id, u->ts);
+  if (u->type >= LENS_T_COUNT) return unknown;
+  struct lens_rec_start s = {.h = {.size = (uint16_t)u->size, .kind = LENS_REC_START, .type = (uint8_t)u->type,
+                                   .aux = u->aux},
+                             .id = u->id, .parent = u->parent, .context = u->ctx, .ts = u->ts, .rank = u->rank};
+  return lens_win_start(b, session, &s, (const uint8_t *)u->payload, u->pbytes);
+}
+
 int lens_scan_packed_chunk(struct lens_builder *b, const struct lens_chunk_hdr *hp, const uint8_t *p, uint32_t len) {
   struct lens_chunk_hdr h;
   struct lens_packed_hdr ph;
@@ -110,17 +123,7 @@ int lens_scan_packed_chunk(struct lens_builder *b, const struct lens_chunk_hdr *
   struct lens_unpacked u = {0}; /* every field set by lens_unpack_next before a use; said for the compiler */
   for (uint32_t n = 0; n < ph.count && lens_unpack_next(&c, &u); n++) {
     if (u.size < sizeof(struct lens_rec_hdr) || (u.size & 7)) break;
-    int w;
-    if (u.kind == 0) {
-      w = lens_read_record(b, h.session, -1, u.raw, u.size);
-    } else if (u.kind == LENS_REC_START) {
-      struct lens_rec_start s = {.h = {.size = (uint16_t)u.size, .kind = LENS_REC_START, .type = (uint8_t)u.type,
-                                       .aux = u.aux},
-                                 .id = u.id, .parent = u.parent, .context = u.ctx, .ts = u.ts, .rank = u.rank};
-      w = u.type < LENS_T_COUNT ? lens_win_start(b, h.session, &s, (const uint8_t *)u.payload, u.pbytes) : 0;
-    } else {
-      w = lens_win_pend(b, h.session, u.kind, u.id, u.ts);
-    }
+    int w = u.kind == 0 ? lens_read_record(b, h.session, -1, u.raw, u.size) : win_ask(b, h.session, &u, 0);
     if (w < 0) return -1;
   }
   return 0;
@@ -154,15 +157,7 @@ int lens_build_packed_chunk(struct lens_builder *b, const struct lens_chunk_hdr 
       if (lens_read_record(b, h.session, thread, u.raw, u.size)) return -1;
       continue;
     }
-    int w;
-    if (u.kind == LENS_REC_START) {
-      struct lens_rec_start s = {.h = {.size = (uint16_t)u.size, .kind = LENS_REC_START, .type = (uint8_t)u.type,
-                                       .aux = u.aux},
-                                 .id = u.id, .parent = u.parent, .context = u.ctx, .ts = u.ts, .rank = u.rank};
-      w = u.type < LENS_T_COUNT ? lens_win_start(b, h.session, &s, (const uint8_t *)u.payload, u.pbytes) : 1;
-    } else {
-      w = lens_win_pend(b, h.session, u.kind, u.id, u.ts);
-    }
+    int w = win_ask(b, h.session, &u, 1);
     if (w < 0) return -1;
     if (!w) continue;
     lens_unpacked_write(&u, (uint8_t *)rec);

@@ -175,6 +175,15 @@ int lens_win_chunk_end(struct lens_builder *b) {
 
 #define CARRIED (NONE - 1)
 
+/* STOP/STATE record k of the scanned file goes to START v: the first STOP
+ * a START gets is its stop. */
+static void pend_to(struct lens_win *w, struct win_file *f, size_t k, int64_t v) {
+  const struct dpend *q = &w->p[k];
+  struct dstart *d = &w->t[v];
+  f->pend_of[k] = (uint32_t)v;
+  if (q->kind == LENS_REC_STOP && !d->stopped) d->stopped = 1, d->stop = q->ts;
+}
+
 /* The end of a file's scan: its STARTs and STOP/STATE records resolved as
  * the loader resolves them (records.c, lens_apply_chunk): chunk by chunk,
  * its STARTs entered at its end, then its records applied to the latest
@@ -198,9 +207,7 @@ static int resolve_file(struct lens_win *w, struct win_file *f) {
       const struct dpend *q = &w->p[pi];
       if (!(n_carried && lens_hash_get(&w->carried, q->session, q->id, &v)) &&
           lens_hash_get(&w->ids, q->session, q->id, &v)) {
-        f->pend_of[pi] = (uint32_t)v;
-        struct dstart *d = &w->t[v];
-        if (q->kind == LENS_REC_STOP && !d->stopped) d->stopped = 1, d->stop = q->ts;
+        pend_to(w, f, pi, v);
         continue;
       }
       f->pend_of[pi] = CARRIED;
@@ -212,10 +219,7 @@ static int resolve_file(struct lens_win *w, struct win_file *f) {
     if (f->pend_of[k] != CARRIED) continue;
     const struct dpend *q = &w->p[k];
     f->pend_of[k] = NONE;
-    if (!lens_hash_get(&w->ids, q->session, q->id, &v)) continue;
-    f->pend_of[k] = (uint32_t)v;
-    struct dstart *d = &w->t[v];
-    if (q->kind == LENS_REC_STOP && !d->stopped) d->stopped = 1, d->stop = q->ts;
+    if (lens_hash_get(&w->ids, q->session, q->id, &v)) pend_to(w, f, k, v);
   }
   for (size_t i = 0; i < n; i++) {
     struct dstart *d = &w->t[i];
