@@ -1,9 +1,9 @@
 /* See columns.h. One pass over a file's chunks (chunk_stream.h): metadata
  * as it comes, EVENTS (and EVENTS_PACKED, unpacked into fixed records in a
  * reused buffer) record by record. A START is appended to its type's
- * columns and its index to its thread slot's sequence array; a STOP or
- * STATE finds its event there by its id's sequence number, usually near
- * the end of the array, in cache. A STOP, STATE or parent that names an
+ * columns and its index to the id table (id_seq.h: its thread slot's
+ * array by sequence number); a STOP or STATE finds its event there by its
+ * id's sequence number, usually near the end of the array, in cache. A STOP, STATE or parent that names an
  * event not read yet (recorded by another thread whose chunk comes later)
  * waits until the end of the file, then is resolved or counted as the
  * general model counts it. */
@@ -17,21 +17,12 @@
 #include <zstd.h>
 
 #include "chunk_stream.h"
+#include "id_seq.h"
 #include "lens_pack.h"
 #include "lens_unpack.h"
 #include "reader_priv.h"
 
 #define READ_BLOCK (1u << 20) /* bytes read at a time: a few chunks, in cache */
-#define SEQ_GAP 64             /* a START this far past its slot's last extends the array (holes stay empty) */
-#define MAX_SEGS 16            /* sequence restarts per slot kept as arrays; more go to a hash */
-#define NO_IDX UINT32_MAX
-
-/* One thread slot's STARTs of one session: event index by sequence number,
- * in runs of consecutive numbers (a new run where the sequence jumps back
- * or far ahead), and the id's top byte (tag, REMOTE, type): slot, sequence
- * and top byte are the whole id, so a match needs no load of the id column. */
-struct seg { uint64_t first; uint32_t n, cap; uint32_t *idx; uint8_t *top; };
-struct slotmap { struct seg segs[MAX_SEGS]; uint32_t n_segs; };
 
 /* A STOP or STATE read before its START, or a parent not read yet. */
 struct later {
@@ -48,12 +39,10 @@ struct lens_cols_priv {
   uint32_t file;
   struct lens_hash cur_thread; /* (session, slot) -> thread index owning the slot now */
   struct lens_hash comm_of;    /* (session, context) -> comm index */
-  struct lens_hash slot_of;    /* (session, slot) -> slotmap index */
-  struct lens_hash overflow;   /* (session, id) -> LENS_COL_REF, ids that fit no run */
-  struct slotmap *maps;
-  size_t n_maps, cap_maps;
-  uint64_t last_key;
-  struct slotmap *last_map;
+  /* (session, id) -> the event's index in its type's columns, its type
+   * the id's (LENS_ID_TYPE); -2 - LENS_COL_REF for an id that names
+   * another type than its record's. */
+  struct lens_idseq ids;
   /* A type's first column capacity, from the first file's size (an event
    * takes at least a byte on disk, zstd included): 64 Ki events for a
    * busy trace, as before; a small one (a probe trace, a fuzz case) no
@@ -108,117 +97,27 @@ static int grow_type(struct lens_cols_type *t, unsigned type, size_t first_cap) 
   return 0;
 }
 
-/* ---- ids by thread sequence ---- */
-
-static struct slotmap *slot_map_slow(struct lens_cols_priv *pv, uint64_t key, int create) {
-  int64_t v;
-  if (!lens_hash_get(&pv->slot_of, 0, key, &v)) {
-    if (!create) return NULL;
-    if (pv->n_maps == pv->cap_maps) {
-      size_t cap = pv->cap_maps ? pv->cap_maps * 2 : 64;
-      if (grow((void **)&pv->maps, cap, sizeof *pv->maps)) return NULL;
-      pv->cap_maps = cap;
-    }
-    memset(&pv->maps[pv->n_maps], 0, sizeof *pv->maps);
-    v = (int64_t)pv->n_maps++;
-    if (lens_hash_put(&pv->slot_of, 0, key, v)) return NULL;
-  }
-  pv->last_key = key;
-  pv->last_map = &pv->maps[v];
-  return pv->last_map;
-}
-
-/* Most records name an event of the slot the one before named. */
-static inline struct slotmap *slot_map(struct lens_cols_priv *pv, uint32_t session, uint32_t slot, int create) {
-  uint64_t key = (uint64_t)session << 16 | slot;
-  if (__builtin_expect(pv->last_map && pv->last_key == key, 1)) return pv->last_map;
-  return slot_map_slow(pv, key, create);
-}
+/* ---- ids by thread sequence (id_seq.h) ---- */
 
 /* Enters a START. 0, or -1 (no memory). */
-static int enter_id_slow(struct lens_cols_priv *pv, uint32_t session, uint64_t id, unsigned type, size_t idx) {
-  struct slotmap *m = slot_map(pv, session, LENS_ID_SLOT(id), 1);
-  if (!m) return -1;
-  uint64_t seq = LENS_ID_SEQ(id);
-  struct seg *s = m->n_segs ? &m->segs[m->n_segs - 1] : NULL;
-  if (LENS_ID_TYPE(id) != type) /* a record whose id names another type: by its whole id */
-    return lens_hash_put(&pv->overflow, session, id, LENS_COL_REF(type, idx));
-  if (!s || seq < s->first + s->n || seq - (s->first + s->n) > SEQ_GAP) {
-    if (m->n_segs == MAX_SEGS || idx >= NO_IDX) /* ids all over the place: not a writer's sequence */
-      return lens_hash_put(&pv->overflow, session, id, LENS_COL_REF(type, idx));
-    s = &m->segs[m->n_segs++];
-    memset(s, 0, sizeof *s);
-    s->first = seq;
-  }
-  size_t need = (size_t)(seq - s->first) + 1;
-  if (need > s->cap) {
-    size_t cap = s->cap ? s->cap : 256;
-    while (cap < need) cap *= 2;
-    if (grow((void **)&s->idx, cap, sizeof *s->idx) || grow((void **)&s->top, cap, 1)) return -1;
-    s->cap = (uint32_t)cap;
-  }
-  while (s->n + 1 < need) s->idx[s->n++] = NO_IDX; /* numbers used by records dropped in the ring */
-  s->idx[s->n] = (uint32_t)idx;
-  s->top[s->n++] = (uint8_t)(id >> 56);
-  return 0;
-}
-
-/* Nearly every START is the next number of its slot's latest run, with
- * room: appended inline, no call. */
 static inline int enter_id(struct lens_cols_priv *pv, uint32_t session, uint64_t id, unsigned type, size_t idx) {
-  struct slotmap *m = slot_map(pv, session, LENS_ID_SLOT(id), 0);
-  if (__builtin_expect(m && m->n_segs && LENS_ID_TYPE(id) == type && idx < NO_IDX, 1)) {
-    struct seg *s = &m->segs[m->n_segs - 1];
-    if (__builtin_expect(LENS_ID_SEQ(id) == s->first + s->n && s->n < s->cap, 1)) {
-      s->idx[s->n] = (uint32_t)idx;
-      s->top[s->n++] = (uint8_t)(id >> 56);
-      return 0;
-    }
-  }
-  return enter_id_slow(pv, session, id, type, idx);
-}
-
-static int64_t find_id_slow(const struct lens_cols *c, struct lens_cols_priv *pv, const struct slotmap *m,
-                            uint32_t session, uint64_t id) {
-  uint64_t seq = LENS_ID_SEQ(id);
-  for (uint32_t k = m ? m->n_segs : 0; k-- > 0;) {
-    const struct seg *s = &m->segs[k];
-    if (seq - s->first >= s->n) continue;
-    uint32_t i = s->idx[seq - s->first];
-    if (i != NO_IDX && s->top[seq - s->first] == (uint8_t)(id >> 56)) return LENS_COL_REF(LENS_ID_TYPE(id), i);
-  }
-  int64_t v;
-  if (pv->overflow.n && lens_hash_get(&pv->overflow, session, id, &v)) return v;
-  return LENS_COL_NONE;
+  int64_t v = __builtin_expect(LENS_ID_TYPE(id) == type, 1) ? (int64_t)idx : -2 - LENS_COL_REF(type, idx);
+  return lens_idseq_put(&pv->ids, session, id, v);
 }
 
 /* The event an id names in this file and session: LENS_COL_REF, or
- * LENS_COL_NONE. First where it nearly always is: the slot's latest run. */
-static inline int64_t find_id(const struct lens_cols *c, struct lens_cols_priv *pv, uint32_t session, uint64_t id) {
-  struct slotmap *m = slot_map(pv, session, LENS_ID_SLOT(id), 0);
-  if (__builtin_expect(m && m->n_segs, 1)) {
-    const struct seg *s = &m->segs[m->n_segs - 1];
-    uint64_t k = LENS_ID_SEQ(id) - s->first;
-    if (__builtin_expect(k < s->n, 1)) {
-      uint32_t i = s->idx[k];
-      if (__builtin_expect(i != NO_IDX && s->top[k] == (uint8_t)(id >> 56), 1)) return LENS_COL_REF(LENS_ID_TYPE(id), i);
-    }
-  }
-  return find_id_slow(c, pv, m, session, id);
+ * LENS_COL_NONE. */
+static inline int64_t find_id(struct lens_cols_priv *pv, uint32_t session, uint64_t id) {
+  int64_t v;
+  if (!lens_idseq_get(&pv->ids, session, id, &v)) return LENS_COL_NONE;
+  return v >= 0 ? LENS_COL_REF(LENS_ID_TYPE(id), v) : -2 - v;
 }
 
 static void free_file_state(struct lens_cols_priv *pv) {
-  for (size_t i = 0; i < pv->n_maps; i++)
-    for (uint32_t k = 0; k < pv->maps[i].n_segs; k++) free(pv->maps[i].segs[k].idx), free(pv->maps[i].segs[k].top);
-  free(pv->maps);
-  pv->maps = NULL;
-  pv->n_maps = pv->cap_maps = 0;
-  pv->last_map = NULL;
+  lens_idseq_free(&pv->ids);
   pv->last_ctx_ok = 0;
   lens_hash_free(&pv->cur_thread);
   lens_hash_free(&pv->comm_of);
-  lens_hash_free(&pv->slot_of);
-  lens_hash_free(&pv->overflow);
   free(pv->later);
   pv->later = NULL;
   pv->n_later = pv->cap_later = 0;
@@ -381,7 +280,7 @@ static inline __attribute__((always_inline)) int on_start_f(struct lens_cols *c,
     if (type == LENS_T_PROXY_OP && (flags & LENS_COLF_REMOTE) && (uint32_t)op_pid != f->pid) {
       flags |= LENS_COLF_PARENT_REMOTE; /* a peer's Coll/P2p: in its own trace */
     } else {
-      int64_t p = find_id(c, pv, session, s.parent);
+      int64_t p = find_id(pv, session, s.parent);
       if (p != LENS_COL_NONE) t->parent[i] = p;
       else if (push_later(pv, &(struct later){.id = s.parent, .session = session, .type = type, .idx = i}))
         return -1;
@@ -413,7 +312,7 @@ static inline uint32_t ld32(const uint8_t *p) {
 static inline int on_stop_state_f(struct lens_cols *c, uint32_t session, int stop, uint64_t id, uint64_t ts,
                                   uint32_t state, uint64_t arg, uint32_t has_args, uint32_t repeats) {
   struct lens_cols_priv *pv = c->priv;
-  int64_t e = find_id(c, pv, session, id);
+  int64_t e = find_id(pv, session, id);
   if (e == LENS_COL_NONE) {
     if (!id) return 0; /* a NULL handle (NetPlugin) */
     return push_later(pv, &(struct later){.id = id, .ts = ts, .arg = arg, .session = session, .state = state,
@@ -529,7 +428,7 @@ static void resolve_later(struct lens_cols *c) {
   struct lens_cols_file *f = &c->files[pv->file];
   for (size_t i = 0; i < pv->n_later; i++) {
     const struct later *l = &pv->later[i];
-    int64_t e = find_id(c, pv, l->session, l->id);
+    int64_t e = find_id(pv, l->session, l->id);
     if (l->kind == 0) { /* a parent */
       struct lens_cols_type *t = &c->t[l->type];
       if (e != LENS_COL_NONE && e != LENS_COL_REF(l->type, l->idx)) t->parent[l->idx] = e;

@@ -4,8 +4,8 @@
 int32_t lens_model_find_in_session(const struct lens_model *m, int32_t proc, uint32_t session, uint64_t id) {
   const struct lens_reader_priv *pv = m->priv;
   int64_t v;
-  const struct lens_hash *h = pv ? lens_proc_events(pv, proc) : NULL;
-  if (!h || !lens_hash_get(h, lens_hash_scope((uint32_t)proc, session), id, &v)) return -1;
+  const struct lens_idseq *t = pv ? lens_proc_events(pv, proc) : NULL;
+  if (!t || !lens_idseq_peek(t, session, id, &v)) return -1;
   return (int32_t)v;
 }
 

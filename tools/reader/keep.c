@@ -45,11 +45,8 @@ int lens_model_keep(struct lens_model *m, const uint8_t *keep) {
   for (size_t i = 0; i < m->n_kernels; i++)
     if (m->kernels[i].launch_event >= 0) m->kernels[i].launch_event = inv[m->kernels[i].launch_event];
   struct lens_reader_priv *pv = m->priv;
-  for (size_t p = 0; pv && p < pv->n_events_hash; p++) {
-    struct lens_hash *h = &pv->events[p];
-    for (size_t x = 0; x < h->cap; x++) /* an id left out finds nothing (-1), as an id never seen */
-      if (h->slots[x].value != INT64_MIN) h->slots[x].value = h->slots[x].value >= 0 ? inv[h->slots[x].value] : -1;
-  }
+  for (size_t p = 0; pv && p < pv->n_events_hash; p++) /* an id left out finds nothing (-1), as an id never seen */
+    lens_idseq_renumber(&pv->events[p], inv, n);
   free(m->states);
   m->states = st;
   m->n_states = ns;

@@ -204,15 +204,6 @@ static void presize(struct lens_builder *b, const struct lens_chunk_view *v, siz
   double all = (double)raw + (double)b->bytes_left * ((double)raw / (double)(size ? size : 1));
   if (all > (double)(UINT64_MAX >> 8)) all = (double)(UINT64_MAX >> 8);
   uint64_t est = (uint64_t)all;
-  /* The id table too, once an earlier file told how many STARTs a byte of
-   * records holds in this load (5 % more): grown by doubling from the
-   * size/80 guess, which zstd bytes make far too small, its old copies were
-   * holes as well. */
-  b->raw_file = raw;
-  if (b->raw_seen && b->ids_seen) {
-    double ids = (double)raw * (double)b->ids_seen / (double)b->raw_seen * 1.05;
-    if (ids < (double)(64u << 20)) (void)lens_hash_reserve(&b->priv->events[b->proc], (size_t)ids);
-  }
   (void)lens_vec_reserve((void **)&b->m->events, &b->cap_events, b->m->n_events + (size_t)(est / 48) + 16,
                          sizeof *b->m->events);
   if (!(b->flags & LENS_LOAD_FOLD_STEPS)) /* folded, most STATEs are a step's, kept in its fstep */
@@ -271,18 +262,13 @@ static int load_file(struct lens_builder *b, const char *path, uint64_t *done, u
     memset(p, 0, sizeof *p);
     p->file = b->file;
     b->proc = (int32_t)(m->n_procs - 1);
-    /* The proc's id table. A START record is at least 48 bytes and most
-     * come with a STOP (24): sizing it for size/80 events avoids most
-     * rehashing. Capped, as big CUPTI files hold few events. */
+    /* The proc's id table (id_seq.h: its runs grow with the ids they hold). */
     size_t cap = b->priv->n_events_hash;
-    struct lens_hash *hs = realloc(b->priv->events, m->n_procs * sizeof *hs);
+    struct lens_idseq *hs = realloc(b->priv->events, m->n_procs * sizeof *hs);
     if (!hs) return lens_builder_oom(b);
     b->priv->events = hs;
     for (size_t i = cap; i < m->n_procs; i++) memset(&hs[i], 0, sizeof hs[i]);
     b->priv->n_events_hash = m->n_procs;
-    uint64_t guess = size / 80 < (4u << 20) ? size / 80 : (4u << 20);
-    if (b->win_mode == LENS_WIN_BUILD) guess = lens_win_kept(b->win, b->win_file); /* what it builds */
-    if (!scan && lens_hash_reserve(&hs[b->proc], (size_t)guess)) return lens_builder_oom(b);
   }
 
   struct lens_chunk_view *v;
@@ -316,10 +302,6 @@ static int load_file(struct lens_builder *b, const char *path, uint64_t *done, u
   free(v);
   if (scan) return rc ? rc : lens_win_end_file(b);
   if (!rc) rc = lens_apply_pending(b);
-  if (!rc && b->win_mode == LENS_WIN_OFF && b->proc >= 0) { /* what presize learns for the next file */
-    b->raw_seen += b->raw_file;
-    b->ids_seen += b->priv->events[b->proc].n;
-  }
   return rc;
 }
 
@@ -409,7 +391,7 @@ struct lens_model *lens_load_files(const char *const *paths, size_t n_paths, uin
   free(b.states);
   free(b.pend);
   free(b.carry);
-  lens_hash_free(&b.carried);
+  lens_idseq_free(&b.carried);
   free(b.sess);
   free(b.thread_tmp);
   free(b.fsteps);
@@ -424,7 +406,7 @@ bad:
   free(b.states);
   free(b.pend);
   free(b.carry);
-  lens_hash_free(&b.carried);
+  lens_idseq_free(&b.carried);
   free(b.sess);
   free(b.thread_tmp);
   free(b.fsteps);
@@ -457,7 +439,7 @@ void lens_model_free(struct lens_model *m) {
     for (size_t i = 0; i < priv->n_maps; i++) free(priv->maps[i].addr);
     free(priv->maps);
     lens_arena_free(priv->arena);
-    for (size_t i = 0; i < priv->n_events_hash; i++) lens_hash_free(&priv->events[i]);
+    for (size_t i = 0; i < priv->n_events_hash; i++) lens_idseq_free(&priv->events[i]);
     free(priv->events);
     free(priv->sessions);
     free(priv);

@@ -71,10 +71,6 @@ int lens_hash_get(const struct lens_hash *h, uint64_t scope, uint64_t key, int64
   }
 }
 
-void lens_hash_prefetch(const struct lens_hash *h, uint64_t scope, uint64_t key) {
-  if (h->cap) __builtin_prefetch(&h->slots[mix(scope, key) & (h->cap - 1)]);
-}
-
 void lens_hash_free(struct lens_hash *h) {
   free(h->slots);
   h->slots = NULL;

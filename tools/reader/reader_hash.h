@@ -19,9 +19,5 @@ int lens_hash_get(const struct lens_hash *h, uint64_t scope, uint64_t key, int64
 /* Room for n entries without rehashing. 0, or -1 when out of memory. */
 int lens_hash_reserve(struct lens_hash *h, size_t n);
 void lens_hash_free(struct lens_hash *h);
-/* A hint: starts loading the slot where (scope, key) is looked for. A table
- * of millions of ids misses the cache on every lookup; issued some lookups
- * ahead, the misses overlap. */
-void lens_hash_prefetch(const struct lens_hash *h, uint64_t scope, uint64_t key);
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "lensread.h"
+#include "id_seq.h"
 #include "reader_hash.h"
 #include "step_phases.h"
 
@@ -58,10 +59,13 @@ struct lens_map { void *addr; size_t len; }; /* a file read whole (file_read.h),
 struct lens_reader_priv {
   struct lens_map *maps; size_t n_maps, cap_maps;
   struct lens_arena_block *arena;
-  /* (proc, session, id) -> event index: one table per proc, so reading a
-   * file touches only its own (cache-sized) table, not one spanning every
-   * file (which made loading N files at once several times slower per event). */
-  struct lens_hash *events; size_t n_events_hash;
+  /* (session, id) -> event index (or a folded step's LENS_STEP_VALUE):
+   * one table per proc, so reading a file touches only its own table, not
+   * one spanning every file (which made loading N files at once several
+   * times slower per event). Keyed by the writer's numbering (id_seq.h):
+   * the hash it replaced missed the cache on every START, STOP, STATE and
+   * parent (issue 23). */
+  struct lens_idseq *events; size_t n_events_hash;
   struct lens_proc_session { int32_t proc; uint32_t session; } *sessions; /* every session number seen */
   size_t n_sessions, cap_sessions;
   void (*on_free[LENS_MODEL_RELEASE_MAX])(struct lens_model *m); /* lens_model_on_free */
@@ -92,7 +96,7 @@ struct lens_builder {
   /* Records of the current file whose START was not read when their chunk
    * was, applied at its end in order; carried: their (session, id). */
   struct lens_pending *carry; size_t n_carry, cap_carry;
-  struct lens_hash carried;
+  struct lens_idseq carried;
   struct lens_sess *sess; size_t n_sess, cap_sess; /* of the current file */
   struct lens_hash strings; /* (file, session, str id) -> const char* */
   struct lens_hash comms;   /* (proc, session, context) -> comm index */
@@ -108,10 +112,8 @@ struct lens_builder {
   struct lens_unpacker unpacker; /* packed.c's buffers and zstd context */
   uint32_t flags;           /* LENS_LOAD_* */
   uint64_t bytes_left;      /* the sizes of the files still to read after this one (load.c's presize) */
-  uint64_t raw_file, raw_seen, ids_seen; /* presize: this file's record bytes; the earlier files' and their ids */
-  /* The current file's STARTs, entered into the id table at the end of the
-   * file, in order (the latest START of an id wins), a batch whose cache
-   * misses overlap (lens_hash_prefetch). */
+  /* The current chunk's STARTs, entered into the id table at the end of
+   * the chunk, in order (the latest START of an id wins). */
   struct lens_idq { uint64_t id; int64_t value; uint32_t session, reserved; } *idq;
   size_t n_idq, cap_idq;
   /* LENS_LOAD_FOLD_STEPS: the ProxySteps read, folded into their ProxyOp
@@ -162,8 +164,6 @@ int lens_win_end_file(struct lens_builder *b);
 struct lens_model *lens_load_files(const char *const *paths, size_t n_paths, uint32_t flags, struct lens_win *win,
                                    uint32_t win_mode, char *err, size_t err_len,
                                    void (*progress)(uint64_t done, uint64_t total));
-/* The STARTs the load of file k builds (to size its id table). */
-uint64_t lens_win_kept(const struct lens_win *w, size_t k);
 /* A folded step's entry in the id table: below -1, so never an event index
  * (and turned to -1, "not found", once folded). */
 #define LENS_STEP_VALUE(i) (-2 - (int64_t)(i))
@@ -215,7 +215,7 @@ int lens_resolve_model(struct lens_builder *b);
 int lens_builder_oom(struct lens_builder *b);
 
 /* The id table of proc (NULL when out of range). */
-static inline struct lens_hash *lens_proc_events(const struct lens_reader_priv *pv, int32_t proc) {
+static inline struct lens_idseq *lens_proc_events(const struct lens_reader_priv *pv, int32_t proc) {
   return proc >= 0 && (size_t)proc < pv->n_events_hash ? &pv->events[proc] : NULL;
 }
 

@@ -259,20 +259,10 @@ static int on_start(struct lens_builder *b, uint32_t session, int32_t thread, co
   return 0;
 }
 
-/* How many entries ahead the batches below start loading a slot. */
-#define LENS_ID_AHEAD 16
-
 int lens_enter_ids(struct lens_builder *b) {
-  struct lens_hash *h = &b->priv->events[b->proc];
-  uint64_t scope0 = lens_hash_scope((uint32_t)b->proc, 0);
-  /* Room first: no rehash in the batch, so the prefetched slots stay. */
-  if (lens_hash_reserve(h, h->n + b->n_idq)) return lens_builder_oom(b);
-  for (size_t i = 0; i < b->n_idq; i++) {
-    if (i + LENS_ID_AHEAD < b->n_idq)
-      lens_hash_prefetch(h, scope0 | b->idq[i + LENS_ID_AHEAD].session, b->idq[i + LENS_ID_AHEAD].id);
-    /* A repeated id (should not happen) maps to its latest START. */
-    if (lens_hash_put(h, scope0 | b->idq[i].session, b->idq[i].id, b->idq[i].value)) return lens_builder_oom(b);
-  }
+  struct lens_idseq *t = &b->priv->events[b->proc];
+  for (size_t i = 0; i < b->n_idq; i++) /* a repeated id (should not happen) maps to its latest START */
+    if (lens_idseq_put(t, b->idq[i].session, b->idq[i].id, b->idq[i].value)) return lens_builder_oom(b);
   b->n_idq = 0;
   return 0;
 }
@@ -424,19 +414,17 @@ int lens_apply_chunk(struct lens_builder *b) {
     return 0;
   }
   if (lens_enter_ids(b)) return -1;
-  const struct lens_hash *h = &b->priv->events[b->proc];
+  struct lens_idseq *t = &b->priv->events[b->proc];
   for (size_t i = 0; i < b->n_pend; i++) {
     const struct lens_pending *q = &b->pend[i];
-    if (i + LENS_ID_AHEAD < b->n_pend)
-      lens_hash_prefetch(h, lens_hash_scope((uint32_t)b->proc, q[LENS_ID_AHEAD].session), q[LENS_ID_AHEAD].id);
     int64_t idx, dummy;
-    if (lens_hash_get(h, lens_hash_scope((uint32_t)b->proc, q->session), q->id, &idx) &&
-        !(b->carried.n && lens_hash_get(&b->carried, q->session, q->id, &dummy))) {
+    if (lens_idseq_get(t, q->session, q->id, &idx) &&
+        !(b->carried.puts && lens_idseq_get(&b->carried, q->session, q->id, &dummy))) {
       if (apply_one(b, q, idx)) return -1;
       continue;
     }
     struct lens_pending *c = LENS_VEC_PUSH(b, b->carry, b->n_carry, cap_carry);
-    if (!c || lens_hash_put(&b->carried, q->session, q->id, 1)) return lens_builder_oom(b);
+    if (!c || lens_idseq_put(&b->carried, q->session, q->id, 1)) return lens_builder_oom(b);
     *c = *q;
   }
   b->n_pend = 0;
@@ -446,18 +434,18 @@ int lens_apply_chunk(struct lens_builder *b) {
 int lens_apply_pending(struct lens_builder *b) {
   struct lens_model *m = b->m;
   if (lens_apply_chunk(b)) return -1; /* records read since the last chunk's end, if any */
-  const struct lens_hash *h = b->n_carry ? &b->priv->events[b->proc] : NULL;
+  struct lens_idseq *t = b->n_carry ? &b->priv->events[b->proc] : NULL;
   for (size_t i = 0; i < b->n_carry; i++) {
     const struct lens_pending *q = &b->carry[i];
     int64_t idx;
-    if (!lens_hash_get(h, lens_hash_scope((uint32_t)b->proc, q->session), q->id, &idx)) {
+    if (!lens_idseq_get(t, q->session, q->id, &idx)) {
       if (q->id) m->orphan_stops++; /* a NULL handle (NetPlugin) is not an orphan */
       continue;
     }
     if (apply_one(b, q, idx)) return -1;
   }
   b->n_carry = 0;
-  lens_hash_free(&b->carried);
+  lens_idseq_free(&b->carried);
   for (size_t s = 0; s < b->n_sess && b->proc >= 0; s++) {
     struct lens_proc_session *ps = LENS_VEC_PUSH(b, b->priv->sessions, b->priv->n_sessions, priv->cap_sessions);
     if (!ps) return lens_builder_oom(b);

@@ -61,7 +61,7 @@ static int32_t find_in_proc(const struct lens_model *m, int32_t proc, uint64_t i
   for (size_t s = 0; s < pv->n_sessions; s++) {
     if (pv->sessions[s].proc != proc) continue;
     int64_t v;
-    if (lens_hash_get(&pv->events[proc], lens_hash_scope((uint32_t)proc, pv->sessions[s].session), id, &v))
+    if (lens_idseq_peek(&pv->events[proc], pv->sessions[s].session, id, &v))
       return v >= 0 ? (int32_t)v : -1; /* a folded step is no event */
   }
   return -1;
@@ -83,7 +83,7 @@ static int32_t find_remote_parent(const struct lens_model *m, const struct lens_
 }
 
 static void resolve_parents(struct lens_model *m) {
-  const struct lens_reader_priv *pv = m->priv;
+  struct lens_reader_priv *pv = m->priv; /* its id tables' lookups move their cache */
   for (size_t i = 0; i < m->n_events; i++) {
     struct lens_event *e = &m->events[i];
     if (!e->parent_raw) continue;
@@ -92,8 +92,7 @@ static void resolve_parents(struct lens_model *m) {
     if (e->type == LENS_T_PROXY_OP && (e->flags & LENS_EVF_REMOTE) &&
         (uint32_t)e->p.proxy_op.pid != m->procs[e->proc].pid)
       p = find_remote_parent(m, e);
-    else if (lens_hash_get(&pv->events[e->proc], lens_hash_scope((uint32_t)e->proc, e->session), e->parent_raw, &v) &&
-             v >= 0)
+    else if (lens_idseq_get(&pv->events[e->proc], e->session, e->parent_raw, &v) && v >= 0)
       p = (int32_t)v;
     if (p == (int32_t)i) p = -1;
     e->parent = p;
@@ -226,11 +225,7 @@ static int sort_and_link(struct lens_builder *b) {
     return lens_builder_oom(b);
   }
   struct lens_reader_priv *pv = b->priv;
-  for (size_t p = 0; p < pv->n_events_hash; p++) {
-    struct lens_hash *h = &pv->events[p];
-    for (size_t s = 0; s < h->cap; s++)
-      if (h->slots[s].value != INT64_MIN) h->slots[s].value = h->slots[s].value >= 0 ? inv[h->slots[s].value] : -1;
-  }
+  for (size_t p = 0; p < pv->n_events_hash; p++) lens_idseq_renumber(&pv->events[p], inv, n);
   free(m->states);
   m->states = st;
   m->n_states = n_states;
@@ -247,12 +242,12 @@ _Static_assert(sizeof(((struct lens_payload *)0)->proxy_op.folded_phase_ns) == L
                "one folded sum per step phase");
 static void fold_steps(struct lens_builder *b) {
   struct lens_model *m = b->m;
-  const struct lens_reader_priv *pv = b->priv;
+  struct lens_reader_priv *pv = b->priv;
   for (size_t i = 0; i < b->n_fsteps; i++) {
     const struct lens_fstep *f = &b->fsteps[i];
     int64_t v;
     if ((!f->stop && f->ev < 0) || !f->parent_raw ||
-        !lens_hash_get(&pv->events[f->proc], lens_hash_scope((uint32_t)f->proc, f->session), f->parent_raw, &v) ||
+        !lens_idseq_get(&pv->events[f->proc], f->session, f->parent_raw, &v) ||
         v < 0 || m->events[v].type != LENS_T_PROXY_OP)
       continue;
     struct lens_event *op = &m->events[v];

@@ -73,7 +73,6 @@ struct win_file {
   struct dstart *t;
   uint32_t *pend_of;
   uint8_t *keep, *drop;            /* bits: STARTs built, STOP/STATE records dropped */
-  uint64_t n_keep;
   size_t req_seen;                 /* requests there were when it was decided */
 };
 
@@ -89,7 +88,7 @@ struct lens_win {
   struct dstart *t; size_t nt, cap_t;
   struct dpend *p; size_t np, cap_p;
   struct chunk_end { uint32_t nt, np; } *ce; size_t n_ce, cap_ce; /* the tables' sizes at each chunk's end */
-  struct lens_hash ids, carried;
+  struct lens_idseq ids, carried; /* (session, id) -> its latest START; the carried ids */
   /* PXN parents asked of other processes: (pid, id), each once. */
   struct req *rq; size_t n_rq, cap_rq;
   struct lens_hash rq_set;
@@ -97,10 +96,6 @@ struct lens_win {
 
 #define BIT(v, i) ((v)[(i) >> 3] >> ((i) & 7) & 1)
 #define SET(v, i) ((v)[(i) >> 3] |= (uint8_t)(1u << ((i) & 7)))
-
-uint64_t lens_win_kept(const struct lens_win *w, size_t k) {
-  return k >= w->n ? 0 : w->all ? w->f[k].n_starts : w->f[k].n_keep;
-}
 
 int lens_win_bytes(struct lens_builder *b, const char *path, uint8_t **addr, size_t *size) {
   struct lens_win *w = b->win;
@@ -195,35 +190,34 @@ static void pend_to(struct lens_win *w, struct win_file *f, size_t k, int64_t v)
 static int resolve_file(struct lens_win *w, struct win_file *f) {
   size_t n = w->nt;
   int64_t v;
-  if (lens_hash_reserve(&w->ids, n)) return -1;
   f->pend_of = malloc((w->np ? w->np : 1) * sizeof *f->pend_of);
   if (!f->pend_of) return -1;
   size_t ti = 0, pi = 0, n_carried = 0;
   for (size_t c = 0; c <= w->n_ce; c++) {
     size_t te = c < w->n_ce ? w->ce[c].nt : n, pe = c < w->n_ce ? w->ce[c].np : w->np;
     for (; ti < te; ti++)
-      if (lens_hash_put(&w->ids, w->t[ti].session, w->t[ti].id, (int64_t)ti)) return -1;
+      if (lens_idseq_put(&w->ids, w->t[ti].session, w->t[ti].id, (int64_t)ti)) return -1;
     for (; pi < pe; pi++) { /* in file order */
       const struct dpend *q = &w->p[pi];
-      if (!(n_carried && lens_hash_get(&w->carried, q->session, q->id, &v)) &&
-          lens_hash_get(&w->ids, q->session, q->id, &v)) {
+      if (!(n_carried && lens_idseq_get(&w->carried, q->session, q->id, &v)) &&
+          lens_idseq_get(&w->ids, q->session, q->id, &v)) {
         pend_to(w, f, pi, v);
         continue;
       }
       f->pend_of[pi] = CARRIED;
       n_carried++;
-      if (lens_hash_put(&w->carried, q->session, q->id, 1)) return -1;
+      if (lens_idseq_put(&w->carried, q->session, q->id, 1)) return -1;
     }
   }
   for (size_t k = 0; n_carried && k < w->np; k++) { /* the carried ones, in file order, after all */
     if (f->pend_of[k] != CARRIED) continue;
     const struct dpend *q = &w->p[k];
     f->pend_of[k] = NONE;
-    if (lens_hash_get(&w->ids, q->session, q->id, &v)) pend_to(w, f, k, v);
+    if (lens_idseq_get(&w->ids, q->session, q->id, &v)) pend_to(w, f, k, v);
   }
   for (size_t i = 0; i < n; i++) {
     struct dstart *d = &w->t[i];
-    if (d->parent && lens_hash_get(&w->ids, d->session, d->parent, &v)) d->up = (uint32_t)v;
+    if (d->parent && lens_idseq_get(&w->ids, d->session, d->parent, &v)) d->up = (uint32_t)v;
   }
   /* The columns are the file's (at their size); the scan's tables start
    * empty for the next file. */
@@ -313,13 +307,10 @@ static int decide(struct lens_win *w, struct win_file *f) {
   /* STOP and STATE records of the STARTs left out: dropped (no orphans). */
   for (size_t k = 0; k < np; k++)
     if (f->pend_of[k] != NONE && !BIT(keep, f->pend_of[k])) SET(drop, k);
-  uint64_t kept = 0;
-  for (size_t i = 0; i < n; i++) kept += BIT(keep, i);
   free(f->keep);
   free(f->drop);
   f->keep = keep, f->drop = drop;
   keep = drop = NULL;
-  f->n_keep = kept;
   f->req_seen = w->n_rq;
   rc = 0;
 out:
@@ -347,8 +338,8 @@ int lens_win_end_file(struct lens_builder *b) {
   if (!w->too_many && b->proc >= 0) rc = resolve_file(w, f);
   /* The next file's tables start empty (their memory is the largest file's). */
   w->nt = w->np = w->n_ce = 0;
-  lens_hash_free(&w->ids);
-  lens_hash_free(&w->carried);
+  lens_idseq_free(&w->ids);
+  lens_idseq_free(&w->carried);
   return rc ? lens_builder_oom(b) : 0;
 }
 
@@ -372,8 +363,8 @@ static void win_free(struct lens_win *w) {
   free(w->p);
   free(w->ce);
   free(w->rq);
-  lens_hash_free(&w->ids);
-  lens_hash_free(&w->carried);
+  lens_idseq_free(&w->ids);
+  lens_idseq_free(&w->carried);
   lens_hash_free(&w->rq_set);
 }
 
