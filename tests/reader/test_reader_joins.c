@@ -218,10 +218,12 @@ static void test_fold_steps(void **state) {
     assert_int_equal(b->stop_mono_ns, a->stop_mono_ns);
     assert_int_equal(a->p.proxy_op.folded_stops, 0); /* only a folding load fills them */
   }
-  /* The NetPlugin under a step: linked in the full model, parentless folded. */
+  /* The NetPlugin under a step: linked in the full model, parentless folded,
+   * its flags those of the full model (its parent is not missing). */
   assert_true(rt_ev(full, 0, net)->parent >= 0);
   assert_int_equal(rt_ev(fold, 0, net)->parent, -1);
-  assert_true(rt_ev(fold, 0, net)->flags & LENS_EVF_PARENT_MISSING);
+  assert_false(rt_ev(fold, 0, net)->flags & LENS_EVF_PARENT_MISSING);
+  assert_int_equal(rt_ev(fold, 0, net)->flags, rt_ev(full, 0, net)->flags);
   lens_model_free(full);
   lens_model_free(fold);
 }

@@ -163,6 +163,25 @@ void tb_stop(struct tb *t, uint64_t id, uint64_t ts) {
   t->count++;
 }
 
+void tb_state_run(struct tb *t, uint64_t id, uint32_t state, uint64_t ts, uint64_t arg, uint32_t has_args,
+                  uint64_t last_ts, uint32_t repeats, uint32_t max_gap_ns) {
+  struct lens_rec_state_run r;
+  memset(&r, 0, sizeof r);
+  r.s.h.size = sizeof r;
+  r.s.h.kind = LENS_REC_STATE;
+  r.s.h.type = (uint8_t)LENS_ID_TYPE(id);
+  r.s.h.aux = state;
+  r.s.id = id;
+  r.s.ts = ts;
+  r.s.arg = arg;
+  r.s.has_args = has_args;
+  r.last_ts = last_ts;
+  r.repeats = repeats;
+  r.max_gap_ns = max_gap_ns;
+  ev_append(t, &r, sizeof r);
+  t->count++;
+}
+
 void tb_state(struct tb *t, uint64_t id, uint32_t state, uint64_t ts, uint64_t arg, uint32_t has_args) {
   struct lens_rec_state r;
   memset(&r, 0, sizeof r);

@@ -169,7 +169,7 @@ static int map_group(struct run *r, size_t g) {
   /* The passes copied what they keep: only the skeleton's tables remain to
    * be taken, so the events go now (the heap reuses their pages) and the
    * group waits for the ones before it as a model without events. */
-  uint64_t n_events = m->n_events;
+  uint64_t n_events = m->n_events + m->folded_steps; /* a folded ProxyStep is an event read */
   struct lens_model *mini = lens_model_skeleton_new();
   if (!mini || lens_model_skeleton_add(mini, m, NULL)) {
     lens_model_free(mini);

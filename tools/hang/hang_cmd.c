@@ -44,7 +44,7 @@ int lens_cmd_hang(int argc, char **argv) {
   /* Host group by host group (tools/cli/passes.h); the merge joins each
    * communicator's ranks and judges a silent proxy against its peers' sends
    * recorded on other hosts. */
-  const struct lens_pass pass = {.map = lens_hang_pass_map, .free = lens_hang_pass_free, .needs = LENS_PASS_STEPS};
+  const struct lens_pass pass = {.map = lens_hang_pass_map, .free = lens_hang_pass_free};
   struct lens_passes_out out;
   int rc = lens_passes_run(CMD, &c, &pass, 1, NULL, &out); /* a DIR stands for its .lens files */
   struct lens_hang_report h;

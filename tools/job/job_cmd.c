@@ -226,27 +226,13 @@ static int concat_parts(const struct lens_job_part *ps, size_t n, struct lens_jo
   return rc;
 }
 
-/* The hang analysis of `nccl-lens hang` on the same traces, as a pass:
- * first with the ProxySteps folded (what is stuck is the same), and when
- * something is stuck, again with every step, so that job names what hang
- * names (a stuck op's step and state, a frozen proxy). 1 when h holds it. */
-static int job_hang(struct lens_trace_cli *c, const struct lens_passes_out *out, size_t pass, long threads,
-                    struct lens_hang_report *h) {
-  if (lens_hang_merge((struct lens_hang_part *const *)out->parts + pass * out->n_groups, out->n_groups, out->bases,
-                      h))
-    return 0;
-  if (!h->n_stuck_comms) return 1;
-  struct lens_pass p = {.map = lens_hang_pass_map, .free = lens_hang_pass_free, .needs = LENS_PASS_STEPS};
-  struct lens_passes_opts po = {.threads = threads, .no_progress = 1};
-  struct lens_passes_out o2;
-  struct lens_hang_report h2;
-  if (!lens_passes_run(CMD, c, &p, 1, &po, &o2) &&
-      !lens_hang_merge((struct lens_hang_part *const *)o2.parts, o2.n_groups, o2.bases, &h2)) {
-    lens_hang_free(h);
-    *h = h2;
-  }
-  lens_passes_free(&p, &o2);
-  return 1;
+/* The hang analysis of `nccl-lens hang` on the same traces, as a pass
+ * with the ProxySteps folded: the reader keeps what the diagnosis reads of
+ * them (a stuck op's step and state, a proxy's last record), so job names
+ * what hang names. 1 when h holds it. */
+static int job_hang(const struct lens_passes_out *out, size_t pass, struct lens_hang_report *h) {
+  return !lens_hang_merge((struct lens_hang_part *const *)out->parts + pass * out->n_groups, out->n_groups,
+                          out->bases, h);
 }
 
 /* Communicators matched by order (Kineto files without Seq) whose ranks
@@ -394,7 +380,7 @@ int lens_cmd_job(int argc, char **argv) {
     lens_job_part_free(&all);
     goto out;
   }
-  if (n_trace) have_hang = job_hang(&c, &po, 1, o.threads, &h);
+  if (n_trace) have_hang = job_hang(&po, 1, &h);
   skel = lens_job_skeleton(all_parts, n_parts);
   if (!skel || lens_job_reduce_consume(all_parts, n_parts, &j, o.min_ns)) goto oom;
   have_job = 1;

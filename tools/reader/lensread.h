@@ -98,6 +98,9 @@ struct lens_payload {
       /* Loaded with LENS_LOAD_FOLD_STEPS only: its ProxySteps that stopped,
        * and their first and last stop (the steps are not events then). */
       uint32_t folded_stops;
+      /* Loaded with LENS_LOAD_FOLD_STEPS only: 1 + its index into
+       * model->folded_ops (what else its steps said), 0 = none. */
+      uint32_t folded_op;
       uint64_t folded_stop_lo, folded_stop_hi;
       /* Loaded with LENS_LOAD_FOLD_STEPS only: the one-way evidence of its
        * step LENS_ONEWAY_STEP (oneway.h): a send op's latest host time that
@@ -165,6 +168,12 @@ struct lens_thread {
   int32_t proxy_comm;  /* index into model->comms, -1 */
   uint64_t first_mono_ns;
   char name[16];
+  /* Loaded with LENS_LOAD_FOLD_STEPS: the ProxySteps it recorded (not
+   * events then): how many, superseded or not (folded_starts), the earliest
+   * start and the latest time any reached (its stop, its states' records);
+   * how many were not superseded and their bytes, as lens_folded_op counts
+   * them. 0 when none. */
+  uint64_t folded_starts, folded_steps, folded_bytes, folded_first_ns, folded_last_ns;
   /* Set by lens_analyze_starvation: time the probe saw this thread runnable
    * but not running while its events were open, each ns counted once (the
    * union, not the sum of nested events' overlaps). */
@@ -189,6 +198,22 @@ struct lens_cupti_blob {
   uint64_t dropped_records;
   const uint8_t *data; /* raw CUPTI activity records */
   size_t len;
+};
+
+/* Loaded with LENS_LOAD_FOLD_STEPS: what a ProxyOp's ProxySteps would
+ * have said as its children, the steps that a later START of the same
+ * (process, session, parent, step) replaced (LENS_EVF_SUPERSEDED) left out. */
+struct lens_folded_op {
+  uint64_t steps;        /* its steps, stopped or not */
+  uint64_t bytes;        /* their bytes: each step's arg of its last state 9 or 11 with args (transSize) */
+  int32_t next_step;     /* its highest stopped step + 1, 0 when none stopped */
+  /* Its lowest step that never stopped (has_wait 0: none): number, thread,
+   * start, and its last run of one state (state 0: no state recorded; then
+   * since = last = its start, repeats 0): the first record of that run,
+   * the last one, and how many records it holds (runs of the writer folded). */
+  int32_t has_wait, wait_step, wait_thread;
+  uint32_t wait_state, reserved;
+  uint64_t wait_start_ns, wait_since_ns, wait_last_ns, wait_repeats;
 };
 
 /* One input file. */
@@ -289,6 +314,14 @@ struct lens_model {
   struct lens_same_trace *same_traces; size_t n_same_traces;
   /* Loaded with LENS_LOAD_FOLD_STEPS: no ProxyStep events (see there). */
   int steps_folded;
+  /* Loaded with LENS_LOAD_FOLD_STEPS: the ProxySteps folded (each an event
+   * of a full load), how many of them carry each LENS_EVF_* bit as that
+   * event would (remote, no_stop, dup_stop, superseded, parent_missing,
+   * graph, dropped_near, null_context, bad_context), and the ProxyOps'
+   * folded children (lens_folded_op, proxy_op.folded_op). */
+  uint64_t folded_steps;
+  uint64_t folded_evf_counts[32];
+  struct lens_folded_op *folded_ops; size_t n_folded_ops;
 };
 
 /* Load files into a new model. Returns NULL on error and writes a one-line
@@ -304,11 +337,15 @@ void lens_model_free(struct lens_model *m);
 int lens_model_on_free(struct lens_model *m, void (*fn)(struct lens_model *m));
 /* lens_model_load with flags. LENS_LOAD_FOLD_STEPS: ProxySteps do not become
  * events; each ProxyOp counts its steps that stopped and keeps their first
- * and last stop (proxy_op.folded_*), and their states are not kept. For a
- * reader that needs nothing else of the steps (the job map, when no
- * starvation is analysed): two thirds of a typical trace's events are
- * steps. An event whose parent is a step (NetPlugin) has its parent
- * missing. */
+ * and last stop (proxy_op.folded_*) and what lens_folded_op holds, each
+ * thread what it recorded of them (lens_thread.folded_*), the model their
+ * number and flags (folded_steps, folded_evf_counts); their states are not
+ * kept. For a reader that needs nothing else of the steps (the job map, the
+ * summary's counts, the hang diagnosis, when no starvation is analysed): two
+ * thirds of a typical trace's events are steps. An event whose parent is a
+ * step (NetPlugin) has parent -1, its flags as in a full load (its parent
+ * not missing, graph inherited through the step); its comm, when it has
+ * none of its own, comes from the step's ancestors only. */
 #define LENS_LOAD_FOLD_STEPS 0x1u
 struct lens_model *lens_model_load_ex(const char *const *paths, size_t n_paths, uint32_t flags, char *err,
                                       size_t err_len, void (*progress)(uint64_t done, uint64_t total));

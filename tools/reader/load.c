@@ -395,6 +395,7 @@ struct lens_model *lens_load_files(const char *const *paths, size_t n_paths, uin
   free(b.sess);
   free(b.thread_tmp);
   free(b.fsteps);
+  free(b.fruns);
   free(b.fevs);
   free(b.idq);
   lens_hash_free(&b.strings);
@@ -410,6 +411,7 @@ bad:
   free(b.sess);
   free(b.thread_tmp);
   free(b.fsteps);
+  free(b.fruns);
   free(b.fevs);
   free(b.idq);
   lens_hash_free(&b.strings);
@@ -458,5 +460,6 @@ void lens_model_free(struct lens_model *m) {
   free(m->kernels);
   free(m->clock_maps);
   free(m->same_traces);
+  free(m->folded_ops);
   free(m);
 }

@@ -121,13 +121,38 @@ struct lens_builder {
    * LENS_STEP_VALUE(index). */
   struct lens_fstep {
     uint64_t parent_raw, stop;
-    int32_t proc;
-    uint32_t session, stopped;
-    int32_t ev;            /* step LENS_ONEWAY_STEP only: its one-way evidence in fevs; -1 other steps */
     uint64_t start;        /* its START's time */
+    /* What its event would have held, as far as the readers of a folded
+     * model ask (lens_folded_op, lens_thread.folded_*): its bytes (the arg
+     * of its last state 9 or 11 with args), thread, step number, LENS_EVF_*
+     * flags (those of its records while reading, LENS_EVF_STOPPED_PRIV once
+     * stopped; resolve.c adds the rest), and while it has not stopped its
+     * last state entries (run: an index into fruns, -1 none). */
+    uint64_t bytes;
+    int64_t parent;        /* resolve.c: its parent in the id table (an event, LENS_STEP_VALUE, -1 missing) */
     struct lens_step_bounds bounds; /* its phases' boundaries (step_phases.h) */
+    int32_t proc;
+    uint32_t session;
+    int32_t ev;            /* step LENS_ONEWAY_STEP only: its one-way evidence in fevs; -1 other steps */
+    int32_t thread, step;
+    uint32_t flags;
+    int32_t run;
   } *fsteps;
-  size_t n_fsteps, cap_fsteps;
+  size_t n_fsteps, cap_fsteps, cap_folded_ops; /* cap_folded_ops: of m->folded_ops */
+  /* A folded step's last state entries as the loader keeps an event's
+   * (apply_one, fold_run: a run record merges into the entry before it when
+   * its state, arg and has_args are the same): the last entry's state, arg,
+   * has_args, records, first and last record; the run of its state at the
+   * end: its first record and the records of its earlier entries. Only
+   * steps not stopped hold one (a stopped step is nobody's wait): a slot
+   * goes back to the free list at the step's stop. */
+  struct lens_frun {
+    uint32_t state, has_args, count;
+    uint32_t next_free;    /* on the free list: 1 + the next free slot, 0 none */
+    uint64_t arg, ts, last, since, before;
+  } *fruns;
+  size_t n_fruns, cap_fruns;
+  uint32_t frun_free;      /* 1 + the first free slot of fruns, 0 none */
   struct lens_fev { uint64_t pre, post; } *fevs; /* (oneway.h): one per step LENS_ONEWAY_STEP, not per step */
   size_t n_fevs, cap_fevs;
   /* lens_model_load_window (window.c): what this read of the files is for,

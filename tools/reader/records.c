@@ -195,6 +195,25 @@ static int32_t thread_of(struct lens_builder *b, uint32_t session, uint32_t slot
   return lens_builder_new_thread(b, session, slot, -1);
 }
 
+/* The LENS_EVF_* bits a START gives its event (a folded step's as well). */
+static uint32_t start_flags(const struct lens_rec_start *s) {
+  uint32_t f = 0;
+  if ((s->h.aux & LENS_START_F_REMOTE) || (s->id & LENS_ID_REMOTE)) f |= LENS_EVF_REMOTE;
+  if (s->h.aux & LENS_START_F_NULL_CONTEXT) f |= LENS_EVF_NULL_CONTEXT;
+  if (s->h.aux & LENS_START_F_BAD_CONTEXT) f |= LENS_EVF_BAD_CONTEXT;
+  if (s->h.aux & LENS_START_F_DROPPED_BEFORE) f |= LENS_EVF_DROPPED_NEAR;
+  return f;
+}
+
+/* A folded step's thread: its steps, the earliest start, the latest time
+ * any reached (what a step event's start, stop and states tell the hang
+ * diagnosis of its thread's last record). */
+static void fstep_reached(struct lens_model *m, const struct lens_fstep *f, uint64_t ts) {
+  if (f->thread < 0 || (size_t)f->thread >= m->n_threads) return;
+  struct lens_thread *th = &m->threads[f->thread];
+  if (ts > th->folded_last_ns) th->folded_last_ns = ts;
+}
+
 /* decided: the window's hook already said to build it (lens_build_packed_chunk). */
 static int on_start(struct lens_builder *b, uint32_t session, int32_t thread, const uint8_t *r, size_t size,
                     int decided) {
@@ -215,7 +234,9 @@ static int on_start(struct lens_builder *b, uint32_t session, int32_t thread, co
     struct lens_p_proxy_step ps;
     size_t avail = size - sizeof s;
     LOAD(ps, r + sizeof s, avail);
-    *f = (struct lens_fstep){.parent_raw = s.parent, .proc = b->proc, .session = session, .ev = -1, .start = s.ts};
+    *f = (struct lens_fstep){.parent_raw = s.parent, .proc = b->proc, .session = session, .ev = -1, .start = s.ts,
+                             .thread = thread, .step = ps.step, .flags = start_flags(&s), .run = -1};
+    fstep_reached(m, f, s.ts);
     if (ps.step == LENS_ONEWAY_STEP && b->n_fevs < INT32_MAX) {
       struct lens_fev *v = LENS_VEC_PUSH(b, b->fevs, b->n_fevs, cap_fevs);
       if (!v) return lens_builder_oom(b);
@@ -244,10 +265,7 @@ static int on_start(struct lens_builder *b, uint32_t session, int32_t thread, co
   e->session = session;
   e->acc.sched_sample = -1;
   e->acc.cupti_kernel = -1;
-  if ((s.h.aux & LENS_START_F_REMOTE) || (s.id & LENS_ID_REMOTE)) e->flags |= LENS_EVF_REMOTE;
-  if (s.h.aux & LENS_START_F_NULL_CONTEXT) e->flags |= LENS_EVF_NULL_CONTEXT;
-  if (s.h.aux & LENS_START_F_BAD_CONTEXT) e->flags |= LENS_EVF_BAD_CONTEXT;
-  if (s.h.aux & LENS_START_F_DROPPED_BEFORE) e->flags |= LENS_EVF_DROPPED_NEAR;
+  e->flags = start_flags(&s);
   parse_payload(b, session, e->type, r + sizeof s, size - sizeof s, &e->p);
   if (!(e->flags & LENS_EVF_REMOTE)) {
     int64_t c;
@@ -360,18 +378,68 @@ static int fold_run(struct lens_builder *b, int32_t ev, const struct lens_pendin
   return 0; /* its first record was not read (dropped or cut): the run stands alone */
 }
 
+/* A STATE record on a folded step: what its event's states would say to
+ * the summary (bytes), the hang diagnosis (its last state run, while it has
+ * not stopped) and its thread's last record, kept as apply_one and fold_run
+ * would keep the entries (fold_run's look-back bound aside: a run whose
+ * first record lies further back than it merges here, not there, which
+ * changes nothing read from them but a count past UINT32_MAX). 0, or -1
+ * (out of memory). */
+static int fstep_state(struct lens_builder *b, struct lens_fstep *f, const struct lens_pending *q) {
+  uint64_t last = q->repeats ? q->last_ts : q->ts;
+  fstep_reached(b->m, f, q->ts);
+  fstep_reached(b->m, f, last);
+  if (q->has_args && (q->state == 9 || q->state == 11)) f->bytes = q->arg; /* the transSize NCCL reported */
+  if (f->stop) return 0; /* stopped: nobody's wait */
+  struct lens_frun *u = f->run >= 0 ? &b->fruns[f->run] : NULL;
+  if (u && q->repeats && u->state == q->state && u->arg == q->arg && u->has_args == q->has_args) { /* fold_run */
+    u->count = u->count + q->repeats < u->count ? UINT32_MAX : u->count + q->repeats;
+    if (q->last_ts > u->last) u->last = q->last_ts;
+    return 0;
+  }
+  if (!u) {
+    if (b->frun_free) {
+      f->run = (int32_t)(b->frun_free - 1);
+      b->frun_free = b->fruns[f->run].next_free;
+    } else {
+      struct lens_frun *fresh = b->n_fruns < INT32_MAX ? LENS_VEC_PUSH(b, b->fruns, b->n_fruns, cap_fruns) : NULL;
+      if (!fresh) return lens_builder_oom(b);
+      f->run = (int32_t)(b->n_fruns - 1);
+    }
+    u = &b->fruns[f->run];
+    u->since = q->ts, u->before = 0;
+  } else if (u->state == q->state) { /* a new entry of the same state: the run goes on */
+    u->before += u->count ? u->count : 1;
+  } else {
+    u->since = q->ts, u->before = 0;
+  }
+  u->state = q->state, u->arg = q->arg, u->has_args = q->has_args;
+  u->count = q->repeats ? q->repeats : 1;
+  u->ts = q->ts, u->last = last;
+  return 0;
+}
+
 /* One STOP or STATE record on the event (or folded step) idx of the id table. 0, or -1 (out of memory). */
 static int apply_one(struct lens_builder *b, const struct lens_pending *q, int64_t idx) {
   struct lens_model *m = b->m;
   if (idx < 0) { /* a folded ProxyStep: its first stop, its phases' boundaries and its one-way evidence are kept */
     struct lens_fstep *f = &b->fsteps[LENS_STEP_INDEX(idx)];
     struct lens_fev *v = f->ev >= 0 ? &b->fevs[f->ev] : NULL;
-    if (q->kind == LENS_REC_STOP && !f->stopped) {
-      f->stopped = 1, f->stop = q->ts;
+    if (q->kind == LENS_REC_STOP && (f->flags & LENS_EVF_STOPPED_PRIV)) {
+      f->flags |= LENS_EVF_DUP_STOP;
+    } else if (q->kind == LENS_REC_STOP) {
+      f->flags |= LENS_EVF_STOPPED_PRIV, f->stop = q->ts;
+      fstep_reached(m, f, q->ts);
+      if (f->run >= 0 && f->stop) { /* its state entries go back to the free list */
+        b->fruns[f->run].next_free = b->frun_free;
+        b->frun_free = (uint32_t)f->run + 1;
+        f->run = -1;
+      }
       if (v) lens_oneway_note(&v->pre, &v->post, LENS_ONEWAY_STEP_STOP, q->ts, q->ts);
-    } else if (q->kind == LENS_REC_STATE) {
+    } else {
       lens_step_bounds_note(&f->bounds, q->state, q->ts);
       if (v) lens_oneway_note(&v->pre, &v->post, q->state, q->ts, q->repeats ? q->last_ts : q->ts);
+      return fstep_state(b, f, q);
     }
     return 0;
   }

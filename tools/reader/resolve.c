@@ -56,6 +56,96 @@ static int mark_superseded(struct lens_builder *b) {
   return 0;
 }
 
+/* The same rule for the folded steps (LENS_LOAD_FOLD_STEPS), their START
+ * order their order in fsteps as it was among the events, once their
+ * parents are resolved: the steps whose parent value names an event have
+ * the same (proc, session, parent value) exactly when they have that
+ * parent (the id table gives each value one entry), so they are grouped by
+ * it (a counting sort), and a group sorted by (step, start, index) only
+ * when its steps do not come in increasing step order already (an op's
+ * steps do, unless one is re-posted). The few others (parent missing, or
+ * a folded step) go through mark_superseded's sort. */
+struct fkey { int32_t step; uint32_t idx; uint64_t ts; };
+static int cmp_fkey(const void *a, const void *b) {
+  const struct fkey *x = a, *y = b;
+#define C(f) if (x->f != y->f) return x->f < y->f ? -1 : 1
+  C(step); C(ts); C(idx);
+#undef C
+  return 0;
+}
+
+static int mark_superseded_folded(struct lens_builder *b) {
+  struct lens_model *m = b->m;
+  size_t n = b->n_fsteps, n_other = 0, big = 0;
+  if (!n) return 0;
+  if (n >= UINT32_MAX || m->n_events >= UINT32_MAX) return lens_builder_oom(b);
+  uint32_t *pos = calloc(m->n_events + 1, sizeof *pos), *order = malloc(n * sizeof *order);
+  if (!pos || !order) {
+    free(pos), free(order);
+    return lens_builder_oom(b);
+  }
+  for (size_t i = 0; i < n; i++) {
+    const struct lens_fstep *f = &b->fsteps[i];
+    if (f->parent >= 0) pos[f->parent + 1]++;
+    else n_other += f->parent_raw != 0;
+  }
+  for (size_t v = 0; v < m->n_events; v++) {
+    if (pos[v + 1] > big) big = pos[v + 1];
+    pos[v + 1] += pos[v];
+  }
+  for (size_t i = 0; i < n; i++)
+    if (b->fsteps[i].parent >= 0) order[pos[b->fsteps[i].parent]++] = (uint32_t)i; /* pos[v]: the end of v's */
+  struct fkey *k = malloc((big ? big : 1) * sizeof *k);
+  struct step_key *o = malloc((n_other ? n_other : 1) * sizeof *o);
+  if (!k || !o) {
+    free(pos), free(order), free(k), free(o);
+    return lens_builder_oom(b);
+  }
+  for (size_t v = 0, lo = 0; v < m->n_events; lo = pos[v++]) {
+    size_t g = pos[v] - lo, sorted = 1;
+    for (size_t j = 1; j < g && sorted; j++) sorted = b->fsteps[order[lo + j]].step > b->fsteps[order[lo + j - 1]].step;
+    if (sorted) continue; /* no step number twice */
+    for (size_t j = 0; j < g; j++) {
+      const struct lens_fstep *f = &b->fsteps[order[lo + j]];
+      k[j] = (struct fkey){f->step, order[lo + j], f->start};
+    }
+    qsort(k, g, sizeof *k, cmp_fkey);
+    for (size_t j = 0; j + 1 < g; j++)
+      if (k[j].step == k[j + 1].step) b->fsteps[k[j].idx].flags |= LENS_EVF_SUPERSEDED;
+  }
+  n_other = 0;
+  for (size_t i = 0; i < n; i++) {
+    const struct lens_fstep *f = &b->fsteps[i];
+    if (f->parent < 0 && f->parent_raw)
+      o[n_other++] = (struct step_key){f->proc, f->session, f->parent_raw, f->step, f->start, (int32_t)i};
+  }
+  qsort(o, n_other, sizeof *o, cmp_step);
+  for (size_t i = 0; i + 1 < n_other; i++)
+    if (o[i].proc == o[i + 1].proc && o[i].session == o[i + 1].session && o[i].parent == o[i + 1].parent &&
+        o[i].step == o[i + 1].step)
+      b->fsteps[o[i].idx].flags |= LENS_EVF_SUPERSEDED;
+  free(pos), free(order), free(k), free(o);
+  return 0;
+}
+
+/* A folded step's parent, as resolve_parents would link its event: the id
+ * table's entry of its parent value (an event, or another folded step),
+ * missing when there is none or it is the step itself. */
+static void resolve_fstep_parents(struct lens_builder *b) {
+  struct lens_reader_priv *pv = b->priv; /* its id tables' lookups move their cache */
+  for (size_t i = 0; i < b->n_fsteps; i++) {
+    struct lens_fstep *f = &b->fsteps[i];
+    int64_t v;
+    f->parent = -1;
+    if (!f->parent_raw) continue;
+    if (lens_idseq_get(&pv->events[f->proc], f->session, f->parent_raw, &v) &&
+        v != LENS_STEP_VALUE(i))
+      f->parent = v;
+    else
+      f->flags |= LENS_EVF_PARENT_MISSING;
+  }
+}
+
 static int32_t find_in_proc(const struct lens_model *m, int32_t proc, uint64_t id) {
   const struct lens_reader_priv *pv = m->priv;
   for (size_t s = 0; s < pv->n_sessions; s++) {
@@ -92,8 +182,13 @@ static void resolve_parents(struct lens_model *m) {
     if (e->type == LENS_T_PROXY_OP && (e->flags & LENS_EVF_REMOTE) &&
         (uint32_t)e->p.proxy_op.pid != m->procs[e->proc].pid)
       p = find_remote_parent(m, e);
-    else if (lens_idseq_get(&pv->events[e->proc], e->session, e->parent_raw, &v) && v >= 0)
-      p = (int32_t)v;
+    else if (lens_idseq_get(&pv->events[e->proc], e->session, e->parent_raw, &v)) {
+      if (v >= 0) p = (int32_t)v;
+      else if (v <= LENS_STEP_VALUE(0) && v >= LENS_STEP_VALUE(INT32_MAX - 2)) {
+        e->parent = (int32_t)v; /* a folded step (LENS_STEP_VALUE): inherit walks through it, then -1 */
+        continue;
+      }
+    }
     if (p == (int32_t)i) p = -1;
     e->parent = p;
     if (p < 0) e->flags |= LENS_EVF_PARENT_MISSING;
@@ -106,18 +201,48 @@ static int is_graph_api(const struct lens_event *e) {
          (e->type == LENS_T_P2P_API && e->p.p2p_api.graph_captured);
 }
 
+/* An ancestor's parent: an event's, or a folded step's (LENS_STEP_VALUE,
+ * as resolve_parents and resolve_fstep_parents give them). */
+static int64_t parent_of(const struct lens_builder *b, int64_t a) {
+  return a >= 0 ? b->m->events[a].parent : b->fsteps[LENS_STEP_INDEX(a)].parent;
+}
+
 /* Comm from the nearest ancestor that has one (remote events, NULL or bad
- * contexts), and the graph mark from any graph-captured API ancestor. */
-static void inherit(struct lens_model *m) {
+ * contexts), and the graph mark from any graph-captured API ancestor. A
+ * folded step is an ancestor too (it counts in the depth; it is no API and
+ * its comm is not looked up). */
+static void inherit(struct lens_builder *b) {
+  struct lens_model *m = b->m;
   for (size_t i = 0; i < m->n_events; i++) {
     struct lens_event *e = &m->events[i];
-    int32_t a = (int32_t)i;
-    for (int d = 0; d < MAX_DEPTH && a >= 0; d++, a = m->events[a].parent) {
+    int64_t a = (int64_t)i;
+    for (int d = 0; d < MAX_DEPTH && a != -1; d++, a = parent_of(b, a)) {
+      if (a < 0) continue;
       const struct lens_event *x = &m->events[a];
       if (e->comm < 0 && x->comm >= 0) e->comm = x->comm;
       if (is_graph_api(x)) e->flags |= LENS_EVF_GRAPH;
     }
   }
+  /* the folded steps' graph marks, their flags counted; the events whose
+   * parent is a folded step keep none (it is no event) */
+  int64_t last_parent = -1;
+  uint32_t last_graph = 0;
+  for (size_t i = 0; i < b->n_fsteps; i++) {
+    struct lens_fstep *f = &b->fsteps[i];
+    if (f->parent != last_parent || !i) { /* an op's steps mostly come together: one walk for them */
+      last_graph = 0;
+      int64_t a = last_parent = f->parent;
+      for (int d = 1; d < MAX_DEPTH && a != -1; d++, a = parent_of(b, a))
+        if (a >= 0 && is_graph_api(&m->events[a])) last_graph = LENS_EVF_GRAPH;
+    }
+    f->flags |= last_graph;
+    if (!(f->flags & LENS_EVF_STOPPED_PRIV)) f->flags |= LENS_EVF_NO_STOP;
+    f->flags &= ~LENS_EVF_STOPPED_PRIV;
+    for (int k = 0; k < 32; k++) m->folded_evf_counts[k] += f->flags >> k & 1u;
+  }
+  m->folded_steps = b->n_fsteps;
+  for (size_t i = 0; i < m->n_events && b->n_fsteps; i++)
+    if (m->events[i].parent < -1) m->events[i].parent = -1;
 }
 
 struct order_key { int32_t proc; int32_t idx; uint64_t ts; };
@@ -242,15 +367,10 @@ _Static_assert(sizeof(((struct lens_payload *)0)->proxy_op.folded_phase_ns) == L
                "one folded sum per step phase");
 static void fold_steps(struct lens_builder *b) {
   struct lens_model *m = b->m;
-  struct lens_reader_priv *pv = b->priv;
   for (size_t i = 0; i < b->n_fsteps; i++) {
     const struct lens_fstep *f = &b->fsteps[i];
-    int64_t v;
-    if ((!f->stop && f->ev < 0) || !f->parent_raw ||
-        !lens_idseq_get(&pv->events[f->proc], f->session, f->parent_raw, &v) ||
-        v < 0 || m->events[v].type != LENS_T_PROXY_OP)
-      continue;
-    struct lens_event *op = &m->events[v];
+    if ((!f->stop && f->ev < 0) || f->parent < 0 || m->events[f->parent].type != LENS_T_PROXY_OP) continue;
+    struct lens_event *op = &m->events[f->parent];
     /* step LENS_ONEWAY_STEP: its one-way evidence (oneway.h), whether it
      * stopped or not; every start of a send step precedes its post (the
      * latest counts), and a recv start superseded before irecv gave a
@@ -270,10 +390,61 @@ static void fold_steps(struct lens_builder *b) {
   }
 }
 
+/* LENS_LOAD_FOLD_STEPS: what the summary and the hang diagnosis read of a
+ * ProxyOp's step children and of a thread's steps (lens_folded_op,
+ * lens_thread.folded_*), the superseded steps left out where they leave
+ * them out. */
+static int fold_children(struct lens_builder *b) {
+  struct lens_model *m = b->m;
+  for (size_t t = 0; t < m->n_threads && b->n_fsteps; t++) m->threads[t].folded_first_ns = UINT64_MAX;
+  for (size_t i = 0; i < b->n_fsteps; i++) {
+    const struct lens_fstep *f = &b->fsteps[i];
+    int kept = !(f->flags & LENS_EVF_SUPERSEDED);
+    if (f->thread >= 0 && (size_t)f->thread < m->n_threads) {
+      struct lens_thread *th = &m->threads[f->thread];
+      if (f->start < th->folded_first_ns) th->folded_first_ns = f->start;
+      th->folded_starts++; /* folded_last_ns: while reading (records.c) */
+      th->folded_steps += kept;
+      if (kept) th->folded_bytes += f->bytes;
+    }
+    if (!kept || f->parent < 0 || m->events[f->parent].type != LENS_T_PROXY_OP) continue;
+    struct lens_event *op = &m->events[f->parent];
+    if (!op->p.proxy_op.folded_op) {
+      if (m->n_folded_ops >= UINT32_MAX - 1) continue; /* never: an op holds steps */
+      struct lens_folded_op *n = LENS_VEC_PUSH(b, m->folded_ops, m->n_folded_ops, cap_folded_ops);
+      if (!n) return lens_builder_oom(b);
+      memset(n, 0, sizeof *n);
+      op->p.proxy_op.folded_op = (uint32_t)m->n_folded_ops;
+    }
+    struct lens_folded_op *o = &m->folded_ops[op->p.proxy_op.folded_op - 1];
+    o->steps++;
+    o->bytes += f->bytes;
+    if (f->stop) { /* stopped: the next step after it may be the one never posted */
+      if (f->step + 1 > o->next_step) o->next_step = f->step + 1;
+      continue;
+    }
+    if (o->has_wait && f->step >= o->wait_step) continue;
+    o->has_wait = 1;
+    o->wait_step = f->step, o->wait_thread = f->thread;
+    o->wait_start_ns = f->start;
+    const struct lens_frun *u = f->run >= 0 ? &b->fruns[f->run] : NULL; /* its state entries, if any */
+    o->wait_state = u ? u->state : 0;
+    o->wait_since_ns = u ? u->since : f->start;
+    o->wait_last_ns = !u ? f->start : u->last > u->ts ? u->last : u->ts;
+    o->wait_repeats = u ? u->before + (u->count ? u->count : 1) : 0;
+  }
+  for (size_t t = 0; t < m->n_threads && b->n_fsteps; t++)
+    if (m->threads[t].folded_first_ns == UINT64_MAX) m->threads[t].folded_first_ns = 0;
+  return 0;
+}
+
 int lens_resolve_model(struct lens_builder *b) {
   struct lens_model *m = b->m;
   resolve_thread_comms(m);
+  resolve_fstep_parents(b);
+  if (mark_superseded_folded(b)) return -1;
   fold_steps(b);
+  if (fold_children(b)) return -1;
   for (size_t i = 0; i < m->n_events; i++) {
     struct lens_event *e = &m->events[i];
     if (!(e->flags & LENS_EVF_STOPPED_PRIV)) e->flags |= LENS_EVF_NO_STOP;
@@ -281,6 +452,6 @@ int lens_resolve_model(struct lens_builder *b) {
   }
   if (mark_superseded(b)) return -1;
   resolve_parents(m);
-  inherit(m);
+  inherit(b);
   return sort_and_link(b);
 }

@@ -62,12 +62,14 @@ int lens_summary_read_with(const char *cmd, struct lens_trace_cli *c, uint64_t j
                            const struct lens_pass *extra, size_t n_extra, struct lens_summary_run *r) {
   memset(r, 0, sizeof *r);
   struct map_ctx x = {cmd}; /* read by the workers during lens_passes_run only (free needs no ctx) */
-  /* The summary counts every ProxyStep and the bytes of each (their
-   * states): the steps are read as events. */
+  /* The summary counts every ProxyStep and the bytes of each, the hang
+   * diagnosis reads a stuck op's steps and their states: the reader folds
+   * the steps into their ProxyOp and keeps both (LENS_LOAD_FOLD_STEPS),
+   * unless an extra pass reads them as events. */
   const struct lens_pass base[N_PASSES] = {
-      [PASS_SUMMARY] = {.map = summary_map, .free = summary_part_free, .ctx = &x, .needs = LENS_PASS_STEPS},
+      [PASS_SUMMARY] = {.map = summary_map, .free = summary_part_free, .ctx = &x},
       [PASS_JOB] = {.map = job_map, .free = job_part_free, .ctx = &x},
-      [PASS_HANG] = {.map = lens_hang_pass_map, .free = lens_hang_pass_free, .needs = LENS_PASS_STEPS},
+      [PASS_HANG] = {.map = lens_hang_pass_map, .free = lens_hang_pass_free},
   };
   size_t n_base = flags & LENS_SUMMARY_READ_HANG ? N_PASSES : PASS_HANG;
   struct lens_pass *passes = malloc((n_base + n_extra) * sizeof *passes);

@@ -115,6 +115,21 @@ static void op_wait(const struct lens_model *m, int32_t oi, struct lens_hang_wai
   w->channel = op->p.proxy_op.channel;
   w->is_send = op->p.proxy_op.is_send;
   w->thread = op->thread;
+  if (op->p.proxy_op.folded_op && op->p.proxy_op.folded_op <= m->n_folded_ops) { /* its steps, folded by the reader */
+    const struct lens_folded_op *fo = &m->folded_ops[op->p.proxy_op.folded_op - 1];
+    if (!fo->has_wait) {
+      w->step = fo->next_step;
+      return;
+    }
+    w->step = fo->wait_step;
+    w->step_started = 1;
+    w->thread = fo->wait_thread;
+    w->state = fo->wait_state;
+    w->state_since_ns = fo->wait_since_ns;
+    w->state_last_ns = fo->wait_last_ns;
+    w->state_repeats = fo->wait_repeats;
+    return;
+  }
   int32_t best = -1, next = 0;
   for (int32_t c = op->first_child; c >= 0; c = m->events[c].next_sibling) {
     const struct lens_event *s = &m->events[c];
@@ -259,6 +274,13 @@ static int map_proxies(const struct lens_model *m, struct lens_hang_part *p) {
     uint64_t t = ev_last_ns(m, e);
     if (e->thread >= 0 && (size_t)e->thread < m->n_threads && t > thr_last[e->thread]) thr_last[e->thread] = t;
     if (e->proc >= 0 && (size_t)e->proc < m->n_procs && t > proc_end[e->proc]) proc_end[e->proc] = t;
+  }
+  /* the ProxySteps the reader folded (their latest start, stop or state) */
+  for (size_t t = 0; t < m->n_threads; t++) {
+    const struct lens_thread *th = &m->threads[t];
+    if (th->folded_last_ns > thr_last[t]) thr_last[t] = th->folded_last_ns;
+    if (th->proc >= 0 && (size_t)th->proc < m->n_procs && th->folded_last_ns > proc_end[th->proc])
+      proc_end[th->proc] = th->folded_last_ns;
   }
   /* the writer's heartbeats: a CLOCK chunk every second, DROPS */
   for (size_t i = 0; i < m->n_procs; i++)

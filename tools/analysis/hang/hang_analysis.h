@@ -94,8 +94,8 @@ struct lens_hang_report {
 
 /* ---- Host group by host group (the pass driver, tools/cli/passes.h) ----
  *
- * A pass over hang: {.map = lens_hang_pass_map, .free = lens_hang_pass_free,
- * .needs = LENS_PASS_STEPS} (ctx unused), then, for pass k,
+ * A pass over hang: {.map = lens_hang_pass_map, .free = lens_hang_pass_free}
+ * (ctx unused), then, for pass k,
  * lens_hang_merge((struct lens_hang_part *const *)out.parts + k * out.n_groups,
  * out.n_groups, out.bases, &report) and print with out.skel as the model;
  * lens_hang_free(&report) before lens_passes_free.
@@ -117,9 +117,10 @@ struct lens_hang_report {
  * one model did. The report owns all it holds: it outlives the partials.
  *
  * Steps: the wait of a stuck ProxyOp reads its ProxySteps and their states,
- * and a proxy thread's last record is most often a step's state, so the pass
- * needs them as events: .needs = LENS_PASS_STEPS (a command that runs hang
- * beside passes that fold loses the fold for its groups). */
+ * and a proxy thread's last record is most often a step's state: read from
+ * the step events of a full load, or from what a folded load
+ * (LENS_LOAD_FOLD_STEPS) keeps of them (lens_folded_op, lens_thread's
+ * folded_last_ns), the same answer; the pass needs no LENS_PASS_STEPS. */
 struct lens_hang_part;
 /* NULL only when out of memory. */
 struct lens_hang_part *lens_hang_map(const struct lens_model *m);

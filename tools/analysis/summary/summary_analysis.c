@@ -141,6 +141,11 @@ static void add_op(const struct lens_model *m, struct lens_sum_row *r, const str
     if (x->type == LENS_T_KERNEL_CH && kernel_ch_ns(x, &ns)) stat_add(&r->gpu_channel, ns);
     if (x->type != LENS_T_PROXY_OP) continue;
     r->proxy_ops++;
+    if (x->p.proxy_op.folded_op && x->p.proxy_op.folded_op <= m->n_folded_ops) { /* its steps, folded by the reader */
+      const struct lens_folded_op *fo = &m->folded_ops[x->p.proxy_op.folded_op - 1];
+      r->proxy_steps += fo->steps;
+      r->proxy_bytes += fo->bytes;
+    }
     for (int32_t k = x->first_child; k >= 0; k = m->events[k].next_sibling) {
       const struct lens_event *st = &m->events[k];
       if (st->type != LENS_T_PROXY_STEP || (st->flags & LENS_EVF_SUPERSEDED)) continue;
@@ -197,23 +202,72 @@ static void add_level(void *arg, int32_t thread, int level, uint64_t from, uint6
   if (c->slot[thread] >= 0) c->s->proxies[c->slot[thread]].state_ns[level] += to - from;
 }
 
-static int proxies(const struct lens_model *m, struct lens_summary *s) {
-  int32_t *slot = malloc((m->n_threads + 1) * sizeof *slot);
-  if (!slot) return -1;
+/* A proxy thread's place in the list: its first ProxyCtrl, ProxyOp or
+ * ProxyStep in the model's order (process, start). A thread whose first is
+ * a folded step goes by that step's start, before the events of its
+ * process that start later and after those that start at the same time. */
+struct proxy_first { int32_t thread, proc; uint64_t ns; int32_t event; int by_step; };
+static int by_first(const void *a, const void *b) {
+  const struct proxy_first *x = a, *y = b;
+#define C(f) if (x->f != y->f) return x->f < y->f ? -1 : 1
+  C(proc); C(ns); C(by_step); C(event); C(thread);
+#undef C
+  return 0;
+}
+
+/* The proxy threads in that order, each one's slot in s->proxies (-1: none). */
+static int proxy_slots(const struct lens_model *m, struct lens_summary *s, int32_t *slot) {
+  struct proxy_first *f = malloc((m->n_threads + 1) * sizeof *f);
+  if (!f) return -1;
+  size_t n = 0;
   for (size_t t = 0; t < m->n_threads; t++) slot[t] = -1;
   for (size_t i = 0; i < m->n_events; i++) {
     const struct lens_event *e = &m->events[i];
-    if (e->thread < 0 || !(e->type == LENS_T_PROXY_CTRL || e->type == LENS_T_PROXY_OP || e->type == LENS_T_PROXY_STEP))
+    if (e->thread < 0 || (size_t)e->thread >= m->n_threads || slot[e->thread] >= 0 ||
+        !(e->type == LENS_T_PROXY_CTRL || e->type == LENS_T_PROXY_OP || e->type == LENS_T_PROXY_STEP))
       continue;
-    if (slot[e->thread] < 0) {
-      if (grow((void **)&s->proxies, s->n_proxies, sizeof *s->proxies)) {
-        free(slot);
-        return -1;
-      }
-      memset(&s->proxies[s->n_proxies], 0, sizeof *s->proxies);
-      s->proxies[s->n_proxies].thread = e->thread;
-      slot[e->thread] = (int32_t)s->n_proxies++;
+    slot[e->thread] = (int32_t)n;
+    f[n++] = (struct proxy_first){e->thread, e->proc, e->start_mono_ns, (int32_t)i, 0};
+  }
+  for (size_t t = 0; t < m->n_threads; t++) {
+    const struct lens_thread *th = &m->threads[t];
+    if (!th->folded_starts) continue;
+    if (slot[t] < 0) {
+      slot[t] = (int32_t)n;
+      f[n++] = (struct proxy_first){(int32_t)t, th->proc, th->folded_first_ns, INT32_MAX, 1};
+    } else if (th->folded_first_ns < f[slot[t]].ns) {
+      f[slot[t]].ns = th->folded_first_ns, f[slot[t]].by_step = 1;
     }
+  }
+  qsort(f, n, sizeof *f, by_first);
+  /* room as grow() keeps it (a merge may grow the list further) */
+  if (n && !(s->proxies = calloc(n < 4 ? 8 : 2 * n, sizeof *s->proxies))) {
+    free(f);
+    return -1;
+  }
+  for (size_t k = 0; k < n; k++) {
+    s->proxies[k].thread = f[k].thread;
+    slot[f[k].thread] = (int32_t)k;
+  }
+  s->n_proxies = n;
+  free(f);
+  return 0;
+}
+
+static int proxies(const struct lens_model *m, struct lens_summary *s) {
+  int32_t *slot = malloc((m->n_threads + 1) * sizeof *slot);
+  if (!slot || proxy_slots(m, s, slot)) {
+    free(slot);
+    return -1;
+  }
+  for (size_t t = 0; t < m->n_threads; t++)
+    if (slot[t] >= 0) { /* its folded steps */
+      s->proxies[slot[t]].steps += m->threads[t].folded_steps;
+      s->proxies[slot[t]].bytes += m->threads[t].folded_bytes;
+    }
+  for (size_t i = 0; i < m->n_events; i++) {
+    const struct lens_event *e = &m->events[i];
+    if (e->thread < 0 || (size_t)e->thread >= m->n_threads || slot[e->thread] < 0) continue;
     struct lens_sum_proxy *p = &s->proxies[slot[e->thread]];
     if (e->type == LENS_T_PROXY_OP) p->ops++;
     if (e->type == LENS_T_PROXY_STEP && !(e->flags & LENS_EVF_SUPERSEDED)) {
@@ -317,7 +371,8 @@ static void free_strings(struct lens_summary *s) {
 int lens_summary_map(const struct lens_model *m, struct lens_summary *s, int analyses_ran) {
   memset(s, 0, sizeof *s);
   s->analyses_ran = analyses_ran;
-  s->events = m->n_events;
+  s->events = m->n_events + m->folded_steps; /* a folded step is an event of the traces */
+  for (int b = 0; b < 32; b++) s->evf_counts[b] += m->folded_evf_counts[b];
   int bad = map_events(m, s) || proxies(m, s);
   if (own_strings(s)) bad = 1; /* whatever map_events built points into m: owned or NULL now, so freeable */
   if (!bad && m->n_sched && lens_starvation_gather(m, &s->starvation)) bad = 1;
