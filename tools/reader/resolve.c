@@ -58,73 +58,71 @@ static int mark_superseded(struct lens_builder *b) {
 
 /* The same rule for the folded steps (LENS_LOAD_FOLD_STEPS), their START
  * order their order in fsteps as it was among the events, once their
- * parents are resolved: the steps whose parent value names an event have
+ * parents are resolved. The steps whose parent value names an event have
  * the same (proc, session, parent value) exactly when they have that
- * parent (the id table gives each value one entry), so they are grouped by
- * it (a counting sort), and a group sorted by (step, start, index) only
- * when its steps do not come in increasing step order already (an op's
- * steps do, unless one is re-posted). The few others (parent missing, or
- * a folded step) go through mark_superseded's sort. */
-struct fkey { int32_t step; uint32_t idx; uint64_t ts; };
+ * parent (the id table gives each value one entry): only a parent whose
+ * steps do not come in increasing step order (an op's steps do, unless
+ * one is re-posted) can have one superseded, and only those parents'
+ * steps are sorted, by (parent, step, start, index). The others (parent
+ * missing, or a folded step) go through mark_superseded's sort. */
+struct fkey { int64_t parent; int32_t step; uint32_t idx; uint64_t ts; };
 static int cmp_fkey(const void *a, const void *b) {
   const struct fkey *x = a, *y = b;
 #define C(f) if (x->f != y->f) return x->f < y->f ? -1 : 1
-  C(step); C(ts); C(idx);
+  C(parent); C(step); C(ts); C(idx);
 #undef C
   return 0;
 }
 
+enum { STEPS_NONE = 0, STEPS_RISING, STEPS_AGAIN }; /* a parent's steps so far */
+
 static int mark_superseded_folded(struct lens_builder *b) {
   struct lens_model *m = b->m;
-  size_t n = b->n_fsteps, n_other = 0, big = 0;
+  size_t n = b->n_fsteps, n_again = 0, n_other = 0;
   if (!n) return 0;
-  if (n >= UINT32_MAX || m->n_events >= UINT32_MAX) return lens_builder_oom(b);
-  uint32_t *pos = calloc(m->n_events + 1, sizeof *pos), *order = malloc(n * sizeof *order);
-  if (!pos || !order) {
-    free(pos), free(order);
+  if (n >= UINT32_MAX) return lens_builder_oom(b);
+  uint8_t *seen = calloc(m->n_events + 1, 1);
+  int32_t *last = malloc((m->n_events + 1) * sizeof *last); /* the parent's last step number so far */
+  if (!seen || !last) {
+    free(seen), free(last);
     return lens_builder_oom(b);
   }
   for (size_t i = 0; i < n; i++) {
     const struct lens_fstep *f = &b->fsteps[i];
-    if (f->parent >= 0) pos[f->parent + 1]++;
-    else n_other += f->parent_raw != 0;
-  }
-  for (size_t v = 0; v < m->n_events; v++) {
-    if (pos[v + 1] > big) big = pos[v + 1];
-    pos[v + 1] += pos[v];
+    if (f->parent < 0) {
+      n_other += f->parent_raw != 0;
+      continue;
+    }
+    uint8_t *st = &seen[f->parent];
+    if (*st == STEPS_RISING && f->step <= last[f->parent]) *st = STEPS_AGAIN;
+    else if (*st == STEPS_NONE) *st = STEPS_RISING;
+    last[f->parent] = f->step;
   }
   for (size_t i = 0; i < n; i++)
-    if (b->fsteps[i].parent >= 0) order[pos[b->fsteps[i].parent]++] = (uint32_t)i; /* pos[v]: the end of v's */
-  struct fkey *k = malloc((big ? big : 1) * sizeof *k);
+    n_again += b->fsteps[i].parent >= 0 && seen[b->fsteps[i].parent] == STEPS_AGAIN;
+  struct fkey *k = malloc((n_again ? n_again : 1) * sizeof *k);
   struct step_key *o = malloc((n_other ? n_other : 1) * sizeof *o);
   if (!k || !o) {
-    free(pos), free(order), free(k), free(o);
+    free(seen), free(last), free(k), free(o);
     return lens_builder_oom(b);
   }
-  for (size_t v = 0, lo = 0; v < m->n_events; lo = pos[v++]) {
-    size_t g = pos[v] - lo, sorted = 1;
-    for (size_t j = 1; j < g && sorted; j++) sorted = b->fsteps[order[lo + j]].step > b->fsteps[order[lo + j - 1]].step;
-    if (sorted) continue; /* no step number twice */
-    for (size_t j = 0; j < g; j++) {
-      const struct lens_fstep *f = &b->fsteps[order[lo + j]];
-      k[j] = (struct fkey){f->step, order[lo + j], f->start};
-    }
-    qsort(k, g, sizeof *k, cmp_fkey);
-    for (size_t j = 0; j + 1 < g; j++)
-      if (k[j].step == k[j + 1].step) b->fsteps[k[j].idx].flags |= LENS_EVF_SUPERSEDED;
-  }
-  n_other = 0;
+  n_again = n_other = 0;
   for (size_t i = 0; i < n; i++) {
     const struct lens_fstep *f = &b->fsteps[i];
-    if (f->parent < 0 && f->parent_raw)
+    if (f->parent >= 0 && seen[f->parent] == STEPS_AGAIN)
+      k[n_again++] = (struct fkey){f->parent, f->step, (uint32_t)i, f->start};
+    else if (f->parent < 0 && f->parent_raw)
       o[n_other++] = (struct step_key){f->proc, f->session, f->parent_raw, f->step, f->start, (int32_t)i};
   }
+  qsort(k, n_again, sizeof *k, cmp_fkey);
+  for (size_t i = 0; i + 1 < n_again; i++)
+    if (k[i].parent == k[i + 1].parent && k[i].step == k[i + 1].step) b->fsteps[k[i].idx].flags |= LENS_EVF_SUPERSEDED;
   qsort(o, n_other, sizeof *o, cmp_step);
   for (size_t i = 0; i + 1 < n_other; i++)
     if (o[i].proc == o[i + 1].proc && o[i].session == o[i + 1].session && o[i].parent == o[i + 1].parent &&
         o[i].step == o[i + 1].step)
       b->fsteps[o[i].idx].flags |= LENS_EVF_SUPERSEDED;
-  free(pos), free(order), free(k), free(o);
+  free(seen), free(last), free(k), free(o);
   return 0;
 }
 
@@ -207,6 +205,7 @@ static int64_t parent_of(const struct lens_builder *b, int64_t a) {
   return a >= 0 ? b->m->events[a].parent : b->fsteps[LENS_STEP_INDEX(a)].parent;
 }
 
+#define GRAPH_SEEN 1024
 /* Comm from the nearest ancestor that has one (remote events, NULL or bad
  * contexts), and the graph mark from any graph-captured API ancestor. A
  * folded step is an ancestor too (it counts in the depth; it is no API and
@@ -225,17 +224,21 @@ static void inherit(struct lens_builder *b) {
   }
   /* the folded steps' graph marks, their flags counted; the events whose
    * parent is a folded step keep none (it is no event) */
-  int64_t last_parent = -1;
-  uint32_t last_graph = 0;
+  /* a walk per parent, not per step: the last walks kept by parent (the
+   * ops whose steps interleave are few at a time) */
+  struct { int64_t parent; uint32_t graph; } seen[GRAPH_SEEN];
+  for (size_t k = 0; k < GRAPH_SEEN; k++) seen[k].parent = INT64_MIN;
   for (size_t i = 0; i < b->n_fsteps; i++) {
     struct lens_fstep *f = &b->fsteps[i];
-    if (f->parent != last_parent || !i) { /* an op's steps mostly come together: one walk for them */
-      last_graph = 0;
-      int64_t a = last_parent = f->parent;
+    size_t at = (size_t)f->parent % GRAPH_SEEN;
+    if (seen[at].parent != f->parent) {
+      uint32_t graph = 0;
+      int64_t a = f->parent;
       for (int d = 1; d < MAX_DEPTH && a != -1; d++, a = parent_of(b, a))
-        if (a >= 0 && is_graph_api(&m->events[a])) last_graph = LENS_EVF_GRAPH;
+        if (a >= 0 && is_graph_api(&m->events[a])) graph = LENS_EVF_GRAPH;
+      seen[at].parent = f->parent, seen[at].graph = graph;
     }
-    f->flags |= last_graph;
+    f->flags |= seen[at].graph;
     if (!(f->flags & LENS_EVF_STOPPED_PRIV)) f->flags |= LENS_EVF_NO_STOP;
     f->flags &= ~LENS_EVF_STOPPED_PRIV;
     for (int k = 0; k < 32; k++) m->folded_evf_counts[k] += f->flags >> k & 1u;
