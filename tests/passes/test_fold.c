@@ -24,7 +24,8 @@
 #include "export/load_traces.h"
 
 static int failures;
-static size_t steps_seen; /* step events of the full loads: what was folded */
+static size_t steps_seen;      /* step events of the full loads: what was folded */
+static uint64_t superseded_seen; /* of them, superseded (re-posted) */
 static const char *where;
 #define CHECK(c)                                                                   \
   do {                                                                             \
@@ -326,6 +327,7 @@ static void compare(const char *name, const char *const *paths, size_t n) {
     return;
   }
   steps_seen += steps_of(full);
+  superseded_seen += fold->folded_evf_counts[__builtin_ctz(LENS_EVF_SUPERSEDED)];
   EQ(steps_of(fold), 0);
   folded_eq_events(full, fold);
   maps_eq(full, fold, 0);
@@ -520,6 +522,10 @@ int main(int argc, char **argv) {
   rt_cleanup();
   if (steps_seen < 10000) {
     fprintf(stderr, "FAIL: only %zu steps folded over every trace set\n", steps_seen);
+    failures++;
+  }
+  if (superseded_seen < 5) { /* the crafted trace's one and the golden traces' re-posted recv steps */
+    fprintf(stderr, "FAIL: only %" PRIu64 " superseded steps folded\n", superseded_seen);
     failures++;
   }
   if (n < 20) {

@@ -28,7 +28,8 @@ void tb_start(struct tb *t, int type, uint64_t id, uint64_t parent, uint64_t con
               uint32_t aux, const void *payload, size_t payload_len);
 void tb_stop(struct tb *t, uint64_t id, uint64_t ts);
 void tb_state(struct tb *t, uint64_t id, uint32_t state, uint64_t ts, uint64_t arg, uint32_t has_args);
-/* A run record (lens_rec_state_run): `repeats` more records of the same state, arg and has_args, the last at last_ts. */
+/* A run record (lens_rec_state_run): `repeats` more records of the same state, arg and has_args, the last
+ * at last_ts. */
 void tb_state_run(struct tb *t, uint64_t id, uint32_t state, uint64_t ts, uint64_t arg, uint32_t has_args,
                   uint64_t last_ts, uint32_t repeats, uint32_t max_gap_ns);
 void tb_flush(struct tb *t);
