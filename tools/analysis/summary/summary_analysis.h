@@ -91,7 +91,13 @@ struct lens_hang_report;
 /* Map: the summary of one model (a host group's), owning every string; its
  * proxies' thread indexes are the model's. 0, or -1 out of memory (s
  * empty). analyses_ran: the GPU analysis ran on m (else any accuracy flag
- * says so). */
+ * says so). The ProxySteps count whether m holds them as events or folded
+ * into their ProxyOp (LENS_LOAD_FOLD_STEPS: lens_folded_op, the threads'
+ * folded_*, folded_steps and folded_evf_counts): the same summary either
+ * way (tests/passes/test_fold.c), except the order of two proxy threads
+ * whose first proxy record starts at the same nanosecond in one process
+ * when one of them is a folded step (a full model orders them by file
+ * position, which a folded step no longer has). */
 int lens_summary_map(const struct lens_model *m, struct lens_summary *s, int analyses_ran);
 /* Merge: adds part (mapped from the next group, in input order) to into;
  * thread_base is where that group's threads start in the skeleton
