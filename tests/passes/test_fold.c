@@ -446,8 +446,28 @@ static void crafted(void) {
   tb_flush(t);
   tb_close(t);
 
+  /* a second process of the host: a PXN ProxyOp whose parent value is a
+   * step of the first process (no writer does it; the flags must still be
+   * a full load's), and a step of its own under it */
+  char path2[128];
+  struct tb *t2 = tb_open(rt_path(path2, sizeof path2, "fold-pxn.lens"), LENS_PRODUCER_TEST);
+  tb_session(t2, 0, 200, "nodeA", 6);
+  tb_comm(t2, CTX, 0x77, 1, 2, 1, 0, "world");
+  tb_thread(t2, 2, 655, LENS_ROLE_PROXY, "proxy", 1, 0);
+  uint64_t pxn_op = LENS_ID_REMOTE | LENS_ID_MAKE(LENS_T_PROXY_OP, 2, 1);
+  uint64_t pxn_step = LENS_ID_MAKE(LENS_T_PROXY_STEP, 2, 2);
+  tb_events_begin(t2, 2);
+  tb_start(t2, LENS_T_PROXY_OP, pxn_op, b0, CTX, 115, 0, LENS_START_F_REMOTE, &po, sizeof po);
+  tb_start(t2, LENS_T_PROXY_STEP, pxn_step, pxn_op, CTX, 116, 0, 0, &s0, sizeof s0);
+  tb_stop(t2, pxn_step, 117);
+  tb_stop(t2, pxn_op, 118);
+  tb_flush(t2);
+  tb_close(t2);
+  const char *p2[2] = {path, path2};
+  compare("crafted pxn", p2, 2);
   const char *p[1] = {path};
   compare("crafted", p, 1);
+  where = "crafted";
   /* what the crafted trace must show, on the folded load */
   char err[256];
   struct lens_model *m = lens_model_load_ex(p, 1, LENS_LOAD_FOLD_STEPS, err, sizeof err, NULL);

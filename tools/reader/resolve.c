@@ -150,7 +150,7 @@ static int32_t find_in_proc(const struct lens_model *m, int32_t proc, uint64_t i
     if (pv->sessions[s].proc != proc) continue;
     int64_t v;
     if (lens_idseq_peek(&pv->events[proc], pv->sessions[s].session, id, &v))
-      return v >= 0 ? (int32_t)v : -1; /* a folded step is no event */
+      return v >= LENS_STEP_VALUE(INT32_MAX - 2) ? (int32_t)v : -1; /* a folded step: LENS_STEP_VALUE */
   }
   return -1;
 }
@@ -163,7 +163,7 @@ static int32_t find_remote_parent(const struct lens_model *m, const struct lens_
   for (size_t p = 0; p < m->n_procs; p++) {
     if ((int32_t)p == e->proc || m->procs[p].pid != (uint32_t)e->p.proxy_op.pid) continue;
     int32_t i = find_in_proc(m, (int32_t)p, e->parent_raw);
-    if (i < 0) continue;
+    if (i == -1) continue;
     if (!strcmp(m->procs[p].host, own->host)) return i;
     if (fallback < 0) fallback = i;
   }
@@ -178,9 +178,13 @@ static void resolve_parents(struct lens_model *m) {
     int32_t p = -1;
     int64_t v;
     if (e->type == LENS_T_PROXY_OP && (e->flags & LENS_EVF_REMOTE) &&
-        (uint32_t)e->p.proxy_op.pid != m->procs[e->proc].pid)
+        (uint32_t)e->p.proxy_op.pid != m->procs[e->proc].pid) {
       p = find_remote_parent(m, e);
-    else if (lens_idseq_get(&pv->events[e->proc], e->session, e->parent_raw, &v)) {
+      if (p < -1) { /* a folded step (LENS_STEP_VALUE): as below */
+        e->parent = p;
+        continue;
+      }
+    } else if (lens_idseq_get(&pv->events[e->proc], e->session, e->parent_raw, &v)) {
       if (v >= 0) p = (int32_t)v;
       else if (v <= LENS_STEP_VALUE(0) && v >= LENS_STEP_VALUE(INT32_MAX - 2)) {
         e->parent = (int32_t)v; /* a folded step (LENS_STEP_VALUE): inherit walks through it, then -1 */
