@@ -171,11 +171,16 @@ static const char *event_func(const struct lens_model *m, const struct lens_even
   return NULL;
 }
 
-/* The communicator an event counts for: its own, else its proxy thread's. */
-static int32_t event_comm(const struct lens_model *m, const struct lens_event *e) {
-  if (e->comm >= 0) return e->comm;
-  if (e->thread >= 0 && (size_t)e->thread < m->n_threads) return m->threads[e->thread].proxy_comm;
+/* The communicator an event (or a pending folded step: the same fields)
+ * counts for: its own, else its proxy thread's. */
+static int32_t comm_of(const struct lens_model *m, int32_t comm, int32_t thread) {
+  if (comm >= 0) return comm;
+  if (thread >= 0 && (size_t)thread < m->n_threads) return m->threads[thread].proxy_comm;
   return -1;
+}
+
+static int32_t event_comm(const struct lens_model *m, const struct lens_event *e) {
+  return comm_of(m, e->comm, e->thread);
 }
 
 static int comm_matches(const struct lens_comm *c, const char *want) {
@@ -242,17 +247,45 @@ void lens_filter_list_add(char *buf, size_t cap, const char *list) {
   }
 }
 
+/* Whether the selection keeps one event (or pending folded step) on its
+ * own test: its communicator among the selected, its operation among
+ * --func, its time against its host's origin (never stopped: open). */
+static int kept_by(const struct lens_filter *f, const struct lens_model *m, const uint8_t *comm_ok,
+                   const uint64_t *origin, int32_t comm, const char *func, int32_t proc, uint64_t start,
+                   uint64_t stop) {
+  if ((f->n_comms || f->ranks) && (comm < 0 || (size_t)comm >= m->n_comms || !comm_ok[comm])) return 0;
+  if (f->n_funcs) {
+    int ok = 0;
+    for (size_t k = 0; func && k < f->n_funcs && !ok; k++) ok = !strcasecmp(func, f->funcs[k]);
+    if (!ok) return 0;
+  }
+  if ((f->have_since || f->have_until) && proc >= 0 && (size_t)proc < m->n_procs && origin[proc] != UINT64_MAX) {
+    uint64_t o = origin[proc];
+    if (f->have_until && start > o + f->until_ns) return 0;
+    if (f->have_since && stop && stop < o + f->since_ns) return 0;
+  }
+  return 1;
+}
+
 int lens_filter_apply(const char *cmd, const struct lens_filter *f, struct lens_model *m, unsigned flags) {
   return lens_filter_apply_ex(cmd, f, m, flags, NULL);
 }
 
 int lens_filter_apply_ex(const char *cmd, const struct lens_filter *f, struct lens_model *m, unsigned flags,
                          struct lens_filter_tally *t) {
-  if (t) t->total += m->n_events;
+  /* A model loaded with LENS_LOAD_FOLD_LATER holds its ProxySteps as
+   * pending folded steps: each is an event of the traces, kept or left
+   * out on the test an event is, and only the kept ones are counted into
+   * their ops and threads (lens_model_fold). */
+  size_t n_steps = m->n_pending_steps;
+  if (t) t->total += m->n_events + n_steps;
   if (!lens_filter_any(f)) {
-    if (t) t->kept += m->n_events;
+    if (t) t->kept += m->n_events + n_steps;
+    if (lens_model_fold(m, NULL)) return lens_cli_error(cmd, "out of memory"), 1;
     return 0;
   }
+  uint8_t *step_keep = calloc(n_steps ? n_steps : 1, 1);
+  if (!step_keep) return lens_cli_error(cmd, "out of memory"), 1;
   uint8_t *comm_ok = calloc(m->n_comms ? m->n_comms : 1, 1);
   uint64_t *origin = malloc((m->n_procs ? m->n_procs : 1) * sizeof *origin);
   uint8_t *keep = calloc(m->n_events ? m->n_events : 1, 1);
@@ -298,28 +331,28 @@ int lens_filter_apply_ex(const char *cmd, const struct lens_filter *f, struct le
     const struct lens_event *e = &m->events[i];
     if (e->proc >= 0 && e->start_mono_ns && e->start_mono_ns < origin[e->proc]) origin[e->proc] = e->start_mono_ns;
   }
+  for (size_t i = 0; i < n_steps; i++) {
+    const struct lens_pending_step *ps = &m->pending_steps[i];
+    if (ps->proc >= 0 && (size_t)ps->proc < m->n_procs && ps->start_mono_ns && ps->start_mono_ns < origin[ps->proc])
+      origin[ps->proc] = ps->start_mono_ns;
+  }
   for (size_t p = 0; p < m->n_procs; p++)
     for (size_t q = 0; q < m->n_procs; q++)
       if (q != p && !strcmp(m->procs[p].host, m->procs[q].host) && origin[q] < origin[p]) origin[p] = origin[q];
   size_t kept = 0;
   for (size_t i = 0; i < m->n_events; i++) {
     const struct lens_event *e = &m->events[i];
-    if (f->n_comms || f->ranks) {
-      int32_t c = event_comm(m, e);
-      if (c < 0 || !comm_ok[c]) continue;
-    }
-    if (f->n_funcs) {
-      const char *fn = event_func(m, e);
-      int ok = 0;
-      for (size_t k = 0; fn && k < f->n_funcs && !ok; k++) ok = !strcasecmp(fn, f->funcs[k]);
-      if (!ok) continue;
-    }
-    if ((f->have_since || f->have_until) && e->proc >= 0 && origin[e->proc] != UINT64_MAX) {
-      uint64_t o = origin[e->proc];
-      if (f->have_until && e->start_mono_ns > o + f->until_ns) continue;
-      if (f->have_since && e->stop_mono_ns && e->stop_mono_ns < o + f->since_ns) continue; /* never stopped: open */
-    }
-    keep[i] = 1;
+    keep[i] = kept_by(f, m, comm_ok, origin, event_comm(m, e), f->n_funcs ? event_func(m, e) : NULL, e->proc,
+                      e->start_mono_ns, e->stop_mono_ns);
+  }
+  /* A step's operation is its ProxyOp's (a step under another step, which
+   * a folded load does not link, has none). */
+  for (size_t i = 0; i < n_steps; i++) {
+    const struct lens_pending_step *ps = &m->pending_steps[i];
+    const char *fn = f->n_funcs && ps->parent >= 0 ? event_func(m, &m->events[ps->parent]) : NULL;
+    step_keep[i] = kept_by(f, m, comm_ok, origin, comm_of(m, ps->comm, ps->thread), fn, ps->proc, ps->start_mono_ns,
+                           ps->stop_mono_ns);
+    kept += step_keep[i];
   }
   /* The groups around what is kept stay (a group is no operation of its
    * own). An operation is not kept for a child: one whose ProxyOp never
@@ -333,8 +366,8 @@ int lens_filter_apply_ex(const char *cmd, const struct lens_filter *f, struct le
     }
   }
   for (size_t i = 0; i < m->n_events; i++) kept += keep[i] != 0;
-  size_t total = m->n_events;
-  if (lens_model_keep(m, keep)) goto out;
+  size_t total = m->n_events + n_steps;
+  if (lens_model_keep(m, keep) || lens_model_fold(m, step_keep)) goto out;
   if (t) t->kept += kept;
   /* With a tally, "of" says its total: a model loaded with a window holds
    * fewer events than the traces (lens_trace_cli_load adds the others). */
@@ -347,5 +380,6 @@ out:
   free(comm_ok);
   free(origin);
   free(keep);
+  free(step_keep);
   return rc;
 }

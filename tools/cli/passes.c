@@ -129,13 +129,16 @@ static int map_group(struct run *r, size_t g) {
   struct lens_load_opts lo = {.cupti_files = r->c->cupti, .n_cupti_files = r->c->n_cupti,
                               .min_wait_ns = r->c->min_wait_ns, .no_progress = 1, .no_notes = 1};
   /* Two thirds of a typical trace's events are ProxySteps: folded into
-   * their ProxyOp by the reader unless a pass reads them, the starvation
-   * analysis marks them (a probe trace is in the group) or a selection may
-   * keep single steps. */
-  int fold = !gr->probe && !lens_filter_any(&r->c->filter);
+   * their ProxyOp by the reader unless a pass reads them or the starvation
+   * analysis marks them (a probe trace is in the group). Under a selection
+   * the reader holds them resolved but uncounted (LENS_LOAD_FOLD_LATER) and
+   * the selection counts the ones it keeps, each on its own test, as it
+   * keeps a step event. Not with --func: a NetPlugin under a step has no
+   * parent in a folded model, so no operation to be kept for. */
+  int fold = !gr->probe && !r->c->filter.n_funcs;
   for (size_t k = 0; k < r->n_passes; k++)
     if (r->passes[k].needs & LENS_PASS_STEPS) fold = 0;
-  if (fold) lo.load_flags = LENS_LOAD_FOLD_STEPS;
+  if (fold) lo.load_flags = LENS_LOAD_FOLD_STEPS | (lens_filter_any(&r->c->filter) ? LENS_LOAD_FOLD_LATER : 0);
   /* --since/--until: the events outside the window are not built at all
    * (lens_model_load_window), the selection below narrows what was built
    * to the same events as from a full model. Not with --func (the check
@@ -158,7 +161,7 @@ static int map_group(struct run *r, size_t g) {
     lens_cli_error(r->cmd, "out of memory");
     goto out;
   }
-  uint64_t built = m->n_events;
+  uint64_t built = m->n_events + m->n_pending_steps; /* a pending folded step is an event built */
   if (lens_filter_apply_ex(r->cmd, f, m, LENS_FILTER_PART, &t)) goto out;
   if (lo.window) t.total += win.events_total - built; /* "keeps N of M": M the job's events, built or not */
   for (size_t k = 0; k < r->n_passes; k++) {

@@ -42,6 +42,11 @@ int lens_model_keep(struct lens_model *m, const uint8_t *keep) {
     m->events[j].next_sibling = m->events[p].first_child;
     m->events[p].first_child = (int32_t)j;
   }
+  /* LENS_LOAD_FOLD_LATER: a pending step whose parent is left out counts in no op (lens_model_fold) */
+  for (size_t i = 0; i < m->n_pending_steps; i++) {
+    int32_t p = m->pending_steps[i].parent;
+    m->pending_steps[i].parent = p >= 0 && (size_t)p < n ? inv[p] : -1;
+  }
   for (size_t i = 0; i < m->n_kernels; i++)
     if (m->kernels[i].launch_event >= 0) m->kernels[i].launch_event = inv[m->kernels[i].launch_event];
   struct lens_reader_priv *pv = m->priv;

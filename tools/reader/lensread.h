@@ -322,6 +322,10 @@ struct lens_model {
   uint64_t folded_steps;
   uint64_t folded_evf_counts[32];
   struct lens_folded_op *folded_ops; size_t n_folded_ops;
+  /* Loaded with LENS_LOAD_FOLD_LATER: the folded ProxySteps, not yet
+   * counted anywhere (lens_model_fold counts those a caller keeps); NULL
+   * and 0 once folded. */
+  struct lens_pending_step *pending_steps; size_t n_pending_steps;
 };
 
 /* Load files into a new model. Returns NULL on error and writes a one-line
@@ -347,6 +351,32 @@ int lens_model_on_free(struct lens_model *m, void (*fn)(struct lens_model *m));
  * not missing, graph inherited through the step); its comm, when it has
  * none of its own, comes from the step's ancestors only. */
 #define LENS_LOAD_FOLD_STEPS 0x1u
+/* With LENS_LOAD_FOLD_STEPS: the steps are resolved (parents, flags, the
+ * superseded mark, comm) as a full load resolves their events, but counted
+ * nowhere yet (folded_*, folded_ops, the threads' folded_* all 0): each is
+ * a lens_pending_step (model->pending_steps) until lens_model_fold counts
+ * the ones its caller keeps. For a caller that keeps some steps and not
+ * others (the CLI's selection keeps each step on its own test, as it keeps
+ * an event): the counts are then those a folded load of a trace holding
+ * only the kept steps would give, with the events lens_model_keep kept. */
+#define LENS_LOAD_FOLD_LATER 0x2u
+/* A folded step while LENS_LOAD_FOLD_LATER keeps it pending: the fields of
+ * its event a selection reads. comm: its context's communicator, else its
+ * nearest ancestor event's (-1); parent: its parent event's index (-1: none,
+ * missing, left out by lens_model_keep, or another folded step). */
+struct lens_pending_step {
+  uint64_t start_mono_ns, stop_mono_ns; /* stop 0: never stopped */
+  int32_t proc, thread, comm, parent;
+  uint32_t flags; /* LENS_EVF_*, as its event's */
+  uint32_t reserved;
+};
+/* Counts the pending steps with keep[i] != 0 (keep NULL: all) as
+ * LENS_LOAD_FOLD_STEPS counts every step (folded_steps, folded_evf_counts,
+ * folded_ops and proxy_op.folded_*, the threads' folded_*), a step into its
+ * ProxyOp only when that op is still an event of the model; the pending
+ * steps go. 0 (also when none are pending), or -1 out of memory (m is then
+ * as if no step were kept). */
+int lens_model_fold(struct lens_model *m, const uint8_t *keep);
 struct lens_model *lens_model_load_ex(const char *const *paths, size_t n_paths, uint32_t flags, char *err,
                                       size_t err_len, void (*progress)(uint64_t done, uint64_t total));
 

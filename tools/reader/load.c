@@ -444,6 +444,9 @@ void lens_model_free(struct lens_model *m) {
     for (size_t i = 0; i < priv->n_events_hash; i++) lens_idseq_free(&priv->events[i]);
     free(priv->events);
     free(priv->sessions);
+    free(priv->fsteps);
+    free(priv->fruns);
+    free(priv->fevs);
     free(priv);
   }
   free(m->files);
@@ -461,5 +464,6 @@ void lens_model_free(struct lens_model *m) {
   free(m->clock_maps);
   free(m->same_traces);
   free(m->folded_ops);
+  free(m->pending_steps);
   free(m);
 }

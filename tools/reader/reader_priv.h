@@ -70,6 +70,12 @@ struct lens_reader_priv {
   size_t n_sessions, cap_sessions;
   void (*on_free[LENS_MODEL_RELEASE_MAX])(struct lens_model *m); /* lens_model_on_free */
   size_t n_on_free;
+  /* LENS_LOAD_FOLD_LATER: the builder's folded steps, their state runs
+   * and one-way evidence, until lens_model_fold counts them (their parents
+   * event indices of the model as it is, kept in step with pending_steps). */
+  struct lens_fstep *fsteps; size_t n_fsteps;
+  struct lens_frun *fruns;
+  struct lens_fev *fevs;
 };
 
 /* A stop or state record waiting for its event (applied per file in file order). */
@@ -137,6 +143,8 @@ struct lens_builder {
     int32_t thread, step;
     uint32_t flags;
     int32_t run;
+    int32_t comm;          /* its context's communicator (-1); resolve.c: else its nearest ancestor event's */
+    uint64_t last;         /* the latest time it reached: start, stop, states' records */
   } *fsteps;
   size_t n_fsteps, cap_fsteps, cap_folded_ops; /* cap_folded_ops: of m->folded_ops */
   /* A folded step's last state entries as the loader keeps an event's

@@ -208,8 +208,11 @@ static uint32_t start_flags(const struct lens_rec_start *s) {
 /* A folded step's thread: its steps, the earliest start, the latest time
  * any reached (what a step event's start, stop and states tell the hang
  * diagnosis of its thread's last record). */
-static void fstep_reached(struct lens_model *m, const struct lens_fstep *f, uint64_t ts) {
-  if (f->thread < 0 || (size_t)f->thread >= m->n_threads) return;
+static void fstep_reached(struct lens_builder *b, struct lens_fstep *f, uint64_t ts) {
+  struct lens_model *m = b->m;
+  if (ts > f->last) f->last = ts;
+  /* LENS_LOAD_FOLD_LATER: the thread's, once it is known which steps count (lens_model_fold) */
+  if ((b->flags & LENS_LOAD_FOLD_LATER) || f->thread < 0 || (size_t)f->thread >= m->n_threads) return;
   struct lens_thread *th = &m->threads[f->thread];
   if (ts > th->folded_last_ns) th->folded_last_ns = ts;
 }
@@ -235,8 +238,13 @@ static int on_start(struct lens_builder *b, uint32_t session, int32_t thread, co
     size_t avail = size - sizeof s;
     LOAD(ps, r + sizeof s, avail);
     *f = (struct lens_fstep){.parent_raw = s.parent, .proc = b->proc, .session = session, .ev = -1, .start = s.ts,
-                             .thread = thread, .step = ps.step, .flags = start_flags(&s), .run = -1};
-    fstep_reached(m, f, s.ts);
+                             .thread = thread, .step = ps.step, .flags = start_flags(&s), .run = -1,
+                             .comm = -1};
+    if (!(f->flags & LENS_EVF_REMOTE)) { /* as an event's */
+      int64_t c;
+      if (lens_hash_get(&b->comms, lens_hash_scope((uint32_t)b->proc, session), s.context, &c)) f->comm = (int32_t)c;
+    }
+    fstep_reached(b, f, s.ts);
     if (ps.step == LENS_ONEWAY_STEP && b->n_fevs < INT32_MAX) {
       struct lens_fev *v = LENS_VEC_PUSH(b, b->fevs, b->n_fevs, cap_fevs);
       if (!v) return lens_builder_oom(b);
@@ -387,8 +395,8 @@ static int fold_run(struct lens_builder *b, int32_t ev, const struct lens_pendin
  * (out of memory). */
 static int fstep_state(struct lens_builder *b, struct lens_fstep *f, const struct lens_pending *q) {
   uint64_t last = q->repeats ? q->last_ts : q->ts;
-  fstep_reached(b->m, f, q->ts);
-  fstep_reached(b->m, f, last);
+  fstep_reached(b, f, q->ts);
+  fstep_reached(b, f, last);
   if (q->has_args && (q->state == 9 || q->state == 11)) f->bytes = q->arg; /* the transSize NCCL reported */
   if (f->stop) return 0; /* stopped: nobody's wait */
   struct lens_frun *u = f->run >= 0 ? &b->fruns[f->run] : NULL;
@@ -429,7 +437,7 @@ static int apply_one(struct lens_builder *b, const struct lens_pending *q, int64
       f->flags |= LENS_EVF_DUP_STOP;
     } else if (q->kind == LENS_REC_STOP) {
       f->flags |= LENS_EVF_STOPPED_PRIV, f->stop = q->ts;
-      fstep_reached(m, f, q->ts);
+      fstep_reached(b, f, q->ts);
       if (f->run >= 0 && f->stop) { /* its state entries go back to the free list */
         b->fruns[f->run].next_free = b->frun_free;
         b->frun_free = (uint32_t)f->run + 1;

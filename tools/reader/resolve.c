@@ -209,6 +209,19 @@ static int64_t parent_of(const struct lens_builder *b, int64_t a) {
   return a >= 0 ? b->m->events[a].parent : b->fsteps[LENS_STEP_INDEX(a)].parent;
 }
 
+/* The folded steps' number and flags (folded_steps, folded_evf_counts),
+ * those with keep[i] (keep NULL: all). */
+static void count_folded(struct lens_builder *b, const uint8_t *keep) {
+  struct lens_model *m = b->m;
+  uint64_t n = 0;
+  for (size_t i = 0; i < b->n_fsteps; i++) {
+    if (keep && !keep[i]) continue;
+    n++;
+    for (int k = 0; k < 32; k++) m->folded_evf_counts[k] += b->fsteps[i].flags >> k & 1u;
+  }
+  m->folded_steps = n;
+}
+
 #define GRAPH_SEEN 1024
 /* Comm from the nearest ancestor that has one (remote events, NULL or bad
  * contexts), and the graph mark from any graph-captured API ancestor. A
@@ -230,24 +243,29 @@ static void inherit(struct lens_builder *b) {
    * parent is a folded step keep none (it is no event) */
   /* a walk per parent, not per step: the last walks kept by parent (the
    * ops whose steps interleave are few at a time) */
-  struct { int64_t parent; uint32_t graph; } seen[GRAPH_SEEN];
+  /* a step without a communicator of its own takes its nearest ancestor
+   * event's, as its event would (the same walk) */
+  struct { int64_t parent; uint32_t graph; int32_t comm; } seen[GRAPH_SEEN];
   for (size_t k = 0; k < GRAPH_SEEN; k++) seen[k].parent = INT64_MIN;
   for (size_t i = 0; i < b->n_fsteps; i++) {
     struct lens_fstep *f = &b->fsteps[i];
     size_t at = (size_t)f->parent % GRAPH_SEEN;
     if (seen[at].parent != f->parent) {
       uint32_t graph = 0;
+      int32_t comm = -1;
       int64_t a = f->parent;
-      for (int d = 1; d < MAX_DEPTH && a != -1; d++, a = parent_of(b, a))
+      for (int d = 1; d < MAX_DEPTH && a != -1; d++, a = parent_of(b, a)) {
         if (a >= 0 && is_graph_api(&m->events[a])) graph = LENS_EVF_GRAPH;
-      seen[at].parent = f->parent, seen[at].graph = graph;
+        if (a >= 0 && comm < 0 && m->events[a].comm >= 0) comm = m->events[a].comm;
+      }
+      seen[at].parent = f->parent, seen[at].graph = graph, seen[at].comm = comm;
     }
     f->flags |= seen[at].graph;
+    if (f->comm < 0) f->comm = seen[at].comm;
     if (!(f->flags & LENS_EVF_STOPPED_PRIV)) f->flags |= LENS_EVF_NO_STOP;
     f->flags &= ~LENS_EVF_STOPPED_PRIV;
-    for (int k = 0; k < 32; k++) m->folded_evf_counts[k] += f->flags >> k & 1u;
   }
-  m->folded_steps = b->n_fsteps;
+  if (!(b->flags & LENS_LOAD_FOLD_LATER)) count_folded(b, NULL);
   for (size_t i = 0; i < m->n_events && b->n_fsteps; i++)
     if (m->events[i].parent < -1) m->events[i].parent = -1;
 }
@@ -327,6 +345,8 @@ static int sort_and_link(struct lens_builder *b) {
     if (ev[j].parent >= 0) ev[j].parent = inv[ev[j].parent];
     ev[j].first_child = ev[j].next_sibling = -1;
   }
+  for (size_t i = 0; i < b->n_fsteps; i++) /* LENS_LOAD_FOLD_LATER reads them after the sort */
+    if (b->fsteps[i].parent >= 0) b->fsteps[i].parent = inv[b->fsteps[i].parent];
   /* Children in start order: prepend while walking backwards. */
   for (size_t j = n; j-- > 0;) {
     int32_t p = ev[j].parent;
@@ -372,10 +392,11 @@ static int sort_and_link(struct lens_builder *b) {
  * link it. */
 _Static_assert(sizeof(((struct lens_payload *)0)->proxy_op.folded_phase_ns) == LENS_STEP_NPHASES * sizeof(uint64_t),
                "one folded sum per step phase");
-static void fold_steps(struct lens_builder *b) {
+static void fold_steps(struct lens_builder *b, const uint8_t *keep) {
   struct lens_model *m = b->m;
   for (size_t i = 0; i < b->n_fsteps; i++) {
     const struct lens_fstep *f = &b->fsteps[i];
+    if (keep && !keep[i]) continue;
     if ((!f->stop && f->ev < 0) || f->parent < 0 || m->events[f->parent].type != LENS_T_PROXY_OP) continue;
     struct lens_event *op = &m->events[f->parent];
     /* step LENS_ONEWAY_STEP: its one-way evidence (oneway.h), whether it
@@ -401,11 +422,12 @@ static void fold_steps(struct lens_builder *b) {
  * ProxyOp's step children and of a thread's steps (lens_folded_op,
  * lens_thread.folded_*), the superseded steps left out where they leave
  * them out. */
-static int fold_children(struct lens_builder *b) {
+static int fold_children(struct lens_builder *b, const uint8_t *keep) {
   struct lens_model *m = b->m;
   for (size_t t = 0; t < m->n_threads && b->n_fsteps; t++) m->threads[t].folded_first_ns = UINT64_MAX;
   for (size_t i = 0; i < b->n_fsteps; i++) {
     const struct lens_fstep *f = &b->fsteps[i];
+    if (keep && !keep[i]) continue;
     int kept = !(f->flags & LENS_EVF_SUPERSEDED);
     if (f->thread >= 0 && (size_t)f->thread < m->n_threads) {
       struct lens_thread *th = &m->threads[f->thread];
@@ -445,13 +467,16 @@ static int fold_children(struct lens_builder *b) {
   return 0;
 }
 
+static int keep_pending(struct lens_builder *b);
+
 int lens_resolve_model(struct lens_builder *b) {
   struct lens_model *m = b->m;
   resolve_thread_comms(m);
   resolve_fstep_parents(b);
   if (mark_superseded_folded(b)) return -1;
-  fold_steps(b);
-  if (fold_children(b)) return -1;
+  int later = (b->flags & LENS_LOAD_FOLD_LATER) != 0;
+  if (!later) fold_steps(b, NULL);
+  if (!later && fold_children(b, NULL)) return -1;
   for (size_t i = 0; i < m->n_events; i++) {
     struct lens_event *e = &m->events[i];
     if (!(e->flags & LENS_EVF_STOPPED_PRIV)) e->flags |= LENS_EVF_NO_STOP;
@@ -460,5 +485,53 @@ int lens_resolve_model(struct lens_builder *b) {
   if (mark_superseded(b)) return -1;
   resolve_parents(m);
   inherit(b);
-  return sort_and_link(b);
+  if (sort_and_link(b)) return -1;
+  return later ? keep_pending(b) : 0;
+}
+
+/* LENS_LOAD_FOLD_LATER: the resolved steps stay with the model (priv)
+ * until lens_model_fold; what a selection reads of them is public. */
+static int keep_pending(struct lens_builder *b) {
+  struct lens_model *m = b->m;
+  struct lens_reader_priv *pv = b->priv;
+  if (!b->n_fsteps) return 0;
+  m->pending_steps = malloc(b->n_fsteps * sizeof *m->pending_steps);
+  if (!m->pending_steps) return lens_builder_oom(b);
+  for (size_t i = 0; i < b->n_fsteps; i++) {
+    const struct lens_fstep *f = &b->fsteps[i];
+    m->pending_steps[i] = (struct lens_pending_step){.start_mono_ns = f->start, .stop_mono_ns = f->stop,
+                                                     .proc = f->proc, .thread = f->thread, .comm = f->comm,
+                                                     .parent = f->parent >= 0 ? (int32_t)f->parent : -1,
+                                                     .flags = f->flags};
+  }
+  m->n_pending_steps = b->n_fsteps;
+  pv->fsteps = b->fsteps, pv->n_fsteps = b->n_fsteps, pv->fruns = b->fruns, pv->fevs = b->fevs;
+  b->fsteps = NULL, b->fruns = NULL, b->fevs = NULL;
+  b->n_fsteps = 0;
+  return 0;
+}
+
+int lens_model_fold(struct lens_model *m, const uint8_t *keep) {
+  struct lens_reader_priv *pv = m->priv;
+  if (!pv || !pv->fsteps) return 0;
+  struct lens_builder b = {.m = m, .priv = pv, .fsteps = pv->fsteps, .n_fsteps = pv->n_fsteps, .fruns = pv->fruns,
+                           .fevs = pv->fevs};
+  /* the parents as lens_model_keep left them (a step whose parent is
+   * another folded step keeps that: no op) */
+  for (size_t i = 0; i < b.n_fsteps; i++)
+    if (b.fsteps[i].parent >= 0) b.fsteps[i].parent = m->pending_steps[i].parent;
+  for (size_t t = 0; t < m->n_threads; t++) m->threads[t].folded_last_ns = 0;
+  for (size_t i = 0; i < b.n_fsteps; i++) {
+    const struct lens_fstep *f = &b.fsteps[i];
+    if ((keep && !keep[i]) || f->thread < 0 || (size_t)f->thread >= m->n_threads) continue;
+    if (f->last > m->threads[f->thread].folded_last_ns) m->threads[f->thread].folded_last_ns = f->last;
+  }
+  fold_steps(&b, keep);
+  int rc = fold_children(&b, keep);
+  count_folded(&b, keep);
+  free(pv->fsteps), free(pv->fruns), free(pv->fevs);
+  pv->fsteps = NULL, pv->fruns = NULL, pv->fevs = NULL, pv->n_fsteps = 0;
+  free(m->pending_steps);
+  m->pending_steps = NULL, m->n_pending_steps = 0;
+  return rc;
 }

@@ -371,7 +371,9 @@ static void win_free(struct lens_win *w) {
 struct lens_model *lens_model_load_window(const char *const *paths, size_t n_paths, uint32_t flags,
                                           struct lens_load_window *win, char *err, size_t err_len,
                                           void (*progress)(uint64_t done, uint64_t total)) {
-  flags &= ~LENS_LOAD_FOLD_STEPS; /* a window may keep single steps */
+  /* a window may keep single steps: folded only when their caller counts
+   * the ones it keeps (LENS_LOAD_FOLD_LATER) */
+  if (!(flags & LENS_LOAD_FOLD_LATER)) flags &= ~LENS_LOAD_FOLD_STEPS;
   if (err && err_len) err[0] = 0;
   struct lens_win w = {.o = *win};
   size_t *keep = malloc((n_paths ? n_paths : 1) * sizeof *keep), n_keep = 0, n_dups = 0;
