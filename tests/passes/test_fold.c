@@ -20,6 +20,7 @@
 #include "trace_builder.h"
 
 #include "analysis/hang/hang_analysis.h"
+#include "analysis/job/job.h"
 #include "analysis/summary/summary_analysis.h"
 #include "cli/filter.h"
 #include "export/load_traces.h"
@@ -308,6 +309,38 @@ static void maps_eq(const struct lens_model *full, const struct lens_model *fold
   lens_hang_free(&y);
 }
 
+/* The job's map of two models: what it reads of the steps (each op's
+ * stopped steps and their first and last stop: the link pace; step 1's
+ * one-way evidence: the pairs) gives the same instances and pairs. */
+static void job_eq(const struct lens_model *full, const struct lens_model *fold) {
+  struct lens_job a, b;
+  CHECK(lens_job_build(full, &a, 0) == 0);
+  CHECK(lens_job_build(fold, &b, 0) == 0);
+  EQ(a.n_insts, b.n_insts);
+  for (size_t i = 0; i < a.n_insts && i < b.n_insts; i++) {
+    const struct lens_job_inst *x = &a.insts[i], *y = &b.insts[i];
+    EQ(x->comm_id, y->comm_id);
+    EQ(x->seq, y->seq);
+    EQ(x->exec_ns, y->exec_ns);
+    EQ(x->max_wait_ns, y->max_wait_ns);
+    EQ(x->cause, y->cause);
+    EQ(x->cause_rank, y->cause_rank);
+    EQ(x->cause_peer, y->cause_peer);
+    EQ(x->link_snd, y->link_snd);
+    EQ(x->link_rcv, y->link_rcv);
+    CHECK(x->link_ratio == y->link_ratio);
+    EQ(x->link_on_net, y->link_on_net);
+  }
+  EQ(a.n_oneway, b.n_oneway);
+  for (size_t i = 0; i < a.n_oneway && i < b.n_oneway; i++) {
+    EQ(a.oneway[i].sent_ns, b.oneway[i].sent_ns);
+    EQ(a.oneway[i].recv_ns, b.oneway[i].recv_ns);
+  }
+  EQ(a.oneway_ambiguous, b.oneway_ambiguous);
+  lens_job_free(&a);
+  lens_job_free(&b);
+}
+
 static size_t steps_of(const struct lens_model *m) {
   size_t n = 0;
   for (size_t i = 0; i < m->n_events; i++) n += m->events[i].type == LENS_T_PROXY_STEP;
@@ -376,6 +409,7 @@ static void selection(const char *name, const char *what, const char *const *pat
     EQ(t2, total);
     EQ(fold->folded_steps, steps);
     maps_eq(ref, fold, 1);
+    job_eq(ref, fold);
     lens_model_free(fold);
   }
   lens_model_free(ref);
@@ -457,7 +491,7 @@ static void compare(const char *name, const char *const *paths, size_t n) {
   full = lens_cli_load("test", paths, n, &fo);
   fold = lens_cli_load("test", paths, n, &so);
   CHECK(full && fold);
-  if (full && fold) maps_eq(full, fold, 1);
+  if (full && fold) maps_eq(full, fold, 1), job_eq(full, fold);
   lens_model_free(full);
   lens_model_free(fold);
   selections(name, paths, n);

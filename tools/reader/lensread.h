@@ -374,8 +374,8 @@ struct lens_pending_step {
  * LENS_LOAD_FOLD_STEPS counts every step (folded_steps, folded_evf_counts,
  * folded_ops and proxy_op.folded_*, the threads' folded_*), a step into its
  * ProxyOp only when that op is still an event of the model; the pending
- * steps go. 0 (also when none are pending), or -1 out of memory (m is then
- * as if no step were kept). */
+ * steps go. 0 (also when none are pending), or -1 out of memory (the
+ * counts are then partial: the caller gives up on the model). */
 int lens_model_fold(struct lens_model *m, const uint8_t *keep);
 struct lens_model *lens_model_load_ex(const char *const *paths, size_t n_paths, uint32_t flags, char *err,
                                       size_t err_len, void (*progress)(uint64_t done, uint64_t total));
@@ -388,7 +388,10 @@ struct lens_model *lens_model_load_ex(const char *const *paths, size_t n_paths, 
  * a scan of the bytes. Each kept event is exactly as lens_model_load_ex
  * makes it; the selection then narrows the model as it narrows a full one,
  * to the same events. The STOP and STATE records of the events not built
- * are dropped, not counted as orphans. ProxySteps are never folded.
+ * are dropped, not counted as orphans. ProxySteps are folded only with
+ * LENS_LOAD_FOLD_STEPS | LENS_LOAD_FOLD_LATER (the steps built, pending:
+ * the window's and those that decide their flags, which the selection
+ * then keeps or leaves out as it does their events).
  * keep_types (bits 1u << LENS_T_*): types built whole, with their
  * ancestors, for an analysis that reads every one of them before the
  * selection (the GPU clock fits) -- only when the files hold a START of
