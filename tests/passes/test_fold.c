@@ -350,12 +350,6 @@ static size_t steps_of(const struct lens_model *m) {
 /* ---- under a selection ---- */
 
 static size_t selections_run, selections_partial; /* partial: kept some steps and left some out */
-/* The crafted traces hang a NetPlugin and a PXN ProxyOp under a step: with
- * the step folded they have no parent, so no operation for --func to keep
- * them by. The pass driver does not fold under --func for that; the golden
- * traces (no event under a step) are still compared under --func, which
- * proves a folded step's operation is its op's. */
-static int no_func;
 
 /* A group loaded as the pass driver loads it under the selection f: with a
  * time window built at load (window != 0 and --since/--until), then the
@@ -452,7 +446,7 @@ static void selections(const char *name, const char *const *paths, size_t n) {
       {"--comm", &one_comm},         {"--rank 0", &rank},          {"--func AllReduce", &func},
       {"--comm --rank 0 mid", &combo}};
   for (size_t k = 0; k < sizeof sel / sizeof sel[0]; k++) {
-    if ((sel[k].f->n_comms && !comm[0]) || (sel[k].f->n_funcs && no_func)) continue;
+    if (sel[k].f->n_comms && !comm[0]) continue;
     selection(name, sel[k].what, paths, n, sel[k].f);
     /* the steps a selection kept, against the trace's: some kept and some left out */
     uint64_t kept, total;
@@ -615,12 +609,10 @@ static void crafted(void) {
   tb_stop(t2, pxn_op, 118);
   tb_flush(t2);
   tb_close(t2);
-  no_func = 1;
   const char *p2[2] = {path, path2};
   compare("crafted pxn", p2, 2);
   const char *p[1] = {path};
   compare("crafted", p, 1);
-  no_func = 0;
   where = "crafted";
   /* what the crafted trace must show, on the folded load */
   char err[256];

@@ -155,9 +155,20 @@ int lens_top_option(const char *cmd, int *i, int argc, char **argv, long *top) {
 }
 
 /* The operation an event belongs to: itself or its nearest ancestor that is
- * a Coll, P2p, CollApi, P2pApi or CeColl; NULL for none (ProxyCtrl, a group). */
-static const char *event_func(const struct lens_model *m, const struct lens_event *e) {
-  for (int d = 0; d < 16 && e; d++) {
+ * a Coll, P2p, CollApi, P2pApi or CeColl; NULL for none (ProxyCtrl, a group).
+ * The walk starts at the event e or, when e is NULL, at the pending folded
+ * step `step` (LENS_LOAD_FOLD_LATER), and goes through such steps as
+ * through their events: under[i] is the step event i hangs under (NULL:
+ * none does), each step's parent its op or another step. */
+static const char *op_func(const struct lens_model *m, const struct lens_event *e, int32_t step, const int32_t *under) {
+  for (int d = 0; d < 16; d++) {
+    if (!e) {
+      if (step < 0 || (size_t)step >= m->n_pending_steps) return NULL;
+      const struct lens_pending_step *ps = &m->pending_steps[step];
+      if (ps->parent >= 0) e = &m->events[ps->parent];
+      else step = ps->parent_step;
+      continue;
+    }
     switch (e->type) {
     case LENS_T_COLL: return e->p.coll.func;
     case LENS_T_P2P: return e->p.p2p.func;
@@ -166,9 +177,15 @@ static const char *event_func(const struct lens_model *m, const struct lens_even
     case LENS_T_CE_COLL: return e->p.ce_coll.func;
     default: break;
     }
+    if (e->parent < 0 && !under) return NULL;
+    step = e->parent < 0 ? under[e - m->events] : -1;
     e = e->parent >= 0 ? &m->events[e->parent] : NULL;
   }
   return NULL;
+}
+
+static const char *event_func(const struct lens_model *m, const struct lens_event *e) {
+  return op_func(m, e, -1, NULL);
 }
 
 /* The communicator an event (or a pending folded step: the same fields)
@@ -284,6 +301,7 @@ int lens_filter_apply_ex(const char *cmd, const struct lens_filter *f, struct le
     if (lens_model_fold(m, NULL)) return lens_cli_error(cmd, "out of memory"), 1;
     return 0;
   }
+  int32_t *under = NULL;
   uint8_t *step_keep = calloc(n_steps ? n_steps : 1, 1);
   if (!step_keep) return lens_cli_error(cmd, "out of memory"), 1;
   uint8_t *comm_ok = calloc(m->n_comms ? m->n_comms : 1, 1);
@@ -339,17 +357,25 @@ int lens_filter_apply_ex(const char *cmd, const struct lens_filter *f, struct le
   for (size_t p = 0; p < m->n_procs; p++)
     for (size_t q = 0; q < m->n_procs; q++)
       if (q != p && !strcmp(m->procs[p].host, m->procs[q].host) && origin[q] < origin[p]) origin[p] = origin[q];
+  /* Pending folded steps are ancestors too: an event under one (a
+   * NetPlugin) takes its operation through it, as through its event. */
+  if (f->n_funcs && m->n_pending_children) {
+    if (!(under = malloc(m->n_events * sizeof *under))) goto out;
+    for (size_t i = 0; i < m->n_events; i++) under[i] = -1;
+    for (size_t k = 0; k < m->n_pending_children; k++) {
+      const struct lens_pending_child *c = &m->pending_children[k];
+      if (c->event >= 0 && (size_t)c->event < m->n_events) under[c->event] = c->step;
+    }
+  }
   size_t kept = 0;
   for (size_t i = 0; i < m->n_events; i++) {
     const struct lens_event *e = &m->events[i];
-    keep[i] = kept_by(f, m, comm_ok, origin, event_comm(m, e), f->n_funcs ? event_func(m, e) : NULL, e->proc,
-                      e->start_mono_ns, e->stop_mono_ns);
+    keep[i] = kept_by(f, m, comm_ok, origin, event_comm(m, e), f->n_funcs ? op_func(m, e, -1, under) : NULL,
+                      e->proc, e->start_mono_ns, e->stop_mono_ns);
   }
-  /* A step's operation is its ProxyOp's (a step under another step, which
-   * a folded load does not link, has none). */
   for (size_t i = 0; i < n_steps; i++) {
     const struct lens_pending_step *ps = &m->pending_steps[i];
-    const char *fn = f->n_funcs && ps->parent >= 0 ? event_func(m, &m->events[ps->parent]) : NULL;
+    const char *fn = f->n_funcs ? op_func(m, NULL, (int32_t)i, under) : NULL;
     step_keep[i] = kept_by(f, m, comm_ok, origin, comm_of(m, ps->comm, ps->thread), fn, ps->proc, ps->start_mono_ns,
                            ps->stop_mono_ns);
     kept += step_keep[i];
@@ -381,5 +407,6 @@ out:
   free(origin);
   free(keep);
   free(step_keep);
+  free(under);
   return rc;
 }

@@ -133,9 +133,8 @@ static int map_group(struct run *r, size_t g) {
    * analysis marks them (a probe trace is in the group). Under a selection
    * the reader holds them resolved but uncounted (LENS_LOAD_FOLD_LATER) and
    * the selection counts the ones it keeps, each on its own test, as it
-   * keeps a step event. Not with --func: a NetPlugin under a step has no
-   * parent in a folded model, so no operation to be kept for. */
-  int fold = !gr->probe && !r->c->filter.n_funcs;
+   * keeps a step event. */
+  int fold = !gr->probe;
   for (size_t k = 0; k < r->n_passes; k++)
     if (r->passes[k].needs & LENS_PASS_STEPS) fold = 0;
   if (fold) lo.load_flags = LENS_LOAD_FOLD_STEPS | (lens_filter_any(&r->c->filter) ? LENS_LOAD_FOLD_LATER : 0);

@@ -78,7 +78,7 @@ struct lens_model *lens_cli_load(const char *cmd, const char *const *paths, size
   }
   if (!o || !o->window || w) {
     m = lens_model_load_ex(paths, n, o ? o->load_flags : 0, err, sizeof err, quiet ? NULL : progress);
-    if (m && w) w->events_total = m->n_events;
+    if (m && w) w->events_total = m->n_events + m->n_pending_steps + m->folded_steps; /* a folded step is an event */
   }
   if (!quiet) lens_cli_progress(NULL, -1, 0);
   if (!m) {

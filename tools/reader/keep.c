@@ -47,6 +47,10 @@ int lens_model_keep(struct lens_model *m, const uint8_t *keep) {
     int32_t p = m->pending_steps[i].parent;
     m->pending_steps[i].parent = p >= 0 && (size_t)p < n ? inv[p] : -1;
   }
+  for (size_t i = 0; i < m->n_pending_children; i++) {
+    int32_t e = m->pending_children[i].event;
+    m->pending_children[i].event = e >= 0 && (size_t)e < n ? inv[e] : -1;
+  }
   for (size_t i = 0; i < m->n_kernels; i++)
     if (m->kernels[i].launch_event >= 0) m->kernels[i].launch_event = inv[m->kernels[i].launch_event];
   struct lens_reader_priv *pv = m->priv;

@@ -326,6 +326,7 @@ struct lens_model {
    * counted anywhere (lens_model_fold counts those a caller keeps); NULL
    * and 0 once folded. */
   struct lens_pending_step *pending_steps; size_t n_pending_steps;
+  struct lens_pending_child *pending_children; size_t n_pending_children;
 };
 
 /* Load files into a new model. Returns NULL on error and writes a one-line
@@ -368,8 +369,12 @@ struct lens_pending_step {
   uint64_t start_mono_ns, stop_mono_ns; /* stop 0: never stopped */
   int32_t proc, thread, comm, parent;
   uint32_t flags; /* LENS_EVF_*, as its event's */
-  uint32_t reserved;
+  int32_t parent_step; /* its parent when that is another folded step: its index here, else -1 */
 };
+/* LENS_LOAD_FOLD_LATER: an event whose parent is a pending folded step (a
+ * NetPlugin under its step; its parent is -1 in the model): the event's
+ * index (-1 once lens_model_keep left it out) and the step's. */
+struct lens_pending_child { int32_t event, step; };
 /* Counts the pending steps with keep[i] != 0 (keep NULL: all) as
  * LENS_LOAD_FOLD_STEPS counts every step (folded_steps, folded_evf_counts,
  * folded_ops and proxy_op.folded_*, the threads' folded_*), a step into its

@@ -465,5 +465,6 @@ void lens_model_free(struct lens_model *m) {
   free(m->same_traces);
   free(m->folded_ops);
   free(m->pending_steps);
+  free(m->pending_children);
   free(m);
 }

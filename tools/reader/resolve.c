@@ -227,7 +227,7 @@ static void count_folded(struct lens_builder *b, const uint8_t *keep) {
  * contexts), and the graph mark from any graph-captured API ancestor. A
  * folded step is an ancestor too (it counts in the depth; it is no API and
  * its comm is not looked up). */
-static void inherit(struct lens_builder *b) {
+static int inherit(struct lens_builder *b) {
   struct lens_model *m = b->m;
   for (size_t i = 0; i < m->n_events; i++) {
     struct lens_event *e = &m->events[i];
@@ -266,8 +266,20 @@ static void inherit(struct lens_builder *b) {
     f->flags &= ~LENS_EVF_STOPPED_PRIV;
   }
   if (!(b->flags & LENS_LOAD_FOLD_LATER)) count_folded(b, NULL);
-  for (size_t i = 0; i < m->n_events && b->n_fsteps; i++)
-    if (m->events[i].parent < -1) m->events[i].parent = -1;
+  /* LENS_LOAD_FOLD_LATER: which step each event under a step had (a
+   * selection asks its operation through it) */
+  size_t n_under = 0;
+  int later = (b->flags & LENS_LOAD_FOLD_LATER) && b->n_fsteps;
+  for (size_t i = 0; i < m->n_events && later; i++) n_under += m->events[i].parent < -1;
+  if (n_under && !(m->pending_children = malloc(n_under * sizeof *m->pending_children))) return lens_builder_oom(b);
+  for (size_t i = 0; i < m->n_events && b->n_fsteps; i++) {
+    if (m->events[i].parent >= -1) continue;
+    if (n_under)
+      m->pending_children[m->n_pending_children++] =
+          (struct lens_pending_child){(int32_t)i, (int32_t)LENS_STEP_INDEX(m->events[i].parent)};
+    m->events[i].parent = -1;
+  }
+  return 0;
 }
 
 struct order_key { int32_t proc; int32_t idx; uint64_t ts; };
@@ -347,6 +359,8 @@ static int sort_and_link(struct lens_builder *b) {
   }
   for (size_t i = 0; i < b->n_fsteps; i++) /* LENS_LOAD_FOLD_LATER reads them after the sort */
     if (b->fsteps[i].parent >= 0) b->fsteps[i].parent = inv[b->fsteps[i].parent];
+  for (size_t i = 0; i < m->n_pending_children; i++)
+    m->pending_children[i].event = inv[m->pending_children[i].event];
   /* Children in start order: prepend while walking backwards. */
   for (size_t j = n; j-- > 0;) {
     int32_t p = ev[j].parent;
@@ -484,7 +498,7 @@ int lens_resolve_model(struct lens_builder *b) {
   }
   if (mark_superseded(b)) return -1;
   resolve_parents(m);
-  inherit(b);
+  if (inherit(b)) return -1;
   if (sort_and_link(b)) return -1;
   return later ? keep_pending(b) : 0;
 }
@@ -502,7 +516,9 @@ static int keep_pending(struct lens_builder *b) {
     m->pending_steps[i] = (struct lens_pending_step){.start_mono_ns = f->start, .stop_mono_ns = f->stop,
                                                      .proc = f->proc, .thread = f->thread, .comm = f->comm,
                                                      .parent = f->parent >= 0 ? (int32_t)f->parent : -1,
-                                                     .flags = f->flags};
+                                                     .flags = f->flags,
+                                                     .parent_step = f->parent < -1 ? (int32_t)LENS_STEP_INDEX(f->parent)
+                                                                                   : -1};
   }
   m->n_pending_steps = b->n_fsteps;
   pv->fsteps = b->fsteps, pv->n_fsteps = b->n_fsteps, pv->fruns = b->fruns, pv->fevs = b->fevs;
@@ -533,5 +549,7 @@ int lens_model_fold(struct lens_model *m, const uint8_t *keep) {
   pv->fsteps = NULL, pv->fruns = NULL, pv->fevs = NULL, pv->n_fsteps = 0;
   free(m->pending_steps);
   m->pending_steps = NULL, m->n_pending_steps = 0;
+  free(m->pending_children);
+  m->pending_children = NULL, m->n_pending_children = 0;
   return rc;
 }
