@@ -134,10 +134,14 @@ static int map_group(struct run *r, size_t g) {
    * the reader holds them resolved but uncounted (LENS_LOAD_FOLD_LATER) and
    * the selection counts the ones it keeps, each on its own test, as it
    * keeps a step event. */
-  int fold = !gr->probe;
-  for (size_t k = 0; k < r->n_passes; k++)
+  int fold = !gr->probe, facts = 0;
+  for (size_t k = 0; k < r->n_passes; k++) {
     if (r->passes[k].needs & LENS_PASS_STEPS) fold = 0;
-  if (fold) lo.load_flags = LENS_LOAD_FOLD_STEPS | (lens_filter_any(&r->c->filter) ? LENS_LOAD_FOLD_LATER : 0);
+    if (r->passes[k].needs & LENS_PASS_STEP_FACTS) facts = 1;
+  }
+  if (fold)
+    lo.load_flags = LENS_LOAD_FOLD_STEPS | (lens_filter_any(&r->c->filter) ? LENS_LOAD_FOLD_LATER : 0) |
+                    (facts ? LENS_LOAD_STEP_FACTS : 0);
   /* --since/--until: the events outside the window are not built at all
    * (lens_model_load_window), the selection below narrows what was built
    * to the same events as from a full model. Not with --func (the check

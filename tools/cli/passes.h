@@ -34,6 +34,8 @@
 
 /* lens_pass.needs */
 #define LENS_PASS_STEPS 0x1u /* reads ProxySteps as events (else the reader folds them into their ProxyOp when it can) */
+/* reads each folded ProxyStep's facts (lens_step_fact: LENS_LOAD_STEP_FACTS) when they are folded */
+#define LENS_PASS_STEP_FACTS 0x2u
 
 struct lens_pass {
   /* On a worker thread: one group's model, loaded, analysed and narrowed.

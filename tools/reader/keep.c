@@ -51,6 +51,24 @@ int lens_model_keep(struct lens_model *m, const uint8_t *keep) {
     int32_t e = m->pending_children[i].event;
     m->pending_children[i].event = e >= 0 && (size_t)e < n ? inv[e] : -1;
   }
+  /* LENS_LOAD_STEP_FACTS: an op left out is none; a step sorts after the kept events that it sorted after */
+  uint32_t *before = m->n_step_facts ? malloc((n + 1) * sizeof *before) : NULL;
+  if (m->n_step_facts && !before) { /* cannot fail halfway: the events are already narrowed */
+    for (size_t i = 0; i < m->n_step_facts; i++) m->step_facts[i].events_before = 0;
+  } else if (before) {
+    before[0] = 0;
+    for (size_t i = 0; i < n; i++) before[i + 1] = before[i] + (inv[i] >= 0);
+  }
+  for (size_t i = 0; i < m->n_step_facts; i++) {
+    struct lens_step_fact *x = &m->step_facts[i];
+    x->op = x->op >= 0 && (size_t)x->op < n ? inv[x->op] : -1;
+    if (before) x->events_before = before[x->events_before <= n ? x->events_before : n];
+  }
+  free(before);
+  for (size_t i = 0; i < m->n_step_children; i++) {
+    int32_t e = m->step_children[i].event;
+    m->step_children[i].event = e >= 0 && (size_t)e < n ? inv[e] : -1;
+  }
   for (size_t i = 0; i < m->n_kernels; i++)
     if (m->kernels[i].launch_event >= 0) m->kernels[i].launch_event = inv[m->kernels[i].launch_event];
   struct lens_reader_priv *pv = m->priv;

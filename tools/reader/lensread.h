@@ -255,6 +255,9 @@ struct lens_proc {
   struct lens_drops drops; /* last cumulative DROPS seen */
   /* Added after v1 of this API: the library in the process (SESSION), 0 = unknown / older trace. */
   uint32_t lib_version, lib_kind, lib_flags; /* ncclGetVersion code, LENS_LIB_*, LENS_LIB_F_* */
+  /* Loaded with LENS_LOAD_FOLD_STEPS: the ProxySteps it recorded (each an
+   * event of a full load), counted as model->folded_steps counts them. */
+  uint64_t folded_steps;
 };
 
 /* Scheduler samples from probe traces (times CLOCK_MONOTONIC ns). */
@@ -327,6 +330,10 @@ struct lens_model {
    * and 0 once folded. */
   struct lens_pending_step *pending_steps; size_t n_pending_steps;
   struct lens_pending_child *pending_children; size_t n_pending_children;
+  /* Loaded with LENS_LOAD_STEP_FACTS: what each folded ProxyStep (those
+   * counted in folded_steps) said, and the events whose parent it was. */
+  struct lens_step_fact *step_facts; size_t n_step_facts;
+  struct lens_step_child *step_children; size_t n_step_children;
 };
 
 /* Load files into a new model. Returns NULL on error and writes a one-line
@@ -375,6 +382,37 @@ struct lens_pending_step {
  * NetPlugin under its step; its parent is -1 in the model): the event's
  * index (-1 once lens_model_keep left it out) and the step's. */
 struct lens_pending_child { int32_t event, step; };
+/* With LENS_LOAD_FOLD_STEPS: each folded step's facts stay, compact, in
+ * model->step_facts (the ones counted: under LENS_LOAD_FOLD_LATER those
+ * lens_model_fold keeps, in the same order), for a reader that reads each
+ * step but not its states (the network view: 64 bytes a step, not an event
+ * and its states). */
+#define LENS_LOAD_STEP_FACTS 0x4u
+/* lens_step_fact.have */
+#define LENS_STEP_HAVE_ARG 0x1u    /* arg: its record had args */
+#define LENS_STEP_HAVE_BOUND0 0x2u /* bound_ns[0] was recorded */
+#define LENS_STEP_HAVE_BOUND1 0x4u /* bound_ns[1] was recorded */
+struct lens_step_fact {
+  uint64_t start_mono_ns, stop_mono_ns; /* as its event's: stop 0 never stopped */
+  /* Only with op >= 0, by its op's direction (is_send: states 20 and 9,
+   * else 11 and 12; step_phases.h): the first record of each phase
+   * boundary state (lens_step_bounds slots 0, 1 or 2, 3), and the arg of
+   * the earliest record of state 9 (a send) or 11 (a receive). */
+  uint64_t bound_ns[2];
+  uint64_t arg;
+  int32_t op;   /* its parent when that is a ProxyOp event, else -1 (none, missing, another step, left out) */
+  int32_t proc; /* index into model->procs */
+  uint32_t flags; /* LENS_EVF_*, as its event's */
+  uint32_t have;  /* LENS_STEP_HAVE_* */
+  /* Where its event would be in a full load: the model's events before it
+   * (events sort by process, start, then the order their STARTs were read). */
+  uint32_t events_before;
+  uint32_t reserved;
+};
+/* An event whose parent is a folded step (parent -1 in the model; a
+ * NetPlugin under its step): the event's index and the step's index into
+ * step_facts (-1: the step was left out). */
+struct lens_step_child { int32_t event, step; };
 /* Counts the pending steps with keep[i] != 0 (keep NULL: all) as
  * LENS_LOAD_FOLD_STEPS counts every step (folded_steps, folded_evf_counts,
  * folded_ops and proxy_op.folded_*, the threads' folded_*), a step into its

@@ -466,5 +466,7 @@ void lens_model_free(struct lens_model *m) {
   free(m->folded_ops);
   free(m->pending_steps);
   free(m->pending_children);
+  free(m->step_facts);
+  free(m->step_children);
   free(m);
 }

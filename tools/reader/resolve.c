@@ -218,6 +218,8 @@ static void count_folded(struct lens_builder *b, const uint8_t *keep) {
     if (keep && !keep[i]) continue;
     n++;
     for (int k = 0; k < 32; k++) m->folded_evf_counts[k] += b->fsteps[i].flags >> k & 1u;
+    int32_t p = b->fsteps[i].proc;
+    if (p >= 0 && (size_t)p < m->n_procs) m->procs[p].folded_steps++;
   }
   m->folded_steps = n;
 }
@@ -269,7 +271,7 @@ static int inherit(struct lens_builder *b) {
   /* LENS_LOAD_FOLD_LATER: which step each event under a step had (a
    * selection asks its operation through it) */
   size_t n_under = 0;
-  int later = (b->flags & LENS_LOAD_FOLD_LATER) && b->n_fsteps;
+  int later = (b->flags & (LENS_LOAD_FOLD_LATER | LENS_LOAD_STEP_FACTS)) && b->n_fsteps;
   for (size_t i = 0; i < m->n_events && later; i++) n_under += m->events[i].parent < -1;
   if (n_under && !(m->pending_children = malloc(n_under * sizeof *m->pending_children))) return lens_builder_oom(b);
   for (size_t i = 0; i < m->n_events && b->n_fsteps; i++) {
@@ -361,6 +363,20 @@ static int sort_and_link(struct lens_builder *b) {
     if (b->fsteps[i].parent >= 0) b->fsteps[i].parent = inv[b->fsteps[i].parent];
   for (size_t i = 0; i < m->n_pending_children; i++)
     m->pending_children[i].event = inv[m->pending_children[i].event];
+  /* LENS_LOAD_STEP_FACTS: where each step's event would sort, its START's
+   * place among the events' (events_before: those built before it) breaking
+   * a tie of start times as an event's does */
+  for (size_t i = 0; i < b->n_fsteps && (b->flags & LENS_LOAD_STEP_FACTS); i++) {
+    struct lens_fstep *f = &b->fsteps[i];
+    struct order_key key = {f->proc, (int32_t)f->events_before, f->start};
+    size_t lo = 0, hi = n; /* the first sorted key not before it: a key of index events_before was built after it */
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      if (cmp_order(&k[mid], &key) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    f->events_before = (uint32_t)lo;
+  }
   /* Children in start order: prepend while walking backwards. */
   for (size_t j = n; j-- > 0;) {
     int32_t p = ev[j].parent;
@@ -482,6 +498,8 @@ static int fold_children(struct lens_builder *b, const uint8_t *keep) {
 }
 
 static int keep_pending(struct lens_builder *b);
+static int step_facts(struct lens_builder *b);
+static void step_children(struct lens_model *m, const int32_t *at);
 
 int lens_resolve_model(struct lens_builder *b) {
   struct lens_model *m = b->m;
@@ -500,7 +518,52 @@ int lens_resolve_model(struct lens_builder *b) {
   resolve_parents(m);
   if (inherit(b)) return -1;
   if (sort_and_link(b)) return -1;
+  if ((b->flags & LENS_LOAD_STEP_FACTS) && step_facts(b)) return -1;
+  if (!later) step_children(m, NULL);
   return later ? keep_pending(b) : 0;
+}
+
+/* LENS_LOAD_STEP_FACTS: every step's facts (lens_model_fold keeps the
+ * kept ones), their op's direction choosing its bytes and bounds. */
+static int step_facts(struct lens_builder *b) {
+  struct lens_model *m = b->m;
+  if (!b->n_fsteps) return 0;
+  m->step_facts = calloc(b->n_fsteps, sizeof *m->step_facts);
+  if (!m->step_facts) return lens_builder_oom(b);
+  for (size_t i = 0; i < b->n_fsteps; i++) {
+    const struct lens_fstep *f = &b->fsteps[i];
+    struct lens_step_fact *x = &m->step_facts[i];
+    int op = f->parent >= 0 && m->events[f->parent].type == LENS_T_PROXY_OP;
+    *x = (struct lens_step_fact){.start_mono_ns = f->start, .stop_mono_ns = f->stop, .op = op ? (int32_t)f->parent : -1,
+                                 .proc = f->proc, .flags = f->flags, .events_before = f->events_before};
+    if (!op) continue;
+    int send = m->events[f->parent].p.proxy_op.is_send != 0, k = send ? 0 : 2;
+    x->bound_ns[0] = f->bounds.ts[k], x->bound_ns[1] = f->bounds.ts[k + 1];
+    if (f->bounds.have >> k & 1u) x->have |= LENS_STEP_HAVE_BOUND0;
+    if (f->bounds.have >> (k + 1) & 1u) x->have |= LENS_STEP_HAVE_BOUND1;
+    x->arg = send ? f->arg9 : f->arg11;
+    if (f->arg_have & (send ? 1u : 2u)) x->have |= LENS_STEP_HAVE_ARG;
+  }
+  m->n_step_facts = b->n_fsteps;
+  return 0;
+}
+
+/* LENS_LOAD_STEP_FACTS: the events under a step, its index renumbered as
+ * step_facts were kept (at[i]: its new index, -1 left out; NULL: all kept),
+ * those lens_model_keep left out gone. */
+static void step_children(struct lens_model *m, const int32_t *at) {
+  if (!m->step_facts) return;
+  size_t k = 0;
+  for (size_t i = 0; i < m->n_pending_children; i++) {
+    struct lens_step_child c = {m->pending_children[i].event, m->pending_children[i].step};
+    if (c.event < 0) continue;
+    if (at) c.step = c.step >= 0 ? at[c.step] : -1;
+    m->pending_children[k++] = (struct lens_pending_child){c.event, c.step};
+  }
+  _Static_assert(sizeof(struct lens_step_child) == sizeof(struct lens_pending_child), "the same pair");
+  m->step_children = (struct lens_step_child *)(void *)m->pending_children; /* the same two int32 */
+  m->n_step_children = k;
+  m->pending_children = NULL, m->n_pending_children = 0;
 }
 
 /* LENS_LOAD_FOLD_LATER: the resolved steps stay with the model (priv)
@@ -545,6 +608,18 @@ int lens_model_fold(struct lens_model *m, const uint8_t *keep) {
   fold_steps(&b, keep);
   int rc = fold_children(&b, keep);
   count_folded(&b, keep);
+  if (m->step_facts) { /* the kept steps' facts, in order; the events under one renumbered */
+    int32_t *at = malloc((b.n_fsteps ? b.n_fsteps : 1) * sizeof *at);
+    if (!at) rc = -1;
+    size_t k = 0;
+    for (size_t i = 0; i < b.n_fsteps && at; i++) {
+      at[i] = keep && !keep[i] ? -1 : (int32_t)k;
+      if (at[i] >= 0) m->step_facts[k++] = m->step_facts[i];
+    }
+    m->n_step_facts = k;
+    if (at) step_children(m, at);
+    free(at);
+  }
   free(pv->fsteps), free(pv->fruns), free(pv->fevs);
   pv->fsteps = NULL, pv->fruns = NULL, pv->fevs = NULL, pv->n_fsteps = 0;
   free(m->pending_steps);
