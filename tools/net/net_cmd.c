@@ -45,7 +45,7 @@ int lens_cmd_net(int argc, char **argv) {
    * the merge joins a connection's two sides (tools/cli/passes.h). */
   struct lens_net_map_opts mo = {.top_instances = o.json ? 0 : LENS_NET_PRINT_TOP_INSTANCES};
   const struct lens_pass pass = {.map = lens_net_pass_map, .free = lens_net_pass_free, .ctx = &mo,
-                                 .needs = LENS_PASS_STEPS};
+                                 .needs = LENS_PASS_STEP_FACTS};
   struct lens_passes_out out;
   int rc = lens_passes_run(CMD, &c, &pass, 1, NULL, &out);
   struct lens_net *n = NULL;

@@ -118,9 +118,9 @@ int lens_cmd_report(int argc, char **argv) {
   /* the Markdown lists the top instances only, the JSON none: the map keeps those (net's text rule) */
   struct lens_net_map_opts net_top = {.top_instances = LENS_NET_PRINT_TOP_INSTANCES};
   const struct lens_pass extra[N_EXTRA] = {
-      [X_REPORT] = {.map = report_map, .free = lens_report_pass_free, .needs = LENS_PASS_STEPS},
-      [X_NET] = {.map = lens_net_pass_map, .free = lens_net_pass_free, .ctx = &net_top, .needs = LENS_PASS_STEPS},
-      [X_VALIDATE] = {.map = lens_validate_map, .free = lens_validate_part_free, .ctx = &vc, .needs = LENS_PASS_STEPS},
+      [X_REPORT] = {.map = report_map, .free = lens_report_pass_free, .needs = LENS_PASS_STEP_FACTS},
+      [X_NET] = {.map = lens_net_pass_map, .free = lens_net_pass_free, .ctx = &net_top, .needs = LENS_PASS_STEP_FACTS},
+      [X_VALIDATE] = {.map = lens_validate_map, .free = lens_validate_part_free, .ctx = &vc},
   };
   rc = lens_summary_read_with(CMD, &c, 0, LENS_SUMMARY_READ_HANG | LENS_SUMMARY_READ_EVENTS, extra, N_EXTRA, &run);
   if (rc) goto done;

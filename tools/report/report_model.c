@@ -33,6 +33,14 @@ static void span_of(const struct lens_model *m, struct lens_rep_proc *p) {
     if (!q->first_ns || e->start_mono_ns < q->first_ns) q->first_ns = e->start_mono_ns;
     if (end > q->last_ns) q->last_ns = end;
   }
+  for (size_t i = 0; i < m->n_step_facts; i++) { /* folded ProxySteps (LENS_LOAD_STEP_FACTS): as their events */
+    const struct lens_step_fact *x = &m->step_facts[i];
+    if (x->proc < 0 || (size_t)x->proc >= m->n_procs) continue;
+    struct lens_rep_proc *q = &p[x->proc];
+    uint64_t end = x->stop_mono_ns > x->start_mono_ns ? x->stop_mono_ns : x->start_mono_ns;
+    if (!q->first_ns || x->start_mono_ns < q->first_ns) q->first_ns = x->start_mono_ns;
+    if (end > q->last_ns) q->last_ns = end;
+  }
 }
 
 /* One Coll start, keyed for grouping the ranks of one operation. occ tells
@@ -166,7 +174,10 @@ static int starvation(const struct lens_model *m, struct lens_report_part *r) {
     slot[t] = (int32_t)r->n_starve;
     /* The thread's starved time counted once: summing the events' overlaps
      * counts one wait once per nested ProxyOp, ProxyStep and KernelCh. */
-    r->starve[r->n_starve++] = (struct lens_rep_starve){.thread = (int32_t)t, .starved_ns = m->threads[t].starved_ns};
+    /* its folded ProxySteps (superseded or not, as the step events): none
+     * starved, the steps are folded only where no starvation is analysed */
+    r->starve[r->n_starve++] = (struct lens_rep_starve){.thread = (int32_t)t, .starved_ns = m->threads[t].starved_ns,
+                                                        .proxy = m->threads[t].folded_starts};
   }
   for (size_t i = 0; i < m->n_events; i++) {
     const struct lens_event *e = &m->events[i];

@@ -81,7 +81,8 @@ struct lens_report {
 
 /* ---- map and merge (tools/cli/passes.h) ---- */
 struct lens_report_part;
-/* The driver's map (ctx unused; reads ProxySteps: .needs = LENS_PASS_STEPS) and free. */
+/* The driver's map (ctx unused; reads folded ProxySteps' facts: .needs =
+ * LENS_PASS_STEP_FACTS, or step events) and free. */
 void *lens_report_pass_map(struct lens_model *m, void *ctx);
 void lens_report_pass_free(void *part);
 /* Adds the groups' partials (in input order) to r, whose other members the

@@ -59,10 +59,9 @@ int lens_cmd_validate(int argc, char **argv) {
   /* Each group lists at most what the job can: --limit, or all for --json. */
   long limit = o.limit == LENS_VALIDATE_LIMIT_DEFAULT ? (o.json ? -1 : LENS_VALIDATE_TEXT_LAUNCHES) : o.limit;
   struct lens_validate_map_ctx mc = {.spool = spool, .limit = limit};
-  /* Steps are read as events: the JSON gives each file's events, steps
-   * included, as summary does (a folded step is no event). */
-  struct lens_pass pass = {.map = lens_validate_map, .free = lens_validate_part_free, .ctx = &mc,
-                           .needs = LENS_PASS_STEPS};
+  /* Steps are folded: the JSON gives each file's events, its folded steps
+   * included (lens_proc.folded_steps), as summary does. */
+  struct lens_pass pass = {.map = lens_validate_map, .free = lens_validate_part_free, .ctx = &mc};
   struct lens_passes_out po;
   rc = lens_passes_run("validate", &c, &pass, 1, NULL, &po);
   FILE *f = NULL;

@@ -233,6 +233,9 @@ void *lens_validate_map(struct lens_model *m, void *ctx) {
     p->map_fixed[i] = r && i < r->n_segs && r->segs[i].slope_fixed;
     p->map_offset[i] = (int64_t)(lens_gpu_map_ns(m, (int32_t)i, c->gpu_from) - c->gpu_from);
   }
+  for (size_t pr = 0; pr < m->n_procs; pr++) /* the folded ProxySteps: events of a full load */
+    if (m->procs[pr].file >= 0 && (size_t)m->procs[pr].file < m->n_files)
+      p->file_events[m->procs[pr].file] += m->procs[pr].folded_steps;
   for (size_t i = 0; i < m->n_events; i++) {
     const struct lens_event *e = &m->events[i];
     int32_t pr = e->proc;

@@ -75,6 +75,10 @@ struct lens_net_step {
   int starved;                /* LENS_ACC_STARVED set on the step */
 };
 int lens_net_step_split(const struct lens_model *m, int32_t step_event, struct lens_net_step *out);
+/* The same split of a folded step (LENS_LOAD_STEP_FACTS), equal to its
+ * event's when it has a ProxyOp; without one its direction is not known
+ * (the reader kept no states: dir -1, no bytes). */
+int lens_net_fact_split(const struct lens_model *m, const struct lens_step_fact *x, struct lens_net_step *out);
 
 /* Time of network ops summed: one collective instance, a link, or anything. */
 struct lens_net_split {

@@ -388,14 +388,79 @@ static int inst_by_step_ns(const void *a, const void *b) {
   return cmp_u64(x->event, y->event);
 }
 
-static int map_instances(const struct lens_model *m, struct lens_net *n, size_t top) {
-  size_t cap = 0;
+/* A model's folded steps (LENS_LOAD_STEP_FACTS) by their op (at[op] ..
+ * at[op + 1] in of), and where each would sort among the events (before,
+ * ascending): what an instance reads of its ops' steps and its number in a
+ * full load. All NULL without facts. */
+struct fact_index { uint32_t *at, *of, *before; };
+
+static void fact_index_free(struct fact_index *x) {
+  free(x->at), free(x->of), free(x->before);
+  memset(x, 0, sizeof *x);
+}
+
+static int by_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static int fact_index_build(const struct lens_model *m, struct fact_index *x) {
+  memset(x, 0, sizeof *x);
+  size_t nf = m->n_step_facts, ne = m->n_events;
+  if (!nf) return 0;
+  x->at = calloc(ne + 2, sizeof *x->at);
+  x->of = malloc(nf * sizeof *x->of);
+  x->before = malloc(nf * sizeof *x->before);
+  if (!x->at || !x->of || !x->before) return fact_index_free(x), -1;
+  for (size_t i = 0; i < nf; i++) {
+    int32_t op = m->step_facts[i].op;
+    if (op >= 0 && (size_t)op < ne) x->at[op + 1]++;
+    x->before[i] = m->step_facts[i].events_before;
+  }
+  for (size_t e = 0; e < ne; e++) x->at[e + 1] += x->at[e];
+  for (size_t i = 0; i < nf; i++) { /* in step order within an op, as its children are (the sums do not care) */
+    int32_t op = m->step_facts[i].op;
+    if (op >= 0 && (size_t)op < ne) x->of[x->at[op]++] = (uint32_t)i;
+  }
+  for (size_t e = ne; e > 0; e--) x->at[e] = x->at[e - 1];
+  x->at[0] = 0;
+  qsort(x->before, nf, sizeof *x->before, by_u32);
+  return 0;
+}
+
+/* lens_net_instance_split, the steps of a folded model's ops read from
+ * their facts as the events' are (a folded model without facts: the
+ * reader's sums, lens_net_op_split). */
+static int instance_split(const struct lens_model *m, const struct fact_index *fx, int32_t coll,
+                          struct lens_net_split *out) {
+  if (!fx->at) return lens_net_instance_split(m, coll, out);
+  memset(out, 0, sizeof *out);
+  int ops = 0;
+  for (int32_t c = m->events[coll].first_child; c >= 0; c = m->events[c].next_sibling) {
+    if (m->events[c].type != LENS_T_PROXY_OP) continue;
+    struct lens_net_split o;
+    memset(&o, 0, sizeof o);
+    o.ops = 1;
+    ops++;
+    for (uint32_t k = fx->at[c]; k < fx->at[c + 1]; k++) {
+      struct lens_net_step st;
+      lens_net_split_add_step(&o, &st, lens_net_fact_split(m, &m->step_facts[fx->of[k]], &st));
+    }
+    lens_net_split_merge(out, &o);
+  }
+  return ops;
+}
+
+static int map_instances(const struct lens_model *m, const struct fact_index *fx, struct lens_net *n, size_t top) {
+  size_t cap = 0, steps_before = 0;
   for (size_t i = 0; i < m->n_events; i++) {
     const struct lens_event *e = &m->events[i];
     if (e->type != LENS_T_COLL && e->type != LENS_T_P2P) continue;
     struct lens_net_inst x;
     memset(&x, 0, sizeof x);
-    if (!lens_net_instance_split(m, (int32_t)i, &x.s)) continue;
+    if (!instance_split(m, fx, (int32_t)i, &x.s)) continue;
+    /* its number in a full load: the folded steps that sort before it count */
+    while (fx->before && steps_before < m->n_step_facts && fx->before[steps_before] <= i) steps_before++;
     n->insts_total++;
     const struct lens_comm *c = e->comm >= 0 && (size_t)e->comm < m->n_comms ? &m->comms[e->comm] : NULL;
     x.comm_id = c ? c->comm_id : 0;
@@ -404,7 +469,7 @@ static int map_instances(const struct lens_model *m, struct lens_net *n, size_t 
     x.peer = e->type == LENS_T_P2P ? e->p.p2p.peer : -1;
     x.has_seq = e->type == LENS_T_COLL;
     x.seq = x.has_seq ? e->p.coll.seq : 0;
-    x.event = i;
+    x.event = i + steps_before;
     const char *f = e->type == LENS_T_COLL ? e->p.coll.func : e->p.p2p.func;
     snprintf(x.func, sizeof x.func, "%s", f ? f : "?");
     if (top && n->n_insts == top) { /* keep the top ones: replace the least when this one ranks above it */
@@ -431,9 +496,10 @@ struct lens_net_part *lens_net_map(const struct lens_model *m, const struct lens
   struct lens_net_part *p = calloc(1, sizeof *p);
   if (!p) return NULL;
   struct lens_net *n = &p->n;
-  p->n_events = m->n_events;
+  p->n_events = m->n_events + m->n_step_facts; /* a folded step is an event of a full load */
   n->starvation_known = m->n_sched > 0;
-  size_t nops = 0, nsteps = 0;
+  struct fact_index fx = {0};
+  size_t nops = 0, nsteps = m->n_step_facts;
   for (size_t i = 0; i < m->n_events; i++) {
     nops += m->events[i].type == LENS_T_PROXY_OP;
     nsteps += m->events[i].type == LENS_T_PROXY_STEP;
@@ -494,6 +560,22 @@ struct lens_net_part *lens_net_map(const struct lens_model *m, const struct lens
     tmp_link[p->n_steps] = (uint32_t)l;
     tmp[p->n_steps++] = step_pack(s.stop_ns - s.start_ns, size_class(L->dir, s.bytes), s.starved);
   }
+  /* LENS_LOAD_STEP_FACTS: the folded steps, each as its event above */
+  for (size_t i = 0; i < m->n_step_facts; i++) {
+    const struct lens_step_fact *x = &m->step_facts[i];
+    int32_t l = x->op >= 0 && (size_t)x->op < m->n_events ? link_of_op[x->op] : -1;
+    struct lens_net_step s;
+    int timed = lens_net_fact_split(m, x, &s);
+    if (l < 0) {
+      n->proxy_ops_unresolved++;
+      continue;
+    }
+    struct lens_net_link *L = &n->links[l];
+    lens_net_split_add_step(&L->t, &s, timed);
+    if (!timed) continue;
+    tmp_link[p->n_steps] = (uint32_t)l;
+    tmp[p->n_steps++] = step_pack(s.stop_ns - s.start_ns, size_class(L->dir, s.bytes), s.starved);
+  }
   /* by link, each link's in order of time */
   if (!(p->first = calloc(nl + 2, sizeof *p->first))) goto oom;
   for (size_t i = 0; i < p->n_steps; i++) p->first[tmp_link[i] + 1]++;
@@ -522,11 +604,13 @@ struct lens_net_part *lens_net_map(const struct lens_model *m, const struct lens
   }
   free(by_link), by_link = NULL;
   if (lens_net_build_qps(m, n, link_of_op)) goto oom;
-  if (map_instances(m, n, o ? o->top_instances : 0)) goto oom;
+  if (fact_index_build(m, &fx) || map_instances(m, &fx, n, o ? o->top_instances : 0)) goto oom;
+  fact_index_free(&fx);
   free(keys);
   free(link_of_op);
   return p;
 oom:
+  fact_index_free(&fx);
   free(keys);
   free(link_of_op);
   free(tmp);

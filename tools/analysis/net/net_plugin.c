@@ -68,13 +68,29 @@ int lens_net_build_qps(const struct lens_model *m, struct lens_net *n, const int
   n->net_plugin_events = cnt;
   if (!cnt) return 0;
   struct qp_rec *r = malloc(cnt * sizeof *r);
-  if (!r) return -1;
+  /* LENS_LOAD_STEP_FACTS: an event under a folded step has no parent
+   * event; its step's fact says the op */
+  int32_t *fact_of = m->n_step_children ? malloc(m->n_events * sizeof *fact_of) : NULL;
+  if (!r || (m->n_step_children && !fact_of)) {
+    free(r), free(fact_of);
+    return -1;
+  }
+  for (size_t i = 0; fact_of && i < m->n_events; i++) fact_of[i] = -1;
+  for (size_t i = 0; fact_of && i < m->n_step_children; i++) {
+    const struct lens_step_child *c = &m->step_children[i];
+    if (c->event >= 0 && (size_t)c->event < m->n_events && c->step >= 0 && (size_t)c->step < m->n_step_facts)
+      fact_of[c->event] = c->step;
+  }
   size_t k = 0;
   for (size_t i = 0; i < m->n_events; i++) {
     const struct lens_event *e = &m->events[i];
     if (e->type != LENS_T_NET_PLUGIN) continue;
     int32_t step = e->parent, op = step >= 0 ? m->events[step].parent : -1;
     int32_t link = step >= 0 && m->events[step].type == LENS_T_PROXY_STEP && op >= 0 ? link_of_op[op] : -1;
+    if (step < 0 && fact_of && fact_of[i] >= 0) { /* the op of its folded step, as of its step event */
+      op = m->step_facts[fact_of[i]].op;
+      link = op >= 0 ? link_of_op[op] : -1;
+    }
     if (link < 0) n->net_plugin_unparented++;
     struct qp_rec q = {.proc = e->proc, .rank = link >= 0 ? n->links[link].rank : e->rank, .link = link};
     if (!decode(e, &q)) continue;
@@ -83,6 +99,7 @@ int lens_net_build_qps(const struct lens_model *m, struct lens_net *n, const int
     if (link >= 0 && n->links[link].transport == LENS_NET_TRANSPORT_NET) n->links[link].transport = q.transport;
     r[k++] = q;
   }
+  free(fact_of);
   qsort(r, k, sizeof *r, qp_cmp);
   size_t nq = 0;
   for (size_t i = 0; i < k; i++) nq += !i || !same_qp(&r[i - 1], &r[i]);

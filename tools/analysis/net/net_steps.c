@@ -46,6 +46,12 @@ static int first_state(const struct lens_model *m, const struct lens_event *e, u
   return found;
 }
 
+/* A step is timed when it stopped, after its start, and no later START
+ * of the same step replaced it: one rule for step events and step facts. */
+static int step_timed(uint64_t start, uint64_t stop, uint32_t flags) {
+  return stop && !(flags & (LENS_EVF_SUPERSEDED | LENS_EVF_NO_STOP)) && stop >= start;
+}
+
 int lens_net_step_split(const struct lens_model *m, int32_t step_event, struct lens_net_step *out) {
   memset(out, 0, sizeof *out);
   out->dir = -1;
@@ -54,8 +60,7 @@ int lens_net_step_split(const struct lens_model *m, int32_t step_event, struct l
   if (e->type != LENS_T_PROXY_STEP) return 0;
   if (e->parent >= 0 && m->events[e->parent].type == LENS_T_PROXY_OP)
     out->dir = m->events[e->parent].p.proxy_op.is_send ? LENS_NET_DIR_SEND : LENS_NET_DIR_RECV;
-  if (!e->stop_mono_ns || (e->flags & (LENS_EVF_SUPERSEDED | LENS_EVF_NO_STOP)) || e->stop_mono_ns < e->start_mono_ns)
-    return 0;
+  if (!step_timed(e->start_mono_ns, e->stop_mono_ns, e->flags)) return 0;
   out->start_ns = e->start_mono_ns;
   out->stop_ns = e->stop_mono_ns;
   out->starved = (e->acc.flags & LENS_ACC_STARVED) != 0;
@@ -80,6 +85,33 @@ int lens_net_step_split(const struct lens_model *m, int32_t step_event, struct l
   else if (out->dir == LENS_NET_DIR_RECV) first_state(m, e, ST_RECV_FLUSH_WAIT, &t, &arg, &ha);
   if (ha) {
     out->bytes = arg;
+    out->bytes_known = 1;
+  }
+  return 1;
+}
+
+int lens_net_fact_split(const struct lens_model *m, const struct lens_step_fact *x, struct lens_net_step *out) {
+  memset(out, 0, sizeof *out);
+  out->dir = -1;
+  if (!m || !x) return 0;
+  int op = x->op >= 0 && (size_t)x->op < m->n_events && m->events[x->op].type == LENS_T_PROXY_OP;
+  if (op) out->dir = m->events[x->op].p.proxy_op.is_send ? LENS_NET_DIR_SEND : LENS_NET_DIR_RECV;
+  if (!step_timed(x->start_mono_ns, x->stop_mono_ns, x->flags)) return 0;
+  out->start_ns = x->start_mono_ns;
+  out->stop_ns = x->stop_mono_ns;
+  /* starved 0: the steps are folded only where no starvation is analysed */
+  if (!op) { /* the reader kept no states: the direction stays unknown, all of it unsplit */
+    lens_step_phases_add(&(struct lens_step_bounds){0}, -1, out->start_ns, out->stop_ns, out->phase_ns);
+    return 1;
+  }
+  /* the op's direction's two boundaries, in their slots of step_phases.h */
+  struct lens_step_bounds b = {0};
+  int k = out->dir == LENS_NET_DIR_SEND ? 0 : 2;
+  if (x->have & LENS_STEP_HAVE_BOUND0) b.ts[k] = x->bound_ns[0], b.have |= 1u << k;
+  if (x->have & LENS_STEP_HAVE_BOUND1) b.ts[k + 1] = x->bound_ns[1], b.have |= 1u << (k + 1);
+  lens_step_phases_add(&b, out->dir, out->start_ns, out->stop_ns, out->phase_ns);
+  if (x->have & LENS_STEP_HAVE_ARG) {
+    out->bytes = x->arg;
     out->bytes_known = 1;
   }
   return 1;
