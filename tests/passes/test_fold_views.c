@@ -24,6 +24,8 @@
 #include "cli/spool.h"
 #include "export/load_traces.h"
 #include "net/net_print.h"
+#include "reader_test_util.h"
+#include "trace_builder.h"
 #include "report/report_model.h"
 #include "validate/validate_part.h"
 
@@ -282,10 +284,128 @@ static void scenario(const char *dir, const char *name) {
   for (size_t i = 0; i < n; i++) free(paths[i]);
 }
 
+/* What the golden traces do not hold: a step's state 9 recorded twice
+ * with different args, the later record read first (the earliest counts);
+ * an earliest record without args (bytes unknown) after one with; steps
+ * that start at the time of an event (an instance's number breaks the tie
+ * by the order the STARTs were read); a NetPlugin under a step; a step
+ * whose op was never read; a step never stopped and one re-posted; a recv
+ * step with all its boundaries. */
+#define CTX 0xC0ull
+static void crafted(void) {
+  char path[128];
+  where = "crafted";
+  struct tb *t = tb_open(rt_path(path, sizeof path, "fold-views.lens"), LENS_PRODUCER_TEST);
+  tb_session(t, 0, 100, "nodeA", 6);
+  tb_comm(t, CTX, 0x77, 0, 2, 1, 0, "world");
+  tb_thread(t, 1, 101, LENS_ROLE_APP, "app", -1, UINT32_MAX);
+  tb_thread(t, 2, 555, LENS_ROLE_PROXY, "proxy", 0, 0);
+  tb_string(t, 1, "AllReduce");
+  tb_string(t, 2, "ncclFloat32");
+  struct lens_p_coll_api ca = {.func = 1, .count = 256, .datatype = 2};
+  struct lens_p_coll cc = {.seq = 1, .func = 1, .count = 256, .datatype = 2, .n_channels = 1};
+  struct lens_p_proxy_op snd = {.pid = 100, .peer = 1, .n_steps = 4, .chunk_size = 1024, .is_send = 1};
+  struct lens_p_proxy_op rcv = {.pid = 100, .peer = 1, .n_steps = 2, .chunk_size = 1024, .is_send = 0};
+  struct lens_p_proxy_step s0 = {.step = 0}, s1 = {.step = 1}, s2 = {.step = 2}, s3 = {.step = 3};
+  uint64_t api = LENS_ID_MAKE(LENS_T_COLL_API, 1, 1), coll = LENS_ID_MAKE(LENS_T_COLL, 1, 2);
+  uint64_t coll2 = LENS_ID_MAKE(LENS_T_COLL, 1, 3), coll3 = LENS_ID_MAKE(LENS_T_COLL, 1, 4);
+  uint64_t op = LENS_ID_MAKE(LENS_T_PROXY_OP, 2, 1), rop = LENS_ID_MAKE(LENS_T_PROXY_OP, 2, 2);
+  uint64_t a = LENS_ID_MAKE(LENS_T_PROXY_STEP, 2, 10), b = LENS_ID_MAKE(LENS_T_PROXY_STEP, 2, 11);
+  uint64_t c = LENS_ID_MAKE(LENS_T_PROXY_STEP, 2, 12), cr = LENS_ID_MAKE(LENS_T_PROXY_STEP, 2, 13);
+  uint64_t r0 = LENS_ID_MAKE(LENS_T_PROXY_STEP, 2, 14), lost = LENS_ID_MAKE(LENS_T_PROXY_STEP, 2, 15);
+  uint64_t net = LENS_ID_MAKE(LENS_T_NET_PLUGIN, 2, 16), open = LENS_ID_MAKE(LENS_T_PROXY_STEP, 2, 17);
+  tb_events_begin(t, 1);
+  tb_start(t, LENS_T_COLL_API, api, 0, CTX, 10, 0, 0, &ca, sizeof ca);
+  tb_start(t, LENS_T_COLL, coll, api, CTX, 11, 0, 0, &cc, sizeof cc);
+  tb_stop(t, coll, 90);
+  tb_stop(t, api, 91);
+  tb_flush(t);
+  tb_events_begin(t, 2);
+  tb_start(t, LENS_T_PROXY_OP, op, coll, CTX, 20, 0, 0, &snd, sizeof snd);
+  tb_start(t, LENS_T_PROXY_STEP, a, op, CTX, 21, 0, 0, &s0, sizeof s0);
+  tb_state(t, a, 20, 23, 0, 0);
+  tb_state(t, a, 9, 26, 500, 1); /* read first, recorded later */
+  tb_state(t, a, 9, 25, 700, 1); /* the earliest: its 700 bytes */
+  tb_state(t, a, 9, 27, 300, 1); /* read last */
+  tb_stop(t, a, 30);
+  tb_start(t, LENS_T_PROXY_STEP, b, op, CTX, 31, 0, 0, &s1, sizeof s1);
+  tb_start(t, LENS_T_NET_PLUGIN, net, b, CTX, 32, 0, 0, NULL, 0);
+  tb_stop(t, net, 33);
+  tb_state(t, b, 9, 35, 900, 1);
+  tb_state(t, b, 9, 34, 0, 0); /* the earliest has no args: bytes unknown */
+  tb_stop(t, b, 40);
+  tb_start(t, LENS_T_PROXY_STEP, c, op, CTX, 41, 0, 0, &s2, sizeof s2);
+  tb_start(t, LENS_T_PROXY_STEP, cr, op, CTX, 42, 0, 0, &s2, sizeof s2); /* re-posted: c superseded */
+  tb_state(t, cr, 9, 43, 64, 1);
+  tb_stop(t, cr, 44);
+  tb_stop(t, c, 45);
+  tb_start(t, LENS_T_PROXY_STEP, open, op, CTX, 46, 0, 0, &s3, sizeof s3); /* never stopped */
+  tb_stop(t, op, 50);
+  tb_start(t, LENS_T_PROXY_OP, rop, coll, CTX, 51, 0, 0, &rcv, sizeof rcv);
+  tb_start(t, LENS_T_PROXY_STEP, r0, rop, CTX, 60, 0, 0, &s0, sizeof s0); /* at coll2's start, read before it */
+  tb_state(t, r0, 11, 62, 4096, 1);
+  tb_state(t, r0, 12, 64, 0, 0);
+  tb_stop(t, r0, 70);
+  tb_start(t, LENS_T_PROXY_STEP, lost, LENS_ID_MAKE(LENS_T_PROXY_OP, 2, 99), CTX, 70, 0, 0, &s1, sizeof s1);
+  tb_stop(t, lost, 71);
+  tb_stop(t, rop, 72);
+  tb_flush(t);
+  tb_events_begin(t, 1); /* Colls at the steps' start times, read after them */
+  tb_start(t, LENS_T_COLL, coll2, api, CTX, 60, 0, 0, &cc, sizeof cc);
+  tb_stop(t, coll2, 61);
+  tb_start(t, LENS_T_COLL, coll3, api, CTX, 70, 0, 0, &cc, sizeof cc);
+  tb_stop(t, coll3, 75);
+  tb_flush(t);
+  /* their ops (each Coll an instance), and a step at coll3's start read after it */
+  uint64_t op2 = LENS_ID_MAKE(LENS_T_PROXY_OP, 2, 30), op3 = LENS_ID_MAKE(LENS_T_PROXY_OP, 2, 31);
+  uint64_t q0 = LENS_ID_MAKE(LENS_T_PROXY_STEP, 2, 32), q1 = LENS_ID_MAKE(LENS_T_PROXY_STEP, 2, 33);
+  tb_events_begin(t, 2);
+  tb_start(t, LENS_T_PROXY_OP, op2, coll2, CTX, 60, 0, 0, &snd, sizeof snd);
+  tb_start(t, LENS_T_PROXY_STEP, q0, op2, CTX, 60, 0, 0, &s0, sizeof s0);
+  tb_stop(t, q0, 66);
+  tb_stop(t, op2, 67);
+  tb_start(t, LENS_T_PROXY_OP, op3, coll3, CTX, 70, 0, 0, &snd, sizeof snd);
+  tb_start(t, LENS_T_PROXY_STEP, q1, op3, CTX, 70, 0, 0, &s0, sizeof s0);
+  tb_stop(t, q1, 79);
+  tb_stop(t, op3, 80);
+  tb_flush(t);
+  tb_close(t);
+  const char *p[1] = {path};
+  views_eq("crafted", p, 1, NULL);
+  uint8_t rank0[1] = {1};
+  struct lens_filter rank = {.ranks = rank0, .n_ranks = 1};
+  struct lens_filter mid = {.have_since = 1, .have_until = 1, .since_ns = 25, .until_ns = 61};
+  views_eq("crafted --rank 0", p, 1, &rank);
+  views_eq("crafted mid", p, 1, &mid);
+  /* what it must show: the earliest 9's bytes, none for b, its NetPlugin on the link */
+  char err[256];
+  struct lens_model *m = lens_model_load_ex(p, 1, LENS_LOAD_FOLD_STEPS | LENS_LOAD_STEP_FACTS, err, sizeof err, NULL);
+  CHECK(m != NULL);
+  if (!m) return;
+  EQ(m->n_step_facts, 9);
+  EQ(m->n_step_children, 1);
+  int saw_a = 0, saw_b = 0;
+  for (size_t i = 0; i < m->n_step_facts; i++) {
+    const struct lens_step_fact *x = &m->step_facts[i];
+    if (x->start_mono_ns == 21) {
+      saw_a = 1;
+      CHECK(x->arg == 700 && (x->have & LENS_STEP_HAVE_ARG));
+    }
+    if (x->start_mono_ns == 31) {
+      saw_b = 1;
+      CHECK(!(x->have & LENS_STEP_HAVE_ARG));
+    }
+    if (x->start_mono_ns == 70 && x->stop_mono_ns == 71) EQ(x->op, -1);
+  }
+  CHECK(saw_a && saw_b);
+  lens_model_free(m);
+}
+
 int main(int argc, char **argv) {
   const char *root = argc > 1 ? argv[1] : LENS_SOURCE_DIR "/tests/golden/traces";
   spool = lens_spool_dir_new("test", NULL);
   if (!spool) return 1;
+  crafted();
   DIR *d = opendir(root);
   if (!d) {
     fprintf(stderr, "FAIL: no traces at %s\n", root);
@@ -304,6 +424,7 @@ int main(int argc, char **argv) {
     free(names[i]);
   }
   lens_spool_dir_free(spool);
+  rt_cleanup();
   if (facts_seen < 10000) {
     fprintf(stderr, "FAIL: only %zu folded steps' facts read\n", facts_seen);
     failures++;
