@@ -11,14 +11,19 @@
 int lens_model_keep(struct lens_model *m, const uint8_t *keep) {
   size_t n = m->n_events, k = 0, ns = 0;
   int32_t *inv = malloc((n ? n : 1) * sizeof *inv);
-  if (!inv) return -1;
+  /* LENS_LOAD_STEP_FACTS: the kept events before each index (a step's place) */
+  uint32_t *before = m->n_step_facts ? malloc((n + 1) * sizeof *before) : NULL;
+  if (!inv || (m->n_step_facts && !before)) {
+    free(inv), free(before);
+    return -1;
+  }
   for (size_t i = 0; i < n; i++) {
     inv[i] = keep[i] ? (int32_t)k++ : -1;
     if (keep[i]) ns += m->events[i].n_states;
   }
   struct lens_state_ev *st = malloc((ns ? ns : 1) * sizeof *st);
   if (!st) {
-    free(inv);
+    free(inv), free(before);
     return -1;
   }
   /* In place: the kept events only move down, and in order. */
@@ -52,10 +57,7 @@ int lens_model_keep(struct lens_model *m, const uint8_t *keep) {
     m->pending_children[i].event = e >= 0 && (size_t)e < n ? inv[e] : -1;
   }
   /* LENS_LOAD_STEP_FACTS: an op left out is none; a step sorts after the kept events that it sorted after */
-  uint32_t *before = m->n_step_facts ? malloc((n + 1) * sizeof *before) : NULL;
-  if (m->n_step_facts && !before) { /* cannot fail halfway: the events are already narrowed */
-    for (size_t i = 0; i < m->n_step_facts; i++) m->step_facts[i].events_before = 0;
-  } else if (before) {
+  if (before) {
     before[0] = 0;
     for (size_t i = 0; i < n; i++) before[i + 1] = before[i] + (inv[i] >= 0);
   }

@@ -499,7 +499,8 @@ uint64_t lens_event_completion(const struct lens_model *m, const struct lens_eve
 /* Narrows m to the events with keep[i] != 0 (n_events entries), in their
  * order: parents, children, CUPTI kernels' launch events and id lookups are
  * renumbered (an event whose parent is left out becomes a root, its flags
- * unchanged), the states of the events left out go. Procs, threads, comms,
+ * unchanged; a step fact's op left out is -1, its events_before counts the
+ * kept events), the states of the events left out go. Procs, threads, comms,
  * samples and what analyses already computed stay. 0, or -1 when out of
  * memory (m unchanged). */
 int lens_model_keep(struct lens_model *m, const uint8_t *keep);
