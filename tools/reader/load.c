@@ -395,6 +395,7 @@ struct lens_model *lens_load_files(const char *const *paths, size_t n_paths, uin
   free(b.sess);
   free(b.thread_tmp);
   free(b.fsteps);
+  free(b.fmore);
   free(b.fruns);
   free(b.fevs);
   free(b.idq);
@@ -411,6 +412,7 @@ bad:
   free(b.sess);
   free(b.thread_tmp);
   free(b.fsteps);
+  free(b.fmore);
   free(b.fruns);
   free(b.fevs);
   free(b.idq);

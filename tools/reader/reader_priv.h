@@ -145,14 +145,19 @@ struct lens_builder {
     int32_t run;
     int32_t comm;          /* its context's communicator (-1); resolve.c: else its nearest ancestor event's */
     uint64_t last;         /* the latest time it reached: start, stop, states' records */
-    /* LENS_LOAD_STEP_FACTS: the arg of its earliest record of state 9 and
-     * of state 11 (arg_have bit 0, 1: that record had args), and the
-     * events before it in (proc, start, creation) order: while reading, the
-     * events built before it; resolve.c: the events it sorts after. */
-    uint64_t arg9, arg11;
-    uint32_t events_before, arg_have;
   } *fsteps;
   size_t n_fsteps, cap_fsteps, cap_folded_ops; /* cap_folded_ops: of m->folded_ops */
+  /* LENS_LOAD_STEP_FACTS only, one per fstep (the others' loads do not pay
+   * for it): the arg of its earliest record of state 9 and of state 11
+   * (arg_have bit 0, 1: that record had args), and the events before it in
+   * (proc, start, creation) order: while reading, the events built before
+   * it; resolve.c: the events it sorts after. Gone once model->step_facts
+   * holds them. */
+  struct lens_fstep_more {
+    uint64_t arg9, arg11;
+    uint32_t events_before, arg_have;
+  } *fmore;
+  size_t cap_fmore;
   /* A folded step's last state entries as the loader keeps an event's
    * (apply_one, fold_run: a run record merges into the entry before it when
    * its state, arg and has_args are the same): the last entry's state, arg,

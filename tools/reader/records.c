@@ -239,7 +239,13 @@ static int on_start(struct lens_builder *b, uint32_t session, int32_t thread, co
     LOAD(ps, r + sizeof s, avail);
     *f = (struct lens_fstep){.parent_raw = s.parent, .proc = b->proc, .session = session, .ev = -1, .start = s.ts,
                              .thread = thread, .step = ps.step, .flags = start_flags(&s), .run = -1,
-                             .comm = -1, .events_before = (uint32_t)m->n_events};
+                             .comm = -1};
+    if (b->flags & LENS_LOAD_STEP_FACTS) { /* one more per fstep: pushed at the same index */
+      size_t n = b->n_fsteps - 1;
+      struct lens_fstep_more *x = LENS_VEC_PUSH(b, b->fmore, n, cap_fmore);
+      if (!x) return lens_builder_oom(b);
+      *x = (struct lens_fstep_more){.events_before = (uint32_t)m->n_events};
+    }
     if (!(f->flags & LENS_EVF_REMOTE)) { /* as an event's */
       int64_t c;
       if (lens_hash_get(&b->comms, lens_hash_scope((uint32_t)b->proc, session), s.context, &c)) f->comm = (int32_t)c;
@@ -448,10 +454,11 @@ static int apply_one(struct lens_builder *b, const struct lens_pending *q, int64
       /* the earliest record of 9 and of 11 (ties: the first read), as the
        * bounds keep their times: the network view's bytes of a step */
       int k = q->state == 9 ? 1 : q->state == 11 ? 2 : -1;
-      if (k > 0 && (!(f->bounds.have >> k & 1u) || q->ts < f->bounds.ts[k])) {
+      struct lens_fstep_more *x = b->fmore ? &b->fmore[LENS_STEP_INDEX(idx)] : NULL;
+      if (x && k > 0 && (!(f->bounds.have >> k & 1u) || q->ts < f->bounds.ts[k])) {
         uint32_t bit = k == 1 ? 1u : 2u;
-        *(k == 1 ? &f->arg9 : &f->arg11) = q->arg;
-        f->arg_have = q->has_args ? f->arg_have | bit : f->arg_have & ~bit;
+        *(k == 1 ? &x->arg9 : &x->arg11) = q->arg;
+        x->arg_have = q->has_args ? x->arg_have | bit : x->arg_have & ~bit;
       }
       lens_step_bounds_note(&f->bounds, q->state, q->ts);
       if (v) lens_oneway_note(&v->pre, &v->post, q->state, q->ts, q->repeats ? q->last_ts : q->ts);

@@ -366,16 +366,16 @@ static int sort_and_link(struct lens_builder *b) {
   /* LENS_LOAD_STEP_FACTS: where each step's event would sort, its START's
    * place among the events' (events_before: those built before it) breaking
    * a tie of start times as an event's does */
-  for (size_t i = 0; i < b->n_fsteps && (b->flags & LENS_LOAD_STEP_FACTS); i++) {
+  for (size_t i = 0; i < b->n_fsteps && b->fmore; i++) {
     struct lens_fstep *f = &b->fsteps[i];
-    struct order_key key = {f->proc, (int32_t)f->events_before, f->start};
+    struct order_key key = {f->proc, (int32_t)b->fmore[i].events_before, f->start};
     size_t lo = 0, hi = n; /* the first sorted key not before it: a key of index events_before was built after it */
     while (lo < hi) {
       size_t mid = lo + (hi - lo) / 2;
       if (cmp_order(&k[mid], &key) < 0) lo = mid + 1;
       else hi = mid;
     }
-    f->events_before = (uint32_t)lo;
+    b->fmore[i].events_before = (uint32_t)lo;
   }
   /* Children in start order: prepend while walking backwards. */
   for (size_t j = n; j-- > 0;) {
@@ -527,24 +527,27 @@ int lens_resolve_model(struct lens_builder *b) {
  * kept ones), their op's direction choosing its bytes and bounds. */
 static int step_facts(struct lens_builder *b) {
   struct lens_model *m = b->m;
-  if (!b->n_fsteps) return 0;
+  if (!b->n_fsteps || !b->fmore) return 0;
   m->step_facts = calloc(b->n_fsteps, sizeof *m->step_facts);
   if (!m->step_facts) return lens_builder_oom(b);
   for (size_t i = 0; i < b->n_fsteps; i++) {
     const struct lens_fstep *f = &b->fsteps[i];
+    const struct lens_fstep_more *y = &b->fmore[i];
     struct lens_step_fact *x = &m->step_facts[i];
     int op = f->parent >= 0 && m->events[f->parent].type == LENS_T_PROXY_OP;
     *x = (struct lens_step_fact){.start_mono_ns = f->start, .stop_mono_ns = f->stop, .op = op ? (int32_t)f->parent : -1,
-                                 .proc = f->proc, .flags = f->flags, .events_before = f->events_before};
+                                 .proc = f->proc, .flags = f->flags, .events_before = y->events_before};
     if (!op) continue;
     int send = m->events[f->parent].p.proxy_op.is_send != 0, k = send ? 0 : 2;
     x->bound_ns[0] = f->bounds.ts[k], x->bound_ns[1] = f->bounds.ts[k + 1];
     if (f->bounds.have >> k & 1u) x->have |= LENS_STEP_HAVE_BOUND0;
     if (f->bounds.have >> (k + 1) & 1u) x->have |= LENS_STEP_HAVE_BOUND1;
-    x->arg = send ? f->arg9 : f->arg11;
-    if (f->arg_have & (send ? 1u : 2u)) x->have |= LENS_STEP_HAVE_ARG;
+    x->arg = send ? y->arg9 : y->arg11;
+    if (y->arg_have & (send ? 1u : 2u)) x->have |= LENS_STEP_HAVE_ARG;
   }
   m->n_step_facts = b->n_fsteps;
+  free(b->fmore); /* in the facts now */
+  b->fmore = NULL;
   return 0;
 }
 
