@@ -133,7 +133,8 @@ static int map_group(struct run *r, size_t g) {
    * analysis marks them (a probe trace is in the group). Under a selection
    * the reader holds them resolved but uncounted (LENS_LOAD_FOLD_LATER) and
    * the selection counts the ones it keeps, each on its own test, as it
-   * keeps a step event. */
+   * keeps a step event. A pass that reads each step but not its states
+   * (net, report) gets the steps' facts (LENS_LOAD_STEP_FACTS). */
   int fold = !gr->probe, facts = 0;
   for (size_t k = 0; k < r->n_passes; k++) {
     if (r->passes[k].needs & LENS_PASS_STEPS) fold = 0;
