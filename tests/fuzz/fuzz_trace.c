@@ -18,7 +18,8 @@
  * CLI's selection calls them (lens_model_keep, then lens_model_fold), and
  * the window's folded load under the CLI's --since/--until selection
  * (lens_filter_apply_ex) against a whole FOLD_LATER load under the same
- * selection. */
+ * selection, and that against the unfolded load under it; the same for
+ * --func AllReduce (no window). */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -144,6 +145,26 @@ static void fold_same(const struct lens_model *a, const struct lens_model *b) {
   }
 }
 
+#define ID_MIX 0x9E3779B97F4A7C15ull
+
+/* What the selection f keeps of the unfolded load: its events other than
+ * ProxySteps, and its ProxySteps. 0, or -1 (refused, out of memory). */
+static int selected(const char *const *paths, const struct lens_filter *f, uint64_t *events, uint64_t *steps) {
+  char err[512];
+  struct lens_model *m = lens_model_load_ex(paths, 1, 0, err, sizeof err, NULL);
+  if (!m || lens_filter_apply_ex("fuzz", f, m, LENS_FILTER_PART, NULL)) {
+    lens_model_free(m);
+    return -1;
+  }
+  *events = *steps = 0;
+  for (size_t i = 0; i < m->n_events; i++) {
+    if (m->events[i].type == LENS_T_PROXY_STEP) ++*steps;
+    else ++*events;
+  }
+  lens_model_free(m);
+  return 0;
+}
+
 /* Bit i of the input's bytes, cycling (an empty input: 1). */
 static int input_bit(const uint8_t *data, size_t size, size_t i) {
   return size ? data[(i / 8) % size] >> (i % 8) & 1 : 1;
@@ -234,13 +255,32 @@ static void fold_loads(const char *const *paths, const uint8_t *data, size_t siz
     FOLD_REQUIRE(wm->n_events == m->n_events);
     FOLD_REQUIRE(wm->folded_steps == m->folded_steps);
     uint64_t sum_m = 0, sum_w = 0, xor_m = 0, xor_w = 0; /* the same ids (ties may sort apart) */
-    for (size_t i = 0; i < m->n_events; i++) sum_m += m->events[i].id, xor_m ^= m->events[i].id * 0x9E3779B97F4A7C15ull;
-    for (size_t i = 0; i < wm->n_events; i++)
-      sum_w += wm->events[i].id, xor_w ^= wm->events[i].id * 0x9E3779B97F4A7C15ull;
+    for (size_t i = 0; i < m->n_events; i++) sum_m += m->events[i].id, xor_m ^= m->events[i].id * ID_MIX;
+    for (size_t i = 0; i < wm->n_events; i++) sum_w += wm->events[i].id, xor_w ^= wm->events[i].id * ID_MIX;
     FOLD_REQUIRE(sum_m == sum_w && xor_m == xor_w);
   }
-  lens_model_free(m);
   lens_model_free(wm);
+  /* the selection keeps each pending step on its event's test (lensread.h,
+   * LENS_LOAD_FOLD_LATER): as many steps and other events as it keeps of
+   * the unfolded load, under --since/--until and under --func (whose walk
+   * to an operation goes through pending steps) */
+  uint64_t events = 0, steps = 0;
+  if (m && !selected(paths, &f, &events, &steps)) {
+    FOLD_REQUIRE(m->n_events == events);
+    FOLD_REQUIRE(m->folded_steps == steps);
+  }
+  lens_model_free(m);
+  char fn[] = "AllReduce";
+  char *funcs[1] = {fn};
+  struct lens_filter ff = {.funcs = funcs, .n_funcs = 1};
+  m = lens_model_load_ex(paths, 1, LENS_LOAD_FOLD_STEPS | LENS_LOAD_FOLD_LATER, err, sizeof err, NULL);
+  if (m && lens_filter_apply_ex("fuzz", &ff, m, LENS_FILTER_PART, NULL)) lens_model_free(m), m = NULL;
+  if (m) fold_check(m);
+  if (m && !selected(paths, &ff, &events, &steps)) {
+    FOLD_REQUIRE(m->n_events == events);
+    FOLD_REQUIRE(m->folded_steps == steps);
+  }
+  lens_model_free(m);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
