@@ -8,13 +8,26 @@
  * loader (lens_model_load_window) on a window taken from the input's last
  * bytes, with the GPU types kept as lens_cli_load keeps them. The chunks' CRCs are recomputed
  * first (fuzz_fix_trace_crcs). A sanitizer report, a crash or a
- * hang is a finding; a trace refused with a message is not. */
+ * hang is a finding; a trace refused with a message is not.
+ *
+ * The folded loads (lensread.h, LENS_LOAD_FOLD_STEPS and _LATER) are
+ * checked against what lensread.h says of them (fold_check below; a broken
+ * relation aborts, a finding): the folded load against the full one, a
+ * FOLD_LATER load folded whole against the folded load, a FOLD_LATER load
+ * narrowed by keep arrays taken from the input's bytes in the order the
+ * CLI's selection calls them (lens_model_keep, then lens_model_fold), and
+ * the window's folded load under the CLI's --since/--until selection
+ * (lens_filter_apply_ex) against a whole FOLD_LATER load under the same
+ * selection, and that against the unfolded load under it; the same for
+ * --func AllReduce (no window). */
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analyses.h"
+#include "cli/filter.h"
 #include "columns.h"
 #include "fuzz_util.h"
 #include "job.h"
@@ -23,6 +36,252 @@
 #include "lensread.h"
 #include "summary/summary_model.h"
 #include "summary/summary_print.h"
+
+/* A relation lensread.h states that does not hold: a finding. */
+#define FOLD_REQUIRE(cond)                                                                \
+  do {                                                                                    \
+    if (!(cond)) {                                                                        \
+      fprintf(stderr, "fuzz_trace: fold check failed: %s (line %d)\n", #cond, __LINE__); \
+      abort();                                                                            \
+    }                                                                                     \
+  } while (0)
+
+#define EVF_BIT(f) (__builtin_ctz(f))
+
+/* What lensread.h documents of a model whose steps are folded and counted
+ * (LENS_LOAD_FOLD_STEPS, or FOLD_LATER after lens_model_fold): nothing
+ * pending; each flag count at most the steps; a thread's steps (not
+ * superseded) among its starts, the threads' starts among the model's
+ * steps; each ProxyOp's folded_op 0 or an index of folded_ops, each
+ * folded_ops entry one op's (and holding a step); the ops' folded steps
+ * (superseded left out) and their stopped steps never more than the
+ * model's steps that are so. */
+static void fold_check(const struct lens_model *m) {
+  FOLD_REQUIRE(m->steps_folded);
+  FOLD_REQUIRE(!m->n_pending_steps && !m->pending_steps && !m->n_pending_children && !m->pending_children);
+  uint64_t n = m->folded_steps;
+  for (int k = 0; k < 32; k++) FOLD_REQUIRE(m->folded_evf_counts[k] <= n);
+  uint64_t superseded = m->folded_evf_counts[EVF_BIT(LENS_EVF_SUPERSEDED)];
+  uint64_t no_stop = m->folded_evf_counts[EVF_BIT(LENS_EVF_NO_STOP)];
+  uint64_t starts = 0, th_steps = 0;
+  for (size_t t = 0; t < m->n_threads; t++) {
+    const struct lens_thread *th = &m->threads[t];
+    FOLD_REQUIRE(th->folded_steps <= th->folded_starts);
+    starts += th->folded_starts, th_steps += th->folded_steps;
+  }
+  FOLD_REQUIRE(starts <= n);
+  FOLD_REQUIRE(th_steps <= n - superseded);
+  uint8_t *owner = calloc(m->n_folded_ops ? m->n_folded_ops : 1, 1);
+  if (!owner) return;
+  uint64_t stops = 0;
+  for (size_t i = 0; i < m->n_events; i++) {
+    const struct lens_event *e = &m->events[i];
+    FOLD_REQUIRE(e->type != LENS_T_PROXY_STEP);
+    if (e->type != LENS_T_PROXY_OP) continue;
+    uint32_t fo = e->p.proxy_op.folded_op;
+    FOLD_REQUIRE(fo <= m->n_folded_ops);
+    if (fo) {
+      FOLD_REQUIRE(!owner[fo - 1]);
+      owner[fo - 1] = 1;
+    }
+    stops += e->p.proxy_op.folded_stops;
+    if (e->p.proxy_op.folded_stops) FOLD_REQUIRE(e->p.proxy_op.folded_stop_lo <= e->p.proxy_op.folded_stop_hi);
+  }
+  FOLD_REQUIRE(stops <= n - no_stop);
+  uint64_t op_steps = 0;
+  for (size_t k = 0; k < m->n_folded_ops; k++) {
+    FOLD_REQUIRE(owner[k]);
+    FOLD_REQUIRE(m->folded_ops[k].steps >= 1);
+    op_steps += m->folded_ops[k].steps;
+  }
+  FOLD_REQUIRE(op_steps <= n - superseded);
+  free(owner);
+}
+
+/* A FOLD_LATER model before lens_model_fold: nothing counted yet, each
+ * pending step's parent an event (or -1) and its parent_step a pending step
+ * (or -1), each pending child's event an event (or -1). */
+static void pending_check(const struct lens_model *m) {
+  FOLD_REQUIRE(!m->folded_steps && !m->n_folded_ops);
+  for (size_t i = 0; i < m->n_pending_steps; i++) {
+    const struct lens_pending_step *ps = &m->pending_steps[i];
+    FOLD_REQUIRE(ps->parent >= -1 && (ps->parent < 0 || (size_t)ps->parent < m->n_events));
+    FOLD_REQUIRE(ps->parent_step >= -1 && (ps->parent_step < 0 || (size_t)ps->parent_step < m->n_pending_steps));
+  }
+  for (size_t i = 0; i < m->n_pending_children; i++) {
+    const struct lens_pending_child *c = &m->pending_children[i];
+    FOLD_REQUIRE(c->event >= -1 && (c->event < 0 || (size_t)c->event < m->n_events));
+    FOLD_REQUIRE(c->step >= 0 && (size_t)c->step < m->n_pending_steps);
+  }
+  for (size_t t = 0; t < m->n_threads; t++) FOLD_REQUIRE(!m->threads[t].folded_starts);
+}
+
+/* A FOLD_LATER load folded whole counts as the folded load (lensread.h:
+ * "those a folded load of a trace holding only the kept steps would give"). */
+static void fold_same(const struct lens_model *a, const struct lens_model *b) {
+  FOLD_REQUIRE(a->n_events == b->n_events && a->n_threads == b->n_threads);
+  FOLD_REQUIRE(a->folded_steps == b->folded_steps);
+  FOLD_REQUIRE(!memcmp(a->folded_evf_counts, b->folded_evf_counts, sizeof a->folded_evf_counts));
+  FOLD_REQUIRE(a->n_folded_ops == b->n_folded_ops);
+  if (a->n_folded_ops)
+    FOLD_REQUIRE(!memcmp(a->folded_ops, b->folded_ops, a->n_folded_ops * sizeof *a->folded_ops));
+  for (size_t t = 0; t < a->n_threads; t++) {
+    const struct lens_thread *x = &a->threads[t], *y = &b->threads[t];
+    FOLD_REQUIRE(x->folded_starts == y->folded_starts && x->folded_steps == y->folded_steps);
+    FOLD_REQUIRE(x->folded_bytes == y->folded_bytes && x->folded_first_ns == y->folded_first_ns);
+    FOLD_REQUIRE(x->folded_last_ns == y->folded_last_ns);
+  }
+  for (size_t i = 0; i < a->n_events; i++) {
+    const struct lens_event *x = &a->events[i], *y = &b->events[i];
+    FOLD_REQUIRE(x->type == y->type && x->id == y->id && x->flags == y->flags);
+    if (x->type != LENS_T_PROXY_OP) continue;
+    FOLD_REQUIRE(x->p.proxy_op.folded_stops == y->p.proxy_op.folded_stops);
+    FOLD_REQUIRE(x->p.proxy_op.folded_op == y->p.proxy_op.folded_op);
+    FOLD_REQUIRE(x->p.proxy_op.folded_stop_lo == y->p.proxy_op.folded_stop_lo);
+    FOLD_REQUIRE(x->p.proxy_op.folded_stop_hi == y->p.proxy_op.folded_stop_hi);
+    FOLD_REQUIRE(x->p.proxy_op.folded_oneway_ns == y->p.proxy_op.folded_oneway_ns);
+    FOLD_REQUIRE(!memcmp(x->p.proxy_op.folded_phase_ns, y->p.proxy_op.folded_phase_ns,
+                         sizeof x->p.proxy_op.folded_phase_ns));
+  }
+}
+
+#define ID_MIX 0x9E3779B97F4A7C15ull
+
+/* What the selection f keeps of the unfolded load: its events other than
+ * ProxySteps, and its ProxySteps. 0, or -1 (refused, out of memory). */
+static int selected(const char *const *paths, const struct lens_filter *f, uint64_t *events, uint64_t *steps) {
+  char err[512];
+  struct lens_model *m = lens_model_load_ex(paths, 1, 0, err, sizeof err, NULL);
+  if (!m || lens_filter_apply_ex("fuzz", f, m, LENS_FILTER_PART, NULL)) {
+    lens_model_free(m);
+    return -1;
+  }
+  *events = *steps = 0;
+  for (size_t i = 0; i < m->n_events; i++) {
+    if (m->events[i].type == LENS_T_PROXY_STEP) ++*steps;
+    else ++*events;
+  }
+  lens_model_free(m);
+  return 0;
+}
+
+/* Bit i of the input's bytes, cycling (an empty input: 1). */
+static int input_bit(const uint8_t *data, size_t size, size_t i) {
+  return size ? data[(i / 8) % size] >> (i % 8) & 1 : 1;
+}
+
+/* What the full load held of its ProxySteps, taken before any analysis. */
+struct full_steps {
+  int loaded;
+  uint64_t events, steps, evf[32];
+};
+static void full_steps_of(const struct lens_model *m, struct full_steps *fs) {
+  memset(fs, 0, sizeof *fs);
+  fs->loaded = 1;
+  fs->events = m->n_events;
+  for (size_t i = 0; i < m->n_events; i++) {
+    if (m->events[i].type != LENS_T_PROXY_STEP) continue;
+    fs->steps++;
+    for (int k = 0; k < 32; k++) fs->evf[k] += m->events[i].flags >> k & 1u;
+  }
+}
+
+/* The folded loads of one input (paths), checked: folded, its
+ * LENS_LOAD_FOLD_STEPS load (NULL: refused), before any analysis; full:
+ * what its full load held; w0: the window the target asks for. */
+static void fold_loads(const char *const *paths, const uint8_t *data, size_t size, const struct full_steps *full,
+                       const struct lens_model *folded, const struct lens_load_window *w0) {
+  char err[512];
+  /* (1) the folded load: each folded step an event of the full load, with that event's flags */
+  if (folded) fold_check(folded);
+  if (full->loaded && folded) {
+    FOLD_REQUIRE(folded->folded_steps == full->steps);
+    FOLD_REQUIRE(folded->n_events + full->steps == full->events);
+    FOLD_REQUIRE(!memcmp(folded->folded_evf_counts, full->evf, sizeof full->evf));
+  }
+  /* (2) FOLD_LATER folded whole: as the folded load */
+  struct lens_model *m = lens_model_load_ex(paths, 1, LENS_LOAD_FOLD_STEPS | LENS_LOAD_FOLD_LATER, err, sizeof err,
+                                            NULL);
+  if (m) {
+    pending_check(m);
+    if (!lens_model_fold(m, NULL)) {
+      fold_check(m);
+      if (folded) fold_same(m, folded);
+    }
+    lens_model_free(m);
+  }
+  /* FOLD_LATER narrowed: events and steps kept by the input's bits, in the
+   * selection's order (tools/cli/filter.c: lens_model_keep, then
+   * lens_model_fold with the steps' keep flags) */
+  m = lens_model_load_ex(paths, 1, LENS_LOAD_FOLD_STEPS | LENS_LOAD_FOLD_LATER, err, sizeof err, NULL);
+  if (m) {
+    pending_check(m);
+    size_t ne = m->n_events, ns = m->n_pending_steps;
+    uint8_t *keep = malloc(ne ? ne : 1), *step_keep = malloc(ns ? ns : 1);
+    uint64_t kept_steps = 0;
+    if (keep && step_keep) {
+      for (size_t i = 0; i < ne; i++) keep[i] = (uint8_t)input_bit(data, size, i * 7 + 3);
+      for (size_t i = 0; i < ns; i++) kept_steps += step_keep[i] = (uint8_t)input_bit(data, size, i * 5 + 1);
+      if (!lens_model_keep(m, keep)) {
+        pending_check(m);
+        FOLD_REQUIRE(m->n_pending_steps == ns);
+        if (!lens_model_fold(m, step_keep)) {
+          FOLD_REQUIRE(m->folded_steps == kept_steps);
+          fold_check(m);
+        }
+      }
+    }
+    free(keep);
+    free(step_keep);
+    lens_model_free(m);
+  }
+  /* (3) the window's folded load under the same --since/--until, against
+   * a whole FOLD_LATER load under it: the same events (lensread.h, the
+   * window), the same steps counted */
+  struct lens_filter f = {.have_since = w0->have_since, .have_until = w0->have_until, .since_ns = w0->since_ns,
+                          .until_ns = w0->until_ns};
+  struct lens_load_window w = *w0;
+  struct lens_model *wm = lens_model_load_window(paths, 1, LENS_LOAD_FOLD_STEPS | LENS_LOAD_FOLD_LATER, &w, err,
+                                                 sizeof err, NULL);
+  if (wm) {
+    pending_check(wm);
+    if (!lens_filter_apply_ex("fuzz", &f, wm, LENS_FILTER_PART, NULL)) fold_check(wm);
+    else lens_model_free(wm), wm = NULL;
+  }
+  m = lens_model_load_ex(paths, 1, LENS_LOAD_FOLD_STEPS | LENS_LOAD_FOLD_LATER, err, sizeof err, NULL);
+  if (m && lens_filter_apply_ex("fuzz", &f, m, LENS_FILTER_PART, NULL)) lens_model_free(m), m = NULL;
+  if (m) fold_check(m);
+  if (m && wm) {
+    FOLD_REQUIRE(wm->n_events == m->n_events);
+    FOLD_REQUIRE(wm->folded_steps == m->folded_steps);
+    uint64_t sum_m = 0, sum_w = 0, xor_m = 0, xor_w = 0; /* the same ids (ties may sort apart) */
+    for (size_t i = 0; i < m->n_events; i++) sum_m += m->events[i].id, xor_m ^= m->events[i].id * ID_MIX;
+    for (size_t i = 0; i < wm->n_events; i++) sum_w += wm->events[i].id, xor_w ^= wm->events[i].id * ID_MIX;
+    FOLD_REQUIRE(sum_m == sum_w && xor_m == xor_w);
+  }
+  lens_model_free(wm);
+  /* the selection keeps each pending step on its event's test (lensread.h,
+   * LENS_LOAD_FOLD_LATER): as many steps and other events as it keeps of
+   * the unfolded load, under --since/--until and under --func (whose walk
+   * to an operation goes through pending steps) */
+  uint64_t events = 0, steps = 0;
+  if (m && !selected(paths, &f, &events, &steps)) {
+    FOLD_REQUIRE(m->n_events == events);
+    FOLD_REQUIRE(m->folded_steps == steps);
+  }
+  lens_model_free(m);
+  char fn[] = "AllReduce";
+  char *funcs[1] = {fn};
+  struct lens_filter ff = {.funcs = funcs, .n_funcs = 1};
+  m = lens_model_load_ex(paths, 1, LENS_LOAD_FOLD_STEPS | LENS_LOAD_FOLD_LATER, err, sizeof err, NULL);
+  if (m && lens_filter_apply_ex("fuzz", &ff, m, LENS_FILTER_PART, NULL)) lens_model_free(m), m = NULL;
+  if (m) fold_check(m);
+  if (m && !selected(paths, &ff, &events, &steps)) {
+    FOLD_REQUIRE(m->n_events == events);
+    FOLD_REQUIRE(m->folded_steps == steps);
+  }
+  lens_model_free(m);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size > (1u << 20)) return -1; /* keep inputs small: the readers' limits are tested elsewhere */
@@ -34,8 +293,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   free(fixed);
   const char *paths[1] = {path};
   char err[512];
+  /* A window from the input's last 8 bytes (0..~4 ms wide, 0..~16 ms in), as lens_cli_load asks for it. */
+  uint64_t tail = 0;
+  if (size >= 8) memcpy(&tail, data + size - 8, 8);
+  struct lens_load_window w = {.have_since = 1, .have_until = (int)(tail & 1), .since_ns = (tail >> 1) % 16000000,
+                               .until_ns = 0};
+  w.until_ns = w.since_ns + (tail >> 25) % 4000000;
+  w.keep_types_parent = 1u << LENS_T_KERNEL_CH;
+  w.keep_types_cupti = 1u << LENS_T_KERNEL_LAUNCH | 1u << LENS_T_COLL | 1u << LENS_T_P2P;
+  w.keep_types_if = 1u << LENS_T_KERNEL_CH | 1u << LENS_T_KERNEL_LAUNCH;
+  struct full_steps full = {0};
   for (int fold = 0; fold < 2; fold++) {
     struct lens_model *m = lens_model_load_ex(paths, 1, fold ? LENS_LOAD_FOLD_STEPS : 0, err, sizeof err, NULL);
+    if (!fold && m) full_steps_of(m, &full);
+    if (fold) fold_loads(paths, data, size, &full, m, &w); /* before the analyses mark the events */
     if (!m) continue;
     /* as lens_cli_load: the GPU analysis (clock maps), the starvation merge */
     if (lens_analyze_gpu) lens_analyze_gpu(m, err, sizeof err);
@@ -59,15 +330,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     lens_model_free(m);
   }
-  /* A window from the input's last 8 bytes (0..~4 ms wide, 0..~16 ms in), as lens_cli_load asks for it. */
-  uint64_t tail = 0;
-  if (size >= 8) memcpy(&tail, data + size - 8, 8);
-  struct lens_load_window w = {.have_since = 1, .have_until = (int)(tail & 1), .since_ns = (tail >> 1) % 16000000,
-                               .until_ns = 0};
-  w.until_ns = w.since_ns + (tail >> 25) % 4000000;
-  w.keep_types_parent = 1u << LENS_T_KERNEL_CH;
-  w.keep_types_cupti = 1u << LENS_T_KERNEL_LAUNCH | 1u << LENS_T_COLL | 1u << LENS_T_P2P;
-  w.keep_types_if = 1u << LENS_T_KERNEL_CH | 1u << LENS_T_KERNEL_LAUNCH;
   struct lens_model *wm = lens_model_load_window(paths, 1, 0, &w, err, sizeof err, NULL);
   if (wm) {
     if (lens_analyze_gpu) lens_analyze_gpu(wm, err, sizeof err);
