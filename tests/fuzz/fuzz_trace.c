@@ -15,7 +15,8 @@
  * relation aborts, a finding): the folded load against the full one, a
  * FOLD_LATER load folded whole against the folded load, a FOLD_LATER load
  * narrowed by keep arrays taken from the input's bytes in the order the
- * CLI's selection calls them (lens_model_keep, then lens_model_fold), and
+ * CLI's selection calls them (lens_model_keep, then lens_model_fold), with
+ * its step facts (LENS_LOAD_STEP_FACTS, facts_check), and
  * the window's folded load under the CLI's --since/--until selection
  * (lens_filter_apply_ex) against a whole FOLD_LATER load under the same
  * selection, and that against the unfolded load under it; the same for
@@ -96,6 +97,27 @@ static void fold_check(const struct lens_model *m) {
   }
   FOLD_REQUIRE(op_steps <= n - superseded);
   free(owner);
+}
+
+/* What lensread.h documents of the step facts (LENS_LOAD_STEP_FACTS) once
+ * the steps are counted: one fact a counted step; its op -1 or a ProxyOp
+ * event of the model; its process one of the model's; where its event
+ * would sort within the events; each event under a step an event of the
+ * model, its step -1 or a fact. */
+static void facts_check(const struct lens_model *m) {
+  FOLD_REQUIRE(m->n_step_facts == m->folded_steps);
+  for (size_t i = 0; i < m->n_step_facts; i++) {
+    const struct lens_step_fact *f = &m->step_facts[i];
+    FOLD_REQUIRE(f->op == -1 || (f->op >= 0 && (size_t)f->op < m->n_events));
+    if (f->op >= 0) FOLD_REQUIRE(m->events[f->op].type == LENS_T_PROXY_OP);
+    FOLD_REQUIRE(f->proc >= 0 && (size_t)f->proc < m->n_procs);
+    FOLD_REQUIRE(f->events_before <= m->n_events);
+  }
+  for (size_t i = 0; i < m->n_step_children; i++) {
+    const struct lens_step_child *c = &m->step_children[i];
+    FOLD_REQUIRE(c->event >= 0 && (size_t)c->event < m->n_events);
+    FOLD_REQUIRE(c->step == -1 || (c->step >= 0 && (size_t)c->step < m->n_step_facts));
+  }
 }
 
 /* A FOLD_LATER model before lens_model_fold: nothing counted yet, each
@@ -213,7 +235,8 @@ static void fold_loads(const char *const *paths, const uint8_t *data, size_t siz
   /* FOLD_LATER narrowed: events and steps kept by the input's bits, in the
    * selection's order (tools/cli/filter.c: lens_model_keep, then
    * lens_model_fold with the steps' keep flags) */
-  m = lens_model_load_ex(paths, 1, LENS_LOAD_FOLD_STEPS | LENS_LOAD_FOLD_LATER, err, sizeof err, NULL);
+  m = lens_model_load_ex(paths, 1, LENS_LOAD_FOLD_STEPS | LENS_LOAD_FOLD_LATER | LENS_LOAD_STEP_FACTS, err,
+                         sizeof err, NULL);
   if (m) {
     pending_check(m);
     size_t ne = m->n_events, ns = m->n_pending_steps;
@@ -228,6 +251,7 @@ static void fold_loads(const char *const *paths, const uint8_t *data, size_t siz
         if (!lens_model_fold(m, step_keep)) {
           FOLD_REQUIRE(m->folded_steps == kept_steps);
           fold_check(m);
+          facts_check(m);
         }
       }
     }
