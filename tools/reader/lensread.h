@@ -446,13 +446,16 @@ struct lens_model *lens_model_load_ex(const char *const *paths, size_t n_paths, 
  * the same condition as keep_types, each with its parent only, not every
  * ancestor (for an analysis that reads no more of them: the parent's own
  * fields are then those of a trace that lacks its ancestors).
- * events_total (out): the events a full load would have built. */
+ * events_total (out): the events a full load would have built.
+ * chunks_skipped (out): the packed event chunks the load did not decode a
+ * second time, the scan having found nothing in them to build or keep. */
 struct lens_load_window {
   int have_since, have_until;
   uint64_t since_ns, until_ns; /* after the first event of the host, as the selection's */
   uint32_t keep_types, keep_types_if, keep_types_cupti, keep_types_parent;
   int cupti_given;
   uint64_t events_total;
+  uint64_t chunks_skipped;
 };
 struct lens_model *lens_model_load_window(const char *const *paths, size_t n_paths, uint32_t flags,
                                           struct lens_load_window *win, char *err, size_t err_len,

@@ -118,18 +118,33 @@ int lens_scan_packed_chunk(struct lens_builder *b, const struct lens_chunk_hdr *
   struct lens_chunk_hdr h;
   struct lens_packed_hdr ph;
   struct lens_unpack_cur c;
+  uint64_t starts0 = b->win_starts, pends0 = b->win_pends, bad0 = b->m->bad_records;
   int r = open_packed(b, hp, p, len, &h, &ph, &c);
-  if (r <= 0) return r;
-  struct lens_unpacked u = {0}; /* every field set by lens_unpack_next before a use; said for the compiler */
-  for (uint32_t n = 0; n < ph.count && lens_unpack_next(&c, &u); n++) {
-    if (u.size < sizeof(struct lens_rec_hdr) || (u.size & 7)) break;
-    int w = u.kind == 0 ? lens_read_record(b, h.session, -1, u.raw, u.size) : win_ask(b, h.session, &u, 0);
-    if (w < 0) return -1;
+  if (r < 0) return r;
+  /* What the load counts bad here: what the scan counted (the header,
+   * unzstd, RAW records), the STARTs of an unknown type, and from a record
+   * whose size is not a multiple of 8 (or the first that does not decode)
+   * to the end (lens_build_packed_chunk's two counts add up to that). */
+  uint64_t extra = 0;
+  if (r) {
+    struct lens_unpacked u = {0}; /* every field set by lens_unpack_next before a use; said for the compiler */
+    uint32_t n = 0;
+    for (; n < ph.count && lens_unpack_next(&c, &u); n++) {
+      if (u.size < sizeof(struct lens_rec_hdr) || (u.size & 7)) break;
+      if (u.kind == LENS_REC_START && u.type >= LENS_T_COUNT) extra++;
+      int w = u.kind == 0 ? lens_read_record(b, h.session, -1, u.raw, u.size) : win_ask(b, h.session, &u, 0);
+      if (w < 0) return -1;
+    }
+    extra += ph.count - n;
   }
-  return 0;
+  return lens_win_chunk_scanned(b, starts0, pends0, b->m->bad_records - bad0 + extra, r);
 }
 
-/* A window's load: the records it leaves out are decoded (their numbers are
+/* A window's load: a chunk the decisions keep nothing of (no START built,
+ * every STOP/STATE record dropped) is not decoded again: its records are
+ * counted as read, its bad records are the scan's count and its thread is
+ * found as a read finds it (a placeholder made if no THREAD chunk names it).
+ * In another chunk the records it leaves out are decoded (their numbers are
  * the window's) but not written out as fixed records nor read again; those
  * it builds or keeps are written and read as lens_read_packed_chunk reads
  * them. The bad records counted are the same: those after a malformed one
@@ -139,6 +154,17 @@ int lens_build_packed_chunk(struct lens_builder *b, const struct lens_chunk_hdr 
   struct lens_chunk_hdr h;
   struct lens_packed_hdr ph;
   struct lens_unpack_cur c;
+  uint64_t skip_bad;
+  int opened;
+  if (lens_win_chunk_skip(b, &skip_bad, &opened)) {
+    /* Nothing of it is kept: not decoded again. What the read of it leaves
+     * in the model all the same: its bad records, its thread. */
+    b->m->bad_records += skip_bad;
+    if (!opened) return 0;
+    memcpy(&h, hp, sizeof h);
+    memcpy(&ph, p, sizeof ph); /* opened: at least a header's bytes */
+    return lens_chunk_thread(b, h.session, ph.slot) < 0 ? lens_builder_oom(b) : 0;
+  }
   int r = open_packed(b, hp, p, len, &h, &ph, &c);
   if (r <= 0) return r;
   int32_t thread = lens_chunk_thread(b, h.session, ph.slot);

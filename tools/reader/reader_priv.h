@@ -202,6 +202,16 @@ int lens_win_bytes(struct lens_builder *b, const char *path, uint8_t **addr, siz
 int lens_win_chunk_end(struct lens_builder *b);
 /* End of a scanned file: its origin evidence noted, its columns resolved. 0 or -1. */
 int lens_win_end_file(struct lens_builder *b);
+/* The scan read EVENTS_PACKED chunk b->chunk: its STARTs and STOP/STATE
+ * records are those numbered from starts0 and pends0 to the file's counts
+ * now; bad, what the load would count bad in it (lens_build_packed_chunk's
+ * count); opened, whether the load would find its thread. 0 or -1. */
+int lens_win_chunk_scanned(struct lens_builder *b, uint64_t starts0, uint64_t pends0, uint64_t bad, int opened);
+/* The load: 1 when the decisions keep nothing of EVENTS_PACKED chunk
+ * b->chunk (no START built, every STOP/STATE record dropped), its records
+ * counted as read (win_starts, win_pends), *bad and *opened the scan's;
+ * else 0 and the chunk is read. */
+int lens_win_chunk_skip(struct lens_builder *b, uint64_t *bad, int *opened);
 /* load.c: lens_model_load_ex with a window's read (win_mode; win NULL for
  * LENS_WIN_OFF). A scan returns a model of the files' tables only (no
  * event built, nothing resolved). */

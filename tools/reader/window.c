@@ -23,7 +23,10 @@
  *      parent in another process is asked of that process's files (decided
  *      again from their columns if they were already);
  *   2. the load, building those STARTs only and dropping the STOP and STATE
- *      records of the others (they are no orphans).
+ *      records of the others (they are no orphans); a packed chunk of which
+ *      nothing is built or kept is not decoded again (what a read of it
+ *      leaves in the model, its bad records and its thread, comes from the
+ *      scan's note of it: lens_win_chunk_scanned, lens_win_chunk_skip).
  * The model is then a superset of the window's events whose events are
  * exactly as a full load makes them; the selection narrows it as it
  * narrows a full model. One reach differs: a STATE run record joins its
@@ -73,6 +76,10 @@ struct win_file {
   struct dstart *t;
   uint32_t *pend_of;
   uint8_t *keep, *drop;            /* bits: STARTs built, STOP/STATE records dropped */
+  /* Its EVENTS_PACKED chunks as the scan read them, in file order, so the
+   * load can skip one the decisions keep nothing of (lens_win_chunk_skip). */
+  struct win_chunk { uint32_t chunk, n_starts, n_pends, opened; uint64_t bad; } *ck;
+  size_t n_ck, cap_ck, ck_next;    /* ck_next: the load's cursor */
   size_t req_seen;                 /* requests there were when it was decided */
 };
 
@@ -84,6 +91,7 @@ struct lens_win {
   uint32_t keep_parent; /* the types built whole with their parent only: keep_types_parent */
   int all;             /* the window holds every event: the load builds all, decides nothing */
   int too_many;        /* a file of 2^32 records or more: everything is built */
+  uint64_t skipped;    /* packed chunks the load skipped (lens_win_chunk_skip) */
   /* The file being scanned. */
   struct dstart *t; size_t nt, cap_t;
   struct dpend *p; size_t np, cap_p;
@@ -166,6 +174,45 @@ int lens_win_chunk_end(struct lens_builder *b) {
   if (!c) return lens_builder_oom(b);
   *c = (struct chunk_end){(uint32_t)w->nt, (uint32_t)w->np};
   return 0;
+}
+
+int lens_win_chunk_scanned(struct lens_builder *b, uint64_t starts0, uint64_t pends0, uint64_t bad, int opened) {
+  struct win_file *f = &b->win->f[b->win_file];
+  uint64_t ns = b->win_starts - starts0, np = b->win_pends - pends0;
+  if (ns > UINT32_MAX || np > UINT32_MAX) return 0; /* not reached (a chunk holds 2^32 records at most); not skipped */
+  struct win_chunk *c = LENS_VEC_PUSH(f, f->ck, f->n_ck, cap_ck);
+  if (!c) return lens_builder_oom(b);
+  *c = (struct win_chunk){b->chunk, (uint32_t)ns, (uint32_t)np, (uint32_t)!!opened, bad};
+  return 0;
+}
+
+/* Whether any bit (want 1) or any clear bit (want 0) lies in [lo, hi) of v. */
+static int any_bit(const uint8_t *v, uint64_t lo, uint64_t hi, int want) {
+  uint8_t flip = want ? 0 : 0xff;
+  for (; lo < hi && (lo & 7); lo++)
+    if (BIT(v, lo) == want) return 1;
+  for (; lo + 8 <= hi; lo += 8)
+    if ((uint8_t)(v[lo >> 3] ^ flip)) return 1;
+  for (; lo < hi; lo++)
+    if (BIT(v, lo) == want) return 1;
+  return 0;
+}
+
+int lens_win_chunk_skip(struct lens_builder *b, uint64_t *bad, int *opened) {
+  struct lens_win *w = b->win;
+  struct win_file *f = &w->f[b->win_file];
+  if (w->all || !f->keep || !f->drop) return 0; /* everything built, or nothing decided */
+  while (f->ck_next < f->n_ck && f->ck[f->ck_next].chunk < b->chunk) f->ck_next++;
+  if (f->ck_next >= f->n_ck || f->ck[f->ck_next].chunk != b->chunk) return 0; /* not reached: the scan read it */
+  const struct win_chunk *c = &f->ck[f->ck_next++];
+  uint64_t s0 = b->win_starts, s1 = s0 + c->n_starts, p0 = b->win_pends, p1 = p0 + c->n_pends;
+  if (s1 > f->n_starts || p1 > f->n_pends) return 0;
+  if (any_bit(f->keep, s0, s1, 1) || any_bit(f->drop, p0, p1, 0)) return 0;
+  b->win_starts = s1, b->win_pends = p1;
+  w->skipped++;
+  *bad = c->bad;
+  *opened = (int)c->opened;
+  return 1;
 }
 
 #define CARRIED (NONE - 1)
@@ -357,6 +404,7 @@ static void win_free(struct lens_win *w) {
     free(w->f[i].bytes);
     free(w->f[i].keep);
     free(w->f[i].drop);
+    free(w->f[i].ck);
   }
   free(w->f);
   free(w->t);
@@ -376,6 +424,7 @@ struct lens_model *lens_model_load_window(const char *const *paths, size_t n_pat
   if (!(flags & LENS_LOAD_FOLD_LATER)) flags &= ~LENS_LOAD_FOLD_STEPS;
   if (err && err_len) err[0] = 0;
   struct lens_win w = {.o = *win};
+  win->chunks_skipped = 0;
   size_t *keep = malloc((n_paths ? n_paths : 1) * sizeof *keep), n_keep = 0, n_dups = 0;
   struct lens_same_trace *dups = calloc(n_paths ? n_paths : 1, sizeof *dups);
   const char **kp = malloc((n_paths ? n_paths : 1) * sizeof *kp);
@@ -451,6 +500,7 @@ struct lens_model *lens_model_load_window(const char *const *paths, size_t n_pat
   for (size_t k = 0; k < n_keep; k++) total += w.f[k].n_starts;
   win->events_total = total;
   m = lens_load_files(paths, n_paths, flags, &w, LENS_WIN_BUILD, err, err_len, progress);
+  win->chunks_skipped = w.skipped;
   goto out;
 oom:
   if (err && err_len) snprintf(err, err_len, "out of memory while loading traces");

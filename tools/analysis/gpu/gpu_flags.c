@@ -30,13 +30,6 @@ static int cmp_seq(const void *pa, const void *pb) { /* by channel, then event o
   return (a->ev > b->ev) - (a->ev < b->ev);
 }
 
-static int cmp_key(const void *pa, const void *pb) {
-  const struct chan_item *a = pa, *b = pb;
-  if (a->thread != b->thread || a->channel != b->channel) return cmp_seq(pa, pb);
-  if (a->key != b->key) return a->key < b->key ? -1 : 1;
-  return (a->seq > b->seq) - (a->seq < b->seq);
-}
-
 /* The launch a KernelCh belongs to: its Coll/P2p's launch id, else its
  * Group (every task of one plan), per process. 0 when neither is known. */
 static uint64_t launch_of(const struct lens_model *m, const struct lens_event *e) {
@@ -94,39 +87,112 @@ static void flag_equal(struct lens_model *m, struct chan_item *it, size_t i, siz
     if (run[k - i] != owner) m->events[it[k].ev].acc.flags |= LENS_ACC_SHARED_TIMER | LENS_ACC_RING_OVERRUN;
 }
 
-static void equal_timers(struct lens_model *m, struct chan_item *it, size_t n, uint8_t *exclude, int stop) {
+/* cmp_seq's order within one channel for the timer compared: by the timer,
+ * then notice order. */
+static int cmp_key_seq(const struct chan_item *a, const struct chan_item *b) {
+  if (a->key != b->key) return a->key < b->key ? -1 : 1;
+  return (a->seq > b->seq) - (a->seq < b->seq);
+}
+
+static int cmp_key_q(const void *pa, const void *pb) { return cmp_key_seq(pa, pb); }
+
+/* Items of equal timers, channel by channel: it is in notice order (grouped
+ * by channel, seq its index) and stays so. A channel's items are walked by
+ * (timer, seq): as they are when their timers already rise with notice
+ * order (an honest channel's do), else a sorted copy (in scratch, room for
+ * n; scratch NULL: sorted in place and put back). The same runs of equal
+ * timers as one sort of every item by (thread, channel, timer, seq), for a
+ * sort of only the channels that need one. */
+static void equal_timers(struct lens_model *m, struct chan_item *it, size_t n, uint8_t *exclude, int stop,
+                         struct chan_item *scratch) {
   for (size_t i = 0; i < n; i++) it[i].key = stop ? it[i].stop : it[i].start;
-  qsort(it, n, sizeof(*it), cmp_key);
-  for (size_t i = 0; i < n;) {
-    size_t j = i + 1;
-    while (j < n && it[j].thread == it[i].thread && it[j].channel == it[i].channel && it[j].key == it[i].key) j++;
-    if (j - i >= 2 && it[i].key) flag_equal(m, it, i, j, exclude);
-    i = j;
+  for (size_t c0 = 0; c0 < n;) {
+    size_t c1 = c0 + 1;
+    int sorted = 1;
+    for (; c1 < n && it[c1].thread == it[c0].thread && it[c1].channel == it[c0].channel; c1++)
+      if (sorted && cmp_key_seq(&it[c1 - 1], &it[c1]) > 0) sorted = 0;
+    struct chan_item *g = it + c0;
+    size_t len = c1 - c0;
+    if (!sorted) {
+      if (scratch) g = memcpy(scratch, g, len * sizeof *g);
+      qsort(g, len, sizeof *g, cmp_key_q);
+    }
+    for (size_t i = 0; i < len;) {
+      size_t j = i + 1;
+      while (j < len && g[j].key == g[i].key) j++;
+      if (j - i >= 2 && g[i].key) flag_equal(m, g, i, j, exclude);
+      i = j;
+    }
+    if (!sorted && !scratch) qsort(g, len, sizeof *g, cmp_seq); /* back to notice order (ev rises with seq) */
+    c0 = c1;
   }
 }
 
+/* it (in event order, ev rising) into cmp_seq's order: by thread, then
+ * channel, ties in event order. Already in it: nothing to do. Else two
+ * stable counting passes (channel, then thread) when their ranges are small
+ * next to n, so a job's million items are not sorted by comparisons; else
+ * qsort. The same order in all three. */
+static void group_by_channel(struct chan_item *it, size_t n) {
+  int in_order = 1, ev_rising = 1;
+  int32_t t_lo = INT32_MAX, t_hi = INT32_MIN, c_lo = INT32_MAX, c_hi = INT32_MIN;
+  for (size_t i = 0; i < n; i++) {
+    if (i && cmp_seq(&it[i - 1], &it[i]) > 0) in_order = 0;
+    if (i && it[i - 1].ev >= it[i].ev) ev_rising = 0;
+    if (it[i].thread < t_lo) t_lo = it[i].thread;
+    if (it[i].thread > t_hi) t_hi = it[i].thread;
+    if (it[i].channel < c_lo) c_lo = it[i].channel;
+    if (it[i].channel > c_hi) c_hi = it[i].channel;
+  }
+  if (in_order) return;
+  uint64_t t_range = (uint64_t)((int64_t)t_hi - t_lo) + 1, c_range = (uint64_t)((int64_t)c_hi - c_lo) + 1;
+  uint64_t limit = (uint64_t)n + 65536; /* the counts' memory stays about the items' */
+  size_t *count = NULL;
+  struct chan_item *tmp = NULL;
+  if (ev_rising && t_range <= limit && c_range <= limit) {
+    count = malloc((size_t)(t_range > c_range ? t_range : c_range) * sizeof *count);
+    tmp = malloc(n * sizeof *tmp);
+  }
+  if (!count || !tmp) {
+    free(count);
+    free(tmp);
+    qsort(it, n, sizeof(*it), cmp_seq);
+    return;
+  }
+  /* By channel into tmp, then by thread back into it: stable, so ties keep event order. */
+  memset(count, 0, (size_t)c_range * sizeof *count);
+  for (size_t i = 0; i < n; i++) count[(int64_t)it[i].channel - c_lo]++;
+  for (size_t k = 0, at = 0; k < c_range; k++) {
+    size_t c = count[k];
+    count[k] = at, at += c;
+  }
+  for (size_t i = 0; i < n; i++) tmp[count[(int64_t)it[i].channel - c_lo]++] = it[i];
+  memset(count, 0, (size_t)t_range * sizeof *count);
+  for (size_t i = 0; i < n; i++) count[(int64_t)tmp[i].thread - t_lo]++;
+  for (size_t k = 0, at = 0; k < t_range; k++) {
+    size_t c = count[k];
+    count[k] = at, at += c;
+  }
+  for (size_t i = 0; i < n; i++) it[count[(int64_t)tmp[i].thread - t_lo]++] = tmp[i];
+  free(count);
+  free(tmp);
+}
+
 static void flag_sequences(struct lens_model *m, struct chan_item *it, size_t n, uint8_t *exclude) {
-  qsort(it, n, sizeof(*it), cmp_seq);
+  group_by_channel(it, n);
   for (size_t i = 0; i < n; i++) it[i].seq = i;
   /* A start or a stop timer equal to another item's. */
-  equal_timers(m, it, n, exclude, 0);
-  equal_timers(m, it, n, exclude, 1);
-  /* Starts along each channel, in notice order: an honest item's start is
-   * never later than a later item's reported start (that is its own or an
-   * even later item's). So when an item starts before earlier-noticed items,
-   * those earlier items hold later items' timers, however many in a row;
-   * the item itself is not to blame. Items already known to be wrong are
-   * passed over (they would otherwise hide the run before them). Back in
-   * notice order: each item to its place seq (cmp_seq's order has no ties),
-   * a pass instead of a sort. */
-  struct chan_item *back = malloc((n ? n : 1) * sizeof *back);
-  if (back) {
-    for (size_t i = 0; i < n; i++) back[it[i].seq] = it[i];
-    memcpy(it, back, n * sizeof *it);
-    free(back);
-  } else {
-    qsort(it, n, sizeof(*it), cmp_seq);
-  }
+  struct chan_item *scratch = malloc((n ? n : 1) * sizeof *scratch);
+  equal_timers(m, it, n, exclude, 0, scratch);
+  equal_timers(m, it, n, exclude, 1, scratch);
+  free(scratch);
+  /* Starts along each channel, in notice order (it still is): an honest
+   * item's start is never later than a later item's reported start (that is
+   * its own or an even later item's). So when an item starts before
+   * earlier-noticed items, those earlier items hold later items' timers,
+   * however many in a row; the item itself is not to blame. Items already
+   * known to be wrong are passed over (they would otherwise hide the run
+   * before them). */
   size_t first = 0;
   for (size_t i = 1; i < n; i++) {
     if (it[i].thread != it[first].thread || it[i].channel != it[first].channel) {
