@@ -123,7 +123,7 @@ static void synthetic(void) {
     if (synth_build(&s[r], &o)) {
       fprintf(stderr, "FAIL synthetic: build\n");
       failures++;
-      for (int k = 0; k < r; k++) synth_free(&s[k]);
+      for (int k = 0; k < r; k++) lens_gpu_release(&s[k].m), synth_free(&s[k]);
       return;
     }
     rename_channels(&s[r].m, r);
@@ -146,7 +146,10 @@ static void synthetic(void) {
     failures++;
   }
   printf("%-20s %6d channels a thread, %5zu flagged as overrun\n", "synthetic", o.channels, flagged);
-  for (int r = 0; r < 3; r++) synth_free(&s[r]);
+  for (int r = 0; r < 3; r++) {
+    lens_gpu_release(&s[r].m); /* a synthetic model is not freed by lens_model_free, which would release it */
+    synth_free(&s[r]);
+  }
 }
 
 int main(int argc, char **argv) {
