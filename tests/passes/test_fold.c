@@ -10,13 +10,13 @@
  * order), the hang report (stuck ops' waits, proxy threads' last records),
  * and per ProxyOp and thread what the reader folded against what the full
  * model's step events say. */
-#include <dirent.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "reader_test_util.h"
+#include "golden_sets.h"
 #include "trace_builder.h"
 
 #include "analysis/hang/hang_analysis.h"
@@ -417,43 +417,19 @@ static void selections(const char *name, const char *const *paths, size_t n) {
   char err[256];
   struct lens_model *m = lens_model_load_ex(paths, n, 0, err, sizeof err, NULL);
   if (!m) return;
-  uint64_t lo = UINT64_MAX, hi = 0, all_steps = steps_of(m);
-  for (size_t i = 0; i < m->n_events; i++) {
-    const struct lens_event *e = &m->events[i];
-    if (e->start_mono_ns && e->start_mono_ns < lo) lo = e->start_mono_ns;
-    if (e->start_mono_ns > hi) hi = e->start_mono_ns;
-    if (e->stop_mono_ns > hi) hi = e->stop_mono_ns;
-  }
-  uint64_t span = hi > lo && lo != UINT64_MAX ? hi - lo : 1;
-  char comm[160] = "";
-  if (m->n_comms) {
-    if (m->comms[0].name[0]) snprintf(comm, sizeof comm, "%s", m->comms[0].name);
-    else snprintf(comm, sizeof comm, "0x%" PRIx64, m->comms[0].comm_id);
-  }
+  uint64_t all_steps = steps_of(m);
+  struct golden_selections sel;
+  golden_selections_of(m, &sel);
   lens_model_free(m);
-  char *comms[1] = {comm}, *funcs[1] = {"AllReduce"};
-  uint8_t rank0[1] = {1};
-  struct lens_filter mid = {.have_since = 1, .have_until = 1, .since_ns = span * 35 / 100, .until_ns = span * 65 / 100};
-  struct lens_filter everything = {.have_since = 1, .have_until = 1, .since_ns = 0, .until_ns = span * 4 + 1000000000};
-  struct lens_filter empty = {.have_since = 1, .since_ns = span * 4 + 1000000000};
-  struct lens_filter one_comm = {.comms = comms, .n_comms = 1};
-  struct lens_filter rank = {.ranks = rank0, .n_ranks = 1};
-  struct lens_filter func = {.funcs = funcs, .n_funcs = 1};
-  struct lens_filter combo = mid;
-  combo.comms = comms, combo.n_comms = 1, combo.ranks = rank0, combo.n_ranks = 1;
-  const struct { const char *what; const struct lens_filter *f; } sel[] = {
-      {"--since/--until mid", &mid}, {"--until all", &everything}, {"--since past the end", &empty},
-      {"--comm", &one_comm},         {"--rank 0", &rank},          {"--func AllReduce", &func},
-      {"--comm --rank 0 mid", &combo}};
-  for (size_t k = 0; k < sizeof sel / sizeof sel[0]; k++) {
-    if (sel[k].f->n_comms && !comm[0]) continue;
-    selection(name, sel[k].what, paths, n, sel[k].f);
+  for (size_t k = 0; k < GOLDEN_N_SELECTIONS; k++) {
+    if (!sel.used[k]) continue;
+    selection(name, sel.what[k], paths, n, &sel.f[k]);
     /* the steps a selection kept, against the trace's: some kept and some left out */
     uint64_t kept, total;
-    struct lens_model *ref = selected(paths, n, sel[k].f, 0, 0, &kept, &total);
+    struct lens_model *ref = selected(paths, n, &sel.f[k], 0, 0, &kept, &total);
     if (!ref) continue;
-    size_t s = steps_of(ref);
-    selections_partial += s > 0 && s < all_steps;
+    size_t st = steps_of(ref);
+    selections_partial += st > 0 && st < all_steps;
     lens_model_free(ref);
   }
 }
@@ -491,22 +467,9 @@ static void compare(const char *name, const char *const *paths, size_t n) {
   selections(name, paths, n);
 }
 
-static void scenario(const char *dir, const char *name) {
-  char *paths[64];
-  size_t n = 0;
-  DIR *d = opendir(dir);
-  if (!d) return;
-  struct dirent *de;
-  while ((de = readdir(d)) && n < 64) {
-    size_t l = strlen(de->d_name);
-    if (l <= 5 || strcmp(de->d_name + l - 5, ".lens")) continue;
-    char p[4096];
-    snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-    paths[n++] = strdup(p);
-  }
-  closedir(d);
-  if (n) compare(name, (const char *const *)paths, n);
-  for (size_t i = 0; i < n; i++) free(paths[i]);
+static void scenario(const char *name, const char *dir, const char *const *paths, size_t n, void *ctx) {
+  (void)dir, (void)ctx;
+  if (n) compare(name, paths, n);
 }
 
 /* ---- the crafted trace ---- */
@@ -668,23 +631,9 @@ static void crafted(void) {
 int main(int argc, char **argv) {
   const char *root = argc > 1 ? argv[1] : LENS_SOURCE_DIR "/tests/golden/traces";
   crafted();
-  DIR *d = opendir(root);
-  if (!d) {
-    fprintf(stderr, "FAIL: no traces at %s\n", root);
-    return 1;
-  }
-  char *names[128];
-  size_t n = 0;
-  struct dirent *de;
-  while ((de = readdir(d)) && n < 128)
-    if (de->d_name[0] != '.') names[n++] = strdup(de->d_name);
-  closedir(d);
-  for (size_t i = 0; i < n; i++) {
-    char dir[2048];
-    snprintf(dir, sizeof dir, "%s/%s", root, names[i]);
-    scenario(dir, names[i]);
-    free(names[i]);
-  }
+  long sets = golden_sets_each(root, scenario, NULL);
+  if (sets < 0) return 1;
+  size_t n = (size_t)sets;
   rt_cleanup();
   if (steps_seen < 10000) {
     fprintf(stderr, "FAIL: only %zu steps folded over every trace set\n", steps_seen);

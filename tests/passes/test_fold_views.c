@@ -13,8 +13,6 @@
  * process's span, lateness, starvation rows with their proxy events,
  * KernelCh lags, Coll/P2p starts). Probe traces' groups are never folded
  * (the starvation analysis marks steps): their scenario is skipped. */
-#include <dirent.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +23,7 @@
 #include "export/load_traces.h"
 #include "net/net_print.h"
 #include "reader_test_util.h"
+#include "golden_sets.h"
 #include "trace_builder.h"
 #include "report/report_model.h"
 #include "validate/validate_part.h"
@@ -226,62 +225,24 @@ static void views_eq(const char *what, const char *const *paths, size_t n, const
   lens_model_free(full);
 }
 
-static void scenario(const char *dir, const char *name) {
-  char *paths[64];
-  size_t n = 0;
-  DIR *d = opendir(dir);
-  if (!d) return;
-  struct dirent *de;
-  while ((de = readdir(d)) && n < 64) {
-    size_t l = strlen(de->d_name);
-    if (l <= 5 || strcmp(de->d_name + l - 5, ".lens")) continue;
-    char p[4096];
-    snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-    paths[n++] = strdup(p);
-  }
-  closedir(d);
+static void scenario(const char *name, const char *dir, const char *const *paths, size_t n, void *ctx) {
+  (void)dir, (void)ctx;
   char err[256];
-  struct lens_model *m = n ? lens_model_load_ex((const char *const *)paths, n, 0, err, sizeof err, NULL) : NULL;
-  if (m && !m->n_sched) {
-    uint64_t lo = UINT64_MAX, hi = 0;
-    for (size_t i = 0; i < m->n_events; i++) {
-      const struct lens_event *e = &m->events[i];
-      if (e->start_mono_ns && e->start_mono_ns < lo) lo = e->start_mono_ns;
-      if (e->start_mono_ns > hi) hi = e->start_mono_ns;
-      if (e->stop_mono_ns > hi) hi = e->stop_mono_ns;
-    }
-    uint64_t span = hi > lo && lo != UINT64_MAX ? hi - lo : 1;
-    char comm[160] = "";
-    if (m->n_comms) {
-      if (m->comms[0].name[0]) snprintf(comm, sizeof comm, "%s", m->comms[0].name);
-      else snprintf(comm, sizeof comm, "0x%" PRIx64, m->comms[0].comm_id);
-    }
-    char *comms[1] = {comm}, *funcs[1] = {"AllReduce"};
-    uint8_t rank0[1] = {1};
-    struct lens_filter mid = {.have_since = 1, .have_until = 1, .since_ns = span * 35 / 100,
-                              .until_ns = span * 65 / 100};
-    struct lens_filter everything = {.have_since = 1, .have_until = 1, .until_ns = span * 4 + 1000000000};
-    struct lens_filter empty = {.have_since = 1, .since_ns = span * 4 + 1000000000};
-    struct lens_filter one_comm = {.comms = comms, .n_comms = 1};
-    struct lens_filter rank = {.ranks = rank0, .n_ranks = 1};
-    struct lens_filter func = {.funcs = funcs, .n_funcs = 1};
-    struct lens_filter combo = mid;
-    combo.comms = comms, combo.n_comms = 1, combo.ranks = rank0, combo.n_ranks = 1;
-    const struct { const char *what; const struct lens_filter *f; } sel[] = {
-        {"whole", NULL},         {"--since/--until mid", &mid}, {"--until all", &everything},
-        {"--since past the end", &empty}, {"--comm", &one_comm}, {"--rank 0", &rank},
-        {"--func AllReduce", &func}, {"--comm --rank 0 mid", &combo}};
-    lens_model_free(m);
-    m = NULL;
-    for (size_t k = 0; k < sizeof sel / sizeof sel[0]; k++) {
-      if (sel[k].f && sel[k].f->n_comms && !comm[0]) continue;
-      char w[256];
-      snprintf(w, sizeof w, "%s %s", name, sel[k].what);
-      views_eq(w, (const char *const *)paths, n, sel[k].f);
-    }
-  }
+  struct lens_model *m = n ? lens_model_load_ex(paths, n, 0, err, sizeof err, NULL) : NULL;
+  if (!m) return;
+  struct golden_selections sel;
+  golden_selections_of(m, &sel);
+  int probe = m->n_sched > 0;
   lens_model_free(m);
-  for (size_t i = 0; i < n; i++) free(paths[i]);
+  if (probe) return;
+  char w[256];
+  snprintf(w, sizeof w, "%s whole", name);
+  views_eq(w, paths, n, NULL);
+  for (size_t k = 0; k < GOLDEN_N_SELECTIONS; k++) {
+    if (!sel.used[k]) continue;
+    snprintf(w, sizeof w, "%s %s", name, sel.what[k]);
+    views_eq(w, paths, n, &sel.f[k]);
+  }
 }
 
 /* What the golden traces do not hold: a step's state 9 recorded twice
@@ -406,23 +367,7 @@ int main(int argc, char **argv) {
   spool = lens_spool_dir_new("test", NULL);
   if (!spool) return 1;
   crafted();
-  DIR *d = opendir(root);
-  if (!d) {
-    fprintf(stderr, "FAIL: no traces at %s\n", root);
-    return 1;
-  }
-  char *names[128];
-  size_t n = 0;
-  struct dirent *de;
-  while ((de = readdir(d)) && n < 128)
-    if (de->d_name[0] != '.') names[n++] = strdup(de->d_name);
-  closedir(d);
-  for (size_t i = 0; i < n; i++) {
-    char dir[2048];
-    snprintf(dir, sizeof dir, "%s/%s", root, names[i]);
-    scenario(dir, names[i]);
-    free(names[i]);
-  }
+  if (golden_sets_each(root, scenario, NULL) < 0) return 1;
   lens_spool_dir_free(spool);
   rt_cleanup();
   if (facts_seen < 10000) {

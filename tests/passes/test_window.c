@@ -33,6 +33,7 @@
 #include <zstd.h>
 #include "export/load_traces.h"
 #include "reader_test_util.h"
+#include "golden_sets.h"
 #include "trace_builder.h"
 
 static int failures;
@@ -114,7 +115,7 @@ static size_t count_type(const struct lens_model *m, int type) {
   return n;
 }
 
-static void one(const char *scen, const char **paths, size_t n, const char *name, int have_since, uint64_t since,
+static void one(const char *scen, const char *const *paths, size_t n, const char *name, int have_since, uint64_t since,
                 int have_until, uint64_t until) {
   char ctx[256];
   snprintf(ctx, sizeof ctx, "%s, window %s (since %s%" PRIu64 ", until %s%" PRIu64 ")", scen, name,
@@ -171,23 +172,10 @@ static void one(const char *scen, const char **paths, size_t n, const char *name
 
 /* Windows relative to the scenario's extent (its host's first start to the
  * last start), and one inside its longest ProxyOp. */
-static void scenario(const char *dir, const char *scen) {
-  char *paths[64];
-  size_t n = 0;
-  DIR *d = opendir(dir);
-  if (!d) return;
-  struct dirent *de;
-  while ((de = readdir(d)) && n < 64) {
-    size_t l = strlen(de->d_name);
-    if (l > 5 && !strcmp(de->d_name + l - 5, ".lens")) {
-      paths[n] = malloc(strlen(dir) + l + 2);
-      sprintf(paths[n++], "%s/%s", dir, de->d_name);
-    }
-  }
-  closedir(d);
+static void scenario(const char *scen, const char *const *paths, size_t n) {
   if (!n) return;
   struct lens_load_opts o = {.no_progress = 1};
-  struct lens_model *m = lens_cli_load("test", (const char **)paths, n, &o);
+  struct lens_model *m = lens_cli_load("test", paths, n, &o);
   if (!m) {
     fprintf(stderr, "FAIL %s: does not load\n", scen);
     failures++;
@@ -207,7 +195,7 @@ static void scenario(const char *dir, const char *scen) {
   }
   lens_model_free(m);
   uint64_t span = hi > lo && lo != UINT64_MAX ? hi - lo : 1;
-  const char **p = (const char **)paths;
+  const char *const *p = paths;
   one(scen, p, n, "tiny", 1, span / 2, 1, span / 2 + 1000);
   one(scen, p, n, "1%", 1, span / 2, 1, span / 2 + span / 100);
   one(scen, p, n, "half", 1, span / 4, 1, span / 4 + span / 2);
@@ -217,7 +205,6 @@ static void scenario(const char *dir, const char *scen) {
   one(scen, p, n, "until-only", 0, 0, 1, span / 10);
   one(scen, p, n, "until-0", 0, 0, 1, 0);
   if (op_len > 4) one(scen, p, n, "in-proxyop", 1, op_s + op_len / 3, 1, op_s + op_len / 3 + op_len / 4);
-  for (size_t i = 0; i < n; i++) free(paths[i]);
 }
 
 /* Process 100 holds GroupApi > CollApi > Coll (5..20); process 200 (same
@@ -459,7 +446,10 @@ static void packed_scenario(const char *dir, const char *scen, unsigned garble) 
   closedir(d);
   if (garble) snprintf(name, sizeof name, "%s garbled %u", scen, garble);
   else snprintf(name, sizeof name, "%s packed", scen);
-  scenario(out, name);
+  char *paths[GOLDEN_SET_MAX_FILES];
+  size_t n = golden_set_files(out, paths, GOLDEN_SET_MAX_FILES);
+  scenario(name, (const char *const *)paths, n);
+  for (size_t i = 0; i < n; i++) free(paths[i]);
 }
 
 /* The load skips a packed chunk the scan's decisions keep nothing of
@@ -547,29 +537,19 @@ static void skip_chunks(void) {
   lens_model_free(w);
 }
 
+/* One golden trace set: its windows, its packed copy, and for a few
+ * scenarios malformed packed streams (CRC good), a few seeds. */
+static void golden_set(const char *name, const char *dir, const char *const *paths, size_t n, void *ctx) {
+  (void)ctx;
+  scenario(name, paths, n);
+  packed_scenario(dir, name, 0);
+  if (!strcmp(name, "all") || !strcmp(name, "overrun") || !strcmp(name, "pxn"))
+    for (unsigned seed = 1; seed <= 4; seed++) packed_scenario(dir, name, seed);
+}
+
 int main(int argc, char **argv) {
   const char *root = argc > 1 ? argv[1] : LENS_SOURCE_DIR "/tests/golden/traces";
-  DIR *d = opendir(root);
-  if (!d) {
-    fprintf(stderr, "FAIL: no traces at %s\n", root);
-    return 1;
-  }
-  char *names[128];
-  size_t n = 0;
-  struct dirent *de;
-  while ((de = readdir(d)) && n < 128)
-    if (de->d_name[0] != '.') names[n++] = strdup(de->d_name);
-  closedir(d);
-  for (size_t i = 0; i < n; i++) {
-    char dir[1024];
-    snprintf(dir, sizeof dir, "%s/%s", root, names[i]);
-    scenario(dir, names[i]);
-    packed_scenario(dir, names[i], 0);
-    /* Malformed streams (CRC good): a few scenarios, a few seeds. */
-    if (!strcmp(names[i], "all") || !strcmp(names[i], "overrun") || !strcmp(names[i], "pxn"))
-      for (unsigned seed = 1; seed <= 4; seed++) packed_scenario(dir, names[i], seed);
-    free(names[i]);
-  }
+  if (golden_sets_each(root, golden_set, NULL) < 0) return 1;
   pxn_pair();
   skip_chunks();
   damaged(root);

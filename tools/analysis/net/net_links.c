@@ -492,6 +492,22 @@ static int map_instances(const struct lens_model *m, const struct fact_index *fx
   return 0;
 }
 
+/* One step (an event, or a folded step's facts) split: counted on link l
+ * (-1: its op is unknown, counted unresolved), and when timed kept for the
+ * link's runs (tmp, tmp_link: p->n_steps so far). */
+static void add_step(struct lens_net_part *p, int32_t l, const struct lens_net_step *s, int timed, net_step_t *tmp,
+                     uint32_t *tmp_link) {
+  if (l < 0) {
+    p->n.proxy_ops_unresolved++;
+    return;
+  }
+  struct lens_net_link *L = &p->n.links[l];
+  lens_net_split_add_step(&L->t, s, timed);
+  if (!timed) return;
+  tmp_link[p->n_steps] = (uint32_t)l;
+  tmp[p->n_steps++] = step_pack(s->stop_ns - s->start_ns, size_class(L->dir, s->bytes), s->starved);
+}
+
 struct lens_net_part *lens_net_map(const struct lens_model *m, const struct lens_net_map_opts *o) {
   struct lens_net_part *p = calloc(1, sizeof *p);
   if (!p) return NULL;
@@ -547,34 +563,16 @@ struct lens_net_part *lens_net_map(const struct lens_model *m, const struct lens
   for (size_t i = 0; i < m->n_events; i++) {
     const struct lens_event *e = &m->events[i];
     if (e->type != LENS_T_PROXY_STEP) continue;
-    int32_t l = e->parent >= 0 ? link_of_op[e->parent] : -1;
     struct lens_net_step s;
     int timed = lens_net_step_split(m, (int32_t)i, &s);
-    if (l < 0) {
-      n->proxy_ops_unresolved++;
-      continue;
-    }
-    struct lens_net_link *L = &n->links[l];
-    lens_net_split_add_step(&L->t, &s, timed);
-    if (!timed) continue;
-    tmp_link[p->n_steps] = (uint32_t)l;
-    tmp[p->n_steps++] = step_pack(s.stop_ns - s.start_ns, size_class(L->dir, s.bytes), s.starved);
+    add_step(p, e->parent >= 0 ? link_of_op[e->parent] : -1, &s, timed, tmp, tmp_link);
   }
   /* LENS_LOAD_STEP_FACTS: the folded steps, each as its event above */
   for (size_t i = 0; i < m->n_step_facts; i++) {
     const struct lens_step_fact *x = &m->step_facts[i];
-    int32_t l = x->op >= 0 && (size_t)x->op < m->n_events ? link_of_op[x->op] : -1;
     struct lens_net_step s;
     int timed = lens_net_fact_split(m, x, &s);
-    if (l < 0) {
-      n->proxy_ops_unresolved++;
-      continue;
-    }
-    struct lens_net_link *L = &n->links[l];
-    lens_net_split_add_step(&L->t, &s, timed);
-    if (!timed) continue;
-    tmp_link[p->n_steps] = (uint32_t)l;
-    tmp[p->n_steps++] = step_pack(s.stop_ns - s.start_ns, size_class(L->dir, s.bytes), s.starved);
+    add_step(p, x->op >= 0 && (size_t)x->op < m->n_events ? link_of_op[x->op] : -1, &s, timed, tmp, tmp_link);
   }
   /* by link, each link's in order of time */
   if (!(p->first = calloc(nl + 2, sizeof *p->first))) goto oom;
