@@ -31,6 +31,12 @@ static int cmp_step(const void *a, const void *b) {
   return 0;
 }
 
+/* Two keys next to each other in cmp_step's order name one step: the first
+ * START was re-posted. */
+static int same_step(const struct step_key *x, const struct step_key *y) {
+  return x->proc == y->proc && x->session == y->session && x->parent == y->parent && x->step == y->step;
+}
+
 /* A second START of a ProxyStep with the same parent and step number replaces
  * the earlier one (NCCL re-posts a recv step). */
 static int mark_superseded(struct lens_builder *b) {
@@ -49,9 +55,7 @@ static int mark_superseded(struct lens_builder *b) {
   }
   qsort(k, n, sizeof *k, cmp_step);
   for (size_t i = 0; i + 1 < n; i++)
-    if (k[i].proc == k[i + 1].proc && k[i].session == k[i + 1].session && k[i].parent == k[i + 1].parent &&
-        k[i].step == k[i + 1].step && k[i].parent)
-      m->events[k[i].idx].flags |= LENS_EVF_SUPERSEDED;
+    if (k[i].parent && same_step(&k[i], &k[i + 1])) m->events[k[i].idx].flags |= LENS_EVF_SUPERSEDED;
   free(k);
   return 0;
 }
@@ -119,9 +123,7 @@ static int mark_superseded_folded(struct lens_builder *b) {
     if (k[i].parent == k[i + 1].parent && k[i].step == k[i + 1].step) b->fsteps[k[i].idx].flags |= LENS_EVF_SUPERSEDED;
   qsort(o, n_other, sizeof *o, cmp_step);
   for (size_t i = 0; i + 1 < n_other; i++)
-    if (o[i].proc == o[i + 1].proc && o[i].session == o[i + 1].session && o[i].parent == o[i + 1].parent &&
-        o[i].step == o[i + 1].step)
-      b->fsteps[o[i].idx].flags |= LENS_EVF_SUPERSEDED;
+    if (same_step(&o[i], &o[i + 1])) b->fsteps[o[i].idx].flags |= LENS_EVF_SUPERSEDED;
   free(seen), free(last), free(k), free(o);
   return 0;
 }
