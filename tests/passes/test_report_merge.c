@@ -201,9 +201,53 @@ static void test_merged_groups_equal_one_model(void **state) {
   lens_model_free(one_skel);
 }
 
+/* A process's span does not depend on the order of its events: a start of 0
+ * (a damaged or hostile record) is its earliest start whether it comes first
+ * or last (0 once meant "no start yet", so an event after it replaced it). */
+static void test_span_start_zero_any_order(void **state) {
+  (void)state;
+  for (int order = 0; order < 2; order++) {
+    struct lens_proc procs[2];
+    struct lens_event ev[3];
+    memset(procs, 0, sizeof procs);
+    memset(ev, 0, sizeof ev);
+    uint64_t starts[3] = {500, 0, 300};
+    for (int i = 0; i < 3; i++) {
+      int k = order ? 2 - i : i;
+      ev[k].type = LENS_T_GROUP;
+      ev[k].proc = 0;
+      ev[k].thread = -1;
+      ev[k].comm = -1;
+      ev[k].parent = -1;
+      ev[k].start_mono_ns = starts[i];
+      ev[k].stop_mono_ns = starts[i] + 100;
+    }
+    struct lens_model m;
+    memset(&m, 0, sizeof m);
+    m.procs = procs;
+    m.n_procs = 2; /* the second process has no event: its span stays 0, 0 */
+    m.events = ev;
+    m.n_events = 3;
+    struct lens_report_part *part = lens_report_pass_map(&m, NULL);
+    assert_non_null(part);
+    struct lens_model_base base = {0};
+    struct lens_report r;
+    memset(&r, 0, sizeof r);
+    assert_int_equal(lens_report_merge(&r, &m, &part, 1, &base), 0); /* merge reads the skeleton's n_procs */
+    assert_int_equal(r.n_procs, 2);
+    assert_int_equal(r.procs[0].first_ns, 0);
+    assert_int_equal(r.procs[0].last_ns, 600);
+    assert_int_equal(r.procs[1].first_ns, 0);
+    assert_int_equal(r.procs[1].last_ns, 0);
+    lens_report_free(&r);
+    lens_report_pass_free(part);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_merged_groups_equal_one_model),
+      cmocka_unit_test(test_span_start_zero_any_order),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

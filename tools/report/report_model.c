@@ -24,13 +24,19 @@ int lens_report_lag_bin(uint64_t lag_ns) {
   return b;
 }
 
+/* A process's span: its earliest start and latest end, events and folded
+ * ProxySteps alike. UINT64_MAX marks "no start yet" while scanning, so a
+ * start of 0 (a hostile or damaged record) is a start like any other and the
+ * answer does not depend on the order of the events; a process without
+ * events keeps 0, 0. */
 static void span_of(const struct lens_model *m, struct lens_rep_proc *p) {
+  for (size_t k = 0; k < m->n_procs; k++) p[k].first_ns = UINT64_MAX;
   for (size_t i = 0; i < m->n_events; i++) {
     const struct lens_event *e = &m->events[i];
     if (e->proc < 0 || (size_t)e->proc >= m->n_procs) continue;
     struct lens_rep_proc *q = &p[e->proc];
     uint64_t end = e->stop_mono_ns > e->start_mono_ns ? e->stop_mono_ns : e->start_mono_ns;
-    if (!q->first_ns || e->start_mono_ns < q->first_ns) q->first_ns = e->start_mono_ns;
+    if (e->start_mono_ns < q->first_ns) q->first_ns = e->start_mono_ns;
     if (end > q->last_ns) q->last_ns = end;
   }
   for (size_t i = 0; i < m->n_step_facts; i++) { /* folded ProxySteps (LENS_LOAD_STEP_FACTS): as their events */
@@ -38,9 +44,11 @@ static void span_of(const struct lens_model *m, struct lens_rep_proc *p) {
     if (x->proc < 0 || (size_t)x->proc >= m->n_procs) continue;
     struct lens_rep_proc *q = &p[x->proc];
     uint64_t end = x->stop_mono_ns > x->start_mono_ns ? x->stop_mono_ns : x->start_mono_ns;
-    if (!q->first_ns || x->start_mono_ns < q->first_ns) q->first_ns = x->start_mono_ns;
+    if (x->start_mono_ns < q->first_ns) q->first_ns = x->start_mono_ns;
     if (end > q->last_ns) q->last_ns = end;
   }
+  for (size_t k = 0; k < m->n_procs; k++)
+    if (p[k].first_ns == UINT64_MAX) p[k].first_ns = 0;
 }
 
 /* One Coll start, keyed for grouping the ranks of one operation. occ tells
