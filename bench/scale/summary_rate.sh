@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Prints `nccl-lens summary`'s events per CPU second (user + sys) on real
 # plugin traces: the replay's `all` scenario (every op kind, ProxySteps with
-# their states, default zstd), beside the bulk columnar reader's rate on the
-# same files (lens-read-bench --columns). Issue 23's goal is 10 M events/s
-# per core for summary. Figures, not assertions: take them with nothing else
-# running (uptime is printed first).
+# their states, default zstd), beside the floors under it on the same files
+# (lens-read-bench: decoding alone, the columns, the model). Issue 23's goal
+# is 10 M events/s per core for summary. Figures, not assertions: take them
+# with nothing else running (uptime is printed first).
 #
 #   bench/scale/summary_rate.sh [--build DIR] [--nodes N] [--ranks-per-node R] [--iters I] [--repeat K]
 set -euo pipefail
@@ -40,4 +40,10 @@ for _ in $(seq "$repeat"); do
   if [ -z "$best" ] || awk -v a="$cpu" -v b="$best" 'BEGIN{exit !(a < b)}'; then best=$cpu; fi
 done
 echo "summary, best of $repeat: $(echo "$ev $best" | awk '{printf "%.2f", $1 / $2 / 1e6}') M events per CPU second (goal 10)"
+# The floors under it, on the same files: decoding alone (zstd and the
+# varint stream into fixed records), the columns, and the model every
+# command reads (unfolded, as lens-read-bench loads it). What summary spends
+# beyond the model is its analyses and its output.
+"$build/bin/lens-read-bench" --decode-only --repeat "$repeat" "$tmp/tr" | tail -1
 "$build/bin/lens-read-bench" --columns --repeat "$repeat" "$tmp/tr" | tail -1
+"$build/bin/lens-read-bench" --repeat "$repeat" "$tmp/tr" | tail -1
