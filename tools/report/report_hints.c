@@ -253,11 +253,11 @@ static int stragglers(FILE *f, const struct lens_model *m, const struct lens_rep
     for (size_t k = 0; k < m->n_comms && !c; k++)
       if (m->comms[k].comm_id == s->comm_id) c = &m->comms[k];
     char lb[48];
-    fprintf(f, "- **Straggler: rank %d of %s (%s:%u) made the others wait %.3f ms** in %" PRIu64 " instances "
+    fprintf(f, "- **Straggler: rank %d of %s (%s:%u) made the others wait %.3f ms** in %" PRIu64 " instance%s "
                "(%.1f%% of the ranks' collective time), mostly %s.",
             s->rank, lens_fmt_comm_label(c ? c->name : NULL, s->comm_id, lb, sizeof lb),
             s->proc >= 0 ? m->procs[s->proc].host : "?", s->proc >= 0 ? m->procs[s->proc].pid : 0,
-            s->wait_caused_ns / 1e6, s->times_last,
+            s->wait_caused_ns / 1e6, s->times_last, s->times_last == 1 ? "" : "s",
             v->coll_ns ? 100.0 * (double)s->wait_caused_ns / (double)v->coll_ns : 0.0,
             lens_job_cause_name(lens_report_straggler_cause(s)));
     const struct lens_job_inst *worst;

@@ -153,9 +153,10 @@ static void verdict(struct ctx *x) {
       int top = lens_report_straggler_cause(s);
       o += (size_t)snprintf(t + o, sizeof t - o,
                             "%srank %d of %s (%s:%u) made the others wait %.3f ms in %" PRIu64
-                            " instances, %.1f%% of the job's collective time (mostly %s)",
+                            " instance%s, %.1f%% of the job's collective time (mostly %s)",
                             i ? "; " : "", s->rank, c && c->name[0] ? c->name : "?", host_of(m, s->proc),
                             s->proc >= 0 ? m->procs[s->proc].pid : 0, s->wait_caused_ns / 1e6, s->times_last,
+                            s->times_last == 1 ? "" : "s",
                             x->v.coll_ns ? 100.0 * (double)s->wait_caused_ns / (double)x->v.coll_ns : 0.0,
                             lens_job_cause_name(top));
     }

@@ -264,7 +264,9 @@
         var d = list[i];
         detail.html('');
         detail.append('h3').text('Instances where rank ' + d.rank + ' of ' + commLabel(d) +
-                                 ' arrived last (the ' + d.instances.length + ' longest waits of ' + d.times_last + ')');
+                                 ' arrived last (' + (d.instances.length === d.times_last
+                                   ? (d.times_last === 1 ? 'once' : 'all ' + d.times_last + ' times')
+                                   : 'the ' + d.instances.length + ' longest waits of ' + d.times_last) + ')');
         var t = detail.append('table').attr('class', 'inst'), hr = t.append('tr');
         ['seq', 'func', 'size', 'exec us', 'max wait us', 'waits summed us', 'cause', 'at (s, job time)']
           .forEach(function (c) { hr.append('th').text(c); });
