@@ -585,7 +585,7 @@ static void threads(struct ctx *x) {
   fputs(",\"bins_lo_us\":[", f);
   for (int b = 0; b < LAG_BINS; b++) {
     if (b) fputc(',', f);
-    num(f, ldexp(1.0, b - 3));
+    num(f, b ? ldexp(1.0, b - 3) : 0.0); /* the first bin holds every lag under the second's edge */
   }
   fputs("],\"counts\":[", f);
   for (int b = 0; b < LAG_BINS; b++) fprintf(f, "%s%" PRIu64, b ? "," : "", hist[b]);

@@ -73,10 +73,13 @@
     if (yfmt) ya.tickFormat(yfmt);
     if (y.ticks) ya.ticks(6);
     g.append('g').attr('class', 'axis').attr('transform', 'translate(0,' + h + ')').call(xa);
-    g.append('g').attr('class', 'axis').call(ya);
+    var yg = g.append('g').attr('class', 'axis').call(ya);
     g.append('text').attr('class', 'label').attr('x', w / 2).attr('y', h + 36).attr('text-anchor', 'middle').text(xlabel);
-    g.append('text').attr('class', 'label').attr('transform', 'rotate(-90)').attr('x', -h / 2).attr('y', -48)
-      .attr('text-anchor', 'middle').text(ylabel);
+    /* the y label clear of the widest tick label (counts of 600000 ran into it) */
+    var tw = 0;
+    yg.selectAll('text').each(function () { tw = Math.max(tw, this.getComputedTextLength ? this.getComputedTextLength() : 0); });
+    g.append('text').attr('class', 'label').attr('transform', 'rotate(-90)').attr('x', -h / 2)
+      .attr('y', -Math.max(48, tw + 18)).attr('text-anchor', 'middle').text(ylabel);
   }
   function legend(s, items) {
     var l = s.append('div').attr('class', 'legend');
@@ -415,7 +418,7 @@
         var used = [];
         T.lag.counts.forEach(function (c, i) { if (c) used.push(i); });
         var lo = used[0], hi = used[used.length - 1], idx = d3.range(lo, hi + 1);
-        var w = Math.min(900, 60 * idx.length + 60), h = 220, m = {l: 64, r: 20, t: 10, b: 44};
+        var w = Math.max(360, Math.min(900, 60 * idx.length + 60)), h = 220, m = {l: 72, r: 20, t: 10, b: 44};
         var g = frame(s, w, h, m);
         var x = d3.scale.ordinal().domain(idx).rangeRoundBands([0, w], 0.1);
         var y = d3.scale.linear().domain([0, d3.max(T.lag.counts) * 1.05]).range([h, 0]);
@@ -428,8 +431,9 @@
           .attr('width', x.rangeBand()).attr('y', function (i) { return y(T.lag.counts[i]); })
           .attr('height', function (i) { return h - y(T.lag.counts[i]); }).attr('fill', '#5b7bb4')
           .on('mousemove', function (i) {
-            showTip(fint(T.lag.counts[i]) + ' KernelCh noticed ' + f3(T.lag.bins_lo_us[i]) + ' .. ' +
-                    f3(2 * T.lag.bins_lo_us[i]) + ' us late');
+            var lo = T.lag.bins_lo_us[i], up = T.lag.bins_lo_us[i + 1];
+            showTip(fint(T.lag.counts[i]) + ' KernelCh noticed ' + (up === undefined ? f3(lo) + ' us late or later'
+                    : (i === 0 ? 'less than ' : f3(lo) + ' .. ') + f3(up) + ' us late'));
           }).on('mouseout', hideTip);
         return {marks: used.length, values: T.lag.counts};
       });
