@@ -52,6 +52,33 @@ static const char cause_legend[] =
     "  stage explains (its excess over the other ranks' median, at most the max wait); slow link: its steps' time over\n"
     "  the other links'; starved proxy: the longest its proxy was kept from a CPU within one event\n";
 
+/* Instances timed by host spans, not decomposed (a host's ranks ended apart)
+ * and waiting on a slow link: the notes of the text and Markdown views. */
+static void inst_counts(const struct lens_job *j, size_t *host, size_t *apart, size_t *links) {
+  *host = *apart = *links = 0;
+  for (size_t i = 0; i < j->n_insts; i++) {
+    *host += !!(j->insts[i].flags & LENS_JOB_HOST_SPANS);
+    *apart += !!(j->insts[i].flags & LENS_JOB_ENDS_APART);
+    *links += j->insts[i].cause == LENS_CAUSE_SLOW_LINK;
+  }
+}
+
+/* A row's execution, wait and busbw cells, for the text and Markdown tables
+ * alike: "-" when no instance of the row was decomposed (its averages are
+ * 0, which would read as an execution of 0 us); sep joins avg/p50/p99. */
+static void row_cells(const struct lens_job_row *r, const char *sep, char *ex, size_t ex_len, char *wt, size_t wt_len,
+                      char *bw, size_t bw_len) {
+  if (!r->decomposed) {
+    snprintf(ex, ex_len, "-");
+    snprintf(wt, wt_len, "-");
+    snprintf(bw, bw_len, "-");
+    return;
+  }
+  snprintf(ex, ex_len, "%.1f%s%.1f%s%.1f", r->exec_avg / 1e3, sep, r->exec_p50 / 1e3, sep, r->exec_p99 / 1e3);
+  snprintf(wt, wt_len, "%.1f%s%.1f", r->wait_avg / 1e3, sep, r->wait_max / 1e3);
+  snprintf(bw, bw_len, "%.2f", r->busbw_gbps);
+}
+
 static void comm_head(FILE *f, const struct lens_model *m, uint64_t comm_id) {
   const char *name = LENS_COMM_UNNAMED;
   int nranks = 0;
@@ -116,13 +143,9 @@ void lens_job_print_headline(FILE *f, const struct lens_model *m, const struct l
       fprintf(f, "  %-14s %-14s %6s %27s %19s %10s %14s\n", "func", "size", "count", "execution avg/p50/p99 us",
               "wait avg/max us", "busbw GB/s", "last rank (n)");
     }
-    char size[32], ex[48] = "-", wt[40] = "-", bw[16] = "-", last[32] = "-";
+    char size[32], ex[48], wt[40], bw[16], last[32] = "-";
     lens_size_bucket_label(r->bucket, size, sizeof size);
-    if (r->decomposed) {
-      snprintf(ex, sizeof ex, "%.1f/%.1f/%.1f", r->exec_avg / 1e3, r->exec_p50 / 1e3, r->exec_p99 / 1e3);
-      snprintf(wt, sizeof wt, "%.1f/%.1f", r->wait_avg / 1e3, r->wait_max / 1e3);
-      snprintf(bw, sizeof bw, "%.2f", r->busbw_gbps);
-    }
+    row_cells(r, "/", ex, sizeof ex, wt, sizeof wt, bw, sizeof bw);
     if (r->top_last_rank >= 0)
       snprintf(last, sizeof last, "%d (%" PRIu64 "/%" PRIu64 ")", r->top_last_rank, r->top_last_count, r->count);
     fprintf(f, "  %-14s %-14s %6" PRIu64 " %27s %19s %10s %14s\n", r->func ? r->func : "-", size, r->count, ex, wt, bw,
@@ -178,12 +201,8 @@ void lens_job_print_text(FILE *f, const struct lens_model *m, const struct lens_
                  " dropped\n",
               src->no_launch, src->no_api, src->dropped);
   }
-  size_t host = 0, apart = 0, links = 0;
-  for (size_t i = 0; i < j->n_insts; i++) {
-    host += !!(j->insts[i].flags & LENS_JOB_HOST_SPANS);
-    apart += !!(j->insts[i].flags & LENS_JOB_ENDS_APART);
-    links += j->insts[i].cause == LENS_CAUSE_SLOW_LINK;
-  }
+  size_t host, apart, links;
+  inst_counts(j, &host, &apart, &links);
   if (host)
     fprintf(f, "note: %zu instances had no KernelCh on some rank: host-side spans (Coll start -> completion) used "
                "for them\n",
@@ -343,8 +362,15 @@ void lens_job_print_md(FILE *f, const struct lens_model *m, const struct lens_jo
   fprintf(f, "## The job: execution and waiting\n\n");
   fprintf(f, "Execution = GPU span of the rank that started last (the ranks end together); wait = a rank's span "
              "minus the execution; bus bandwidth from the execution. Durations on each GPU's own clock (KernelCh "
-             "pTimer). %zu instances: %zu matched on all ranks, %zu on some, %zu on one.\n\n",
+             "pTimer). %zu instances: %zu matched on all ranks, %zu on some, %zu on one.",
           j->n_insts, j->matched_all, j->matched_some, j->matched_one);
+  size_t host, apart, links;
+  inst_counts(j, &host, &apart, &links);
+  if (host) fprintf(f, " %zu had no KernelCh on some rank: host-side spans (Coll start → completion) used.", host);
+  if (apart)
+    fprintf(f, " %zu not decomposed: ranks of one host did not end together on the mapped clock (\"-\" where no "
+               "instance of a row was).", apart);
+  fprintf(f, "\n\n");
   fprintf(f, "| communicator | func | size | count | exec avg / p50 / p99 us | wait avg / max us | busbw GB/s | "
              "last rank (n) |\n|---|---|---|---:|---:|---:|---:|---|\n");
   for (size_t i = 0; i < j->n_rows; i++) {
@@ -352,9 +378,10 @@ void lens_job_print_md(FILE *f, const struct lens_model *m, const struct lens_jo
     char size[32];
     lens_size_bucket_label(r->bucket, size, sizeof size);
     char id[LENS_COMM_ID_LEN];
-    fprintf(f, "| %s | %s | %s | %" PRIu64 " | %.1f / %.1f / %.1f | %.1f / %.1f | %.2f | ", lens_fmt_comm_id(r->comm_id, id),
-            r->func ? r->func : "-", size, r->count, r->exec_avg / 1e3, r->exec_p50 / 1e3, r->exec_p99 / 1e3,
-            r->wait_avg / 1e3, r->wait_max / 1e3, r->busbw_gbps);
+    char ex[64], wt[48], bw[16];
+    row_cells(r, " / ", ex, sizeof ex, wt, sizeof wt, bw, sizeof bw);
+    fprintf(f, "| %s | %s | %s | %" PRIu64 " | %s | %s | %s | ", lens_fmt_comm_id(r->comm_id, id),
+            r->func ? r->func : "-", size, r->count, ex, wt, bw);
     if (r->top_last_rank >= 0) fprintf(f, "%d (%" PRIu64 "/%" PRIu64 ") |\n", r->top_last_rank, r->top_last_count, r->count);
     else fprintf(f, "- |\n");
   }
