@@ -12,7 +12,24 @@
  * replayed several times, then timed 8-byte AllReduces: batched enqueues (the
  * host cost where the plugin's callbacks land) and single round trips. It
  * prints one JSON line per rank, which run_gpu_check.sh compares with and
- * without the plugin. */
+ * without the plugin.
+ *
+ * Two dedicated phases replace that sequence when asked for (each after a
+ * barrier: a few 8-byte AllReduces, each waited for):
+ *   -L RANK:US[:OPS]  a late rank: OPS (default 200) AllReduces of 1 MiB,
+ *                     each waited for on every rank; RANK sleeps US before
+ *                     each call, so every other rank's kernel waits about US
+ *                     for it (the job view must name RANK and must not count
+ *                     the sleep as execution: check_late_rank.py);
+ *   -H RANK[:S]       a rank that never calls: after the barrier RANK stops
+ *                     calling NCCL, sleeps S seconds (default 20) and exits
+ *                     through exit() without finalizing (a recorder-mode
+ *                     plugin dumps then), while every other rank calls one
+ *                     more AllReduce, which cannot complete; they give up S +
+ *                     10 s later (or when NCCL reports an error) without
+ *                     finalizing. The job exits 3 when the hang was made as
+ *                     asked (check_hang.py reads the dumps).
+ * With both, the late phase runs first. */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -34,7 +51,15 @@ struct job_opts {
   int iters;   /* per size and per collective */
   int latency; /* 8-byte AllReduces in the timed loop */
   int graph_replays;
+  int late_rank, late_us, late_ops; /* -L; late_rank -1: no late phase */
+  int hang_rank, hang_s;            /* -H; hang_rank -1: no hang */
 };
+
+/* Exit status of a rank that stopped calling as -H asked, of a rank left
+ * waiting in the hung AllReduce, and of the job when both happened. */
+enum { EXIT_HANG_MADE = 3, EXIT_LEFT_WAITING = 4 };
+#define MAX_RANKS 1024
+#define LATE_PHASE_ELEMS (256u << 10) /* 1 MiB of floats: a size no other phase uses */
 
 #define CUDA_OK(x)                                                                    \
   do {                                                                                \
@@ -59,9 +84,109 @@ static double now_us(void) {
   return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
+/* nanosleep, not usleep: usleep may refuse a second or more. */
+static void sleep_us(int us) {
+  struct timespec ts = {us / 1000000, (long)(us % 1000000) * 1000};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
+}
+
+/* A barrier: 8-byte AllReduces, each waited for, so that what follows
+ * starts on every rank at about the same time. */
+static int barrier(int rank, ncclComm_t comm, cudaStream_t st, float *send, float *recv) {
+  for (int i = 0; i < 5; i++) {
+    NCCL_OK(ncclAllReduce(send, recv, 2, ncclFloat, ncclSum, comm, st));
+    CUDA_OK(cudaStreamSynchronize(st));
+  }
+  return 0;
+}
+
+/* -L: the late rank sleeps before each call; every rank waits for each op,
+ * so each op's wait is the sleep, not a queue built up over the phase. */
+static int late_phase(int rank, const struct job_opts *o, ncclComm_t comm, cudaStream_t st, float *send,
+                      float *recv) {
+  double *op = calloc((size_t)o->late_ops, sizeof *op);
+  if (!op) return 1;
+  for (int i = 0; i < o->late_ops; i++) {
+    if (rank == o->late_rank) sleep_us(o->late_us);
+    double a = now_us();
+    ncclResult_t r = ncclAllReduce(send, recv, LATE_PHASE_ELEMS, ncclFloat, ncclSum, comm, st);
+    cudaError_t e = r == ncclSuccess ? cudaStreamSynchronize(st) : cudaSuccess;
+    if (r != ncclSuccess || e != cudaSuccess) {
+      fprintf(stderr, "rank %d: late phase op %d: %s\n", rank, i,
+              r != ncclSuccess ? ncclGetErrorString(r) : cudaGetErrorString(e));
+      free(op);
+      return 1;
+    }
+    op[i] = now_us() - a;
+  }
+  qsort(op, (size_t)o->late_ops, sizeof *op, cmp_double);
+  /* call -> completion seen by the host: the late rank's is about the
+   * execution, the others' about the sleep plus the execution */
+  printf("{\"rank\":%d,\"pid\":%d,\"phase\":\"late\",\"late_rank\":%d,\"late_us\":%d,\"ops\":%d,"
+         "\"bytes\":%zu,\"call_to_done_med_us\":%.1f,\"call_to_done_p90_us\":%.1f}\n",
+         rank, (int)getpid(), o->late_rank, o->late_us, o->late_ops, (size_t)LATE_PHASE_ELEMS * sizeof(float),
+         op[o->late_ops / 2], op[(o->late_ops * 9) / 10]);
+  fflush(stdout);
+  free(op);
+  return 0;
+}
+
+/* -H: the hang rank stops calling and leaves through exit() (atexit
+ * handlers, the plugin's among them, run; the communicator is never
+ * finalized); the others call one AllReduce that cannot complete and poll
+ * it, so that NCCL's own error report, if it gives one, is seen. */
+static int hang_phase(int rank, const struct job_opts *o, ncclComm_t comm, cudaStream_t st, float *send,
+                      float *recv) {
+  if (rank == o->hang_rank) {
+    printf("{\"rank\":%d,\"pid\":%d,\"phase\":\"hang\",\"role\":\"stopped calling\",\"sleep_s\":%d}\n", rank,
+           (int)getpid(), o->hang_s);
+    fflush(stdout);
+    sleep((unsigned)o->hang_s);
+    exit(EXIT_HANG_MADE);
+  }
+  printf("{\"rank\":%d,\"pid\":%d,\"phase\":\"hang\",\"role\":\"calling an AllReduce that cannot complete\"}\n",
+         rank, (int)getpid());
+  fflush(stdout);
+  NCCL_OK(ncclAllReduce(send, recv, 2, ncclFloat, ncclSum, comm, st));
+  double give_up = now_us() + (o->hang_s + 10) * 1e6;
+  const char *why = "gave up waiting";
+  for (;;) {
+    cudaError_t e = cudaStreamQuery(st);
+    if (e == cudaSuccess) {
+      fprintf(stderr, "rank %d: the AllReduce completed without rank %d\n", rank, o->hang_rank);
+      return 1;
+    }
+    if (e != cudaErrorNotReady) {
+      why = cudaGetErrorString(e);
+      break;
+    }
+    ncclResult_t ar = ncclSuccess;
+    if (ncclCommGetAsyncError(comm, &ar) == ncclSuccess && ar != ncclSuccess && ar != ncclInProgress) {
+      why = ncclGetErrorString(ar);
+      break;
+    }
+    if (now_us() > give_up) break;
+    usleep(10000);
+  }
+  fprintf(stderr, "rank %d: left waiting in the AllReduce: %s\n", rank, why);
+  return EXIT_LEFT_WAITING;
+}
+
+static int run_dedicated(int rank, const struct job_opts *o, ncclComm_t comm, cudaStream_t st, float *send,
+                         float *recv) {
+  if (barrier(rank, comm, st, send, recv) != 0) return 1;
+  if (o->late_rank >= 0 && late_phase(rank, o, comm, st, send, recv) != 0) return 1;
+  if (o->hang_rank >= 0) {
+    if (o->late_rank >= 0 && barrier(rank, comm, st, send, recv) != 0) return 1;
+    return hang_phase(rank, o, comm, st, send, recv);
+  }
+  return 0;
 }
 
 static int run_rank(int rank, const struct job_opts *o, struct shared_id *sid) {
@@ -89,6 +214,13 @@ static int run_rank(int rank, const struct job_opts *o, struct shared_id *sid) {
   CUDA_OK(cudaMemset(send, 0, max_elems * sizeof(float)));
   cudaStream_t st;
   CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  if (o->late_rank >= 0 || o->hang_rank >= 0) {
+    int rc = run_dedicated(rank, o, comm, st, send, recv);
+    if (rc != 0) return rc; /* a hang leaves the communicator as it is: no finalize */
+    NCCL_OK(ncclCommFinalize(comm));
+    NCCL_OK(ncclCommDestroy(comm));
+    return 0;
+  }
 
   /* AllReduce from 1 KiB to 64 MiB. */
   for (size_t n = 256; n <= max_elems; n *= 8)
@@ -174,16 +306,65 @@ static int parse_int(const char *s, int lo, int hi, int *out) {
   return 0;
 }
 
+/* "A:B[:C]" into up to n ints within their ranges; the parts after the
+ * first may be left out (their defaults stay). 0, or -1 on a bad value. */
+static int parse_ints(const char *s, int n, const int *lo, const int *hi, int **out) {
+  char buf[64];
+  if (strlen(s) >= sizeof buf) return -1;
+  strcpy(buf, s);
+  char *save = NULL, *tok = strtok_r(buf, ":", &save);
+  int k = 0;
+  for (; tok && k < n; k++, tok = strtok_r(NULL, ":", &save))
+    if (parse_int(tok, lo[k], hi[k], out[k]) != 0) return -1;
+  if (k == 0 || tok || s[0] == ':' || s[strlen(s) - 1] == ':' || strstr(s, "::")) return -1;
+  return 0;
+}
+
+static int usage(const char *argv0) {
+  fprintf(stderr,
+          "usage: %s [-n ranks] [-i iters] [-l latency-ops] [-g graph-replays]\n"
+          "       [-L RANK:US[:OPS]] [-H RANK[:S]]\n"
+          "  -L RANK:US[:OPS]  instead of the usual sequence: OPS (200) AllReduces of 1 MiB, RANK sleeping US\n"
+          "                    microseconds (1..10000000) before each call\n"
+          "  -H RANK[:S]       after a barrier (and -L's phase), RANK stops calling, sleeps S seconds (20; 1..3600)\n"
+          "                    and exits without finalize, while the others call one more AllReduce, which cannot\n"
+          "                    complete; exit status 3 when the hang was made so\n",
+          argv0);
+  return 2;
+}
+
 int main(int argc, char **argv) {
-  struct job_opts o = {.nranks = 2, .iters = 5, .latency = 2000, .graph_replays = 10};
+  struct job_opts o = {.nranks = 2, .iters = 5, .latency = 2000, .graph_replays = 10, .late_rank = -1,
+                       .late_us = 0, .late_ops = 200, .hang_rank = -1, .hang_s = 20};
   int opt;
-  while ((opt = getopt(argc, argv, "n:i:l:g:h")) != -1) {
+  while ((opt = getopt(argc, argv, "n:i:l:g:L:H:h")) != -1) {
+    if (opt == 'L') {
+      int lo[3] = {0, 1, 1}, hi[3] = {MAX_RANKS - 1, 10000000, 1000000};
+      int *dst[3] = {&o.late_rank, &o.late_us, &o.late_ops};
+      o.late_us = 0;
+      if (parse_ints(optarg, 3, lo, hi, dst) != 0 || o.late_us == 0) return usage(argv[0]);
+      continue;
+    }
+    if (opt == 'H') {
+      int lo[2] = {0, 1}, hi[2] = {MAX_RANKS - 1, 3600};
+      int *dst[2] = {&o.hang_rank, &o.hang_s};
+      if (parse_ints(optarg, 2, lo, hi, dst) != 0) return usage(argv[0]);
+      continue;
+    }
     int *dst = opt == 'n' ? &o.nranks : opt == 'i' ? &o.iters : opt == 'l' ? &o.latency
              : opt == 'g' ? &o.graph_replays : NULL;
-    if (!dst || parse_int(optarg, opt == 'n' ? 1 : 0, 1000000, dst) != 0) {
-      fprintf(stderr, "usage: %s [-n ranks] [-i iters] [-l latency-ops] [-g graph-replays]\n", argv[0]);
-      return 2;
-    }
+    int lo = opt == 'n' ? 1 : 0, hi = opt == 'n' ? MAX_RANKS : 1000000;
+    if (!dst || parse_int(optarg, lo, hi, dst) != 0) return usage(argv[0]);
+  }
+  if (optind != argc) return usage(argv[0]);
+  if (o.late_rank >= o.nranks || o.hang_rank >= o.nranks) {
+    fprintf(stderr, "%s: -L/-H name rank %d, but the job has ranks 0..%d\n", argv[0],
+            o.late_rank >= o.nranks ? o.late_rank : o.hang_rank, o.nranks - 1);
+    return 2;
+  }
+  if ((o.hang_rank >= 0 || o.late_rank >= 0) && o.nranks < 2) {
+    fprintf(stderr, "%s: -L and -H need at least 2 ranks\n", argv[0]);
+    return 2;
   }
   struct shared_id *sid = mmap(NULL, sizeof *sid, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (sid == MAP_FAILED) {
@@ -192,6 +373,7 @@ int main(int argc, char **argv) {
   }
   /* Loopback sockets for bootstrap and the network transport, unless the user chose. */
   setenv("NCCL_SOCKET_IFNAME", "lo", 0);
+  pid_t pids[MAX_RANKS];
   for (int r = 0; r < o.nranks; r++) {
     pid_t p = fork();
     if (p < 0) {
@@ -199,12 +381,21 @@ int main(int argc, char **argv) {
       return 1;
     }
     if (p == 0) _exit(run_rank(r, &o, sid));
+    pids[r] = p;
   }
-  int failed = 0;
+  /* Without -H every rank must exit 0; with it, the hang rank 3 and the
+   * others 4 (left waiting), which is the job's success: exit 3. */
+  int failed = 0, hang_ok = o.hang_rank >= 0;
   for (int r = 0; r < o.nranks; r++) {
     int status;
-    if (wait(&status) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) failed = 1;
+    if (waitpid(pids[r], &status, 0) < 0 || !WIFEXITED(status)) {
+      failed = 1, hang_ok = 0;
+      continue;
+    }
+    int want = o.hang_rank < 0 ? 0 : r == o.hang_rank ? EXIT_HANG_MADE : EXIT_LEFT_WAITING;
+    if (WEXITSTATUS(status) != want) failed = 1, hang_ok = 0;
   }
+  if (hang_ok) return EXIT_HANG_MADE;
   if (failed) fprintf(stderr, "lens-nccl-job: a rank failed\n");
   return failed;
 }

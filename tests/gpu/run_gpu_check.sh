@@ -16,13 +16,27 @@
 #      and the probe's cost, on this machine's CPUs;
 #   7. PyTorch: torch.distributed over NCCL with the plugin, the PyTorch
 #      profiler recording, NCCL_LENS_CUPTI=auto (the plugin must leave CUPTI
-#      to Kineto, and Kineto must still see NCCL's kernels).
+#      to Kineto, and Kineto must still see NCCL's kernels); the profiler's
+#      traces merged with NCCL's inside (export --format kineto --into) and
+#      read by `nccl-lens job` (check_torch_merge.py);
+#   8. a rank late on purpose (lens-nccl-job -L): the job view must name it
+#      the straggler, give the other rank about the sleep as wait, and keep
+#      the sleep out of the execution (check_late_rank.py);
+#   9. a rank that never calls (lens-nccl-job -H), recorder mode: the hang
+#      watchdog must dump, and `nccl-lens hang` must name the stuck op and
+#      the missing rank (check_hang.py).
+# Steps 7-9 print PASS/FAIL lines with the numbers seen; their checkers run
+# on CPU-made traces too (ctest test_gpu_checkers).
 # Usage: tests/gpu/run_gpu_check.sh OUTDIR [STEPS]   (STEPS: e.g. "1 2 4"; default all)
 # Env: LENS_BUILD (default build), LENS_NCCL_LIB_DIR, LENS_CUPTI_PATH, LENS_EXAMPLE_PLUGIN,
-#      LENS_EXTRA_LIB_DIR (libbpf/libelf for nccl-lens where the machine lacks them).
+#      LENS_EXTRA_LIB_DIR (libbpf/libelf for nccl-lens where the machine lacks them);
+#      LATE_US (20000), LATE_OPS (200): step 8's sleep and AllReduces;
+#      HANG_TIMEOUT (5 s): step 9's NCCL_LENS_HANG_TIMEOUT; HANG_HOLD (15 s): how long its
+#      missing rank sleeps before it exits (after the watchdog's timeout, so that it fires first).
 set -uo pipefail
 out=${1:?usage: run_gpu_check.sh OUTDIR [STEPS]}
-steps=${2:-"1 2 3 4 5 6 7"}
+steps=${2:-"1 2 3 4 5 6 7 8 9"}
+here=$(cd "$(dirname "$0")" && pwd)
 B=$(cd "${LENS_BUILD:-build}" && pwd)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -51,9 +65,13 @@ cupti_so=${LENS_CUPTI_PATH:-$(find_lib libcupti.so.13)}
 echo "libnccl:   $nccl_so"
 echo "libcudart: $cudart_so"
 echo "libcupti:  $cupti_so"
-[ -n "$nccl_so" ] && [ -n "$cudart_so" ] || { echo "run_gpu_check: NCCL or the CUDA runtime not found" >&2; exit 1; }
-export LD_LIBRARY_PATH=$(dirname "$nccl_so"):$(dirname "$cudart_so")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-[ -n "${LENS_EXTRA_LIB_DIR:-}" ] && export LD_LIBRARY_PATH=$(cd "$LENS_EXTRA_LIB_DIR" && pwd):$LD_LIBRARY_PATH
+if [ -z "$nccl_so" ] || [ -z "$cudart_so" ]; then
+  echo "run_gpu_check: NCCL or the CUDA runtime not found" >&2
+  exit 1
+fi
+LD_LIBRARY_PATH=$(dirname "$nccl_so"):$(dirname "$cudart_so")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+[ -n "${LENS_EXTRA_LIB_DIR:-}" ] && LD_LIBRARY_PATH=$(cd "$LENS_EXTRA_LIB_DIR" && pwd):$LD_LIBRARY_PATH
+export LD_LIBRARY_PATH
 export NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1
 
 # One run of the job. $1: name; the rest: env assignments. Plugin runs get
@@ -62,8 +80,9 @@ run_job() {
   local name=$1
   shift
   mkdir -p "$out/$name"
-  env "$@" NCCL_LENS_OUTPUT_DIR="$out/$name" timeout ${JOB_TIMEOUT:-60} ${JOB_PREFIX:-} "$job" -n 2 -i "${ITERS:-5}" -l "${LAT:-3000}" \
-    >"$out/$name/job.jsonl" 2>"$out/$name/job.log"
+  # shellcheck disable=SC2086 # JOB_PREFIX and JOB_ARGS are word lists
+  env "$@" NCCL_LENS_OUTPUT_DIR="$out/$name" timeout ${JOB_TIMEOUT:-60} ${JOB_PREFIX:-} "$job" -n 2 -i "${ITERS:-5}" \
+    -l "${LAT:-3000}" ${JOB_ARGS:-} >"$out/$name/job.jsonl" 2>"$out/$name/job.log"
   local rc=$?
   echo "$name: exit $rc"
   cat "$out/$name/job.jsonl"
@@ -81,11 +100,13 @@ lens_env=(NCCL_PROFILER_PLUGIN=lens LD_LIBRARY_PATH="$B/lib:$LD_LIBRARY_PATH"
           ${cupti_so:+NCCL_LENS_CUPTI_PATH=$cupti_so} NCCL_LENS_CUPTI=on)
 # NCCL's log (the plugin logs through it, subsystem PROFILE) goes to a file per
 # process: on stdout it would mix with the job's JSON.
-log_env() { echo NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,PROFILE "NCCL_DEBUG_FILE=$out/$1/nccl.%p.log"; }
+# log_env NAME sets logv, the assignments for run NAME's log (an array: OUTDIR may hold spaces).
+log_env() { logv=(NCCL_DEBUG=INFO "NCCL_DEBUG_SUBSYS=INIT,ENV,PROFILE" "NCCL_DEBUG_FILE=$out/$1/nccl.%p.log"); }
 
 if want 1; then
   say "1. real NCCL with the plugin, default mask, CUPTI on"
-  run_job lens_default "${lens_env[@]}" $(log_env lens_default)
+  log_env lens_default
+  run_job lens_default "${lens_env[@]}" "${logv[@]}"
   ls -la "$out/lens_default"
   "$cli" summary "$out"/lens_default/*.lens
   "$cli" summary --json "$out"/lens_default/*.lens >"$out/lens_default/summary.json"
@@ -99,7 +120,8 @@ if want 2; then
   say "2. full mask (NetPlugin, every ProxyStep state)"
   # Socket NetPlugin events come from the socket helper threads, which NCCL
   # starts only when asked for them on a non-cloud host.
-  run_job lens_all "${lens_env[@]}" $(log_env lens_all) NCCL_LENS_EVENT_MASK=all NCCL_SOCKET_NTHREADS=2 \
+  log_env lens_all
+  run_job lens_all "${lens_env[@]}" "${logv[@]}" NCCL_LENS_EVENT_MASK=all NCCL_SOCKET_NTHREADS=2 \
     NCCL_NSOCKS_PERTHREAD=2
   "$cli" summary "$out"/lens_all/*.lens | head -30
   "$cli" export --format chrome "$out"/lens_all/*.lens -o "$out/lens_all/trace.json" && count_types "$out/lens_all/trace.json"
@@ -108,7 +130,8 @@ fi
 if want 3; then
   say "3. NVTX emitted on real NCCL (recording injection)"
   rm -f /tmp/lens-nvtx-*.bin
-  run_job lens_nvtx "${lens_env[@]}" $(log_env lens_nvtx) NVTX_INJECTION64_PATH="$B/lib/libnccl-lens-nvtx-inject.so" \
+  log_env lens_nvtx
+  run_job lens_nvtx "${lens_env[@]}" "${logv[@]}" NVTX_INJECTION64_PATH="$B/lib/libnccl-lens-nvtx-inject.so" \
     NVTX_INJ_DUMP=/tmp/lens-nvtx-%p.bin
   "$B/bin/lens-nvtx-dump-summary" /tmp/lens-nvtx-*.bin
 fi
@@ -132,8 +155,9 @@ if want 5; then
     probe=$!
     sleep 2
     hogs=()
-    for c in 0 1; do for k in 1 2; do taskset -c $c sh -c 'while :; do :; done' & hogs+=($!); done; done
-    JOB_PREFIX="taskset -c 0,1" run_job lens_sched "${lens_env[@]}" $(log_env lens_sched) || true
+    for c in 0 1; do for _ in 1 2; do taskset -c $c sh -c 'while :; do :; done' & hogs+=($!); done; done
+    log_env lens_sched
+    JOB_PREFIX="taskset -c 0,1" run_job lens_sched "${lens_env[@]}" "${logv[@]}" || true
     kill "${hogs[@]}" 2>/dev/null
     kill -INT $probe; wait $probe
     "$cli" summary "$out"/lens_sched/*.lens "$out"/sched/*.lens | sed -n '/[Ss]tarv/,$p' | head -60
@@ -157,11 +181,54 @@ if want 6; then
 fi
 
 if want 7; then
-  say "7. PyTorch (torch.distributed, NCCL backend) with the plugin and the PyTorch profiler"
+  say "7. PyTorch (torch.distributed, NCCL backend) with the plugin and the PyTorch profiler; the traces merged"
+  rm -rf "$out/torch"
   mkdir -p "$out/torch"
-  env "${lens_env[@]}" NCCL_LENS_CUPTI=auto $(log_env torch) NCCL_LENS_OUTPUT_DIR="$out/torch" \
-    timeout 120 python3 "$(dirname "$0")/torch_job.py" --profile
+  log_env torch
+  env "${lens_env[@]}" NCCL_LENS_CUPTI=auto "${logv[@]}" NCCL_LENS_OUTPUT_DIR="$out/torch" \
+    timeout 120 python3 "$here/torch_job.py" --profile --trace-dir "$out/torch/kineto"
   echo "torch: exit $?"
   cat "$out"/torch/nccl.*.log 2>/dev/null | grep -i -E 'profiler|lens' | sed 's/^[^ ]* //' | sort | uniq -c | sort -rn | head
-  "$cli" summary "$out"/torch/*.lens | head -20
+  timeout 300 "$cli" summary "$out"/torch/*.lens | head -20
+  # torch.profiler's files (one per rank) merged with the plugin's traces, then read by the job view
+  timeout 600 python3 "$here/check_torch_merge.py" --cli "$cli" --ranks 2 "$out/torch/kineto" "$out/torch" \
+    "$out/torch/merged"
+  echo "check_torch_merge: exit $?"
+fi
+
+if want 8; then
+  late_us=${LATE_US:-20000} late_ops=${LATE_OPS:-200}
+  say "8. a late rank: rank 1 sleeps $late_us us before each of $late_ops AllReduces of 1 MiB"
+  rm -rf "$out/late"
+  log_env late
+  JOB_ARGS="-L 1:$late_us:$late_ops" JOB_TIMEOUT=$((60 + late_us * late_ops / 500000)) \
+    run_job late "${lens_env[@]}" "${logv[@]}"
+  timeout 300 "$cli" job "$out"/late/*.lens | head -24
+  timeout 300 "$cli" summary "$out"/late/*.lens | head -12
+  # the late phase's instances only (1 MiB: no other op of the job has that size)
+  timeout 300 python3 "$here/check_late_rank.py" --cli "$cli" --late-rank 1 --sleep-us "$late_us" --func AllReduce \
+    --bytes 1048576 --min-instances $((late_ops * 9 / 10)) "$out/late"
+  echo "check_late_rank: exit $?"
+fi
+
+if want 9; then
+  hang_timeout=${HANG_TIMEOUT:-5} hang_hold=${HANG_HOLD:-15}
+  say "9. a rank that never calls: rank 1 stops after a barrier; recorder mode, hang watchdog after $hang_timeout s"
+  rm -rf "$out/hang"
+  if [ "$hang_hold" -lt $((hang_timeout + 5)) ]; then # the watchdog must fire while rank 0 is stuck and rank 1 alive
+    echo "HANG_HOLD ($hang_hold s) must be at least HANG_TIMEOUT + 5 s: set to $((hang_timeout + 5))"
+    hang_hold=$((hang_timeout + 5))
+  fi
+  # Rank 1 sleeps hang_hold s and exits without finalize (its recorder dumps at exit); rank 0 waits in an
+  # AllReduce that cannot complete, until NCCL reports rank 1 gone or hang_hold + 10 s; the job exits 3 then.
+  log_env hang
+  JOB_ARGS="-H 1:$hang_hold" JOB_TIMEOUT=$((hang_hold + 60)) run_job hang "${lens_env[@]}" NCCL_LENS_CUPTI=off \
+    NCCL_LENS_MODE=recorder NCCL_LENS_HANG_TIMEOUT="$hang_timeout" "${logv[@]}"
+  job_rc=$?
+  [ $job_rc = 3 ] && echo "PASS the job made the hang: exit 3" ||
+    echo "FAIL the job made the hang: exit $job_rc (3: rank 1 stopped calling, rank 0 left waiting)"
+  ls -la "$out/hang"
+  timeout 300 "$cli" hang "$out/hang" | head -30
+  timeout 300 python3 "$here/check_hang.py" --cli "$cli" --missing-rank 1 --func AllReduce "$out/hang"
+  echo "check_hang: exit $?"
 fi
