@@ -206,9 +206,54 @@ static void test_order_vs_seq(void **s) {
   order_case(0);
 }
 
+/* Kineto files beside the plugin's traces (one directory holding both, as
+ * when NCCL_LENS_OUTPUT_DIR is torch.profiler's): the Kineto files are left
+ * out, said once on stderr, and the answer is the traces' alone. Both read
+ * at once counted every collective twice (two communicator ids for one). */
+static void test_mixed_dir(void **s) {
+  (void)s;
+  char dir[256], extra[300], cmd[4096], p[400];
+  lens_test_tmpdir(dir, sizeof dir, "kmix");
+  snprintf(extra, sizeof extra, "--kineto %s", dir); /* rank-R.json beside the .lens files */
+  assert_int_equal(job_run_replay_with(dir, "job-late-app", 2, 2, 6, 20000, extra), 0);
+  snprintf(cmd, sizeof cmd,
+           "%s/bin/nccl-lens job --json -o %s/mixed.json %s 2>%s/mixed.err && "
+           "%s/bin/nccl-lens job --json -o %s/lens.json %s/*.lens 2>/dev/null && "
+           "%s/bin/nccl-lens job --json -o %s/kin.json %s/rank-0.json %s/rank-1.json %s/rank-2.json %s/rank-3.json "
+           "2>/dev/null",
+           LENS_BUILD_DIR, dir, dir, dir, LENS_BUILD_DIR, dir, dir, LENS_BUILD_DIR, dir, dir, dir, dir, dir);
+  assert_int_equal(system(cmd), 0);
+  int64_t n[3];
+  const char *names[3] = {"mixed", "lens", "kin"};
+  for (int i = 0; i < 3; i++) {
+    snprintf(p, sizeof p, "%s/%s.json", dir, names[i]);
+    struct mj *j = mj_parse_file(p);
+    assert_non_null(j);
+    n[i] = mj_int(mj_get(j, "matched"), "all", -1);
+    /* the mixed run read no Kineto file; the Kineto run did */
+    assert_true((mj_get(j, "kineto") != NULL) == (i == 2));
+    mj_free(j);
+  }
+  fprintf(stderr, "mixed directory: %lld instances (traces alone %lld, Kineto alone %lld)\n", (long long)n[0],
+          (long long)n[1], (long long)n[2]);
+  assert_true(n[1] >= 12);
+  assert_int_equal(n[0], n[1]);
+  assert_int_equal(n[2], n[1]); /* the same collectives either way: twice as many were counted mixed */
+  snprintf(p, sizeof p, "%s/mixed.err", dir);
+  FILE *f = fopen(p, "r");
+  assert_non_null(f);
+  char line[512] = "";
+  int said = 0;
+  while (fgets(line, sizeof line, f)) said += strstr(line, "4 Kineto files left out") != NULL;
+  fclose(f);
+  assert_int_equal(said, 1);
+  lens_test_rmtree(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_order_vs_seq),
+      cmocka_unit_test(test_mixed_dir),
       cmocka_unit_test(test_none),
       cmocka_unit_test(test_late_app),
       cmocka_unit_test(test_slow_launch),

@@ -325,6 +325,18 @@ int lens_cmd_job(int argc, char **argv) {
     else if (lens_job_part_is(paths[i]) == 1) x.partials[x.n_partials++] = i;
     else traces[n_trace++] = paths[i];
   }
+  /* Kineto files beside the plugin's traces or partials (a directory where
+   * both lie, as when NCCL_LENS_OUTPUT_DIR is torch.profiler's): a rank's
+   * collectives would come twice, keyed by two communicator ids (PyTorch's
+   * process group, NCCL's commHash) that never match, so every collective
+   * would count twice and neither copy would see the other's ranks. The
+   * plugin's records say more; the Kineto files are left out, said once. */
+  if (x.n_kinetos && (n_trace || x.n_partials)) {
+    fprintf(stderr, "nccl-lens %s: %zu Kineto file%s left out: beside the plugin's traces they would count each "
+                    "collective twice\n",
+            CMD, x.n_kinetos, x.n_kinetos == 1 ? "" : "s");
+    x.n_kinetos = 0;
+  }
   if ((x.n_partials || x.n_kinetos) && lens_filter_any(&c.filter)) {
     rc = lens_cli_usage(CMD, "--comm, --rank, --func, --since and --until select from traces, not partial or Kineto "
                              "files");
