@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "lensread.h"
+#include "cli/format.h"
 #include "mini_json.h"
 #include "../lens_test_tmp.h"
 #include "../lens_test_file.h"
@@ -98,8 +99,40 @@ static void check_watchdog(const char *scenario) {
     if (miss >= 0) assert_int_equal(mj_at(mj_get(c, "missing_ranks"), 0)->i, miss);
   }
   assert_true(found);
+  /* hang says what the files are: two dumps of the watchdog, nothing evicted */
+  const struct mj *dumps = mj_get(h, "recorder_dumps");
+  assert_non_null(dumps);
+  assert_int_equal(dumps->n, 1);
+  assert_non_null(strstr(mj_str(mj_at(dumps, 0), "why"), "hang watchdog"));
+  assert_int_equal(mj_int(mj_at(dumps, 0), "dumps", -1), 2);
+  assert_int_equal(mj_int(mj_at(dumps, 0), "evicting", -1), 0);
   mj_free(h);
   mj_free(truth);
+}
+
+/* The dump NOTE's reading (tools/cli/format.c): the writer's wording, the
+ * eviction counts, and anything else refused. */
+static void test_dump_note_parse(void **s) {
+  (void)s;
+  struct lens_dump_note d;
+  assert_int_equal(lens_parse_dump_note("nccl-lens recorder dump: hang watchdog: no progress (store: 10 bytes, peak "
+                                        "10, bound 64; 25 chunks, 3 evicted with 120 event records)", &d), 1);
+  assert_string_equal(d.why, "hang watchdog: no progress");
+  assert_int_equal(d.have_counts, 1);
+  assert_int_equal(d.evicted_chunks, 3);
+  assert_int_equal(d.evicted_records, 120);
+  assert_int_equal(lens_parse_dump_note("nccl-lens recorder dump: user request", &d), 1); /* no counts */
+  assert_string_equal(d.why, "user request");
+  assert_int_equal(d.have_counts, 0);
+  assert_int_equal(d.evicted_chunks, 0);
+  assert_int_equal(lens_parse_dump_note("nccl-lens: recorder dump (x): /tmp/a.lens", &d), 0);
+  assert_int_equal(lens_parse_dump_note(NULL, &d), 0);
+  char long_why[600] = "nccl-lens recorder dump: ";
+  memset(long_why + strlen(long_why), 'x', 400);
+  assert_int_equal(lens_parse_dump_note(long_why, &d), 1);
+  assert_int_equal(strlen(d.why), sizeof d.why - 1); /* cut to fit */
+  assert_int_equal(lens_parse_dump_note("nccl-lens recorder dump: a (store: junk; 5 chunks, x evicted with y event)", &d), 1);
+  assert_int_equal(d.have_counts, 0);
 }
 
 static void test_watchdog_missing(void **s) { (void)s; check_watchdog("hang-missing"); }
@@ -175,6 +208,7 @@ int main(void) {
       cmocka_unit_test(test_healthy_writes_nothing), cmocka_unit_test(test_watchdog_missing),
       cmocka_unit_test(test_watchdog_proxy),          cmocka_unit_test(test_watchdog_graph),
       cmocka_unit_test(test_dump_request),           cmocka_unit_test(test_slow_collective),
+      cmocka_unit_test(test_dump_note_parse),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -47,3 +47,22 @@ const char *lens_fmt_cause_words(const char *key) {
     if (!strcmp(causes[i].key, key)) return causes[i].words;
   return key;
 }
+
+int lens_parse_dump_note(const char *text, struct lens_dump_note *d) {
+  static const char prefix[] = "nccl-lens recorder dump: ";
+  memset(d, 0, sizeof *d);
+  if (!text || strncmp(text, prefix, sizeof prefix - 1)) return 0;
+  const char *why = text + sizeof prefix - 1, *store = strstr(why, " (store: ");
+  size_t n = store ? (size_t)(store - why) : strlen(why);
+  if (n >= sizeof d->why) n = sizeof d->why - 1;
+  memcpy(d->why, why, n);
+  d->why[n] = 0;
+  const char *ev = store ? strstr(store, " chunks, ") : NULL;
+  unsigned long long c = 0, r = 0;
+  if (ev && sscanf(ev, " chunks, %llu evicted with %llu event records)", &c, &r) == 2) {
+    d->evicted_chunks = c;
+    d->evicted_records = r;
+    d->have_counts = 1;
+  }
+  return 1;
+}

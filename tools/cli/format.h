@@ -31,4 +31,17 @@ const char *lens_fmt_comm_label(const char *name, uint64_t comm_id, char *buf, s
  * as it is. */
 const char *lens_fmt_cause_words(const char *key);
 
+/* A flight-recorder dump's NOTE, as the plugin's writer words it
+ * (plugin/writer/writer.c, recorder_dump): "nccl-lens recorder dump: WHY
+ * (store: ...; N chunks, E evicted with R event records)". why: the reason
+ * ("hang watchdog: ..."), cut to fit; evicted_*: what the store had dropped
+ * before the dump (its oldest history), have_counts 0 when the text does not
+ * say. Returns 1 for such a note, 0 for any other text (NULL included). */
+struct lens_dump_note {
+  char why[160];
+  uint64_t evicted_chunks, evicted_records;
+  int have_counts;
+};
+int lens_parse_dump_note(const char *text, struct lens_dump_note *d);
+
 #endif

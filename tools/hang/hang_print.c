@@ -2,6 +2,7 @@
 #include "hang/hang_print.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 #include "cli/format.h"
 #include "export/json_out.h"
@@ -78,7 +79,59 @@ static void comm_text(FILE *f, const struct lens_model *m, const struct lens_han
   }
 }
 
+/* Flight-recorder dumps among the inputs, grouped by why they were written
+ * (the plugin's NOTE: lens_parse_dump_note): a hang read from dumps says so,
+ * and says when a store had evicted its oldest history before dumping (what
+ * a rank did before its oldest event is then not in its file). */
+#define DUMP_REASONS 8
+struct dump_reason { char why[160]; size_t dumps, evicting; uint64_t chunks, records; };
+static size_t dump_reasons(const struct lens_model *m, struct dump_reason *v) {
+  size_t n = 0;
+  for (size_t i = 0; i < m->n_notes; i++) {
+    struct lens_dump_note d;
+    if (!lens_parse_dump_note(m->notes[i].text, &d)) continue;
+    size_t k = 0;
+    while (k < n && strcmp(v[k].why, d.why)) k++;
+    if (k == n) {
+      if (n == DUMP_REASONS) k = n - 1, snprintf(v[k].why, sizeof v[k].why, "other reasons");
+      else memset(&v[n], 0, sizeof v[n]), snprintf(v[n].why, sizeof v[n].why, "%s", d.why), n++;
+    }
+    v[k].dumps++;
+    v[k].evicting += d.evicted_chunks > 0;
+    v[k].chunks += d.evicted_chunks;
+    v[k].records += d.evicted_records;
+  }
+  return n;
+}
+
+static void dumps_text(FILE *f, const struct lens_model *m) {
+  struct dump_reason v[DUMP_REASONS];
+  size_t n = dump_reasons(m, v);
+  for (size_t k = 0; k < n; k++) {
+    fprintf(f, "%zu flight-recorder dump%s (why: %s)\n", v[k].dumps, v[k].dumps == 1 ? "" : "s", v[k].why);
+    if (v[k].evicting)
+      fprintf(f, "  %zu had evicted older history first (%" PRIu64 " chunks, %" PRIu64 " event records): what their "
+                 "ranks did before their oldest event is not in them\n",
+              v[k].evicting, v[k].chunks, v[k].records);
+  }
+}
+
+static void dumps_json(FILE *f, const struct lens_model *m) {
+  struct dump_reason v[DUMP_REASONS];
+  size_t n = dump_reasons(m, v);
+  fputs(",\n\"recorder_dumps\":[", f);
+  for (size_t k = 0; k < n; k++) {
+    fputs(k ? ",{\"why\":" : "{\"why\":", f);
+    lens_json_str(f, v[k].why);
+    fprintf(f, ",\"dumps\":%zu,\"evicting\":%zu,\"evicted_chunks\":%" PRIu64 ",\"evicted_event_records\":%" PRIu64
+               "}",
+            v[k].dumps, v[k].evicting, v[k].chunks, v[k].records);
+  }
+  fputc(']', f);
+}
+
 void lens_hang_print_text(FILE *f, const struct lens_model *m, const struct lens_hang_report *h) {
+  dumps_text(f, m);
   if (!h->n_comms) fprintf(f, "no communicators in these traces\n");
   for (size_t i = 0; i < h->n_comms; i++) comm_text(f, m, &h->comms[i]);
   if (!h->n_proxies) return;
@@ -273,5 +326,7 @@ void lens_hang_print_json(FILE *f, const struct lens_model *m, const struct lens
               p->blocked_step);
     fputc('}', f);
   }
-  fputs("]}\n", f);
+  fputc(']', f);
+  dumps_json(f, m);
+  fputs("}\n", f);
 }
