@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""test_views_agree: views that speak of the same thing give one answer
+(docs/cli.md "One answer"), on the committed golden traces (tests/golden/traces):
+
+  - the report's verdict on links (report --json, the HTML page's first line)
+    calls a link slow exactly when `net` does (lens_net_link_is_slow) or the
+    job view waited on one, and names one of net's slow connections: a
+    connection that stands out because its sender waits on its GPU
+    (net-gpu-bound, job-gpu-busy) or its receiver's GPU holds it
+    (net-slow-recv) is no slow link in any view;
+  - the report's network matrix is GB/s (bytes / ns on the wire), the rate
+    `net --json` gives the same links (wire_gbps), not bits;
+usage: agree_check.py NCCL_LENS_BIN GOLDEN_TRACES_DIR"""
+import json
+import re
+import subprocess
+import sys
+
+lens, traces = sys.argv[1], sys.argv[2]
+fails = []
+
+
+def fail(msg):
+    fails.append(msg)
+    print("FAIL: " + msg)
+
+
+def run(*args, ok=(0,)):
+    p = subprocess.run([lens] + list(args), cwd=traces, capture_output=True, text=True, timeout=120)
+    if p.returncode not in ok:
+        raise SystemExit("nccl-lens %s: exit %d\n%s" % (" ".join(args), p.returncode, p.stderr))
+    return p.stdout
+
+
+def js(*args):
+    return json.loads(run(*args, "--json"))
+
+
+def links(s):
+    rep, net, job = js("report", s), js("net", s), js("job", s)
+    verdict = {v["key"]: v for v in rep["verdict"]}["link"]
+    slow = {(c["src"], c["dst"]) for c in net["connections"] if c["slow"]}
+    job_slow = {(c["cause_rank"], c["cause_peer"]) for c in job["collectives"] if c["cause"] == "slow_link"}
+    want = "bad" if slow or job_slow else "ok"
+    if verdict["status"] != want:
+        fail("%s: report's link verdict %s (%s) but net's slow links %s, job's %s" %
+             (s, verdict["status"], verdict["text"], sorted(slow), sorted(job_slow)))
+    named = {(int(a), int(b)) for a, b in re.findall(r"r(\d+) -> r(\d+) \(channel", verdict["text"])}
+    if not named <= slow:
+        fail("%s: report's link verdict names %s, net's slow links are %s" % (s, sorted(named), sorted(slow)))
+    if slow and not named:
+        fail("%s: report's link verdict names none of net's slow links %s: %s" % (s, sorted(slow), verdict["text"]))
+    # the matrix: one communicator's send links, bytes over wire ns = GB/s, as net's wire_gbps
+    m = rep["net"]["matrix"]
+    cell = {}
+    for l in net["links"]:
+        if l["comm_id"] == m["comm_id"] and l["dir"] == "send":
+            b, w = cell.get((l["rank"], l["peer"]), (0, 0))
+            cell[(l["rank"], l["peer"])] = (b + l["bytes"], w + l["phases_ns"]["wire"])
+            if l["wire_gbps"] and abs(l["wire_gbps"] - l["bytes"] / l["phases_ns"]["wire"]) > 1e-9 * l["wire_gbps"]:
+                fail("%s: net's wire_gbps %g is not bytes / wire ns" % (s, l["wire_gbps"]))
+    for r, p, gbps, nbytes in m["cells"]:
+        b, w = cell.get((r, p), (0, 0))
+        if nbytes != b or not w or abs(gbps - b / w) > 1e-4 * (b / w):
+            fail("%s: report matrix r%d -> r%d %g GB/s of %d bytes, net's links %g GB/s of %d bytes" %
+                 (s, r, p, gbps, nbytes, b / w if w else 0, b))
+
+
+for s in ("net-gpu-bound", "net-slow-recv", "net-slow-link", "job-gpu-busy", "job-slow-link", "job-late-app", "all"):
+    links(s)
+print("%d disagreement(s)" % len(fails))
+sys.exit(1 if fails else 0)
