@@ -10,6 +10,11 @@
     (net-slow-recv) is no slow link in any view;
   - the report's network matrix is GB/s (bytes / ns on the wire), the rate
     `net --json` gives the same links (wire_gbps), not bits;
+  - the report's job table shows "-" where job shows "-" (no instance of the
+    row decomposed), not 0.0 us and 0.00 GB/s;
+  - the report's prose (Markdown hints, the JSON verdict's text) names a
+    straggler's cause in the words the job view prints (busy GPU), not the
+    JSON key (gpu_busy).
 usage: agree_check.py NCCL_LENS_BIN GOLDEN_TRACES_DIR"""
 import json
 import re
@@ -34,6 +39,11 @@ def run(*args, ok=(0,)):
 
 def js(*args):
     return json.loads(run(*args, "--json"))
+
+
+# the cause words of docs/cli.md (the job view's text), for the keys these traces have
+WORDS = {"late_app_call": "late app call", "gpu_busy": "busy GPU", "slow_launch": "slow launch",
+         "slow_enqueue": "slow enqueue", "unknown": "late or busy GPU"}
 
 
 def links(s):
@@ -66,7 +76,56 @@ def links(s):
                  (s, r, p, gbps, nbytes, b / w if w else 0, b))
 
 
+def cause_words(s):
+    job, rep = js("job", s), js("report", s)
+    md = run("report", s)
+    if not job["stragglers"]:
+        fail("%s: no straggler" % s)
+        return
+    for st in job["stragglers"][:3]:
+        top = max(st["causes"].items(), key=lambda kv: kv[1])[0]
+        words = WORDS.get(top, top)
+        hint = re.search(r"\*\*Straggler: rank %d .*" % st["rank"], md)
+        if not hint or "mostly %s." % words not in hint.group(0):
+            fail("%s: report hint for rank %d does not say 'mostly %s': %s" %
+                 (s, st["rank"], words, hint.group(0)[:200] if hint else None))
+    text = {v["key"]: v for v in rep["verdict"]}["stragglers"]["text"]
+    if re.search(r"mostly [a-z]+_[a-z_]+", text):
+        fail("%s: report verdict names a cause by its JSON key: %s" % (s, text))
+
+
+def bucket_label(b):
+    """lens_size_bucket_label (tools/summary/summary_labels.c)."""
+    unit = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
+    u, e = divmod(b, 10)
+    if e == 9:
+        return "%d %s-1 %s" % (1 << e, unit[u], unit[u + 1])
+    return "%d-%d %s" % (1 << e, 1 << (e + 1), unit[u])
+
+
+def headline_rows(s):
+    """The report's job table says what job's text says: "-" for a row none of
+    whose instances was decomposed (not 0.0 us and 0.00 GB/s), else its busbw."""
+    job, md = js("job", s), run("report", s)
+    for r in job["rows"]:
+        label = bucket_label(r["size_log2"])
+        cells = re.findall(r"^\| %s \| %s \| %s \| %d \| ([^|]+) \| ([^|]+) \| ([^|]+) \|" %
+                           (r["comm_id"], r["func"], re.escape(label), r["count"]), md, re.M)
+        if len(cells) != 1:
+            fail("%s: %d report rows for job row %s %s count %d" % (s, len(cells), r["func"], label, r["count"]))
+            continue
+        got = [c.strip() for c in cells[0]]
+        if r["decomposed"] == 0 and got != ["-", "-", "-"]:
+            fail("%s: report row %s %s, none decomposed, shows %s; job shows -" % (s, r["func"], label, got))
+        if r["decomposed"] and got[2] != "%.2f" % r["busbw_gbps"]:
+            fail("%s: report row %s %s busbw %s, job %.2f" % (s, r["func"], label, got[2], r["busbw_gbps"]))
+
+
+for s in ("net-gpu-bound", "all"):
+    headline_rows(s)
 for s in ("net-gpu-bound", "net-slow-recv", "net-slow-link", "job-gpu-busy", "job-slow-link", "job-late-app", "all"):
     links(s)
+for s in ("job-gpu-busy", "job-late-app", "job-slow-launch"):
+    cause_words(s)
 print("%d disagreement(s)" % len(fails))
 sys.exit(1 if fails else 0)

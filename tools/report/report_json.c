@@ -157,7 +157,7 @@ static void verdict(struct ctx *x) {
                             i ? "; " : "", s->rank, c && c->name[0] ? c->name : "?", host_of(m, s->proc),
                             s->proc >= 0 ? m->procs[s->proc].pid : 0, s->wait_caused_ns / 1e6, s->times_last,
                             x->v.coll_ns ? 100.0 * (double)s->wait_caused_ns / (double)x->v.coll_ns : 0.0,
-                            lens_job_cause_name(top));
+                            lens_fmt_cause_words(lens_job_cause_name(top)));
     }
     /* the others by rank (and communicator when not the first's), as many as one line of a page holds */
     for (size_t i = 3; i < x->v.j.n_stragglers && o < sizeof t - 80; i++) {
