@@ -10,6 +10,9 @@
     (net-slow-recv) is no slow link in any view;
   - the report's network matrix is GB/s (bytes / ns on the wire), the rate
     `net --json` gives the same links (wire_gbps), not bits;
+  - a matched point-to-point transfer is one instance, named by its sender
+    (Send), so job's rows count transfers as summary counts Send ops, whatever
+    the ranks' order (sendrecv: rank 3 -> 0 used to be a Recv row);
   - the report's job table shows "-" where job shows "-" (no instance of the
     row decomposed), not 0.0 us and 0.00 GB/s;
   - the report's prose (Markdown hints, the JSON verdict's text) names a
@@ -76,6 +79,24 @@ def links(s):
                  (s, r, p, gbps, nbytes, b / w if w else 0, b))
 
 
+def transfers(s):
+    job, summ = js("job", s), js("summary", s)
+    for c in job["collectives"]:
+        if "sender" in c and c["ranks_seen"] == 2 and c["func"] != "Send":
+            fail("%s: transfer r%d -> r%d seq %d named %s, not by its sender" %
+                 (s, c["sender"], c["receiver"], c["seq"], c["func"]))
+    rows = {(r["comm_id"], r["func"], r["size_log2"]): r["count"] for r in job["rows"]}
+    for c in summ["communicators"]:
+        for o in c["ops"]:
+            if o["func"] in ("Send", "Recv"):
+                got = rows.get((c["comm_id"], "Send", o["size_log2"]), 0)
+                if got != o["count"]:
+                    fail("%s: %d %s ops of %s in summary, job counts %d transfers" %
+                         (s, o["count"], o["func"], o["size_bucket"], got))
+            if o["func"] == "Recv" and (c["comm_id"], "Recv", o["size_log2"]) in rows:
+                fail("%s: job has a Recv row %s beside the Send row of the same transfers" % (s, o["size_bucket"]))
+
+
 def cause_words(s):
     job, rep = js("job", s), js("report", s)
     md = run("report", s)
@@ -125,6 +146,8 @@ for s in ("net-gpu-bound", "all"):
     headline_rows(s)
 for s in ("net-gpu-bound", "net-slow-recv", "net-slow-link", "job-gpu-busy", "job-slow-link", "job-late-app", "all"):
     links(s)
+for s in ("sendrecv", "net-even"):
+    transfers(s)
 for s in ("job-gpu-busy", "job-late-app", "job-slow-launch"):
     cause_words(s)
 print("%d disagreement(s)" % len(fails))
