@@ -63,22 +63,6 @@ static void inst_counts(const struct lens_job *j, size_t *host, size_t *apart, s
   }
 }
 
-/* A row's execution, wait and busbw cells, for the text and Markdown tables
- * alike: "-" when no instance of the row was decomposed (its averages are
- * 0, which would read as an execution of 0 us); sep joins avg/p50/p99. */
-static void row_cells(const struct lens_job_row *r, const char *sep, char *ex, size_t ex_len, char *wt, size_t wt_len,
-                      char *bw, size_t bw_len) {
-  if (!r->decomposed) {
-    snprintf(ex, ex_len, "-");
-    snprintf(wt, wt_len, "-");
-    snprintf(bw, bw_len, "-");
-    return;
-  }
-  snprintf(ex, ex_len, "%.1f%s%.1f%s%.1f", r->exec_avg / 1e3, sep, r->exec_p50 / 1e3, sep, r->exec_p99 / 1e3);
-  snprintf(wt, wt_len, "%.1f%s%.1f", r->wait_avg / 1e3, sep, r->wait_max / 1e3);
-  snprintf(bw, bw_len, "%.2f", r->busbw_gbps);
-}
-
 static void comm_head(FILE *f, const struct lens_model *m, uint64_t comm_id) {
   const char *name = LENS_COMM_UNNAMED;
   int nranks = 0;
@@ -127,6 +111,21 @@ static void straggler_rows(FILE *f, const struct lens_model *m, const struct len
   }
 }
 
+/* A headline row's execution, wait and busbw cells, for the text and the
+ * Markdown table alike (sep between avg/p50/p99): "-" when none of its
+ * instances was decomposed, never 0.0 us and 0.00 GB/s, which read as
+ * measured. */
+struct row_cells { char ex[64], wt[48], bw[16]; };
+static void row_cells_of(const struct lens_job_row *r, const char *sep, struct row_cells *c) {
+  snprintf(c->ex, sizeof c->ex, "-");
+  snprintf(c->wt, sizeof c->wt, "-");
+  snprintf(c->bw, sizeof c->bw, "-");
+  if (!r->decomposed) return;
+  snprintf(c->ex, sizeof c->ex, "%.1f%s%.1f%s%.1f", r->exec_avg / 1e3, sep, r->exec_p50 / 1e3, sep, r->exec_p99 / 1e3);
+  snprintf(c->wt, sizeof c->wt, "%.1f%s%.1f", r->wait_avg / 1e3, sep, r->wait_max / 1e3);
+  snprintf(c->bw, sizeof c->bw, "%.2f", r->busbw_gbps);
+}
+
 void lens_job_print_headline(FILE *f, const struct lens_model *m, const struct lens_job *j) {
   if (!j->n_rows) return;
   fprintf(f, "\njob view: execution = span of the rank that started last (ranks end together); wait = a rank's span "
@@ -143,13 +142,14 @@ void lens_job_print_headline(FILE *f, const struct lens_model *m, const struct l
       fprintf(f, "  %-14s %-14s %6s %27s %19s %10s %14s\n", "func", "size", "count", "execution avg/p50/p99 us",
               "wait avg/max us", "busbw GB/s", "last rank (n)");
     }
-    char size[32], ex[48], wt[40], bw[16], last[32] = "-";
+    char size[32], last[32] = "-";
+    struct row_cells c;
     lens_size_bucket_label(r->bucket, size, sizeof size);
-    row_cells(r, "/", ex, sizeof ex, wt, sizeof wt, bw, sizeof bw);
+    row_cells_of(r, "/", &c);
     if (r->top_last_rank >= 0)
       snprintf(last, sizeof last, "%d (%" PRIu64 "/%" PRIu64 ")", r->top_last_rank, r->top_last_count, r->count);
-    fprintf(f, "  %-14s %-14s %6" PRIu64 " %27s %19s %10s %14s\n", r->func ? r->func : "-", size, r->count, ex, wt, bw,
-            last);
+    fprintf(f, "  %-14s %-14s %6" PRIu64 " %27s %19s %10s %14s\n", r->func ? r->func : "-", size, r->count, c.ex, c.wt,
+            c.bw, last);
   }
   if (!j->n_stragglers) {
     fprintf(f, "\nstragglers: none (no rank made the others wait >= %.1f us and >= %.0f%% of the execution)\n",
@@ -378,10 +378,10 @@ void lens_job_print_md(FILE *f, const struct lens_model *m, const struct lens_jo
     char size[32];
     lens_size_bucket_label(r->bucket, size, sizeof size);
     char id[LENS_COMM_ID_LEN];
-    char ex[64], wt[48], bw[16];
-    row_cells(r, " / ", ex, sizeof ex, wt, sizeof wt, bw, sizeof bw);
+    struct row_cells c;
+    row_cells_of(r, " / ", &c);
     fprintf(f, "| %s | %s | %s | %" PRIu64 " | %s | %s | %s | ", lens_fmt_comm_id(r->comm_id, id),
-            r->func ? r->func : "-", size, r->count, ex, wt, bw);
+            r->func ? r->func : "-", size, r->count, c.ex, c.wt, c.bw);
     if (r->top_last_rank >= 0) fprintf(f, "%d (%" PRIu64 "/%" PRIu64 ") |\n", r->top_last_rank, r->top_last_count, r->count);
     else fprintf(f, "- |\n");
   }

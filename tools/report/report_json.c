@@ -158,7 +158,7 @@ static void verdict(struct ctx *x) {
                             s->proc >= 0 ? m->procs[s->proc].pid : 0, s->wait_caused_ns / 1e6, s->times_last,
                             s->times_last == 1 ? "" : "s",
                             x->v.coll_ns ? 100.0 * (double)s->wait_caused_ns / (double)x->v.coll_ns : 0.0,
-                            lens_job_cause_name(top));
+                            lens_fmt_cause_words(lens_job_cause_name(top)));
     }
     /* the others by rank (and communicator when not the first's), as many as one line of a page holds */
     for (size_t i = 3; i < x->v.j.n_stragglers && o < sizeof t - 80; i++) {
@@ -178,10 +178,17 @@ static void verdict(struct ctx *x) {
     verdict_line(f, &n, "stragglers", "bad", "sec-stragglers", t);
   }
   /* a slow link: the job view's (a link slower than the same proxies' other links, per instance) and the
-   * network view's (connections whose steps take 2x the typical time for their size), each said */
+   * network view's, each said. Both by the one rule (lens_net_link_is_slow, in c->slow): a connection
+   * that stands out by its pace alone, its sender waiting on its GPU or its receiver's GPU holding it,
+   * is no slow link here either (net prints "slow links: none; ... not on the network" for it). */
   const struct lens_net *net = r->net;
-  size_t out = 0;
-  for (size_t i = 0; net && i < net->n_conns; i++) out += net->conns[i].stands_out != 0;
+  size_t slow = 0, out = 0;
+  const struct lens_net_conn *first_slow = NULL, *first_out = NULL;
+  for (size_t i = 0; net && i < net->n_conns; i++) {
+    const struct lens_net_conn *c = &net->conns[i];
+    if (c->slow && !slow++) first_slow = c;
+    if (c->stands_out && !c->slow && !out++) first_out = c;
+  }
   struct job_link jl[4];
   size_t njl = job_slow_links(x, jl, 4), decomposed = 0;
   for (size_t i = 0; i < x->v.j.n_insts; i++) decomposed += x->v.j.insts[i].exec_ns != 0;
@@ -191,14 +198,14 @@ static void verdict(struct ctx *x) {
     o += (size_t)snprintf(t, sizeof t, "Slow link r%d -> r%d: in %zu of %zu instances the job waited on it, its steps "
                                        "%.1fx slower (median) than its proxies' other links (job view)",
                           jl[0].src, jl[0].dst, jl[0].n, decomposed, jl[0].ratio);
-  if (net && net->n_conns && out) {
-    const struct lens_net_conn *c = &net->conns[0];
+  if (net && net->n_conns && slow) {
+    const struct lens_net_conn *c = first_slow;
     o += (size_t)snprintf(t + o, sizeof t - o,
                           "%sr%d -> r%d (channel %d) moves its steps %.1fx slower than typical for their size, mostly "
-                          "%s%s; %zu connection(s) stand out (network view)",
+                          "%s%s; %zu connection(s) slow on the network (network view)",
                           o ? "; " : "Slow link: ", c->src, c->dst, c->channel, c->score,
                           lens_net_phase_text(c->dominant),
-                          c->reverse >= 0 && c->asymmetry >= 1.5 ? " (the other direction is not)" : "", out);
+                          c->reverse >= 0 && c->asymmetry >= 1.5 ? " (the other direction is not)" : "", slow);
   } else if (net && net->n_conns && njl) {
     o += (size_t)snprintf(t + o, sizeof t - o, "; against the typical step time of their size no connection stands "
                                                "out (network view, %zu connections)", net->n_conns);
@@ -208,6 +215,11 @@ static void verdict(struct ctx *x) {
     verdict_line(f, &n, "link", "bad", "sec-net", t);
   } else if (!net || !net->n_conns) {
     verdict_line(f, &n, "link", "unknown", "sec-net", "No network steps recorded: links not measured.");
+  } else if (out) {
+    snprintf(t, sizeof t, "No slow link: %zu of %zu connections take %.0fx the typical step time or more, mostly "
+                          "%s: not the network; no instance waited on one link.",
+             out, net->n_conns, LENS_NET_STANDOUT, lens_net_phase_text(first_out->dominant));
+    verdict_line(f, &n, "link", "ok", "sec-net", t);
   } else {
     snprintf(t, sizeof t, "No slow link: all %zu connections move their steps within %.0fx the typical time, and no "
                           "instance waited on one link.", net->n_conns, LENS_NET_STANDOUT);
@@ -526,7 +538,7 @@ static int network(struct ctx *x) {
         const struct cellv *q = &cv[(size_t)a * (size_t)axis + (size_t)b];
         if (!q->wire_ns) continue;
         fprintf(f, "%s[%d,%d,", nc++ ? "," : "", a * group, b * group);
-        num(f, (double)q->bytes * 8 / (double)q->wire_ns);
+        num(f, lens_net_wire_gbps(q->bytes, q->wire_ns)); /* GB/s as net's links, not bits */
         fprintf(f, ",%" PRIu64 "]", q->bytes);
       }
     fputs("]}", f);

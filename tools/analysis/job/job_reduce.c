@@ -86,6 +86,17 @@ static void itmpl_set(struct itmpl *t, const struct rref *r, const struct lens_j
   *t = (struct itmpl){*r, p->func_s, p->algo_s, p->proto_s, p->bytes, p->nranks, p->iflags};
 }
 
+/* Does record r give instance `key` its facts rather than its current first
+ * record? The least record does (the lowest rank), except that a p2p
+ * transfer takes them from its sender's record when it has one: a matched
+ * Send and Recv are one transfer, named Send whichever rank is lower, so the
+ * job view's rows count transfers as summary counts Send ops (docs/job.md;
+ * by rank order, rank 3 -> 0 of a ring was a Recv row and 0 -> 1 a Send). */
+static int itmpl_first(const struct ikey *key, const struct rref *r, const struct rref *first) {
+  if (key->kind && (r->rank == key->a) != (first->rank == key->a)) return r->rank == key->a;
+  return rref_cmp(r, first) < 0;
+}
+
 static const struct ikey *sort_ikeys; /* single-threaded reduce */
 static int inst_order_cmp(const void *x, const void *y) {
   return ikey_cmp(&sort_ikeys[*(const uint32_t *)x], &sort_ikeys[*(const uint32_t *)y]);
@@ -252,8 +263,9 @@ static int reduce(struct lens_job_part *parts, size_t n, struct lens_job *j, uin
       inst_of[q] = slots[h];
       refs[q] = (struct rref){p->r.rank, p->r.proc < 0 ? -1 : (int32_t)(base + (size_t)p->r.proc), p->r.event,
                               (uint32_t)k, i, p->user_tag};
-      /* the instance's first record: the least, the earliest of equals (as a stable sort keeps them) */
-      if (fresh || rref_cmp(&refs[q], &tm[slots[h]].first) < 0) itmpl_set(&tm[slots[h]], &refs[q], p);
+      /* the instance's first record: the least, the earliest of equals (as a stable sort keeps them); a
+       * transfer's sender first (itmpl_first) */
+      if (fresh || itmpl_first(&key, &refs[q], &tm[slots[h]].first)) itmpl_set(&tm[slots[h]], &refs[q], p);
     }
     base += parts[k].n_procs;
   }

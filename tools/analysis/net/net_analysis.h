@@ -120,7 +120,7 @@ struct lens_net_link {
   int32_t proc;               /* process that ran the proxy (first seen) */
   struct lens_net_split t;
   uint64_t p50_step_ns, p99_step_ns, max_step_ns; /* over timed steps */
-  double gbps;                /* send: bytes*8 / wire ns (Gbit/s); recv: the matching send side's, 0 none */
+  double gbps;                /* send: lens_net_wire_gbps of its bytes and wire ns; recv: the send side's, 0 none */
   int32_t conn;               /* index into lens_net.conns */
   int32_t dominant;           /* phase, -1 */
   double score;               /* median over its steps of (step time / the typical time of steps of that
@@ -174,6 +174,12 @@ struct lens_net_qp {
  * (lens_net_split_merge; either may be missing: send_known, recv_known). */
 int lens_net_link_dominant(const struct lens_net_split *sides, int send_known, int recv_known);
 int lens_net_link_is_slow(double pace_ratio, const struct lens_net_split *sides, int send_known, int recv_known);
+
+/* A wire rate in GB/s (10^9 bytes a second = bytes per ns; docs/cli.md: bytes,
+ * never bits): bytes sent over their steps' time in flight. The one rule for
+ * a link's rate (net) and for links summed (the report's rank x peer matrix);
+ * 0 without wire time. */
+double lens_net_wire_gbps(uint64_t bytes, uint64_t wire_ns);
 
 /* One rank's part of one collective instance (a Coll or P2p event) with
  * network ops: lens_net_instance_split of its event, with what names it. */

@@ -754,8 +754,7 @@ struct lens_net *lens_net_merge(struct lens_net_part *const *parts, size_t np, c
   size_t nl = n->n_links;
   for (size_t l = 0; l < nl; l++) {
     struct lens_net_link *L = &n->links[l];
-    if (L->dir == LENS_NET_DIR_SEND && L->t.phase_ns[LENS_NET_SEND_WIRE])
-      L->gbps = (double)L->t.bytes / (double)L->t.phase_ns[LENS_NET_SEND_WIRE]; /* GB/s (docs/cli.md: bytes, never bits) */
+    if (L->dir == LENS_NET_DIR_SEND) L->gbps = lens_net_wire_gbps(L->t.bytes, L->t.phase_ns[LENS_NET_SEND_WIRE]);
     L->dominant = lens_net_split_dominant(&L->t);
     lens_net_split_merge(&n->total, &L->t);
     lens_net_split_merge(L->dir == LENS_NET_DIR_SEND ? &n->send_total : &n->recv_total, &L->t);

@@ -217,6 +217,8 @@ int lens_net_link_dominant(const struct lens_net_split *sides, int send_known, i
   return lens_net_split_dominant(&s);
 }
 
+double lens_net_wire_gbps(uint64_t bytes, uint64_t wire_ns) { return wire_ns ? (double)bytes / (double)wire_ns : 0.0; }
+
 int lens_net_link_is_slow(double pace_ratio, const struct lens_net_split *sides, int send_known, int recv_known) {
   if (!(pace_ratio >= LENS_NET_STANDOUT)) return 0;
   int d = lens_net_link_dominant(sides, send_known, recv_known);
