@@ -24,6 +24,10 @@ struct job_check {
   size_t quiet_link;      /* ... or a slow link / starved proxy (real in the simulation when its proxies are slowed) */
   size_t link_named;      /* slow link: the right sender -> receiver named */
   size_t link_wrong;      /* ... another link named */
+  size_t link_straggler;  /* ... neither, but the machine made a real straggler there (the truth's max wait at
+                           * least the straggler threshold, max(20 us, 2 % of the execution)) and the view named
+                           * the truth's last rank with a late-rank cause: slow links are judged only in instances
+                           * without a straggler (docs/job.md "Causes"), so that is the right answer there */
   int top_straggler;      /* first of "stragglers" (-1 none) */
   char cause[32];         /* the truth's injected cause */
   int straggler, peer;    /* truth: injected rank, link receiver */

@@ -117,10 +117,20 @@ static void test_slow_link(void **s) {
   struct job_check c;
   run("job-slow-link", 2, 2, 6, &c);
   /* never another link; the right one in >= 9 of 10 (a simulated proxy
-   * stalled for ms on a loaded machine can hide one end: docs/job.md) */
+   * stalled for ms on a loaded machine can hide one end: docs/job.md) of
+   * the instances where no rank was really late. Where the machine made a
+   * rank late (an app thread descheduled for ms: the truth's waits say so),
+   * the view names that straggler, as documented, and judges no link: the
+   * truth's last rank, with a late-rank cause, is the right answer there
+   * (job_truth.c); anything else there still counts as a miss. On a loaded
+   * machine (other work 1.0-1.3 of 2 CPUs) 2 or 3 of the 12 instances had
+   * such a straggler, and the bar over all 12 failed 3 times in 30 runs. */
   assert_int_equal(c.link_wrong, 0);
-  if (!job_machine_overloaded()) assert_true(c.link_named * 10 >= c.instances * 9);
-  if (job_machine_quiet()) assert_true(c.link_named * 100 >= c.instances * 99);
+  size_t judged = c.instances - c.link_straggler;
+  fprintf(stderr, "job-slow-link: %zu instances with a real straggler (named right), %zu judged on the link\n",
+          c.link_straggler, judged);
+  if (!job_machine_overloaded()) assert_true(c.link_named * 10 >= judged * 9);
+  if (job_machine_quiet()) assert_true(c.link_named * 100 >= judged * 99);
 }
 
 int main(void) {
