@@ -209,6 +209,18 @@ static const struct mj *find_coll(const struct mj *job, uint64_t comm, int64_t s
   return NULL;
 }
 
+/* The flag under which the job view gives an instance no execution (docs/job.md
+ * "Flags": ends_apart, its clock maps disagree beyond their error bounds; no_span),
+ * NULL when it has none of them. */
+static const char *withheld_flag(const struct mj *coll) {
+  const struct mj *flags = mj_get(coll, "flags");
+  for (size_t i = 0; flags && i < flags->n; i++) {
+    const struct mj *f = mj_at(flags, i);
+    if (f && f->type == MJ_STR && (!strcmp(f->str, "ends_apart") || !strcmp(f->str, "no_span"))) return f->str;
+  }
+  return NULL;
+}
+
 static int64_t rank_field(const struct mj *ranks, int rank, const char *key) {
   for (size_t i = 0; ranks && i < ranks->n; i++)
     if (mj_int(mj_at(ranks, i), "rank", -1) == rank) return mj_int(mj_at(ranks, i), key, -1);
@@ -245,6 +257,14 @@ int job_check_dir(const char *dir, const char *truth_path, const char *more_trut
     if (!j || mj_int(j, "ranks_seen", 0) != (int64_t)tr->n) continue;
     c->matched++;
     int last = (int)mj_int(t, "last_rank", -1);
+    const struct mj *jexec = mj_get(j, "exec_ns");
+    const char *why = withheld_flag(j);
+    if ((!jexec || jexec->type != MJ_NUM) && why) {
+      c->withheld++;
+      fprintf(stderr, "  seq %lld: withheld by the view (%s: no execution, waits or cause), truth exec %lld ns\n",
+              (long long)mj_int(t, "seq", -1), why, (long long)mj_int(t, "exec_ns", 0));
+      continue;
+    }
     double dl = drift_of(truth, last) * 1e-6;
     double exec = (double)mj_int(t, "exec_ns", 0) * (1 + dl);
     double got = (double)mj_int(j, "exec_ns", -1);
@@ -269,7 +289,8 @@ int job_check_dir(const char *dir, const char *truth_path, const char *more_trut
       if (want < 0) want = 0;
       if (want > max_wait) max_wait = want;
       double tol = 2000 + exec * (dmax - dmin) * 1e-6;
-      if (fabs((double)rank_field(mj_get(j, "ranks"), rank, "wait_ns") - want) > tol) waits_ok = 0;
+      int64_t got_wait = rank_field(mj_get(j, "ranks"), rank, "wait_ns"); /* -1: absent or null, never right */
+      if (got_wait < 0 || fabs((double)got_wait - want) > tol) waits_ok = 0;
     }
     c->wait_ok += waits_ok;
     const char *cause = mj_str(j, "cause");
