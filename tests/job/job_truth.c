@@ -62,6 +62,15 @@ int job_machine_overloaded(void) {
 }
 
 
+int job_injection_held(const struct job_check *c) {
+  size_t judged = c->instances - c->withheld;
+  if (c->truth_last_x * 10 >= judged * 9) return 1;
+  if (!job_machine_overloaded()) return 0;
+  fprintf(stderr, "injected rank last in %zu of %zu instances on an overloaded machine: not asserted\n",
+          c->truth_last_x, judged);
+  return 1;
+}
+
 static double busy_s(void) { /* all CPUs' non-idle time (not iowait, not steal) */
   unsigned long long us = 0, ni = 0, sy = 0, id = 0, io = 0, irq = 0, sirq = 0;
   FILE *f = fopen("/proc/stat", "r");
