@@ -131,8 +131,8 @@ int job_run_replay_with(const char *dir, const char *scenario, int nodes, int rp
    * stalled mounts): on a loaded machine a trace could lose its end. Here
    * they wait as long as the writer takes (it returns when done). */
   snprintf(cmd, sizeof cmd,
-           "NCCL_LENS_FLUSH_TIMEOUT_MS=30000 %s/bin/nccl-lens replay --scenario %s --nodes %d --ranks-per-node %d --iters %d --delay-us %d --out %s "
-           "--truth %s/truth.json --quiet %s",
+           "NCCL_LENS_FLUSH_TIMEOUT_MS=30000 %s/bin/nccl-lens replay --scenario %s --nodes %d --ranks-per-node %d "
+           "--iters %d --delay-us %d --out %s --truth %s/truth.json --quiet %s",
            LENS_BUILD_DIR, scenario, nodes, rpn, iters, delay_us, dir, dir, extra);
   double b0 = busy_s(), c0 = children_s(), w0 = mono_s();
   int rc = system(cmd);
