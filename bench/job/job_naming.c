@@ -62,7 +62,7 @@ static int run(const char *sc, int iters, int delay_us) {
   }
   size_t elig, right, unknown, wrong;
   if (!strcmp(c.cause, "slow_link")) {
-    elig = c.instances, right = c.link_named, unknown = 0, wrong = c.link_wrong;
+    elig = c.instances - c.withheld - c.link_straggler, right = c.link_named, unknown = 0, wrong = c.link_wrong;
   } else if (!strcmp(c.cause, "none")) {
     elig = c.quiet, right = c.quiet - c.quiet_named - c.quiet_link, unknown = 0, wrong = c.quiet_named + c.quiet_link;
   } else {

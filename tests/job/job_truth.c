@@ -19,6 +19,15 @@
 #endif
 
 #define THRESHOLD_NS 20000.0 /* LENS_JOB_MIN_WAIT_NS */
+#define THRESHOLD_FRAC 0.02  /* LENS_JOB_MIN_WAIT_FRAC: the straggler threshold is max(20 us, 2 % of exec) */
+
+/* The causes the job view gives a straggler (a late rank), docs/job.md. */
+static int late_rank_cause(const char *cause) {
+  static const char *const late[] = {"late_app_call", "slow_enqueue", "slow_launch", "gpu_busy", "unknown"};
+  for (size_t i = 0; i < sizeof late / sizeof late[0]; i++)
+    if (!strcmp(cause, late[i])) return 1;
+  return 0;
+}
 
 /* CPUs the rest of the machine kept busy while the last job_run_replay
  * ran (-1: none ran). The 1-min load average lags by a minute: a test that
@@ -52,6 +61,15 @@ int job_machine_overloaded(void) {
   return 0;
 }
 
+
+int job_injection_held(const struct job_check *c) {
+  size_t judged = c->instances - c->withheld;
+  if (c->truth_last_x * 10 >= judged * 9) return 1;
+  if (!job_machine_overloaded()) return 0;
+  fprintf(stderr, "injected rank last in %zu of %zu instances on an overloaded machine: not asserted\n",
+          c->truth_last_x, judged);
+  return 1;
+}
 
 static double busy_s(void) { /* all CPUs' non-idle time (not iowait, not steal) */
   unsigned long long us = 0, ni = 0, sy = 0, id = 0, io = 0, irq = 0, sirq = 0;
@@ -108,9 +126,13 @@ int job_run_replay(const char *dir, const char *scenario, int nodes, int rpn, in
 int job_run_replay_with(const char *dir, const char *scenario, int nodes, int rpn, int iters, int delay_us,
                         const char *extra) {
   char cmd[3072];
+  /* The replay's processes end with finalize and exit, which wait for the
+   * plugin's writer at most NCCL_LENS_FLUSH_TIMEOUT_MS each (1 s, meant for
+   * stalled mounts): on a loaded machine a trace could lose its end. Here
+   * they wait as long as the writer takes (it returns when done). */
   snprintf(cmd, sizeof cmd,
-           "%s/bin/nccl-lens replay --scenario %s --nodes %d --ranks-per-node %d --iters %d --delay-us %d --out %s "
-           "--truth %s/truth.json --quiet %s",
+           "NCCL_LENS_FLUSH_TIMEOUT_MS=30000 %s/bin/nccl-lens replay --scenario %s --nodes %d --ranks-per-node %d "
+           "--iters %d --delay-us %d --out %s --truth %s/truth.json --quiet %s",
            LENS_BUILD_DIR, scenario, nodes, rpn, iters, delay_us, dir, dir, extra);
   double b0 = busy_s(), c0 = children_s(), w0 = mono_s();
   int rc = system(cmd);
@@ -196,6 +218,18 @@ static const struct mj *find_coll(const struct mj *job, uint64_t comm, int64_t s
   return NULL;
 }
 
+/* The flag under which the job view gives an instance no execution (docs/job.md
+ * "Flags": ends_apart, its clock maps disagree beyond their error bounds; no_span),
+ * NULL when it has none of them. */
+static const char *withheld_flag(const struct mj *coll) {
+  const struct mj *flags = mj_get(coll, "flags");
+  for (size_t i = 0; flags && i < flags->n; i++) {
+    const struct mj *f = mj_at(flags, i);
+    if (f && f->type == MJ_STR && (!strcmp(f->str, "ends_apart") || !strcmp(f->str, "no_span"))) return f->str;
+  }
+  return NULL;
+}
+
 static int64_t rank_field(const struct mj *ranks, int rank, const char *key) {
   for (size_t i = 0; ranks && i < ranks->n; i++)
     if (mj_int(mj_at(ranks, i), "rank", -1) == rank) return mj_int(mj_at(ranks, i), key, -1);
@@ -232,6 +266,14 @@ int job_check_dir(const char *dir, const char *truth_path, const char *more_trut
     if (!j || mj_int(j, "ranks_seen", 0) != (int64_t)tr->n) continue;
     c->matched++;
     int last = (int)mj_int(t, "last_rank", -1);
+    const struct mj *jexec = mj_get(j, "exec_ns");
+    const char *why = withheld_flag(j);
+    if ((!jexec || jexec->type != MJ_NUM) && why) {
+      c->withheld++;
+      fprintf(stderr, "  seq %lld: withheld by the view (%s: no execution, waits or cause), truth exec %lld ns\n",
+              (long long)mj_int(t, "seq", -1), why, (long long)mj_int(t, "exec_ns", 0));
+      continue;
+    }
     double dl = drift_of(truth, last) * 1e-6;
     double exec = (double)mj_int(t, "exec_ns", 0) * (1 + dl);
     double got = (double)mj_int(j, "exec_ns", -1);
@@ -256,20 +298,32 @@ int job_check_dir(const char *dir, const char *truth_path, const char *more_trut
       if (want < 0) want = 0;
       if (want > max_wait) max_wait = want;
       double tol = 2000 + exec * (dmax - dmin) * 1e-6;
-      if (fabs((double)rank_field(mj_get(j, "ranks"), rank, "wait_ns") - want) > tol) waits_ok = 0;
+      int64_t got_wait = rank_field(mj_get(j, "ranks"), rank, "wait_ns"); /* -1: absent or null, never right */
+      if (got_wait < 0 || fabs((double)got_wait - want) > tol) waits_ok = 0;
     }
     c->wait_ok += waits_ok;
     const char *cause = mj_str(j, "cause");
     int crank = (int)mj_int(j, "cause_rank", -1);
     if (!strcmp(c->cause, "slow_link")) {
-      if (!strcmp(cause, "slow_link") && crank == c->straggler && mj_int(j, "cause_peer", -1) == c->peer)
+      int right = !strcmp(cause, "slow_link") && crank == c->straggler && mj_int(j, "cause_peer", -1) == c->peer;
+      /* A rank the loaded machine made late (an app thread descheduled for
+       * ms): the job view names the straggler there and judges links only
+       * where no rank is late (docs/job.md "Causes"); the truth's own waits
+       * say whether one was, with the tolerance of the waits above and the
+       * view's execution (its threshold's base) within 1 %. */
+      double tol = 2000 + exec * (dmax - dmin) * 1e-6;
+      int straggler = max_wait + tol >= fmax(THRESHOLD_NS, THRESHOLD_FRAC * 0.99 * exec) && last >= 0;
+      if (right)
         c->link_named++;
       else if (!strcmp(cause, "slow_link"))
         c->link_wrong++;
-      if (strcmp(cause, "slow_link") || crank != c->straggler || mj_int(j, "cause_peer", -1) != c->peer)
-        fprintf(stderr, "  seq %lld: named %s %d->%lld (x%.1f), truth slow link %d->%d, max wait %.0f ns\n",
+      else if (straggler && crank == last && late_rank_cause(cause))
+        c->link_straggler++;
+      if (!right)
+        fprintf(stderr, "  seq %lld: named %s %d->%lld (x%.1f), truth slow link %d->%d, max wait %.0f ns (%s %d)\n",
                 (long long)mj_int(t, "seq", -1), cause, crank, (long long)mj_int(j, "cause_peer", -1),
-                (double)mj_int(j, "cause_excess_ns", 0) / 1000, c->straggler, c->peer, max_wait);
+                (double)mj_int(j, "cause_excess_ns", 0) / 1000, c->straggler, c->peer, max_wait,
+                straggler ? "a straggler: last rank" : "no straggler; last rank", last);
     } else if (c->straggler >= 0 && last == c->straggler && max_wait >= THRESHOLD_NS) {
       c->truth_last_x++;
       const char *want = actual_cause(truth, last, (int)tr->n, mj_int(t, "seq", -1), max_wait, c->cause);

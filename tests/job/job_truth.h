@@ -9,6 +9,8 @@
 struct job_check {
   size_t instances;       /* truth instances */
   size_t matched;         /* found in the job view with every rank */
+  size_t withheld;        /* matched, but the view gave no execution (flag ends_apart or no_span): left out of
+                           * every count below; allowed on an overloaded machine only (test_job_replay.c) */
   size_t exec_ok, wait_ok; /* within 1 % or 2 us / every rank within 2 us */
   size_t truth_last_x;    /* truth: the injected rank was last (arrival causes) */
   size_t named_right;     /* ... and the job view named it with the cause that really made it late */
@@ -24,6 +26,10 @@ struct job_check {
   size_t quiet_link;      /* ... or a slow link / starved proxy (real in the simulation when its proxies are slowed) */
   size_t link_named;      /* slow link: the right sender -> receiver named */
   size_t link_wrong;      /* ... another link named */
+  size_t link_straggler;  /* ... neither, but the machine made a real straggler there (the truth's max wait at
+                           * least the straggler threshold, max(20 us, 2 % of the execution)) and the view named
+                           * the truth's last rank with a late-rank cause: slow links are judged only in instances
+                           * without a straggler (docs/job.md "Causes"), so that is the right answer there */
   int top_straggler;      /* first of "stragglers" (-1 none) */
   char cause[32];         /* the truth's injected cause */
   int straggler, peer;    /* truth: injected rank, link receiver */
@@ -49,6 +55,15 @@ int job_machine_overloaded(void);
  * rates the issue asks for (>= 99 %) are asserted only then; else says so
  * on stderr. */
 int job_machine_quiet(void);
+/* The simulation injected what it says: the injected rank was last in >= 90 % of
+ * the instances the view decomposed. Asked only where the machine is not
+ * overloaded (job_machine_overloaded): beyond that, other ranks are
+ * descheduled past the 20 ms injection (20 of 24 instances had the injected
+ * rank last at load 10.7); the straggler ranking's top rank, which the tests
+ * compare with the injected one whatever the load, still says the injected
+ * rank caused the most waiting. 1 = it holds, or it is not asked (said on
+ * stderr). */
+int job_injection_held(const struct job_check *c);
 /* Inputs other than the plugin's traces (torch.profiler Kineto files written by
  * `replay --kineto`): the communicator id the job view gives the truth
  * instance's communicator set (NULL: the truth's commId), and spans on the

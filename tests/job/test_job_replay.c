@@ -18,9 +18,10 @@
 
 static void report(const char *sc, const struct job_check *c) {
   fprintf(stderr,
-          "%s: %zu instances, %zu matched, exec ok %zu, waits ok %zu, last=injected %zu named %zu (as injected %zu, "
-          "excess off %zu), quiet %zu named %zu, link named %zu, top straggler %d\n",
-          sc, c->instances, c->matched, c->exec_ok, c->wait_ok, c->truth_last_x, c->named_right, c->injected_named,
+          "%s: %zu instances, %zu matched, %zu withheld, exec ok %zu, waits ok %zu, last=injected %zu named %zu (as "
+          "injected %zu, excess off %zu), quiet %zu named %zu, link named %zu, top straggler %d\n",
+          sc, c->instances, c->matched, c->withheld, c->exec_ok, c->wait_ok, c->truth_last_x, c->named_right,
+          c->injected_named,
           c->excess_off, c->quiet, c->quiet_named, c->link_named, c->top_straggler);
 }
 
@@ -35,8 +36,18 @@ static void run(const char *sc, int nodes, int rpn, int iters, struct job_check 
   report(sc, c);
   assert_true(c->instances >= (size_t)(2 * iters));
   assert_int_equal(c->matched, c->instances);
-  assert_int_equal(c->exec_ok, c->instances);
-  assert_int_equal(c->wait_ok, c->instances);
+  /* An instance the view withholds (no execution, waits or cause, with the
+   * flag that says why: ends_apart, its ranks' GPU clock maps disagree
+   * beyond their error bounds) gives no wrong number, and is left out of
+   * every count (job_truth.c). It is allowed on an overloaded machine only:
+   * at load 14-15 one process's simulated proxy noticed its GPU 23 ms late
+   * (median; 44 ms at worst) over a whole job-none run, its ranks' maps
+   * claimed 6-16 ms, and all 24 instances were withheld (this assertion then
+   * counted them as executions off: 1 failure in 40 runs under 6 busy
+   * loops). On a machine that is not overloaded there must be none. */
+  if (c->withheld) assert_true(job_machine_overloaded());
+  assert_int_equal(c->exec_ok + c->withheld, c->instances);
+  assert_int_equal(c->wait_ok + c->withheld, c->instances);
   lens_test_rmtree(dir);
 }
 
@@ -51,7 +62,7 @@ static void arrival_cause(const char *sc) {
    * else 24 instances and the fallback bars below. */
   int quiet = job_machine_quiet();
   run(sc, 2, 2, quiet ? 100 : 12, &c);
-  assert_true(c.truth_last_x * 10 >= c.instances * 9);
+  assert_true(job_injection_held(&c)); /* the simulation injected what it says (job_truth.h) */
   assert_int_equal(c.named_right + c.undecided, c.truth_last_x);
   assert_int_equal(c.top_straggler, c.straggler);
   /* "+X us" is this instance's lateness (docs/job.md), whatever the load */
@@ -95,7 +106,7 @@ static void test_none(void **s) {
   (void)s;
   struct job_check c;
   run("job-none", 2, 2, 12, &c);
-  if (sim_quiet()) assert_true(c.quiet * 2 >= c.instances);
+  if (sim_quiet()) assert_true(c.quiet * 2 >= c.instances - c.withheld);
   assert_int_equal(c.quiet_named, 0);
   if (sim_quiet()) assert_int_equal(c.quiet_link, 0);
 }
@@ -107,7 +118,7 @@ static void test_none_2x4(void **s) {
   (void)s;
   struct job_check c;
   run("job-none", 2, 4, 12, &c);
-  if (sim_quiet()) assert_true(c.quiet * 2 >= c.instances);
+  if (sim_quiet()) assert_true(c.quiet * 2 >= c.instances - c.withheld);
   assert_int_equal(c.quiet_named, 0);
   if (sim_quiet()) assert_int_equal(c.quiet_link, 0);
 }
@@ -117,10 +128,20 @@ static void test_slow_link(void **s) {
   struct job_check c;
   run("job-slow-link", 2, 2, 6, &c);
   /* never another link; the right one in >= 9 of 10 (a simulated proxy
-   * stalled for ms on a loaded machine can hide one end: docs/job.md) */
+   * stalled for ms on a loaded machine can hide one end: docs/job.md) of
+   * the instances where no rank was really late. Where the machine made a
+   * rank late (an app thread descheduled for ms: the truth's waits say so),
+   * the view names that straggler, as documented, and judges no link: the
+   * truth's last rank, with a late-rank cause, is the right answer there
+   * (job_truth.c); anything else there still counts as a miss. On a loaded
+   * machine (other work 1.0-1.3 of 2 CPUs) 2 or 3 of the 12 instances had
+   * such a straggler, and the bar over all 12 failed 3 times in 30 runs. */
   assert_int_equal(c.link_wrong, 0);
-  if (!job_machine_overloaded()) assert_true(c.link_named * 10 >= c.instances * 9);
-  if (job_machine_quiet()) assert_true(c.link_named * 100 >= c.instances * 99);
+  size_t judged = c.instances - c.withheld - c.link_straggler;
+  fprintf(stderr, "job-slow-link: %zu instances with a real straggler (named right), %zu judged on the link\n",
+          c.link_straggler, judged);
+  if (!job_machine_overloaded()) assert_true(c.link_named * 10 >= judged * 9);
+  if (job_machine_quiet()) assert_true(c.link_named * 100 >= judged * 99);
 }
 
 int main(void) {

@@ -28,14 +28,29 @@
 
 static int g_mask; /* NCCL's one process-wide mask int */
 
+/* A child's configuration: its own directories, and a finalize (or exit)
+ * that waits for the writer as long as it takes. The default wait
+ * (NCCL_LENS_FLUSH_TIMEOUT_MS, 1 s) is for stalled file systems: past it
+ * finalize returns with the end of the trace still to be written, and a
+ * child that then _exits cuts it off. On a loaded machine (a build beside
+ * ctest -j2) the writer's close can take that long, and the checks below
+ * would fail on a trace the plugin was still writing. A writer that never
+ * finishes still fails the test (ctest's timeout); test_plugin_stall tests
+ * the bounded wait itself. Set here, not inherited: the caller's
+ * environment must not change what these tests prove. */
+static void child_env(const char *dir) {
+  setenv("NCCL_LENS_OUTPUT_DIR", dir, 1);
+  setenv("NCCL_LENS_REGISTRY_DIR", dir, 1);
+  setenv("NCCL_LENS_WRITER_PERIOD_US", "2000", 1);
+  setenv("NCCL_LENS_FLUSH_TIMEOUT_MS", "30000", 1);
+}
+
 /* Runs body(dir) in a child with NCCL_LENS_OUTPUT_DIR=dir; returns the
  * child's pid and fills status. */
 static pid_t run_child(const char *dir, int (*body)(const char *dir), int *status) {
   pid_t pid = fork();
   if (pid == 0) {
-    setenv("NCCL_LENS_OUTPUT_DIR", dir, 1);
-    setenv("NCCL_LENS_REGISTRY_DIR", dir, 1);
-    setenv("NCCL_LENS_WRITER_PERIOD_US", "2000", 1);
+    child_env(dir);
     _exit(body(dir));
   }
   waitpid(pid, status, 0);
@@ -405,14 +420,19 @@ static int body_killed(const char *dir) {
   if (plugin_open(&g_p, plugin_path())) return 40;
   if (g_p.v5->init(&g_ctx[0], 8, &g_mask, "killed", 1, 1, 0, test_logger)) return 41;
   for (int k = 0; k < 100; k++) emit_collective(&g_p, g_ctx[0]);
-  /* wait (up to 5 s, however loaded the machine) until these 100 are on disk */
+  /* wait until these 100 are on disk (ms on an idle machine; up to 30 s,
+   * however loaded it is): the parent kills only once they are, and a
+   * child that never sees them tells it by not writing to the pipe (it
+   * used to go on after 5 s, and the parent then failed on the count) */
   char path[256];
   trace_path_for(path, sizeof path, dir, getpid());
-  for (int tries = 0; tries < 500; tries++) {
+  int on_disk = 0;
+  for (int tries = 0; tries < 3000 && !on_disk; tries++) {
     struct trace_tally t;
-    if (trace_walk(path, &t) == 0 && t.records >= 100 * RECORDS_PER_COLLECTIVE) break;
-    usleep(10000);
+    on_disk = trace_walk(path, &t) == 0 && t.records >= 100 * RECORDS_PER_COLLECTIVE;
+    if (!on_disk) usleep(10000);
   }
+  if (!on_disk) return 43;
   char c = 'x';
   if (write(g_pipe[1], &c, 1) != 1) return 42;
   for (;;) emit_collective(&g_p, g_ctx[0]); /* killed while busy */
@@ -424,12 +444,10 @@ static void test_sigkill_leaves_readable_file(void **state) {
   assert_int_equal(pipe(g_pipe), 0);
   pid_t pid = fork();
   if (pid == 0) {
-    setenv("NCCL_LENS_OUTPUT_DIR", dir, 1);
-    setenv("NCCL_LENS_REGISTRY_DIR", dir, 1);
-    setenv("NCCL_LENS_WRITER_PERIOD_US", "2000", 1);
+    child_env(dir);
     _exit(body_killed(dir));
   }
-  close(g_pipe[1]); /* a child that dies early makes read return 0, not hang */
+  close(g_pipe[1]); /* a child that dies early (or never saw its records on disk) makes read return 0, not hang */
   char c;
   assert_int_equal(read(g_pipe[0], &c, 1), 1);
   usleep(30 * 1000);
@@ -466,11 +484,17 @@ static int body_fork_inherit(const char *dir) {
    * not). The plugin's writer allocates while it opens the session. */
   char path[256];
   trace_path_for(path, sizeof path, dir, getpid());
+  /* the 20 collectives on disk first (a writer descheduled for 20 ms on a
+   * loaded machine looks idle to the size check alone), then a size that
+   * holds still for 20 ms; at most 30 s */
   off_t last = -1;
-  for (int i = 0; i < 200; i++) {
+  int written = 0;
+  for (int i = 0; i < 1500; i++) {
     struct stat st;
+    struct trace_tally t;
+    if (!written) written = trace_walk(path, &t) == 0 && t.records >= 20 * RECORDS_PER_COLLECTIVE;
     off_t now = stat(path, &st) == 0 ? st.st_size : -1;
-    if (now > 0 && now == last) break;
+    if (written && now > 0 && now == last) break;
     last = now;
     usleep(20000);
   }
