@@ -1,7 +1,8 @@
 /* Numbers people read in summary and report (issue 9, "other wrong or
  * unclear numbers"), on a hand-built trace whose values are known:
- *  - algbw in GB/s to 3 significant digits (0.000172, not 0.000), "-" when no
- *    operation of the row completed;
+ *  - algbw in GB/s to 3 significant digits (0.00102, not 0.001), from the job
+ *    view's execution; "-" when it decomposed no operation of the row (one
+ *    rank of two recorded), never bytes over a completion time;
  *  - the header counts communicators, not the ranks' inits;
  *  - the straggler hint's operation count is the row's when every op has a
  *    completion time, and says how many of the row's have one otherwise;
@@ -72,14 +73,16 @@ static void test_summary_numbers(void **state) {
   const char *args[] = {"summary", trace, NULL};
   assert_int_equal(cli_run(&r, args), 0);
   assert_int_equal(r.status, 0);
-  /* 20 KiB over 119 ms of completion: 172 kB/s = 0.000172 GB/s (one unit in every view) */
+  /* Only rank 0 recorded: the job view decomposes nothing, so no algbw; it
+   * was 20 KiB over 119 ms of completion (0.000172), waits included. */
   const char *ar = row_of(r.out, "AllReduce");
   assert_non_null(ar);
   const char *eol = strchr(ar, '\n');
   char line[512];
   snprintf(line, sizeof line, "%.*s", (int)(eol - ar), ar);
-  assert_non_null(strstr(line, " 0.000172"));
-  assert_null(strstr(line, " 0.000 "));
+  assert_non_null(strstr(line, "5950.000/100000.000")); /* the completion stays: a latency, wait included */
+  assert_true(strlen(line) > 2 && !strcmp(line + strlen(line) - 2, " -"));
+  assert_null(strstr(line, "0.000172"));
   /* no AllGather completed: no bandwidth to state */
   const char *ag = row_of(r.out, "AllGather");
   assert_non_null(ag);
@@ -89,6 +92,49 @@ static void test_summary_numbers(void **state) {
   assert_null(strstr(line, " 0.000 "));
   /* two inits of one communicator */
   assert_non_null(strstr(r.out, "1 communicator (2 rank inits),"));
+}
+
+/* Both ranks of a 1 KiB AllReduce; rank 1 starts 1 ms after rank 0 and
+ * both end 1 ms after rank 1 started: execution 1 ms, 1024 B / 1 ms =
+ * 0.001024 GB/s, printed to 3 significant digits (bytes over the ranks'
+ * completion times, 2 and 1 ms, gave 0.000683: rank 0's wait as work). */
+static void test_small_algbw(void **state) {
+  (void)state;
+  char path[160];
+  snprintf(path, sizeof path, "%s/small.lens", cli_tmpdir());
+  struct tb *t = tb_open(path, LENS_PRODUCER_PLUGIN);
+  tb_session(t, 0, 1, "h", 6);
+  tb_comm(t, 1, 5, 0, 2, 1, 0, "world");
+  tb_comm(t, 2, 5, 1, 2, 1, 1, "world");
+  tb_thread(t, 1, 2, LENS_ROLE_APP | LENS_ROLE_PROXY, "t0", 0, 0);
+  tb_thread(t, 2, 3, LENS_ROLE_APP | LENS_ROLE_PROXY, "t1", 1, 1);
+  tb_string(t, 1, "AllReduce");
+  tb_string(t, 2, "ncclInt8");
+  struct lens_p_proxy_op po = {.pid = 1};
+  for (int rank = 0; rank < 2; rank++) {
+    tb_events_begin(t, (uint32_t)rank + 1);
+    uint64_t c = LENS_ID_MAKE(LENS_T_COLL, 1, 10 + rank), o = LENS_ID_MAKE(LENS_T_PROXY_OP, 1, 20 + rank);
+    struct lens_p_coll pc = {.func = 1, .datatype = 2, .count = 1024, .seq = 0};
+    uint64_t start = 1000000 + (rank ? 1000000 : 0);
+    tb_start(t, LENS_T_COLL, c, 0, (uint64_t)rank + 1, start, rank, 0, &pc, sizeof pc);
+    tb_stop(t, c, start + 100);
+    tb_start(t, LENS_T_PROXY_OP, o, c, (uint64_t)rank + 1, start, rank, 0, &po, sizeof po);
+    tb_stop(t, o, 3000000);
+    tb_flush(t);
+  }
+  tb_close(t);
+  static struct cli_result r;
+  const char *args[] = {"summary", path, NULL};
+  assert_int_equal(cli_run(&r, args), 0);
+  assert_int_equal(r.status, 0);
+  const char *head = strstr(r.out, "algbw GB/s"); /* the per-op table, after the job's */
+  assert_non_null(head);
+  const char *ar = row_of(head, "AllReduce");
+  assert_non_null(ar);
+  const char *eol = strchr(ar, '\n');
+  char line[512];
+  snprintf(line, sizeof line, "%.*s", (int)(eol - ar), ar);
+  assert_true(strlen(line) > 8 && !strcmp(line + strlen(line) - 8, " 0.00102"));
 }
 
 static void test_straggler_count(void **state) {
@@ -184,6 +230,7 @@ static void test_summary_fits_120(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_summary_numbers),
+      cmocka_unit_test(test_small_algbw),
       cmocka_unit_test(test_straggler_count),
       cmocka_unit_test(test_late_rank_launch_order),
       cmocka_unit_test(test_summary_fits_120),

@@ -1,8 +1,10 @@
 /* `nccl-lens summary` numbers for the sample trace, whose bytes and times are
  * known: 1 MiB AllReduce completing 1 ms after its Coll started, 30 ns after
  * its kernel's launch (NCCL starts Coll after the launch; completion counts
- * from the launch): 1000030 ns -> 1.048545 GB/s;
- * enqueue = Coll stop (200) - CollApi start (110) = 90 ns. */
+ * from the launch): 1000030 ns; enqueue = Coll stop (200) - CollApi start
+ * (110) = 90 ns. It is one rank of four: the job view decomposes nothing, so
+ * there is no algbw ("-"): bytes over a completion time would count the
+ * rank's wait for its peers as work. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -38,7 +40,7 @@ static const char *ROW_PY =
     "r=[o for o in c['ops'] if o['func']=='AllReduce'][0]\n"
     "print('name', c['name'], 'nranks', c['nranks'])\n"
     "print('count', r['count'], 'bytes', r['bytes'], 'bucket', r['size_bucket'])\n"
-    "print('algbw %.6f' % r['algbw_gbps'])\n"
+    "print('algbw %.6f exec_tasks %d' % (r['algbw_gbps'], r['exec_tasks']))\n"
     "print('enqueue', r['enqueue']['avg_ns'], 'completion', r['completion']['avg_ns'])\n"
     "print('gpu_channel', r['gpu_channel']['sum_ns'], 'proxy', r['proxy']['ops'], r['proxy']['steps'], "
     "r['proxy']['bytes'])\n"
@@ -58,7 +60,7 @@ static void test_summary_json_numbers(void **state) {
   assert_int_equal(cli_python(ROW_PY, out_json, rep, sizeof rep), 0);
   assert_non_null(strstr(rep, "name world nranks 4"));
   assert_non_null(strstr(rep, "count 1 bytes 1048576 bucket 1-2 MiB"));
-  assert_non_null(strstr(rep, "algbw 1.048545"));
+  assert_non_null(strstr(rep, "algbw 0.000000 exec_tasks 0")); /* 0 with no task decomposed: unknown */
   assert_non_null(strstr(rep, "enqueue 90 completion 1000030"));
   /* channel GPU time: the pTimer difference (5000 ns) or the mapped one, which preserves it */
   assert_non_null(strstr(rep, "gpu_channel 5000 proxy 1 1 4096"));
@@ -75,15 +77,28 @@ static void test_summary_text(void **state) {
   assert_int_equal(cli_run(&r, args), 0);
   assert_int_equal(r.status, 0);
   assert_non_null(strstr(r.out, "communicator world"));
-  const char *row = strstr(r.out, "AllReduce");
+  const char *head = strstr(r.out, "algbw GB/s");
+  assert_non_null(head);
+  const char *row = strstr(head, "AllReduce");
   assert_non_null(row);
-  assert_non_null(strstr(row, " 1.05\n")); /* GB/s (the column head), 3 significant digits */
-  assert_non_null(strstr(r.out, "algbw GB/s"));
-  assert_non_null(strstr(row, "1000.030/1000.030"));
+  const char *eol = strchr(row, '\n');
+  assert_non_null(eol);
+  char line[512];
+  snprintf(line, sizeof line, "%.*s", (int)(eol - row), row);
+  size_t n = strlen(line);
+  assert_true(n > 2 && !strcmp(line + n - 2, " -")); /* nothing decomposed: no algbw (not 1.05 = bytes / completion) */
+  assert_non_null(strstr(line, "1000.030/1000.030"));
   assert_non_null(strstr(r.out, "all 1 files intact"));
 }
 
-/* Two ops in the same row: bandwidth is total bytes over total completion time. */
+/* Two AllGathers of one row (2.2 MB and 3 MB: 2-4 MiB) on both ranks of a
+ * communicator; rank 1 starts each 50 us after rank 0 and both end
+ * together, rank 1 after 2 us (the first) and 4 us (the second). The job
+ * view's execution is the span of the rank that started last (2 and 4 us);
+ * algbw is every task's bytes over its instance's execution, summed over the
+ * row: (2 x 2.2 MB + 2 x 3 MB) / (2 x 2 us + 2 x 4 us) = 866.667 GB/s, not
+ * the mean of the two ops' 1100 and 750, and not bytes over the completion
+ * times, which hold rank 0's 50 us wait. */
 static void test_summary_aggregates(void **state) {
   (void)state;
   char path[128];
@@ -91,20 +106,26 @@ static void test_summary_aggregates(void **state) {
   struct tb *t = tb_open(path, LENS_PRODUCER_PLUGIN);
   tb_session(t, 0, 1, "h", 6);
   tb_comm(t, 1, 5, 0, 2, 1, 0, "w");
-  tb_thread(t, 1, 2, LENS_ROLE_APP | LENS_ROLE_PROXY, "t", 0, 0);
+  tb_comm(t, 2, 5, 1, 2, 1, 1, "w");
+  tb_thread(t, 1, 2, LENS_ROLE_APP | LENS_ROLE_PROXY, "t0", 0, 0);
+  tb_thread(t, 2, 3, LENS_ROLE_APP | LENS_ROLE_PROXY, "t1", 1, 1);
   tb_string(t, 1, "AllGather");
   tb_string(t, 2, "ncclInt8");
   struct lens_p_proxy_op po = {.pid = 1};
-  tb_events_begin(t, 1);
-  for (int i = 0; i < 2; i++) {
-    uint64_t c = LENS_ID_MAKE(LENS_T_COLL, 1, 10 + i), o = LENS_ID_MAKE(LENS_T_PROXY_OP, 1, 20 + i);
-    struct lens_p_coll pc = {.func = 1, .datatype = 2, .count = i ? 3000000 : 2000000};
-    uint64_t t0 = 1000000u * (uint64_t)(i + 1);
-    tb_start(t, LENS_T_COLL, c, 0, 1, t0, 0, 0, &pc, sizeof pc);
-    tb_stop(t, c, t0 + 100);
-    tb_start(t, LENS_T_PROXY_OP, o, c, 1, t0 + 10, 0, 0, &po, sizeof po);
-    tb_stop(t, o, t0 + (i ? 3000 : 2000)); /* 2 MB in 2 us, 3 MB in 3 us: 1000 GB/s */
-  }
+  for (int i = 0; i < 2; i++)
+    for (int rank = 0; rank < 2; rank++) {
+      tb_events_begin(t, (uint32_t)rank + 1);
+      uint64_t c = LENS_ID_MAKE(LENS_T_COLL, 1, 10 + 2 * i + rank);
+      uint64_t o = LENS_ID_MAKE(LENS_T_PROXY_OP, 1, 20 + 2 * i + rank);
+      struct lens_p_coll pc = {.func = 1, .datatype = 2, .count = i ? 3000000 : 2200000, .seq = (uint64_t)i};
+      uint64_t t0 = 1000000u * (uint64_t)(i + 1), end = t0 + 50000 + (i ? 4000 : 2000);
+      uint64_t start = t0 + (rank ? 50000 : 0);
+      tb_start(t, LENS_T_COLL, c, 0, (uint64_t)rank + 1, start, rank, 0, &pc, sizeof pc);
+      tb_stop(t, c, start + 100);
+      tb_start(t, LENS_T_PROXY_OP, o, c, (uint64_t)rank + 1, start, rank, 0, &po, sizeof po);
+      tb_stop(t, o, end);
+      tb_flush(t);
+    }
   tb_close(t);
   struct cli_result r;
   const char *args[] = {"summary", "--json", path, "-o", out_json, NULL};
@@ -113,13 +134,72 @@ static void test_summary_aggregates(void **state) {
   char rep[4096];
   assert_int_equal(cli_python("import json,sys\nd=json.load(open(sys.argv[1]))\n"
                               "r=d['communicators'][0]['ops']\n"
-                              "print(len(r), r[0]['count'], r[0]['bytes'], '%.3f' % r[0]['algbw_gbps'], "
-                              "r[0]['completion']['max_ns'], r[0]['enqueue']['avg_ns'], r[0]['size_bucket'])\n",
+                              "print(len(r), r[0]['count'], r[0]['exec_tasks'], r[0]['exec_bytes'], r[0]['exec_ns'], "
+                              "'%.3f' % r[0]['algbw_gbps'], r[0]['completion']['max_ns'], r[0]['size_bucket'])\n",
                               out_json, rep, sizeof rep),
                    0);
-  /* both are 2^20..2^22 bytes: 2 MB -> bucket 20 (1-2 MiB), 3 MB -> bucket 21 (2-4 MiB): two rows */
-  assert_int_equal(atoi(rep), 2);
-  assert_non_null(strstr(rep, " 1 2000000 1000.000 2000 100 1-2 MiB"));
+  printf("%s", rep);
+  /* one row of four tasks, each decomposed; completion keeps rank 0's wait (54 us) */
+  assert_non_null(strstr(rep, "1 4 4 10400000 12000 866.667 54000 2-4 MiB"));
+  const char *text[] = {"summary", path, NULL};
+  assert_int_equal(cli_run(&r, text), 0);
+  const char *head = strstr(r.out, "algbw GB/s"); /* the per-op table, after the job's */
+  assert_non_null(head);
+  const char *row = strstr(head, "AllGather");
+  assert_non_null(row);
+  const char *eol = strchr(row, '\n');
+  assert_non_null(eol);
+  printf("%.*s\n", (int)(eol - row), row);
+  assert_true(eol - row > 4 && !strncmp(eol - 4, " 867", 4)); /* 3 significant digits */
+}
+
+/* The replay's job-late-app (2 x 2 ranks), one rank 20 ms late on every
+ * AllReduce: the other three wait for it, and their completion times hold
+ * that wait. summary's algbw is the job view's (the execution of the rank
+ * that started last): per (func, size) its rows give the job row's busbw /
+ * the nccl-tests factor (2(n-1)/n = 1.5 for an AllReduce of 4), and are far
+ * above bytes / completion time. It printed bytes / completion (0.09 GB/s
+ * against the job's 22 GB/s on the golden trace). */
+static const char *LATE_PY =
+    "import json,sys\n"
+    "s=json.load(open(sys.argv[1]))\n"
+    "j=json.load(open(sys.argv[1].replace('summary.json','job.json')))\n"
+    "ok=0; n=0\n"
+    "for c in s['communicators']:\n"
+    "  by={}\n"
+    "  for o in c['ops']: by.setdefault((o['func'],o['size_log2']),[]).append(o)\n"
+    "  for r in j['rows']:\n"
+    "    if r['comm_id']!=c['comm_id'] or r['func']!='AllReduce': continue\n"
+    "    o=by[(r['func'],r['size_log2'])]\n"
+    "    if len(o)!=1: print('rows of', r['size_log2'], len(o)); continue\n"
+    "    o=o[0]; alg=o['algbw_gbps']; want=r['busbw_gbps']/1.5\n"
+    "    comp=o['completed_bytes']/o['completion']['sum_ns']; tasks=o.get('exec_tasks')\n"
+    "    good=r['decomposed']==r['count']>0 and tasks==o['count']==4*r['count'] and abs(alg-want)<=0.01*want "
+    "and comp*5<alg\n"
+    "    n+=1; ok+=good\n"
+    "    print(r['size_log2'], 'algbw %.4g' % alg, 'job busbw/1.5 %.4g' % want, 'bytes/completion %.4g' % comp, "
+    "'tasks', tasks, 'of', o['count'], 'ok' if good else 'BAD')\n"
+    "print('rows_ok', n>0 and ok==n)\n";
+
+static void test_late_app_algbw_is_execution(void **state) {
+  (void)state;
+  char dir[300], sj[320], jj[320], rep[4096];
+  snprintf(dir, sizeof dir, "%s/late", cli_tmpdir());
+  snprintf(sj, sizeof sj, "%s/summary.json", cli_tmpdir());
+  snprintf(jj, sizeof jj, "%s/job.json", cli_tmpdir());
+  struct cli_result r;
+  const char *rp[] = {"replay", "--scenario", "job-late-app", "--nodes", "2", "--ranks-per-node", "2", "--iters", "4",
+                      "--delay-us", "20000", "--out", dir, "--quiet", NULL};
+  assert_int_equal(cli_run(&r, rp), 0);
+  if (r.status) fail_msg("replay: %s", r.err);
+  const char *sa[] = {"summary", "--json", dir, "-o", sj, NULL}, *ja[] = {"job", "--json", dir, "-o", jj, NULL};
+  assert_int_equal(cli_run(&r, sa), 0);
+  assert_int_equal(r.status, 0);
+  assert_int_equal(cli_run(&r, ja), 0);
+  assert_int_equal(r.status, 0);
+  assert_int_equal(cli_python(LATE_PY, sj, rep, sizeof rep), 0);
+  printf("%s", rep);
+  assert_non_null(strstr(rep, "rows_ok True"));
 }
 
 /* A job of 4 hosts (lens-gen-job: 16 ranks, one world communicator, one
@@ -156,6 +236,21 @@ static void test_summary_many_hosts(void **state) {
   assert_int_equal(r.status, 0);
   assert_non_null(strstr(r.out, "nccl-lens summary: the job")); /* the job view leads: 16 ranks loaded */
   assert_non_null(strstr(r.out, "(id 0x5ca1ab1e00000001, 16 ranks, 16 seen)"));
+  /* algbw from the execution, its tasks' ranks found across the 4 host groups: every task decomposed, and the
+   * job row's busbw over the AllReduce factor of 16 ranks (2 x 15 / 16) */
+  char jj[300];
+  snprintf(jj, sizeof jj, "%s/gj-job.json", cli_tmpdir());
+  const char *ja[] = {"job", "--json", dir, "-o", jj, NULL};
+  assert_int_equal(cli_run(&r, ja), 0);
+  assert_int_equal(r.status, 0);
+  snprintf(py, sizeof py,
+           "import json,sys\nd=json.load(open(sys.argv[1]))\nj=json.load(open('%s'))\n"
+           "o=d['communicators'][0]['ops']; w=j['rows']\n"
+           "print(len(o), len(w), o[0]['exec_tasks']==o[0]['count']==16*w[0]['decomposed'],"
+           " abs(o[0]['algbw_gbps']-w[0]['busbw_gbps']/1.875)<1e-6*o[0]['algbw_gbps'])\n",
+           jj);
+  assert_int_equal(cli_python(py, out_json, rep, sizeof rep), 0);
+  assert_string_equal(rep, "1 1 True True\n");
   const char *d[] = {"diff", dir, dir, NULL};
   assert_int_equal(cli_run(&r, d), 0);
   assert_int_equal(r.status, 0);
@@ -167,6 +262,7 @@ int main(void) {
       cmocka_unit_test(test_summary_json_numbers),
       cmocka_unit_test(test_summary_text),
       cmocka_unit_test(test_summary_aggregates),
+      cmocka_unit_test(test_late_app_algbw_is_execution),
       cmocka_unit_test(test_summary_many_hosts),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

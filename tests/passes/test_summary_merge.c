@@ -98,7 +98,7 @@ static void test_merged_groups_equal_one_model(void **state) {
     struct lens_summary got;
     memset(&got, 0, sizeof got);
     for (size_t g = 0; g < out.n_groups; g++)
-      assert_int_equal(lens_summary_merge(&got, out.parts[g], out.bases[g].thread), 0);
+      assert_int_equal(lens_summary_merge(&got, out.parts[g], &out.bases[g]), 0);
 
     assert_int_equal(got.events, want.events);
     assert_int_equal(got.n_groups, want.n_groups);

@@ -85,7 +85,8 @@ struct keyed {
   const char *func;
   int bucket;
   struct lens_diff_side s;
-  uint64_t best_count, completed_bytes; /* summary rows: the most frequent algo's count; bytes with a completion */
+  uint64_t best_count; /* summary rows: the most frequent algo's count */
+  uint64_t exec_bytes, exec_ns, exec_tasks; /* summary rows: the job view's execution of their tasks */
   double comp_sum;
 };
 
@@ -124,7 +125,7 @@ static int job_waits(const struct lens_job *j, uint64_t comm_id, struct keyed *k
   size_t n = 0;
   for (size_t i = 0; i < j->n_insts; i++) {
     const struct lens_job_inst *in = &j->insts[i];
-    if (in->comm_id != comm_id || in->nranks < 2 || in->ranks_seen < 2 || !in->exec_ns) continue;
+    if (in->comm_id != comm_id || !lens_job_inst_decomposed(in)) continue;
     if (bucket_of(in->bytes) != k->bucket || !streq(in->func, k->func)) continue;
     wait += (double)in->max_wait_ns;
     wall += (double)in->exec_ns + (double)in->max_wait_ns;
@@ -158,6 +159,7 @@ static int side_rows(const struct lens_diff_run *r, int32_t gi, int metric, stru
       k->s.total_ns = (double)jr->exec_avg * (double)jr->decomposed;
       k->s.busbw_gbps = jr->busbw_gbps;
       k->s.algbw_gbps = f > 0 ? jr->busbw_gbps / f : 0;
+      k->s.bw_known = jr->decomposed > 0;
       k->s.wait_rank_ns = (double)jr->wait_avg;
     }
     for (size_t i = 0; i < *n; i++)
@@ -172,14 +174,19 @@ static int side_rows(const struct lens_diff_run *r, int32_t gi, int metric, stru
     k->s.count += sr->count;
     k->s.timed += sr->completion.n;
     k->comp_sum += (double)sr->completion.sum;
-    k->completed_bytes += sr->completed_bytes;
+    k->exec_bytes += sr->exec_bytes;
+    k->exec_ns += sr->exec_ns;
+    k->exec_tasks += sr->exec_tasks;
     if (sr->count > k->best_count) k->best_count = sr->count, k->s.algo = sr->algo, k->s.proto = sr->proto;
   }
   for (size_t i = 0; i < *n; i++) {
     struct keyed *k = &(*v)[i];
     k->s.total_ns = k->comp_sum;
     k->s.avg_ns = k->s.timed ? k->comp_sum / (double)k->s.timed : 0;
-    k->s.algbw_gbps = k->comp_sum > 0 ? (double)k->completed_bytes / k->comp_sum : 0; /* as summary's algbw */
+    /* as summary's algbw (lens_summary_algbw): the execution of the tasks the job view decomposed, never the
+     * completion time, which holds each rank's wait for the last */
+    k->s.bw_known = k->exec_tasks && k->exec_ns;
+    k->s.algbw_gbps = k->s.bw_known ? (double)k->exec_bytes / (double)k->exec_ns : 0;
     k->s.busbw_gbps = k->s.algbw_gbps * lens_job_busbw_factor(k->func, g->nranks);
   }
   return 0;

@@ -48,7 +48,10 @@ struct lens_diff_side {
   double avg_ns;       /* mean execution or completion */
   double p50_ns;       /* median execution, 0 unknown (completion) */
   double total_ns;     /* avg x timed: the row's weight */
+  /* from the job view's execution only, never a completion time (which
+   * holds the wait for a late rank); bw_known 0: none was decomposed */
   double busbw_gbps, algbw_gbps;
+  int bw_known;
   const char *algo, *proto; /* the most frequent (summary rows), NULL unknown */
   /* execution rows only (0 otherwise), means over the timed instances */
   double wait_ns;      /* each instance's longest wait: how late its last rank was */

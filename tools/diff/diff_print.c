@@ -42,6 +42,12 @@ static const char *nz(const char *s) { return s && *s ? s : "-"; }
 
 static int streq_safe(const char *x, const char *y) { return !strcmp(nz(x), nz(y)); }
 
+/* A side's busbw, "-" when the job view decomposed none of its operations. */
+static void bw_text(const struct lens_diff_side *s, char *buf, size_t len) {
+  if (s->bw_known) snprintf(buf, len, "%.2f", s->busbw_gbps);
+  else snprintf(buf, len, "-");
+}
+
 static void row_text(FILE *f, const struct lens_diff_run *a, const struct lens_diff_run *b, const struct lens_diff *d,
                      const struct lens_diff_row *r) {
   char cl[64], size[32], ta[24], tb[24], ch[24] = "", cnt[48], bw[40] = "-", al[64] = "";
@@ -57,8 +63,11 @@ static void row_text(FILE *f, const struct lens_diff_run *a, const struct lens_d
   else if (r->moved == LENS_DIFF_MOVED_WAIT) snprintf(ch, sizeof ch, "wait %s", r->wait_change_ns > 0 ? "+" : "-");
   else if (r->change != 0) snprintf(ch, sizeof ch, "%+.1f%%", r->change * 100);
   else snprintf(ch, sizeof ch, "%s", lens_diff_status_name(r->status));
-  if (r->a.present && r->b.present) snprintf(bw, sizeof bw, "%.2f -> %.2f", r->a.busbw_gbps, r->b.busbw_gbps);
-  else snprintf(bw, sizeof bw, "%.2f", r->a.present ? r->a.busbw_gbps : r->b.busbw_gbps);
+  char bwa[16], bwb[16];
+  bw_text(&r->a, bwa, sizeof bwa);
+  bw_text(&r->b, bwb, sizeof bwb);
+  if (r->a.present && r->b.present) snprintf(bw, sizeof bw, "%s -> %s", bwa, bwb);
+  else snprintf(bw, sizeof bw, "%s", r->a.present ? bwa : bwb);
   if (r->metric == LENS_DIFF_COMPLETION && r->a.present && r->b.present &&
       (!streq_safe(r->a.algo, r->b.algo) || !streq_safe(r->a.proto, r->b.proto)))
     snprintf(al, sizeof al, "  %s/%s -> %s/%s", nz(r->a.algo), nz(r->a.proto), nz(r->b.algo), nz(r->b.proto));
@@ -134,10 +143,12 @@ static void side_json(FILE *f, const struct lens_diff_side *s) {
   else fputs("null", f);
   fputs(",\"time_total_ns\":", f);
   lens_json_double(f, s->total_ns);
-  fputs(",\"busbw_gbps\":", f);
-  lens_json_double(f, s->busbw_gbps);
+  fputs(",\"busbw_gbps\":", f); /* null: nothing decomposed (never a bandwidth over a completion time) */
+  if (s->bw_known) lens_json_double(f, s->busbw_gbps);
+  else fputs("null", f);
   fputs(",\"algbw_gbps\":", f);
-  lens_json_double(f, s->algbw_gbps);
+  if (s->bw_known) lens_json_double(f, s->algbw_gbps);
+  else fputs("null", f);
   if (s->wall_ns > 0) {
     fputs(",\"wait_ns\":", f);
     lens_json_double(f, s->wait_ns);

@@ -84,7 +84,9 @@ static void collectives(FILE *f, const struct lens_summary *s) {
   fprintf(f, "## Collectives and point-to-point, per communicator\n\n"
              "Times in us. enqueue: API call start → Coll/P2p stop (host). completion: its kernel's launch (else the Coll/P2p start, which NCCL makes after the launch) → its last "
              "ProxyOp/KernelCh stop, on each rank: it includes the rank's wait for the last rank to arrive (the job "
-             "view above splits it). algbw: bytes / completion time, GB/s. ch GPU: per-channel kernel time.\n\n");
+             "view above splits it). algbw: bytes / execution, GB/s, over the operations the job view decomposed "
+             "(the span of the rank that started last: no rank's wait counted; - when it decomposed none). ch GPU: "
+             "per-channel kernel time.\n\n");
   if (!s->n_rows) {
     fprintf(f, s->n_ce_rows ? "No kernel collective or point-to-point operations: only copy-engine ones (below).\n\n"
                             : "No collective or point-to-point operations in these traces.\n\n");

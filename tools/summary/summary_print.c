@@ -27,19 +27,22 @@ size_t lens_summary_distinct_comms(const struct lens_model *m) {
   return n;
 }
 
+/* Bytes over the job view's execution, never over a completion time: a
+ * rank's completion holds its wait for the last rank to arrive, and bytes
+ * over it read a late peer as a slow network. */
 double lens_summary_algbw(const struct lens_sum_row *r) {
-  return r->completion.sum ? (double)r->completed_bytes / (double)r->completion.sum : 0.0;
+  return r->exec_tasks && r->exec_ns ? (double)r->exec_bytes / (double)r->exec_ns : 0.0;
 }
 
 const char *lens_summary_algbw_text(const struct lens_sum_row *r, char *buf, size_t len) {
-  /* "-" without a completion time; else GB/s (10^9 bytes a second = bytes
-   * per ns, the unit of every view: docs/cli.md) to three significant
-   * digits, so small operations do not print 0.000. */
-  if (!r->completion.n || !r->completion.sum) {
+  /* "-" when no task of the row was decomposed; else GB/s (10^9 bytes a
+   * second = bytes per ns, the unit of every view: docs/cli.md) to three
+   * significant digits, so small operations do not print 0.000. */
+  if (!r->exec_tasks || !r->exec_ns) {
     snprintf(buf, len, "-");
     return buf;
   }
-  snprintf(buf, len, "%.3g", (double)r->completed_bytes / (double)r->completion.sum);
+  snprintf(buf, len, "%.3g", lens_summary_algbw(r));
   return buf;
 }
 
@@ -273,7 +276,8 @@ void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct l
   free(o);
   if (s->n_rows)
     fprintf(f, "  completion: kernel launch (else Coll start) -> last channel/proxy stop on each rank,\n"
-               "  so it includes the rank's wait for the last rank (the job view splits it)%s\n",
+               "  so it includes the rank's wait for the last rank (the job view splits it);\n"
+               "  algbw: bytes / the job view's execution of the ops it decomposed, no wait (- if none)%s\n",
             s->wide ? "" : "\n  (--wide adds per-channel GPU time and proxy ops/steps/bytes)");
   print_ce_text(f, s);
   if (!s->n_rows && !s->n_ce_rows) fprintf(f, "\nno collective or point-to-point operations in these traces\n");
@@ -370,7 +374,9 @@ void lens_summary_print_json(FILE *f, const struct lens_model *m, const struct l
               size, r->bucket, r->count, r->bytes, r->graph);
       stat_json(f, "enqueue", &r->enqueue);
       stat_json(f, "completion", &r->completion);
-      fprintf(f, ",\"completed_bytes\":%" PRIu64 ",\"algbw_gbps\":", r->completed_bytes);
+      fprintf(f, ",\"completed_bytes\":%" PRIu64 ",\"exec_tasks\":%" PRIu64 ",\"exec_bytes\":%" PRIu64
+                 ",\"exec_ns\":%" PRIu64 ",\"algbw_gbps\":",
+              r->completed_bytes, r->exec_tasks, r->exec_bytes, r->exec_ns);
       lens_json_double(f, lens_summary_algbw(r));
       stat_json(f, "gpu_channel", &r->gpu_channel);
       fprintf(f, ",\"proxy\":{\"ops\":%" PRIu64 ",\"steps\":%" PRIu64 ",\"bytes\":%" PRIu64 "}}", r->proxy_ops,

@@ -23,9 +23,11 @@ void lens_summary_print_clocks_text(FILE *f, const struct lens_model *m, const s
 /* The plugin's WARN lines mirrored into the traces (summary_notes.c); markdown for report. */
 void lens_summary_print_notes(FILE *f, const struct lens_model *m, int markdown);
 void lens_summary_print_clocks_json(FILE *f, const struct lens_model *m, const struct lens_summary_align *al); /* ,"clocks":[...] */
-/* Algorithm bandwidth of a row in GB/s (bytes / completion ns); 0 if unknown. */
+/* Algorithm bandwidth of a row in GB/s: the bytes of its tasks the job view
+ * decomposed / their instances' execution (exec_bytes / exec_ns, no wait
+ * for a peer counted); 0 when none was (exec_tasks 0). */
 double lens_summary_algbw(const struct lens_sum_row *r);
-/* The algbw for people: "12.3 GB/s", "812 kB/s", "-" when no op completed. */
+/* The algbw for people, as GB/s to three digits ("12.3", "0.0907"); "-" when no task was decomposed. */
 const char *lens_summary_algbw_text(const struct lens_sum_row *r, char *buf, size_t len);
 /* Communicators (comm id and name) among the model's inits, one per rank each. */
 size_t lens_summary_distinct_comms(const struct lens_model *m);

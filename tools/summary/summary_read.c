@@ -90,7 +90,7 @@ int lens_summary_read_with(const char *cmd, struct lens_trace_cli *c, uint64_t j
     r->have_hang = 1;
   }
   for (size_t g = 0; g < ng; g++)
-    if (lens_summary_merge(&r->s, r->out.parts[PASS_SUMMARY * ng + g], r->out.bases[g].thread)) goto oom;
+    if (lens_summary_merge(&r->s, r->out.parts[PASS_SUMMARY * ng + g], &r->out.bases[g])) goto oom;
   /* The summaries are merged: their parts go now, before the job reduce. */
   for (size_t g = 0; g < ng; g++) {
     summary_part_free(r->out.parts[PASS_SUMMARY * ng + g]);
@@ -109,6 +109,8 @@ int lens_summary_read_with(const char *cmd, struct lens_trace_cli *c, uint64_t j
   r->job_skel = lens_job_skeleton(r->parts, ng);
   if (!r->job_skel || lens_job_reduce_consume(r->parts, ng, &r->j, job_min_wait_ns)) goto oom;
   r->have_job = 1;
+  /* each row's execution, while the job's rows still name their events: algbw never counts a wait */
+  lens_summary_exec(&r->s, &r->j);
   /* Rows reduced from records have no events: the hosts are placed from
    * the clocks and rank ends the map kept with the records (as job does). */
   int32_t *events = NULL; /* LENS_SUMMARY_READ_EVENTS: given back after the alignment */

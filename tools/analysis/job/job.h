@@ -150,6 +150,12 @@ void lens_job_free(struct lens_job *j);
 /* Whether an instance's last rank made the others wait past the threshold:
  * the instances that count for a straggler (times_last, wait_caused_ns). */
 int lens_job_inst_straggles(const struct lens_job *j, const struct lens_job_inst *in);
+/* Whether the job view decomposed an instance: seen on more than one rank
+ * of a communicator of more than one, and its execution (the span of the
+ * rank that started last) split from the waits. The instances a row's
+ * `decomposed` counts, and the only ones whose exec_ns any view may use as
+ * the time an operation worked (summary's algbw, diff). */
+int lens_job_inst_decomposed(const struct lens_job_inst *in);
 /* nccl-tests bus bandwidth factor of func for n ranks. */
 double lens_job_busbw_factor(const char *func, int nranks);
 /* Hostname of a process ("" unknown). */

@@ -438,6 +438,8 @@ static int row_cmp(const void *x, const void *y) {
  * of a communicator of more than one. */
 static int multi_rank(const struct lens_job_inst *in) { return in->nranks >= 2 && in->ranks_seen >= 2; }
 
+int lens_job_inst_decomposed(const struct lens_job_inst *in) { return multi_rank(in) && in->exec_ns; }
+
 static int rows(struct lens_job *j) {
   size_t n = j->n_insts;
   size_t *idx = malloc((n ? n : 1) * sizeof *idx);
@@ -477,7 +479,7 @@ static int rows(struct lens_job *j) {
       const struct lens_job_inst *in = &j->insts[idx[q]];
       if (!multi_rank(in)) continue;
       row->count++;
-      if (!in->exec_ns) continue;
+      if (!lens_job_inst_decomposed(in)) continue;
       row->decomposed++;
       ex[ne++] = in->exec_ns;
       exec_sum += (double)in->exec_ns;

@@ -1,6 +1,7 @@
 /* See summary_analysis.h. */
 #include "summary_analysis.h"
 
+#include "job.h"
 #include "proxy_levels.h"
 
 #include <stdio.h>
@@ -27,6 +28,19 @@ static int streq(const char *a, const char *b) { return a == b || (a && b && !st
 static int grow(void **arr, size_t n, size_t es) {
   if (n & (n - 1) && n) return 0; /* capacity doubles at powers of two */
   void *p = realloc(*arr, (n ? n * 2 : 8) * es);
+  if (!p) return -1;
+  *arr = p;
+  return 0;
+}
+
+/* arr holding have elements (its room the power of two at or above, as
+ * grow() and reserve() leave it) gets room for want. */
+static int reserve(void **arr, size_t have, size_t want, size_t es) {
+  size_t room = 8, need = 8;
+  while (room < have) room *= 2;
+  if (*arr && want <= room) return 0;
+  while (need < want) need *= 2;
+  void *p = realloc(*arr, need * es);
   if (!p) return -1;
   *arr = p;
   return 0;
@@ -289,9 +303,28 @@ static int proxies(const struct lens_model *m, struct lens_summary *s) {
   return 0;
 }
 
+/* Room for the model's Coll/P2p tasks, as one group whose processes are
+ * the model's. */
+static int tasks_alloc(const struct lens_model *m, struct lens_summary *s) {
+  size_t n = 0;
+  for (size_t i = 0; i < m->n_events; i++) n += m->events[i].type == LENS_T_COLL || m->events[i].type == LENS_T_P2P;
+  /* the room a merge into s expects (reserve) */
+  if (reserve((void **)&s->tasks, 0, n, sizeof *s->tasks) ||
+      reserve((void **)&s->task_first, 0, 2, sizeof *s->task_first) ||
+      reserve((void **)&s->task_proc, 0, 2, sizeof *s->task_proc))
+    return -1;
+  s->n_task_groups = 1;
+  s->task_first[0] = s->task_first[1] = 0;
+  s->task_proc[0] = 0, s->task_proc[1] = m->n_procs;
+  return 0;
+}
+
 static int map_events(const struct lens_model *m, struct lens_summary *s) {
   int32_t *cache = malloc((m->n_comms + 1) * sizeof *cache);
-  if (!cache) return -1;
+  if (!cache || tasks_alloc(m, s)) {
+    free(cache);
+    return -1;
+  }
   for (size_t c = 0; c <= m->n_comms; c++) cache[c] = -1;
   size_t last = 0;
   for (size_t i = 0; i < m->n_events; i++) {
@@ -329,7 +362,11 @@ static int map_events(const struct lens_model *m, struct lens_summary *s) {
       return -1;
     }
     add_op(m, r, e);
+    /* the job view names a task by an int32 event index: one past it is named by none */
+    if (i <= INT32_MAX)
+      s->tasks[s->n_tasks++] = (struct lens_sum_task){lens_event_bytes(m, e), (uint32_t)i, (uint32_t)(r - s->rows)};
   }
+  s->task_first[1] = s->n_tasks;
   free(cache);
   return 0;
 }
@@ -403,9 +440,35 @@ static int32_t merge_group(struct lens_summary *into, const struct lens_sum_grou
   return (int32_t)into->n_groups++;
 }
 
-int lens_summary_merge(struct lens_summary *into, const struct lens_summary *part, size_t thread_base) {
+/* part's tasks after into's, their rows into's (rmap), each of part's
+ * groups one of into's whose processes start proc_base further on. */
+static int merge_tasks(struct lens_summary *into, const struct lens_summary *part, const uint32_t *rmap,
+                       size_t proc_base) {
+  size_t ng = into->n_task_groups + part->n_task_groups;
+  if (!part->n_task_groups) return 0;
+  if (reserve((void **)&into->tasks, into->n_tasks, into->n_tasks + part->n_tasks, sizeof *into->tasks) ||
+      reserve((void **)&into->task_first, into->n_task_groups + 1, ng + 1, sizeof *into->task_first) ||
+      reserve((void **)&into->task_proc, into->n_task_groups + 1, ng + 1, sizeof *into->task_proc))
+    return -1;
+  size_t t0 = into->n_tasks;
+  for (size_t i = 0; i < part->n_tasks; i++) {
+    struct lens_sum_task t = part->tasks[i];
+    t.row = rmap[t.row];
+    into->tasks[into->n_tasks++] = t;
+  }
+  for (size_t h = 0; h <= part->n_task_groups; h++) {
+    into->task_first[into->n_task_groups + h] = t0 + part->task_first[h];
+    into->task_proc[into->n_task_groups + h] = proc_base + part->task_proc[h];
+  }
+  into->n_task_groups = ng;
+  return 0;
+}
+
+int lens_summary_merge(struct lens_summary *into, const struct lens_summary *part,
+                       const struct lens_model_base *base) {
   int32_t *gmap = malloc((part->n_groups + 1) * sizeof *gmap);
-  if (!gmap) return -1;
+  uint32_t *rmap = malloc((part->n_rows + 1) * sizeof *rmap);
+  if (!gmap || !rmap) goto oom;
   for (size_t g = 0; g < part->n_groups; g++)
     if ((gmap[g] = merge_group(into, &part->groups[g])) < 0) goto oom;
   size_t last = 0;
@@ -415,6 +478,7 @@ int lens_summary_merge(struct lens_summary *into, const struct lens_summary *par
     struct lens_sum_row *r = row_of(into, gmap[p->group], p->func, p->algo, p->proto, p->bucket, p->user_tag,
                                     p->kernel_variant, &last);
     if (!r) goto oom;
+    rmap[i] = (uint32_t)(r - into->rows);
     if (into->n_rows > n0) { /* new (pointing at part's strings): its own copies of them */
       *r = *p;
       r->group = gmap[p->group];
@@ -430,6 +494,9 @@ int lens_summary_merge(struct lens_summary *into, const struct lens_summary *par
     stat_merge(&r->enqueue, &p->enqueue);
     stat_merge(&r->completion, &p->completion);
     r->completed_bytes += p->completed_bytes;
+    r->exec_tasks += p->exec_tasks;
+    r->exec_bytes += p->exec_bytes;
+    r->exec_ns += p->exec_ns;
     stat_merge(&r->gpu_channel, &p->gpu_channel);
     r->proxy_ops += p->proxy_ops;
     r->proxy_steps += p->proxy_steps;
@@ -471,8 +538,9 @@ int lens_summary_merge(struct lens_summary *into, const struct lens_summary *par
     if (grow((void **)&into->proxies, into->n_proxies, sizeof *into->proxies)) goto oom;
     struct lens_sum_proxy *x = &into->proxies[into->n_proxies++];
     *x = part->proxies[i];
-    x->thread += (int32_t)thread_base;
+    x->thread += (int32_t)base->thread;
   }
+  if (merge_tasks(into, part, rmap, base->proc)) goto oom;
   for (int b = 0; b < 32; b++) into->acc_counts[b] += part->acc_counts[b], into->evf_counts[b] += part->evf_counts[b];
   for (int k = 0; k < 3; k++) into->time_source[k] += part->time_source[k];
   into->kernel_ch += part->kernel_ch;
@@ -480,14 +548,70 @@ int lens_summary_merge(struct lens_summary *into, const struct lens_summary *par
   into->events += part->events;
   if (lens_starvation_merge(&into->starvation, &part->starvation)) goto oom;
   free(gmap);
+  free(rmap);
   return 0;
 oom:
   free(gmap);
+  free(rmap);
   return -1;
 }
 
+static void tasks_free(struct lens_summary *s) {
+  free(s->tasks);
+  free(s->task_first);
+  free(s->task_proc);
+  s->tasks = NULL, s->task_first = s->task_proc = NULL;
+  s->n_tasks = s->n_task_groups = 0;
+}
+
+/* The task a job rank record names: the group holding its process (the last
+ * whose processes start at or before it), then its event there. */
+static const struct lens_sum_task *task_of(const struct lens_summary *s, const struct lens_job_rank *rk) {
+  if (rk->proc < 0 || rk->event < 0 || !s->n_task_groups) return NULL;
+  size_t proc = (size_t)rk->proc, g = 0, lo = 0, hi = s->n_task_groups;
+  if (proc < s->task_proc[0] || proc >= s->task_proc[s->n_task_groups]) return NULL;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (s->task_proc[mid] <= proc) g = mid, lo = mid + 1;
+    else hi = mid;
+  }
+  uint32_t ev = (uint32_t)rk->event;
+  lo = s->task_first[g], hi = s->task_first[g + 1];
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (s->tasks[mid].event < ev) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < s->task_first[g + 1] && s->tasks[lo].event == ev ? &s->tasks[lo] : NULL;
+}
+
+void lens_summary_exec(struct lens_summary *s, const struct lens_job *j) {
+  for (size_t i = 0; j && i < j->n_insts; i++) {
+    const struct lens_job_inst *in = &j->insts[i];
+    if (!lens_job_inst_decomposed(in) || in->first_rank > j->n_ranks || in->n_ranks > j->n_ranks - in->first_rank)
+      continue;
+    for (size_t k = 0; k < in->n_ranks; k++) {
+      const struct lens_sum_task *t = task_of(s, &j->ranks[in->first_rank + k]);
+      if (!t || t->row >= s->n_rows) continue;
+      struct lens_sum_row *r = &s->rows[t->row];
+      r->exec_tasks++;
+      r->exec_bytes += t->bytes;
+      r->exec_ns += in->exec_ns;
+    }
+  }
+  tasks_free(s);
+}
+
 int lens_summary_build(const struct lens_model *m, struct lens_summary *s, int analyses_ran) {
-  return lens_summary_map(m, s, analyses_ran);
+  if (lens_summary_map(m, s, analyses_ran)) return -1;
+  struct lens_job j;
+  if (lens_job_build(m, &j, 0)) {
+    lens_summary_free(s);
+    return -1;
+  }
+  lens_summary_exec(s, &j);
+  lens_job_free(&j);
+  return 0;
 }
 
 void lens_summary_free(struct lens_summary *s) {
@@ -496,6 +620,7 @@ void lens_summary_free(struct lens_summary *s) {
   free(s->rows);
   free(s->proxies);
   free(s->ce_rows);
+  tasks_free(s);
   lens_starvation_free(&s->starvation);
   memset(s, 0, sizeof *s);
 }

@@ -8,7 +8,13 @@
  * Merge keys: a communicator by (comm_id, name), never a model index (its
  * ranks on many hosts are one group); a row by its communicator and (func,
  * user tag, algo, kernel variant, proto, size bucket). Counts, sums and
- * maxima add up, so the merge is exact. */
+ * maxima add up, so the merge is exact.
+ *
+ * A row's execution (exec_*) is the job view's (analysis/job/job.h), known
+ * only once every group's job partial is reduced: the map keeps each
+ * Coll/P2p task's event index, row and bytes (lens_sum_task), the merge
+ * gathers them per group, and lens_summary_exec adds the decomposed
+ * instances' execution to their rows. */
 #ifndef NCCL_LENS_SUMMARY_ANALYSIS_H
 #define NCCL_LENS_SUMMARY_ANALYSIS_H
 
@@ -17,6 +23,8 @@
 
 #include "lensread.h"
 #include "starvation.h"
+
+struct lens_job;
 
 struct lens_stat { uint64_t n, sum, max; };
 
@@ -31,6 +39,12 @@ struct lens_sum_row {
   struct lens_stat enqueue;    /* API start (or op start) -> op stop */
   struct lens_stat completion; /* its kernel's launch (else op start) -> completion (last ProxyOp / KernelCh) */
   uint64_t completed_bytes;    /* bytes of ops that have a completion time */
+  /* The job view's execution of the row's tasks (lens_summary_exec): the
+   * tasks whose instance it decomposed (lens_job_inst_decomposed), their
+   * bytes and the sum of their instance's exec_ns (the span of the rank
+   * that started last: no rank's wait for its peers). algbw = exec_bytes /
+   * exec_ns; unknown when exec_tasks is 0. */
+  uint64_t exec_tasks, exec_bytes, exec_ns;
   struct lens_stat gpu_channel; /* per KernelCh: mapped or pTimer duration */
   uint64_t proxy_ops, proxy_steps, proxy_bytes;
   uint64_t graph;           /* ops from graph replays */
@@ -68,6 +82,11 @@ struct lens_sum_proxy {
   uint64_t first_ns, last_ns, span_ns; /* first ProxyCtrl start -> last stop */
 };
 
+/* A Coll/P2p task of a mapped model, kept until the job view is known: its
+ * index in its group's model (as lens_job_rank.event names it), its row in
+ * the summary holding it, its bytes. */
+struct lens_sum_task { uint64_t bytes; uint32_t event, row; };
+
 struct lens_summary {
   struct lens_sum_group *groups; size_t n_groups;
   struct lens_sum_row *rows; size_t n_rows;
@@ -85,6 +104,12 @@ struct lens_summary {
   /* the hang analysis (hang_analysis.h) when the command ran it; JSON "hang"
    * is null without it. Not owned. */
   const struct lens_hang_report *hang;
+  /* The tasks for lens_summary_exec, per group by event: group g's are
+   * tasks[task_first[g] .. task_first[g + 1]), its processes start at
+   * task_proc[g] (task_proc[n_task_groups]: the end of the last group's) in
+   * the skeleton lens_job_rank.proc indexes. Freed by lens_summary_exec. */
+  struct lens_sum_task *tasks; size_t n_tasks;
+  size_t *task_first, *task_proc; size_t n_task_groups;
 };
 struct lens_hang_report;
 
@@ -100,11 +125,19 @@ struct lens_hang_report;
  * position, which a folded step no longer has). */
 int lens_summary_map(const struct lens_model *m, struct lens_summary *s, int analyses_ran);
 /* Merge: adds part (mapped from the next group, in input order) to into;
- * thread_base is where that group's threads start in the skeleton
- * (lens_passes_out.bases[g].thread). into starts zeroed. 0, or -1 out of
- * memory (into keeps what it had, to be freed). */
-int lens_summary_merge(struct lens_summary *into, const struct lens_summary *part, size_t thread_base);
-/* The summary of a whole model: the map of it as one group. */
+ * base is where that group's threads and processes start in the skeleton
+ * (lens_passes_out.bases[g]). into starts zeroed. 0, or -1 out of memory
+ * (into keeps what it had, to be freed). */
+int lens_summary_merge(struct lens_summary *into, const struct lens_summary *part,
+                       const struct lens_model_base *base);
+/* After the merge of every group, with the job view of the same groups
+ * (its ranks' proc and event as the reduce made them, before anything
+ * resets the events): adds each decomposed instance's execution to the row
+ * of each of its rank tasks (exec_*), then frees the tasks. A task no
+ * decomposed instance names adds nothing. */
+void lens_summary_exec(struct lens_summary *s, const struct lens_job *j);
+/* The summary of a whole model: the map of it as one group, with its job
+ * view's execution (lens_job_build, lens_summary_exec). */
 int lens_summary_build(const struct lens_model *m, struct lens_summary *s, int analyses_ran);
 void lens_summary_free(struct lens_summary *s);
 
