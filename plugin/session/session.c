@@ -144,9 +144,11 @@ static void session_open(int api_version, int mask, lens_nccl_logger_t logfn) {
 }
 
 /* Last finalize, or exit without finalize (lock held). The writer does the
- * final drain, FINI and close; we wait for it at most NCCL_LENS_FLUSH_TIMEOUT_MS
- * (a stalled output file system must not hang NCCL's finalize or the exit),
- * then carry on and let it finish on its own. */
+ * final drain, FINI and close; we wait for it while it makes progress, at
+ * most NCCL_LENS_FLUSH_TIMEOUT_MS without a chunk written and 10 times that
+ * in all (a stalled output file system must not hang NCCL's finalize or the
+ * exit; a slow one still gets the end of the trace), then carry on and let
+ * it finish on its own. */
 static void session_close(uint32_t reason) {
   const struct lens_config *c = lens_config_get();
   if (reason == 1) {
@@ -158,8 +160,9 @@ static void session_close(uint32_t reason) {
   int done = lens_writer_close_session(reason, c->flush_timeout_ms) == 0;
   if (!done)
     lens_log_once(&g_flush_once, LENS_LOG_WARN,
-                  "nccl-lens: the trace writer did not finish within %u ms (NCCL_LENS_FLUSH_TIMEOUT_MS; is the file "
-                  "system of %s stalled?); NCCL goes on and the writer finishes the trace when its I/O returns",
+                  "nccl-lens: the trace writer did not finish within %u ms without writing a chunk, or 10 times that "
+                  "in all (NCCL_LENS_FLUSH_TIMEOUT_MS; is the file system of %s stalled?); NCCL goes on and the "
+                  "writer finishes the trace when its I/O returns",
                   c->flush_timeout_ms, c->out_dir);
   lens_mask_ptr = NULL;
   if (reason == 1) {

@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <stddef.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,11 @@ static int g_fd = -1;
 static uint64_t g_end;      /* file size after the last good chunk */
 static uint64_t g_seq;      /* next chunk number in the file */
 static uint32_t g_session;  /* session number being written */
+/* Chunks the writer got through, written or not (a failed write returns
+ * too), dumps included: what a finalize waiting for the writer watches to
+ * tell a slow file system from a stalled one. Read without g_mu, which a
+ * write blocked in the kernel holds. */
+static _Atomic uint64_t g_progress;
 static uint64_t g_chunks;   /* chunks written this session */
 static char g_path[PATH_MAX];
 static int g_err_once, g_nofile_once, g_removed_once;
@@ -285,7 +291,7 @@ static void chunk_hdr(struct lens_chunk_hdr *h, uint16_t type, uint32_t len, uin
   h->hdr_crc = lens_crc32c(0, h, offsetof(struct lens_chunk_hdr, hdr_crc));
 }
 
-int lens_tf_write_parts(uint16_t type, const struct iovec *parts, int n) {
+static int write_parts(uint16_t type, const struct iovec *parts, int n) {
   static const uint8_t zeros[8];
   if (n < 0 || n > 4) return -1;
   /* The payload CRC needs no lock: compute it before taking the mutex. */
@@ -345,6 +351,14 @@ int lens_tf_write_parts(uint16_t type, const struct iovec *parts, int n) {
   return 0;
 }
 
+int lens_tf_write_parts(uint16_t type, const struct iovec *parts, int n) {
+  int rc = write_parts(type, parts, n);
+  atomic_fetch_add_explicit(&g_progress, 1, memory_order_release);
+  return rc;
+}
+
+uint64_t lens_tf_progress(void) { return atomic_load_explicit(&g_progress, memory_order_acquire); }
+
 int lens_tf_write(uint16_t type, const void *payload, uint32_t len) {
   struct iovec part = {(void *)payload, len};
   return lens_tf_write_parts(type, &part, len ? 1 : 0);
@@ -396,6 +410,7 @@ static void dump_write(struct dump_ctx *d, uint16_t type, uint32_t session, cons
   uint32_t pad = lens_chunk_padding(len);
   struct iovec iov[3] = {{&h, sizeof h}, {(void *)payload, len}, {(void *)zeros, pad}};
   ssize_t w = writev(d->fd, iov, 3);
+  atomic_fetch_add_explicit(&g_progress, 1, memory_order_release);
   if (w != (ssize_t)(sizeof h + len + pad)) {
     d->failed = 1;
     if (ftruncate(d->fd, (off_t)d->end) != 0) { /* a torn chunk stays: readers stop there */

@@ -26,6 +26,10 @@ struct iovec;
 int lens_tf_write_parts(uint16_t type, const struct iovec *parts, int n);
 /* Chunks written in the current session. */
 uint64_t lens_tf_chunks(void);
+/* Chunk writes returned so far (any session, failed ones too), lock-free:
+ * grows while the file system takes chunks, stands still while a write
+ * blocks in the kernel. */
+uint64_t lens_tf_progress(void);
 void lens_tf_close(void);
 const char *lens_tf_path(void); /* absolute path, "" when none */
 /* Writer, every 100 ms: 1 when the trace file was found removed (a new one

@@ -925,23 +925,50 @@ int lens_writer_post(uint16_t chunk_type, const void *payload, uint32_t len) {
   return post(CTL_CHUNK, chunk_type, 0, copy, len, NULL);
 }
 
-/* Posts kind and waits until the writer has done it, at most timeout_ms. */
+/* How long a finalize or the exit handler waits for the writer: timeout_ms
+ * (NCCL_LENS_FLUSH_TIMEOUT_MS) without progress, lens_tf_progress standing
+ * still, not in all. A stalled file system (a write blocked in the kernel)
+ * costs timeout_ms, as before; a slow one that keeps taking chunks gets the
+ * end of the trace written instead of cut, up to FLUSH_WAIT_CAP times
+ * timeout_ms in all (the job's threads may go on recording while it ends, so
+ * "while progress" alone could wait for ever). */
+#define FLUSH_WAIT_CAP 10u
+#define FLUSH_WAIT_SLICE_NS 50000000ull /* how often a waiter looks at the progress */
+
+static uint64_t mono_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* g_mu held (and held again on return). 1 when ticket t is done, or, with
+ * or_stopped, the writer is gone. */
+static int wait_ticket_locked(uint64_t t, unsigned timeout_ms, int or_stopped) {
+  const uint64_t timeout = (uint64_t)timeout_ms * 1000000ull, start = mono_now_ns();
+  const uint64_t limit = start + FLUSH_WAIT_CAP * timeout;
+  uint64_t seen = lens_tf_progress(), quiet_since = start;
+  while (!(g_ticket_done >= t || (or_stopped && !g_running))) {
+    uint64_t now = mono_now_ns(), p = lens_tf_progress();
+    if (p != seen) seen = p, quiet_since = now; /* a chunk got through: the writer moves */
+    uint64_t dl = quiet_since + timeout < limit ? quiet_since + timeout : limit;
+    if (now >= dl) break;
+    uint64_t wake = now + FLUSH_WAIT_SLICE_NS < dl ? now + FLUSH_WAIT_SLICE_NS : dl;
+    struct timespec ts = {(time_t)(wake / 1000000000ull), (long)(wake % 1000000000ull)};
+    pthread_cond_timedwait(&g_done_cv, &g_mu, &ts); /* woken by the writer, or to look again */
+  }
+  return g_ticket_done >= t || (or_stopped && !g_running);
+}
+
+/* Posts kind and waits until the writer has done it (wait_ticket_locked). */
 static int post_and_wait(int kind, uint32_t reason, unsigned timeout_ms) {
   init_cvs();
-  struct timespec dl;
-  clock_gettime(CLOCK_MONOTONIC, &dl);
-  uint64_t ns = (uint64_t)dl.tv_nsec + (uint64_t)timeout_ms * 1000000ull;
-  dl.tv_sec += (time_t)(ns / 1000000000ull);
-  dl.tv_nsec = (long)(ns % 1000000000ull);
   uint64_t t = 0;
   pthread_mutex_lock(&g_mu);
   if (post_locked(kind, 0, reason, NULL, 0, &t) != 0) {
     pthread_mutex_unlock(&g_mu);
     return -1;
   }
-  while (g_ticket_done < t)
-    if (pthread_cond_timedwait(&g_done_cv, &g_mu, &dl) == ETIMEDOUT) break;
-  int done = g_ticket_done >= t;
+  int done = wait_ticket_locked(t, timeout_ms, 0);
   pthread_mutex_unlock(&g_mu);
   return done ? 0 : -1;
 }
@@ -967,16 +994,8 @@ int lens_writer_close_session(uint32_t reason, unsigned timeout_ms) {
 
 int lens_writer_wait_done(unsigned timeout_ms) {
   init_cvs();
-  struct timespec dl;
-  clock_gettime(CLOCK_MONOTONIC, &dl);
-  uint64_t ns = (uint64_t)dl.tv_nsec + (uint64_t)timeout_ms * 1000000ull;
-  dl.tv_sec += (time_t)(ns / 1000000000ull);
-  dl.tv_nsec = (long)(ns % 1000000000ull);
   pthread_mutex_lock(&g_mu);
-  uint64_t t = g_ticket_next - 1;
-  while (g_running && g_ticket_done < t)
-    if (pthread_cond_timedwait(&g_done_cv, &g_mu, &dl) == ETIMEDOUT) break;
-  int done = !g_running || g_ticket_done >= t;
+  int done = wait_ticket_locked(g_ticket_next - 1, timeout_ms, 1);
   pthread_mutex_unlock(&g_mu);
   return done ? 0 : -1;
 }

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -76,6 +77,17 @@ int open64(const char *path, int flags, ...) {
   int fd = stall_open("open64", path, flags, ap);
   va_end(ap);
   return fd;
+}
+
+/* ---- a slow file system: each writev of the process takes g_slow_writev_us
+ * longer (0: as the kernel does). ---- */
+static volatile int g_slow_writev_us;
+
+ssize_t writev(int fd, const struct iovec *iov, int iovcnt) {
+  static ssize_t (*real)(int, const struct iovec *, int);
+  if (!real) real = (ssize_t(*)(int, const struct iovec *, int))dlsym(RTLD_NEXT, "writev");
+  if (g_slow_writev_us && fd > 2) usleep((useconds_t)g_slow_writev_us);
+  return real(fd, iov, iovcnt);
 }
 
 static int64_t now_ns(void) {
@@ -343,6 +355,45 @@ static void test_exit_after_slow_finalize_completes_trace(void **state) {
   close(rfd);
 }
 
+/* ---- a slow file system that keeps taking chunks: finalize waits for the
+ * end of the trace although that takes several times the flush timeout (the
+ * timeout bounds a wait without progress: a stalled mount, above), and the
+ * trace is whole. Each chunk takes 60 ms; the burst's 15 or so chunks about
+ * 0.9 s, against a timeout of 300 ms and a cap of 10 times it. ---- */
+static int body_slow_progress(void) {
+  g_slow_writev_us = 60000;
+  struct plugin p;
+  if (plugin_open(&p, plugin_path())) return 1;
+  void *ctx = NULL;
+  if (p.v5->init(&ctx, 9, &g_mask, "slowfs", 1, 1, 0, test_logger) || !ctx) return 2;
+  emit_colls(&p, ctx, 8000); /* ~1 MB of fixed records: the ring holds them, the writer trails */
+  int64_t t0 = now_ns();
+  if (p.v5->finalize(ctx)) return 3;
+  int64_t fin = now_ns() - t0;
+  fprintf(stderr, "finalize waited %lld ms for a writer taking 60 ms a chunk (flush timeout %d ms)\n",
+          (long long)(fin / 1000000), FLUSH_MS);
+  if (test_log_count("did not finish within") != 0) return 4; /* it did not give up */
+  if (fin < (int64_t)FLUSH_MS * 1000000ll) return 5; /* the backlog really outlasted the timeout */
+  char path[512];
+  trace_path_for(path, sizeof path, g_dir, getpid());
+  struct trace_tally t;
+  if (trace_walk(path, &t) != 0 || !t.ok_header) return 6;
+  if (t.fini_reason[1] != 1) return 7; /* finalize returned after the FINI was written */
+  if (t.starts_by_type[LENS_T_COLL] != 8000) {
+    fprintf(stderr, "coll starts %llu\n", (unsigned long long)t.starts_by_type[LENS_T_COLL]);
+    return 8;
+  }
+  if (t.last_drops.ring_full || t.last_drops.write_errors) return 9;
+  g_slow_writev_us = 0;
+  return 0;
+}
+
+static void test_slow_fs_gets_whole_trace(void **state) {
+  (void)state;
+  make_tmp_dir(g_dir, sizeof g_dir, "stall-slowfs");
+  assert_int_equal(run_child(body_slow_progress), 0);
+}
+
 /* ---- a disk that stays full: losses show as gaps in the chunk numbers,
  * which the reader reports even when the DROPS chunk is lost too ---- */
 static int body_disk_stays_full(void) {
@@ -442,6 +493,7 @@ int main(void) {
       cmocka_unit_test(test_exit_while_stalled),
       cmocka_unit_test(test_stalled_write_recovers),
       cmocka_unit_test(test_exit_after_slow_finalize_completes_trace),
+      cmocka_unit_test(test_slow_fs_gets_whole_trace),
       cmocka_unit_test(test_disk_full_gaps_are_counted),
       cmocka_unit_test(test_header_written_when_space_returns),
   };
