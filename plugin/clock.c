@@ -1,6 +1,7 @@
 /* TSC detection and calibration. The anchor (tsc0, mono0) is taken once; the
  * rate is re-measured by the writer over an ever longer interval, so its
- * error shrinks as the job runs. Only the writer converts. */
+ * error shrinks as the job runs, and the conversion slews onto each new
+ * measurement (clock_conv.c). Only the writer converts. */
 #include "clock.h"
 
 #include <stdio.h>
@@ -11,9 +12,6 @@
 int lens_clock_use_tsc;
 
 struct lens_clock_conv lens_clock_conv; /* writer-owned after setup */
-#define g_tsc0 lens_clock_conv.tsc0
-#define g_mono0 lens_clock_conv.mono0
-#define g_ns_per_tick lens_clock_conv.ns_per_tick
 static int g_calibrated;
 
 uint64_t lens_real_ns(void) {
@@ -64,7 +62,7 @@ static void read_pair(uint64_t *tsc, uint64_t *mono) {
 
 void lens_clock_setup(int allow_tsc) {
   if (g_calibrated) {
-    lens_clock_use_tsc = allow_tsc && g_ns_per_tick > 0;
+    lens_clock_use_tsc = allow_tsc && lens_clock_conv.ns_per_tick > 0;
     return;
   }
   g_calibrated = 1;
@@ -72,26 +70,25 @@ void lens_clock_setup(int allow_tsc) {
     lens_clock_use_tsc = 0;
     return;
   }
-  uint64_t t1, m1;
-  read_pair(&g_tsc0, &g_mono0);
+  uint64_t t0, m0, t1, m1;
+  read_pair(&t0, &m0);
   struct timespec d = {0, 5 * 1000 * 1000};
   nanosleep(&d, NULL);
   read_pair(&t1, &m1);
-  if (t1 <= g_tsc0 || m1 <= g_mono0) {
+  if (t1 <= t0 || m1 <= m0) {
     lens_log(LENS_LOG_INFO, "nccl-lens: TSC calibration failed; using CLOCK_MONOTONIC on the hot path");
     lens_clock_use_tsc = 0;
     return;
   }
-  g_ns_per_tick = (double)(m1 - g_mono0) / (double)(t1 - g_tsc0);
+  lens_clock_conv_init(&lens_clock_conv, t0, m0, (double)(m1 - m0) / (double)(t1 - t0));
   lens_clock_use_tsc = 1;
 }
 
 void lens_clock_refine(void) {
   if (!lens_clock_use_tsc) return;
   uint64_t t, m;
-  read_pair(&t, &m);
-  if (m - g_mono0 < 1000000000ull || t <= g_tsc0) return; /* wait for 1 s of baseline */
-  g_ns_per_tick = (double)(m - g_mono0) / (double)(t - g_tsc0);
+  read_pair(&t, &m); /* after the records converted so far were read: on the chain's end */
+  lens_clock_conv_refine(&lens_clock_conv, t, m);
 }
 
-double lens_clock_ns_per_tick(void) { return lens_clock_use_tsc ? g_ns_per_tick : 0.0; }
+double lens_clock_ns_per_tick(void) { return lens_clock_use_tsc ? lens_clock_conv.ns_per_tick : 0.0; }

@@ -7,6 +7,8 @@
 
 #include <stdint.h>
 #include <time.h>
+
+#include "clock_conv.h"
 #if defined(__x86_64__)
 #include <x86intrin.h>
 #endif
@@ -28,23 +30,19 @@ static inline uint64_t lens_hot_now(void) {
 
 /* First init: decide the clock and calibrate (takes ~5 ms when TSC is used). */
 void lens_clock_setup(int allow_tsc);
-/* Writer: refine the TSC rate against CLOCK_MONOTONIC over a growing interval. */
+/* Writer: re-measure the TSC rate against CLOCK_MONOTONIC over [anchor, now]
+ * and slew the conversion onto it (clock_conv.h: continuous, increasing). */
 void lens_clock_refine(void);
-/* Conversion state (writer-owned after setup; see clock.c). */
-struct lens_clock_conv {
-  uint64_t tsc0, mono0;
-  double ns_per_tick;
-};
-extern struct lens_clock_conv lens_clock_conv;
+extern struct lens_clock_conv lens_clock_conv; /* writer-owned after setup */
 
 /* Writer: a raw hot-path value to CLOCK_MONOTONIC ns (inline: called for
  * every record the writer converts). */
 static inline uint64_t lens_clock_to_mono(uint64_t raw) {
   if (!lens_clock_use_tsc) return raw;
-  int64_t d = (int64_t)(raw - lens_clock_conv.tsc0);
-  return lens_clock_conv.mono0 + (uint64_t)(int64_t)((double)d * lens_clock_conv.ns_per_tick);
+  return lens_clock_conv_at(&lens_clock_conv, raw);
 }
-/* ns per tick of the calibration in use (0 when the hot clock is MONOTONIC). */
+/* ns per tick measured over [anchor, latest refinement] (0 when the hot clock
+ * is MONOTONIC); the conversion slews onto it. */
 double lens_clock_ns_per_tick(void);
 uint64_t lens_real_ns(void);
 

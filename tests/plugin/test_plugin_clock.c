@@ -2,10 +2,15 @@
  * and the reader places each process's CLOCK_MONOTONIC on the job time base
  * (REALTIME) within the bound it reports. A simulated second host is a child
  * in its own time namespace (MONOTONIC 1000 s ahead) and UTS namespace (its
- * own host name), as root; skipped with the reason otherwise. */
+ * own host name), as root; skipped with the reason otherwise.
+ *
+ * The writer's TSC conversion (plugin/clock_conv.c), driven with made-up
+ * (tsc, mono) pairs: continuous and increasing across its refinements, and
+ * within the derived bound of the true line. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -21,6 +26,7 @@
 
 #include <cmocka.h>
 
+#include "clock_conv.h"
 #include "host_clock.h"
 #include "lensread.h"
 #include "plugin_driver.h"
@@ -162,10 +168,240 @@ static void test_clock_evidence_time_namespace(void **state) {
   lens_model_free(m);
 }
 
+/* ---- the TSC conversion, simulated ----
+ * A TSC at 2.9 GHz on a true line; every (tsc, mono) pair the clock code is
+ * given is off the line by up to U ns (uniform, or alternating +-U: the
+ * worst case for a rate measured between two pairs). One thread's records
+ * every 10 ns to 1 ms (log-uniform) for 100 s; a writer pass every 0.25 to
+ * 10 ms converts what was published, then refines once a second has passed
+ * since the last refinement, as writer.c does. Records wait in the ring: a
+ * few for up to 30 ms, one every ~10 s for 1.5 s (a producer descheduled
+ * between its clock read and its publish), across a refinement. */
+#define SIM_RHO (1.0 / 2.9) /* true ns per tick */
+#define SIM_U 200.0         /* pair noise bound, ns */
+#define SIM_X0 123456789012ull
+#define SIM_M0 5000000000000ull
+#define SIM_S 100.0 /* seconds simulated */
+#define SIM_CAL_NS 5000000.0 /* the calibration pair is 5 ms after the anchor (clock.c) */
+
+static uint64_t g_rng;
+static double rnd01(void) { /* xorshift64*, fixed seed per scenario */
+  g_rng ^= g_rng >> 12;
+  g_rng ^= g_rng << 25;
+  g_rng ^= g_rng >> 27;
+  return (double)((g_rng * 2685821657736338717ull) >> 11) / 9007199254740992.0;
+}
+static double truth(uint64_t x) { return (double)SIM_M0 + (double)(x - SIM_X0) * SIM_RHO; }
+static uint64_t ticks_of(double ns) { return (uint64_t)(ns / SIM_RHO); }
+
+static int g_alt;
+static double noise(void) {
+  if (!g_alt) return (2 * rnd01() - 1) * SIM_U;
+  static int sign;
+  sign = !sign;
+  return sign ? SIM_U : -SIM_U;
+}
+static uint64_t pair_mono(uint64_t x) { return (uint64_t)llround(truth(x) + noise()); }
+
+/* The derived bound (docs/trace-format.md, "Clocks"): the line measured from
+ * the anchor to a pair T ns later is within U of the truth between them and
+ * U (1 + 2 d / T) d ns past the later pair. After refinement k (raw t_k,
+ * T_k after the anchor) the conversion slews from where it was at t_k onto
+ * the new line over H = 1 s: truth and pieces are lines, so its error is at
+ * most the larger of the two ends' (bk_in[k] at t_k, U (1 + 2H/T_k) at the
+ * end); from t_k + H it is on the measured line: U (1 + 2 d/T_k), the old
+ * conversion's bound. Rates: the measured one is off by <= 2U/T_k, the slew
+ * adds (offset at t_k)/H <= (bk_in[k] + U)/H. */
+#define SIM_MAXREF 256
+struct sim_refs {
+  int n;                      /* refinements taken; entry 0 is the calibration */
+  uint64_t t[SIM_MAXREF];     /* raw of the (later) pair */
+  double T[SIM_MAXREF];       /* ns from the anchor to it */
+  double bk_in[SIM_MAXREF];   /* error bound of the conversion at t[k], just before it */
+};
+/* pairs' mono values are whole ns: off by up to U + 0.5 */
+static double line_bound(const struct sim_refs *r, int k, double d_ns) {
+  return (SIM_U + 0.5) * (1 + 2 * d_ns / r->T[k]);
+}
+static int ref_of(const struct sim_refs *r, uint64_t x) {
+  int k = r->n - 1;
+  while (k > 0 && x < r->t[k]) k--;
+  return k;
+}
+static double err_bound(const struct sim_refs *r, uint64_t x) {
+  int k = ref_of(r, x);
+  double d = (double)(int64_t)(x - r->t[k]) * SIM_RHO;
+  if (k == 0) return d <= 0 ? SIM_U + 0.5 : line_bound(r, 0, d); /* between the calibration pairs: U */
+  if (d < LENS_CLOCK_SLEW_NS) {
+    double end = line_bound(r, k, LENS_CLOCK_SLEW_NS);
+    return r->bk_in[k] > end ? r->bk_in[k] : end;
+  }
+  return line_bound(r, k, d);
+}
+static double rate_bound(const struct sim_refs *r, uint64_t x) { /* relative */
+  int k = ref_of(r, x);
+  double d = (double)(int64_t)(x - r->t[k]) * SIM_RHO;
+  double b = 2 * SIM_U / r->T[k];
+  if (k > 0 && d < LENS_CLOCK_SLEW_NS) b += (r->bk_in[k] + SIM_U) / LENS_CLOCK_SLEW_NS;
+  return b;
+}
+
+struct sim_result {
+  uint64_t records, refinements, backwards;
+  double worst_back_ns;   /* largest backward step */
+  double worst_step_ns;   /* largest |converted - true| duration of two records around a refinement ... */
+  double worst_step_later; /* ... but the first (the calibration's 5 ms rate is 80 ppm off) */
+  double worst_err_ns;    /* largest |converted - truth| */
+  double worst_err_after; /* the same, from each refinement's horizon on */
+  uint64_t over_err, over_step; /* records over their bound */
+  uint64_t late, moved; /* raws older than the latest refinement converted after it; of them, to another value */
+};
+
+static void simulate(uint64_t seed, int alternate, struct sim_result *res) {
+  g_rng = seed;
+  g_alt = alternate;
+  memset(res, 0, sizeof *res);
+  static struct sim_refs r;
+  memset(&r, 0, sizeof r);
+  static struct lens_clock_conv c, before;
+  uint64_t m0 = pair_mono(SIM_X0), tc = SIM_X0 + ticks_of(SIM_CAL_NS), mc = pair_mono(tc);
+  lens_clock_conv_init(&c, SIM_X0, m0, (double)(mc - m0) / (double)(tc - SIM_X0));
+  r.n = 1;
+  r.t[0] = tc;
+  r.T[0] = SIM_CAL_NS;
+  uint64_t end = SIM_X0 + ticks_of(SIM_S * 1e9);
+  uint64_t raw = tc + 1000, pub = raw, pass = tc, last_ref = tc, last_ref_raw = 0;
+  uint64_t prev_raw = 0, prev_conv = 0;
+  int have_prev = 0, have_before = 0;
+  while (raw < end) {
+    pass += ticks_of(250000 + rnd01() * 9750000);
+    /* the records published by this pass's time, converted in ring order */
+    while (pub <= pass) {
+      uint64_t v = lens_clock_conv_at(&c, raw);
+      res->records++;
+      if (have_before && raw < last_ref_raw) {
+        res->late++;
+        res->moved += lens_clock_conv_at(&before, raw) != v;
+      }
+      double e = fabs((double)v - truth(raw));
+      if (e > res->worst_err_ns) res->worst_err_ns = e;
+      if (e > err_bound(&r, raw) + 3) res->over_err++; /* + truncation of piece starts and of the result */
+      int k = ref_of(&r, raw);
+      if (k > 0 && (double)(raw - r.t[k]) * SIM_RHO >= LENS_CLOCK_SLEW_NS && e > res->worst_err_after)
+        res->worst_err_after = e;
+      if (have_prev) {
+        if (v < prev_conv) {
+          res->backwards++;
+          if ((double)(prev_conv - v) > res->worst_back_ns) res->worst_back_ns = (double)(prev_conv - v);
+        }
+        double dt = (double)(raw - prev_raw) * SIM_RHO;
+        double step = fabs(((double)v - (double)prev_conv) - dt);
+        double ra = rate_bound(&r, prev_raw), rb = rate_bound(&r, raw);
+        if (step > 3 + dt * (ra > rb ? ra : rb)) res->over_step++;
+        if (ref_of(&r, prev_raw) != k && step > res->worst_step_ns) res->worst_step_ns = step;
+        if (ref_of(&r, prev_raw) != k && k > 1 && step > res->worst_step_later) res->worst_step_later = step;
+      }
+      have_prev = 1;
+      prev_raw = raw;
+      prev_conv = v;
+      /* the next record: 10 ns to 1 ms later; it waits in the ring before it is published */
+      raw += 1 + ticks_of(10 * pow(1e5, rnd01()));
+      double wait = rnd01() < 0.0005 ? rnd01() * 3e7 : 0;
+      if (rnd01() < 1e-5) wait = 1.5e9;
+      uint64_t p = raw + ticks_of(wait);
+      pub = p > pub ? p : pub;
+    }
+    if ((double)(pass - last_ref) * SIM_RHO >= 1e9) { /* once a second, after the drain */
+      last_ref = pass;
+      uint64_t t = pass + ticks_of(100); /* the pair is read after the drain */
+      before = c;
+      have_before = 1;
+      double bin = err_bound(&r, t);
+      if (lens_clock_conv_refine(&c, t, pair_mono(t)) == 0 && r.n < SIM_MAXREF) {
+        r.t[r.n] = t;
+        r.T[r.n] = (double)(t - SIM_X0) * SIM_RHO;
+        r.bk_in[r.n] = bin;
+        r.n++;
+        last_ref_raw = t;
+        res->refinements++;
+      }
+    }
+  }
+  fprintf(stderr,
+          "  %s noise: %llu records, %llu refinements: %llu backwards (worst %.0f ns), worst duration error\n"
+          "    across a refinement %.1f ns (%.1f ns but the first), worst error %.0f ns (%.0f ns after the horizons),\n"
+          "    %llu over their bound (duration %llu), %llu converted after a refinement, %llu to another value\n",
+          alternate ? "alternating" : "uniform", (unsigned long long)res->records,
+          (unsigned long long)res->refinements, (unsigned long long)res->backwards, res->worst_back_ns,
+          res->worst_step_ns, res->worst_step_later, res->worst_err_ns, res->worst_err_after,
+          (unsigned long long)res->over_err, (unsigned long long)res->over_step, (unsigned long long)res->late,
+          (unsigned long long)res->moved);
+  /* a raw older than the kept pieces (16 s): the measured line, within U */
+  uint64_t old = SIM_X0 + ticks_of(SIM_S * 0.5e9);
+  double eo = fabs((double)lens_clock_conv_at(&c, old) - truth(old));
+  if (eo > SIM_U + 2) {
+    res->over_err++;
+    fprintf(stderr, "  over: a raw older than the pieces is %.1f ns off\n", eo);
+  }
+}
+
+static void test_tsc_conversion_slews(void **state) {
+  (void)state;
+  struct sim_result res[2];
+  for (int alt = 0; alt < 2; alt++) simulate(0x9E3779B97F4A7C15ull + (uint64_t)alt, alt, &res[alt]);
+  for (int alt = 0; alt < 2; alt++) { /* both printed before either is judged */
+    assert_true(res[alt].refinements >= 95); /* once a simulated second */
+    assert_true(res[alt].records > 500000);
+    assert_int_equal(res[alt].backwards, 0); /* one thread's records keep their order */
+    assert_int_equal(res[alt].over_step, 0); /* no duration absorbs a step of the conversion */
+    assert_int_equal(res[alt].over_err, 0);  /* within the derived bound of the truth */
+    assert_true(res[alt].late > 100);        /* records did wait in the ring across refinements ... */
+    assert_int_equal(res[alt].moved, 0);     /* ... and converted as they would have on time */
+    assert_true(res[alt].worst_step_ns <= 160);  /* 1 ms at the first slew's 80 + 80 ppm ... */
+    assert_true(res[alt].worst_step_later <= 5); /* ... and at most ~1 ppm after it */
+    assert_true(res[alt].worst_err_after <= 3 * (SIM_U + 0.5) + 3); /* after each horizon: the old bound */
+  }
+}
+
+/* A refinement keeps the conversion where it is, and bounded slews take
+ * longer than the horizon but never turn time back. */
+static void test_tsc_conversion_big_offset(void **state) {
+  (void)state;
+  struct lens_clock_conv c;
+  uint64_t x0 = 1000000, m0 = 7000000000ull;
+  lens_clock_conv_init(&c, x0, m0, 0.5);
+  assert_int_equal(lens_clock_conv_refine(&c, x0 + 1000, m0 + 600), 1); /* under 1 s of baseline: ignored */
+  /* after 2 s the pair says the conversion is 2 ms ahead: beyond 500 ppm over 1 s */
+  uint64_t t = x0 + 4000000000ull, m = m0 + 2000000000ull - 2000000;
+  uint64_t at = lens_clock_conv_at(&c, t);
+  assert_int_equal(lens_clock_conv_refine(&c, t, m), 0);
+  assert_int_equal(lens_clock_conv_refine(&c, t, m), 1); /* the same pair again: ignored */
+  assert_true(lens_clock_conv_at(&c, t) == at); /* no step */
+  assert_true(lens_clock_conv_at(&c, t - 1) <= at);
+  assert_int_equal(c.n, 3);
+  assert_true(c.piece[1].ns_per_tick >= c.ns_per_tick * (1 - LENS_CLOCK_SLEW_MAX) - 1e-12);
+  uint64_t meet = c.piece[2].tsc; /* 2 ms at 500 ppm: 4 s */
+  assert_true((meet - t) * 0.5 > 3.99e9 && (meet - t) * 0.5 < 4.01e9);
+  double line = (double)m0 + (double)(meet + 1000 - x0) * c.ns_per_tick;
+  assert_true(fabs((double)lens_clock_conv_at(&c, meet + 1000) - line) <= 2);
+  /* a refinement before the slew ended drops the unreached piece and slews on */
+  uint64_t t2 = t + 2000000000ull;
+  assert_int_equal(lens_clock_conv_refine(&c, t2, m0 + (uint64_t)((double)(t2 - x0) * 0.5)), 0);
+  assert_true(c.n == 4 && c.piece[2].tsc == t2);
+  uint64_t prev = 0;
+  for (uint64_t x = t - 1000000; x < t2 + 10000000000ull; x += 999983) {
+    uint64_t v = lens_clock_conv_at(&c, x);
+    assert_true(v >= prev);
+    prev = v;
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_clock_evidence_same_host),
       cmocka_unit_test(test_clock_evidence_time_namespace),
+      cmocka_unit_test(test_tsc_conversion_slews),
+      cmocka_unit_test(test_tsc_conversion_big_offset),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
