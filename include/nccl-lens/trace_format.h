@@ -91,7 +91,9 @@ struct lens_session {
   uint64_t start_real_ns;    /* taken back to back with start_mono_ns */
   uint32_t ts_clock;         /* clock of event "ts": LENS_CLOCK_MONOTONIC */
   uint32_t hot_clock;        /* clock read on the hot path: LENS_CLOCK_TSC or LENS_CLOCK_MONOTONIC */
-  double tsc_ns_per_tick;    /* calibration used (0 when hot_clock is MONOTONIC) */
+  double tsc_ns_per_tick;    /* TSC rate measured since the anchor when SESSION was written (0 when
+                              * hot_clock is MONOTONIC); ts are converted by a continuous chain slewing
+                              * onto each new measured rate (docs/trace-format.md, "Clocks": bound) */
   uint32_t event_mask;       /* activation mask written into NCCL's int */
   uint32_t buffer_bytes;     /* per-thread ring size */
   uint32_t max_threads;
