@@ -2,7 +2,9 @@
 #include "cli/format.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void lens_fmt_ns(double ns, char *buf, size_t len) {
@@ -10,6 +12,38 @@ void lens_fmt_ns(double ns, char *buf, size_t len) {
   else if (ns < 1e6) snprintf(buf, len, "%.2f us", ns / 1e3);
   else if (ns < 1e9) snprintf(buf, len, "%.2f ms", ns / 1e6);
   else snprintf(buf, len, "%.2f s", ns / 1e9);
+}
+
+/* The decimal exponent of g rounded to sig significant digits (9.996 at 3
+ * digits is 10.0: exponent 1, not 0), from printf's own rounding. */
+static int exp10_rounded(double g, int sig) {
+  char e[48];
+  snprintf(e, sizeof e, "%.*e", sig - 1, g);
+  const char *x = strchr(e, 'e');
+  return x ? atoi(x + 1) : 0;
+}
+
+const char *lens_fmt_gbps(double gbps, char *buf, size_t len) {
+  if (!(gbps > 0) || !isfinite(gbps)) {
+    snprintf(buf, len, "-");
+    return buf;
+  }
+  int x = exp10_rounded(gbps, 3);
+  if (x >= 3) {
+    snprintf(buf, len, "%.0f", round(gbps)); /* half away from zero: 1234.5 -> 1235 */
+    return buf;
+  }
+  int sig = 3;
+  if (x < -3) { /* below 0.001: two digits keep it within LENS_FMT_GBPS_WIDTH */
+    sig = 2;
+    x = exp10_rounded(gbps, 2);
+    if (x < -4) {
+      snprintf(buf, len, "<0.0001");
+      return buf;
+    }
+  }
+  snprintf(buf, len, "%.*f", sig - 1 - x, gbps);
+  return buf;
 }
 
 const char *lens_fmt_comm_id(uint64_t comm_id, char *buf) {

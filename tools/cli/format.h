@@ -11,6 +11,16 @@
 
 /* "812 ns", "3.20 us", "9.10 ms", "1.50 s" */
 void lens_fmt_ns(double ns, char *buf, size_t len);
+/* A bandwidth in GB/s (10^9 bytes a second) for text, one rule for every
+ * view (summary, net, job, report): three significant digits with their
+ * trailing zeros ("22.2", "3.05", "0.0129", "0.00130"), never an exponent:
+ * from 1000 GB/s an integer ("1235"); below 0.001 two significant digits
+ * ("0.00013"), below 0.0001 the bound "<0.0001". "-" for 0, a negative or a
+ * non-finite value (nothing moved, or not known). At most
+ * LENS_FMT_GBPS_WIDTH characters below 10^7 GB/s, so a column that wide
+ * holds it. JSON writes the full value (lens_json_double). */
+#define LENS_FMT_GBPS_WIDTH 7
+const char *lens_fmt_gbps(double gbps, char *buf, size_t len);
 /* One vocabulary (docs/cli.md, "One vocabulary"): */
 
 /* A communicator id: "0x" and 16 lowercase hex digits, always 18

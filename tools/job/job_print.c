@@ -123,7 +123,7 @@ static void row_cells_of(const struct lens_job_row *r, const char *sep, struct r
   if (!r->decomposed) return;
   snprintf(c->ex, sizeof c->ex, "%.1f%s%.1f%s%.1f", r->exec_avg / 1e3, sep, r->exec_p50 / 1e3, sep, r->exec_p99 / 1e3);
   snprintf(c->wt, sizeof c->wt, "%.1f%s%.1f", r->wait_avg / 1e3, sep, r->wait_max / 1e3);
-  snprintf(c->bw, sizeof c->bw, "%.2f", r->busbw_gbps);
+  lens_fmt_gbps(r->busbw_gbps, c->bw, sizeof c->bw);
 }
 
 void lens_job_print_headline(FILE *f, const struct lens_model *m, const struct lens_job *j) {

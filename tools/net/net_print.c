@@ -52,8 +52,7 @@ static void conn_row(const struct lens_model *m, const struct lens_net *n, const
   r->ch = c->channel;
   r->steps = a->t.steps;
   fmt_bytes(a->t.bytes, r->bytes, sizeof r->bytes);
-  if (a->gbps > 0) snprintf(r->gbps, sizeof r->gbps, "%.2f", a->gbps);
-  else snprintf(r->gbps, sizeof r->gbps, "-");
+  lens_fmt_gbps(a->gbps, r->gbps, sizeof r->gbps); /* "-": no wire time */
   lens_fmt_ns((double)a->p50_step_ns, r->p50, sizeof r->p50);
   lens_fmt_ns((double)a->p99_step_ns, r->p99, sizeof r->p99);
   if (s)
@@ -272,13 +271,15 @@ void lens_net_print_text(FILE *f, const struct lens_model *m, const struct lens_
   fprintf(f, "\nslowest connections first: %zu of %zu stand out (score >= %.1f: steps %.1fx the typical time of "
              "steps of their size)\n",
           out, n->n_conns, LENS_NET_STANDOUT, LENS_NET_STANDOUT);
-  /* 120 columns with a 13-letter phase name (the communicator name is cut at 12) */
-  fprintf(f, "  # comm         link         ch  steps bytes       GB/s p50 step  p99 step  send g/p/w recv d/f/g "
+  /* 120 columns with the longest phase name (14 letters, recv_data_wait;
+   * the communicator name is cut at 12): GB/s LENS_FMT_GBPS_WIDTH (7) wide,
+   * the send and receive splits 9 (three shares of 100: at most "xx/xx/xx") */
+  fprintf(f, "  # comm         link         ch  steps bytes        GB/s p50 step  p99 step  snd g/p/w rcv d/f/g "
              "score   dominant\n");
   for (size_t i = 0; i < show; i++) {
     struct conn_row r;
     conn_row(m, n, &n->conns[i], &r);
-    fprintf(f, " %2zu %-12.12s %-12s %2d %6" PRIu64 " %-9s %6s %-9s %-9s %-10s %-10s %5.2f%s %s\n",
+    fprintf(f, " %2zu %-12.12s %-12s %2d %6" PRIu64 " %-9s %7s %-9s %-9s %-9s %-9s %5.2f%s %s\n",
             i + 1, r.comm, r.link, r.ch, r.steps, r.bytes, r.gbps, r.p50, r.p99, r.send, r.recv, r.score,
             r.stands_out ? " !" : "  ", r.dom);
   }

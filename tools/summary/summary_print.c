@@ -36,14 +36,14 @@ double lens_summary_algbw(const struct lens_sum_row *r) {
 
 const char *lens_summary_algbw_text(const struct lens_sum_row *r, char *buf, size_t len) {
   /* "-" when no task of the row was decomposed; else GB/s (10^9 bytes a
-   * second = bytes per ns, the unit of every view: docs/cli.md) to three
-   * significant digits, so small operations do not print 0.000. */
+   * second = bytes per ns, the unit of every view: docs/cli.md) as every
+   * view writes it (lens_fmt_gbps: three significant digits, so small
+   * operations do not print 0.000). */
   if (!r->exec_tasks || !r->exec_ns) {
     snprintf(buf, len, "-");
     return buf;
   }
-  snprintf(buf, len, "%.3g", lens_summary_algbw(r));
-  return buf;
+  return lens_fmt_gbps(lens_summary_algbw(r), buf, len);
 }
 
 static double avg_us(const struct lens_stat *s) { return s->n ? (double)s->sum / (double)s->n / 1e3 : 0.0; }
