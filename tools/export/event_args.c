@@ -4,6 +4,7 @@
 
 #include <inttypes.h>
 
+#include "analysis/gpu/gpu_analysis.h"
 #include "export/json_out.h"
 
 #define K(name) (fputc(',', f), lens_json_key(f, name))
@@ -190,7 +191,7 @@ void lens_json_event_args(FILE *f, const struct lens_model *m, const struct lens
   KS("time_source", lens_time_source_name(e->acc.time_source));
   if (e->acc.gpu_start_mono_ns) KU("gpu_start_mono_ns", e->acc.gpu_start_mono_ns);
   if (e->acc.gpu_stop_mono_ns) KU("gpu_stop_mono_ns", e->acc.gpu_stop_mono_ns);
-  if (e->acc.notice_lag_ns) KI("notice_lag_ns", e->acc.notice_lag_ns);
+  if (lens_gpu_notice_lag_known(m, e)) KI("notice_lag_ns", e->acc.notice_lag_ns); /* 0 too: measured */
   if (e->acc.starved_ns) KU("starved_ns", e->acc.starved_ns);
   if (e->n_states) {
     K("states");

@@ -133,7 +133,8 @@ struct lens_accuracy {
   uint32_t time_source;      /* enum lens_time_source */
   uint64_t gpu_start_mono_ns; /* GPU time mapped to host (KernelCh, kernels), 0 = unknown */
   uint64_t gpu_stop_mono_ns;
-  int64_t notice_lag_ns;     /* host notice time - mapped GPU time (KernelCh stop), 0 = unknown */
+  int64_t notice_lag_ns;     /* host notice time - mapped GPU time (KernelCh stop); 0 or negative
+                              * when measured too: lens_gpu_notice_lag_known says whether it is */
   uint64_t starved_ns;       /* overlap with starvation of its proxy thread */
   int32_t sched_sample;      /* index into the probe's samples of the worst overlap, -1 none */
   int32_t cupti_kernel;      /* index into model->kernels, -1 none */

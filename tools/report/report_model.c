@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/gpu/gpu_analysis.h"
+
 struct lens_report_part {
   struct lens_rep_proc *procs; size_t n_procs;    /* the group's procs */
   struct lens_rep_late *late; size_t n_late;      /* sorted by (comm_id, rank); thread: the group's */
@@ -17,6 +19,7 @@ struct lens_report_part {
 };
 
 int lens_report_lag_bin(uint64_t lag_ns) {
+  if (!lag_ns) return 0; /* log2(0) is -inf, no int */
   double us = (double)lag_ns / 1e3;
   int b = (int)floor(log2(us)) + 3;
   if (b < 0) b = 0;
@@ -237,8 +240,11 @@ void *lens_report_pass_map(struct lens_model *m, void *ctx) {
       r->starts[r->n_starts++] = (struct lens_rep_start){i, e->start_mono_ns};
     if (e->type != LENS_T_KERNEL_CH) continue;
     r->kernel_ch++;
-    if (e->acc.notice_lag_ns > 0) {
-      uint64_t l = (uint64_t)e->acc.notice_lag_ns;
+    /* Every known lag, 0 included (the clock fit touches its points). One
+     * below 0 (a notice before the mapped time: within the map's error, or a
+     * point kept out of the fit) counts as 0, in the first bin. */
+    if (lens_gpu_notice_lag_known(m, e)) {
+      uint64_t l = e->acc.notice_lag_ns > 0 ? (uint64_t)e->acc.notice_lag_ns : 0;
       r->lag_n++;
       r->lag_sum_ns += l;
       if (l > r->lag_max_ns) r->lag_max_ns = l;

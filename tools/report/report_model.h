@@ -47,7 +47,8 @@ struct lens_rep_starve {
 };
 
 /* KernelCh notice lag distribution: bin b holds [2^(b-3), 2^(b-2)) us; the
- * first also holds less, the last more. */
+ * first also holds less (0 and the lags below 0, counted as 0), the last more.
+ * Every KernelCh with a known lag (lens_gpu_notice_lag_known) counts. */
 #define LENS_REPORT_LAG_BINS 24
 int lens_report_lag_bin(uint64_t lag_ns);
 

@@ -56,6 +56,7 @@ static void channel_rec(const struct lens_model *m, const struct lens_event *e, 
   c->start_mono = a->gpu_start_mono_ns;
   c->stop_mono = a->gpu_stop_mono_ns;
   c->notice_lag = a->notice_lag_ns;
+  c->lag_known = (uint8_t)lens_gpu_notice_lag_known(m, e);
   c->time_source = (uint8_t)a->time_source;
   c->overrun = (a->flags & (LENS_ACC_RING_OVERRUN | LENS_ACC_SHARED_TIMER)) != 0;
   c->flags = a->flags;

@@ -36,6 +36,7 @@ struct lens_vl_channel {
   int32_t channel;
   uint32_t flags;
   uint8_t op_type, time_source, overrun, checked;
+  uint8_t lag_known;       /* notice_lag measured (0 and below 0 too): lens_gpu_notice_lag_known */
   char inside[8];          /* "yes", "no", "unknown" */
   char func[96];           /* "AllReduce" or "AllReduce, backward" */
 };

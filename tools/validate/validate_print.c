@@ -49,16 +49,22 @@ static const char *source_name(uint32_t s) {
 /* One KernelCh: text line or JSON object. */
 static void print_channel(FILE *f, const struct lens_vl_channel *c, int json, int first) {
   char fl[256];
+  /* The lag when measured, 0 and below 0 included; null / "-" when not */
+  char lag[32] = "null", lag_us[32] = "-";
+  if (c->lag_known) {
+    snprintf(lag, sizeof lag, "%" PRId64, c->notice_lag);
+    snprintf(lag_us, sizeof lag_us, "%.3f us", (double)c->notice_lag / 1e3);
+  }
   if (json) {
     char fn[128];
     flags_text(c->flags, fl, sizeof(fl), "\",\"");
     fprintf(f,
             "%s{\"id\":\"0x%016" PRIx64 "\",\"channel\":%d,\"op\":\"%s\",\"func\":\"%s\",\"start_gpu_ns\":%" PRIu64
             ",\"stop_gpu_ns\":%" PRIu64 ",\"start_mono_ns\":%" PRIu64 ",\"stop_mono_ns\":%" PRIu64
-            ",\"notice_lag_ns\":%" PRId64 ",\"time_source\":\"%s\",\"inside_kernel\":\"%s\",\"overrun_suspected\":%s"
+            ",\"notice_lag_ns\":%s,\"time_source\":\"%s\",\"inside_kernel\":\"%s\",\"overrun_suspected\":%s"
             ",\"flags\":[%s%s%s]}",
             first ? "" : ",", c->id, c->channel, lens_type_name(c->op_type), json_str(c->func, fn, sizeof(fn)),
-            c->start_gpu, c->stop_gpu, c->start_mono, c->stop_mono, c->notice_lag, source_name(c->time_source),
+            c->start_gpu, c->stop_gpu, c->start_mono, c->stop_mono, lag, source_name(c->time_source),
             c->inside, c->overrun ? "true" : "false", fl[0] ? "\"" : "", fl, fl[0] ? "\"" : "");
     return;
   }
@@ -70,8 +76,8 @@ static void print_channel(FILE *f, const struct lens_vl_channel *c, int json, in
              c->stop_mono ? ((double)(int64_t)(c->stop_mono - base)) / 1e3 : 0.0,
              c->checked ? " from kernel start" : "");
   }
-  fprintf(f, "    ch %3d %-4s %-14s span %s  inside %s  notice lag %.3f us  source %s  overrun %s  flags %s\n",
-          c->channel, lens_type_name(c->op_type), c->func, span, c->inside, (double)c->notice_lag / 1e3,
+  fprintf(f, "    ch %3d %-4s %-14s span %s  inside %s  notice lag %s  source %s  overrun %s  flags %s\n",
+          c->channel, lens_type_name(c->op_type), c->func, span, c->inside, lag_us,
           source_name(c->time_source), c->overrun ? "suspected" : "no", fl[0] ? fl : "-");
 }
 

@@ -89,6 +89,13 @@ int lens_gpu_kch_longer_than_kernel(const struct lens_event *e, const struct len
 int32_t lens_gpu_next_op_of_launch(const struct lens_model *m, int32_t launch, int32_t after);
 /* KernelCh stop pTimer (0 none) and the host time NCCL reported it. */
 uint64_t lens_gpu_kch_stop_notice(const struct lens_model *m, const struct lens_event *e);
+/* Whether e's acc.notice_lag_ns is a measured lag, 0 and negative ones
+ * included (the lower-envelope clock fit touches its points: lags of 0 are
+ * common): a KernelCh the GPU analysis mapped through a clock map
+ * (time_source not host notice) with a host notice of the end it maps (its
+ * stop notice, its start when it has no stop timer). The one rule for
+ * report, export and validate; lens_accuracy has no spare field for it. */
+int lens_gpu_notice_lag_known(const struct lens_model *m, const struct lens_event *e);
 /* The kernel (index, -1) of a KernelCh: through its Coll/P2p's launch. */
 int32_t lens_gpu_kernel_of_kch(const struct lens_model *m, const struct lens_event *e);
 /* The same with the model's state and report at hand (lens_gpu_state takes

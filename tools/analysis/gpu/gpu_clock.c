@@ -431,6 +431,13 @@ uint64_t lens_gpu_report_map_ns(const struct lens_gpu_report *r, int32_t map_ind
   return s->ref_host + (uint64_t)(int64_t)llroundl(h);
 }
 
+int lens_gpu_notice_lag_known(const struct lens_model *m, const struct lens_event *e) {
+  if (e->type != LENS_T_KERNEL_CH || e->acc.time_source == LENS_TS_HOST_NOTICE) return 0;
+  if (e->acc.notice_lag_ns) return 1;
+  /* lens_gpu_flag's notice: a lag of 0 is known when the notice is there */
+  return (e->p.kernel_ch.stop_gpu_ns ? lens_gpu_kch_stop_notice(m, e) : e->start_mono_ns) != 0;
+}
+
 uint64_t lens_gpu_kch_stop_notice(const struct lens_model *m, const struct lens_event *e) {
   for (uint32_t i = 0; i < e->n_states; i++) {
     const struct lens_state_ev *s = &m->states[e->first_state + i];

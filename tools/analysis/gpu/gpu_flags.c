@@ -255,6 +255,7 @@ void lens_gpu_flag(struct lens_model *m, struct lens_gpu_report *r) {
     e->acc.time_source = LENS_TS_GPU_PTIMER;
     e->acc.gpu_start_mono_ns = lens_gpu_report_map_ns(rep, map, s);
     e->acc.gpu_stop_mono_ns = t ? lens_gpu_report_map_ns(rep, map, t) : 0;
+    /* lens_gpu_notice_lag_known: the same notice says whether a lag is known */
     uint64_t notice = t ? lens_gpu_kch_stop_notice(m, e) : e->start_mono_ns;
     uint64_t mapped = t ? e->acc.gpu_stop_mono_ns : e->acc.gpu_start_mono_ns;
     if (notice) e->acc.notice_lag_ns = (int64_t)(notice - mapped);
