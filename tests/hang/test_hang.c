@@ -222,10 +222,25 @@ static void check_hang(const char *scenario, const char *extra) {
   }
   int64_t frozen = mj_int(th, "frozen_rank", -1);
   if (frozen >= 0) {
+    /* the process of the frozen rank: its proxy froze, and the process
+     * lived --hang-exit-after from the freeze (not from the posts) */
+    const struct mj *fh = NULL;
+    for (size_t p = 0; p < procs->n; p++)
+      if (mj_get(mj_get(mj_at(procs, p), "hang"), "frozen_here")->num == 1) fh = mj_get(mj_at(procs, p), "hang");
+    assert_non_null(fh);
+    int64_t frozen_ns = mj_int(fh, "frozen_ns", 0), after_ns = mj_int(fh, "exit_after_ms", 0) * 1000000;
+    assert_true(frozen_ns >= mj_int(fh, "start_ns", 0) && frozen_ns > 0);
+    if (mj_int(fh, "exit_ns", 0) - frozen_ns < after_ns)
+      fail_msg("%s: exited %lld ns after the freeze, promised %lld", scenario,
+               (long long)(mj_int(fh, "exit_ns", 0) - frozen_ns), (long long)after_ns);
     const struct mj *px = proxy_of(r.hang, frozen);
     assert_non_null(px);
     assert_true(mj_get(px, "recording")->num == 0);
-    assert_true(mj_uint(px, "silent_ns", 0) > 500000000ull);
+    /* and its trace shows that: silent the whole time (its last records
+     * come a few us after frozen_ns, in the pass that froze it) */
+    if ((int64_t)mj_uint(px, "silent_ns", 0) < after_ns - 50000000)
+      fail_msg("%s: frozen proxy silent for %llu ns of its trace, truth: %lld", scenario,
+               (unsigned long long)mj_uint(px, "silent_ns", 0), (long long)after_ns);
   }
   /* the frozen proxy is named, and only it: the other silent proxies' ops
    * wait on their GPU or peer, which a stopped proxy and a polling one show
@@ -250,6 +265,48 @@ static void test_frozen_proxy(void **s) { (void)s; check_hang("hang-proxy", "");
  * froze the proxy before the others were appended: the truth said step 2,
  * the trace had step 0 or no ProxyOp at all. The gap forces that order. */
 static void test_frozen_proxy_slow_poster(void **s) { (void)s; check_hang("hang-proxy", "--hang-post-gap-ms 20"); }
+/* The frozen rank's proxy descheduled for 2.5 s from the hang: it froze
+ * after the old exit timer (2 s from the posts) had ended the process; the
+ * truth said frozen proxy with frozen_ns 0, and `hang` saw a waiting one.
+ * The timer counts from the freeze now. */
+static void test_frozen_proxy_late_freeze(void **s) {
+  (void)s;
+  check_hang("hang-proxy", "--hang-freeze-delay-ms 2500");
+}
+/* A freeze that cannot come (the proxy away for longer than the replay
+ * waits for it, 5 s) fails the run loudly, and the truth says it never froze. */
+static void test_frozen_proxy_never_freezes(void **s) {
+  (void)s;
+  char dir[400], cmd[2048], path[600];
+  lens_test_tmpdir(dir, sizeof dir, "hang-never-frozen");
+  snprintf(cmd, sizeof cmd,
+           "mkdir -p %s && %s/bin/nccl-lens replay --quiet --scenario hang-proxy --nodes 2 --hang-exit-after 1"
+           " --hang-freeze-delay-ms 6000 --out %s --truth %s/truth.json 2>%s/err.txt",
+           dir, LENS_BUILD_DIR, dir, dir, dir);
+  int st = system(cmd);
+  assert_true(WIFEXITED(st));
+  assert_int_equal(WEXITSTATUS(st), 1);
+  char err[4096];
+  snprintf(path, sizeof path, "%s/err.txt", dir);
+  slurp_head(path, err, sizeof err);
+  if (!strstr(err, "nccl-lens replay: hang-proxy: rank 2's proxy did not freeze within 5 s"))
+    fail_msg("stderr: %s", err);
+  snprintf(path, sizeof path, "%s/truth.json", dir);
+  struct mj *truth = mj_parse_file(path);
+  assert_non_null(truth);
+  const struct mj *procs = mj_get(truth, "processes");
+  int here = 0;
+  for (size_t p = 0; procs && p < procs->n; p++) {
+    const struct mj *h = mj_get(mj_at(procs, p), "hang");
+    assert_non_null(h);
+    if (mj_get(h, "frozen_here")->num != 1) continue;
+    here++;
+    assert_int_equal(mj_int(h, "frozen_rank", -1), 2);
+    assert_int_equal(mj_int(h, "frozen_ns", -1), 0);
+  }
+  assert_int_equal(here, 1);
+  mj_free(truth);
+}
 static void test_graph_replay(void **s) { (void)s; check_hang("hang-graph", ""); }
 
 static void check_healthy(const char *scenario) {
@@ -281,6 +338,8 @@ int main(void) {
       cmocka_unit_test(test_missing_rank),
       cmocka_unit_test(test_frozen_proxy),
       cmocka_unit_test(test_frozen_proxy_slow_poster),
+      cmocka_unit_test(test_frozen_proxy_late_freeze),
+      cmocka_unit_test(test_frozen_proxy_never_freezes),
       cmocka_unit_test(test_graph_replay),
       cmocka_unit_test(test_healthy),
   };

@@ -40,6 +40,7 @@ struct lens_replay_opts {
   bool verbose;         /* print the plugin's INFO/WARN log lines on stderr */
   int hang_exit_ms;     /* hang-* scenarios: end without finalize this long after the hang (default 2000) */
   int hang_post_gap_ms; /* hang-* scenarios: the app thread pauses this long after posting each proxy op of the hung collective (0) */
+  int hang_freeze_delay_ms; /* hang-proxy: the frozen rank's proxy does nothing this long from the hang (0) */
   /* job scenarios (job-*): */
   int straggler;        /* rank made late (or the slow link's sender); -1 = rank 1; LENS_REPLAY_STRAGGLER_ROTATE */
   int delay_us;         /* injected lateness; 0 = 3000 */

@@ -11,7 +11,8 @@ static const char usage[] =
     "usage: nccl-lens replay [--plugin PATH|NAME] [--scenario NAME] [--ranks-per-node N] [--nodes N]\n"
     "                        [--iters N] [--api 4|5|6|7|auto] [--out DIR] [--truth FILE] [--seed N]\n"
     "                        [--no-finalize] [--reload] [--mask-change] [--quiet] [--verbose]\n"
-    "                        [--hang-exit-after SECONDS] [--hang-post-gap-ms N] [--straggler RANK] [--delay-us N]\n"
+    "                        [--hang-exit-after SECONDS] [--hang-post-gap-ms N] [--hang-freeze-delay-ms N]\n"
+    "                        [--straggler RANK] [--delay-us N]\n"
     "                        [--node I --board FILE] [--slow FUNC:FACTOR] [--kineto DIR [--kineto-layout L]]\n"
     "Drives a profiler plugin exactly as NCCL 2.28.9 would (2.31.2 with ncclProfiler_v7), without a GPU.\n"
     "  --plugin      a path, or a name X for libnccl-profiler-X.so (default: the lens plugin of this build)\n"
@@ -20,9 +21,12 @@ static const char usage[] =
     "                hang-missing, hang-proxy, hang-graph (a collective that never completes);\n"
     "                job-none, job-late-app, job-slow-launch, job-gpu-busy, job-slow-link,\n"
     "                job-starved-proxy (coupled GPUs); net-even, net-slow-link, net-gpu-bound, net-slow-recv, net-ib\n"
-    "  --hang-exit-after  hang scenarios: end without finalize, as a killed job, this long after the hang (2)\n"
+    "  --hang-exit-after  hang scenarios: end without finalize, as a killed job, this long after the hang (2);\n"
+    "                hang-proxy: after the freeze, and once the trace shows it (docs/replay.md)\n"
     "  --hang-post-gap-ms hang scenarios: pause after posting each proxy op of the hung collective, as a\n"
     "                descheduled host thread (0..1000, default 0)\n"
+    "  --hang-freeze-delay-ms hang-proxy: the frozen rank's proxy does nothing for N ms from the hang, as a\n"
+    "                descheduled thread, so it freezes late (0..10000, default 0; over 5000 it never does)\n"
     "  --straggler   job-*: the late rank, or the slow link's sender (default 1); --delay-us its lateness;\n"
     "                'rotate': job-late-app makes rank (iteration mod ranks) late (every host is late sometimes)\n"
     "  --node I      run only node I of --nodes as one \"host\"; --board FILE couples the hosts' GPUs\n"
@@ -116,6 +120,10 @@ int lens_replay_parse_args(int argc, char **argv, struct lens_replay_opts *o) {
       long x;
       if (parse_int(v, 0, 1000, &x)) return bad("--hang-post-gap-ms: '%s' is not 0..1000", v);
       o->hang_post_gap_ms = (int)x, i++;
+    } else if (!strcmp(a, "--hang-freeze-delay-ms")) {
+      long x;
+      if (parse_int(v, 0, 10000, &x)) return bad("--hang-freeze-delay-ms: '%s' is not 0..10000", v);
+      o->hang_freeze_delay_ms = (int)x, i++;
     } else if (!strcmp(a, "--seed")) {
       char *end;
       errno = 0;

@@ -275,6 +275,8 @@ struct rp_hang {
    * them all (the proxy freezes only then: see rp_hang_op_stalled) */
   atomic_int freeze_ops, freeze_ready;
   atomic_bool freeze_posted;
+  int64_t exit_ns; /* when the wait for the "kill" ended (rp_hang.c hang_wait_exit) */
+  bool failed;     /* the trace cannot show what the truth says (said on stderr): the process fails */
 };
 struct rp_board;
 struct rp_couple;

@@ -233,7 +233,7 @@ int rp_node_run(const struct lens_replay_opts *o, int node, FILE *truth, struct 
     }
     res->calls += atomic_load(&n->plugin.calls);
     res->warn_count += atomic_load(&rp_warn_count);
-    return 0;
+    return n->hang.failed ? 1 : 0; /* its truth is written all the same: it says why */
   }
   if (o->reload) { /* batched finalize, dlclose, re-dlopen, once more */
     round_end(n, true, res);

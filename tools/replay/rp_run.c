@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -163,7 +164,11 @@ static int run_forked(const struct lens_replay_opts *o, FILE *truth, struct lens
     }
     if (truth) { /* a crashed child's part may be half written: null instead */
       if (i) fputs(",\n", truth);
-      if (!ok || copy_file(parts[i], truth) != 0) fputs("null", truth);
+      /* a child that exited after sending its result closed its part first:
+       * a failed hang's truth is whole, and says why (frozen_ns 0) */
+      struct stat pst;
+      bool whole = WIFEXITED(st) && k == (ssize_t)sizeof r && stat(parts[i], &pst) == 0 && pst.st_size > 0;
+      if (!whole || copy_file(parts[i], truth) != 0) fputs("null", truth);
     }
     if (o->truth) unlink(parts[i]); /* without --truth no part was written: /tmp/replay.node<i>.part is not ours */
   }
