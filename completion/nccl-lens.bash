@@ -12,9 +12,9 @@ _nccl_lens() {
   cmd=${COMP_WORDS[1]}
   case $cmd in
   demo) opts="--help --out --plugin" ;;
-  replay) opts="--api --board --delay-us --hang-exit-after --hang-post-gap-ms --help --iters --kineto
-    --kineto-layout --mask-change --no-finalize --node --nodes --out --plugin --quiet
-    --ranks-per-node --reload --scenario --seed --slow --straggler --truth --verbose" ;;
+  replay) opts="--api --board --delay-us --hang-exit-after --hang-freeze-delay-ms --hang-post-gap-ms --help
+    --iters --kineto --kineto-layout --mask-change --no-finalize --node --nodes --out --plugin
+    --quiet --ranks-per-node --reload --scenario --seed --slow --straggler --truth --verbose" ;;
   export) opts="--comm --cupti-buffer --force --format --func --help --into --min-wait-us --output --rank
     --since --split --tag-names --threads --types --until -o" ;;
   summary) opts="--comm --cupti-buffer --func --help --json --min-wait-us --output --rank --since --tag-names
