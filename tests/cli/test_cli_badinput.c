@@ -199,7 +199,7 @@ static void test_header_only_warns(void **state) {
  * report show them, as one line each whatever the value quoted. */
 static void test_plugin_warn_shown(void **state) {
   (void)state;
-  char cmd[1024], err[4096], dir[256];
+  char cmd[4096], err[4096], dir[256];
   snprintf(dir, sizeof dir, "%s/warn-run", cli_tmpdir());
   snprintf(cmd, sizeof cmd,
            "NCCL_LENS_MODE=\"$(printf 'bogus\\nFORGED')\" %s/bin/nccl-lens replay --out %s --quiet && "
@@ -279,7 +279,7 @@ static void test_output_unwritable_every_command(void **state) {
  * registry file left behind, every trace ends cleanly). */
 static void test_replay_children_exit_cleanly(void **state) {
   (void)state;
-  char cmd[1024], err[4096], dir[256];
+  char cmd[4096], err[4096], dir[256];
   snprintf(dir, sizeof dir, "%s/children", cli_tmpdir());
   snprintf(cmd, sizeof cmd,
            "NCCL_LENS_REGISTRY_DIR=%s/reg %s/bin/nccl-lens replay --nodes 2 --no-finalize --out %s --quiet && "

@@ -42,9 +42,15 @@ static const char *nz(const char *s) { return s && *s ? s : "-"; }
 
 static int streq_safe(const char *x, const char *y) { return !strcmp(nz(x), nz(y)); }
 
+/* The change table's columns, 118 wide with the widest common values: a
+ * communicator cut at 12 (as net cuts it), ReduceScatter, "512 KiB-1 MiB", "7200 -> 7200",
+ * "999.99 ms -> 999.99 ms", "+4329.0%", "completion", two 7-character GB/s
+ * (lens_fmt_gbps) and " -> ". Rarer wider values widen their cell. */
+#define DIFF_ROW "  %-12.12s %-13.13s %-13s %-13s %-22s %8s %-10s %18s"
+
 /* A side's busbw, "-" when the job view decomposed none of its operations. */
 static void bw_text(const struct lens_diff_side *s, char *buf, size_t len) {
-  if (s->bw_known) snprintf(buf, len, "%.2f", s->busbw_gbps);
+  if (s->bw_known) lens_fmt_gbps(s->busbw_gbps, buf, len); /* the views' one GB/s form */
   else snprintf(buf, len, "-");
 }
 
@@ -73,8 +79,8 @@ static void row_text(FILE *f, const struct lens_diff_run *a, const struct lens_d
     snprintf(al, sizeof al, "  %s/%s -> %s/%s", nz(r->a.algo), nz(r->a.proto), nz(r->b.algo), nz(r->b.proto));
   char t[64];
   snprintf(t, sizeof t, "%s -> %s", r->a.present ? ta : "-", r->b.present ? tb : "-");
-  fprintf(f, "  %-18.18s %-14.14s %-15s %-15s %-23s %8s %-11s %17s%s\n", cl, nz(r->func), size, cnt, t, ch,
-          r->metric == LENS_DIFF_EXECUTION ? "execution" : "completion", bw, al);
+  fprintf(f, DIFF_ROW "%s\n", cl, nz(r->func), size, cnt, t, ch, r->metric == LENS_DIFF_EXECUTION ? "execution" : "completion",
+          bw, al);
   if (r->moved & LENS_DIFF_MOVED_WAIT) { /* the wait moved: it and the wall time, on a line of their own */
     char wa[24], wb[24], wd[24], la[24], lb[24];
     human_ns(r->a.wait_ns, wa, sizeof wa);
@@ -118,8 +124,8 @@ void lens_diff_print_text(FILE *f, const struct lens_diff_run *a, const struct l
     return;
   }
   fprintf(f, "\nchanges, most important first (relative change x share of the runs' time):\n");
-  fprintf(f, "  %-18s %-14s %-15s %-15s %-23s %8s %-11s %17s\n", "communicator", "func", "size", "count A -> B",
-          "time A -> B (mean)", "change", "time is", "busbw GB/s");
+  fprintf(f, DIFF_ROW "\n", "communicator", "func", "size", "count A -> B", "time A -> B (mean)", "change", "time is",
+          "busbw GB/s");
   size_t shown = 0;
   for (size_t i = 0; i < d->n_rows && d->rows[i].status != LENS_DIFF_SAME; i++) {
     if (top && shown >= top) break;
