@@ -325,17 +325,9 @@ int lens_report_merge(struct lens_report *r, const struct lens_model *skel, stru
 }
 
 int lens_report_rank_start(const struct lens_report *r, const struct lens_job_rank *rk, uint64_t *start_ns) {
-  if (rk->proc < 0 || rk->event < 0 || !r->n_groups) return 0;
-  size_t proc = (size_t)rk->proc, g = 0;
-  /* the group holding proc: the last whose procs start at or before it */
-  size_t lo = 0, hi = r->n_groups;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (r->group_proc[mid] <= proc) g = mid, lo = mid + 1;
-    else hi = mid;
-  }
-  if (proc >= r->group_proc[r->n_groups]) return 0;
-  lo = r->group_first[g], hi = r->group_first[g + 1];
+  long gl = rk->event < 0 ? -1 : lens_job_group_of_proc(r->group_proc, r->n_groups, rk->proc);
+  if (gl < 0) return 0;
+  size_t g = (size_t)gl, lo = r->group_first[g], hi = r->group_first[g + 1];
   uint64_t ev = (uint64_t)rk->event;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;

@@ -156,6 +156,13 @@ int lens_job_inst_straggles(const struct lens_job *j, const struct lens_job_inst
  * `decomposed` counts, and the only ones whose exec_ns any view may use as
  * the time an operation worked (summary's algbw, diff). */
 int lens_job_inst_decomposed(const struct lens_job_inst *in);
+/* The host group a rank record's process lies in, for a view that kept a
+ * table per group of what it needs from the group's model (its events as
+ * lens_job_rank.event names them): groups 0..n-1 whose processes start at
+ * group_proc[g] in the skeleton (group_proc[n]: the end of the last), the
+ * group being the last that starts at or before proc. -1 for a process
+ * outside them (or none given). */
+long lens_job_group_of_proc(const size_t *group_proc, size_t n, int32_t proc);
 /* nccl-tests bus bandwidth factor of func for n ranks. */
 double lens_job_busbw_factor(const char *func, int nranks);
 /* Hostname of a process ("" unknown). */

@@ -39,6 +39,17 @@ const char *lens_job_host(const struct lens_model *m, int32_t proc) {
   return proc >= 0 && (size_t)proc < m->n_procs ? m->procs[proc].host : "";
 }
 
+long lens_job_group_of_proc(const size_t *group_proc, size_t n, int32_t proc) {
+  if (proc < 0 || !n || (size_t)proc < group_proc[0] || (size_t)proc >= group_proc[n]) return -1;
+  size_t g = 0, lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (group_proc[mid] <= (size_t)proc) g = mid, lo = mid + 1;
+    else hi = mid;
+  }
+  return (long)g;
+}
+
 double lens_job_busbw_factor(const char *func, int n) {
   if (!func || n < 1) return 1.0;
   if (!strcmp(func, "AllReduce")) return 2.0 * (n - 1) / n;

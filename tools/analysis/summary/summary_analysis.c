@@ -567,16 +567,10 @@ static void tasks_free(struct lens_summary *s) {
 /* The task a job rank record names: the group holding its process (the last
  * whose processes start at or before it), then its event there. */
 static const struct lens_sum_task *task_of(const struct lens_summary *s, const struct lens_job_rank *rk) {
-  if (rk->proc < 0 || rk->event < 0 || !s->n_task_groups) return NULL;
-  size_t proc = (size_t)rk->proc, g = 0, lo = 0, hi = s->n_task_groups;
-  if (proc < s->task_proc[0] || proc >= s->task_proc[s->n_task_groups]) return NULL;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (s->task_proc[mid] <= proc) g = mid, lo = mid + 1;
-    else hi = mid;
-  }
+  long gl = rk->event < 0 ? -1 : lens_job_group_of_proc(s->task_proc, s->n_task_groups, rk->proc);
+  if (gl < 0) return NULL;
+  size_t g = (size_t)gl, lo = s->task_first[g], hi = s->task_first[g + 1];
   uint32_t ev = (uint32_t)rk->event;
-  lo = s->task_first[g], hi = s->task_first[g + 1];
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
     if (s->tasks[mid].event < ev) lo = mid + 1;
