@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -21,8 +22,36 @@ void lens_cli_input_alias(const char *real, const char *shown) {
     }
 }
 
+/* While set, this thread's error lines go here instead of to stderr. */
+static _Thread_local struct lens_cli_capture *capture;
+
+int lens_cli_capture_begin(struct lens_cli_capture *c) {
+  c->text = NULL, c->len = 0;
+  c->f = open_memstream(&c->text, &c->len);
+  if (!c->f) return -1;
+  capture = c;
+  return 0;
+}
+
+void lens_cli_capture_end(struct lens_cli_capture *c) {
+  if (capture == c) capture = NULL;
+  if (c->f) fclose(c->f);
+  c->f = NULL;
+}
+
+void lens_cli_say_in_order(struct lens_cli_capture *said, const unsigned char *failed, size_t n) {
+  for (size_t i = 0, stop = 0; i < n; i++) {
+    if (!stop && said[i].text) fputs(said[i].text, stderr);
+    free(said[i].text);
+    said[i].text = NULL;
+    stop |= failed[i];
+  }
+}
+
+static FILE *err_out(void) { return capture ? capture->f : stderr; }
+
 /* msg with every aliased name written as the user gave it. */
-static void put_aliased(const char *msg) {
+static void put_aliased(FILE *out, const char *msg) {
   while (*msg) {
     const char *best = NULL;
     size_t bi = 0;
@@ -34,11 +63,11 @@ static void put_aliased(const char *msg) {
       if (p && (!best || p < best)) best = p, bi = i;
     }
     if (!best) {
-      fputs(msg, stderr);
+      fputs(msg, out);
       return;
     }
-    fwrite(msg, 1, (size_t)(best - msg), stderr);
-    fputs(aliases[bi].shown, stderr);
+    fwrite(msg, 1, (size_t)(best - msg), out);
+    fputs(aliases[bi].shown, out);
     msg = best + strlen(aliases[bi].real);
   }
 }
@@ -49,18 +78,20 @@ int lens_cli_error(const char *cmd, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  fprintf(stderr, "nccl-lens %s: ", cmd);
-  put_aliased(msg);
-  fputc('\n', stderr);
+  FILE *out = err_out();
+  fprintf(out, "nccl-lens %s: ", cmd);
+  put_aliased(out, msg);
+  fputc('\n', out);
   return 1;
 }
 
 int lens_cli_usage(const char *cmd, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "nccl-lens %s: ", cmd);
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, " (try 'nccl-lens %s --help')\n", cmd);
+  FILE *out = err_out();
+  fprintf(out, "nccl-lens %s: ", cmd);
+  vfprintf(out, fmt, ap);
+  fprintf(out, " (try 'nccl-lens %s --help')\n", cmd);
   va_end(ap);
   return 2;
 }

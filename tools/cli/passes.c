@@ -100,6 +100,8 @@ struct run {
   struct lens_filter_tally tally;  /* summed under mu */
   char (*func_have)[512];          /* per group: its operations, when a --func names none there (usage error) */
   pthread_mutex_t mu;
+  struct lens_cli_capture *said;   /* per group: its error and warning lines, said in input order */
+  unsigned char *group_failed;     /* per group */
   atomic_size_t next, finished;
   atomic_int failed;
   int progress;
@@ -204,7 +206,10 @@ out:
 static void *worker(void *arg) {
   struct run *r = arg;
   for (size_t g; !atomic_load(&r->failed) && (g = atomic_fetch_add(&r->next, 1)) < r->n_groups;) {
-    if (map_group(r, g)) atomic_store(&r->failed, 1);
+    int capturing = !lens_cli_capture_begin(&r->said[g]);
+    int rc = map_group(r, g);
+    if (capturing) lens_cli_capture_end(&r->said[g]);
+    if (rc) r->group_failed[g] = 1, atomic_store(&r->failed, 1);
     size_t fin = atomic_fetch_add(&r->finished, 1) + 1;
     if (r->progress) lens_cli_progress("reading traces (host groups)", (long)fin, (long)r->n_groups);
   }
@@ -251,10 +256,13 @@ int lens_passes_run(const char *cmd, struct lens_trace_cli *c, const struct lens
   out->hosts = calloc(r.n_groups + 1, sizeof *out->hosts);
   out->parts = calloc(n_passes * r.n_groups + 1, sizeof *out->parts);
   r.done = calloc(r.n_groups + 1, sizeof *r.done);
+  r.said = calloc(r.n_groups + 1, sizeof *r.said);
+  r.group_failed = calloc(r.n_groups + 1, 1);
   r.tally.comm_hit = calloc(c->filter.n_comms + 1, 1);
   r.tally.func_hit = calloc(c->filter.n_funcs + 1, 1);
   if (c->filter.n_funcs && !(r.func_have = calloc(r.n_groups + 1, sizeof *r.func_have))) goto oom;
-  if (!out->skel || !out->bases || !out->hosts || !out->parts || !r.done || !r.tally.comm_hit || !r.tally.func_hit)
+  if (!out->skel || !out->bases || !out->hosts || !out->parts || !r.done || !r.said || !r.group_failed ||
+      !r.tally.comm_hit || !r.tally.func_hit)
     goto oom;
   for (size_t g = 0; g < r.n_groups; g++) memcpy(out->hosts[g], r.groups[g].host, sizeof out->hosts[g]);
   pthread_mutex_init(&r.mu, NULL);
@@ -274,6 +282,7 @@ int lens_passes_run(const char *cmd, struct lens_trace_cli *c, const struct lens
   worker(&r);
   for (long i = 0; i < started; i++) pthread_join(th[i], NULL);
   if (r.progress) lens_cli_progress(NULL, -1, 0);
+  lens_cli_say_in_order(r.said, r.group_failed, r.n_groups);
   malloc_trim(0);
   mallopt(M_MMAP_MAX, 65536);
   pthread_mutex_destroy(&r.mu);
@@ -292,6 +301,8 @@ oom:
 out:
   for (size_t g = 0; r.done && g < r.n_groups; g++) lens_model_free(r.done[g]);
   free(r.done);
+  free(r.said);
+  free(r.group_failed);
   for (size_t g = 0; g < r.n_groups; g++) free(r.groups[g].files);
   free(r.groups);
   free(r.tally.comm_hit);

@@ -99,7 +99,7 @@ struct lens_model *lens_cli_load(const char *cmd, const char *const *paths, size
     }
   }
   if (lens_analyze_gpu && lens_analyze_gpu(m, err, sizeof err))
-    fprintf(stderr, "nccl-lens %s: warning: GPU analysis skipped: %s\n", cmd, err);
+    lens_cli_error(cmd, "warning: GPU analysis skipped: %s", err);
   if (lens_analyze_starvation && m->n_sched) lens_analyze_starvation(m, o ? o->min_wait_ns : 0);
   return m;
 }

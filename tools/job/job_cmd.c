@@ -118,6 +118,8 @@ struct map_ctx {
   struct lens_kineto_job_stats *kstats; /* one per Kineto trace */
   struct lens_job_part *parts;          /* partial files first, then Kineto traces (then the host groups' parts) */
   const struct lens_trace_cli *c;
+  struct lens_cli_capture *said;        /* per file: its error line, said in input order */
+  unsigned char *file_failed;
   atomic_size_t next;
   atomic_int failed;
 };
@@ -159,8 +161,12 @@ static void job_pass_free(void *p) {
 static void *map_worker(void *arg) {
   struct map_ctx *x = arg;
   size_t total = x->n_partials + x->n_kinetos;
-  for (size_t w; !atomic_load(&x->failed) && (w = atomic_fetch_add(&x->next, 1)) < total;)
-    if (map_one(x, w)) atomic_store(&x->failed, 1);
+  for (size_t w; !atomic_load(&x->failed) && (w = atomic_fetch_add(&x->next, 1)) < total;) {
+    int capturing = !lens_cli_capture_begin(&x->said[w]);
+    int rc = map_one(x, w);
+    if (capturing) lens_cli_capture_end(&x->said[w]);
+    if (rc) x->file_failed[w] = 1, atomic_store(&x->failed, 1);
+  }
   return NULL;
 }
 
@@ -345,7 +351,9 @@ int lens_cmd_job(int argc, char **argv) {
   /* Partial files and Kineto traces: read on a pool of threads. */
   n_files_parts = x.n_partials + x.n_kinetos;
   x.parts = calloc(n_files_parts ? n_files_parts : 1, sizeof *x.parts);
-  if (!x.parts) goto oom;
+  x.said = calloc(n_files_parts + 1, sizeof *x.said);
+  x.file_failed = calloc(n_files_parts + 1, 1);
+  if (!x.parts || !x.said || !x.file_failed) goto oom;
   if (n_files_parts) {
     long nt = o.threads ? o.threads : sysconf(_SC_NPROCESSORS_ONLN);
     if (nt < 1) nt = 1;
@@ -356,6 +364,7 @@ int lens_cmd_job(int argc, char **argv) {
       if (pthread_create(&th[started], NULL, map_worker, &x)) break;
     map_worker(&x);
     for (long i = 0; i < started; i++) pthread_join(th[i], NULL);
+    lens_cli_say_in_order(x.said, x.file_failed, n_files_parts);
     if (atomic_load(&x.failed)) goto out;
   }
   /* Traces: host group by host group (passes.h), the same for 1 trace as for 10^4. */
@@ -434,6 +443,8 @@ out:
   free(all_parts);
   for (size_t i = 0; x.parts && i < n_files_parts; i++) lens_job_part_free(&x.parts[i]);
   free(x.parts);
+  free(x.said);
+  free(x.file_failed);
   if (ran_passes) lens_passes_free(passes, &po);
   if (n_trace) c.paths = (const char **)paths, c.n = n;
   free(traces);
