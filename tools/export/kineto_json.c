@@ -27,6 +27,29 @@ static void seterr(char *err, size_t len, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* Appends part bytes of the event being edited to its buffer (held whole, at
+ * most KJ_MAX_EDIT_EVENT). 0, or -1 with err set. */
+static int ev_append(char **ev, size_t *ev_n, size_t *ev_cap, const char *part_p, size_t part, const char *in_path,
+                     uint64_t ev_index, char *err, size_t err_len) {
+  if (*ev_n + part > KJ_MAX_EDIT_EVENT) {
+    seterr(err, err_len, "%s: NCCL kernel event %" PRIu64 " is over %u MiB", in_path, ev_index,
+           KJ_MAX_EDIT_EVENT >> 20);
+    return -1;
+  }
+  if (*ev_n + part > *ev_cap) {
+    size_t cap = (*ev_n + part) * 2;
+    char *ne = realloc(*ev, cap);
+    if (!ne) {
+      seterr(err, err_len, "out of memory");
+      return -1;
+    }
+    *ev = ne, *ev_cap = cap;
+  }
+  memcpy(*ev + *ev_n, part_p, part);
+  *ev_n += part;
+  return 0;
+}
+
 int kj_is_nccl_kernel(const char *name) {
   return !strncmp(name, "ncclDevKernel", 13) || !strncmp(name, "ncclKernel", 10);
 }
@@ -582,23 +605,7 @@ int kj_rewrite(const char *in_path, const struct kj_scan *s, int out_fd, int gz,
         depth--;
         if (depth == 2 && events_open && c == '}') {
           if (buffering) {
-            size_t part = i + 1 - run;
-            if (ev_n + part > KJ_MAX_EDIT_EVENT) {
-              seterr(err, err_len, "%s: NCCL kernel event %" PRIu64 " is over %u MiB", in_path, ev_index,
-                     KJ_MAX_EDIT_EVENT >> 20);
-              goto out;
-            }
-            if (ev_n + part > ev_cap) {
-              size_t cap = (ev_n + part) * 2;
-              char *ne = realloc(ev, cap);
-              if (!ne) {
-                seterr(err, err_len, "out of memory");
-                goto out;
-              }
-              ev = ne, ev_cap = cap;
-            }
-            memcpy(ev + ev_n, buf + run, part);
-            ev_n += part;
+            if (ev_append(&ev, &ev_n, &ev_cap, buf + run, i + 1 - run, in_path, ev_index, err, err_len)) goto out;
             run = i + 1;
             buffering = 0;
             struct membuf mb;
@@ -661,23 +668,7 @@ int kj_rewrite(const char *in_path, const struct kj_scan *s, int out_fd, int gz,
       key_events = 0;
     }
     if (buffering) {
-      size_t part = (size_t)n - run;
-      if (ev_n + part > KJ_MAX_EDIT_EVENT) {
-        seterr(err, err_len, "%s: NCCL kernel event %" PRIu64 " is over %u MiB", in_path, ev_index,
-               KJ_MAX_EDIT_EVENT >> 20);
-        goto out;
-      }
-      if (ev_n + part > ev_cap) {
-        size_t cap = (ev_n + part) * 2;
-        char *ne = realloc(ev, cap);
-        if (!ne) {
-          seterr(err, err_len, "out of memory");
-          goto out;
-        }
-        ev = ne, ev_cap = cap;
-      }
-      memcpy(ev + ev_n, buf + run, part);
-      ev_n += part;
+      if (ev_append(&ev, &ev_n, &ev_cap, buf + run, (size_t)n - run, in_path, ev_index, err, err_len)) goto out;
     } else {
       kw_put(&w, buf + run, (size_t)n - run);
     }

@@ -305,6 +305,25 @@ static int load_file(struct lens_builder *b, const char *path, uint64_t *done, u
   return rc;
 }
 
+/* What a load's builder holds beside the model, freed whether it built one or failed. */
+static void builder_release(struct lens_builder *b) {
+  free(b->states);
+  free(b->pend);
+  free(b->carry);
+  lens_idseq_free(&b->carried);
+  free(b->sess);
+  free(b->thread_tmp);
+  free(b->fsteps);
+  free(b->fmore);
+  free(b->fruns);
+  free(b->fevs);
+  free(b->idq);
+  lens_hash_free(&b->strings);
+  lens_hash_free(&b->comms);
+  lens_hash_free(&b->threads);
+  lens_packed_release(b);
+}
+
 struct lens_model *lens_model_load(const char *const *paths, size_t n_paths, char *err, size_t err_len,
                                    void (*progress)(uint64_t done, uint64_t total)) {
   return lens_model_load_ex(paths, n_paths, 0, err, err_len, progress);
@@ -388,38 +407,10 @@ struct lens_model *lens_load_files(const char *const *paths, size_t n_paths, uin
   lens_packed_release(&b);
   if (win_mode != LENS_WIN_SCAN && lens_resolve_model(&b)) goto bad;
   if (progress) progress(total, total);
-  free(b.states);
-  free(b.pend);
-  free(b.carry);
-  lens_idseq_free(&b.carried);
-  free(b.sess);
-  free(b.thread_tmp);
-  free(b.fsteps);
-  free(b.fmore);
-  free(b.fruns);
-  free(b.fevs);
-  free(b.idq);
-  lens_hash_free(&b.strings);
-  lens_hash_free(&b.comms);
-  lens_hash_free(&b.threads);
-  lens_packed_release(&b);
+  builder_release(&b);
   return m;
 bad:
-  free(b.states);
-  free(b.pend);
-  free(b.carry);
-  lens_idseq_free(&b.carried);
-  free(b.sess);
-  free(b.thread_tmp);
-  free(b.fsteps);
-  free(b.fmore);
-  free(b.fruns);
-  free(b.fevs);
-  free(b.idq);
-  lens_hash_free(&b.strings);
-  lens_hash_free(&b.comms);
-  lens_hash_free(&b.threads);
-  lens_packed_release(&b);
+  builder_release(&b);
   lens_model_free(m);
   return NULL;
 }
