@@ -28,18 +28,27 @@ static struct rp_plugin *plug(struct rp_proxy *px) { return &px->node->plugin; }
 static bool ctrl_on(struct rp_proxy *px) { return !px->is_profiler && rp_gate(LENS_EV_PROXY_CTRL, rp_mask_load()); }
 
 /* One ProxyCtrl episode: start, one state, stop. The mask is read live. */
-static void ctrl_event(struct rp_proxy *px, int state, int appended) {
-  if (!ctrl_on(px)) return;
+/* A state of a ProxyCtrl event; the mask is read again, as NCCL does. */
+static void ctrl_state(struct rp_proxy *px, void *h, int state, int appended) {
+  if (!rp_gate(LENS_EV_PROXY_CTRL, rp_mask_load())) return;
+  lens_nccl_state_args_v5_t a = {0};
+  a.proxyCtrl.appendedProxyOps = appended;
+  rp_record(plug(px), h, state, &a);
+}
+
+/* A ProxyCtrl event's start and its first state; its handle. */
+static void *ctrl_begin(struct rp_proxy *px, int state, int appended) {
   lens_nccl_descr_v6_t d = {0};
   d.type = LENS_EV_PROXY_CTRL;
   void *h = rp_start(plug(px), px->ctx, &d);
   atomic_fetch_add(&px->ctrl_events, 1);
-  if (rp_gate(LENS_EV_PROXY_CTRL, rp_mask_load())) {
-    lens_nccl_state_args_v5_t a = {0};
-    a.proxyCtrl.appendedProxyOps = appended;
-    rp_record(plug(px), h, state, &a);
-  }
-  rp_stop(plug(px), h);
+  ctrl_state(px, h, state, appended);
+  return h;
+}
+
+static void ctrl_event(struct rp_proxy *px, int state, int appended) {
+  if (!ctrl_on(px)) return;
+  rp_stop(plug(px), ctrl_begin(px, state, appended));
 }
 
 /* Time base of a network op: its GPU item's start, or t0 for ops that came
@@ -412,20 +421,12 @@ static int get_posted(struct rp_proxy *px, int nactive, struct rp_op ***tail, bo
     /* Sleep episode: start, 15, block, 16, stop. */
     void *h = NULL;
     bool on = ctrl_on(px);
-    if (on) {
-      lens_nccl_descr_v6_t d = {0};
-      d.type = LENS_EV_PROXY_CTRL;
-      h = rp_start(plug(px), px->ctx, &d);
-      atomic_fetch_add(&px->ctrl_events, 1);
-      lens_nccl_state_args_v5_t a = {0};
-      if (rp_gate(LENS_EV_PROXY_CTRL, rp_mask_load())) rp_record(plug(px), h, LENS_ST_PROXY_CTRL_SLEEP, &a);
-    }
+    if (on) h = ctrl_begin(px, LENS_ST_PROXY_CTRL_SLEEP, 0);
     pthread_mutex_lock(&px->mu);
     while (!px->posted_head && !px->stopping) pthread_cond_wait(&px->cv, &px->mu);
     pthread_mutex_unlock(&px->mu);
     if (on) {
-      lens_nccl_state_args_v5_t a = {0};
-      if (rp_gate(LENS_EV_PROXY_CTRL, rp_mask_load())) rp_record(plug(px), h, LENS_ST_PROXY_CTRL_WAKEUP, &a);
+      ctrl_state(px, h, LENS_ST_PROXY_CTRL_WAKEUP, 0);
       rp_stop(plug(px), h);
     }
     pthread_mutex_lock(&px->mu);
@@ -447,14 +448,7 @@ static int get_posted(struct rp_proxy *px, int nactive, struct rp_op ***tail, bo
 
   void *h = NULL;
   bool on = ctrl_on(px);
-  if (on) {
-    lens_nccl_descr_v6_t d = {0};
-    d.type = LENS_EV_PROXY_CTRL;
-    h = rp_start(plug(px), px->ctx, &d);
-    atomic_fetch_add(&px->ctrl_events, 1);
-    lens_nccl_state_args_v5_t a = {0};
-    if (rp_gate(LENS_EV_PROXY_CTRL, rp_mask_load())) rp_record(plug(px), h, LENS_ST_PROXY_CTRL_APPEND, &a);
-  }
+  if (on) h = ctrl_begin(px, LENS_ST_PROXY_CTRL_APPEND, 0);
   while (batch) {
     struct rp_op *op = batch;
     batch = op->next;
@@ -467,9 +461,7 @@ static int get_posted(struct rp_proxy *px, int nactive, struct rp_op ***tail, bo
     }
   }
   if (on) {
-    lens_nccl_state_args_v5_t a = {0};
-    a.proxyCtrl.appendedProxyOps = n;
-    if (rp_gate(LENS_EV_PROXY_CTRL, rp_mask_load())) rp_record(plug(px), h, LENS_ST_PROXY_CTRL_APPEND_END, &a);
+    ctrl_state(px, h, LENS_ST_PROXY_CTRL_APPEND_END, n);
     rp_stop(plug(px), h);
   }
   return n;
