@@ -94,21 +94,17 @@ static void test_summary_numbers(void **state) {
   assert_non_null(strstr(r.out, "1 communicator (2 rank inits),"));
 }
 
-/* Both ranks of a 1 KiB AllReduce; rank 1 starts 1 ms after rank 0 and
- * both end 1 ms after rank 1 started: execution 1 ms, 1024 B / 1 ms =
- * 0.001024 GB/s, printed to 3 significant digits (bytes over the ranks'
- * completion times, 2 and 1 ms, gave 0.000683: rank 0's wait as work). */
-static void test_small_algbw(void **state) {
-  (void)state;
-  char path[160];
-  snprintf(path, sizeof path, "%s/small.lens", cli_tmpdir());
+/* Both ranks of a 1 KiB collective (count 1024 of ncclInt8 per rank, as
+ * NCCL reports AllGather: its send count); rank 1 starts 1 ms after rank 0
+ * and both end 1 ms after rank 1 started: execution 1 ms. */
+static void write_small(const char *path, const char *func) {
   struct tb *t = tb_open(path, LENS_PRODUCER_PLUGIN);
   tb_session(t, 0, 1, "h", 6);
   tb_comm(t, 1, 5, 0, 2, 1, 0, "world");
   tb_comm(t, 2, 5, 1, 2, 1, 1, "world");
   tb_thread(t, 1, 2, LENS_ROLE_APP | LENS_ROLE_PROXY, "t0", 0, 0);
   tb_thread(t, 2, 3, LENS_ROLE_APP | LENS_ROLE_PROXY, "t1", 1, 1);
-  tb_string(t, 1, "AllReduce");
+  tb_string(t, 1, func);
   tb_string(t, 2, "ncclInt8");
   struct lens_p_proxy_op po = {.pid = 1};
   for (int rank = 0; rank < 2; rank++) {
@@ -123,18 +119,59 @@ static void test_small_algbw(void **state) {
     tb_flush(t);
   }
   tb_close(t);
+}
+
+/* The last column of summary's per-op row of func: its algbw. */
+static void summary_algbw(const char *path, const char *func, char *out, size_t len) {
   static struct cli_result r;
   const char *args[] = {"summary", path, NULL};
   assert_int_equal(cli_run(&r, args), 0);
   assert_int_equal(r.status, 0);
   const char *head = strstr(r.out, "algbw GB/s"); /* the per-op table, after the job's */
   assert_non_null(head);
-  const char *ar = row_of(head, "AllReduce");
-  assert_non_null(ar);
-  const char *eol = strchr(ar, '\n');
-  char line[512];
-  snprintf(line, sizeof line, "%.*s", (int)(eol - ar), ar);
-  assert_true(strlen(line) > 8 && !strcmp(line + strlen(line) - 8, " 0.00102"));
+  const char *row = row_of(head, func);
+  assert_non_null(row);
+  const char *eol = strchr(row, '\n'), *sp = eol;
+  while (sp > row && sp[-1] != ' ') sp--;
+  snprintf(out, len, "%.*s", (int)(eol - sp), sp);
+}
+
+/* 1024 B / 1 ms = 0.001024 GB/s, printed to 3 significant digits (bytes
+ * over the ranks' completion times, 2 and 1 ms, gave 0.000683: rank 0's
+ * wait as work). */
+static void test_small_algbw(void **state) {
+  (void)state;
+  char path[160], bw[32];
+  snprintf(path, sizeof path, "%s/small.lens", cli_tmpdir());
+  write_small(path, "AllReduce");
+  summary_algbw(path, "AllReduce", bw, sizeof bw);
+  assert_string_equal(bw, "0.00102");
+}
+
+/* algbw is nccl-tests' size over the execution, in every view: an
+ * AllGather's size is what each rank receives, its send count times the
+ * ranks (2 KiB here), so 2048 B / 1 ms = 0.00205 GB/s, and the job view's
+ * busbw is that times (n-1)/n = 0.00102. Summary divided one rank's send
+ * count (0.00102, half the AllGather's algbw, and equal to its busbw). */
+static void test_allgather_algbw_is_nccl_tests(void **state) {
+  (void)state;
+  char path[160], bw[32], rep[256];
+  snprintf(path, sizeof path, "%s/small-ag.lens", cli_tmpdir());
+  write_small(path, "AllGather");
+  summary_algbw(path, "AllGather", bw, sizeof bw);
+  assert_string_equal(bw, "0.00205");
+  char json[200];
+  snprintf(json, sizeof json, "%s/small-ag-job.json", cli_tmpdir());
+  struct cli_result r;
+  const char *args[] = {"job", "--json", "-o", json, path, NULL};
+  assert_int_equal(cli_run(&r, args), 0);
+  assert_int_equal(r.status, 0);
+  int py = cli_python("import json,sys\n"
+                      "i=json.load(open(sys.argv[1]))['collectives'][0]\n"
+                      "print('%.5f %d' % (i['busbw_gbps'], i['bytes']))\n",
+                      json, rep, sizeof rep);
+  assert_int_equal(py, 0);
+  assert_string_equal(rep, "0.00102 2048\n");
 }
 
 static void test_straggler_count(void **state) {
@@ -231,6 +268,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_summary_numbers),
       cmocka_unit_test(test_small_algbw),
+      cmocka_unit_test(test_allgather_algbw_is_nccl_tests),
       cmocka_unit_test(test_straggler_count),
       cmocka_unit_test(test_late_rank_launch_order),
       cmocka_unit_test(test_summary_fits_120),

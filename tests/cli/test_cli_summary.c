@@ -95,10 +95,11 @@ static void test_summary_text(void **state) {
  * communicator; rank 1 starts each 50 us after rank 0 and both end
  * together, rank 1 after 2 us (the first) and 4 us (the second). The job
  * view's execution is the span of the rank that started last (2 and 4 us);
- * algbw is every task's bytes over its instance's execution, summed over the
- * row: (2 x 2.2 MB + 2 x 3 MB) / (2 x 2 us + 2 x 4 us) = 866.667 GB/s, not
- * the mean of the two ops' 1100 and 750, and not bytes over the completion
- * times, which hold rank 0's 50 us wait. */
+ * algbw is every task's nccl-tests size (an AllGather's: 2 ranks x its
+ * count) over its instance's execution, summed over the row: (2 x 4.4 MB +
+ * 2 x 6 MB) / (2 x 2 us + 2 x 4 us) = 1733.333 GB/s, not the mean of the two
+ * ops' 2200 and 1500, and not bytes over the completion times, which hold
+ * rank 0's 50 us wait. */
 static void test_summary_aggregates(void **state) {
   (void)state;
   char path[128];
@@ -140,7 +141,7 @@ static void test_summary_aggregates(void **state) {
                    0);
   printf("%s", rep);
   /* one row of four tasks, each decomposed; completion keeps rank 0's wait (54 us) */
-  assert_non_null(strstr(rep, "1 4 4 10400000 12000 866.667 54000 2-4 MiB"));
+  assert_non_null(strstr(rep, "1 4 4 20800000 12000 1733.333 54000 2-4 MiB"));
   const char *text[] = {"summary", path, NULL};
   assert_int_equal(cli_run(&r, text), 0);
   const char *head = strstr(r.out, "algbw GB/s"); /* the per-op table, after the job's */
@@ -150,7 +151,7 @@ static void test_summary_aggregates(void **state) {
   const char *eol = strchr(row, '\n');
   assert_non_null(eol);
   printf("%.*s\n", (int)(eol - row), row);
-  assert_true(eol - row > 4 && !strncmp(eol - 4, " 867", 4)); /* 3 significant digits */
+  assert_true(eol - row > 5 && !strncmp(eol - 5, " 1733", 5)); /* an integer from 1000 (lens_fmt_gbps) */
 }
 
 /* The replay's job-late-app (2 x 2 ranks), one rank 20 ms late on every

@@ -364,7 +364,7 @@ static int map_events(const struct lens_model *m, struct lens_summary *s) {
     add_op(m, r, e);
     /* the job view names a task by an int32 event index: one past it is named by none */
     if (i <= INT32_MAX)
-      s->tasks[s->n_tasks++] = (struct lens_sum_task){lens_event_bytes(m, e), (uint32_t)i, (uint32_t)(r - s->rows)};
+      s->tasks[s->n_tasks++] = (struct lens_sum_task){(uint32_t)i, (uint32_t)(r - s->rows)};
   }
   s->task_first[1] = s->n_tasks;
   free(cache);
@@ -588,8 +588,12 @@ void lens_summary_exec(struct lens_summary *s, const struct lens_job *j) {
       const struct lens_sum_task *t = task_of(s, &j->ranks[in->first_rank + k]);
       if (!t || t->row >= s->n_rows) continue;
       struct lens_sum_row *r = &s->rows[t->row];
+      /* nccl-tests' size (the job view's, for every rank of the instance):
+       * an AllGather's or ReduceScatter's is the ranks times one rank's
+       * count, so algbw is size / time and busbw / algbw the factor, as
+       * in nccl-tests, for every collective. */
       r->exec_tasks++;
-      r->exec_bytes += t->bytes;
+      r->exec_bytes += in->bytes;
       r->exec_ns += in->exec_ns;
     }
   }

@@ -12,7 +12,7 @@
  *
  * A row's execution (exec_*) is the job view's (analysis/job/job.h), known
  * only once every group's job partial is reduced: the map keeps each
- * Coll/P2p task's event index, row and bytes (lens_sum_task), the merge
+ * Coll/P2p task's event index and row (lens_sum_task), the merge
  * gathers them per group, and lens_summary_exec adds the decomposed
  * instances' execution to their rows. */
 #ifndef NCCL_LENS_SUMMARY_ANALYSIS_H
@@ -40,10 +40,12 @@ struct lens_sum_row {
   struct lens_stat completion; /* its kernel's launch (else op start) -> completion (last ProxyOp / KernelCh) */
   uint64_t completed_bytes;    /* bytes of ops that have a completion time */
   /* The job view's execution of the row's tasks (lens_summary_exec): the
-   * tasks whose instance it decomposed (lens_job_inst_decomposed), their
-   * bytes and the sum of their instance's exec_ns (the span of the rank
-   * that started last: no rank's wait for its peers). algbw = exec_bytes /
-   * exec_ns; unknown when exec_tasks is 0. */
+   * tasks whose instance it decomposed (lens_job_inst_decomposed), the sum
+   * of their instance's size (nccl-tests': an AllGather's or
+   * ReduceScatter's is the ranks times one rank's count) and of its
+   * exec_ns (the span of the rank that started last: no rank's wait for
+   * its peers). algbw = exec_bytes / exec_ns, nccl-tests' algbw; unknown
+   * when exec_tasks is 0. */
   uint64_t exec_tasks, exec_bytes, exec_ns;
   struct lens_stat gpu_channel; /* per KernelCh: mapped or pTimer duration */
   uint64_t proxy_ops, proxy_steps, proxy_bytes;
@@ -85,7 +87,7 @@ struct lens_sum_proxy {
 /* A Coll/P2p task of a mapped model, kept until the job view is known: its
  * index in its group's model (as lens_job_rank.event names it), its row in
  * the summary holding it, its bytes. */
-struct lens_sum_task { uint64_t bytes; uint32_t event, row; };
+struct lens_sum_task { uint32_t event, row; };
 
 struct lens_summary {
   struct lens_sum_group *groups; size_t n_groups;
