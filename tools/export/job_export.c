@@ -375,7 +375,8 @@ static void write_slice(struct ctx *x, const struct sl *s, int64_t origin) {
     fprintf(x->f, ",\"seq\":%" PRId64 ",\"bytes\":%" PRIu64 ",\"gpu_time\":\"%s\",\"last_rank\":%d,\"is_last\":%s",
             in->seq, in->bytes, r->kstart_mono_ns ? "GPU pTimer through its clock map" : "host (no clock map)",
             lens_job_inst_decomposed(in) ? in->last_rank : -1, last ? "true" : "false");
-    if (lens_job_inst_decomposed(in)) fprintf(x->f, ",\"exec_ns\":%" PRIu64 ",\"wait_ns\":%" PRIu64, in->exec_ns, r->wait_ns);
+    if (lens_job_inst_decomposed(in))
+      fprintf(x->f, ",\"exec_ns\":%" PRIu64 ",\"wait_ns\":%" PRIu64, in->exec_ns, r->wait_ns);
     fprintf(x->f, ",\"cause\":\"%s\"", lens_job_cause_name(in->cause));
     x->c->last_marked += last;
   } else {
