@@ -320,12 +320,17 @@ static void place(struct ctx *x, struct vec *v) {
 
 static void us(FILE *f, int64_t ns) { lens_json_us_signed(f, ns); }
 
+/* The rank that started last of an instance the job view decomposed (its one rule): none otherwise. */
+static int is_last(const struct lens_job_inst *in, int32_t rank) {
+  return lens_job_inst_decomposed(in) && in->last_rank >= 0 && rank == in->last_rank;
+}
+
 static void slice_name(const struct ctx *x, const struct sl *s, char *name, size_t len) {
   const struct lens_model *m = x->m;
   const struct lens_event *e = &m->events[s->event];
   const struct lens_job_inst *in = s->inst >= 0 ? &x->j->insts[s->inst] : NULL;
   const struct lens_job_rank *r = s->row >= 0 ? &x->j->ranks[s->row] : NULL;
-  int last = in && in->last_rank >= 0 && r && r->rank == in->last_rank;
+  int last = in && r && is_last(in, r->rank);
   if (in)
     snprintf(name, len, "%s #%" PRId64 "%s", in->func ? in->func : "?", in->seq, last ? " (last rank)" : "");
   else if (s->kind == K_PROXY && e->comm < 0) /* PXN: for a rank of another process */
@@ -348,7 +353,7 @@ static void write_slice(struct ctx *x, const struct sl *s, int64_t origin) {
   char name[160];
   const struct lens_job_inst *in = s->inst >= 0 ? &x->j->insts[s->inst] : NULL;
   const struct lens_job_rank *r = s->row >= 0 ? &x->j->ranks[s->row] : NULL;
-  int last = in && in->last_rank >= 0 && r && r->rank == in->last_rank;
+  int last = in && r && is_last(in, r->rank);
   slice_name(x, s, name, sizeof name);
   sep(x);
   fputs("{\"ph\":\"X\",\"name\":", x->f);
@@ -369,8 +374,9 @@ static void write_slice(struct ctx *x, const struct sl *s, int64_t origin) {
     lens_json_comm_id(x->f, in->comm_id);
     fprintf(x->f, ",\"seq\":%" PRId64 ",\"bytes\":%" PRIu64 ",\"gpu_time\":\"%s\",\"last_rank\":%d,\"is_last\":%s",
             in->seq, in->bytes, r->kstart_mono_ns ? "GPU pTimer through its clock map" : "host (no clock map)",
-            in->last_rank, last ? "true" : "false");
-    if (in->exec_ns) fprintf(x->f, ",\"exec_ns\":%" PRIu64 ",\"wait_ns\":%" PRIu64, in->exec_ns, r->wait_ns);
+            lens_job_inst_decomposed(in) ? in->last_rank : -1, last ? "true" : "false");
+    if (lens_job_inst_decomposed(in))
+      fprintf(x->f, ",\"exec_ns\":%" PRIu64 ",\"wait_ns\":%" PRIu64, in->exec_ns, r->wait_ns);
     fprintf(x->f, ",\"cause\":\"%s\"", lens_job_cause_name(in->cause));
     x->c->last_marked += last;
   } else {
@@ -508,8 +514,8 @@ static int write_perfetto_events(struct ctx *x, const struct vec *v, int64_t ori
       if (s->inst >= 0) {
         const struct lens_job_inst *in = &x->j->insts[s->inst];
         pb_annot_u(x, "seq", (uint64_t)in->seq);
-        pb_annot_u(x, "is_last", in->last_rank >= 0 && x->j->ranks[s->row].rank == in->last_rank);
-        x->c->last_marked += in->last_rank >= 0 && x->j->ranks[s->row].rank == in->last_rank;
+        pb_annot_u(x, "is_last", is_last(in, x->j->ranks[s->row].rank));
+        x->c->last_marked += is_last(in, x->j->ranks[s->row].rank);
       }
       if (s->flow) pb_fixed64(&x->sub, s->flow_end ? 48 : 47, s->flow);
       x->c->slices++;

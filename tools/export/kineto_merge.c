@@ -343,7 +343,7 @@ static void args_for(void *ctx, uint64_t index, FILE *o) {
   if (jr && x->j) {
     const struct lens_job_inst *in = &x->j->insts[jr->inst];
     const struct lens_job_rank *rk = &x->j->ranks[jr->row];
-    if (in->exec_ns && in->ranks_seen > 1) {
+    if (lens_job_inst_decomposed(in)) {
       fputs(",\"nccl_lens exec us\":", o);
       lens_json_us(o, in->exec_ns);
       fputs(",\"nccl_lens wait us\":", o);

@@ -13,7 +13,7 @@
 #include "summary/summary_model.h"
 
 static const char *const flag_names[] = {"partial", "host_spans", "approx_rule", "ends_apart",
-                                         "no_span", "by_order",   "graph"};
+                                         "no_span", "by_order",   "graph",       "one_rank"};
 
 /* Widest line of the text tables (docs/cli.md). */
 #define LENS_JOB_TEXT_COLS 120
@@ -227,7 +227,7 @@ void lens_job_print_text(FILE *f, const struct lens_model *m, const struct lens_
   if (!o) return;
   size_t n = 0;
   for (size_t i = 0; i < j->n_insts; i++)
-    if (j->insts[i].exec_ns && (j->insts[i].cause != LENS_CAUSE_NONE)) o[n++] = i;
+    if (lens_job_inst_decomposed(&j->insts[i]) && j->insts[i].cause != LENS_CAUSE_NONE) o[n++] = i;
   sort_j = j;
   qsort(o, n, sizeof *o, by_wait);
   if (n) {
@@ -309,7 +309,8 @@ void lens_job_print_json(FILE *f, const struct lens_model *m, const struct lens_
     fprintf(f, ",\"bytes\":%" PRIu64 ",\"nranks\":%d,\"ranks_seen\":%d,\"user_tag\":%" PRIu64 ",", in->bytes, in->nranks,
             in->ranks_seen, in->user_tag);
     if (in->is_p2p) fprintf(f, "\"sender\":%d,\"receiver\":%d,", in->peer_lo, in->peer_hi);
-    if (in->exec_ns) {
+    int dec = lens_job_inst_decomposed(in); /* the rows' rule: exec, waits, last rank only then */
+    if (dec) {
       fprintf(f, "\"exec_ns\":%" PRIu64 ",\"busbw_gbps\":", in->exec_ns);
       lens_json_double(f, in->busbw_gbps);
       fprintf(f, ",\"last_rank\":%d,\"max_wait_ns\":%" PRIu64 ",", in->last_rank, in->max_wait_ns);
@@ -330,7 +331,7 @@ void lens_job_print_json(FILE *f, const struct lens_model *m, const struct lens_
       lens_json_str(f, lens_job_host(m, r->proc));
       fprintf(f, ",\"pid\":%u,\"span_ns\":%" PRIu64 ",\"map_err_ns\":%" PRIu64 ",", pid_of(m, r->proc), r->span_ns,
               r->map_err_ns);
-      if (in->exec_ns) fprintf(f, "\"wait_ns\":%" PRIu64 "}", r->wait_ns);
+      if (dec) fprintf(f, "\"wait_ns\":%" PRIu64 "}", r->wait_ns);
       else fputs("\"wait_ns\":null}", f);
     }
     fputs("]}", f);

@@ -191,7 +191,7 @@ static void verdict(struct ctx *x) {
   }
   struct job_link jl[4];
   size_t njl = job_slow_links(x, jl, 4), decomposed = 0;
-  for (size_t i = 0; i < x->v.j.n_insts; i++) decomposed += x->v.j.insts[i].exec_ns != 0;
+  for (size_t i = 0; i < x->v.j.n_insts; i++) decomposed += (size_t)lens_job_inst_decomposed(&x->v.j.insts[i]);
   size_t o = 0;
   t[0] = 0;
   if (njl)
@@ -277,7 +277,9 @@ static int busbw(struct ctx *x) {
   size_t n = 0;
   for (size_t i = 0; i < j->n_insts; i++) {
     const struct lens_job_inst *in = &j->insts[i];
-    if (!in->exec_ns || !in->bytes || in->is_p2p || (in->flags & LENS_JOB_PARTIAL)) continue;
+    /* the job view's rule, then a curve's own: no p2p (its factor 1 is not a bus's), no partial instance (an
+     * unseen rank may have started last: its execution is an upper bound) */
+    if (!lens_job_inst_decomposed(in) || !in->bytes || in->is_p2p || (in->flags & LENS_JOB_PARTIAL)) continue;
     v[n++] = (struct bw_pt){in->comm_id, in->func, in->bytes, in->exec_ns,
                             (double)in->bytes * lens_job_busbw_factor(in->func, in->nranks), in->busbw_gbps};
   }
@@ -350,7 +352,7 @@ static int waits(struct ctx *x) {
   size_t unplaced = 0;
   for (size_t i = 0; i < j->n_insts; i++) {
     const struct lens_job_inst *in = &j->insts[i];
-    if (in->comm_id != best || !in->exec_ns) continue;
+    if (in->comm_id != best || !lens_job_inst_decomposed(in)) continue;
     for (size_t k = 0; k < in->n_ranks; k++) {
       const struct lens_job_rank *rk = &j->ranks[in->first_rank + k];
       uint64_t start;
@@ -374,7 +376,7 @@ static int waits(struct ctx *x) {
   double total = 0;
   for (size_t i = 0; i < j->n_insts; i++) {
     const struct lens_job_inst *in = &j->insts[i];
-    if (in->comm_id != best || !in->exec_ns) continue;
+    if (in->comm_id != best || !lens_job_inst_decomposed(in)) continue;
     for (size_t k = 0; k < in->n_ranks; k++) {
       const struct lens_job_rank *rk = &j->ranks[in->first_rank + k];
       uint64_t start;

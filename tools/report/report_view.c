@@ -44,7 +44,7 @@ int lens_report_view_build(const struct lens_model *m, const struct lens_report 
   v->origin = lens_report_origin(v, 0);
   for (size_t i = 0; i < v->j.n_insts; i++) {
     const struct lens_job_inst *in = &v->j.insts[i];
-    if (!in->exec_ns) continue;
+    if (!lens_job_inst_decomposed(in)) continue;
     for (size_t k = 0; k < in->n_ranks; k++) v->coll_ns += v->j.ranks[in->first_rank + k].span_ns;
   }
   return 0;

@@ -23,6 +23,9 @@
 #define LENS_JOB_NO_SPAN 0x10     /* no rank had a span: nothing decomposed */
 #define LENS_JOB_BY_ORDER 0x20    /* matched by order (no sequence number: v4, p2p) */
 #define LENS_JOB_GRAPH 0x40       /* graph replay */
+#define LENS_JOB_ONE_RANK 0x80    /* one rank's span only (the instance's only rank, or the only one seen or with a
+                                   * span of several, whose span then holds its wait for the others): nothing
+                                   * decomposed */
 
 /* What made the last rank late, or the execution long. */
 enum lens_job_cause {
@@ -62,9 +65,9 @@ struct lens_job_inst {
   int is_p2p, peer_lo, peer_hi; /* p2p: sender and receiver */
   int nranks, ranks_seen;
   uint64_t bytes;            /* nccl-tests "size" (AllGather/ReduceScatter: count x nranks) */
-  uint64_t exec_ns;          /* 0 when not decomposed */
+  uint64_t exec_ns;          /* 0 when not decomposed: read it through lens_job_inst_decomposed() */
   double busbw_gbps;         /* from exec, nccl-tests factor */
-  int32_t last_rank;         /* -1 none */
+  int32_t last_rank;         /* -1 none (not decomposed) */
   uint64_t max_wait_ns;      /* the earliest rank's wait: how late the last rank was */
   uint64_t wait_sum_ns;      /* sum of all ranks' waits (rank-time lost to this last rank) */
   uint32_t flags;            /* LENS_JOB_* */
@@ -151,10 +154,16 @@ void lens_job_free(struct lens_job *j);
  * the instances that count for a straggler (times_last, wait_caused_ns). */
 int lens_job_inst_straggles(const struct lens_job *j, const struct lens_job_inst *in);
 /* Whether the job view decomposed an instance: seen on more than one rank
- * of a communicator of more than one, and its execution (the span of the
- * rank that started last) split from the waits. The instances a row's
- * `decomposed` counts, and the only ones whose exec_ns any view may use as
- * the time an operation worked (summary's algbw, diff). */
+ * of a communicator of more than one, spans on at least two of them, and
+ * its execution (the span of the rank that started last) split from the
+ * waits. An instance seen on one rank only (or with one span) is not: that
+ * span holds its wait for the ranks nobody saw (flag LENS_JOB_ONE_RANK;
+ * lens_job_build leaves its exec_ns 0). The one rule every view uses: the
+ * instances a row's `decomposed` counts, and the only ones whose exec_ns,
+ * busbw_gbps, waits and last rank any view may use as the time an operation
+ * worked (summary's algbw, diff, report, job's instances, Kineto merge).
+ * Views that need more (report's busbw curve: no p2p, no partial) add their
+ * conditions on top of it, never instead. */
 int lens_job_inst_decomposed(const struct lens_job_inst *in);
 /* The host group a rank record's process lies in, for a view that kept a
  * table per group of what it needs from the group's model (its events as

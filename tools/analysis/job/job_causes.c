@@ -31,7 +31,7 @@ static uint64_t threshold(const struct lens_job *j, const struct lens_job_inst *
 }
 
 int lens_job_inst_straggles(const struct lens_job *j, const struct lens_job_inst *in) {
-  return in->exec_ns && in->max_wait_ns >= threshold(j, in) && in->last_rank >= 0;
+  return lens_job_inst_decomposed(in) && in->max_wait_ns >= threshold(j, in) && in->last_rank >= 0;
 }
 
 enum { ST_ENQUEUE, ST_LAUNCH };
@@ -342,7 +342,7 @@ static int causes(const struct lens_job_oprefs *o, struct lens_job *j) {
     struct lens_job_rank *r = j->ranks + in->first_rank;
     in->cause = LENS_CAUSE_NONE;
     in->cause_rank = in->cause_peer = -1;
-    if (!in->exec_ns || in->n_ranks < 2) continue;
+    if (!lens_job_inst_decomposed(in)) continue;
     if (in->max_wait_ns >= threshold(j, in)) {
       late_cause(in, r, tmp);
       continue;
@@ -435,7 +435,8 @@ static int row_cmp(const void *x, const void *y) {
 }
 
 /* An instance that belongs in a headline row: seen on more than one rank
- * of a communicator of more than one. */
+ * of a communicator of more than one (a row's count; its decomposed ones,
+ * lens_job_inst_decomposed, are those with an execution). */
 static int multi_rank(const struct lens_job_inst *in) { return in->nranks >= 2 && in->ranks_seen >= 2; }
 
 int lens_job_inst_decomposed(const struct lens_job_inst *in) { return multi_rank(in) && in->exec_ns; }

@@ -131,6 +131,13 @@ static int32_t *host_ids(const struct lens_job_part *parts, size_t n, size_t n_p
   return id;
 }
 
+/* The ranks an instance runs on: a collective's communicator, a p2p's
+ * sender and receiver (one rank when it sends to itself). */
+static int participants(const struct lens_job_inst *in) {
+  if (in->is_p2p) return in->peer_lo == in->peer_hi ? 1 : 2;
+  return in->nranks;
+}
+
 /* exec, waits, last rank, flags of one instance. seen/lo/hi: scratch per
  * host (seen holds the last instance that touched the host). */
 static void decompose(struct lens_job *j, struct lens_job_inst *in, const int32_t *host_of, size_t inst_no,
@@ -149,6 +156,19 @@ static void decompose(struct lens_job *j, struct lens_job_inst *in, const int32_
     if (r[i].span_ns && r[i].span_ns < exec) exec = r[i].span_ns, last = r[i].rank;
   if (last < 0) {
     in->flags |= LENS_JOB_NO_SPAN;
+    in->last_rank = -1;
+    return;
+  }
+  /* One span is no decomposition: seen alone of several ranks, its span
+   * holds its wait for the ranks nobody saw (counting it would count waiting
+   * as working); the only rank of its instance (a communicator of one, a
+   * send to itself) has no other rank to split it from, its span stays in
+   * its rank row. Either way no execution, no last rank: every view asks
+   * lens_job_inst_decomposed. */
+  size_t spans = 0;
+  for (size_t i = 0; i < in->n_ranks; i++) spans += r[i].span_ns != 0;
+  if (spans < 2) {
+    in->flags |= LENS_JOB_ONE_RANK;
     in->last_rank = -1;
     return;
   }
@@ -391,7 +411,7 @@ static int reduce(struct lens_job_part *parts, size_t n, struct lens_job *j, uin
   for (size_t i = 0; i < j->n_insts; i++) {
     struct lens_job_inst *x = &j->insts[i];
     x->ranks_seen = (int)x->n_ranks;
-    int want = x->is_p2p ? 2 : x->nranks;
+    int want = participants(x);
     if (x->ranks_seen < want) x->flags |= LENS_JOB_PARTIAL;
     if (x->ranks_seen >= want) j->matched_all++;
     else if (x->ranks_seen > 1) j->matched_some++;
