@@ -292,34 +292,35 @@ void lens_net_print_text(FILE *f, const struct lens_model *m, const struct lens_
           out, n->n_conns, LENS_NET_STANDOUT, LENS_NET_STANDOUT);
   /* Columns as wide as what they hold on the rows shown, so a big job stays
    * aligned: the row number (4 digits with --top 0 on 1024 ranks), the link
-   * ("r1000 -> r1001"), steps, score; bytes BYTES_WIDTH, GB/s
+   * ("r1000 -> r1001"), steps, bytes (9, up to BYTES_WIDTH), score; GB/s
    * LENS_FMT_GBPS_WIDTH (7), the send and receive splits 9 (three shares of
    * 100: at most "xx/xx/xx"). The communicator name is cut to what is left
    * of 120 columns, at most 12 (the phase name, last, up to 14 letters:
    * recv_data_wait). */
-  int wn = 2, wl = 12, ws = 6, wsc = 5, wdom = 0, wch = 2;
+  int wn = 2, wl = 12, ws = 6, wsc = 5, wdom = 0, wch = 2, wb = 9;
   wn = digits(show) > wn ? digits(show) : wn;
   for (size_t i = 0; i < show; i++) {
     struct conn_row r;
     conn_row(m, n, &n->conns[i], &r);
     int l = (int)strlen(r.link), d = (int)strlen(r.dom), sc = snprintf(NULL, 0, "%.2f", r.score);
     if (l > wl) wl = l;
+    if ((int)strlen(r.bytes) > wb) wb = (int)strlen(r.bytes);
     if (d > wdom) wdom = d;
     if (digits(r.steps) > ws) ws = digits(r.steps);
     if (sc > wsc) wsc = sc;
     if (r.ch > 99 && digits((uint64_t)r.ch) > wch) wch = digits((uint64_t)r.ch);
   }
-  int rest = 1 + wn + 1 + 1 + wl + 1 + wch + 1 + ws + 1 + BYTES_WIDTH + 1 + LENS_FMT_GBPS_WIDTH + 4 * 10 + 1 + wsc + 3 + wdom;
+  int rest = 1 + wn + 1 + 1 + wl + 1 + wch + 1 + ws + 1 + wb + 1 + LENS_FMT_GBPS_WIDTH + 4 * 10 + 1 + wsc + 3 + wdom;
   int wc = LENS_FMT_COLUMNS - rest;
   wc = wc > 12 ? 12 : wc < 4 ? 4 : wc;
   fprintf(f, " %*s %-*s %-*s %*s %*s %-*s %*s %-9s %-9s %-9s %-9s %*s   dominant\n", wn, "#", wc, "comm", wl, "link",
-          wch, "ch", ws, "steps", BYTES_WIDTH, "bytes", LENS_FMT_GBPS_WIDTH, "GB/s", "p50 step", "p99 step",
+          wch, "ch", ws, "steps", wb, "bytes", LENS_FMT_GBPS_WIDTH, "GB/s", "p50 step", "p99 step",
           "snd g/p/w", "rcv d/f/g", wsc, "score");
   for (size_t i = 0; i < show; i++) {
     struct conn_row r;
     conn_row(m, n, &n->conns[i], &r);
     fprintf(f, " %*zu %-*.*s %-*s %*d %*" PRIu64 " %-*s %*s %-9s %-9s %-9s %-9s %*.2f%s %s\n", wn, i + 1, wc, wc,
-            r.comm, wl, r.link, wch, r.ch, ws, r.steps, BYTES_WIDTH, r.bytes, LENS_FMT_GBPS_WIDTH, r.gbps, r.p50,
+            r.comm, wl, r.link, wch, r.ch, ws, r.steps, wb, r.bytes, LENS_FMT_GBPS_WIDTH, r.gbps, r.p50,
             r.p99, r.send, r.recv, wsc, r.score, r.stands_out ? " !" : "  ", r.dom);
   }
   if (show < n->n_conns) fprintf(f, "  (%zu more: --top N or --json)\n", n->n_conns - show);
