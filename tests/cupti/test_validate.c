@@ -36,6 +36,35 @@ static int run_cli(const char *args, char *out, size_t len) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : 255;
 }
 
+/* The text as one line per paragraph: prose wraps at 120 columns (its next
+ * lines indented), so a phrase may straddle a line end. In place. */
+static char *unwrap(char *s) {
+  char *o = s;
+  for (const char *p = s; *p;) {
+    if (*p == '\n' && p[1] == ' ') {
+      while (*++p == ' ') {
+      }
+      *o++ = ' ';
+    } else {
+      *o++ = *p++;
+    }
+  }
+  *o = 0;
+  return s;
+}
+
+/* The widest line of text. */
+static size_t widest_line(const char *s) {
+  size_t w = 0;
+  for (const char *p = s; *p;) {
+    const char *e = strchr(p, '\n');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    if (n > w) w = n;
+    p += n + (e != NULL);
+  }
+  return w;
+}
+
 static void anomalous_run(struct synth *s) {
   struct synth_opts o;
   synth_default(&o);
@@ -150,6 +179,8 @@ static void test_cli_json_and_text(void **st) {
   snprintf(args, sizeof(args), "%s", np);
   assert_int_equal(run_cli(args, out, sizeof(out)), 0);
   assert_non_null(strstr(out, "source notice"));
+  assert_true(widest_line(out) <= 120);
+  unwrap(out);
   assert_non_null(strstr(out, "proxy notice times"));
   /* its prose gives times in human units, not "spread 7902419 ns" */
   const char *v = strstr(out, "verdict");
@@ -183,6 +214,8 @@ static void test_cli_short_run(void **st) {
     snprintf(args, sizeof(args), "%s", tp);
     assert_int_equal(run_cli(args, out, sizeof(out)), 0);
     printf("%s", strstr(out, "verdict") ? strstr(out, "verdict") : out);
+    assert_true(widest_line(out) <= 120);
+    unwrap(out);
     assert_null(strstr(out, "enable CUPTI"));
     if (!contradict) {
       assert_non_null(strstr(out, "source cupti"));
@@ -235,6 +268,8 @@ static void test_cli_json_equals_text(void **st) {
   assert_int_equal(count_of(json, "\"ext_id\":\"0x"), 2000);
   assert_int_equal(count_of(json, "{\"id\":\"0x"), count_of(json, "\"channel\":"));
   assert_int_equal(count_of(text, "\n    ch "), count_of(json, "\"channel\":"));
+  /* every line within 120 columns: CUPTI spans "from kernel start" and flag lists wrap under "span" */
+  if (widest_line(text) > 120) fail_msg("validate text has a line of %zu columns", widest_line(text));
   long kch = num_after(text, "totals: ");
   assert_true(kch > 7000);
   assert_int_equal(num_after(json, "\"kernel_ch\":"), kch);

@@ -33,6 +33,8 @@ while read -r f; do
     fails=$((fails + 1))
   fi
 done <"$tmp/want"
+# every text output within 120 columns (width.sh; ctest test_golden_width checks expected/)
+"$here/width.sh" "$tmp/out" || fails=$((fails + 1))
 scenarios=$(find "$here/traces" -mindepth 1 -maxdepth 1 -type d | wc -l)
 echo "$n outputs of $scenarios scenarios compared, $fails differ"
 if [ "$fails" -gt 0 ]; then

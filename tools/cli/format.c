@@ -7,6 +7,74 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Columns of n bytes of UTF-8: continuation bytes take none. */
+static int columns_of(const char *s, size_t n) {
+  int c = 0;
+  for (size_t i = 0; i < n; i++) c += ((unsigned char)s[i] & 0xC0) != 0x80;
+  return c;
+}
+
+/* One wrapper for prose (gap 1: any space may break) and for records of
+ * fields (gap 2: only a run of two or more spaces may). A word is what lies
+ * between two break points; the spaces before it are kept when it stays on
+ * the line, dropped when it starts the next one. */
+static void wrap_at(FILE *f, const char *head, const char *indent, const char *text, int width, int gap) {
+  head = head ? head : "";
+  indent = indent ? indent : "";
+  text = text ? text : "";
+  fputs(head, f);
+  int col = columns_of(head, strlen(head)), indent_cols = columns_of(indent, strlen(indent));
+  int empty = 1; /* nothing of text on this line yet: a word goes here whatever its length */
+  const char *p = text;
+  while (*p) {
+    if (*p == '\n') { /* a line break the text asks for */
+      fputc('\n', f);
+      fputs(indent, f);
+      col = indent_cols, empty = 1;
+      p++;
+      continue;
+    }
+    /* the spaces before the next word, then the word: up to a run of gap
+     * spaces, a newline or the end */
+    const char *sp = p;
+    while (*p == ' ') p++;
+    size_t n_sp = (size_t)(p - sp);
+    if (!*p || *p == '\n') { /* trailing spaces: dropped */
+      continue;
+    }
+    const char *w = p;
+    for (;;) {
+      while (*p && *p != ' ' && *p != '\n') p++;
+      if (*p != ' ' || gap < 2) break;
+      size_t run = 0;
+      while (p[run] == ' ') run++;
+      if (run >= (size_t)gap || !p[run] || p[run] == '\n') break;
+      p += run; /* a single space inside a field: part of it */
+    }
+    int w_cols = columns_of(w, (size_t)(p - w)), sp_cols = (int)n_sp;
+    if (!empty && col + sp_cols + w_cols > width) {
+      fputc('\n', f);
+      fputs(indent, f);
+      col = indent_cols;
+    } else {
+      fwrite(sp, 1, n_sp, f);
+      col += sp_cols;
+    }
+    fwrite(w, 1, (size_t)(p - w), f);
+    col += w_cols;
+    empty = 0;
+  }
+  fputc('\n', f);
+}
+
+void lens_fmt_wrap(FILE *f, const char *head, const char *indent, const char *text, int width) {
+  wrap_at(f, head, indent, text, width, 1);
+}
+
+void lens_fmt_wrap_fields(FILE *f, const char *head, const char *indent, const char *text, int width) {
+  wrap_at(f, head, indent, text, width, 2);
+}
+
 void lens_fmt_ns(double ns, char *buf, size_t len) {
   if (ns < 1e3) snprintf(buf, len, "%.0f ns", ns);
   else if (ns < 1e6) snprintf(buf, len, "%.2f us", ns / 1e3);

@@ -9,6 +9,23 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* The widest a line of text output may be (docs/cli.md): every view keeps
+ * its lines within it, tests/golden/check.sh checks the golden outputs. */
+#define LENS_FMT_COLUMNS 120
+
+/* Prose for a terminal: writes head, then text wrapped at its spaces so that
+ * no line passes width columns; every line after the first starts with
+ * indent (a hanging indent: head "verdict: ", indent 9 spaces). The spaces
+ * where a line breaks are dropped, the others kept; a '\n' in text ends a
+ * line there. A word longer than the room left stays whole on a line of its
+ * own (the only way past width). Columns are counted in characters (UTF-8
+ * continuation bytes count none). Ends with a newline. */
+void lens_fmt_wrap(FILE *f, const char *head, const char *indent, const char *text, int width);
+/* The same for a record of fields separated by two spaces ("span +0.000..+5.128
+ * us  inside yes  source cupti"): lines break only between fields (at a run of
+ * two or more spaces), so a field is never split. */
+void lens_fmt_wrap_fields(FILE *f, const char *head, const char *indent, const char *text, int width);
+
 /* "812 ns", "3.20 us", "9.10 ms", "1.50 s" */
 void lens_fmt_ns(double ns, char *buf, size_t len);
 /* A bandwidth in GB/s (10^9 bytes a second) for text, one rule for every

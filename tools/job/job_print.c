@@ -4,6 +4,8 @@
 #include "job/job_print.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -177,6 +179,17 @@ static size_t insts_by_order(const struct lens_job *j) {
   return n;
 }
 
+/* A "note: ..." line, wrapped within LENS_FMT_COLUMNS under its first word. */
+static void note(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(FILE *f, const char *fmt, ...) {
+  char text[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  lens_fmt_wrap(f, "note: ", "      ", text, LENS_FMT_COLUMNS);
+}
+
 void lens_job_print_text(FILE *f, const struct lens_model *m, const struct lens_job *j, size_t max_list,
                          const struct lens_align *a, const struct lens_job_sources *src) {
   fprintf(f, "nccl-lens job: %zu files, %zu processes, %zu instances: %zu matched on all ranks, %zu on some, %zu on "
@@ -204,23 +217,22 @@ void lens_job_print_text(FILE *f, const struct lens_model *m, const struct lens_
   size_t host, apart, links;
   inst_counts(j, &host, &apart, &links);
   if (host)
-    fprintf(f, "note: %zu instances had no KernelCh on some rank: host-side spans (Coll start -> completion) used "
-               "for them\n",
+    note(f, "%zu instances had no KernelCh on some rank: host-side spans (Coll start -> completion) used for them",
             host);
   if (apart)
-    fprintf(f, "note: %zu instances: ranks of one host did not end together on the mapped clock; not decomposed\n",
+    note(f, "%zu instances: ranks of one host did not end together on the mapped clock; not decomposed",
             apart);
   if (!j->have_clock_map)
-    fprintf(f, "note: no GPU clock map: a late rank's GPU-start stage is unknown (late app vs busy GPU undecided)\n");
+    note(f, "no GPU clock map: a late rank's GPU-start stage is unknown (late app vs busy GPU undecided)");
   /* Copy-engine collectives (API v6+): the job view cannot match or
    * decompose them (no GPU timers: their events bracket the host's
    * enqueue), but says they were there; the map counted them. */
   if (j->ce_count)
-    fprintf(f, "note: %" PRIu64 " copy-engine (CE) collectives, not matched here: their events time the host's enqueue "
-               "only (CeColl start -> stop, %.1f us on average), not the copies; `nccl-lens summary` lists them\n",
+    note(f, "%" PRIu64 " copy-engine (CE) collectives, not matched here: their events time the host's enqueue only "
+            "(CeColl start -> stop, %.1f us on average), not the copies; `nccl-lens summary` lists them",
             j->ce_count, (double)j->ce_enqueue_ns / (double)j->ce_count / 1e3);
   else if (!j->ce_known)
-    fprintf(f, "note: copy-engine collectives unknown (a partial file written before they were counted)\n");
+    note(f, "copy-engine collectives unknown (a partial file written before they were counted)");
   lens_job_print_headline(f, m, j);
   if (links) fprintf(f, "\nslow links: %zu instances with arrivals aligned and one link slow (see below)\n", links);
   size_t *o = malloc((j->n_insts + 1) * sizeof *o);

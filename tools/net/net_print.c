@@ -15,11 +15,27 @@
 
 static double pct(uint64_t a, uint64_t b) { return b ? 100.0 * (double)a / (double)b : 0.0; }
 
+/* Bytes in at most BYTES_WIDTH characters, from "1023 B" to "1023.9 PiB":
+ * one decimal in KiB and MiB, two in GiB and up below 100 ("1.12 GiB"), one
+ * from 100 ("512.3 TiB"). The connections table's column is that wide; GiB
+ * with two decimals ran 1000 GiB and more ("1234.56 GiB") past it. */
+#define BYTES_WIDTH 10
 static void fmt_bytes(uint64_t b, char *buf, size_t len) {
-  if (b < 1024) snprintf(buf, len, "%" PRIu64 " B", b);
-  else if (b < (1u << 20)) snprintf(buf, len, "%.1f KiB", (double)b / 1024);
-  else if (b < (1u << 30)) snprintf(buf, len, "%.1f MiB", (double)b / (1 << 20));
-  else snprintf(buf, len, "%.2f GiB", (double)b / (1u << 30));
+  static const char *const unit[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (b < 1024) {
+    snprintf(buf, len, "%" PRIu64 " B", b);
+    return;
+  }
+  double v = (double)b / 1024;
+  int u = 0;
+  while (v >= 1024 && u < 5) v /= 1024, u++;
+  snprintf(buf, len, u >= 2 && v < 99.995 ? "%.2f %s" : "%.1f %s", v, unit[u]);
+}
+
+static int digits(uint64_t v) {
+  int d = 1;
+  while (v >= 10) v /= 10, d++;
+  return d;
 }
 
 static const char *comm_label(const struct lens_model *m, int32_t comm, uint64_t comm_id, char *buf, size_t len) {
@@ -84,13 +100,16 @@ static void headline(FILE *f, const struct lens_net *n, const char *pre) {
     fprintf(f, ",\n%s%" PRIu64 " steps not timed (never stopped or restarted)", pre, n->total.untimed_steps);
   fputs("\n", f);
   const struct lens_net_split *s = &n->send_total, *r = &n->recv_total;
-  fprintf(f, "%ssend time: GPU %.1f%%, peer %.1f%%, wire %.1f%%", pre, share(s, LENS_NET_SEND_GPU_WAIT),
-          share(s, LENS_NET_SEND_PEER_WAIT), share(s, LENS_NET_SEND_WIRE));
-  if (s->phase_ns[LENS_NET_UNKNOWN]) fprintf(f, ", unsplit %.1f%%", share(s, LENS_NET_UNKNOWN));
-  fprintf(f, "; receive time: waiting for data %.1f%%, flush %.1f%%, GPU %.1f%%", share(r, LENS_NET_RECV_DATA_WAIT),
-          share(r, LENS_NET_RECV_FLUSH), share(r, LENS_NET_RECV_GPU_WAIT));
-  if (r->phase_ns[LENS_NET_UNKNOWN]) fprintf(f, ", unsplit %.1f%%", share(r, LENS_NET_UNKNOWN));
-  fputs("\n", f);
+  char line[512], un[32] = "", run[32] = "";
+  if (s->phase_ns[LENS_NET_UNKNOWN]) snprintf(un, sizeof un, ", unsplit %.1f%%", share(s, LENS_NET_UNKNOWN));
+  if (r->phase_ns[LENS_NET_UNKNOWN]) snprintf(run, sizeof run, ", unsplit %.1f%%", share(r, LENS_NET_UNKNOWN));
+  snprintf(line, sizeof line,
+           "send time: GPU %.1f%%, peer %.1f%%, wire %.1f%%%s; receive time: waiting for data %.1f%%, flush %.1f%%, "
+           "GPU %.1f%%%s",
+           share(s, LENS_NET_SEND_GPU_WAIT), share(s, LENS_NET_SEND_PEER_WAIT), share(s, LENS_NET_SEND_WIRE), un,
+           share(r, LENS_NET_RECV_DATA_WAIT), share(r, LENS_NET_RECV_FLUSH), share(r, LENS_NET_RECV_GPU_WAIT), run);
+  /* text wraps at 120 columns; a Markdown list item (pre "- ") stays one line */
+  lens_fmt_wrap(f, pre, "  ", line, *pre ? 1 << 20 : LENS_FMT_COLUMNS);
 }
 
 static void starvation_line(FILE *f, const struct lens_net *n, const char *pre) {
@@ -204,7 +223,7 @@ static void top_instances(FILE *f, const struct lens_net *n, int md) {
             show, n->insts_total);
   else
     fprintf(f, "\ncollective instances with the most network step time (%zu of %" PRIu64 "; each rank's ops)\n"
-               "  rank  op              seq   steps  step time   GPU%%  peer%%  wire%%  rdata%%  rGPU%%  dominant\n",
+               "  rank  op                seq   steps  step time   GPU%%  peer%%  wire%%  rdata%%  rGPU%%  dominant\n",
             show, n->insts_total);
   for (size_t i = 0; i < show; i++) {
     const struct lens_net_inst *e = &v[i];
@@ -218,7 +237,7 @@ static void top_instances(FILE *f, const struct lens_net *n, int md) {
               e->rank, e->func, seq, s->steps, t, share(s, 0), share(s, 1), share(s, 2), share(s, 3),
               share(s, 5), lens_net_phase_name(lens_net_split_dominant(s)));
     else
-      fprintf(f, "  %4d  %-14s %4s  %6" PRIu64 "  %-10s %5.0f  %5.0f  %5.0f  %6.0f  %5.0f  %s\n", e->rank,
+      fprintf(f, "  %4d  %-14s %6s  %6" PRIu64 "  %-10s %5.0f  %5.0f  %5.0f  %6.0f  %5.0f  %s\n", e->rank,
               e->func, seq, s->steps, t, share(s, 0), share(s, 1), share(s, 2), share(s, 3), share(s, 5),
               lens_net_phase_name(lens_net_split_dominant(s)));
   }
@@ -271,17 +290,38 @@ void lens_net_print_text(FILE *f, const struct lens_model *m, const struct lens_
   fprintf(f, "\nslowest connections first: %zu of %zu stand out (score >= %.1f: steps %.1fx the typical time of "
              "steps of their size)\n",
           out, n->n_conns, LENS_NET_STANDOUT, LENS_NET_STANDOUT);
-  /* 120 columns with the longest phase name (14 letters, recv_data_wait;
-   * the communicator name is cut at 12): GB/s LENS_FMT_GBPS_WIDTH (7) wide,
-   * the send and receive splits 9 (three shares of 100: at most "xx/xx/xx") */
-  fprintf(f, "  # comm         link         ch  steps bytes        GB/s p50 step  p99 step  snd g/p/w rcv d/f/g "
-             "score   dominant\n");
+  /* Columns as wide as what they hold on the rows shown, so a big job stays
+   * aligned: the row number (4 digits with --top 0 on 1024 ranks), the link
+   * ("r1000 -> r1001"), steps, bytes (9, up to BYTES_WIDTH), score; GB/s
+   * LENS_FMT_GBPS_WIDTH (7), the send and receive splits 9 (three shares of
+   * 100: at most "xx/xx/xx"). The communicator name is cut to what is left
+   * of 120 columns, at most 12 (the phase name, last, up to 14 letters:
+   * recv_data_wait). */
+  int wn = 2, wl = 12, ws = 6, wsc = 5, wdom = 0, wch = 2, wb = 9;
+  wn = digits(show) > wn ? digits(show) : wn;
   for (size_t i = 0; i < show; i++) {
     struct conn_row r;
     conn_row(m, n, &n->conns[i], &r);
-    fprintf(f, " %2zu %-12.12s %-12s %2d %6" PRIu64 " %-9s %7s %-9s %-9s %-9s %-9s %5.2f%s %s\n",
-            i + 1, r.comm, r.link, r.ch, r.steps, r.bytes, r.gbps, r.p50, r.p99, r.send, r.recv, r.score,
-            r.stands_out ? " !" : "  ", r.dom);
+    int l = (int)strlen(r.link), d = (int)strlen(r.dom), sc = snprintf(NULL, 0, "%.2f", r.score);
+    if (l > wl) wl = l;
+    if ((int)strlen(r.bytes) > wb) wb = (int)strlen(r.bytes);
+    if (d > wdom) wdom = d;
+    if (digits(r.steps) > ws) ws = digits(r.steps);
+    if (sc > wsc) wsc = sc;
+    if (r.ch > 99 && digits((uint64_t)r.ch) > wch) wch = digits((uint64_t)r.ch);
+  }
+  int rest = 1 + wn + 1 + 1 + wl + 1 + wch + 1 + ws + 1 + wb + 1 + LENS_FMT_GBPS_WIDTH + 4 * 10 + 1 + wsc + 3 + wdom;
+  int wc = LENS_FMT_COLUMNS - rest;
+  wc = wc > 12 ? 12 : wc < 4 ? 4 : wc;
+  fprintf(f, " %*s %-*s %-*s %*s %*s %-*s %*s %-9s %-9s %-9s %-9s %*s   dominant\n", wn, "#", wc, "comm", wl, "link",
+          wch, "ch", ws, "steps", wb, "bytes", LENS_FMT_GBPS_WIDTH, "GB/s", "p50 step", "p99 step",
+          "snd g/p/w", "rcv d/f/g", wsc, "score");
+  for (size_t i = 0; i < show; i++) {
+    struct conn_row r;
+    conn_row(m, n, &n->conns[i], &r);
+    fprintf(f, " %*zu %-*.*s %-*s %*d %*" PRIu64 " %-*s %*s %-9s %-9s %-9s %-9s %*.2f%s %s\n", wn, i + 1, wc, wc,
+            r.comm, wl, r.link, wch, r.ch, ws, r.steps, wb, r.bytes, LENS_FMT_GBPS_WIDTH, r.gbps, r.p50,
+            r.p99, r.send, r.recv, wsc, r.score, r.stands_out ? " !" : "  ", r.dom);
   }
   if (show < n->n_conns) fprintf(f, "  (%zu more: --top N or --json)\n", n->n_conns - show);
   asymmetry(f, n, 0);

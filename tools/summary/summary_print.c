@@ -234,8 +234,10 @@ void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct l
           m->n_procs, distinct, distinct == 1 ? "" : "s", inits, s->events);
   size_t *o = row_order(s);
   int32_t cur = -1;
-  /* func and algo columns as wide as their longest label ("AllReduce, backward", "sym RSxLD_AGxST") */
-  int wf = 14, wa = 8;
+  /* func and algo columns as wide as their longest label ("AllReduce, backward", "sym RSxLD_AGxST"), from
+   * 9 and 8 ("AllReduce", "RING/LL"): 120 columns hold func and algo of 24 together (AllReduce with "sym
+   * RSxLD_AGxST"); a longer pair (a named tag) widens the table */
+  int wf = 9, wa = 8;
   char fl[96], al[96];
   for (size_t k = 0; k < s->n_rows; k++) {
     int lf = (int)strlen(lens_summary_func_label(&s->rows[k], fl, sizeof fl));
@@ -251,7 +253,8 @@ void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct l
       char idb[LENS_COMM_ID_LEN];
       fprintf(f, "\ncommunicator %s (id %s, %d ranks, %d seen)\n", lens_fmt_comm_name(g->name), lens_fmt_comm_id(g->comm_id, idb),
               g->nranks, g->ranks_seen);
-      fprintf(f, "  %-*s %-*s %-7s %-14s %7s %10s %19s %21s %10s", wf, "func", wa, "algo", "proto", "size", "count",
+      /* proto 6 ("SIMPLE"), size 13 ("512 KiB-1 MiB") */
+      fprintf(f, "  %-*s %-*s %-6s %-13s %7s %10s %19s %21s %10s", wf, "func", wa, "algo", "proto", "size", "count",
               "bytes", "enqueue avg/max us", "completion avg/max us", "algbw GB/s");
       if (s->wide) fprintf(f, " %14s %21s", "ch GPU avg us", "proxy ops/steps/bytes");
       fputc('\n', f);
@@ -267,7 +270,7 @@ void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct l
     char pr[64];
     snprintf(pr, sizeof pr, "%" PRIu64 "/%" PRIu64 "/%s", r->proxy_ops, r->proxy_steps, pbytes);
     char bw[24];
-    fprintf(f, "  %-*s %-*s %-7s %-14s %7" PRIu64 " %10s %19s %21s %10s", wf,
+    fprintf(f, "  %-*s %-*s %-6s %-13s %7" PRIu64 " %10s %19s %21s %10s", wf,
             lens_summary_func_label(r, fl, sizeof fl), wa, lens_summary_algo_label(r, al, sizeof al), nz(r->proto),
             size, r->count, bytes, enq, comp, lens_summary_algbw_text(r, bw, sizeof bw));
     if (s->wide) fprintf(f, " %14s %21s", ch, pr);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/format.h"
 #include "export/json_out.h"
 
 #include "analysis/gpu/gpu_analysis.h"
@@ -76,9 +77,19 @@ static void print_channel(FILE *f, const struct lens_vl_channel *c, int json, in
              c->stop_mono ? ((double)(int64_t)(c->stop_mono - base)) / 1e3 : 0.0,
              c->checked ? " from kernel start" : "");
   }
-  fprintf(f, "    ch %3d %-4s %-14s span %s  inside %s  notice lag %s  source %s  overrun %s  flags %s\n",
-          c->channel, lens_type_name(c->op_type), c->func, span, c->inside, lag_us,
-          source_name(c->time_source), c->overrun ? "suspected" : "no", fl[0] ? fl : "-");
+  /* One record of fields, two spaces apart, within LENS_FMT_COLUMNS: what
+   * does not fit (a CUPTI span "from kernel start", a long flag list) goes
+   * on a next line under "span". "overrun suspected" only when it is: the
+   * row without it fits 120 columns. */
+  char head[64], rec[512];
+  int hn = snprintf(head, sizeof head, "    ch %3d %-4s %-14s ", c->channel, lens_type_name(c->op_type), c->func);
+  char indent[64];
+  hn = hn < 0 ? 0 : hn >= (int)sizeof indent ? (int)sizeof indent - 1 : hn;
+  memset(indent, ' ', (size_t)hn);
+  indent[hn] = 0;
+  snprintf(rec, sizeof rec, "span %s  inside %s  notice lag %s  source %s%s  flags %s", span, c->inside, lag_us,
+           source_name(c->time_source), c->overrun ? "  overrun suspected" : "", fl[0] ? fl : "-");
+  lens_fmt_wrap_fields(f, head, indent, rec, LENS_FMT_COLUMNS);
 }
 
 static void print_kernel_head(FILE *f, const struct lens_vl_launch *l, int32_t proc, int json) {
@@ -98,11 +109,14 @@ static void print_kernel_head(FILE *f, const struct lens_vl_launch *l, int32_t p
     fprintf(f, ",\"channels\":[");
     return;
   }
-  if (l->kernel_index >= 0)
-    fprintf(f, "  launch %#" PRIx64 " proc %d: kernel corr %u dev %u stream %u grid %u%s, %.3f us (%" PRIu64 "..%" PRIu64 ")\n",
-            l->id, proc, l->corr, l->dev, l->stream, l->grid_x, l->graph_id ? " (graph)" : "",
-            (double)(l->k_end - l->k_start) / 1e3, l->k_start, l->k_end);
-  else
+  if (l->kernel_index >= 0) {
+    char line[256]; /* long ids and times wrap under the launch */
+    snprintf(line, sizeof line,
+             "launch %#" PRIx64 " proc %d: kernel corr %u dev %u stream %u grid %u%s, %.3f us (%" PRIu64 "..%" PRIu64 ")",
+             l->id, proc, l->corr, l->dev, l->stream, l->grid_x, l->graph_id ? " (graph)" : "",
+             (double)(l->k_end - l->k_start) / 1e3, l->k_start, l->k_end);
+    lens_fmt_wrap(f, "  ", "      ", line, LENS_FMT_COLUMNS);
+  } else
     fprintf(f, "  launch %#" PRIx64 " proc %d: %s\n", l->id, proc,
             l->no_kernel_record ? "NO KERNEL RECORD (ext id pushed, CUPTI has none)" : "no CUPTI kernel record");
 }
@@ -129,12 +143,18 @@ static size_t print_maps(FILE *f, const struct lens_model *m, const struct lens_
               "\"points\":%u,\"source\":\"%s\"}",
               i ? "," : "", c->proc, c->thread, c->rank, c->gpu_from, c->gpu_to, offset, ppm,
               fixed ? "false" : "true", c->residual_ns, c->error_bound_ns, c->n_points, src);
-    else
-      fprintf(f,
-              "  proc %d rank %d thread %d: source %s, GPU %.3f s of time, host - gpu = %" PRId64
-              " ns at start, drift %s, residual %.1f ns, error bound %.1f ns, %u points\n",
-              c->proc, c->rank, c->thread, src, (double)(c->gpu_to - c->gpu_from) / 1e9, offset, drift,
-              c->residual_ns, c->error_bound_ns, c->n_points);
+    else {
+      /* Two lines within LENS_FMT_COLUMNS: the map and how far to trust it,
+       * then its terms (offset, drift, fit residual). */
+      char line[256];
+      snprintf(line, sizeof line, "proc %d rank %d thread %d: source %s, GPU %.3f s of time, %u points, error bound %.1f ns",
+               c->proc, c->rank, c->thread, src, (double)(c->gpu_to - c->gpu_from) / 1e9, c->n_points,
+               c->error_bound_ns);
+      lens_fmt_wrap(f, "  ", "      ", line, LENS_FMT_COLUMNS);
+      snprintf(line, sizeof line, "host - gpu = %" PRId64 " ns at start, drift %s, residual %.1f ns", offset, drift,
+               c->residual_ns);
+      lens_fmt_wrap(f, "    ", "      ", line, LENS_FMT_COLUMNS);
+    }
   }
   size_t left = m->n_clock_maps - n;
   if (!json && left) fprintf(f, "  (%zu more clock maps not listed: --limit N lists more)\n", left);
@@ -242,16 +262,21 @@ int lens_validate_print(FILE *f, const struct lens_model *m, const struct lens_v
     maps_left = print_maps(f, m, s, 1, limit);
     fprintf(f, "],\"clock_maps_unlisted\":%zu,\"launches\":[", maps_left);
   } else {
-    fprintf(f, "verdict: %s: %s\n", v.level, v.text); /* first: a big job's listing is long */
+    /* first: a big job's listing is long; wrapped under its first word */
+    char vhead[64];
+    snprintf(vhead, sizeof vhead, "verdict: %s: ", v.level);
+    lens_fmt_wrap(f, vhead, "         ", v.text, LENS_FMT_COLUMNS);
     fprintf(f, "CUPTI: %s; %zu records in %zu buffers (%zu kernels, %zu external ids, %zu API)%s\n",
             r->cupti_available ? "libcupti walker loaded" : "libcupti absent, KernelCh-only analysis", r->records,
             r->blobs, r->kernel_records, r->ext_records, r->api_records, r->blob_errors ? ", SOME BUFFERS CORRUPT" : "");
-    if (r->note[0]) fprintf(f, "  note: %s\n", r->note);
-    fprintf(f,
-            "  %zu kernels joined by external id; graph replays: %zu kernels, join by %s (%zu joined); foreign "
-            "external ids: %zu; launches without kernel record: %zu of %zu\n",
-            r->kernels_joined, r->kernels_graph, r->graph_join, r->kernels_graph_joined, r->foreign_ext_ids,
-            r->launches_no_kernel, r->launches_with_ext);
+    if (r->note[0]) lens_fmt_wrap(f, "  note: ", "        ", r->note, LENS_FMT_COLUMNS);
+    char joins[512];
+    snprintf(joins, sizeof joins,
+             "%zu kernels joined by external id; graph replays: %zu kernels, join by %s (%zu joined);\n"
+             "foreign external ids: %zu; launches without kernel record: %zu of %zu",
+             r->kernels_joined, r->kernels_graph, r->graph_join, r->kernels_graph_joined, r->foreign_ext_ids,
+             r->launches_no_kernel, r->launches_with_ext);
+    lens_fmt_wrap(f, "  ", "    ", joins, LENS_FMT_COLUMNS);
     maps_left = print_maps(f, m, s, 0, limit);
     fprintf(f, "launches (kernels) and their channels:\n");
   }
@@ -274,9 +299,16 @@ int lens_validate_print(FILE *f, const struct lens_model *m, const struct lens_v
   } else {
     fprintf(f, "totals: %zu KernelCh, %zu mapped to host time, %zu checked against their CUPTI kernel\n", s->kch,
             s->mapped, r->kch_cupti_checked);
-    fprintf(f, "  flags:");
-    for (size_t b = 0; b < N_FLAG_NAMES; b++) fprintf(f, " %s=%zu", flag_names[b], s->flags[b]);
-    fputc('\n', f);
+    /* name=count pairs, wrapped under the first */
+    char counts[512];
+    size_t used = 0;
+    counts[0] = 0;
+    for (size_t b = 0; b < N_FLAG_NAMES && used < sizeof counts; b++) {
+      int w = snprintf(counts + used, sizeof counts - used, "%s%s=%zu", b ? " " : "", flag_names[b], s->flags[b]);
+      if (w < 0) break;
+      used += (size_t)w;
+    }
+    lens_fmt_wrap(f, "  flags: ", "         ", counts, LENS_FMT_COLUMNS);
   }
   return 0;
 }
