@@ -1,7 +1,7 @@
 /* One way to print a bandwidth (tools/cli/format.h, lens_fmt_gbps): the
  * exact text of values that occur in summary, net, job and report, from a
  * slow link's 0.00013 GB/s to a node's 1234.5, and the width a column gives
- * it (LENS_FMT_GBPS_WIDTH). */
+ * it (LENS_FMT_GBPS_WIDTH); and the one way to print bytes (lens_fmt_bytes). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -63,12 +63,40 @@ static void test_width(void **state) {
   }
 }
 
+/* Bytes (lens_fmt_bytes), the one rule of summary, net and report. */
+static void expect_bytes(uint64_t b, const char *want) {
+  char buf[32];
+  const char *got = lens_fmt_bytes(b, buf, sizeof buf);
+  if (strcmp(got, want)) fail_msg("lens_fmt_bytes(%llu) = \"%s\", want \"%s\"", (unsigned long long)b, got, want);
+}
+
+static void test_bytes(void **state) {
+  (void)state;
+  expect_bytes(0, "0 B");
+  expect_bytes(1023, "1023 B");
+  expect_bytes(1024, "1.0 KiB");
+  expect_bytes(2 << 20, "2.0 MiB");
+  expect_bytes(1048524, "1023.9 KiB");
+  expect_bytes(1048525, "1.0 MiB"); /* 1023.95 KiB: the next unit, never "1024.0 KiB" */
+  expect_bytes(1245540515ull, "1.16 GiB");               /* two decimals from GiB below 100 */
+  expect_bytes(12345678901ull, "11.50 GiB");
+  expect_bytes(132607045222ull, "123.5 GiB");           /* one from 100 */
+  expect_bytes(UINT64_MAX, "16.00 EiB");
+  char buf[32];
+  for (double b = 1; b < 1.8e19; b *= 1.0173) {
+    lens_fmt_bytes((uint64_t)b, buf, sizeof buf);
+    if (strlen(buf) > LENS_FMT_BYTES_WIDTH) fail_msg("%.0f -> \"%s\": wider than %d", b, buf, LENS_FMT_BYTES_WIDTH);
+    if (strstr(buf, "1024.")) fail_msg("%.0f -> \"%s\": 1024 of a unit", b, buf);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_three_significant_digits),
       cmocka_unit_test(test_rounding_into_the_next_decade),
       cmocka_unit_test(test_unknown_and_tiny),
       cmocka_unit_test(test_width),
+      cmocka_unit_test(test_bytes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

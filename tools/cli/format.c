@@ -91,6 +91,19 @@ static int exp10_rounded(double g, int sig) {
   return x ? atoi(x + 1) : 0;
 }
 
+const char *lens_fmt_bytes(uint64_t b, char *buf, size_t len) {
+  static const char *const unit[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (b < 1024) {
+    snprintf(buf, len, "%" PRIu64 " B", b);
+    return buf;
+  }
+  double v = (double)b / 1024;
+  int u = 0;
+  while (v >= 1023.95 && u < 5) v /= 1024, u++; /* 1023.96 KiB would print "1024.0 KiB" */
+  snprintf(buf, len, u >= 2 && v < 99.995 ? "%.2f %s" : "%.1f %s", v, unit[u]);
+  return buf;
+}
+
 const char *lens_fmt_gbps(double gbps, char *buf, size_t len) {
   if (!(gbps > 0) || !isfinite(gbps)) {
     snprintf(buf, len, "-");

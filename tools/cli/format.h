@@ -38,6 +38,13 @@ void lens_fmt_ns(double ns, char *buf, size_t len);
  * holds it. JSON writes the full value (lens_json_double). */
 #define LENS_FMT_GBPS_WIDTH 7
 const char *lens_fmt_gbps(double gbps, char *buf, size_t len);
+/* An amount of bytes for text, one rule for every view (summary, net,
+ * report): below 1024 "N B"; else binary units (KiB .. EiB) with one
+ * decimal, two for GiB and larger below 100 ("1.16 GiB", "11.49 GiB",
+ * "123.5 GiB"): big transfers keep three significant digits. At most
+ * LENS_FMT_BYTES_WIDTH characters. JSON writes the integer. Returns buf. */
+#define LENS_FMT_BYTES_WIDTH 10
+const char *lens_fmt_bytes(uint64_t bytes, char *buf, size_t len);
 /* One vocabulary (docs/cli.md, "One vocabulary"): */
 
 /* A communicator id: "0x" and 16 lowercase hex digits, always 18

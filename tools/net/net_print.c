@@ -15,22 +15,8 @@
 
 static double pct(uint64_t a, uint64_t b) { return b ? 100.0 * (double)a / (double)b : 0.0; }
 
-/* Bytes in at most BYTES_WIDTH characters, from "1023 B" to "1023.9 PiB":
- * one decimal in KiB and MiB, two in GiB and up below 100 ("1.12 GiB"), one
- * from 100 ("512.3 TiB"). The connections table's column is that wide; GiB
- * with two decimals ran 1000 GiB and more ("1234.56 GiB") past it. */
-#define BYTES_WIDTH 10
-static void fmt_bytes(uint64_t b, char *buf, size_t len) {
-  static const char *const unit[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  if (b < 1024) {
-    snprintf(buf, len, "%" PRIu64 " B", b);
-    return;
-  }
-  double v = (double)b / 1024;
-  int u = 0;
-  while (v >= 1024 && u < 5) v /= 1024, u++;
-  snprintf(buf, len, u >= 2 && v < 99.995 ? "%.2f %s" : "%.1f %s", v, unit[u]);
-}
+/* The connections table's bytes column holds any lens_fmt_bytes text. */
+#define BYTES_WIDTH LENS_FMT_BYTES_WIDTH
 
 static int digits(uint64_t v) {
   int d = 1;
@@ -67,7 +53,7 @@ static void conn_row(const struct lens_model *m, const struct lens_net *n, const
   snprintf(r->link, sizeof r->link, "r%d -> r%d", c->src, c->dst);
   r->ch = c->channel;
   r->steps = a->t.steps;
-  fmt_bytes(a->t.bytes, r->bytes, sizeof r->bytes);
+  lens_fmt_bytes(a->t.bytes, r->bytes, sizeof r->bytes);
   lens_fmt_gbps(a->gbps, r->gbps, sizeof r->gbps); /* "-": no wire time */
   lens_fmt_ns((double)a->p50_step_ns, r->p50, sizeof r->p50);
   lens_fmt_ns((double)a->p99_step_ns, r->p99, sizeof r->p99);
@@ -92,7 +78,7 @@ static size_t count_standing_out(const struct lens_net *n) {
 
 static void headline(FILE *f, const struct lens_net *n, const char *pre) {
   char b[24];
-  fmt_bytes(n->total.bytes, b, sizeof b);
+  lens_fmt_bytes(n->total.bytes, b, sizeof b);
   fprintf(f, "%s%zu links (%zu directed connections) of %d ranks: %" PRIu64 " network ops, %" PRIu64
              " steps timed, %s",
           pre, n->n_links, n->n_conns, n->n_ranks, n->total.ops, n->total.steps, b);
@@ -262,7 +248,7 @@ static void qps(FILE *f, const struct lens_net *n, int md) {
   for (size_t i = 0; i < show; i++) {
     const struct lens_net_qp *q = &n->qps[i];
     char b[24], p50[20], mx[20];
-    fmt_bytes(q->bytes, b, sizeof b);
+    lens_fmt_bytes(q->bytes, b, sizeof b);
     lens_fmt_ns((double)q->p50_ns, p50, sizeof p50);
     lens_fmt_ns((double)q->max_ns, mx, sizeof mx);
     const char *dir = q->dir == LENS_NET_DIR_SEND ? "send" : q->dir == LENS_NET_DIR_RECV ? "recv" : "-";

@@ -50,18 +50,6 @@ static double avg_us(const struct lens_stat *s) { return s->n ? (double)s->sum /
 
 static const char *nz(const char *s) { return s && *s ? s : "-"; }
 
-static void human_bytes(uint64_t b, char *buf, size_t len) {
-  static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  double v = (double)b;
-  int u = 0;
-  while (v >= 1024 && u < 6) {
-    v /= 1024;
-    u++;
-  }
-  if (u) snprintf(buf, len, "%.1f %s", v, unit[u]);
-  else snprintf(buf, len, "%" PRIu64 " B", b);
-}
-
 static const struct lens_summary *sort_s;
 static int cmp_row(const void *a, const void *b) {
   const struct lens_sum_row *x = &sort_s->rows[*(const size_t *)a], *y = &sort_s->rows[*(const size_t *)b];
@@ -177,8 +165,8 @@ static void print_ce_text(FILE *f, const struct lens_summary *s) {
     const struct lens_sum_group *g = &s->groups[r->group];
     char size[32], bytes[32], bb[32], enq[40], ce[40], sy[40] = "0", ba[40] = "0", fn[96];
     lens_size_bucket_label(r->bucket, size, sizeof size);
-    human_bytes(r->bytes, bytes, sizeof bytes);
-    human_bytes(r->batch_bytes, bb, sizeof bb);
+    lens_fmt_bytes(r->bytes, bytes, sizeof bytes);
+    lens_fmt_bytes(r->batch_bytes, bb, sizeof bb);
     us_pair(&r->enqueue, 19, enq, sizeof enq);
     us_pair(&r->ce, 19, ce, sizeof ce);
     if (r->sync.n) snprintf(sy, sizeof sy, "%" PRIu64 ", %.3f", r->sync.n, avg_us(&r->sync));
@@ -261,8 +249,8 @@ void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct l
     }
     char size[32], bytes[32], pbytes[32], enq[40], comp[40];
     lens_size_bucket_label(r->bucket, size, sizeof size);
-    human_bytes(r->bytes, bytes, sizeof bytes);
-    human_bytes(r->proxy_bytes, pbytes, sizeof pbytes);
+    lens_fmt_bytes(r->bytes, bytes, sizeof bytes);
+    lens_fmt_bytes(r->proxy_bytes, pbytes, sizeof pbytes);
     us_pair_fit(avg_us(&r->enqueue), r->enqueue.max / 1e3, 19, enq, sizeof enq);
     us_pair(&r->completion, 21, comp, sizeof comp);
     char ch[24] = "-";
@@ -294,7 +282,7 @@ void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct l
       const struct lens_thread *t = &m->threads[p->thread];
       char who[96], b[32];
       snprintf(who, sizeof who, "%s:%u tid %u", m->procs[t->proc].host, m->procs[t->proc].pid, t->tid);
-      human_bytes(p->bytes, b, sizeof b);
+      lens_fmt_bytes(p->bytes, b, sizeof b);
       uint64_t tot = proxy_total(p);
       fprintf(f, "  %-28s %-16s %8" PRIu64 " %8" PRIu64 " %10s", who, t->name[0] ? t->name : "-", p->ops, p->steps, b);
       for (int k = 0; k < 4; k++) fprintf(f, " %7.1f", tot ? 100.0 * (double)p->state_ns[k] / (double)tot : 0.0);
