@@ -65,13 +65,14 @@
       .attr('width', w + m.l + m.r).attr('height', h + m.t + m.b);
     return svg.append('g').attr('transform', 'translate(' + m.l + ',' + m.t + ')');
   }
-  function axes(g, x, y, w, h, xlabel, ylabel, xfmt, yfmt, xticks) {
+  function axes(g, x, y, w, h, xlabel, ylabel, xfmt, yfmt, xticks, yticks) {
     var xa = d3.svg.axis().scale(x).orient('bottom');
     if (xticks) xa.tickValues(xticks);
     if (xfmt) xa.tickFormat(xfmt);
     var ya = d3.svg.axis().scale(y).orient('left');
     if (yfmt) ya.tickFormat(yfmt);
-    if (y.ticks) ya.ticks(6);
+    if (yticks) ya.tickValues(yticks);
+    else if (y.ticks) ya.ticks(6);
     g.append('g').attr('class', 'axis').attr('transform', 'translate(0,' + h + ')').call(xa);
     var yg = g.append('g').attr('class', 'axis').call(ya);
     g.append('text').attr('class', 'label').attr('x', w / 2).attr('y', h + 36).attr('text-anchor', 'middle').text(xlabel);
@@ -297,7 +298,8 @@
               (M.rank_group > 1 ? ', ranks grouped by ' + M.rank_group : '') + ': bytes sent over the time in flight ' +
               'on the network (GB/s). A pale cell among darker ones in its row is a slow link.');
       plot('net_matrix', function () {
-        var n = Math.ceil(M.nranks / M.rank_group), side = Math.min(Math.max(n * 22, 120), 560);
+        /* cells of at least 22 px and the matrix at least 240 px a side, so a few ranks read as a matrix */
+        var n = Math.ceil(M.nranks / M.rank_group), side = Math.min(Math.max(n * 22, 240), 560);
         var m = {l: 64, r: 20, t: 10, b: 44};
         var div = s.append('div').attr('class', 'plot').style('height', (side + m.t + m.b) + 'px');
         var canvas = div.append('canvas').attr('width', side).attr('height', side).style('position', 'absolute')
@@ -318,13 +320,22 @@
           .style('position', 'absolute').style('left', 0).style('top', 0).style('pointer-events', 'none');
         var g = svg.append('g').attr('transform', 'translate(' + m.l + ',' + m.t + ')');
         var x = d3.scale.linear().domain([0, n * M.rank_group]).range([0, side]);
-        axes(g, x, x, side, side, 'peer (receiving rank)', 'rank (sending)', d3.format('d'), d3.format('d'));
+        /* up to 32 rows a tick names each row at its middle (its first rank); more get round numbers at the
+         * cells' edges */
+        var ticks = null, fmt = d3.format('d');
+        if (n <= 32) {
+          ticks = d3.range(n).map(function (i) { return (i + 0.5) * M.rank_group; });
+          fmt = function (v) { return String(Math.floor(v / M.rank_group) * M.rank_group); };
+        }
+        axes(g, x, x, side, side, 'peer (receiving rank)', 'rank (sending)', fmt, fmt, ticks, ticks);
         canvas.on('mousemove', function () {
           var p = d3.mouse(this), c = byCell[Math.floor(p[1] / cs) + ',' + Math.floor(p[0] / cs)];
           if (!c) return hideTip();
           showTip('r' + c[0] + ' -> r' + c[1] + (M.rank_group > 1 ? ' (groups of ' + M.rank_group + ')' : '') + '\n' +
                   f3(c[2]) + ' GB/s on the wire, ' + bytes(c[3]) + ' sent');
         }).on('mouseout', hideTip);
+        /* what the colours mean: the palest is nothing sent, the darkest the matrix's fastest cell */
+        legend(s, [['0 GB/s', col(0)], [f3(max / 2) + ' GB/s', col(max / 2)], [f3(max) + ' GB/s (fastest cell)', col(max)]]);
         return {marks: M.cells.length, values: {cells: M.cells.length, gbps_sum: sum}, canvas: canvas.node()};
       });
     } else {
