@@ -56,11 +56,16 @@ static const char cause_legend[] =
 
 /* Instances timed by host spans, not decomposed (a host's ranks ended apart)
  * and waiting on a slow link: the notes of the text and Markdown views. */
-static void inst_counts(const struct lens_job *j, size_t *host, size_t *apart, size_t *links) {
-  *host = *apart = *links = 0;
+/* one: instances of a row (seen on two ranks or more of a communicator of
+ * two or more) that only one rank timed, so none decomposed (a "-" in the
+ * row when it has no other). */
+static void inst_counts(const struct lens_job *j, size_t *host, size_t *apart, size_t *one, size_t *links) {
+  *host = *apart = *one = *links = 0;
   for (size_t i = 0; i < j->n_insts; i++) {
-    *host += !!(j->insts[i].flags & LENS_JOB_HOST_SPANS);
-    *apart += !!(j->insts[i].flags & LENS_JOB_ENDS_APART);
+    const struct lens_job_inst *in = &j->insts[i];
+    *host += !!(in->flags & LENS_JOB_HOST_SPANS);
+    *apart += !!(in->flags & LENS_JOB_ENDS_APART);
+    *one += in->nranks >= 2 && in->ranks_seen >= 2 && (in->flags & LENS_JOB_ONE_RANK);
     *links += j->insts[i].cause == LENS_CAUSE_SLOW_LINK;
   }
 }
@@ -214,14 +219,16 @@ void lens_job_print_text(FILE *f, const struct lens_model *m, const struct lens_
                  " dropped\n",
               src->no_launch, src->no_api, src->dropped);
   }
-  size_t host, apart, links;
-  inst_counts(j, &host, &apart, &links);
+  size_t host, apart, one, links;
+  inst_counts(j, &host, &apart, &one, &links);
   if (host)
     note(f, "%zu instances had no KernelCh on some rank: host-side spans (Coll start -> completion) used for them",
             host);
   if (apart)
     note(f, "%zu instances: ranks of one host did not end together on the mapped clock; not decomposed",
             apart);
+  if (one)
+    note(f, "%zu instances: one rank had a span, the others' records were cut off or untimed; not decomposed", one);
   if (!j->have_clock_map)
     note(f, "no GPU clock map: a late rank's GPU-start stage is unknown (late app vs busy GPU undecided)");
   /* Copy-engine collectives (API v6+): the job view cannot match or
@@ -377,12 +384,14 @@ void lens_job_print_md(FILE *f, const struct lens_model *m, const struct lens_jo
              "minus the execution; bus bandwidth from the execution. Durations on each GPU's own clock (KernelCh "
              "pTimer). %zu instances: %zu matched on all ranks, %zu on some, %zu on one.",
           j->n_insts, j->matched_all, j->matched_some, j->matched_one);
-  size_t host, apart, links;
-  inst_counts(j, &host, &apart, &links);
+  size_t host, apart, one, links;
+  inst_counts(j, &host, &apart, &one, &links);
   if (host) fprintf(f, " %zu had no KernelCh on some rank: host-side spans (Coll start → completion) used.", host);
   if (apart)
     fprintf(f, " %zu not decomposed: ranks of one host did not end together on the mapped clock (\"-\" where no "
                "instance of a row was).", apart);
+  if (one)
+    fprintf(f, " %zu not decomposed: one rank had a span, the others' records were cut off or untimed.", one);
   fprintf(f, "\n\n");
   fprintf(f, "| communicator | func | size | count | exec avg / p50 / p99 us | wait avg / max us | busbw GB/s | "
              "last rank (n) |\n|---|---|---|---:|---:|---:|---:|---|\n");
