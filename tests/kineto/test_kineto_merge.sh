@@ -69,6 +69,11 @@ printf '{"traceEvents":[{"ph":"X",' >"$T/cut.json"
 "$L" export --format kineto --into "$T/cut.json" "$T/tr" -o "$T/out3" >"$T/log" 2>&1
 [ $? = 1 ] && grep -q "is not a JSON document" "$T/log" && [ ! -e "$T/out3/cut.json" ] && ok "a cut file refused" ||
   bad "cut file: $(cat "$T/log")"
+# a cut .json.gz (a copy stopped mid-way): one line that says so, nothing written
+head -c 3000 "$T/kin/rank0.json.gz" >"$T/cutz.json.gz"
+"$L" export --format kineto --into "$T/cutz.json.gz" "$T/tr" -o "$T/out4" >"$T/log" 2>&1
+[ $? = 1 ] && [ "$(wc -l <"$T/log")" = 1 ] && grep -q "cutz.json.gz: truncated (unexpected end of the gzip stream)" \
+  "$T/log" && [ ! -e "$T/out4/cutz.json.gz" ] && ok "a cut .json.gz: $(cat "$T/log")" || bad "cut .gz: $(cat "$T/log")"
 "$L" export --format kineto --into "$T/kin/rank0.json.gz" "$T/tr" >"$T/log" 2>&1
 [ $? = 2 ] && [ "$(wc -l <"$T/log")" = 1 ] && ok "no -o: usage error" || bad "no -o: $(cat "$T/log")"
 "$L" export --into "$T/kin/rank0.json.gz" --format chrome "$T/tr" -o "$T/x" >"$T/log" 2>&1
