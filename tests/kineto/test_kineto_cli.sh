@@ -61,6 +61,9 @@ done
 "$L" job "$H0" "$H1" >"$T/t.txt" 2>&1
 grep -q "durations: each NCCL kernel's span in its Kineto file" "$T/t.txt" && ! grep -q "KernelCh pTimer)" "$T/t.txt" &&
   ok "text: the spans said to be the Kineto kernels'" || bad "text header: $(grep -A1 '^job view' "$T/t.txt")"
+# 2023 kernels carry no collective args: their size is unknown, not 0 B (rows and the instance list)
+grep -Eq "^  SendRecv +unknown +[0-9]+ " "$T/t.txt" && grep -Eq "^  0x[0-9a-f]+ +[0-9]+ SendRecv +unknown " "$T/t.txt" &&
+  ! grep -q " 0 B " "$T/t.txt" && ok "text: the 2023 kernels' size unknown" || bad "size: $(grep SendRecv "$T/t.txt")"
 
 # One rank's file twice (a glob that takes two windows of one rank): said on stderr and counted, not silent.
 "$L" job --json "$H0" "$H0" "$H1" >"$T/j.json" 2>"$T/err"

@@ -150,6 +150,8 @@ static void headline(FILE *f, const struct lens_model *m, const struct lens_job 
     char size[32], last[32] = "-";
     struct row_cells c;
     lens_size_bucket_label(r->bucket, size, sizeof size);
+    /* a Kineto kernel without collective args (pre-2024 files) has no size: not 0 B */
+    if (kineto && r->bucket < 0) snprintf(size, sizeof size, "unknown");
     row_cells_of(r, "/", &c);
     if (r->top_last_rank >= 0)
       snprintf(last, sizeof last, "%d (%" PRIu64 "/%" PRIu64 ")", r->top_last_rank, r->top_last_count, r->count);
@@ -257,10 +259,12 @@ void lens_job_print_text(FILE *f, const struct lens_model *m, const struct lens_
   }
   for (size_t k = 0; k < n && (!max_list || k < max_list); k++) {
     const struct lens_job_inst *in = &j->insts[o[k]];
-    char c[160], id[LENS_COMM_ID_LEN];
+    char c[160], id[LENS_COMM_ID_LEN], bytes[24];
     cause_text(in, c, sizeof c);
-    fprintf(f, "  %-18s %8" PRId64 " %-13s %10" PRIu64 " %11.1f %6d %12.1f  %s\n", lens_fmt_comm_id(in->comm_id, id), in->seq,
-            in->func ? in->func : "-", in->bytes, in->exec_ns / 1e3, in->last_rank, in->max_wait_ns / 1e3, c);
+    if (src && src->kineto_files && !in->bytes) snprintf(bytes, sizeof bytes, "unknown"); /* as the rows say */
+    else snprintf(bytes, sizeof bytes, "%" PRIu64, in->bytes);
+    fprintf(f, "  %-18s %8" PRId64 " %-13s %10s %11.1f %6d %12.1f  %s\n", lens_fmt_comm_id(in->comm_id, id), in->seq,
+            in->func ? in->func : "-", bytes, in->exec_ns / 1e3, in->last_rank, in->max_wait_ns / 1e3, c);
   }
   if (max_list && n > max_list) fprintf(f, "  ... %zu more (--all lists every one; --json has all)\n", n - max_list);
   if (n) fputs(cause_legend, f);
