@@ -455,6 +455,7 @@ done:
 struct misfit {
   double res; /* its fit's robust residual */
   size_t n;   /* pairs it made */
+  size_t t;   /* with which of the file's streams */
 };
 
 /* ---- sorting helpers (qsort has no context: a file-level pointer, set per sort) ---- */
@@ -699,7 +700,7 @@ int km_match(const struct lens_model *m, const int32_t *procs, size_t n_procs, c
         goto out;
       }
       if (sc > 0) cv[nc++] = (struct cand){a, b, sc};
-      if (mn) mf[a] = mf[a].n > mn ? mf[a] : (struct misfit){mres, mn};
+      if (mn) mf[a] = mf[a].n > mn ? mf[a] : (struct misfit){mres, mn, b};
     }
   if (nc) qsort(cv, nc, sizeof *cv, by_score);
   uint8_t *used_s = calloc(ns + 1, 1), *used_t = calloc(nt + 1, 1);
@@ -712,9 +713,11 @@ int km_match(const struct lens_model *m, const int32_t *procs, size_t n_procs, c
     long got = seq_match(&q, 1, NULL, NULL);
     if (got > 0) r->by_order += (size_t)got;
   }
-  /* our streams left without a partner whose best alignment was off the line: said, not silently unmatched */
-  for (size_t a = 0; mf && used_s && a < ns; a++)
-    if (!used_s[a] && mf[a].n) {
+  /* our streams and the file's left without a partner, where the best alignment between them was off the
+   * line: said, not silently unmatched (another local rank's streams, whose kernels are in its own file,
+   * leave this file's streams matched: not counted) */
+  for (size_t a = 0; mf && used_s && used_t && a < ns; a++)
+    if (!used_s[a] && mf[a].n && !used_t[mf[a].t]) {
       r->misfit_streams++, r->ambiguous += mf[a].n;
       if (mf[a].res > r->misfit_worst_ns) r->misfit_worst_ns = mf[a].res;
     }
