@@ -114,7 +114,7 @@ expect "merge: a used output directory" 2 "$T/k2"
 run "$T/k3" check_torch_merge.py "$T/nokin" "$T/tr" "$T/merged3"
 expect "merge: no profiler traces" 1 "$T/k3" "FAIL torch.profiler traces: 0"
 # a real torch.profiler file (rank 0 of 8 of another job, docs/pytorch.md) with these traces: copied unchanged
-R=${KINETO_REALDATA:-/work/shared/realdata/kineto}
+R=${KINETO_REALDATA:-$S/../kineto/data} # the repository's copy: a clean clone has it
 F=$R/tracelens_b200_eager_trace_rank0of8.json.gz
 if [ -r "$F" ]; then
   mkdir -p "$T/real" && cp "$F" "$T/real/"

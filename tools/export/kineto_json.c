@@ -353,6 +353,14 @@ int kj_scan_file(const char *path, struct kj_scan *s, char *err, size_t err_len)
     s->bytes += (uint64_t)n;
     if (yajl_parse(h, buf, (size_t)n) != yajl_status_ok) break;
   }
+  {
+    int zerr = Z_OK;
+    gzerror(g, &zerr);
+    if (zerr == Z_BUF_ERROR) { /* gzread's end before the gzip stream's: a cut .gz, not a JSON error */
+      seterr(err, err_len, "%s: truncated (unexpected end of the gzip stream)", path);
+      goto out;
+    }
+  }
   yajl_status st = x.oom ? yajl_status_client_canceled : yajl_complete_parse(h);
   if (x.oom) {
     seterr(err, err_len, "%s: more than %d NCCL kernels, or out of memory", path, KJ_MAX_KERNELS);

@@ -11,7 +11,7 @@
 #define KM_TOL_MIN_NS 3000.0    /* the tolerance is 8 x the spread, within these */
 #define KM_TOL_MAX_NS 100000.0
 #define KM_SLOPE_SPAN_NS 50000000LL /* below this span a drift cannot be told from noise: slope 0 */
-#define KM_CANDIDATES 64            /* first guesses tried per stream pair (seq_match) */
+#define KM_CANDIDATES 128           /* first guesses tried per stream pair (seq_match) */
 #define KM_AFTER_CALL 6             /* ... of which, per sample launch, the first kernels after its call */
 #define KM_SCREEN 16                 /* of which the best by a first round go through every round */
 #define KM_CAUSAL_TOL_NS 200000.0   /* a kernel starts after its launch call: both on REALTIME, within this */
@@ -335,8 +335,10 @@ static struct km_fit guess(const struct seq *q, double delta) {
  * and the one that matches most wins; a kernel never pairs with a launch
  * called after it started (KM_CAUSAL_TOL_NS), which a shift to earlier
  * kernels breaks, and a shift to later ones loses the pairs at the ends.
- * Two different alignments matching as many: the pair is left unmatched. */
-static long seq_match(const struct seq *q, int commit) {
+ * Two different alignments matching as many: the pair is left unmatched.
+ * The best alignment off the clocks' line (KM_FIT_RESIDUAL_MAX_NS): left
+ * unmatched too, its residual and pairs in *misfit_ns, *misfit_n (may be NULL). */
+static long seq_match(const struct seq *q, int commit, double *misfit_ns, size_t *misfit_n) {
   size_t cap = q->nl < q->nk ? q->nl : q->nk;
   if (!cap) return 0;
   int32_t *mi = malloc(cap * sizeof *mi), *mj = malloc(cap * sizeof *mj);
@@ -426,9 +428,14 @@ static long seq_match(const struct seq *q, int commit) {
       ties++;
     }
   }
-  (void)best_f;
   if (ties) { /* two alignments as good: not ours to pick */
     if (commit) q->r->ambiguous += best_n;
+    goto done;
+  }
+  /* the best alignment does not lie on a line of the one clock both sides read: another
+   * kernel's launches (a coarse offset off by a run of kernels), not ours to keep */
+  if (best_n && best_f.on_gpu && best_f.residual_ns > KM_FIT_RESIDUAL_MAX_NS + q->r->ts_resolution_ns) {
+    if (misfit_ns) *misfit_ns = best_f.residual_ns, *misfit_n = best_n;
     goto done;
   }
   if (commit) {
@@ -444,6 +451,12 @@ done:
   free(mi), free(mj), free(bi), free(bj), free(x), free(y), free(d);
   return out;
 }
+
+struct misfit {
+  double res; /* its fit's robust residual */
+  size_t n;   /* pairs it made */
+  size_t t;   /* with which of the file's streams */
+};
 
 /* ---- sorting helpers (qsort has no context: a file-level pointer, set per sort) ---- */
 static const struct km_result *g_r;
@@ -663,6 +676,11 @@ int km_match(const struct lens_model *m, const int32_t *procs, size_t n_procs, c
     if (!j || s->k[K[j]].pid != s->k[K[j - 1]].pid || s->k[K[j]].tid != s->k[K[j - 1]].tid) tg[nt++] = j;
   tg[nt] = s->n_k;
   cv = ns && nt ? malloc(ns * nt * sizeof *cv) : NULL;
+  struct misfit *mf = calloc(ns + 1, sizeof *mf); /* per our stream: its largest misfit alignment */
+  if (!mf) {
+    free(sg), free(tg);
+    goto out;
+  }
   size_t nc = 0;
   for (size_t a = 0; cv && a < ns; a++)
     for (size_t b = 0; b < nt; b++) {
@@ -674,12 +692,15 @@ int km_match(const struct lens_model *m, const int32_t *procs, size_t n_procs, c
                       K + tg[b],
                       tg[b + 1] - tg[b],
                       most_gpu(r, L + sg[a], sg[a + 1] - sg[a])};
-      long sc = seq_match(&q, 0);
+      double mres = 0;
+      size_t mn = 0;
+      long sc = seq_match(&q, 0, &mres, &mn);
       if (sc < 0) {
-        free(sg), free(tg);
+        free(sg), free(tg), free(mf);
         goto out;
       }
       if (sc > 0) cv[nc++] = (struct cand){a, b, sc};
+      if (mn) mf[a] = mf[a].n > mn ? mf[a] : (struct misfit){mres, mn, b};
     }
   if (nc) qsort(cv, nc, sizeof *cv, by_score);
   uint8_t *used_s = calloc(ns + 1, 1), *used_t = calloc(nt + 1, 1);
@@ -689,9 +710,18 @@ int km_match(const struct lens_model *m, const int32_t *procs, size_t n_procs, c
     const int32_t *Ls = L + sg[cv[c].s];
     size_t nls = sg[cv[c].s + 1] - sg[cv[c].s];
     struct seq q = {m, s, r, Ls, nls, K + tg[cv[c].t], tg[cv[c].t + 1] - tg[cv[c].t], most_gpu(r, Ls, nls)};
-    long got = seq_match(&q, 1);
+    long got = seq_match(&q, 1, NULL, NULL);
     if (got > 0) r->by_order += (size_t)got;
   }
+  /* our streams and the file's left without a partner, where the best alignment between them was off the
+   * line: said, not silently unmatched (another local rank's streams, whose kernels are in its own file,
+   * leave this file's streams matched: not counted) */
+  for (size_t a = 0; mf && used_s && used_t && a < ns; a++)
+    if (!used_s[a] && mf[a].n && !used_t[mf[a].t]) {
+      r->misfit_streams++, r->ambiguous += mf[a].n;
+      if (mf[a].res > r->misfit_worst_ns) r->misfit_worst_ns = mf[a].res;
+    }
+  free(mf);
   int oom = !used_s || !used_t;
   free(used_s), free(used_t), free(sg), free(tg);
   if (oom) goto out;

@@ -21,7 +21,9 @@
  * Kineto's: pid = device, tid = stream), in order and in time: a kernel and
  * a launch pair only when each is the other's only candidate within the
  * tolerance, our channels start and end with the kernel, and the host clock agrees
- * (the kernel starts after the launch call); (3) a launch without
+ * (the kernel starts after the launch call), and the best alignment's fit on
+ * the GPU clock is a line within KM_FIT_RESIDUAL_MAX_NS (else the stream pair
+ * stays unmatched, counted: misfit_streams); (3) a launch without
  * GPU time of ours, by order alone, when it is one of as many unmatched
  * launches as unmatched kernels between two matched neighbours (or a
  * stream's first or last pair and that end of both sequences). Kernels left
@@ -39,6 +41,13 @@
 
 #include "export/kineto_json.h"
 #include "reader/lensread.h"
+
+/* Largest robust residual (1.4826 x median) of a stream pair's fit on the GPU's own clock that is taken for a true
+ * pairing. Our first channel's pTimer and the kernel's ts are one clock (the globaltimer, mapped to the wall clock
+ * by CUPTI's line): a true pairing fits within a microsecond or two (0.3 us on the replay; the file's ts rounding
+ * comes on top). An alignment shifted by a run of same-length kernels fits only the loop's jitter: tens of us
+ * (38 us when a file's wall clock was 1.5 ms off ours). */
+#define KM_FIT_RESIDUAL_MAX_NS 10000.0
 
 enum { KM_SRC_CHANNELS = 0, KM_SRC_CUPTI = 1 };
 enum { KM_BY_NONE = 0, KM_BY_CORRELATION = 1, KM_BY_ORDER_TIME = 2, KM_BY_ORDER_GAP = 3 };
@@ -79,6 +88,9 @@ struct km_result {
   size_t n_fits;
   size_t by_corr, by_order, by_gap; /* by_gap: by order alone, between matched neighbours (fill_gaps) */
   size_t launches_graph, launches_no_gpu_time, ambiguous;
+  size_t misfit_streams;   /* stream pairs whose best alignment was off the clocks' line (KM_FIT_RESIDUAL_MAX_NS):
+                            * left unmatched, their pairs counted in ambiguous */
+  double misfit_worst_ns;  /* the largest such residual */
   double map_bound_ns;     /* largest error bound of our GPU clock maps of this process (against its host clock) */
   double ts_resolution_ns; /* 1, or 1000 for a file of integer microseconds */
 };

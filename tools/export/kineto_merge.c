@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -479,8 +480,9 @@ static void meta(void *ctx, FILE *o) {
   fprintf(o,
           "},\n\"nccl_kernels\":%zu,\"matched\":%zu,\"matched_by_correlation\":%zu,\"matched_by_order_time\":%zu,"
           "\"matched_by_order_between_neighbours\":%zu,\"unmatched\":%zu,\"ambiguous\":%zu,\"nccl_kernels_unreadable\":"
-          "%zu,",
-          s->n_k, matched, r->by_corr, r->by_order, r->by_gap, s->n_k - matched, r->ambiguous, s->kernels_unreadable);
+          "%zu,\"streams_misaligned\":%zu,\"misaligned_worst_residual_ns\":%.1f,",
+          s->n_k, matched, r->by_corr, r->by_order, r->by_gap, s->n_k - matched, r->ambiguous, s->kernels_unreadable,
+          r->misfit_streams, r->misfit_worst_ns);
   size_t lu = 0;
   for (size_t i = 0; i < r->n_l; i++) lu += r->l[i].kk < 0;
   fprintf(o,
@@ -592,7 +594,7 @@ static struct jrow *rows_of(const struct lens_job *j, size_t proc, size_t *n) {
 /* One Kineto file. 0 written (merged or unchanged), -1 after an error line. */
 static int merge_one(const char *cmd, const struct lens_kineto_merge_opts *o, int dirfd, const char *in,
                      const struct tinfo *ti, const struct jview *jv) {
-  char err[512], why[256], out_name[256];
+  char err[512], why[PATH_MAX + 512], out_name[256];
   struct kj_scan s;
   int rc = -1;
   struct lens_model *m = NULL;
@@ -625,8 +627,14 @@ static int merge_one(const char *cmd, const struct lens_kineto_merge_opts *o, in
       goto out;
     }
     if (!r.by_corr && !r.by_order) { /* order alone never stands without a time match around it */
-      snprintf(why, sizeof why, "none of its %zu NCCL kernels matches one of the %zu launches of %s (another run?)",
-               s.n_k, r.n_l, ti[t].path);
+      if (r.misfit_streams) /* the launches are there, but no alignment lies on the GPU clock's line */
+        snprintf(why, sizeof why,
+                 "none of its %zu NCCL kernels matches one of the %zu launches of %s: the best alignment is off the GPU "
+                 "clock's line by %.1f us (a wall clock off by more than the kernels' spacing?)",
+                 s.n_k, r.n_l, ti[t].path, r.misfit_worst_ns / 1000.0);
+      else
+        snprintf(why, sizeof why, "none of its %zu NCCL kernels matches one of the %zu launches of %s (another run?)",
+                 s.n_k, r.n_l, ti[t].path);
       t = -1;
     }
   }
@@ -673,6 +681,10 @@ static int merge_one(const char *cmd, const struct lens_kineto_merge_opts *o, in
   printf("  matched by correlation %zu, by order and time %zu, by order alone %zu\n", r.by_corr, r.by_order, r.by_gap);
   printf("  added %zu channel slices (%zu outside the bound), %zu proxy ops, %zu steps, %zu flows\n", x.kch_placed,
          x.kch_outside, x.ops, x.steps, x.flows);
+  if (r.misfit_streams)
+    printf("  %zu stream%s left unmatched: the best alignment is off the GPU clock's line by %.1f us (over %.1f):\n"
+           "  this file's wall clock or ours was off by more than the kernels' spacing\n",
+           r.misfit_streams, r.misfit_streams == 1 ? "" : "s", r.misfit_worst_ns / 1000.0, KM_FIT_RESIDUAL_MAX_NS / 1000.0);
   if (matched < s.n_k) {
     size_t shown = 0;
     for (size_t j = 0; j < s.n_k && shown < 3; j++) {

@@ -12,6 +12,7 @@
  * then reduced into the job view. Memory: one model per thread plus the
  * records. --partial writes the records instead (a partial file, to be
  * reduced where every node's partial is gathered). */
+#include <inttypes.h>
 #include <limits.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -123,6 +124,45 @@ struct map_ctx {
   atomic_size_t next;
   atomic_int failed;
 };
+
+/* Kineto files that name a rank an earlier file named (same rank, same world
+ * size): one file given twice, or two profiling windows of one rank (a
+ * schedule with repeat writes a file per window into one directory). The
+ * reduce keeps one record per (instance, rank), so one file's kernel of
+ * an instance both hold would vanish unsaid: one line each
+ * on stderr, and the count in the report. Sorted pairs: n log n for any n. */
+struct rank_key {
+  int64_t world, rank;
+  size_t file;
+};
+static int rank_key_cmp(const void *a, const void *b) {
+  const struct rank_key *x = a, *y = b;
+  if (x->world != y->world) return x->world < y->world ? -1 : 1;
+  if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+  return x->file < y->file ? -1 : x->file > y->file;
+}
+static int kineto_same_rank(const struct map_ctx *x, size_t *count) {
+  *count = 0;
+  if (x->n_kinetos < 2) return 0;
+  struct rank_key *k = malloc(x->n_kinetos * sizeof *k);
+  if (!k) return -1;
+  for (size_t i = 0; i < x->n_kinetos; i++)
+    k[i] = (struct rank_key){.world = x->kstats[i].world_size, .rank = x->kstats[i].rank, .file = i};
+  qsort(k, x->n_kinetos, sizeof *k, rank_key_cmp);
+  size_t first = 0;
+  for (size_t i = 1; i < x->n_kinetos; i++) {
+    if (k[i].world != k[first].world || k[i].rank != k[first].rank) {
+      first = i;
+      continue;
+    }
+    (*count)++;
+    fprintf(stderr, "nccl-lens %s: %s: rank %" PRId64 " again (also %s): an instance both files hold counts "
+                    "one of its two kernels\n",
+            CMD, x->paths[x->kinetos[k[i].file]], k[i].rank, x->paths[x->kinetos[k[first].file]]);
+  }
+  free(k);
+  return 0;
+}
 
 static int map_one(struct map_ctx *x, size_t w) {
   char err[512];
@@ -304,7 +344,7 @@ int lens_cmd_job(int argc, char **argv) {
   char **paths = (char **)c.paths;
   int rc = 1;
   struct map_ctx x = {.paths = paths, .c = &c};
-  size_t n_parts = 0, n_trace = 0, n_files_parts = 0;
+  size_t n_parts = 0, n_trace = 0, n_files_parts = 0, same_rank = 0;
   struct lens_model *skel = NULL;
   int have_job = 0, have_hang = 0, ran_passes = 0;
   struct lens_job j;
@@ -366,6 +406,7 @@ int lens_cmd_job(int argc, char **argv) {
     for (long i = 0; i < started; i++) pthread_join(th[i], NULL);
     lens_cli_say_in_order(x.said, x.file_failed, n_files_parts);
     if (atomic_load(&x.failed)) goto out;
+    if (kineto_same_rank(&x, &same_rank)) goto oom;
   }
   /* Traces: host group by host group (passes.h), the same for 1 trace as for 10^4. */
   if (n_trace) {
@@ -414,7 +455,9 @@ int lens_cmd_job(int argc, char **argv) {
   int bad_align = !clocks || lens_align_build_ends(clocks, n_clocks, &j, &o.align, &al);
   free(clocks);
   if (bad_align) goto oom;
-  struct lens_job_sources src = {.kineto_files = x.n_kinetos, .uneven_comms = x.n_kinetos ? uneven_order_comms(&j) : 0};
+  struct lens_job_sources src = {.kineto_files = x.n_kinetos,
+                                 .uneven_comms = x.n_kinetos ? uneven_order_comms(&j) : 0,
+                                 .same_rank_files = same_rank};
   for (size_t i = 0; i < x.n_kinetos; i++) {
     const struct lens_kineto_job_stats *k = &x.kstats[i];
     src.kernels += k->nccl_kernels, src.by_seq += k->by_seq, src.by_order += k->by_order;

@@ -133,11 +133,14 @@ static void row_cells_of(const struct lens_job_row *r, const char *sep, struct r
   lens_fmt_gbps(r->busbw_gbps, c->bw, sizeof c->bw);
 }
 
-void lens_job_print_headline(FILE *f, const struct lens_model *m, const struct lens_job *j) {
+/* kineto: the spans are Kineto's NCCL kernels on each file's wall clock, not
+ * KernelCh pTimers (job_cmd.c never mixes Kineto files with traces). */
+static void headline(FILE *f, const struct lens_model *m, const struct lens_job *j, int kineto) {
   if (!j->n_rows) return;
   fprintf(f, "\njob view: execution = span of the rank that started last (ranks end together); wait = a rank's span "
-             "- execution;\n  durations on each GPU's own clock (KernelCh pTimer), no cross-host clock;\n  busbw from "
-             "the execution (nccl-tests factors).\n");
+             "- execution;\n  %s;\n  busbw from the execution (nccl-tests factors).\n",
+          kineto ? "durations: each NCCL kernel's span in its Kineto file (CUPTI's, on that host's wall clock)"
+                 : "durations on each GPU's own clock (KernelCh pTimer), no cross-host clock");
   uint64_t cur = 0;
   int any = 0;
   for (size_t i = 0; i < j->n_rows; i++) {
@@ -152,6 +155,8 @@ void lens_job_print_headline(FILE *f, const struct lens_model *m, const struct l
     char size[32], last[32] = "-";
     struct row_cells c;
     lens_size_bucket_label(r->bucket, size, sizeof size);
+    /* a Kineto kernel without collective args (pre-2024 files) has no size: not 0 B */
+    if (kineto && r->bucket < 0) snprintf(size, sizeof size, "unknown");
     row_cells_of(r, "/", &c);
     if (r->top_last_rank >= 0)
       snprintf(last, sizeof last, "%d (%" PRIu64 "/%" PRIu64 ")", r->top_last_rank, r->top_last_count, r->count);
@@ -170,6 +175,7 @@ void lens_job_print_headline(FILE *f, const struct lens_model *m, const struct l
   fprintf(f, "\nstragglers per user tag (v7 userProfilerTag; tagged instances only)\n");
   straggler_rows(f, m, j->tag_stragglers, j->n_tag_stragglers, 1);
 }
+void lens_job_print_headline(FILE *f, const struct lens_model *m, const struct lens_job *j) { headline(f, m, j, 0); }
 
 static const struct lens_job *sort_j;
 static int by_wait(const void *a, const void *b) {
@@ -214,6 +220,10 @@ void lens_job_print_text(FILE *f, const struct lens_model *m, const struct lens_
       fprintf(f, "kineto: %zu communicators matched by order have different kernel counts on different ranks:\n"
                  "  some of their instances pair kernels of different collectives\n",
               src->uneven_comms);
+    if (src->same_rank_files)
+      fprintf(f, "kineto: %zu file%s a rank an earlier file named: where two hold one instance, one kernel\n"
+                 "  is kept and the other not counted\n",
+              src->same_rank_files, src->same_rank_files == 1 ? " names" : "s name");
     if (src->no_launch || src->no_api || src->dropped)
       fprintf(f, "kineto: %" PRIu64 " kernels without their launch, %" PRIu64 " without a record_param_comms op, %" PRIu64
                  " dropped\n",
@@ -240,7 +250,7 @@ void lens_job_print_text(FILE *f, const struct lens_model *m, const struct lens_
             j->ce_count, (double)j->ce_enqueue_ns / (double)j->ce_count / 1e3);
   else if (!j->ce_known)
     note(f, "copy-engine collectives unknown (a partial file written before they were counted)");
-  lens_job_print_headline(f, m, j);
+  headline(f, m, j, src && src->kineto_files);
   if (links) fprintf(f, "\nslow links: %zu instances with arrivals aligned and one link slow (see below)\n", links);
   size_t *o = malloc((j->n_insts + 1) * sizeof *o);
   if (!o) return;
@@ -256,10 +266,12 @@ void lens_job_print_text(FILE *f, const struct lens_model *m, const struct lens_
   }
   for (size_t k = 0; k < n && (!max_list || k < max_list); k++) {
     const struct lens_job_inst *in = &j->insts[o[k]];
-    char c[160], id[LENS_COMM_ID_LEN];
+    char c[160], id[LENS_COMM_ID_LEN], bytes[24];
     cause_text(in, c, sizeof c);
-    fprintf(f, "  %-18s %8" PRId64 " %-13s %10" PRIu64 " %11.1f %6d %12.1f  %s\n", lens_fmt_comm_id(in->comm_id, id), in->seq,
-            in->func ? in->func : "-", in->bytes, in->exec_ns / 1e3, in->last_rank, in->max_wait_ns / 1e3, c);
+    if (src && src->kineto_files && !in->bytes) snprintf(bytes, sizeof bytes, "unknown"); /* as the rows say */
+    else snprintf(bytes, sizeof bytes, "%" PRIu64, in->bytes);
+    fprintf(f, "  %-18s %8" PRId64 " %-13s %10s %11.1f %6d %12.1f  %s\n", lens_fmt_comm_id(in->comm_id, id), in->seq,
+            in->func ? in->func : "-", bytes, in->exec_ns / 1e3, in->last_rank, in->max_wait_ns / 1e3, c);
   }
   if (max_list && n > max_list) fprintf(f, "  ... %zu more (--all lists every one; --json has all)\n", n - max_list);
   if (n) fputs(cause_legend, f);
@@ -304,8 +316,9 @@ void lens_job_print_json(FILE *f, const struct lens_model *m, const struct lens_
   if (src && src->kineto_files)
     fprintf(f, "\"kineto\":{\"files\":%zu,\"clock\":\"wall clock per host (CLOCK_REALTIME), error unknown unless "
                "aligned\",\"kernels\":%" PRIu64 ",\"by_seq\":%" PRIu64 ",\"by_order\":%" PRIu64
-               ",\"instances_by_order\":%zu,\"uneven_comms\":%zu,\"no_launch\":%" PRIu64 ",\"no_api\":%" PRIu64 ",\"dropped\":%" PRIu64 "},",
-            src->kineto_files, src->kernels, src->by_seq, src->by_order, insts_by_order(j), src->uneven_comms, src->no_launch, src->no_api,
+               ",\"instances_by_order\":%zu,\"uneven_comms\":%zu,\"same_rank_files\":%zu,\"no_launch\":%" PRIu64 ",\"no_api\":%" PRIu64 ",\"dropped\":%" PRIu64 "},",
+            src->kineto_files, src->kernels, src->by_seq, src->by_order, insts_by_order(j), src->uneven_comms,
+            src->same_rank_files, src->no_launch, src->no_api,
             src->dropped);
   fputs("\"hang\":", f);
   lens_hang_print_headline_json(f, hang);
@@ -337,7 +350,9 @@ void lens_job_print_json(FILE *f, const struct lens_model *m, const struct lens_
       fputs("\"exec_ns\":null,\"busbw_gbps\":null,\"last_rank\":null,\"max_wait_ns\":null,", f);
     }
     fputs("\"span_source\":", f);
-    lens_json_str(f, in->flags & LENS_JOB_HOST_SPANS ? "host" : "gpu_ptimer");
+    lens_json_str(f, src && src->kineto_files            ? "kineto_kernel"
+                     : in->flags & LENS_JOB_HOST_SPANS ? "host"
+                                                       : "gpu_ptimer");
     fputs(",\"flags\":", f);
     json_flags(f, in->flags);
     fputs(",\"cause\":", f);

@@ -18,6 +18,9 @@ struct lens_job_sources {
   uint64_t dropped;                     /* kernels past the importer's bounds */
   size_t uneven_comms;                  /* communicators matched by order whose ranks hold different numbers
                                          * of kernels: there the order pairs some kernels wrongly */
+  size_t same_rank_files;               /* files whose (rank, world size) an earlier file had: two windows of one
+                                         * rank, or one file twice; the reduce keeps one record per
+                                         * (instance, rank) */
 };
 
 /* Headline tables (one per communicator with > 1 rank loaded) and the

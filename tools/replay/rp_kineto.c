@@ -42,6 +42,9 @@
 
 #define KINETO_BASE_STEP_NS (7889238ull * 1000000000ull)
 #define STREAM_BASE 13 /* the NCCL streams' ids: 13 + communicator set */
+/* ops after a grouped p2p op searched for the rest of its group: the group's ops are written one after the
+ * other by its thread, other local ranks' and communicators' ops between them (at most one group per comm) */
+#define RP_KINETO_GROUP_LOOKAHEAD (4 * RP_MAX_COMMSETS * RP_MAX_LOCAL)
 
 int64_t rp_kineto_wall_error_ns(const struct rp_node *n) {
   return n->nodes > 1 ? (int64_t)n->node * RP_KINETO_NODE_WALL_ERR_NS : 0;
@@ -187,9 +190,20 @@ static int write_rank(struct rp_node *n, int local, const char *dir, int64_t wal
     if (c->local != local || o->graph_replay == -2) continue; /* a capture launches nothing */
     int64_t seq = o->is_p2p || old_layout ? -1 : seqs[o->comm]++;
     if (!o->kernel_start || o->kernel_end <= o->kernel_start) continue; /* never ran (a hang) */
-    /* a send and a receive grouped together share one kernel (and launch) */
-    if (o->is_p2p && o->kernel_start == last_p2p_start[o->comm]) continue;
-    if (o->is_p2p) last_p2p_start[o->comm] = o->kernel_start;
+    /* A send and a receive grouped together share one launch and one kernel, whose span is the group's: the
+     * truth times each op's part of it (the second starts where the first ends), so the launch, not the
+     * kernel start, says which ops are one kernel. */
+    int64_t group = o->launch_start ? o->launch_start : o->kernel_start;
+    if (o->is_p2p && group == last_p2p_start[o->comm]) continue;
+    if (o->is_p2p) last_p2p_start[o->comm] = group;
+    int64_t g_start = o->kernel_start, g_end = o->kernel_end;
+    for (int i2 = i + 1; o->is_p2p && i2 < nops && i2 <= i + RP_KINETO_GROUP_LOOKAHEAD; i2++) {
+      const struct rp_truth_op *p = rp_truth_op_at(n->truth, i2);
+      if (!p || p->comm != o->comm || !p->is_p2p || !p->kernel_start || p->kernel_end <= p->kernel_start) continue;
+      if ((p->launch_start ? p->launch_start : p->kernel_start) != group) continue;
+      if (p->kernel_start < g_start) g_start = p->kernel_start;
+      if (p->kernel_end > g_end) g_end = p->kernel_end;
+    }
     int eager = o->launch_start && o->launch_end >= o->launch_start && o->api_ns;
     int64_t k = corr++, e = old_layout ? k : ext++; /* 2023: the kernel's External id is its correlation */
     int stream = STREAM_BASE + c->set;
@@ -228,7 +242,7 @@ static int write_rank(struct rp_node *n, int local, const char *dir, int64_t wal
       put_us(f, ls, base);
       fputs(", \"cat\": \"ac2g\", \"name\": \"ac2g\"}", f);
     }
-    int64_t ks = o->kernel_start + wall_off, ke = o->kernel_end + wall_off;
+    int64_t ks = g_start + wall_off, ke = g_end + wall_off;
     if (old_layout)
       fprintf(f, ",\n  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"ncclKernel_%s_RING_LL_Sum_float"
                  "(ncclDevComm*, unsigned long, ncclWork*)\", \"pid\": %d, \"tid\": %d, \"ts\": ",

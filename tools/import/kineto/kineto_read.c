@@ -379,6 +379,17 @@ static int guard_scan(struct guard *g, const unsigned char *b, size_t n) {
   return 0;
 }
 
+/* zlib's message without the name it gives a gzdopen'd descriptor ("<fd:3>: "):
+ * the error line names the file already; "truncated" says what a cut .gz is. */
+static const char *gz_reason(const char *m) {
+  if (!m) return "read error";
+  if (!strncmp(m, "<fd:", 4)) {
+    const char *e = strstr(m, ">: ");
+    if (e) m = e + 3;
+  }
+  return !strcmp(m, "unexpected end of file") ? "truncated (unexpected end of the gzip stream)" : m;
+}
+
 int lens_kineto_name_is(const char *path) {
   size_t n = strlen(path);
   return (n > 5 && !strcasecmp(path + n - 5, ".json")) || (n > 8 && !strcasecmp(path + n - 8, ".json.gz"));
@@ -448,7 +459,7 @@ int lens_kineto_read(const char *path, lens_kineto_event_fn fn, void *ctx, struc
     if (n < 0) {
       int zerr;
       const char *m = gzerror(z, &zerr);
-      snprintf(err, err_len, "%s: %s", path, zerr == Z_ERRNO ? strerror(errno) : m);
+      snprintf(err, err_len, "%s: %s", path, zerr == Z_ERRNO ? strerror(errno) : gz_reason(m));
       goto out;
     }
     if (n == 0) break;
@@ -474,7 +485,7 @@ int lens_kineto_read(const char *path, lens_kineto_event_fn fn, void *ctx, struc
     int zerr;
     const char *m = gzerror(z, &zerr);
     if (zerr != Z_OK && zerr != Z_STREAM_END) {
-      snprintf(err, err_len, "%s: %s", path, m);
+      snprintf(err, err_len, "%s: %s", path, gz_reason(m));
       goto out;
     }
   }
