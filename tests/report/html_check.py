@@ -114,6 +114,9 @@ SCEN = [
     ('job-slow-link', ['--nodes', '2', '--ranks-per-node', '2', '--iters', '6', '--delay-us', '20000'], {'link'},
      {'busbw', 'net_matrix', 'net_slowest', 'net_split'}),
     ('hang-missing', [], {'hang'}, {'hang_0', 'stragglers'}),
+    # the generator's 1,024-rank job (opts None: lens-gen-job, not a replay): rows grouped and labels thinned,
+    # the widest 48 of its 2,048 clock maps, the page under 1 MB
+    ('gen-1024', None, set(), {'waits', 'stragglers', 'busbw', 'net_slowest', 'net_split', 'clock_maps'}),
 ]
 
 ALLOWED_URLS = {'http://www.w3.org/1999/xhtml', 'http://www.w3.org/1999/xlink', 'http://www.w3.org/2000/svg',
@@ -126,7 +129,9 @@ GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'golden'
 
 for name, opts, bad, plots in SCEN:
     d = os.path.join(tmp, name)
-    if os.path.isdir(os.path.join(GOLDEN, name)):
+    if opts is None:
+        run([os.path.join(build, 'bin', 'lens-gen-job'), '-o', d, '--events', '300000'])
+    elif os.path.isdir(os.path.join(GOLDEN, name)):
         shutil.copytree(os.path.join(GOLDEN, name), d)
     else:
         os.mkdir(d)
@@ -139,6 +144,8 @@ for name, opts, bad, plots in SCEN:
     # ---- the file itself ----
     if os.path.getsize(page) > 10 << 20:
         fail('%s: page over 10 MB' % name)
+    if opts is None and os.path.getsize(page) > 1 << 20:
+        fail('%s: the 1,024-rank page is %d bytes, over 1 MiB' % (name, os.path.getsize(page)))
     urls = set(re.findall(r'https?://[^\s"\'<>)\\]*', text)) - ALLOWED_URLS
     if urls:
         fail('%s: URLs in the page: %s' % (name, sorted(urls)[:5]))
@@ -211,6 +218,47 @@ for name, opts, bad, plots in SCEN:
         if any(not close(a, b) for a, b in zip(P['net_split']['values'], want)) or len(want) != len(
                 P['net_split']['values']):
             fail('%s: step split plot != JSON' % name)
+    # ---- what the page shows reads: keys, labels clear of each other, an empty plot says why ----
+    if 'waits' in P:
+        mx = max((v for r in J['waits']['rows'] for v in r), default=0)
+        span = J['waits']['n_bins'] * J['waits']['bin_s']
+        if not close(P['waits']['key_us'][2], mx) or P['waits']['time_unit'] != ('ms' if span < 1 else 's'):
+            fail('%s: heatmap key %s / unit %s, darkest cell %s us over %s s' % (
+                name, P['waits']['key_us'], P['waits']['time_unit'], mx, span))
+    if 'net_matrix' in P:
+        M = J['net']['matrix']
+        g = M['rank_group']
+        want = sorted({'%d,%d' % (l['src'] // g, l['dst'] // g) for l in J['net']['slowest']
+                       if l['stands_out'] and l['comm_id'] == M['comm_id']})
+        if P['net_matrix']['outlined'] != want:
+            fail('%s: matrix outlines %s, standing out %s' % (name, P['net_matrix']['outlined'], want))
+        if 'link' in bad and J['net']['standing_out'] and not want:
+            fail('%s: the slow link is not outlined in the matrix' % name)
+        pos = [c[2] for c in M['cells'] if c[2] > 0]
+        logc = bool(pos) and max(pos) / min(pos) > 20
+        if P['net_matrix']['scale'] != ('log' if logc else 'linear') or not close(P['net_matrix']['key_gbps'][2], max(
+                c[2] for c in M['cells'])) or (logc and not close(P['net_matrix']['key_gbps'][0], min(pos))):
+            fail('%s: matrix colour key %s %s' % (name, P['net_matrix']['scale'], P['net_matrix']['key_gbps']))
+    if 'net_split' in P:
+        want = [ph for k, ph in enumerate(J['net']['phases']) if any(c['split_us'][k] > 0 for c in J['net']['slowest'])]
+        if P['net_split']['legend'] != want:
+            fail('%s: step split legend %s, phases with time %s' % (name, P['net_split']['legend'], want))
+    for k in ('lag', 'clock_maps'):
+        if k in P and not P[k].get('label_clear'):
+            fail('%s: %s x label overlaps its tick labels' % (name, k))
+    if 'clock_maps' in P and P['clock_maps']['tick_labels'] != P['clock_maps']['marks']:
+        fail('%s: %d clock map bars, %d named' % (name, P['clock_maps']['marks'], P['clock_maps']['tick_labels']))
+    G = J['gpu']
+    if len(G['clock_maps']) > 48 or G['clock_maps_total'] < len(G['clock_maps']) or (
+            G['clock_maps_total'] > len(G['clock_maps']) and len(G['clock_maps']) != 48):
+        fail('%s: %d clock maps written of %d (the widest 48)' % (name, len(G['clock_maps']), G['clock_maps_total']))
+    if not J['busbw']['series']:
+        lo = J['busbw']['left_out']
+        why = C['skipped'].get('busbw', '')
+        if any(lo[k] and ('{:,} {}'.format(lo[k], w)) not in why for k, w in (
+                ('p2p', 'point-to-point'), ('partial', 'partial'), ('undecomposed', 'instance'))):
+            fail('%s: empty busbw plot says %r, left out %s' % (name, why, lo))
+
     if 'lag' in P and P['lag']['values'] != J['threads']['lag']['counts']:
         fail('%s: lag plot != JSON' % name)
     if 'lag' in P and sum(J['threads']['lag']['counts']) != J['threads']['lag']['n']:
