@@ -213,6 +213,9 @@ for name, opts, bad, plots in SCEN:
             fail('%s: matrix %s != JSON %d cells' % (name, got, len(cells)))
     if 'net_slowest' in P and P['net_slowest']['values'] != [c['score'] for c in J['net']['slowest']]:
         fail('%s: slowest links plot != JSON' % name)
+    if 'net_slowest' in P and P['net_slowest']['colours'] != [
+            'slow' if c['slow_link'] else 'pace' if c['stands_out'] else 'typical' for c in J['net']['slowest']]:
+        fail('%s: slowest links coloured %s' % (name, P['net_slowest']['colours']))
     if 'net_split' in P:
         want = [sum(c['split_us']) for c in J['net']['slowest']]
         if any(not close(a, b) for a, b in zip(P['net_split']['values'], want)) or len(want) != len(
@@ -228,11 +231,20 @@ for name, opts, bad, plots in SCEN:
     if 'net_matrix' in P:
         M = J['net']['matrix']
         g = M['rank_group']
-        want = sorted({'%d,%d' % (l['src'] // g, l['dst'] // g) for l in J['net']['slowest']
-                       if l['stands_out'] and l['comm_id'] == M['comm_id']})
-        if P['net_matrix']['outlined'] != want:
-            fail('%s: matrix outlines %s, standing out %s' % (name, P['net_matrix']['outlined'], want))
-        if 'link' in bad and J['net']['standing_out'] and not want:
+        # red: the slow links (net --json's slow, the verdict's rule); amber: standing out by pace alone
+        net = json.loads(run([lens, 'net', '--json', d]).stdout)
+        slow = {(c['src'], c['dst'], c['channel']) for c in net['connections'] if c.get('slow')}
+        if {(l['src'], l['dst'], l['channel']) for l in J['net']['slowest'] if l['slow_link']} != \
+                {(l['src'], l['dst'], l['channel']) for l in J['net']['slowest']} & slow:
+            fail('%s: slowest connections\' slow_link != net --json slow' % name)
+        cell = lambda l: '%d,%d' % (l['src'] // g, l['dst'] // g)
+        mine = [l for l in J['net']['slowest'] if l['stands_out'] and l['comm_id'] == M['comm_id']]
+        want = sorted({cell(l) for l in mine if l['slow_link']})
+        pace = sorted({cell(l) for l in mine if not l['slow_link']} - set(want))
+        if P['net_matrix']['outlined'] != want or P['net_matrix']['outlined_pace'] != pace:
+            fail('%s: matrix outlines %s / %s, slow links %s, by pace %s' % (
+                name, P['net_matrix']['outlined'], P['net_matrix']['outlined_pace'], want, pace))
+        if name == 'net-slow-link' and not want:  # the scenario's slow link, on the network
             fail('%s: the slow link is not outlined in the matrix' % name)
         pos = [c[2] for c in M['cells'] if c[2] > 0]
         logc = bool(pos) and max(pos) / min(pos) > 20

@@ -570,7 +570,10 @@ static int network(struct ctx *x) {
     comm_keys(f, x->m, c->comm_id);
     fprintf(f, ",\"src\":%d,\"dst\":%d,\"channel\":%d,\"score\":", c->src, c->dst, c->channel);
     num(f, c->score);
-    fprintf(f, ",\"stands_out\":%s,\"dominant\":", c->stands_out ? "true" : "false");
+    /* slow_link: stands out with its time on the network (lens_net_link_is_slow, the verdict's rule); one
+     * standing out by its pace alone waits on a GPU */
+    fprintf(f, ",\"stands_out\":%s,\"slow_link\":%s,\"dominant\":", c->stands_out ? "true" : "false",
+            c->slow ? "true" : "false");
     lens_json_str(f, c->dominant >= 0 ? lens_net_phase_name(c->dominant) : NULL);
     fputs(",\"gbps\":", f);
     num(f, s ? s->gbps : rv ? rv->gbps : 0);

@@ -28,7 +28,8 @@
 
   /* a tick label: 3 significant digits without trailing zeros (1, 16, 0.25, not 1.00, 16.0, 0.250) */
   function tick3(v) {
-    return v === null || v === undefined || isNaN(v) ? '-' : Math.abs(v) >= 1000 ? fbig(v) : String(Number(v.toPrecision(3)));
+    if (v === null || v === undefined || isNaN(v)) return '-';
+    return Math.abs(v) >= 1000 ? fbig(v) : String(Number(v.toPrecision(3)));
   }
 
   function showTip(text) {
@@ -122,7 +123,7 @@
     });
     return ok;
   }
-  var NO_TRAFFIC = '#dfe2e8';
+  var NO_TRAFFIC = '#dfe2e8', SLOW_LINK = '#c62828', SLOW_PACE = '#e69b00', TYPICAL = '#6b8fc7';
   /* items: [text, colour, border colour (optional)] */
   function legend(s, items) {
     var l = s.append('div').attr('class', 'legend');
@@ -357,7 +358,8 @@
       reading(s, 'wire bandwidth of ' + commLabel(M) + ' from each rank (row) to each peer (column)' +
               (M.rank_group > 1 ? ', ranks grouped by ' + M.rank_group : '') + ': bytes sent over the time in flight ' +
               'on the network (GB/s). A pale cell among darker ones in its row is a slow link; a red outline marks a ' +
-              'connection the network view finds standing out; grey cells exchanged nothing.');
+              'slow link (as the verdict says), an amber one a connection slow by its pace alone, waiting on a ' +
+              'GPU; grey cells exchanged nothing.');
       plot('net_matrix', function () {
         /* cells of at least 22 px and the matrix at least 240 px a side, so a few ranks read as a matrix */
         var n = Math.ceil(M.nranks / M.rank_group), side = Math.min(Math.max(n * 22, 240), 560);
@@ -401,27 +403,34 @@
           showTip('r' + c[0] + ' -> r' + c[1] + (M.rank_group > 1 ? ' (groups of ' + M.rank_group + ')' : '') + '\n' +
                   f3(c[2]) + ' GB/s on the wire, ' + bytes(c[3]) + ' sent');
         }).on('mouseout', hideTip);
-        /* the connections the network view finds standing out, outlined in red: the cell to look at */
-        var out = d3.set();
+        /* the slowest connections that stand out, outlined: red a slow link (its time on the network, the
+         * verdict's rule), amber one slow by its pace alone (it waits on a GPU) */
+        var out = d3.set(), pace = d3.set();
         N.slowest.forEach(function (l) {
-          if (l.stands_out && l.comm_id === M.comm_id)
-            out.add(Math.floor(l.src / M.rank_group) + ',' + Math.floor(l.dst / M.rank_group));
+          if (!l.stands_out || l.comm_id !== M.comm_id) return;
+          var k = Math.floor(l.src / M.rank_group) + ',' + Math.floor(l.dst / M.rank_group);
+          (l.slow_link ? out : pace).add(k);
         });
-        ctx.strokeStyle = '#c62828';
+        out.values().forEach(function (k) { pace.remove(k); });
         ctx.lineWidth = Math.max(1, Math.min(3, cs / 8));
-        out.values().forEach(function (k) {
-          var ab = k.split(',').map(Number), lw = ctx.lineWidth;
-          ctx.strokeRect(ab[1] * cs + lw / 2, ab[0] * cs + lw / 2, Math.max(cs - lw, 1), Math.max(cs - lw, 1));
+        [[pace, SLOW_PACE], [out, SLOW_LINK]].forEach(function (o) {
+          ctx.strokeStyle = o[1];
+          o[0].values().forEach(function (k) {
+            var ab = k.split(',').map(Number), lw = ctx.lineWidth;
+            ctx.strokeRect(ab[1] * cs + lw / 2, ab[0] * cs + lw / 2, Math.max(cs - lw, 1), Math.max(cs - lw, 1));
+          });
         });
         /* what the colours mean: the slowest and the fastest cell, half way between (geometric on a log scale) */
         var mid = logc ? Math.sqrt(minpos * max) : max / 2, key = logc ? [minpos, mid, max] : [0, mid, max];
         var items = [[f3(key[0]) + ' GB/s' + (logc ? ' (slowest cell; log scale)' : ''), shade(key[0])],
                      [f3(mid) + ' GB/s', col(mid)], [f3(max) + ' GB/s (fastest cell)', col(max)],
                      ['no traffic', NO_TRAFFIC]];
-        if (out.size()) items.push(['stands out (slowest connections below)', '#fff', '#c62828']);
+        if (out.size()) items.push(['slow link (on the network)', '#fff', SLOW_LINK]);
+        if (pace.size()) items.push(['slow by its pace, waiting on a GPU', '#fff', SLOW_PACE]);
         legend(s, items);
         return {marks: M.cells.length, values: {cells: M.cells.length, gbps_sum: sum}, scale: logc ? 'log' : 'linear',
-                key_gbps: key, outlined: out.values().sort(), canvas: canvas.node()};
+                key_gbps: key, outlined: out.values().sort(), outlined_pace: pace.values().sort(),
+                canvas: canvas.node()};
       });
     } else {
       none(s, 'net_matrix', 'No send steps with a wire time: no rank-by-peer matrix.');
@@ -448,12 +457,10 @@
         .call(d3.svg.axis().scale(x).orient('bottom').ticks(6));
       g.append('text').attr('class', 'label').attr('x', w / 2).attr('y', h + 36).attr('text-anchor', 'middle')
         .text('step time / typical step time (x)');
-      g.append('line').attr('x1', x(2)).attr('x2', x(2)).attr('y1', 0).attr('y2', h).attr('stroke', '#c62828')
-        .attr('stroke-dasharray', '4,3');
       g.selectAll('.bar').data(L).enter().append('rect').attr('class', 'bar').attr('x', 0)
         .attr('y', function (d, i) { return y(i); }).attr('height', y.rangeBand())
         .attr('width', function (d) { return Math.max(1, x(d.score)); })
-        .attr('fill', function (d) { return d.stands_out ? '#c62828' : '#6b8fc7'; })
+        .attr('fill', function (d) { return d.slow_link ? SLOW_LINK : d.stands_out ? SLOW_PACE : TYPICAL; })
         .on('mousemove', function (d) {
           showTip('r' + d.src + ' -> r' + d.dst + ' channel ' + d.channel + ' of ' + commLabel(d) + '\n' + f3(d.score) +
                   'x typical, mostly ' + (d.dominant || '-') + '\n' + f3(d.gbps) + ' GB/s on the wire, ' + d.steps +
@@ -462,7 +469,13 @@
       g.selectAll('.name').data(L).enter().append('text').attr('class', 'label').attr('x', -6)
         .attr('y', function (d, i) { return y(i) + y.rangeBand() / 2 + 4; }).attr('text-anchor', 'end')
         .text(function (d) { return 'r' + d.src + ' -> r' + d.dst + ' ch ' + d.channel + ' (' + (d.comm_name || d.comm_id) + ')'; });
-      return {marks: L.length, values: L.map(function (d) { return d.score; })};
+      /* the 2x line over the bars (under them it hid where bars crossed it) */
+      g.append('line').attr('x1', x(2)).attr('x2', x(2)).attr('y1', 0).attr('y2', h).attr('stroke', '#1d2330')
+        .attr('stroke-dasharray', '4,3').style('pointer-events', 'none');
+      legend(s, [['slow link: stands out, its time on the network', SLOW_LINK],
+                 ['stands out by its pace, waiting on a GPU (not a slow link)', SLOW_PACE], ['within 2x', TYPICAL]]);
+      return {marks: L.length, values: L.map(function (d) { return d.score; }),
+              colours: L.map(function (d) { return d.slow_link ? 'slow' : d.stands_out ? 'pace' : 'typical'; })};
     });
     s.append('h3').text('Where each connection\'s step time goes');
     reading(s, 'the share of the steps\' time in each phase, both ends of the connection summed: wire = in flight, ' +
