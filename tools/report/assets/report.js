@@ -49,7 +49,8 @@
     while (b >= 1024 && i < u.length - 1) { b /= 1024; i++; }
     return String(Number(b.toPrecision(3))) + ' ' + u[i];
   }
-  function commLabel(o) { return (o.comm_name || '-') + ' (' + o.comm_id + ')'; }
+  /* a communicator without a name (NCCL gives none to a split without commName) by its id alone, not "- (id)" */
+  function commLabel(o) { return o.comm_name ? o.comm_name + ' (' + o.comm_id + ')' : o.comm_id; }
   function section(id, title) {
     var s = main.append('section').attr('id', id);
     s.append('h2').text(title);
@@ -123,13 +124,17 @@
     });
     return ok;
   }
+  /* d3 symbol and its glyph in the legend; odd curves drawn open (outlined), even ones filled */
+  var SHAPES = [['circle', '\u25cf'], ['diamond', '\u25c7'], ['square', '\u25a0'], ['triangle-up', '\u25b3'],
+                ['cross', '\u271a'], ['triangle-down', '\u25bd']];
   var NO_TRAFFIC = '#dfe2e8', SLOW_LINK = '#c62828', SLOW_PACE = '#e69b00', TYPICAL = '#6b8fc7';
   /* items: [text, colour, border colour (optional)] */
   function legend(s, items) {
     var l = s.append('div').attr('class', 'legend');
     items.forEach(function (it) {
       var e = l.append('span');
-      e.append('i').style('background', it[1]).style('box-shadow', it[2] ? 'inset 0 0 0 2px ' + it[2] : null);
+      if (it[3]) e.append('b').attr('class', 'glyph').style('color', it[1]).text(it[3]);
+      else e.append('i').style('background', it[1]).style('box-shadow', it[2] ? 'inset 0 0 0 2px ' + it[2] : null);
       e.append('span').text(it[0]);
     });
   }
@@ -199,14 +204,19 @@
       var items = [];
       series.forEach(function (se, i) {
         var c = color(i), name = se.func + ' on ' + commLabel(se);
-        items.push([name, c]);
+        items.push([name, c, null, SHAPES[i % SHAPES.length][1]]);
         g.append('path').attr('d', line(se.points)).attr('fill', 'none').attr('stroke', c).attr('stroke-width', 1.5);
         var pts = g.selectAll('.p' + i).data(se.points).enter().append('g');
         pts.append('line').attr('x1', function (p) { return x(p.bytes); }).attr('x2', function (p) { return x(p.bytes); })
           .attr('y1', function (p) { return y(p.min); }).attr('y2', function (p) { return y(p.max); })
           .attr('stroke', c).attr('stroke-opacity', 0.6);
-        pts.append('circle').attr('cx', function (p) { return x(p.bytes); }).attr('cy', function (p) { return y(p.busbw); })
-          .attr('r', 4).attr('fill', c)
+        /* a shape per curve besides its colour: two collectives of the same size and bandwidth (mixed's
+         * AllReduce of 8 KiB on two communicators) drew one dot over the other, the first unseen */
+        var shape = SHAPES[i % SHAPES.length];
+        pts.append('path').attr('class', 'pt')
+          .attr('d', d3.svg.symbol().type(shape[0]).size(i < SHAPES.length ? 70 : 40))
+          .attr('transform', function (p) { return 'translate(' + x(p.bytes) + ',' + y(p.busbw) + ')'; })
+          .attr('fill', i % 2 ? 'none' : c).attr('stroke', c).attr('stroke-width', 1.6)
           .on('mousemove', function (p) {
             showTip(name + '\n' + bytes(p.bytes) + ': ' + f3(p.busbw) + ' GB/s over ' + p.count +
                     ' instances\nslowest ' + f3(p.min) + ', fastest ' + f3(p.max) + ' GB/s');
@@ -214,7 +224,9 @@
         se.points.forEach(function (p) { values.push([p.bytes, p.busbw]); marks++; });
       });
       legend(s, items);
-      return {marks: marks, values: values};
+      /* each curve's shape, distinct among the first six (html_check.py) */
+      return {marks: marks, values: values, points_drawn: g.selectAll('path.pt').size(),
+              shapes: series.map(function (se, i) { return SHAPES[i % SHAPES.length][0] + (i % 2 ? '-open' : ''); })};
     });
   }
 
@@ -444,12 +456,16 @@
                              'same proxies\' other links.');
       });
     }
-    if (!N.slowest.length) return none(s, 'net_slowest', 'No connection with timed steps.');
+    /* connections with timed steps: one with none (mixed's sendrecv to itself: no step timed) has no pace */
+    var timed = N.slowest.filter(function (l) { return l.steps > 0; });
+    if (!timed.length)
+      return none(s, 'net_slowest', 'No connection with timed steps' + (N.slowest.length ? ' (' + fint(N.connections) +
+                  ' connection' + (N.connections > 1 ? 's' : '') + ' without a step timed): no pace to compare.' : '.'));
     s.append('h3').text('The slowest connections');
     reading(s, 'a bar is how many times slower than typical a connection moves its steps (the median over its steps ' +
             'of step time / the typical time of steps of that size); past the dashed line (' + 2 + 'x) it stands out.');
     plot('net_slowest', function () {
-      var L = N.slowest, bh = 20, w = 600, h = L.length * bh, m = {l: 220, r: 60, t: 6, b: 44};
+      var L = timed, bh = 20, w = 600, h = L.length * bh, m = {l: 220, r: 60, t: 6, b: 44};
       var g = frame(s, w, h, m);
       var x = d3.scale.linear().domain([0, Math.max(2.5, d3.max(L, function (d) { return d.score; }) * 1.05)]).range([0, w]);
       var y = d3.scale.ordinal().domain(d3.range(L.length)).rangeRoundBands([0, h], 0.15);
@@ -478,10 +494,12 @@
               colours: L.map(function (d) { return d.slow_link ? 'slow' : d.stands_out ? 'pace' : 'typical'; })};
     });
     s.append('h3').text('Where each connection\'s step time goes');
+    if (!timed.some(function (l) { return d3.sum(l.split_us) > 0; }))
+      return none(s, 'net_split', 'No step time split: these connections\' steps carry no phase time.');
     reading(s, 'the share of the steps\' time in each phase, both ends of the connection summed: wire = in flight, ' +
             'send_peer_wait = the receiver had no buffer free, send_gpu_wait / recv_gpu_wait = waiting for a GPU.');
     plot('net_split', function () {
-      var L = N.slowest, bh = 20, w = 600, h = L.length * bh, m = {l: 220, r: 60, t: 6, b: 44};
+      var L = timed, bh = 20, w = 600, h = L.length * bh, m = {l: 220, r: 60, t: 6, b: 44};
       var g = frame(s, w, h, m);
       var x = d3.scale.linear().domain([0, 100]).range([0, w]);
       var y = d3.scale.ordinal().domain(d3.range(L.length)).rangeRoundBands([0, h], 0.15);
