@@ -272,7 +272,7 @@
         var yt = rows <= 24 ? d3.range(rows).map(function (r) { return (r + 0.5) * W.rank_group; }) : y.ticks(8);
         var ya = d3.svg.axis().scale(y).orient('left').tickValues(yt).tickFormat(function (v) {
           return rows <= 24 && W.rank_group === 1 ? String(Math.floor(v)) : String(Math.round(v)); });
-        var xa = d3.svg.axis().scale(x).orient('bottom').ticks(8).tickFormat(f3);
+        var xa = d3.svg.axis().scale(x).orient('bottom').ticks(8).tickFormat(tick3);
         g.append('g').attr('class', 'axis').attr('transform', 'translate(0,' + h + ')').call(xa);
         g.append('g').attr('class', 'axis').call(ya);
         g.append('text').attr('class', 'label').attr('x', w / 2).attr('y', h + 36).attr('text-anchor', 'middle')
@@ -345,13 +345,16 @@
                                    ? (d.times_last === 1 ? 'once' : 'all ' + d.times_last + ' times')
                                    : 'the ' + d.instances.length + ' longest waits of ' + d.times_last) + ')');
         var t = detail.append('table').attr('class', 'inst'), hr = t.append('tr');
-        ['seq', 'func', 'size', 'exec us', 'max wait us', 'waits summed us', 'cause', 'at (s, job time)']
+        /* times in ms while the latest is under 10 s (8.71e-4 s read badly), else s */
+        var tmax = d3.max(d.instances, function (n) { return n.t_s; }) || 0, tu = tmax < 10 ? 1e3 : 1;
+        ['seq', 'func', 'size', 'exec us', 'max wait us', 'waits summed us', 'cause',
+         'at (' + (tu === 1 ? 's' : 'ms') + ', job time)']
           .forEach(function (c) { hr.append('th').text(c); });
         hr.append('th').attr('class', 'l').text('see it: export command (TRACES = the traces given to report)');
         d.instances.forEach(function (n) {
           var tr = t.append('tr');
           [n.seq, n.func, bytes(n.bytes), f3(n.exec_us), f3(n.max_wait_us), f3(n.wait_sum_us), n.cause,
-           n.t_s === null ? '-' : f3(n.t_s)].forEach(function (c) { tr.append('td').text(c); });
+           n.t_s === null ? '-' : f3(n.t_s * tu)].forEach(function (c) { tr.append('td').text(c); });
           tr.append('td').attr('class', 'l').append('code').text(n.export || '-');
         });
       }
