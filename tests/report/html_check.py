@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # test_report_html: `nccl-lens report --html` of replayed jobs (a straggler,
 # a slow link seen by the network view, a slow link seen by the job view, a
-# hang), rendered in headless Chromium. The page writes what it drew into
+# hang, mixed collectives) and of lens-gen-job's 1,024 ranks, rendered in
+# headless Chromium. The page writes what it drew into
 # <pre id="lens-check"> (tools/report/assets/report.js); this reads it back
 # with --dump-dom and asserts:
 #   - the page names no server (no http(s) URL but the XML namespace names
@@ -9,6 +10,9 @@
 #     request fail, embeds 4 scripts and no more, and is under 10 MB;
 #   - no error was caught (window errors, CSP violations), every plot it
 #     started was drawn, every SVG holds marks and every canvas pixels;
+#   - what makes a plot read (its colour key's ends = the data's extremes, the
+#     slow links outlined, axis titles clear of tick labels, a shape per curve,
+#     an empty plot saying why), and the 1,024-rank page under 1 MiB;
 #   - the numbers each plot carries equal `report --json`'s, and those equal
 #     the other commands' (job --json, net --json, validate --json, hang's
 #     exit status); the verdict agrees with them;
