@@ -118,6 +118,8 @@ SCEN = [
     ('job-slow-link', ['--nodes', '2', '--ranks-per-node', '2', '--iters', '6', '--delay-us', '20000'], {'link'},
      {'busbw', 'net_matrix', 'net_slowest', 'net_split'}),
     ('hang-missing', [], {'hang'}, {'hang_0', 'stragglers'}),
+    # a frozen proxy: its rank's square framed, the one the verdict names
+    ('hang-proxy', ['--nodes', '2', '--ranks-per-node', '2'], {'hang'}, {'hang_0'}),
     # five curves, two of them on one point (AllReduce 8 KiB on two communicators); a connection with no step timed
     ('mixed', [], set(), {'busbw', 'waits', 'lag'}),
     # the generator's 1,024-rank job (opts None: lens-gen-job, not a replay): rows grouped and labels thinned,
@@ -294,6 +296,12 @@ for name, opts, bad, plots in SCEN:
     if 'flags' in P and P['flags']['values'] != [x['events'] for x in J['gpu']['flags']]:
         fail('%s: flags plot != JSON' % name)
     for i, hc in enumerate((J['hang'] or {}).get('comms', [])):
+        fz = sorted({z['rank'] for z in J['hang']['frozen'] if 0 <= z['rank'] < hc['nranks']})
+        if P.get('hang_%d' % i, {}).get('frozen') != fz:
+            fail('%s: hang plot frames %s, frozen proxies of ranks %s' % (name, P.get('hang_%d' % i, {}).get('frozen'), fz))
+        hv = [v['text'] for v in J['verdict'] if v['key'] == 'hang'][0]
+        if name == 'hang-proxy' and (not fz or any('frozen proxy of rank %d' % r not in hv for r in fz)):
+            fail('%s: frozen ranks %s, the verdict says %r' % (name, fz, hv))
         want = collections.Counter(r[0] for r in hc['ranks'])
         got = P.get('hang_%d' % i, {}).get('values', {})
         if any(got.get(k, 0) != want.get(k, 0) for k in ('stuck', 'missing', 'untraced', 'passed')):

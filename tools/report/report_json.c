@@ -748,7 +748,16 @@ static void hang(struct ctx *x) {
     }
     fprintf(f, "],\"waiting_total\":%zu}", c->n_waiting);
   }
-  fprintf(f, "],\"frozen_proxies\":%zu}", x->v.h.n_frozen);
+  /* which ranks' proxies froze (the verdict names them): the page marks their squares */
+  fprintf(f, "],\"frozen_proxies\":%zu,\"frozen\":[", x->v.h.n_frozen);
+  int nf = 0;
+  for (size_t i = 0; i < x->v.h.n_proxies && nf < HANG_WAITS; i++) {
+    const struct lens_hang_proxy *p = &x->v.h.proxies[i];
+    if (!p->frozen) continue;
+    fprintf(f, "%s{\"rank\":%d,\"blocked_rank\":%d,\"channel\":%d,\"step\":%d}", nf++ ? "," : "", p->rank,
+            p->blocked_rank, p->blocked_channel, p->blocked_step);
+  }
+  fputs("]}", f);
 }
 
 int lens_report_print_json(FILE *f, const struct lens_model *m, const struct lens_report *r) {

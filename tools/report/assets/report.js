@@ -703,8 +703,21 @@
           .attr('x', function (r, i) { return (i % cols) * sz; }).attr('y', function (r, i) { return Math.floor(i / cols) * sz; })
           .attr('width', sz - 2).attr('height', sz - 2).attr('fill', function (r) { count[r[0]]++; return stateColor[r[0]]; })
           .on('mousemove', function (r, i) {
-            showTip('rank ' + i + ': ' + r[0] + '\nlast ' + (c.func || '') + ' started seq ' + r[1] + ', completed seq ' + r[2]);
+            showTip('rank ' + i + ': ' + r[0] + '\nlast ' + (c.func || '') + ' started seq ' + r[1] + ', completed seq ' + r[2] +
+                    (frozen[i] ? '\nits proxy froze: rank ' + frozen[i].blocked_rank + ' waits on it (channel ' +
+                                 frozen[i].channel + ', step ' + frozen[i].step + ')' : ''));
           }).on('mouseout', hideTip);
+        /* a rank whose proxy froze (the verdict names it): a black frame, the one to look at */
+        var frozen = {};
+        (H.frozen || []).forEach(function (fz) { if (fz.rank >= 0 && fz.rank < c.nranks) frozen[fz.rank] = fz; });
+        var nfrozen = 0;
+        Object.keys(frozen).forEach(function (r) {
+          r = +r;
+          nfrozen++;
+          g.append('rect').attr('class', 'frozen').attr('x', (r % cols) * sz - 1.5).attr('y', Math.floor(r / cols) * sz - 1.5)
+            .attr('width', sz + 1).attr('height', sz + 1).attr('fill', 'none').attr('stroke', '#111')
+            .attr('stroke-width', 2.5).style('pointer-events', 'none');
+        });
         if (c.nranks <= 64)
           g.selectAll('.num').data(c.ranks).enter().append('text').attr('class', 'label').style('fill', '#fff')
             .style('pointer-events', 'none').attr('text-anchor', 'middle')
@@ -714,19 +727,24 @@
         for (var k = 0; k < rows; k++)
           g.append('text').attr('class', 'label').attr('x', -6).attr('y', k * sz + sz / 2 + 3).attr('text-anchor', 'end')
             .text('rank ' + k * cols);
-        legend(s, [['stuck in it', stateColor.stuck], ['never entered', stateColor.missing],
-                   ['no trace', stateColor.untraced], ['got past it', stateColor.passed]]);
+        var keys = [['stuck in it', stateColor.stuck], ['never entered', stateColor.missing],
+                    ['no trace', stateColor.untraced], ['got past it', stateColor.passed]];
+        if (nfrozen) keys.push(['its proxy froze (see nccl-lens hang)', '#fff', '#111']);
+        legend(s, keys);
         if (c.waiting.length) {
           var t = s.append('table').attr('class', 'inst'), hr = t.append('tr');
           ['rank', 'peer', 'channel', 'dir', 'step'].forEach(function (x) { hr.append('th').text(x); });
           hr.append('th').attr('class', 'l').text('waits for (' + c.waiting_total + ' proxy ops in flight)');
-          c.waiting.slice(0, 16).forEach(function (wt) {
+          /* the analysis' first 16, by rank then channel: the two ends of a link read next to each other */
+          c.waiting.slice(0, 16).sort(function (a, b) {
+            return a.rank - b.rank || a.channel - b.channel || a.send - b.send;
+          }).forEach(function (wt) {
             var tr = t.append('tr');
             [wt.rank, wt.peer, wt.channel, wt.send ? 'send' : 'recv', wt.step].forEach(function (x) { tr.append('td').text(x); });
             tr.append('td').attr('class', 'l').text(wt.state || '-');
           });
         }
-        return {marks: c.ranks.length, values: count};
+        return {marks: c.ranks.length, values: count, frozen: Object.keys(frozen).map(Number)};
       });
     });
   }
