@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # test_report_html: `nccl-lens report --html` of replayed jobs (a straggler,
 # a slow link seen by the network view, a slow link seen by the job view, a
-# hang), rendered in headless Chromium. The page writes what it drew into
+# hang, mixed collectives) and of lens-gen-job's 1,024 ranks, rendered in
+# headless Chromium. The page writes what it drew into
 # <pre id="lens-check"> (tools/report/assets/report.js); this reads it back
 # with --dump-dom and asserts:
 #   - the page names no server (no http(s) URL but the XML namespace names
@@ -9,6 +10,9 @@
 #     request fail, embeds 4 scripts and no more, and is under 10 MB;
 #   - no error was caught (window errors, CSP violations), every plot it
 #     started was drawn, every SVG holds marks and every canvas pixels;
+#   - what makes a plot read (its colour key's ends = the data's extremes, the
+#     slow links outlined, axis titles clear of tick labels, a shape per curve,
+#     an empty plot saying why), and the 1,024-rank page under 1 MiB;
 #   - the numbers each plot carries equal `report --json`'s, and those equal
 #     the other commands' (job --json, net --json, validate --json, hang's
 #     exit status); the verdict agrees with them;
@@ -114,6 +118,13 @@ SCEN = [
     ('job-slow-link', ['--nodes', '2', '--ranks-per-node', '2', '--iters', '6', '--delay-us', '20000'], {'link'},
      {'busbw', 'net_matrix', 'net_slowest', 'net_split'}),
     ('hang-missing', [], {'hang'}, {'hang_0', 'stragglers'}),
+    # a frozen proxy: its rank's square framed, the one the verdict names
+    ('hang-proxy', ['--nodes', '2', '--ranks-per-node', '2'], {'hang'}, {'hang_0'}),
+    # five curves, two of them on one point (AllReduce 8 KiB on two communicators); a connection with no step timed
+    ('mixed', [], set(), {'busbw', 'waits', 'lag'}),
+    # the generator's 1,024-rank job (opts None: lens-gen-job, not a replay): rows grouped and labels thinned,
+    # the widest 48 of its 2,048 clock maps, the page under 1 MB
+    ('gen-1024', None, set(), {'waits', 'stragglers', 'busbw', 'net_slowest', 'net_split', 'clock_maps'}),
 ]
 
 ALLOWED_URLS = {'http://www.w3.org/1999/xhtml', 'http://www.w3.org/1999/xlink', 'http://www.w3.org/2000/svg',
@@ -126,7 +137,9 @@ GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'golden'
 
 for name, opts, bad, plots in SCEN:
     d = os.path.join(tmp, name)
-    if os.path.isdir(os.path.join(GOLDEN, name)):
+    if opts is None:
+        run([os.path.join(build, 'bin', 'lens-gen-job'), '-o', d, '--events', '300000'])
+    elif os.path.isdir(os.path.join(GOLDEN, name)):
         shutil.copytree(os.path.join(GOLDEN, name), d)
     else:
         os.mkdir(d)
@@ -139,6 +152,8 @@ for name, opts, bad, plots in SCEN:
     # ---- the file itself ----
     if os.path.getsize(page) > 10 << 20:
         fail('%s: page over 10 MB' % name)
+    if opts is None and os.path.getsize(page) > 1 << 20:
+        fail('%s: the 1,024-rank page is %d bytes, over 1 MiB' % (name, os.path.getsize(page)))
     urls = set(re.findall(r'https?://[^\s"\'<>)\\]*', text)) - ALLOWED_URLS
     if urls:
         fail('%s: URLs in the page: %s' % (name, sorted(urls)[:5]))
@@ -195,6 +210,11 @@ for name, opts, bad, plots in SCEN:
         got = P['waits']['values']
         if not close(got['total_us'], tot) or not close(got['total_us'], J['waits']['total_us']) or got['nonzero'] != nz:
             fail('%s: heatmap %s != JSON total %s nonzero %d' % (name, got, tot, nz))
+    if 'busbw' in P:
+        sh = P['busbw']['shapes']
+        if P['busbw']['points_drawn'] != len(P['busbw']['values']) or len(set(sh[:6])) != len(sh[:6]):
+            fail('%s: busbw points drawn %d of %d, shapes %s' % (name, P['busbw']['points_drawn'],
+                                                                 len(P['busbw']['values']), sh))
     if 'stragglers' in P:
         want = [s['wait_caused_us'] for s in J['stragglers']['list'][:20]]
         if P['stragglers']['values'] != want:
@@ -204,13 +224,67 @@ for name, opts, bad, plots in SCEN:
         got = P['net_matrix']['values']
         if got['cells'] != len(cells) or not close(got['gbps_sum'], sum(c[2] for c in cells)):
             fail('%s: matrix %s != JSON %d cells' % (name, got, len(cells)))
-    if 'net_slowest' in P and P['net_slowest']['values'] != [c['score'] for c in J['net']['slowest']]:
+    timed = [c for c in (J['net'] or {}).get('slowest', []) if c['steps'] > 0]  # the bars: connections with steps
+    if 'net_slowest' in P and P['net_slowest']['values'] != [c['score'] for c in timed]:
         fail('%s: slowest links plot != JSON' % name)
+    if 'net_slowest' in P and P['net_slowest']['colours'] != [
+            'slow' if c['slow_link'] else 'pace' if c['stands_out'] else 'typical' for c in timed]:
+        fail('%s: slowest links coloured %s' % (name, P['net_slowest']['colours']))
     if 'net_split' in P:
-        want = [sum(c['split_us']) for c in J['net']['slowest']]
+        want = [sum(c['split_us']) for c in timed]
         if any(not close(a, b) for a, b in zip(P['net_split']['values'], want)) or len(want) != len(
                 P['net_split']['values']):
             fail('%s: step split plot != JSON' % name)
+    # ---- what the page shows reads: keys, labels clear of each other, an empty plot says why ----
+    if 'waits' in P:
+        mx = max((v for r in J['waits']['rows'] for v in r), default=0)
+        span = J['waits']['n_bins'] * J['waits']['bin_s']
+        if not close(P['waits']['key_us'][2], mx) or P['waits']['time_unit'] != ('ms' if span < 1 else 's'):
+            fail('%s: heatmap key %s / unit %s, darkest cell %s us over %s s' % (
+                name, P['waits']['key_us'], P['waits']['time_unit'], mx, span))
+    if 'net_matrix' in P:
+        M = J['net']['matrix']
+        g = M['rank_group']
+        # red: the slow links (net --json's slow, the verdict's rule); amber: standing out by pace alone
+        net = json.loads(run([lens, 'net', '--json', d]).stdout)
+        slow = {(c['src'], c['dst'], c['channel']) for c in net['connections'] if c.get('slow')}
+        if {(l['src'], l['dst'], l['channel']) for l in J['net']['slowest'] if l['slow_link']} != \
+                {(l['src'], l['dst'], l['channel']) for l in J['net']['slowest']} & slow:
+            fail('%s: slowest connections\' slow_link != net --json slow' % name)
+        cell = lambda l: '%d,%d' % (l['src'] // g, l['dst'] // g)
+        mine = [l for l in J['net']['slowest'] if l['stands_out'] and l['comm_id'] == M['comm_id']]
+        want = sorted({cell(l) for l in mine if l['slow_link']})
+        pace = sorted({cell(l) for l in mine if not l['slow_link']} - set(want))
+        if P['net_matrix']['outlined'] != want or P['net_matrix']['outlined_pace'] != pace:
+            fail('%s: matrix outlines %s / %s, slow links %s, by pace %s' % (
+                name, P['net_matrix']['outlined'], P['net_matrix']['outlined_pace'], want, pace))
+        if name == 'net-slow-link' and not want:  # the scenario's slow link, on the network
+            fail('%s: the slow link is not outlined in the matrix' % name)
+        pos = [c[2] for c in M['cells'] if c[2] > 0]
+        logc = bool(pos) and max(pos) / min(pos) > 20
+        if P['net_matrix']['scale'] != ('log' if logc else 'linear') or not close(P['net_matrix']['key_gbps'][2], max(
+                c[2] for c in M['cells'])) or (logc and not close(P['net_matrix']['key_gbps'][0], min(pos))):
+            fail('%s: matrix colour key %s %s' % (name, P['net_matrix']['scale'], P['net_matrix']['key_gbps']))
+    if 'net_split' in P:
+        want = [ph for k, ph in enumerate(J['net']['phases']) if any(c['split_us'][k] > 0 for c in timed)]
+        if P['net_split']['legend'] != want:
+            fail('%s: step split legend %s, phases with time %s' % (name, P['net_split']['legend'], want))
+    for k in ('lag', 'clock_maps'):
+        if k in P and not P[k].get('label_clear'):
+            fail('%s: %s x label overlaps its tick labels' % (name, k))
+    if 'clock_maps' in P and P['clock_maps']['tick_labels'] != P['clock_maps']['marks']:
+        fail('%s: %d clock map bars, %d named' % (name, P['clock_maps']['marks'], P['clock_maps']['tick_labels']))
+    G = J['gpu']
+    if len(G['clock_maps']) > 48 or G['clock_maps_total'] < len(G['clock_maps']) or (
+            G['clock_maps_total'] > len(G['clock_maps']) and len(G['clock_maps']) != 48):
+        fail('%s: %d clock maps written of %d (the widest 48)' % (name, len(G['clock_maps']), G['clock_maps_total']))
+    if not J['busbw']['series']:
+        lo = J['busbw']['left_out']
+        why = C['skipped'].get('busbw', '')
+        if any(lo[k] and ('{:,} {}'.format(lo[k], w)) not in why for k, w in (
+                ('p2p', 'point-to-point'), ('partial', 'partial'), ('undecomposed', 'instance'))):
+            fail('%s: empty busbw plot says %r, left out %s' % (name, why, lo))
+
     if 'lag' in P and P['lag']['values'] != J['threads']['lag']['counts']:
         fail('%s: lag plot != JSON' % name)
     if 'lag' in P and sum(J['threads']['lag']['counts']) != J['threads']['lag']['n']:
@@ -222,6 +296,12 @@ for name, opts, bad, plots in SCEN:
     if 'flags' in P and P['flags']['values'] != [x['events'] for x in J['gpu']['flags']]:
         fail('%s: flags plot != JSON' % name)
     for i, hc in enumerate((J['hang'] or {}).get('comms', [])):
+        fz = sorted({z['rank'] for z in J['hang']['frozen'] if 0 <= z['rank'] < hc['nranks']})
+        if P.get('hang_%d' % i, {}).get('frozen') != fz:
+            fail('%s: hang plot frames %s, frozen proxies of ranks %s' % (name, P.get('hang_%d' % i, {}).get('frozen'), fz))
+        hv = [v['text'] for v in J['verdict'] if v['key'] == 'hang'][0]
+        if name == 'hang-proxy' and (not fz or any('frozen proxy of rank %d' % r not in hv for r in fz)):
+            fail('%s: frozen ranks %s, the verdict says %r' % (name, fz, hv))
         want = collections.Counter(r[0] for r in hc['ranks'])
         got = P.get('hang_%d' % i, {}).get('values', {})
         if any(got.get(k, 0) != want.get(k, 0) for k in ('stuck', 'missing', 'untraced', 'passed')):

@@ -271,19 +271,32 @@ static int cmp_bw(const void *pa, const void *pb) {
 static int busbw(struct ctx *x) {
   FILE *f = x->f;
   const struct lens_job *j = &x->v.j;
-  fputs("\"busbw\":{\"unit\":\"GB/s\",\"series\":[", f);
   struct bw_pt *v = malloc((j->n_insts + 1) * sizeof *v);
   if (!v) return -1;
-  size_t n = 0;
+  size_t n = 0, p2p = 0, partial = 0, undecomposed = 0;
   for (size_t i = 0; i < j->n_insts; i++) {
     const struct lens_job_inst *in = &j->insts[i];
     /* the job view's rule, then a curve's own: no p2p (its factor 1 is not a bus's), no partial instance (an
-     * unseen rank may have started last: its execution is an upper bound) */
-    if (!lens_job_inst_decomposed(in) || !in->bytes || in->is_p2p || (in->flags & LENS_JOB_PARTIAL)) continue;
+     * unseen rank may have started last: its execution is an upper bound). Counted, so that an empty plot
+     * says which of them left it empty. */
+    if (!lens_job_inst_decomposed(in) || !in->bytes) {
+      undecomposed++;
+      continue;
+    }
+    if (in->is_p2p) {
+      p2p++;
+      continue;
+    }
+    if (in->flags & LENS_JOB_PARTIAL) {
+      partial++;
+      continue;
+    }
     v[n++] = (struct bw_pt){in->comm_id, in->func, in->bytes, in->exec_ns,
                             (double)in->bytes * lens_job_busbw_factor(in->func, in->nranks), in->busbw_gbps};
   }
   qsort(v, n, sizeof *v, cmp_bw);
+  fprintf(f, "\"busbw\":{\"unit\":\"GB/s\",\"left_out\":{\"p2p\":%zu,\"partial\":%zu,\"undecomposed\":%zu},"
+          "\"series\":[", p2p, partial, undecomposed);
   int series = 0;
   for (size_t i = 0; i < n;) {
     size_t k = i;
@@ -557,7 +570,10 @@ static int network(struct ctx *x) {
     comm_keys(f, x->m, c->comm_id);
     fprintf(f, ",\"src\":%d,\"dst\":%d,\"channel\":%d,\"score\":", c->src, c->dst, c->channel);
     num(f, c->score);
-    fprintf(f, ",\"stands_out\":%s,\"dominant\":", c->stands_out ? "true" : "false");
+    /* slow_link: stands out with its time on the network (lens_net_link_is_slow, the verdict's rule); one
+     * standing out by its pace alone waits on a GPU */
+    fprintf(f, ",\"stands_out\":%s,\"slow_link\":%s,\"dominant\":", c->stands_out ? "true" : "false",
+            c->slow ? "true" : "false");
     lens_json_str(f, c->dominant >= 0 ? lens_net_phase_name(c->dominant) : NULL);
     fputs(",\"gbps\":", f);
     num(f, s ? s->gbps : rv ? rv->gbps : 0);
@@ -627,6 +643,18 @@ static void threads(struct ctx *x) {
 
 /* ---- GPU timing ---- */
 
+enum { LENS_REPORT_CLOCK_MAPS = 48 }; /* the clock maps the page plots, widest error bound first */
+
+/* widest error bound first; equal bounds in the model's order (qsort is not stable: the index decides) */
+static int cmp_map_wide(const void *pa, const void *pb) {
+  const struct lens_clock_map *a = *(const struct lens_clock_map *const *)pa;
+  const struct lens_clock_map *b = *(const struct lens_clock_map *const *)pb;
+  double wa = isnan(a->error_bound_ns) ? -INFINITY : a->error_bound_ns; /* a NaN bound last: an order for qsort */
+  double wb = isnan(b->error_bound_ns) ? -INFINITY : b->error_bound_ns;
+  if (wa != wb) return wa < wb ? 1 : -1;
+  return (a > b) - (a < b);
+}
+
 static void gpu(struct ctx *x) {
   FILE *f = x->f;
   const struct lens_model *m = x->m;
@@ -640,9 +668,17 @@ static void gpu(struct ctx *x) {
   } else {
     fputs("\"level\":null,\"text\":null", f);
   }
-  fprintf(f, ",\"kernel_ch\":%" PRIu64 ",\"clock_maps\":[", x->r->kernel_ch);
-  for (size_t i = 0; i < m->n_clock_maps; i++) {
-    const struct lens_clock_map *c = &m->clock_maps[i];
+  /* the widest LENS_REPORT_CLOCK_MAPS maps, the ones the page plots: a 1,024-rank job has 2,048 maps, a third
+   * of its page were they all written */
+  size_t nm = m->n_clock_maps < LENS_REPORT_CLOCK_MAPS ? m->n_clock_maps : LENS_REPORT_CLOCK_MAPS;
+  const struct lens_clock_map **wide = malloc((m->n_clock_maps + 1) * sizeof *wide);
+  if (!wide) nm = 0;
+  for (size_t i = 0; wide && i < m->n_clock_maps; i++) wide[i] = &m->clock_maps[i];
+  if (wide) qsort(wide, m->n_clock_maps, sizeof *wide, cmp_map_wide);
+  fprintf(f, ",\"kernel_ch\":%" PRIu64 ",\"clock_maps_total\":%zu,\"clock_maps\":[", x->r->kernel_ch,
+          m->n_clock_maps);
+  for (size_t i = 0; i < nm; i++) {
+    const struct lens_clock_map *c = wide[i];
     const struct lens_thread *t = c->thread >= 0 && (size_t)c->thread < m->n_threads ? &m->threads[c->thread] : NULL;
     char who[160];
     snprintf(who, sizeof who, "%s:%u tid %u", m->procs[c->proc].host, m->procs[c->proc].pid, t ? t->tid : 0);
@@ -657,6 +693,7 @@ static void gpu(struct ctx *x) {
     num(f, c->error_bound_ns / 1e3);
     fputc('}', f);
   }
+  free(wide);
   fputs("],\"flags\":[", f);
   int n = 0;
   for (int b = 0; b < 32; b++) {
@@ -711,7 +748,16 @@ static void hang(struct ctx *x) {
     }
     fprintf(f, "],\"waiting_total\":%zu}", c->n_waiting);
   }
-  fprintf(f, "],\"frozen_proxies\":%zu}", x->v.h.n_frozen);
+  /* which ranks' proxies froze (the verdict names them): the page marks their squares */
+  fprintf(f, "],\"frozen_proxies\":%zu,\"frozen\":[", x->v.h.n_frozen);
+  int nf = 0;
+  for (size_t i = 0; i < x->v.h.n_proxies && nf < HANG_WAITS; i++) {
+    const struct lens_hang_proxy *p = &x->v.h.proxies[i];
+    if (!p->frozen) continue;
+    fprintf(f, "%s{\"rank\":%d,\"blocked_rank\":%d,\"channel\":%d,\"step\":%d}", nf++ ? "," : "", p->rank,
+            p->blocked_rank, p->blocked_channel, p->blocked_step);
+  }
+  fputs("]}", f);
 }
 
 int lens_report_print_json(FILE *f, const struct lens_model *m, const struct lens_report *r) {

@@ -21,8 +21,15 @@
   /* 3 significant digits, without exponents for the ranges a report has */
   function f3(v) {
     if (v === null || v === undefined || isNaN(v)) return '-';
+    if (v === 0) return '0'; /* not "0.00": an axis' origin, a lag bin's lower edge */
     var a = Math.abs(v);
     return a >= 1000 ? fbig(v) : a > 0 && a < 1e-3 ? d3.format('.2e')(v) : fsmall(v);
+  }
+
+  /* a tick label: 3 significant digits without trailing zeros (1, 16, 0.25, not 1.00, 16.0, 0.250) */
+  function tick3(v) {
+    if (v === null || v === undefined || isNaN(v)) return '-';
+    return Math.abs(v) >= 1000 ? fbig(v) : String(Number(v.toPrecision(3)));
   }
 
   function showTip(text) {
@@ -36,7 +43,14 @@
     while (b >= 1024 && i < u.length - 1) { b /= 1024; i++; }
     return f3(b) + ' ' + u[i];
   }
-  function commLabel(o) { return (o.comm_name || '-') + ' (' + o.comm_id + ')'; }
+  /* a size on an axis: 3 significant digits without trailing zeros (8 KiB, 1.5 MiB, not 8.00 KiB) */
+  function bytesTick(b) {
+    var u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'], i = 0;
+    while (b >= 1024 && i < u.length - 1) { b /= 1024; i++; }
+    return String(Number(b.toPrecision(3))) + ' ' + u[i];
+  }
+  /* a communicator without a name (NCCL gives none to a split without commName) by its id alone, not "- (id)" */
+  function commLabel(o) { return o.comm_name ? o.comm_name + ' (' + o.comm_id + ')' : o.comm_id; }
   function section(id, title) {
     var s = main.append('section').attr('id', id);
     s.append('h2').text(title);
@@ -75,18 +89,52 @@
     else if (y.ticks) ya.ticks(6);
     g.append('g').attr('class', 'axis').attr('transform', 'translate(0,' + h + ')').call(xa);
     var yg = g.append('g').attr('class', 'axis').call(ya);
-    g.append('text').attr('class', 'label').attr('x', w / 2).attr('y', h + 36).attr('text-anchor', 'middle').text(xlabel);
+    var xl = g.append('text').attr('class', 'label').attr('x', w / 2).attr('y', h + 36).attr('text-anchor', 'middle')
+      .text(xlabel);
     /* the y label clear of the widest tick label (counts of 600000 ran into it) */
     var tw = 0;
     yg.selectAll('text').each(function () { tw = Math.max(tw, this.getComputedTextLength ? this.getComputedTextLength() : 0); });
     g.append('text').attr('class', 'label').attr('transform', 'rotate(-90)').attr('x', -h / 2)
       .attr('y', -Math.max(48, tw + 18)).attr('text-anchor', 'middle').text(ylabel);
+    return {xlabel: xl, xaxis: g.select('.axis')};
   }
+  /* slanted x tick labels (many of them), the x label moved below them: returns the room they take */
+  function slantX(a, h) {
+    a.xaxis.selectAll('text').attr('transform', 'rotate(-35)').style('text-anchor', 'end')
+      .attr('dx', '-0.4em').attr('dy', '0.6em');
+    var deep = 0;
+    a.xaxis.selectAll('text').each(function () {
+      var b = this.getBBox ? this.getBBox() : {width: 0, height: 0};
+      /* a label of width w slanted by 35 degrees reaches w sin 35 + h cos 35 below the axis */
+      deep = Math.max(deep, b.width * 0.574 + b.height * 0.819);
+    });
+    a.xlabel.attr('y', h + Math.round(deep) + 22);
+    return Math.round(deep) + 28;
+  }
+  /* the svg of g grown so that what lies room px below the plot shows */
+  function growBottom(g, h, m, room) {
+    var svg = d3.select(g.node().parentNode);
+    svg.attr('height', Math.max(+svg.attr('height'), h + m.t + room + 14));
+  }
+  /* whether the x label lies below every x tick label (html_check.py asserts it) */
+  function labelClear(a) {
+    var lb = a.xlabel.node().getBoundingClientRect(), ok = true;
+    a.xaxis.selectAll('text').each(function () {
+      if (this.getBoundingClientRect().bottom > lb.top + 1) ok = false;
+    });
+    return ok;
+  }
+  /* d3 symbol and its glyph in the legend; odd curves drawn open (outlined), even ones filled */
+  var SHAPES = [['circle', '\u25cf'], ['diamond', '\u25c7'], ['square', '\u25a0'], ['triangle-up', '\u25b3'],
+                ['cross', '\u271a'], ['triangle-down', '\u25bd']];
+  var NO_TRAFFIC = '#dfe2e8', SLOW_LINK = '#c62828', SLOW_PACE = '#e69b00', TYPICAL = '#6b8fc7';
+  /* items: [text, colour, border colour (optional)] */
   function legend(s, items) {
     var l = s.append('div').attr('class', 'legend');
     items.forEach(function (it) {
       var e = l.append('span');
-      e.append('i').style('background', it[1]);
+      if (it[3]) e.append('b').attr('class', 'glyph').style('color', it[1]).text(it[3]);
+      else e.append('i').style('background', it[1]).style('box-shadow', it[2] ? 'inset 0 0 0 2px ' + it[2] : null);
       e.append('span').text(it[0]);
     });
   }
@@ -117,7 +165,19 @@
   function busbw() {
     var s = section('sec-busbw', 'Bus bandwidth against message size');
     var series = D.busbw.series;
-    if (!series.length) return none(s, 'busbw', 'No collective was decomposed on all its ranks: no bandwidth to plot.');
+    if (!series.length) {
+      /* say what left the plot empty: p2p only (a bus bandwidth means nothing for them), partial instances,
+       * or instances not decomposed on all their ranks */
+      var lo = D.busbw.left_out || {}, why = [];
+      if (lo.p2p) why.push(fint(lo.p2p) + ' point-to-point transfer' + (lo.p2p > 1 ? 's' : '') +
+                           ' (a bus bandwidth has no meaning for them)');
+      if (lo.partial) why.push(fint(lo.partial) + ' partial instance' + (lo.partial > 1 ? 's' : '') +
+                               ' (a rank unseen: the execution is only an upper bound)');
+      if (lo.undecomposed) why.push(fint(lo.undecomposed) + ' instance' + (lo.undecomposed > 1 ? 's' : '') +
+                                    ' not decomposed across all their ranks');
+      return none(s, 'busbw', 'No collective was decomposed on all its ranks: no bandwidth to plot' +
+                  (why.length ? '; left out: ' + why.join(', ') + '.' : '.'));
+    }
     reading(s, 'each line is one collective of one communicator; a point is the bus bandwidth (nccl-tests factors) ' +
             'over the instances of that size, from the execution (the last rank\'s span, waiting left out); ' +
             'the bar spans the slowest to the fastest instance.');
@@ -138,20 +198,25 @@
         var step = Math.max(1, Math.ceil((Math.log(hi / lo) / Math.LN2) / 10));
         for (; t <= hi; t *= Math.pow(2, step)) if (t >= lo) ticks.push(t);
       }
-      axes(g, x, y, w, h, 'message size (bytes, log scale)', 'bus bandwidth (GB/s)', bytes, null, ticks);
+      axes(g, x, y, w, h, 'message size (bytes, log scale)', 'bus bandwidth (GB/s)', bytesTick, null, ticks);
       var color = d3.scale.category10(), marks = 0, values = [];
       var line = d3.svg.line().x(function (p) { return x(p.bytes); }).y(function (p) { return y(p.busbw); });
       var items = [];
       series.forEach(function (se, i) {
         var c = color(i), name = se.func + ' on ' + commLabel(se);
-        items.push([name, c]);
+        items.push([name, c, null, SHAPES[i % SHAPES.length][1]]);
         g.append('path').attr('d', line(se.points)).attr('fill', 'none').attr('stroke', c).attr('stroke-width', 1.5);
         var pts = g.selectAll('.p' + i).data(se.points).enter().append('g');
         pts.append('line').attr('x1', function (p) { return x(p.bytes); }).attr('x2', function (p) { return x(p.bytes); })
           .attr('y1', function (p) { return y(p.min); }).attr('y2', function (p) { return y(p.max); })
           .attr('stroke', c).attr('stroke-opacity', 0.6);
-        pts.append('circle').attr('cx', function (p) { return x(p.bytes); }).attr('cy', function (p) { return y(p.busbw); })
-          .attr('r', 4).attr('fill', c)
+        /* a shape per curve besides its colour: two collectives of the same size and bandwidth (mixed's
+         * AllReduce of 8 KiB on two communicators) drew one dot over the other, the first unseen */
+        var shape = SHAPES[i % SHAPES.length];
+        pts.append('path').attr('class', 'pt')
+          .attr('d', d3.svg.symbol().type(shape[0]).size(i < SHAPES.length ? 70 : 40))
+          .attr('transform', function (p) { return 'translate(' + x(p.bytes) + ',' + y(p.busbw) + ')'; })
+          .attr('fill', i % 2 ? 'none' : c).attr('stroke', c).attr('stroke-width', 1.6)
           .on('mousemove', function (p) {
             showTip(name + '\n' + bytes(p.bytes) + ': ' + f3(p.busbw) + ' GB/s over ' + p.count +
                     ' instances\nslowest ' + f3(p.min) + ', fastest ' + f3(p.max) + ' GB/s');
@@ -159,7 +224,9 @@
         se.points.forEach(function (p) { values.push([p.bytes, p.busbw]); marks++; });
       });
       legend(s, items);
-      return {marks: marks, values: values};
+      /* each curve's shape, distinct among the first six (html_check.py) */
+      return {marks: marks, values: values, points_drawn: g.selectAll('path.pt').size(),
+              shapes: series.map(function (se, i) { return SHAPES[i % SHAPES.length][0] + (i % 2 ? '-open' : ''); })};
     });
   }
 
@@ -197,36 +264,42 @@
         var svg = div.append('svg').attr('width', w + m.l + m.r).attr('height', h + m.t + m.b)
           .style('position', 'absolute').style('left', 0).style('top', 0).style('pointer-events', 'none');
         var g = svg.append('g').attr('transform', 'translate(' + m.l + ',' + m.t + ')');
-        var x = d3.scale.linear().domain([W.t0_s, W.t0_s + bins * W.bin_s]).range([0, w]);
+        /* a run shorter than a second in ms (its ticks read 2.2, not 0.00220) */
+        var tu = bins * W.bin_s < 1 ? 1e3 : 1, tn = tu === 1 ? 's' : 'ms';
+        var x = d3.scale.linear().domain([W.t0_s * tu, (W.t0_s + bins * W.bin_s) * tu]).range([0, w]);
         var y = d3.scale.linear().domain([0, rows * W.rank_group]).range([0, h]);
         /* rank labels at the rows' middles while they fit, else round ranks at the rows' tops */
         var yt = rows <= 24 ? d3.range(rows).map(function (r) { return (r + 0.5) * W.rank_group; }) : y.ticks(8);
         var ya = d3.svg.axis().scale(y).orient('left').tickValues(yt).tickFormat(function (v) {
           return rows <= 24 && W.rank_group === 1 ? String(Math.floor(v)) : String(Math.round(v)); });
-        var xa = d3.svg.axis().scale(x).orient('bottom').ticks(8).tickFormat(f3);
+        var xa = d3.svg.axis().scale(x).orient('bottom').ticks(8).tickFormat(tick3);
         g.append('g').attr('class', 'axis').attr('transform', 'translate(0,' + h + ')').call(xa);
         g.append('g').attr('class', 'axis').call(ya);
         g.append('text').attr('class', 'label').attr('x', w / 2).attr('y', h + 36).attr('text-anchor', 'middle')
-          .text('time after the job\'s first event (s, job time)');
+          .text('time after the job\'s first event (' + tn + ', job time)');
         g.append('text').attr('class', 'label').attr('transform', 'rotate(-90)').attr('x', -h / 2).attr('y', -48)
           .attr('text-anchor', 'middle').text('rank');
         canvas.on('mousemove', function () {
           var p = d3.mouse(this), b = Math.floor(p[0] / cw), ri = Math.floor(p[1] / ch);
           if (b < 0 || b >= bins || ri < 0 || ri >= rows) return hideTip();
           var r0 = ri * W.rank_group, rl = W.rank_group > 1 ? 'ranks ' + r0 + '-' + (r0 + W.rank_group - 1) : 'rank ' + r0;
-          showTip(rl + '\n' + f3(W.t0_s + b * W.bin_s) + ' .. ' + f3(W.t0_s + (b + 1) * W.bin_s) + ' s\nwaited ' +
-                  f3(W.rows[ri][b]) + ' us');
+          showTip(rl + '\n' + f3((W.t0_s + b * W.bin_s) * tu) + ' .. ' + f3((W.t0_s + (b + 1) * W.bin_s) * tu) + ' ' +
+                  tn + '\nwaited ' + f3(W.rows[ri][b]) + ' us');
         }).on('mouseout', hideTip);
+        /* what the shades mean: sqrt scale, so a quarter of the darkest cell's wait is half way */
+        legend(s, [['no wait', col(0)], [f3(max / 4) + ' us', col(max / 4)],
+                   [f3(max) + ' us waited (the darkest cell)', col(max)]]);
         return {marks: nonzero, values: {total_us: total, nonzero: nonzero, rows: rows, bins: bins},
-                canvas: canvas.node()};
+                key_us: [0, max / 4, max], time_unit: tn, canvas: canvas.node()};
       });
     }
     var S = D.stragglers;
     s.append('h3').text('Stragglers, by the wait they caused');
     if (!S.list.length)
       return none(s, 'stragglers', 'No straggler: no rank made the others wait ' + f3(S.threshold_us) + ' us or more.');
-    reading(s, 'a bar is the others\' total wait for that rank when it arrived last, as a share of all ranks\' ' +
-            'collective time (' + f3(S.collective_us / 1e3) + ' ms); its colour is its most frequent cause. ' +
+    reading(s, 'a bar is the others\' total wait for that rank when it arrived last; beside it, that wait as a share ' +
+            'of all ranks\' collective time (' + f3(S.collective_us / 1e3) + ' ms) and how many times the rank was ' +
+            'last; its colour is its most frequent cause. ' +
             'Click a bar for its instances and the export command that shows each one.');
     var detail;
     plot('stragglers', function () {
@@ -258,7 +331,7 @@
       g.selectAll('.pct').data(list).enter().append('text').attr('class', 'label')
         .attr('x', function (d) { return Math.max(1, x(d.wait_caused_us / 1e3)) + 5; })
         .attr('y', function (d, i) { return y(i) + y.rangeBand() / 2 + 4; })
-        .text(function (d) { return f3(d.share_pct) + '% · ' + d.times_last + 'x'; });
+        .text(function (d) { return f3(d.share_pct) + '%, last ' + d.times_last + 'x'; });
       var items = [];
       for (var k in causeColor) items.push([k.replace(/_/g, ' '), causeColor[k]]);
       legend(s, items);
@@ -272,13 +345,16 @@
                                    ? (d.times_last === 1 ? 'once' : 'all ' + d.times_last + ' times')
                                    : 'the ' + d.instances.length + ' longest waits of ' + d.times_last) + ')');
         var t = detail.append('table').attr('class', 'inst'), hr = t.append('tr');
-        ['seq', 'func', 'size', 'exec us', 'max wait us', 'waits summed us', 'cause', 'at (s, job time)']
+        /* times in ms while the latest is under 10 s (8.71e-4 s read badly), else s */
+        var tmax = d3.max(d.instances, function (n) { return n.t_s; }) || 0, tu = tmax < 10 ? 1e3 : 1;
+        ['seq', 'func', 'size', 'exec us', 'max wait us', 'waits summed us', 'cause',
+         'at (' + (tu === 1 ? 's' : 'ms') + ', job time)']
           .forEach(function (c) { hr.append('th').text(c); });
         hr.append('th').attr('class', 'l').text('see it: export command (TRACES = the traces given to report)');
         d.instances.forEach(function (n) {
           var tr = t.append('tr');
           [n.seq, n.func, bytes(n.bytes), f3(n.exec_us), f3(n.max_wait_us), f3(n.wait_sum_us), n.cause,
-           n.t_s === null ? '-' : f3(n.t_s)].forEach(function (c) { tr.append('td').text(c); });
+           n.t_s === null ? '-' : f3(n.t_s * tu)].forEach(function (c) { tr.append('td').text(c); });
           tr.append('td').attr('class', 'l').append('code').text(n.export || '-');
         });
       }
@@ -296,7 +372,9 @@
       var M = N.matrix;
       reading(s, 'wire bandwidth of ' + commLabel(M) + ' from each rank (row) to each peer (column)' +
               (M.rank_group > 1 ? ', ranks grouped by ' + M.rank_group : '') + ': bytes sent over the time in flight ' +
-              'on the network (GB/s). A pale cell among darker ones in its row is a slow link.');
+              'on the network (GB/s). A pale cell among darker ones in its row is a slow link; a red outline marks a ' +
+              'slow link (as the verdict says), an amber one a connection slow by its pace alone, waiting on a ' +
+              'GPU; grey cells exchanged nothing.');
       plot('net_matrix', function () {
         /* cells of at least 22 px and the matrix at least 240 px a side, so a few ranks read as a matrix */
         var n = Math.ceil(M.nranks / M.rank_group), side = Math.min(Math.max(n * 22, 240), 560);
@@ -305,14 +383,20 @@
         var canvas = div.append('canvas').attr('width', side).attr('height', side).style('position', 'absolute')
           .style('left', m.l + 'px').style('top', m.t + 'px');
         var max = d3.max(M.cells, function (c) { return c[2]; }) || 1, sum = 0;
-        var col = d3.scale.linear().domain([0, max]).range(['#fff3e0', '#08306b']).interpolate(d3.interpolateLab);
+        var minpos = d3.min(M.cells, function (c) { return c[2] > 0 ? c[2] : null; }) || max;
+        /* a link 50x slower than its row's others is the one to see: on a linear scale it and a 5x slower one are
+         * both "pale"; past a 20x spread the shades follow the logarithm (a cell of 0 takes the palest) */
+        var logc = max / minpos > 20;
+        var col = (logc ? d3.scale.log().domain([minpos, max]).clamp(true) : d3.scale.linear().domain([0, max]))
+          .range(['#fff3e0', '#08306b']).interpolate(d3.interpolateLab);
+        var shade = function (v) { return logc && !(v > 0) ? '#fff3e0' : col(v); };
         var ctx = canvas.node().getContext('2d'), cs = side / n, byCell = {};
-        ctx.fillStyle = '#fafafa';
+        ctx.fillStyle = NO_TRAFFIC; /* grey: no send step between them, unlike a slow cell (cream) */
         ctx.fillRect(0, 0, side, side);
         M.cells.forEach(function (c) {
           var a = c[0] / M.rank_group, b = c[1] / M.rank_group;
           byCell[a + ',' + b] = c;
-          ctx.fillStyle = col(c[2]);
+          ctx.fillStyle = shade(c[2]);
           ctx.fillRect(b * cs, a * cs, Math.max(cs, 1), Math.max(cs, 1));
           sum += c[2];
         });
@@ -334,9 +418,34 @@
           showTip('r' + c[0] + ' -> r' + c[1] + (M.rank_group > 1 ? ' (groups of ' + M.rank_group + ')' : '') + '\n' +
                   f3(c[2]) + ' GB/s on the wire, ' + bytes(c[3]) + ' sent');
         }).on('mouseout', hideTip);
-        /* what the colours mean: the palest is nothing sent, the darkest the matrix's fastest cell */
-        legend(s, [['0 GB/s', col(0)], [f3(max / 2) + ' GB/s', col(max / 2)], [f3(max) + ' GB/s (fastest cell)', col(max)]]);
-        return {marks: M.cells.length, values: {cells: M.cells.length, gbps_sum: sum}, canvas: canvas.node()};
+        /* the slowest connections that stand out, outlined: red a slow link (its time on the network, the
+         * verdict's rule), amber one slow by its pace alone (it waits on a GPU) */
+        var out = d3.set(), pace = d3.set();
+        N.slowest.forEach(function (l) {
+          if (!l.stands_out || l.comm_id !== M.comm_id) return;
+          var k = Math.floor(l.src / M.rank_group) + ',' + Math.floor(l.dst / M.rank_group);
+          (l.slow_link ? out : pace).add(k);
+        });
+        out.values().forEach(function (k) { pace.remove(k); });
+        ctx.lineWidth = Math.max(1, Math.min(3, cs / 8));
+        [[pace, SLOW_PACE], [out, SLOW_LINK]].forEach(function (o) {
+          ctx.strokeStyle = o[1];
+          o[0].values().forEach(function (k) {
+            var ab = k.split(',').map(Number), lw = ctx.lineWidth;
+            ctx.strokeRect(ab[1] * cs + lw / 2, ab[0] * cs + lw / 2, Math.max(cs - lw, 1), Math.max(cs - lw, 1));
+          });
+        });
+        /* what the colours mean: the slowest and the fastest cell, half way between (geometric on a log scale) */
+        var mid = logc ? Math.sqrt(minpos * max) : max / 2, key = logc ? [minpos, mid, max] : [0, mid, max];
+        var items = [[f3(key[0]) + ' GB/s' + (logc ? ' (slowest cell; log scale)' : ''), shade(key[0])],
+                     [f3(mid) + ' GB/s', col(mid)], [f3(max) + ' GB/s (fastest cell)', col(max)],
+                     ['no traffic', NO_TRAFFIC]];
+        if (out.size()) items.push(['slow link (on the network)', '#fff', SLOW_LINK]);
+        if (pace.size()) items.push(['slow by its pace, waiting on a GPU', '#fff', SLOW_PACE]);
+        legend(s, items);
+        return {marks: M.cells.length, values: {cells: M.cells.length, gbps_sum: sum}, scale: logc ? 'log' : 'linear',
+                key_gbps: key, outlined: out.values().sort(), outlined_pace: pace.values().sort(),
+                canvas: canvas.node()};
       });
     } else {
       none(s, 'net_matrix', 'No send steps with a wire time: no rank-by-peer matrix.');
@@ -350,12 +459,16 @@
                              'same proxies\' other links.');
       });
     }
-    if (!N.slowest.length) return none(s, 'net_slowest', 'No connection with timed steps.');
+    /* connections with timed steps: one with none (mixed's sendrecv to itself: no step timed) has no pace */
+    var timed = N.slowest.filter(function (l) { return l.steps > 0; });
+    if (!timed.length)
+      return none(s, 'net_slowest', 'No connection with timed steps' + (N.slowest.length ? ' (' + fint(N.connections) +
+                  ' connection' + (N.connections > 1 ? 's' : '') + ' without a step timed): no pace to compare.' : '.'));
     s.append('h3').text('The slowest connections');
     reading(s, 'a bar is how many times slower than typical a connection moves its steps (the median over its steps ' +
             'of step time / the typical time of steps of that size); past the dashed line (' + 2 + 'x) it stands out.');
     plot('net_slowest', function () {
-      var L = N.slowest, bh = 20, w = 600, h = L.length * bh, m = {l: 220, r: 60, t: 6, b: 44};
+      var L = timed, bh = 20, w = 600, h = L.length * bh, m = {l: 220, r: 60, t: 6, b: 44};
       var g = frame(s, w, h, m);
       var x = d3.scale.linear().domain([0, Math.max(2.5, d3.max(L, function (d) { return d.score; }) * 1.05)]).range([0, w]);
       var y = d3.scale.ordinal().domain(d3.range(L.length)).rangeRoundBands([0, h], 0.15);
@@ -363,12 +476,10 @@
         .call(d3.svg.axis().scale(x).orient('bottom').ticks(6));
       g.append('text').attr('class', 'label').attr('x', w / 2).attr('y', h + 36).attr('text-anchor', 'middle')
         .text('step time / typical step time (x)');
-      g.append('line').attr('x1', x(2)).attr('x2', x(2)).attr('y1', 0).attr('y2', h).attr('stroke', '#c62828')
-        .attr('stroke-dasharray', '4,3');
       g.selectAll('.bar').data(L).enter().append('rect').attr('class', 'bar').attr('x', 0)
         .attr('y', function (d, i) { return y(i); }).attr('height', y.rangeBand())
         .attr('width', function (d) { return Math.max(1, x(d.score)); })
-        .attr('fill', function (d) { return d.stands_out ? '#c62828' : '#6b8fc7'; })
+        .attr('fill', function (d) { return d.slow_link ? SLOW_LINK : d.stands_out ? SLOW_PACE : TYPICAL; })
         .on('mousemove', function (d) {
           showTip('r' + d.src + ' -> r' + d.dst + ' channel ' + d.channel + ' of ' + commLabel(d) + '\n' + f3(d.score) +
                   'x typical, mostly ' + (d.dominant || '-') + '\n' + f3(d.gbps) + ' GB/s on the wire, ' + d.steps +
@@ -377,13 +488,21 @@
       g.selectAll('.name').data(L).enter().append('text').attr('class', 'label').attr('x', -6)
         .attr('y', function (d, i) { return y(i) + y.rangeBand() / 2 + 4; }).attr('text-anchor', 'end')
         .text(function (d) { return 'r' + d.src + ' -> r' + d.dst + ' ch ' + d.channel + ' (' + (d.comm_name || d.comm_id) + ')'; });
-      return {marks: L.length, values: L.map(function (d) { return d.score; })};
+      /* the 2x line over the bars (under them it hid where bars crossed it) */
+      g.append('line').attr('x1', x(2)).attr('x2', x(2)).attr('y1', 0).attr('y2', h).attr('stroke', '#1d2330')
+        .attr('stroke-dasharray', '4,3').style('pointer-events', 'none');
+      legend(s, [['slow link: stands out, its time on the network', SLOW_LINK],
+                 ['stands out by its pace, waiting on a GPU (not a slow link)', SLOW_PACE], ['within 2x', TYPICAL]]);
+      return {marks: L.length, values: L.map(function (d) { return d.score; }),
+              colours: L.map(function (d) { return d.slow_link ? 'slow' : d.stands_out ? 'pace' : 'typical'; })};
     });
     s.append('h3').text('Where each connection\'s step time goes');
+    if (!timed.some(function (l) { return d3.sum(l.split_us) > 0; }))
+      return none(s, 'net_split', 'No step time split: these connections\' steps carry no phase time.');
     reading(s, 'the share of the steps\' time in each phase, both ends of the connection summed: wire = in flight, ' +
             'send_peer_wait = the receiver had no buffer free, send_gpu_wait / recv_gpu_wait = waiting for a GPU.');
     plot('net_split', function () {
-      var L = N.slowest, bh = 20, w = 600, h = L.length * bh, m = {l: 220, r: 60, t: 6, b: 44};
+      var L = timed, bh = 20, w = 600, h = L.length * bh, m = {l: 220, r: 60, t: 6, b: 44};
       var g = frame(s, w, h, m);
       var x = d3.scale.linear().domain([0, 100]).range([0, w]);
       var y = d3.scale.ordinal().domain(d3.range(L.length)).rangeRoundBands([0, h], 0.15);
@@ -410,8 +529,14 @@
         g.append('text').attr('class', 'label').attr('x', -6).attr('y', y(i) + y.rangeBand() / 2 + 4)
           .attr('text-anchor', 'end').text('r' + d.src + ' -> r' + d.dst + ' ch ' + d.channel);
       });
-      legend(s, N.phases.map(function (p) { return [p, color(p)]; }));
-      return {marks: marks, values: sums};
+      /* the phases that hold time in these bars, not every phase the network view knows */
+      var shown = N.phases.filter(function (p, k) { return L.some(function (d) { return d.split_us[k] > 0; }); });
+      legend(s, shown.map(function (p) { return [p, color(p)]; }));
+      if (shown.length === 1 && shown[0] === 'unknown')
+        s.append('p').attr('class', 'none').text('No phase boundary of these steps was recorded (no step states: ' +
+                                                 'a NULL ProxyOp handle, or dropped records): their time is not ' +
+                                                 'split, never guessed.');
+      return {marks: marks, values: sums, legend: shown};
     });
   }
 
@@ -433,11 +558,14 @@
         var g = frame(s, w, h, m);
         var x = d3.scale.ordinal().domain(idx).rangeRoundBands([0, w], 0.1);
         var y = d3.scale.linear().domain([0, d3.max(T.lag.counts) * 1.05]).range([h, 0]);
-        axes(g, x, y, w, h, 'notice lag (us, from this bin\'s lower edge, log2 bins)', 'KernelCh',
-             function (i) { return f3(T.lag.bins_lo_us[i]); }, d3.format('d'));
-        if (idx.length > 12) /* many bins: slanted labels, so that they do not run into each other */
-          g.selectAll('.axis:first-of-type text').attr('transform', 'rotate(-35)').style('text-anchor', 'end')
-            .attr('dx', '-0.4em').attr('dy', '0.6em');
+        var a = axes(g, x, y, w, h, 'notice lag (us, from this bin\'s lower edge, log2 bins)', 'KernelCh',
+                     function (i) { return tick3(T.lag.bins_lo_us[i]); }, d3.format(',d'));
+        var room = 0;
+        if (idx.length > 12) { /* many bins: slanted labels, so that they do not run into each other, the x label
+                                * below them (it sat on them) */
+          room = slantX(a, h);
+          growBottom(g, h, m, room);
+        }
         g.selectAll('.bar').data(idx).enter().append('rect').attr('x', function (i) { return x(i); })
           .attr('width', x.rangeBand()).attr('y', function (i) { return y(T.lag.counts[i]); })
           .attr('height', function (i) { return h - y(T.lag.counts[i]); }).attr('fill', '#5b7bb4')
@@ -446,7 +574,7 @@
             showTip(fint(T.lag.counts[i]) + ' KernelCh noticed ' + (up === undefined ? f3(lo) + ' us late or later'
                     : (i === 0 ? 'less than ' : f3(lo) + ' .. ') + f3(up) + ' us late'));
           }).on('mouseout', hideTip);
-        return {marks: used.length, values: T.lag.counts};
+        return {marks: used.length, values: T.lag.counts, label_clear: labelClear(a)};
       });
     }
     s.append('h3').text('Time starved, and who ran instead');
@@ -502,18 +630,21 @@
     if (!maps.length) {
       none(s, 'clock_maps', 'No GPU clock map: KernelCh times were not mapped to host time.');
     } else {
-      reading(s, 'per GPU (the ' + maps.length + ' widest of ' + G.clock_maps.length + '), how far a mapped GPU time ' +
+      reading(s, 'per GPU (the ' + maps.length + ' widest of ' + (G.clock_maps_total || G.clock_maps.length) +
+              '), how far a mapped GPU time ' +
               'may be from the true host time (bar: error bound; dot: fit residual). Bounds of a few us mean the ' +
               'GPU and host timelines line up.');
       plot('clock_maps', function () {
-        var bw = Math.max(8, Math.min(40, Math.floor(900 / maps.length))), w = bw * maps.length, h = 200;
+        var bw = Math.max(16, Math.min(40, Math.floor(900 / maps.length))), w = bw * maps.length, h = 200;
         var m = {l: 64, r: 20, t: 10, b: 44};
         var g = frame(s, w, h, m);
         var x = d3.scale.ordinal().domain(d3.range(maps.length)).rangeRoundBands([0, w], 0.15);
         var y = d3.scale.linear().domain([0, (d3.max(maps, function (c) { return Math.max(c.bound_us, c.residual_us); }) ||
                                               1) * 1.08]).range([h, 0]);
-        axes(g, x, y, w, h, 'GPU (by error bound, widest first)', 'error bound (us)',
-             function (i) { return maps.length <= 16 ? 'r' + maps[i].rank : ''; }, null);
+        /* every bar named by its rank (slanted past 16 bars, they ran into each other) */
+        var a = axes(g, x, y, w, h, 'GPU by its rank (widest error bound first)', 'error bound (us)',
+                     function (i) { return 'r' + maps[i].rank; }, null);
+        if (maps.length > 16) growBottom(g, h, m, slantX(a, h));
         g.selectAll('.bar').data(maps).enter().append('rect').attr('x', function (c, i) { return x(i); })
           .attr('width', x.rangeBand()).attr('y', function (c) { return y(c.bound_us); })
           .attr('height', function (c) { return h - y(c.bound_us); }).attr('fill', '#6a9f58')
@@ -524,7 +655,8 @@
         g.selectAll('.dot').data(maps).enter().append('circle')
           .attr('cx', function (c, i) { return x(i) + x.rangeBand() / 2; }).attr('cy', function (c) { return y(c.residual_us); })
           .attr('r', 3).attr('fill', '#1d2330');
-        return {marks: maps.length, values: maps.map(function (c) { return c.bound_us; })};
+        return {marks: maps.length, values: maps.map(function (c) { return c.bound_us; }), label_clear: labelClear(a),
+                tick_labels: a.xaxis.selectAll('text').size()};
       });
     }
     s.append('h3').text('Flagged channels and events');
@@ -571,8 +703,21 @@
           .attr('x', function (r, i) { return (i % cols) * sz; }).attr('y', function (r, i) { return Math.floor(i / cols) * sz; })
           .attr('width', sz - 2).attr('height', sz - 2).attr('fill', function (r) { count[r[0]]++; return stateColor[r[0]]; })
           .on('mousemove', function (r, i) {
-            showTip('rank ' + i + ': ' + r[0] + '\nlast ' + (c.func || '') + ' started seq ' + r[1] + ', completed seq ' + r[2]);
+            showTip('rank ' + i + ': ' + r[0] + '\nlast ' + (c.func || '') + ' started seq ' + r[1] + ', completed seq ' + r[2] +
+                    (frozen[i] ? '\nits proxy froze: rank ' + frozen[i].blocked_rank + ' waits on it (channel ' +
+                                 frozen[i].channel + ', step ' + frozen[i].step + ')' : ''));
           }).on('mouseout', hideTip);
+        /* a rank whose proxy froze (the verdict names it): a black frame, the one to look at */
+        var frozen = {};
+        (H.frozen || []).forEach(function (fz) { if (fz.rank >= 0 && fz.rank < c.nranks) frozen[fz.rank] = fz; });
+        var nfrozen = 0;
+        Object.keys(frozen).forEach(function (r) {
+          r = +r;
+          nfrozen++;
+          g.append('rect').attr('class', 'frozen').attr('x', (r % cols) * sz - 1.5).attr('y', Math.floor(r / cols) * sz - 1.5)
+            .attr('width', sz + 1).attr('height', sz + 1).attr('fill', 'none').attr('stroke', '#111')
+            .attr('stroke-width', 2.5).style('pointer-events', 'none');
+        });
         if (c.nranks <= 64)
           g.selectAll('.num').data(c.ranks).enter().append('text').attr('class', 'label').style('fill', '#fff')
             .style('pointer-events', 'none').attr('text-anchor', 'middle')
@@ -582,19 +727,24 @@
         for (var k = 0; k < rows; k++)
           g.append('text').attr('class', 'label').attr('x', -6).attr('y', k * sz + sz / 2 + 3).attr('text-anchor', 'end')
             .text('rank ' + k * cols);
-        legend(s, [['stuck in it', stateColor.stuck], ['never entered', stateColor.missing],
-                   ['no trace', stateColor.untraced], ['got past it', stateColor.passed]]);
+        var keys = [['stuck in it', stateColor.stuck], ['never entered', stateColor.missing],
+                    ['no trace', stateColor.untraced], ['got past it', stateColor.passed]];
+        if (nfrozen) keys.push(['its proxy froze (see nccl-lens hang)', '#fff', '#111']);
+        legend(s, keys);
         if (c.waiting.length) {
           var t = s.append('table').attr('class', 'inst'), hr = t.append('tr');
           ['rank', 'peer', 'channel', 'dir', 'step'].forEach(function (x) { hr.append('th').text(x); });
           hr.append('th').attr('class', 'l').text('waits for (' + c.waiting_total + ' proxy ops in flight)');
-          c.waiting.slice(0, 16).forEach(function (wt) {
+          /* the analysis' first 16, by rank then channel: the two ends of a link read next to each other */
+          c.waiting.slice(0, 16).sort(function (a, b) {
+            return a.rank - b.rank || a.channel - b.channel || a.send - b.send;
+          }).forEach(function (wt) {
             var tr = t.append('tr');
             [wt.rank, wt.peer, wt.channel, wt.send ? 'send' : 'recv', wt.step].forEach(function (x) { tr.append('td').text(x); });
             tr.append('td').attr('class', 'l').text(wt.state || '-');
           });
         }
-        return {marks: c.ranks.length, values: count};
+        return {marks: c.ranks.length, values: count, frozen: Object.keys(frozen).map(Number)};
       });
     });
   }
