@@ -196,6 +196,10 @@ for name, opts, bad, plots in SCEN:
             fail('%s: verdict %s is %s: %s' % (name, v['key'], v['status'], v['text']))
         if 'id="%s"' % v['section'] not in dom:
             fail('%s: verdict links to a missing section %s' % (name, v['section']))
+        # a communicator is named as every view names it (its name, else "comm 0x..."), never "?"; one
+        # connection is not "all 1 connections"
+        if ' of ?' in v['text'] or 'all 1 connections' in v['text']:
+            fail('%s: verdict %s says %r' % (name, v['key'], v['text']))
 
     # ---- the numbers each plot carries = report --json's ----
     P = {k: v for k, v in C['plots'].items()}

@@ -151,10 +151,12 @@ static void verdict(struct ctx *x) {
       const struct lens_job_straggler *s = &x->v.j.stragglers[i];
       const struct lens_comm *c = comm_of(m, s->comm_id);
       int top = lens_report_straggler_cause(s);
+      char cl[LENS_COMM_ID_LEN + 160];
       o += (size_t)snprintf(t + o, sizeof t - o,
                             "%srank %d of %s (%s:%u) made the others wait %.3f ms in %" PRIu64
                             " instance%s, %.1f%% of the job's collective time (mostly %s)",
-                            i ? "; " : "", s->rank, c && c->name[0] ? c->name : "?", host_of(m, s->proc),
+                            i ? "; " : "", s->rank, lens_fmt_comm_label(c ? c->name : NULL, s->comm_id, cl, sizeof cl),
+                            host_of(m, s->proc),
                             s->proc >= 0 ? m->procs[s->proc].pid : 0, s->wait_caused_ns / 1e6, s->times_last,
                             s->times_last == 1 ? "" : "s",
                             x->v.coll_ns ? 100.0 * (double)s->wait_caused_ns / (double)x->v.coll_ns : 0.0,
@@ -164,10 +166,13 @@ static void verdict(struct ctx *x) {
     for (size_t i = 3; i < x->v.j.n_stragglers && o < sizeof t - 80; i++) {
       const struct lens_job_straggler *s = &x->v.j.stragglers[i];
       const struct lens_comm *c = comm_of(m, s->comm_id);
+      char cl[LENS_COMM_ID_LEN + 160];
       if (i == 3) o += (size_t)snprintf(t + o, sizeof t - o, "; %zu more: ", x->v.j.n_stragglers - 3);
       o += (size_t)snprintf(t + o, sizeof t - o, "%srank %d%s%s", i > 3 ? ", " : "", s->rank,
                             s->comm_id != x->v.j.stragglers[0].comm_id ? " of " : "",
-                            s->comm_id != x->v.j.stragglers[0].comm_id ? (c && c->name[0] ? c->name : "?") : "");
+                            s->comm_id != x->v.j.stragglers[0].comm_id
+                                ? lens_fmt_comm_label(c ? c->name : NULL, s->comm_id, cl, sizeof cl)
+                                : "");
       if (i == 63 && x->v.j.n_stragglers > 64) {
         o += (size_t)snprintf(t + o, sizeof t - o, " and %zu others", x->v.j.n_stragglers - 64);
         break;
@@ -221,8 +226,12 @@ static void verdict(struct ctx *x) {
              out, net->n_conns, LENS_NET_STANDOUT, lens_net_phase_text(first_out->dominant));
     verdict_line(f, &n, "link", "ok", "sec-net", t);
   } else {
-    snprintf(t, sizeof t, "No slow link: all %zu connections move their steps within %.0fx the typical time, and no "
-                          "instance waited on one link.", net->n_conns, LENS_NET_STANDOUT);
+    if (net->n_conns == 1)
+      snprintf(t, sizeof t, "No slow link: the one connection moves its steps within %.0fx the typical time, and no "
+                            "instance waited on it.", LENS_NET_STANDOUT);
+    else
+      snprintf(t, sizeof t, "No slow link: all %zu connections move their steps within %.0fx the typical time, and "
+                            "no instance waited on one link.", net->n_conns, LENS_NET_STANDOUT);
     verdict_line(f, &n, "link", "ok", "sec-net", t);
   }
   /* proxy and profiler threads */
