@@ -23,7 +23,7 @@ _nccl_lens() {
     --tag-names --until -o" ;;
   sched) opts="--all-threads --btf --duration --follow --help --min-offcpu-us --min-wait-us --out --page-dir
     --pid --quiet --registry-dir --registry-only --stats --verbose" ;;
-  report) opts="--comm --cupti-buffer --func --help --html --json --min-wait-us --output --rank --since
+  report) opts="--all --comm --cupti-buffer --func --help --html --json --min-wait-us --output --rank --since
     --tag-names --top --until -o" ;;
   net) opts="--comm --cupti-buffer --func --help --json --min-wait-us --output --rank --since --tag-names
     --top --until -o" ;;

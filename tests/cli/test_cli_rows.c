@@ -3,8 +3,10 @@
  * most 16 rows (the ones that say most: the reference host first), say how
  * many were left out, and --all lists every one. Before, summary printed
  * 3,270 lines on a 1,024-rank, 128-host job (1,024 rows of each per-process
- * table, 1,024 of them all-zero drop counters). The job: lens-gen-job, 1024
- * ranks on 32 hosts, 300 k events. */
+ * table, 1,024 of them all-zero drop counters). report's Markdown has the
+ * same cap on its tables with a row per process, comm init, rank, clock map and
+ * proxy thread (7,315 lines on that job before, 237 now). The job:
+ * lens-gen-job, 1024 ranks on 32 hosts, 300 k events. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -100,8 +102,26 @@ static void test_job_hosts(void **state) {
   free(t);
 }
 
+static void test_report_capped(void **state) {
+  (void)state;
+  char *t = run("report");
+  if (lines(t) > 400) fail_msg("report: %zu lines on a 1024-rank job", lines(t));
+  assert_non_null(strstr(t, "\n1008 more processes not listed: --all lists every one.\n"));
+  assert_non_null(strstr(t, "\n1008 more communicator inits not listed: --all lists every one.\n"));
+  assert_non_null(strstr(t, "\n1008 more proxy threads not listed: --all lists every one.\n"));
+  assert_non_null(strstr(t, "## Data losses\n\nNo drops in any of the 1024 processes (--all lists every one).\n"));
+  assert_int_equal(count(t, " | ncclProxy | "), 16);
+  free(t);
+  t = run("report --all");
+  assert_int_equal(count(t, " | ncclProxy | "), 1024);
+  assert_int_equal(count(t, " | not finalized |"), 1024); /* every comm init */
+  assert_int_equal(count(t, "| process | ring_full |"), 1); /* the drops table, zeros and all */
+  assert_null(strstr(t, "not listed"));
+  free(t);
+}
+
 int main(void) {
   const struct CMUnitTest t[] = {cmocka_unit_test(test_summary_capped), cmocka_unit_test(test_summary_all),
-                                 cmocka_unit_test(test_job_hosts)};
+                                 cmocka_unit_test(test_job_hosts), cmocka_unit_test(test_report_capped)};
   return cmocka_run_group_tests(t, setup, NULL);
 }

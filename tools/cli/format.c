@@ -184,8 +184,10 @@ int lens_parse_dump_note(const char *text, struct lens_dump_note *d) {
 
 size_t lens_fmt_rows_listed(size_t n, int all) { return all || n <= LENS_FMT_LIST_ROWS ? n : LENS_FMT_LIST_ROWS; }
 
-void lens_fmt_left_out(FILE *f, size_t n_left, const char *what) {
-  if (n_left) fprintf(f, "  (%zu more %s not listed: --all lists every one; --json has all)\n", n_left, what);
+void lens_fmt_left_out(FILE *f, size_t n_left, const char *what, int json_has_all) {
+  if (n_left)
+    fprintf(f, "  (%zu more %s not listed: --all lists every one%s)\n", n_left, what,
+            json_has_all ? "; --json has all" : "");
 }
 
 static const double *order_key;

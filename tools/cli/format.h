@@ -33,8 +33,9 @@ void lens_fmt_wrap_fields(FILE *f, const char *head, const char *indent, const c
 #define LENS_FMT_LIST_ROWS 16
 /* Rows to list of n: all of them with all set or when n fits, else LENS_FMT_LIST_ROWS. */
 size_t lens_fmt_rows_listed(size_t n, int all);
-/* "  (N more WHAT not listed: --all lists every one; --json has all)" when n_left > 0. */
-void lens_fmt_left_out(FILE *f, size_t n_left, const char *what);
+/* "  (N more WHAT not listed: --all lists every one; --json has all)" when n_left > 0
+ * (without "; --json has all" where the command's JSON does not list them). */
+void lens_fmt_left_out(FILE *f, size_t n_left, const char *what, int json_has_all);
 /* The order in which to list a capped table: indexes 0..n-1, largest key first,
  * equal keys in index order (the table's own order). malloc'd; NULL when out of memory. */
 size_t *lens_fmt_order_desc(const double *key, size_t n);

@@ -99,7 +99,7 @@ void lens_align_print_text(FILE *f, const struct lens_model *m, const struct len
             x->n_ranks, o, b, c, x->drift_ppm, lens_align_source_name(x->source), x->n_sync, x->n_oneway);
   }
   free(order);
-  lens_fmt_left_out(f, a->n_hosts - listed, "hosts");
+  lens_fmt_left_out(f, a->n_hosts - listed, "hosts", 1);
   double de = 0;
   for (size_t h = 0; h < a->n_hosts; h++)
     if (a->hosts[h].drift_err_ppm > de) de = a->hosts[h].drift_err_ppm;

@@ -60,7 +60,7 @@ void lens_summary_print_clocks_text(FILE *f, const struct lens_model *m, const s
   }
   free(o);
   free(key);
-  lens_fmt_left_out(f, have - listed, "processes");
+  lens_fmt_left_out(f, have - listed, "processes", 1);
   if (unsynced) fprintf(f, "  (*) the bound is the kernel's unsynced maxerror\n");
   if (any && al && al->a->n_hosts >= 2) lens_align_print_text(f, al->m, al->a, all);
 }

@@ -330,7 +330,7 @@ void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct l
       fputc('\n', f);
     }
     free(o);
-    lens_fmt_left_out(f, s->n_proxies - listed, "proxy threads");
+    lens_fmt_left_out(f, s->n_proxies - listed, "proxy threads", 1);
   }
   print_drops_text(f, m, s->all);
   lens_summary_print_notes(f, m, 0);
