@@ -422,9 +422,10 @@ static void usage(FILE *f) {
              "                    [--zstd-level L] [--chunk-kib N]\n"
              "  Writes a synthetic job's .lens traces (one file per rank/process) and DIR/truth.json.\n"
              "  Defaults: 1024 ranks on 128 hosts, 100000000 events, 16 stragglers, 2 channels, 8 steps per op,\n"
-             "  events compressed as the plugin's default (NCCL_LENS_COMPRESS=zstd, NCCL_LENS_ZSTD_LEVEL=-1), chunks of up to 256 KiB of\n"
-             "  fixed records as the plugin's writer cuts them from a busy ring (--chunk-kib: other sizes, to\n"
-             "  measure what a bigger zstd frame would give the reader; the plugin does not write them).\n");
+             "  events compressed as the plugin's default (NCCL_LENS_COMPRESS=zstd, NCCL_LENS_ZSTD_LEVEL=-1),\n"
+             "  chunks of up to 256 KiB of fixed records as the plugin's writer cuts them from a busy ring\n"
+             "  (--chunk-kib: other sizes, to measure what a bigger zstd frame would give the reader; the plugin\n"
+             "  does not write them).\n");
 }
 
 static int num(const char *s, uint64_t *v) {

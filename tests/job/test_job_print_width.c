@@ -87,7 +87,7 @@ static void test_hosts_table_width(void **s) {
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
   assert_non_null(f);
-  lens_align_print_text(f, &m, &a);
+  lens_align_print_text(f, &m, &a, 0);
   fclose(f);
   fprintf(stderr, "%s", buf);
   assert_true(lens_test_max_line(buf) <= 120);

@@ -181,3 +181,27 @@ int lens_parse_dump_note(const char *text, struct lens_dump_note *d) {
   }
   return 1;
 }
+
+size_t lens_fmt_rows_listed(size_t n, int all) { return all || n <= LENS_FMT_LIST_ROWS ? n : LENS_FMT_LIST_ROWS; }
+
+void lens_fmt_left_out(FILE *f, size_t n_left, const char *what, int json_has_all) {
+  if (n_left)
+    fprintf(f, "  (%zu more %s not listed: --all lists every one%s)\n", n_left, what,
+            json_has_all ? "; --json has all" : "");
+}
+
+static const double *order_key;
+static int by_key_desc(const void *a, const void *b) {
+  size_t x = *(const size_t *)a, y = *(const size_t *)b;
+  if (order_key[x] != order_key[y]) return order_key[x] < order_key[y] ? 1 : -1;
+  return (x > y) - (x < y);
+}
+
+size_t *lens_fmt_order_desc(const double *key, size_t n) {
+  size_t *o = malloc((n + 1) * sizeof *o);
+  if (!o) return NULL;
+  for (size_t i = 0; i < n; i++) o[i] = i;
+  order_key = key;
+  qsort(o, n, sizeof *o, by_key_desc);
+  return o;
+}

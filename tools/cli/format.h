@@ -26,6 +26,20 @@ void lens_fmt_wrap(FILE *f, const char *head, const char *indent, const char *te
  * two or more spaces), so a field is never split. */
 void lens_fmt_wrap_fields(FILE *f, const char *head, const char *indent, const char *text, int width);
 
+/* Tables with a row per process, proxy thread or host: a 1,024-rank job would
+ * print a thousand rows of each, so by default they list LENS_FMT_LIST_ROWS
+ * (the ones that say most, each table says which first) and one line says how
+ * many were left out and how to see them. */
+#define LENS_FMT_LIST_ROWS 16
+/* Rows to list of n: all of them with all set or when n fits, else LENS_FMT_LIST_ROWS. */
+size_t lens_fmt_rows_listed(size_t n, int all);
+/* "  (N more WHAT not listed: --all lists every one; --json has all)" when n_left > 0
+ * (without "; --json has all" where the command's JSON does not list them). */
+void lens_fmt_left_out(FILE *f, size_t n_left, const char *what, int json_has_all);
+/* The order in which to list a capped table: indexes 0..n-1, largest key first,
+ * equal keys in index order (the table's own order). malloc'd; NULL when out of memory. */
+size_t *lens_fmt_order_desc(const double *key, size_t n);
+
 /* "812 ns", "3.20 us", "9.10 ms", "1.50 s" */
 void lens_fmt_ns(double ns, char *buf, size_t len);
 /* A bandwidth in GB/s (10^9 bytes a second) for text, one rule for every

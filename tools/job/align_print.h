@@ -8,7 +8,8 @@
 #include "analysis/job/job_align.h"
 
 /* The time base line and one row per host. Prints nothing for one host. */
-void lens_align_print_text(FILE *f, const struct lens_model *m, const struct lens_align *a);
+/* all: every host; else lens_fmt_rows_listed's cap: the reference host, then the least sure (widest bound). */
+void lens_align_print_text(FILE *f, const struct lens_model *m, const struct lens_align *a, int all);
 /* ,"time_base":{...},"hosts":[...] (a key pair to put inside an object). */
 void lens_align_print_json(FILE *f, const struct lens_model *m, const struct lens_align *a);
 /* One line stating the job time base's clock (for export metadata). */

@@ -276,7 +276,7 @@ void lens_job_print_text(FILE *f, const struct lens_model *m, const struct lens_
   if (max_list && n > max_list) fprintf(f, "  ... %zu more (--all lists every one; --json has all)\n", n - max_list);
   if (n) fputs(cause_legend, f);
   free(o);
-  if (a) lens_align_print_text(f, m, a);
+  if (a) lens_align_print_text(f, m, a, max_list == 0);
 }
 
 static void json_flags(FILE *f, uint32_t flags) {

@@ -31,22 +31,25 @@
 #define CMD "report"
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: nccl-lens report [--json|--html] [-o OUT] [--top N] [common options] TRACE.lens|DIR...\n"
+  fprintf(f, "usage: nccl-lens report [--json|--html] [-o OUT] [--top N] [--all] [common options] TRACE.lens|DIR...\n"
              "  One Markdown report of a run: what was recorded, per-communicator operations, completion vs\n"
              "  enqueue and rank arrival, GPU timing accuracy, proxy threads and starvation, data losses,\n"
              "  and what to look at next. Without -o it goes to standard output.\n"
              "  --top N                 per communicator, the N operation rows that took the most time (0 = all)\n"
              "  --json                  the verdict lines and the numbers the HTML page plots, as JSON\n"
-             "  --html                  one HTML page that opens offline: verdict, then plots (needs libjs-d3)\n");
+             "  --html                  one HTML page that opens offline: verdict, then plots (needs libjs-d3)\n"
+             "  --all                   every row of the tables with a row per process, rank, GPU or proxy thread\n"
+             "                          (by default the 16 that say most; a line says how many more there are)\n");
   lens_trace_cli_usage_common(f);
 }
 
-struct report_opts { long top; int json, html; };
+struct report_opts { long top; int json, html, all; };
 
 static int report_option(void *ctx, int *i, int argc, char **argv) {
   struct report_opts *o = ctx;
   if (lens_opt_flag(argv[*i], "--json", 0)) return o->json = 1, 1;
   if (lens_opt_flag(argv[*i], "--html", 0)) return o->html = 1, 1;
+  if (lens_opt_flag(argv[*i], "--all", 0)) return o->all = 1, 1;
   return lens_top_option(CMD, i, argc, argv, &o->top);
 }
 
@@ -129,6 +132,7 @@ int lens_cmd_report(int argc, char **argv) {
     lens_cli_error(CMD, "out of memory");
     goto done;
   }
+  r.sum.all = o.all;
   size_t cut = lens_summary_top(&r.sum, (size_t)top);
   if (cut) fprintf(stderr, "nccl-lens report: --top %ld: %zu operation rows left out\n", top, cut);
   const struct lens_model *m = run.out.skel;

@@ -14,7 +14,7 @@
 #define CMD "summary"
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: nccl-lens summary [--json] [--wide] [--top N] [-o FILE] [common options] TRACE.lens|DIR...\n"
+  fprintf(f, "usage: nccl-lens summary [--json] [--wide] [--top N] [--all] [-o FILE] [common options] TRACE.lens|DIR...\n"
              "  Per communicator and operation (func, algo, proto, size): counts, bytes, enqueue and completion\n"
              "  times, algorithm bandwidth, GPU time per channel, proxy activity; then drops, accuracy flags and\n"
              "  starvation.\n"
@@ -22,21 +22,24 @@ static void usage(FILE *f) {
              "  --wide                  every column of the text tables (by default they fit 120 columns: no\n"
              "                          per-channel GPU time, proxy or CeSync/CeBatch columns)\n"
              "  --top N                 per communicator, the N operation rows that took the most time (0 = all,\n"
-             "                          the default; how many are left out goes to stderr)\n");
+             "                          the default; how many are left out goes to stderr)\n"
+             "  --all                   every row of the proxy-thread, drops, clocks and hosts tables (by default\n"
+             "                          the 16 that say most; a line says how many more there are)\n");
   lens_trace_cli_usage_common(f);
 }
 
-struct opts { int json, wide; long top; };
+struct opts { int json, wide, all; long top; };
 
 static int summary_option(void *ctx, int *i, int argc, char **argv) {
   struct opts *o = ctx;
   if (lens_opt_flag(argv[*i], "--json", 0)) return o->json = 1, 1;
   if (lens_opt_flag(argv[*i], "--wide", 0)) return o->wide = 1, 1;
+  if (lens_opt_flag(argv[*i], "--all", 0)) return o->all = 1, 1;
   return lens_top_option(CMD, i, argc, argv, &o->top);
 }
 
 int lens_cmd_summary(int argc, char **argv) {
-  struct opts o = {0, 0, 0};
+  struct opts o = {0, 0, 0, 0};
   struct lens_trace_cli c;
   int rc = lens_trace_cli_parse(CMD, argc, argv, &c, summary_option, NULL, &o, usage);
   if (rc) {
@@ -51,6 +54,7 @@ int lens_cmd_summary(int argc, char **argv) {
   size_t cut = lens_summary_top(s, (size_t)o.top);
   if (cut) fprintf(stderr, "nccl-lens summary: --top %ld: %zu operation rows left out\n", o.top, cut);
   s->wide = o.wide;
+  s->all = o.all;
   s->hang = r.have_hang ? &r.hang : NULL; /* the same analysis as `nccl-lens hang`: a stuck collective leads */
   struct lens_summary_align al = {r.job_skel, &r.al};
   rc = 1;

@@ -78,11 +78,28 @@ static const char *const proxy_state_names[4] = {"active", "sleep", "idle", "app
  * Active/Idle record); append is part of active or idle. */
 static uint64_t proxy_total(const struct lens_sum_proxy *p) { return p->span_ns; }
 
-static void print_drops_text(FILE *f, const struct lens_model *m) {
+static uint64_t drops_total(const struct lens_drops *d) {
+  return d->ring_full + d->no_thread_slot + d->null_handle + d->bad_handle + d->write_errors + d->cupti_records +
+         d->blob_queue_full;
+}
+
+/* A row per process, capped (lens_fmt_rows_listed): the processes that lost the most first, and with the
+ * table capped, processes that lost nothing are not listed (a thousand rows of zeros say one thing). */
+static void print_drops_text(FILE *f, const struct lens_model *m, int all) {
   fprintf(f, "\ndrops and losses\n");
-  fprintf(f, "  %-28s %10s %10s %10s %10s %10s %10s %10s\n", "process", "ring_full", "no_slot", "null_hdl",
-          "bad_hdl", "write_err", "cupti_rec", "blob_q");
-  for (size_t p = 0; p < m->n_procs; p++) {
+  size_t n = m->n_procs, listed = lens_fmt_rows_listed(n, all), with = 0;
+  double *key = malloc((n + 1) * sizeof *key);
+  size_t *o = NULL;
+  if (key) {
+    for (size_t p = 0; p < n; p++) with += (key[p] = (double)drops_total(&m->procs[p].drops)) > 0;
+    o = listed < n ? lens_fmt_order_desc(key, n) : NULL;
+  }
+  if (listed < n && o && listed > with) listed = with;
+  if (listed)
+    fprintf(f, "  %-28s %10s %10s %10s %10s %10s %10s %10s\n", "process", "ring_full", "no_slot", "null_hdl",
+            "bad_hdl", "write_err", "cupti_rec", "blob_q");
+  for (size_t k = 0; k < listed; k++) {
+    size_t p = o ? o[k] : k;
     const struct lens_drops *d = &m->procs[p].drops;
     char who[96];
     snprintf(who, sizeof who, "%s:%u", m->procs[p].host, m->procs[p].pid);
@@ -91,6 +108,17 @@ static void print_drops_text(FILE *f, const struct lens_model *m) {
             who, d->ring_full, d->no_thread_slot, d->null_handle, d->bad_handle, d->write_errors, d->cupti_records,
             d->blob_queue_full);
   }
+  if (listed < n) {
+    if (with > listed)
+      fprintf(f, "  (%zu more processes with drops and %zu without not listed: --all lists every one; --json has "
+                 "all)\n", with - listed, n - with);
+    else if (with)
+      fprintf(f, "  the other %zu processes: no drops (--all lists every one)\n", n - with);
+    else
+      fprintf(f, "  no drops in any of the %zu processes (--all lists every one)\n", n);
+  }
+  free(o);
+  free(key);
   fprintf(f, "  orphan stops (start lost): %" PRIu64 "   unparsable records: %" PRIu64 "\n", m->orphan_stops,
           m->bad_records);
   int cut = 0;
@@ -277,21 +305,36 @@ void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct l
                "append is time within active or idle)\n");
     fprintf(f, "  %-28s %-16s %8s %8s %10s %7s %7s %7s %7s\n", "thread", "name", "ops", "steps", "bytes", "active%",
             "sleep%", "idle%", "append%");
-    for (size_t i = 0; i < s->n_proxies; i++) {
-      const struct lens_sum_proxy *p = &s->proxies[i];
+    /* capped: the busiest threads (active share) first */
+    size_t listed = lens_fmt_rows_listed(s->n_proxies, s->all), *o = NULL;
+    if (listed < s->n_proxies) {
+      double *key = malloc(s->n_proxies * sizeof *key);
+      if (key) {
+        for (size_t i = 0; i < s->n_proxies; i++) {
+          uint64_t tot = proxy_total(&s->proxies[i]);
+          key[i] = tot ? (double)s->proxies[i].state_ns[0] / (double)tot : 0.0;
+        }
+        o = lens_fmt_order_desc(key, s->n_proxies);
+        free(key);
+      }
+    }
+    for (size_t k = 0; k < listed; k++) {
+      const struct lens_sum_proxy *p = &s->proxies[o ? o[k] : k];
       const struct lens_thread *t = &m->threads[p->thread];
       char who[96], b[32];
       snprintf(who, sizeof who, "%s:%u tid %u", m->procs[t->proc].host, m->procs[t->proc].pid, t->tid);
       lens_fmt_bytes(p->bytes, b, sizeof b);
       uint64_t tot = proxy_total(p);
       fprintf(f, "  %-28s %-16s %8" PRIu64 " %8" PRIu64 " %10s", who, t->name[0] ? t->name : "-", p->ops, p->steps, b);
-      for (int k = 0; k < 4; k++) fprintf(f, " %7.1f", tot ? 100.0 * (double)p->state_ns[k] / (double)tot : 0.0);
+      for (int k2 = 0; k2 < 4; k2++) fprintf(f, " %7.1f", tot ? 100.0 * (double)p->state_ns[k2] / (double)tot : 0.0);
       fputc('\n', f);
     }
+    free(o);
+    lens_fmt_left_out(f, s->n_proxies - listed, "proxy threads", 1);
   }
-  print_drops_text(f, m);
+  print_drops_text(f, m, s->all);
   lens_summary_print_notes(f, m, 0);
-  lens_summary_print_clocks_text(f, m, align);
+  lens_summary_print_clocks_text(f, m, align, s->all);
   int any = 0;
   for (int b = 0; b < 32; b++)
     if (s->evf_counts[b] && lens_evf_name(1u << b)) {

@@ -19,7 +19,8 @@ void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct l
 void lens_summary_print_json(FILE *f, const struct lens_model *m, const struct lens_summary *s,
                              const struct lens_summary_align *al);
 /* Clock placement per process (summary_clocks.c), from CLOCK chunks. */
-void lens_summary_print_clocks_text(FILE *f, const struct lens_model *m, const struct lens_summary_align *al);
+/* all: every process and host (else lens_fmt_rows_listed's cap, least sure first) */
+void lens_summary_print_clocks_text(FILE *f, const struct lens_model *m, const struct lens_summary_align *al, int all);
 /* The plugin's WARN lines mirrored into the traces (summary_notes.c); markdown for report. */
 void lens_summary_print_notes(FILE *f, const struct lens_model *m, int markdown);
 void lens_summary_print_clocks_json(FILE *f, const struct lens_model *m, const struct lens_summary_align *al); /* ,"clocks":[...] */

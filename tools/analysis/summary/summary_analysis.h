@@ -99,6 +99,7 @@ struct lens_summary {
   uint64_t kernel_ch;
   int analyses_ran;
   int wide; /* text: every column (summary --wide); else the tables fit 120 columns */
+  int all;  /* text: every row of the per-process, proxy-thread and host tables (summary --all) */
   uint64_t evf_counts[32];  /* events per LENS_EVF_* bit */
   uint64_t events;          /* events read (after the selection) */
   /* the scheduler probe's report (starvation.h), n_samples 0 without a probe trace */
