@@ -17,8 +17,8 @@ _nccl_lens() {
     --quiet --ranks-per-node --reload --scenario --seed --slow --straggler --truth --verbose" ;;
   export) opts="--comm --cupti-buffer --force --format --func --help --into --min-wait-us --output --rank
     --since --split --tag-names --threads --types --until -o" ;;
-  summary) opts="--all --comm --cupti-buffer --func --help --json --min-wait-us --output --rank --since --tag-names
-    --top --until --wide -o" ;;
+  summary) opts="--all --comm --cupti-buffer --func --help --json --min-wait-us --output --rank --since
+    --tag-names --top --until --wide -o" ;;
   validate) opts="--comm --cupti-buffer --func --help --json --limit --min-wait-us --output --rank --since
     --tag-names --until -o" ;;
   sched) opts="--all-threads --btf --duration --follow --help --min-offcpu-us --min-wait-us --out --page-dir
