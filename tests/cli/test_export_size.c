@@ -4,7 +4,8 @@
  *   - every format's file is the same byte for byte on 1 and on 2 threads;
  *   - a document over the limit (NCCL_LENS_EXPORT_MAX_BYTES, here a third of
  *     the real size, so the test stays small) is not written: exit status 4,
- *     stderr says the size it would have and what fits;
+ *     stderr says the size it would have and what fits; the groups after
+ *     the spool passed the limit are measured, not spooled ("about");
  *   - --force writes it anyway, the same bytes as without a limit;
  *   - --split writes pieces OUT.1.json ... each under the limit, each valid
  *     JSON, every event of the whole document in exactly one
@@ -200,6 +201,18 @@ static void test_size_and_split(void **state) {
   snprintf(kb, sizeof kb, "%.1f MB", (double)n1 / 1e6);
   if (n1 < 1000000) snprintf(kb, sizeof kb, "%.1f kB", (double)n1 / 1e3);
   assert_non_null(strstr(r.err, kb)); /* the size it would have: exactly the file's */
+  /* The 4-host job on one thread under a 1-byte limit: the first group
+   * spooled holds more than the limit, so the other three are only
+   * measured, never written to the spool (a refused 9.5 GB export spooled
+   * all of it first), and the size is "about" (their rewritten tids are not
+   * read back). */
+  setenv("NCCL_LENS_EXPORT_MAX_BYTES", "1", 1);
+  const char *ja[] = {"export", "--format", "chrome", "--threads", "1", "-o", big, job, NULL};
+  assert_int_equal(cli_run(&r, ja), 0);
+  assert_int_equal(r.status, 4);
+  assert_int_not_equal(stat(big, &st), 0);
+  assert_non_null(strstr(r.err, "would be about"));
+  setenv("NCCL_LENS_EXPORT_MAX_BYTES", lim, 1);
 
   /* --force: written anyway, the same document. */
   const char *fa[] = {"export", "--force", "-o", forced, traces, NULL};

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdio_ext.h>
 #include <stdlib.h>
@@ -27,7 +28,21 @@ struct map_ctx {
   const struct lens_chrome_opts *opts;
   struct lens_spool_dir *spool;
   uint32_t span;          /* ids per input index */
+  /* Without --force or --split a document over the limit is refused: once
+   * the groups spooled hold more than it, the others are only measured
+   * (written to a sink that counts), so a refused 10 GB export does not
+   * fill the spool's disk first. */
+  uint64_t spool_limit;   /* 0: spool everything */
+  atomic_uint_least64_t spooled;
+  atomic_int counted_only; /* some group was measured, not spooled */
 };
+
+/* A FILE that only counts what is written to it. */
+static ssize_t count_write(void *cookie, const char *buf, size_t n) {
+  (void)buf;
+  *(uint64_t *)cookie += n;
+  return (ssize_t)n;
+}
 
 static void chrome_part_free(void *part) {
   struct lens_chrome_part *p = part;
@@ -46,15 +61,22 @@ static void *chrome_map(struct lens_model *m, void *ctx) {
     free(p);
     return lens_cli_error(CMD, "a host group's traces are not among the inputs"), NULL;
   }
-  char name[sizeof p->spool];
-  FILE *out = lens_spool_create(x->spool, name, sizeof name);
+  char name[sizeof p->spool] = "";
+  uint64_t counted = 0;
+  struct map_ctx *xm = (struct map_ctx *)x; /* its counters only */
+  int measure = x->spool_limit && atomic_load(&xm->spooled) > x->spool_limit;
+  FILE *out = measure ? fopencookie(&counted, "w", (cookie_io_functions_t){.write = count_write})
+                      : lens_spool_create(x->spool, name, sizeof name);
   if (!out) {
     free(p);
     return lens_cli_error(CMD, "cannot write a temporary file: %s", strerror(errno)), NULL;
   }
   uint32_t base = LENS_CHROME_SYNTH_ID + 1 + (uint32_t)key * x->span;
   int rc = lens_chrome_group(out, m, x->opts, base, base + x->span, NULL, p);
+  long at = measure ? 0 : ftell(out);
   if (fclose(out)) rc = rc ? rc : -1;
+  if (measure) atomic_store(&xm->counted_only, 1);
+  else atomic_fetch_add(&xm->spooled, at > 0 ? (uint64_t)at : 0);
   snprintf(p->spool, sizeof p->spool, "%s", name);
   if (rc == -2)
     lens_cli_error(CMD, "a host group needs more than %u ids (processes and tracks) of the %u a trace may take",
@@ -469,7 +491,8 @@ int lens_chrome_export(struct lens_trace_cli *c, const struct lens_chrome_export
   /* Ids: a range per input position, below INT32_MAX (process sort indexes
    * are written as ints). */
   struct map_ctx mx = {.c = c, .opts = &o->chrome, .spool = spool,
-                       .span = (uint32_t)((INT32_MAX - LENS_CHROME_SYNTH_ID - 1) / (c->n + 1))};
+                       .span = (uint32_t)((INT32_MAX - LENS_CHROME_SYNTH_ID - 1) / (c->n + 1)),
+                       .spool_limit = o->force || o->split ? 0 : max_bytes()};
   /* ProxySteps are exported: read as events. */
   struct lens_pass pass = {.map = chrome_map, .free = chrome_part_free, .ctx = &mx, .needs = LENS_PASS_STEPS};
   struct lens_passes_opts po_opts = {.threads = o->threads};
@@ -494,8 +517,11 @@ int lens_chrome_export(struct lens_trace_cli *c, const struct lens_chrome_export
   }
   uint64_t records = s.items + s.meta_items;
   uint64_t items_bytes = s.json + s.meta + 2 * records; /* separators: ",\n" (the first "\n") */
-  if (any) items_bytes = 0; /* the rewritten tids change the length: counted as written */
-  if (any && each_line(spool, parts, po.n_groups, dm, count_add, &items_bytes, 0)) {
+  /* the rewritten tids change the length: counted as written (not when some group was only measured: it
+   * is over the limit, refused, and its size the groups' own, a few bytes a rewritten tid apart) */
+  int measured = atomic_load(&mx.counted_only);
+  if (any && !measured) items_bytes = 0;
+  if (any && !measured && each_line(spool, parts, po.n_groups, dm, count_add, &items_bytes, 0)) {
     rc = lens_cli_error(CMD, "cannot read back a temporary file");
     goto out;
   }
@@ -503,11 +529,12 @@ int lens_chrome_export(struct lens_trace_cli *c, const struct lens_chrome_export
   uint64_t limit = max_bytes();
   if (o->split) {
     rc = write_split(c, po.skel, spool, parts, po.n_groups, dm, &s, limit);
-  } else if (size > limit && !o->force) {
+  } else if ((size > limit || measured) && !o->force) { /* measured: its groups past the limit were not spooled */
     char a[32], b[32], t[256] = "", ts[32];
     uint64_t tsize;
-    fprintf(stderr, "nccl-lens export: the Chrome JSON would be %s, more than the Perfetto UI opens (%s): not "
-                    "written\n", gb(size, a, sizeof a), gb(limit, b, sizeof b));
+    /* measured: the groups past the limit were counted, not spooled, their rewritten tids not read back */
+    fprintf(stderr, "nccl-lens export: the Chrome JSON would be %s%s, more than the Perfetto UI opens (%s): not "
+                    "written\n", measured ? "about " : "", gb(size, a, sizeof a), gb(limit, b, sizeof b));
     if (!fitting_types(&s, size - s.json - 2 * s.items, limit, t, sizeof t, &tsize)) {
       fprintf(stderr, "nccl-lens export: these types fit (about %s; a --rank or --comm selection may too):\n",
               gb(tsize, ts, sizeof ts));
