@@ -56,6 +56,7 @@ struct lens_diff_side {
   /* execution rows only (0 otherwise), means over the timed instances */
   double wait_ns;      /* each instance's longest wait: how late its last rank was */
   double wait_p50_ns;  /* its median over the instances */
+  double wait_p75_ns;  /* its 75th percentile: what a wait change must move besides the mean */
   double wait_rank_ns; /* per rank and instance (the job table's "wait avg") */
   double wall_ns;      /* execution + wait */
 };

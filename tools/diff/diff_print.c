@@ -160,12 +160,14 @@ static void side_json(FILE *f, const struct lens_diff_side *s) {
     lens_json_double(f, s->wait_ns);
     fputs(",\"wait_p50_ns\":", f);
     lens_json_double(f, s->wait_p50_ns);
+    fputs(",\"wait_p75_ns\":", f);
+    lens_json_double(f, s->wait_p75_ns);
     fputs(",\"wait_rank_avg_ns\":", f);
     lens_json_double(f, s->wait_rank_ns);
     fputs(",\"wall_ns\":", f);
     lens_json_double(f, s->wall_ns);
   } else {
-    fputs(",\"wait_ns\":null,\"wait_p50_ns\":null,\"wait_rank_avg_ns\":null,\"wall_ns\":null", f);
+    fputs(",\"wait_ns\":null,\"wait_p50_ns\":null,\"wait_p75_ns\":null,\"wait_rank_avg_ns\":null,\"wall_ns\":null", f);
   }
   fputs(",\"algo\":", f);
   lens_json_str(f, s->algo);
