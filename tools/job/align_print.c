@@ -74,9 +74,12 @@ void lens_align_print_text(FILE *f, const struct lens_model *m, const struct len
   fprintf(f, "\nhosts\n  aligned:");
   print_wrapped(f, 4, 10, tb);
   /* 120 columns: offset 20 holds UTC seconds with every ns digit, bound and
-   * realtime 9 hold fmt_ns's widest ("9999.9 ms"). */
+   * realtime 9 hold fmt_ns's widest ("9999.9 ms"). "corr ppm" is drift_ppm,
+   * the rate correction the mapping applies (a host clock 23 ppm slow gets
+   * +23), not the clock's own drift that validate prints (host - GPU): the
+   * two have opposite signs, so they are not named alike. */
   fprintf(f, "  %-*s %-8s %5s %5s %20s %9s %9s %9s %-11s %5s %7s\n", HOST_COL, "host", "boot id", "procs", "ranks",
-          "offset s (job-mono)", "bound", "realtime", "drift ppm", "source", "syncs", "one-way");
+          "offset s (job-mono)", "bound", "realtime", "corr ppm", "source", "syncs", "one-way");
   size_t listed = lens_fmt_rows_listed(a->n_hosts, all), *order = NULL;
   if (listed < a->n_hosts) {
     double *key = malloc(a->n_hosts * sizeof *key);
