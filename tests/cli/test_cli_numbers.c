@@ -212,6 +212,54 @@ static void write_launch_order(const char *path, int one_thread) {
   tb_close(t);
 }
 
+/* One rank's AllReduces whose host enqueue (Coll start -> stop) takes
+ * enq_us and whose completion (-> its ProxyOp's stop) comp_us. */
+static void write_enqueue(const char *path, uint64_t enq_us, uint64_t comp_us) {
+  struct tb *t = tb_open(path, LENS_PRODUCER_PLUGIN);
+  tb_session(t, 0, 1, "h", 6);
+  tb_comm(t, 1, 5, 0, 1, 1, 0, "world");
+  tb_thread(t, 1, 2, LENS_ROLE_APP | LENS_ROLE_PROXY, "t0", 0, 0);
+  tb_string(t, 1, "AllReduce");
+  tb_string(t, 2, "ncclInt8");
+  struct lens_p_proxy_op po = {.pid = 1};
+  tb_events_begin(t, 1);
+  for (int i = 0; i < 8; i++) {
+    uint64_t ts = 1000000 + (uint64_t)i * 10000000;
+    uint64_t c = LENS_ID_MAKE(LENS_T_COLL, 1, 10 + i), o = LENS_ID_MAKE(LENS_T_PROXY_OP, 1, 40 + i);
+    struct lens_p_coll pc = {.func = 1, .datatype = 2, .count = 1024, .seq = (uint64_t)i};
+    tb_start(t, LENS_T_COLL, c, 0, 1, ts, 0, 0, &pc, sizeof pc);
+    tb_start(t, LENS_T_PROXY_OP, o, c, 1, ts + 1000, 0, 0, &po, sizeof po);
+    tb_stop(t, o, ts + comp_us * 1000);
+    tb_stop(t, c, ts + enq_us * 1000);
+  }
+  tb_flush(t);
+  tb_close(t);
+}
+
+/* Launch-bound needs the enqueue clearly longer than the completion (1.25x):
+ * 0.6 % apart (229.6 against 228.3 us on a 1,024-rank job) was called
+ * launch-bound. */
+static void test_launch_bound_margin(void **state) {
+  (void)state;
+  static struct cli_result r;
+  char path[160];
+  const uint64_t enq[] = {110, 200}, comp = 100;
+  for (int k = 0; k < 2; k++) {
+    snprintf(path, sizeof path, "%s/enqueue%d.lens", cli_tmpdir(), k);
+    write_enqueue(path, enq[k], comp);
+    const char *args[] = {"report", path, NULL};
+    assert_int_equal(cli_run(&r, args), 0);
+    assert_int_equal(r.status, 0);
+    const char *h = strstr(r.out, "is launch-bound**");
+    if (k == 0) {
+      assert_null(h);
+    } else {
+      assert_non_null(h);
+      assert_non_null(strstr(h, "2.0x the"));
+    }
+  }
+}
+
 static void test_late_rank_launch_order(void **state) {
   (void)state;
   static struct cli_result r;
@@ -271,6 +319,7 @@ int main(void) {
       cmocka_unit_test(test_allgather_algbw_is_nccl_tests),
       cmocka_unit_test(test_straggler_count),
       cmocka_unit_test(test_late_rank_launch_order),
+      cmocka_unit_test(test_launch_bound_margin),
       cmocka_unit_test(test_summary_fits_120),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

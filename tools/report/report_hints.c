@@ -104,7 +104,10 @@ static int outliers(FILE *f, const struct lens_report *r) {
   return n;
 }
 
-/* Host enqueue slower than the operations themselves: launch-bound. */
+/* Host enqueue slower than the operations themselves: launch-bound. By a
+ * margin (LAUNCH_BOUND_RATIO): averages 0.6 % apart (229.6 against 228.3 us
+ * on a 1,024-rank job) are the same time, not a bound. */
+#define LAUNCH_BOUND_RATIO 1.25
 static int launch_bound(FILE *f, const struct lens_report *r) {
   const struct lens_summary *s = &r->sum;
   int n = 0;
@@ -118,13 +121,13 @@ static int launch_bound(FILE *f, const struct lens_report *r) {
       comp.n += w->completion.n;
       comp.sum += w->completion.sum;
     }
-    if (!comp.n || !enq.n || avg(&enq) <= avg(&comp)) continue;
+    if (!comp.n || !enq.n || avg(&enq) < LAUNCH_BOUND_RATIO * avg(&comp)) continue;
     char a[32], b[32], lb[48];
     lens_fmt_ns(avg(&enq), a, sizeof a);
     lens_fmt_ns(avg(&comp), b, sizeof b);
-    fprintf(f, "- **%s is launch-bound**: enqueueing an operation takes %s on the host on average, longer than "
+    fprintf(f, "- **%s is launch-bound**: enqueueing an operation takes %s on the host on average, %.1fx "
                "the %s it takes to complete. Group or fuse small operations, or capture them in a CUDA graph.\n",
-            lens_fmt_comm_label(s->groups[g].name, s->groups[g].comm_id, lb, sizeof lb), a, b);
+            lens_fmt_comm_label(s->groups[g].name, s->groups[g].comm_id, lb, sizeof lb), a, avg(&enq) / avg(&comp), b);
     n++;
   }
   return n;
