@@ -92,7 +92,9 @@ static void print_channel(FILE *f, const struct lens_vl_channel *c, int json, in
   lens_fmt_wrap_fields(f, head, indent, rec, LENS_FMT_COLUMNS);
 }
 
-static void print_kernel_head(FILE *f, const struct lens_vl_launch *l, int32_t proc, int json) {
+/* cupti: the traces hold CUPTI records at all; without any, a launch's
+ * missing kernel record is not a finding, only what was not checked. */
+static void print_kernel_head(FILE *f, const struct lens_vl_launch *l, int32_t proc, int json, int cupti) {
   if (json) {
     /* Ids as "0x" + 16 digits, strings: a JSON number loses digits past 2^53. */
     fprintf(f,
@@ -118,7 +120,9 @@ static void print_kernel_head(FILE *f, const struct lens_vl_launch *l, int32_t p
     lens_fmt_wrap(f, "  ", "      ", line, LENS_FMT_COLUMNS);
   } else
     fprintf(f, "  launch %#" PRIx64 " proc %d: %s\n", l->id, proc,
-            l->no_kernel_record ? "NO KERNEL RECORD (ext id pushed, CUPTI has none)" : "no CUPTI kernel record");
+            l->no_kernel_record ? "NO KERNEL RECORD (ext id pushed, CUPTI has none)"
+            : cupti             ? "no CUPTI kernel record"
+                                : "kernel not checked (no CUPTI records in these traces)");
 }
 
 /* The clock maps, at most limit of them (-1: all); returns how many were left out. */
@@ -188,7 +192,7 @@ static int read_rec(FILE *in, void *rec, size_t sz) { return fread(rec, sz, 1, i
 
 /* The listed launches of every group, in input order, at most limit in all;
  * returns how many were listed, -1 on a spool read error. */
-static long print_launches(FILE *f, const struct lens_validate_job *j, int json, long limit) {
+static long print_launches(FILE *f, const struct lens_validate_job *j, int json, long limit, int cupti) {
   long shown = 0;
   int progress = !isatty(fileno(f));
   for (size_t g = 0; g < j->n_parts && (limit < 0 || shown < limit); g++) {
@@ -200,7 +204,7 @@ static long print_launches(FILE *f, const struct lens_validate_job *j, int json,
       struct lens_vl_launch l;
       if (read_rec(in, &l, sizeof l)) return fclose(in), -1;
       if (json && shown) fputc(',', f);
-      print_kernel_head(f, &l, l.proc < 0 ? l.proc : (int32_t)(l.proc + (int32_t)j->bases[g].proc), json);
+      print_kernel_head(f, &l, l.proc < 0 ? l.proc : (int32_t)(l.proc + (int32_t)j->bases[g].proc), json, cupti);
       for (uint32_t c = 0; c < l.n_ch; c++) {
         struct lens_vl_channel ch;
         if (read_rec(in, &ch, sizeof ch)) return fclose(in), -1;
@@ -280,7 +284,7 @@ int lens_validate_print(FILE *f, const struct lens_model *m, const struct lens_v
     maps_left = print_maps(f, m, s, 0, limit);
     fprintf(f, "launches (kernels) and their channels:\n");
   }
-  long shown = print_launches(f, j, json, limit);
+  long shown = print_launches(f, j, json, limit, r->records > 0);
   if (shown < 0) return lens_cli_error("validate", "cannot read back a temporary file"), 1;
   size_t unlisted = s->launches - (size_t)shown;
   if (!json && unlisted) fprintf(f, "  (%zu more launches not listed: --limit N lists more)\n", unlisted);
