@@ -17,26 +17,11 @@
 #include <string.h>
 
 #include "../lens_test_file.h"
-#include "../lens_test_tmp.h"
-
-static char dir[256];
-
-static char *run(const char *cmd) {
-  static int n;
-  char out[512];
-  snprintf(out, sizeof out, "%s/out%d.txt", dir, n++);
-  assert_int_equal(lens_test_sh("%s/bin/nccl-lens %s %s/job > %s 2>/dev/null", LENS_BUILD_DIR, cmd, dir, out), 0);
-  char *text = lens_test_slurp(out, NULL);
-  assert_non_null(text);
-  return text;
-}
+#include "gen_job_cli.h"
 
 static int setup(void **state) {
   (void)state;
-  lens_test_tmpdir(dir, sizeof dir, "cli-rows");
-  return lens_test_sh("%s/bin/lens-gen-job -o %s/job --ranks 1024 --hosts 32 --events 300000 --compress none "
-                      ">/dev/null 2>&1",
-                      LENS_BUILD_DIR, dir);
+  return gen_job_make("cli-rows", 32);
 }
 
 static size_t count(const char *t, const char *needle) {
@@ -61,7 +46,7 @@ static size_t host_rows(const char *t, char *first, size_t first_len) {
 
 static void test_summary_capped(void **state) {
   (void)state;
-  char *t = run("summary");
+  char *t = gen_job_run("summary");
   if (lines(t) > 200) fail_msg("summary: %zu lines on a 1024-rank job", lines(t));
   assert_int_equal(count(t, " ncclProxy "), 16);
   assert_non_null(strstr(t, "  (1008 more proxy threads not listed: --all lists every one; --json has all)\n"));
@@ -79,7 +64,7 @@ static void test_summary_capped(void **state) {
 
 static void test_summary_all(void **state) {
   (void)state;
-  char *t = run("summary --all");
+  char *t = gen_job_run("summary --all");
   assert_int_equal(count(t, " ncclProxy "), 1024);
   assert_int_equal(count(t, " NTP synced"), 1024);
   assert_int_equal(count(t, "ring_full"), 1);
@@ -92,11 +77,11 @@ static void test_summary_all(void **state) {
 static void test_job_hosts(void **state) {
   (void)state;
   char first[64] = "";
-  char *t = run("job");
+  char *t = gen_job_run("job");
   assert_int_equal(host_rows(t, first, sizeof first), 16);
   assert_non_null(strstr(t, "  (16 more hosts not listed: --all lists every one; --json has all)\n"));
   free(t);
-  t = run("job --all");
+  t = gen_job_run("job --all");
   assert_int_equal(host_rows(t, first, sizeof first), 32);
   assert_null(strstr(t, "more hosts not listed"));
   free(t);
@@ -104,7 +89,7 @@ static void test_job_hosts(void **state) {
 
 static void test_report_capped(void **state) {
   (void)state;
-  char *t = run("report");
+  char *t = gen_job_run("report");
   if (lines(t) > 400) fail_msg("report: %zu lines on a 1024-rank job", lines(t));
   assert_non_null(strstr(t, "\n1008 more processes not listed: --all lists every one.\n"));
   assert_non_null(strstr(t, "\n1008 more communicator inits not listed: --all lists every one.\n"));
@@ -112,7 +97,7 @@ static void test_report_capped(void **state) {
   assert_non_null(strstr(t, "## Data losses\n\nNo drops in any of the 1024 processes (--all lists every one).\n"));
   assert_int_equal(count(t, " | ncclProxy | "), 16);
   free(t);
-  t = run("report --all");
+  t = gen_job_run("report --all");
   assert_int_equal(count(t, " | ncclProxy | "), 1024);
   assert_int_equal(count(t, " | not finalized |"), 1024); /* every comm init */
   assert_int_equal(count(t, "| process | ring_full |"), 1); /* the drops table, zeros and all */

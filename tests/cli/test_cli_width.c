@@ -15,26 +15,11 @@
 #include <string.h>
 
 #include "../lens_test_file.h"
-#include "../lens_test_tmp.h"
-
-static char dir[256];
-
-static char *run(const char *cmd) {
-  static int n;
-  char out[512];
-  snprintf(out, sizeof out, "%s/out%d.txt", dir, n++);
-  assert_int_equal(lens_test_sh("%s/bin/nccl-lens %s %s/job > %s 2>/dev/null", LENS_BUILD_DIR, cmd, dir, out), 0);
-  char *text = lens_test_slurp(out, NULL);
-  assert_non_null(text);
-  return text;
-}
+#include "gen_job_cli.h"
 
 static int setup(void **state) {
   (void)state;
-  lens_test_tmpdir(dir, sizeof dir, "cli-width");
-  return lens_test_sh("%s/bin/lens-gen-job -o %s/job --ranks 1024 --hosts 8 --events 300000 --compress none "
-                      ">/dev/null 2>&1",
-                      LENS_BUILD_DIR, dir);
+  return gen_job_make("cli-width", 8);
 }
 
 /* The column where header word w ends (its last character + 1), or -1. */
@@ -46,7 +31,7 @@ static long end_of(const char *line, size_t len, const char *w) {
 
 static void test_net_table_aligned(void **state) {
   (void)state;
-  char *t = run("net --top 0");
+  char *t = gen_job_run("net --top 0");
   if (lens_test_max_line(t) > 120) fail_msg("net wider than 120 columns");
   const char *h = strstr(t, "\n    # comm");
   assert_non_null(h); /* "#" right-aligned in 4 columns: 1024 rows */
@@ -77,7 +62,7 @@ static void test_views_within_120(void **state) {
   (void)state;
   const char *cmds[] = {"summary", "job --all", "validate", "hang"};
   for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
-    char *t = run(cmds[i]);
+    char *t = gen_job_run(cmds[i]);
     size_t w = lens_test_max_line(t);
     if (w > 120) fail_msg("%s: a line of %zu columns", cmds[i], w);
     free(t);
