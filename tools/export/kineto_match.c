@@ -7,7 +7,6 @@
 
 #include "analysis/gpu/gpu_analysis.h"
 
-#define KM_WINDOW_NS 20000000LL /* first guess: a kernel's nearest launch within 20 ms of the coarse time */
 #define KM_TOL_MIN_NS 3000.0    /* the tolerance is 8 x the spread, within these */
 #define KM_TOL_MAX_NS 100000.0
 #define KM_SLOPE_SPAN_NS 50000000LL /* below this span a drift cannot be told from noise: slope 0 */
@@ -362,7 +361,9 @@ static long seq_match(const struct seq *q, int commit, double *misfit_ns, size_t
       int64_t dd = q->s->k[q->K[j]].ts_ns - xs;
       if (llabs(dd) < llabs(best)) best = dd;
     }
-    if (best != INT64_MAX && llabs(best) <= KM_WINDOW_NS) d[nd++] = (double)best;
+    if (best == INT64_MAX) continue;
+    if ((double)llabs(best) < q->r->nearest_ns || q->r->nearest_ns == 0) q->r->nearest_ns = (double)llabs(best);
+    if (llabs(best) <= KM_WINDOW_NS) d[nd++] = (double)best;
   }
   out = 0;
   if (!nd) goto done;

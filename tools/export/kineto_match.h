@@ -48,6 +48,8 @@
  * comes on top). An alignment shifted by a run of same-length kernels fits only the loop's jitter: tens of us
  * (38 us when a file's wall clock was 1.5 ms off ours). */
 #define KM_FIT_RESIDUAL_MAX_NS 10000.0
+/* first guesses: a kernel's nearest launch within 20 ms of our coarse time (CPU wall clock) */
+#define KM_WINDOW_NS 20000000LL
 
 enum { KM_SRC_CHANNELS = 0, KM_SRC_CUPTI = 1 };
 enum { KM_BY_NONE = 0, KM_BY_CORRELATION = 1, KM_BY_ORDER_TIME = 2, KM_BY_ORDER_GAP = 3 };
@@ -91,6 +93,8 @@ struct km_result {
   size_t misfit_streams;   /* stream pairs whose best alignment was off the clocks' line (KM_FIT_RESIDUAL_MAX_NS):
                             * left unmatched, their pairs counted in ambiguous */
   double misfit_worst_ns;  /* the largest such residual */
+  double nearest_ns;       /* the smallest distance from a launch (our coarse time) to its nearest kernel, 0 none:
+                            * over KM_WINDOW_NS, no first guess was tried (another run, or a wall clock that far off) */
   double map_bound_ns;     /* largest error bound of our GPU clock maps of this process (against its host clock) */
   double ts_resolution_ns; /* 1, or 1000 for a file of integer microseconds */
 };

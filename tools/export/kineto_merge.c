@@ -632,6 +632,11 @@ static int merge_one(const char *cmd, const struct lens_kineto_merge_opts *o, in
                  "none of its %zu NCCL kernels matches one of the %zu launches of %s: the best alignment is off the GPU "
                  "clock's line by %.1f us (a wall clock off by more than the kernels' spacing?)",
                  s.n_k, r.n_l, ti[t].path, r.misfit_worst_ns / 1000.0);
+      else if (r.nearest_ns > KM_WINDOW_NS) /* no first guess was tried: say how far the nearest one was */
+        snprintf(why, sizeof why,
+                 "none of its %zu NCCL kernels lies within %.0f ms of one of the %zu launches of %s: the nearest is "
+                 "%.1f ms away (another run, or a wall clock off by more than %.0f ms?)",
+                 s.n_k, KM_WINDOW_NS / 1e6, r.n_l, ti[t].path, r.nearest_ns / 1e6, KM_WINDOW_NS / 1e6);
       else
         snprintf(why, sizeof why, "none of its %zu NCCL kernels matches one of the %zu launches of %s (another run?)",
                  s.n_k, r.n_l, ti[t].path);
