@@ -1,4 +1,5 @@
 /* Formatting shared by every view (format.h). */
+#define _GNU_SOURCE /* qsort_r */
 #include "cli/format.h"
 
 #include <inttypes.h>
@@ -190,10 +191,10 @@ void lens_fmt_left_out(FILE *f, size_t n_left, const char *what, int json_has_al
             json_has_all ? "; --json has all" : "");
 }
 
-static const double *order_key;
-static int by_key_desc(const void *a, const void *b) {
+static int by_key_desc(const void *a, const void *b, void *ctx) {
+  const double *key = ctx;
   size_t x = *(const size_t *)a, y = *(const size_t *)b;
-  if (order_key[x] != order_key[y]) return order_key[x] < order_key[y] ? 1 : -1;
+  if (key[x] != key[y]) return key[x] < key[y] ? 1 : -1;
   return (x > y) - (x < y);
 }
 
@@ -201,7 +202,6 @@ size_t *lens_fmt_order_desc(const double *key, size_t n) {
   size_t *o = malloc((n + 1) * sizeof *o);
   if (!o) return NULL;
   for (size_t i = 0; i < n; i++) o[i] = i;
-  order_key = key;
-  qsort(o, n, sizeof *o, by_key_desc);
+  qsort_r(o, n, sizeof *o, by_key_desc, (void *)key); /* the key as context: safe on any thread */
   return o;
 }

@@ -51,7 +51,7 @@ static void chrome_part_free(void *part) {
 }
 
 static void *chrome_map(struct lens_model *m, void *ctx) {
-  const struct map_ctx *x = ctx;
+  struct map_ctx *x = ctx; /* shared by the workers: only its atomics are written */
   struct lens_chrome_part *p = calloc(1, sizeof *p);
   if (!p) return lens_cli_error(CMD, "out of memory"), NULL;
   /* Where a group's ids start: the input position of its first trace (every
@@ -63,8 +63,7 @@ static void *chrome_map(struct lens_model *m, void *ctx) {
   }
   char name[sizeof p->spool] = "";
   uint64_t counted = 0;
-  struct map_ctx *xm = (struct map_ctx *)x; /* its counters only */
-  int measure = x->spool_limit && atomic_load(&xm->spooled) > x->spool_limit;
+  int measure = x->spool_limit && atomic_load(&x->spooled) > x->spool_limit;
   FILE *out = measure ? fopencookie(&counted, "w", (cookie_io_functions_t){.write = count_write})
                       : lens_spool_create(x->spool, name, sizeof name);
   if (!out) {
@@ -75,8 +74,8 @@ static void *chrome_map(struct lens_model *m, void *ctx) {
   int rc = lens_chrome_group(out, m, x->opts, base, base + x->span, NULL, p);
   long at = measure ? 0 : ftell(out);
   if (fclose(out)) rc = rc ? rc : -1;
-  if (measure) atomic_store(&xm->counted_only, 1);
-  else atomic_fetch_add(&xm->spooled, at > 0 ? (uint64_t)at : 0);
+  if (measure) atomic_store(&x->counted_only, 1);
+  else atomic_fetch_add(&x->spooled, at > 0 ? (uint64_t)at : 0);
   snprintf(p->spool, sizeof p->spool, "%s", name);
   if (rc == -2)
     lens_cli_error(CMD, "a host group needs more than %u ids (processes and tracks) of the %u a trace may take",
