@@ -11,7 +11,9 @@
 
 struct lens_validate_opts {
   int json;
-  long limit; /* launches listed in detail, -1 all, LENS_VALIDATE_LIMIT_DEFAULT: 20 as text, all as JSON */
+  long limit; /* launches listed in detail, -1 all, LENS_VALIDATE_LIMIT_DEFAULT: 20 as text; as JSON every flagged
+              * one and the first ok ones (lens_fmt_json_ok_listed) */
+  int all;    /* --all: every clock map, launch and channel, as text and JSON */
 };
 
 struct lens_validate_verdict {
