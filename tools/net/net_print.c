@@ -505,7 +505,8 @@ void lens_net_print_json_listed(FILE *f, const struct lens_model *m, const struc
             "%s{\"rank\":%d,\"transport\":\"%s\",\"device\":%d,\"qp\":%d,\"peer\":%d,\"channel\":%d,\"dir\":%s,"
             "\"events\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"timed\":%" PRIu64 ",\"total_ns\":%" PRIu64
             ",\"p50_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64 "}",
-            k++ ? ",\n" : "\n", q->rank, lens_net_transport_name(q->transport), q->device, q->qp_num, q->peer, q->channel,
+            k++ ? ",\n" : "\n", q->rank, lens_net_transport_name(q->transport), q->device, q->qp_num, q->peer,
+            q->channel,
             q->dir == LENS_NET_DIR_SEND ? "\"send\"" : q->dir == LENS_NET_DIR_RECV ? "\"recv\"" : "null", q->events,
             q->bytes, q->timed, q->total_ns, q->p50_ns, q->max_ns);
   }

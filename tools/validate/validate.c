@@ -61,9 +61,11 @@ int lens_cmd_validate(int argc, char **argv) {
   if (!(spool = lens_spool_dir_new("validate", NULL))) goto out;
   /* Each group lists at most what the job can: --limit, 20 as text, all
    * with --all; --json's default every flagged item and the first ok ones. */
-  long limit = o.all ? -1 : o.limit == LENS_VALIDATE_LIMIT_DEFAULT ? (o.json ? -1 : LENS_VALIDATE_TEXT_LAUNCHES) : o.limit;
-  struct lens_validate_map_ctx mc = {
-      .spool = spool, .limit = limit, .ok_capped = o.json && !o.all && o.limit == LENS_VALIDATE_LIMIT_DEFAULT};
+  long limit = o.all                                  ? -1
+               : o.limit != LENS_VALIDATE_LIMIT_DEFAULT ? o.limit
+               : o.json                                 ? -1
+                                                        : LENS_VALIDATE_TEXT_LAUNCHES;
+  struct lens_validate_map_ctx mc = {.spool = spool, .limit = limit, .ok_capped = lens_validate_ok_capped(&o)};
   /* Steps are folded: the JSON gives each file's events, its folded steps
    * included (lens_proc.folded_steps), as summary does. */
   struct lens_pass pass = {.map = lens_validate_map, .free = lens_validate_part_free, .ctx = &mc};

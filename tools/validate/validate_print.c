@@ -302,7 +302,7 @@ int lens_validate_print(FILE *f, const struct lens_model *m, const struct lens_v
     maps_left = print_maps(f, m, s, 0, limit);
     fprintf(f, "launches (kernels) and their channels:\n");
   }
-  int ok_capped = json && o->limit == LENS_VALIDATE_LIMIT_DEFAULT && !o->all;
+  int ok_capped = lens_validate_ok_capped(o);
   size_t ok_shown, orphans_ok_shown;
   long shown = print_launches(f, j, json, limit, r->records > 0, ok_capped, &ok_shown);
   if (shown < 0) return lens_cli_error("validate", "cannot read back a temporary file"), 1;

@@ -16,6 +16,12 @@ struct lens_validate_opts {
   int all;    /* --all: every clock map, launch and channel, as text and JSON */
 };
 
+/* --json's default: every flagged launch and channel, the first ok ones
+ * (lens_fmt_json_ok_listed); not with --limit or --all. */
+static inline int lens_validate_ok_capped(const struct lens_validate_opts *o) {
+  return o->json && !o->all && o->limit == LENS_VALIDATE_LIMIT_DEFAULT;
+}
+
 struct lens_validate_verdict {
   const char *level; /* "trusted", "mostly trusted", "unreliable", "unmapped" */
   char text[512];
