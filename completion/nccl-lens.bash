@@ -19,14 +19,14 @@ _nccl_lens() {
     --since --split --tag-names --threads --types --until -o" ;;
   summary) opts="--all --comm --cupti-buffer --func --help --json --min-wait-us --output --rank --since
     --tag-names --top --until --wide -o" ;;
-  validate) opts="--comm --cupti-buffer --func --help --json --limit --min-wait-us --output --rank --since
+  validate) opts="--all --comm --cupti-buffer --func --help --json --limit --min-wait-us --output --rank --since
     --tag-names --until -o" ;;
   sched) opts="--all-threads --btf --duration --follow --help --min-offcpu-us --min-wait-us --out --page-dir
     --pid --quiet --registry-dir --registry-only --stats --verbose" ;;
   report) opts="--all --comm --cupti-buffer --func --help --html --json --min-wait-us --output --rank --since
     --tag-names --top --until -o" ;;
-  net) opts="--comm --cupti-buffer --func --help --json --min-wait-us --output --rank --since --tag-names
-    --top --until -o" ;;
+  net) opts="--all --comm --cupti-buffer --func --help --json --min-wait-us --output --rank --since
+    --tag-names --top --until -o" ;;
   hang) opts="--comm --cupti-buffer --func --help --json --min-wait-us --output --rank --since --tag-names
     --until -o" ;;
   job) opts="--all --comm --cupti-buffer --end-spread-us --func --help --json --min-straggler-us

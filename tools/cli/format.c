@@ -191,6 +191,26 @@ void lens_fmt_left_out(FILE *f, size_t n_left, const char *what, int json_has_al
             json_has_all ? "; --json has all" : "");
 }
 
+/* NCCL_LENS_JSON_OK_ENTRIES, 1..10^9, sets another bound (tests cut a small
+ * job as a big one is cut); read once, the printers run on one thread. */
+static size_t json_ok_entries(void) {
+  static size_t bound;
+  if (!bound) {
+    const char *e = getenv("NCCL_LENS_JSON_OK_ENTRIES");
+    char *end;
+    unsigned long long v = e && *e >= '0' && *e <= '9' ? strtoull(e, &end, 10) : 0;
+    bound = v && v <= 1000000000ull && !*end ? (size_t)v : LENS_FMT_JSON_OK_ENTRIES;
+  }
+  return bound;
+}
+
+int lens_fmt_json_ok_listed(size_t *used, size_t entries, int all) {
+  if (all) return 1;
+  if (*used >= json_ok_entries()) return 0;
+  *used += entries;
+  return 1;
+}
+
 static int by_key_desc(const void *a, const void *b, void *ctx) {
   const double *key = ctx;
   size_t x = *(const size_t *)a, y = *(const size_t *)b;

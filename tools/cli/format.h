@@ -36,6 +36,20 @@ size_t lens_fmt_rows_listed(size_t n, int all);
 /* "  (N more WHAT not listed: --all lists every one; --json has all)" when n_left > 0
  * (without "; --json has all" where the command's JSON does not list them). */
 void lens_fmt_left_out(FILE *f, size_t n_left, const char *what, int json_has_all);
+/* --json on a big job (docs/cli.md, "JSON at scale"): validate, net and job
+ * list every flagged item (a finding, a warning, a straggler, a slow link)
+ * in full, and of the items that are fine only the first ones, while fewer
+ * than LENS_FMT_JSON_OK_ENTRIES entries are listed: an entry is a list's
+ * innermost object (a launch or a KernelCh, an instance's rank, a link, a
+ * network instance), so a list costs a few MB at most, whatever the job's
+ * size. A "left_out" object counts what each list left out; --all lists
+ * every one. The replay scenarios and any job this small list everything.
+ * NCCL_LENS_JSON_OK_ENTRIES sets another bound (tests use a small one). */
+#define LENS_FMT_JSON_OK_ENTRIES 16384
+/* Whether to list an item that is fine, of `entries` entries: with all set
+ * yes; else while *used is below LENS_FMT_JSON_OK_ENTRIES, counting them into
+ * *used (the last one listed may pass the bound by its own entries). */
+int lens_fmt_json_ok_listed(size_t *used, size_t entries, int all);
 /* The order in which to list a capped table: indexes 0..n-1, largest key first,
  * equal keys in index order (the table's own order). malloc'd; NULL when out of memory. */
 size_t *lens_fmt_order_desc(const double *key, size_t n);

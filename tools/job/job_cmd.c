@@ -50,7 +50,9 @@ static void usage(FILE *f) {
              "  kernels are matched by process group and Seq (else order), times on each host's wall clock.\n"
              "  --min-straggler-us N  name a last rank only when the others waited >= N us (default 20) and\n"
              "                        >= 2%% of the execution\n"
-             "  --all                 list every instance with a straggler (default: the 20 longest waits)\n"
+             "  --all                 list every instance with a straggler (default: the 20 longest waits); with\n"
+             "                        --json every instance (default: every one with a cause or a flag and the\n"
+             "                        first ok ones, \"left_out\" counting the rest)\n"
              "  --top N               list the N longest waits (0 = all, as --all)\n"
              "  --end-spread-us N     hosts: how far apart the ranks of one collective may end (default 5; doubled\n"
              "                        while the sync points contradict each other)\n"
@@ -467,7 +469,7 @@ int lens_cmd_job(int argc, char **argv) {
   if (f) {
     /* the hang of the traces (partial files and Kineto traces carry none) leads */
     if (o.json) {
-      lens_job_print_json(f, skel, &j, &al, have_hang ? &h : NULL, &src);
+      lens_job_print_json_listed(f, skel, &j, &al, have_hang ? &h : NULL, &src, o.top == 0);
     } else {
       if (have_hang) lens_hang_print_headline(f, &h);
       lens_job_print_text(f, skel, &j, (size_t)o.top, &al, &src);

@@ -309,8 +309,18 @@ static void json_stragglers(FILE *f, const struct lens_model *m, const char *key
   }
 }
 
+/* An instance --json lists whatever its size: a cause named (a straggler, a
+ * slow link) or a flag (not decomposed, host spans, matched by order...). */
+static int inst_flagged(const struct lens_job_inst *in) { return in->cause != LENS_CAUSE_NONE || in->flags; }
+
 void lens_job_print_json(FILE *f, const struct lens_model *m, const struct lens_job *j, const struct lens_align *a,
                          const struct lens_hang_report *hang, const struct lens_job_sources *src) {
+  lens_job_print_json_listed(f, m, j, a, hang, src, 1);
+}
+
+void lens_job_print_json_listed(FILE *f, const struct lens_model *m, const struct lens_job *j,
+                                const struct lens_align *a, const struct lens_hang_report *hang,
+                                const struct lens_job_sources *src, int all) {
   fprintf(f, "{\"schema\":\"nccl-lens-job/1\",\"threshold_ns\":%" PRIu64 ",\"min_wait_frac\":%.3f,", j->min_wait_ns,
           LENS_JOB_MIN_WAIT_FRAC);
   if (src && src->kineto_files)
@@ -330,9 +340,15 @@ void lens_job_print_json(FILE *f, const struct lens_model *m, const struct lens_
             j->ce_enqueue_ns);
   fprintf(f, "\"clock_map\":%s,\"matched\":{\"all\":%zu,\"some\":%zu,\"one\":%zu},\n\"collectives\":[",
           j->have_clock_map ? "true" : "false", j->matched_all, j->matched_some, j->matched_one);
+  size_t ok_used = 0, listed = 0, ok_left = 0;
   for (size_t i = 0; i < j->n_insts; i++) {
     const struct lens_job_inst *in = &j->insts[i];
-    fprintf(f, "%s\n{\"comm_id\":", i ? "," : "");
+    /* the rows count every instance; the ok ones past the first are left out */
+    if (!inst_flagged(in) && !lens_fmt_json_ok_listed(&ok_used, 1 + in->n_ranks, all)) {
+      ok_left++;
+      continue;
+    }
+    fprintf(f, "%s\n{\"comm_id\":", listed++ ? "," : "");
     lens_json_comm_id(f, in->comm_id);
     fprintf(f, ",\"seq\":%" PRId64 ",\"func\":", in->seq);
     lens_json_str(f, in->func);
@@ -388,6 +404,8 @@ void lens_job_print_json(FILE *f, const struct lens_model *m, const struct lens_
             r->top_last_count, r->with_straggler);
   }
   fputc(']', f);
+  /* what the default left out; absent when every instance is listed */
+  if (ok_left) fprintf(f, ",\n\"left_out\":{\"collectives_ok\":%zu}", ok_left);
   if (a) lens_align_print_json(f, m, a);
   fputs("}\n", f);
 }

@@ -35,6 +35,13 @@ void lens_job_print_text(FILE *f, const struct lens_model *m, const struct lens_
 /* hang: the hang analysis of the same traces (its "hang" value), NULL when
  * not run (streamed or partial input: JSON null). */
 struct lens_hang_report;
+/* all: every instance; else (--json's default) every flagged one (a cause
+ * named, or a flag) and the first ok ones (lens_fmt_json_ok_listed), and
+ * "left_out" counting the rest (the rows count them all). */
+void lens_job_print_json_listed(FILE *f, const struct lens_model *m, const struct lens_job *j,
+                                const struct lens_align *a, const struct lens_hang_report *hang,
+                                const struct lens_job_sources *src, int all);
+/* lens_job_print_json_listed with all set. */
 void lens_job_print_json(FILE *f, const struct lens_model *m, const struct lens_job *j, const struct lens_align *a,
                          const struct lens_hang_report *hang, const struct lens_job_sources *src);
 /* Markdown headline for `nccl-lens report`. */

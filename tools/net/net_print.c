@@ -391,16 +391,86 @@ static void jlink(FILE *f, const struct lens_model *m, const struct lens_net *n,
   fprintf(f, ",\"connection\":%d,\"order\":%zu}", l->conn, i);
 }
 
+/* A connection the text names: standing out, slow, or the slower side of an
+ * asymmetric pair. --json lists every one of them. */
+static int conn_flagged(const struct lens_net_conn *c) {
+  return c->stands_out || c->slow || (c->reverse >= 0 && c->asymmetry >= ASYM_RATIO);
+}
+
+/* What --json lists without --all (lens_fmt_json_ok_listed): every flagged
+ * connection and the first ok ones (slowest first), with their links; the
+ * instances with the most step time; the first QPs. 1 per item listed. */
+struct json_listed {
+  unsigned char *conn, *link, *inst, *qp;
+  size_t conns, links, insts, qps; /* how many listed */
+};
+
+static void json_listed_free(struct json_listed *x) {
+  free(x->conn), free(x->link), free(x->inst), free(x->qp);
+  memset(x, 0, sizeof *x);
+}
+
+/* 0, or -1 out of memory (then x says every item is listed). */
+static int json_listed_of(const struct lens_net *n, int all, struct json_listed *x) {
+  memset(x, 0, sizeof *x);
+  x->conn = calloc(n->n_conns + 1, 1), x->link = calloc(n->n_links + 1, 1);
+  x->inst = calloc(n->n_insts + 1, 1), x->qp = calloc(n->n_qps + 1, 1);
+  if (!x->conn || !x->link || !x->inst || !x->qp) goto oom;
+  size_t used = 0;
+  for (size_t i = 0; i < n->n_conns; i++) {
+    const struct lens_net_conn *c = &n->conns[i];
+    size_t entries = 1 + (c->send_link >= 0) + (c->recv_link >= 0);
+    x->conn[i] = conn_flagged(c) || lens_fmt_json_ok_listed(&used, entries, all);
+    x->conns += x->conn[i];
+  }
+  for (size_t i = 0; i < n->n_links; i++) { /* a link with its connection (one without: listed) */
+    int32_t c = n->links[i].conn;
+    x->link[i] = c < 0 || (size_t)c >= n->n_conns || x->conn[c];
+    x->links += x->link[i];
+  }
+  used = 0;
+  if (all) {
+    memset(x->inst, 1, n->n_insts);
+    x->insts = n->n_insts;
+  } else { /* the most step time first, as the text ranks them; listed in the list's order */
+    double *key = malloc(n->n_insts * sizeof *key);
+    size_t *o;
+    if (!key) goto oom;
+    for (size_t i = 0; i < n->n_insts; i++) key[i] = (double)n->insts[i].s.step_ns;
+    o = lens_fmt_order_desc(key, n->n_insts);
+    free(key);
+    if (!o) goto oom;
+    for (size_t k = 0; k < n->n_insts && lens_fmt_json_ok_listed(&used, 1, 0); k++) x->inst[o[k]] = 1, x->insts++;
+    free(o);
+  }
+  used = 0;
+  for (size_t i = 0; i < n->n_qps && lens_fmt_json_ok_listed(&used, 1, all); i++) x->qp[i] = 1, x->qps++;
+  return 0;
+oom:
+  json_listed_free(x);
+  x->conns = n->n_conns, x->links = n->n_links, x->insts = n->n_insts, x->qps = n->n_qps;
+  return -1;
+}
+#define LISTED(v, i) (!(v) || (v)[i]) /* NULL: all */
+
 void lens_net_print_json(FILE *f, const struct lens_model *m, const struct lens_net *n) {
+  lens_net_print_json_listed(f, m, n, 1);
+}
+
+void lens_net_print_json_listed(FILE *f, const struct lens_model *m, const struct lens_net *n, int all) {
+  struct json_listed x;
+  json_listed_of(n, all, &x); /* out of memory: every item */
   fputs("{\"links\":[", f);
-  for (size_t i = 0; i < n->n_links; i++) {
-    fputs(i ? ",\n" : "\n", f);
+  for (size_t i = 0, k = 0; i < n->n_links; i++) {
+    if (!LISTED(x.link, i)) continue;
+    fputs(k++ ? ",\n" : "\n", f);
     jlink(f, m, n, i);
   }
   fputs("],\n\"connections\":[", f);
-  for (size_t i = 0; i < n->n_conns; i++) {
+  for (size_t i = 0, k = 0; i < n->n_conns; i++) {
     const struct lens_net_conn *c = &n->conns[i];
-    fprintf(f, "%s{\"comm_id\":", i ? ",\n" : "\n");
+    if (!LISTED(x.conn, i)) continue;
+    fprintf(f, "%s{\"comm_id\":", k++ ? ",\n" : "\n");
     lens_json_comm_id(f, c->comm_id);
     fprintf(f, ",\"src\":%d,\"dst\":%d,\"channel\":%d,\"send_link\":%d,\"recv_link\":%d,\"reverse\":%d,"
                "\"dominant\":\"%s\",\"score\":",
@@ -413,9 +483,10 @@ void lens_net_print_json(FILE *f, const struct lens_model *m, const struct lens_
             c->slow ? "true" : "false", c->order);
   }
   fputs("],\n\"instances\":[", f);
-  for (size_t i = 0; i < n->n_insts; i++) {
+  for (size_t i = 0, k = 0; i < n->n_insts; i++) {
     const struct lens_net_inst *e = &n->insts[i];
-    fprintf(f, "%s{\"event\":%" PRIu64 ",\"comm_id\":", i ? ",\n" : "\n", e->event);
+    if (!LISTED(x.inst, i)) continue;
+    fprintf(f, "%s{\"event\":%" PRIu64 ",\"comm_id\":", k++ ? ",\n" : "\n", e->event);
     lens_json_comm_id(f, e->comm_id);
     fprintf(f, ",\"rank\":%d,\"kind\":\"%s\",\"func\":", e->rank, e->kind == LENS_T_COLL ? "coll" : "p2p");
     lens_json_str(f, e->func);
@@ -427,17 +498,29 @@ void lens_net_print_json(FILE *f, const struct lens_model *m, const struct lens_
   }
   fprintf(f, "],\n\"net_plugin\":{\"events\":%" PRIu64 ",\"unparented\":%" PRIu64 ",\"qps\":[", n->net_plugin_events,
           n->net_plugin_unparented);
-  for (size_t i = 0; i < n->n_qps; i++) {
+  for (size_t i = 0, k = 0; i < n->n_qps; i++) {
     const struct lens_net_qp *q = &n->qps[i];
+    if (!LISTED(x.qp, i)) continue;
     fprintf(f,
             "%s{\"rank\":%d,\"transport\":\"%s\",\"device\":%d,\"qp\":%d,\"peer\":%d,\"channel\":%d,\"dir\":%s,"
             "\"events\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"timed\":%" PRIu64 ",\"total_ns\":%" PRIu64
             ",\"p50_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64 "}",
-            i ? ",\n" : "\n", q->rank, lens_net_transport_name(q->transport), q->device, q->qp_num, q->peer, q->channel,
+            k++ ? ",\n" : "\n", q->rank, lens_net_transport_name(q->transport), q->device, q->qp_num, q->peer,
+            q->channel,
             q->dir == LENS_NET_DIR_SEND ? "\"send\"" : q->dir == LENS_NET_DIR_RECV ? "\"recv\"" : "null", q->events,
             q->bytes, q->timed, q->total_ns, q->p50_ns, q->max_ns);
   }
-  fputs("]},\n\"totals\":{", f);
+  fputs("]},\n", f);
+  /* What the default left out, absent when every item is listed: ok
+   * connections and their links, the instances with the least step time
+   * (the view holds insts_total - n_insts fewer when it kept the top ones),
+   * QPs past the first. */
+  uint64_t insts_left = n->insts_total - x.insts;
+  if (x.links < n->n_links || x.conns < n->n_conns || insts_left || x.qps < n->n_qps)
+    fprintf(f, "\"left_out\":{\"links_ok\":%zu,\"connections_ok\":%zu,\"instances\":%" PRIu64 ",\"qps\":%zu},\n",
+            n->n_links - x.links, n->n_conns - x.conns, insts_left, n->n_qps - x.qps);
+  json_listed_free(&x);
+  fputs("\"totals\":{", f);
   jsplit(f, &n->total);
   size_t slow = 0;
   for (size_t i = 0; i < n->n_conns; i++) slow += n->conns[i].slow != 0;

@@ -14,6 +14,12 @@
 void lens_net_print_text(FILE *f, const struct lens_model *m, const struct lens_net *n, int top);
 /* Markdown: the report's "Network" section (heading included). */
 void lens_net_print_md(FILE *f, const struct lens_model *m, const struct lens_net *n, int top);
+/* JSON (docs/net.md): all set, every link, connection, instance and QP;
+ * else (--json's default) every flagged connection and the first ok ones
+ * with their links, the instances with the most step time, the first QPs
+ * (lens_fmt_json_ok_listed), and "left_out" counting the rest. */
+void lens_net_print_json_listed(FILE *f, const struct lens_model *m, const struct lens_net *n, int all);
+/* lens_net_print_json_listed with all set. */
 void lens_net_print_json(FILE *f, const struct lens_model *m, const struct lens_net *n);
 
 #endif

@@ -1,4 +1,4 @@
-/* nccl-lens validate TRACE... [--cupti-buffer FILE...] [--json] [--limit N]
+/* nccl-lens validate TRACE... [--cupti-buffer FILE...] [--json] [--limit N|--all]
  *
  * Joins CUPTI kernel records to NCCL's launches, fits per-GPU clock maps
  * and says how far NCCL's kernel timing (KernelCh pTimers) can be trusted:
@@ -23,10 +23,12 @@
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: nccl-lens validate [--json] [--limit N] [-o FILE] [common options] TRACE.lens|DIR...\n"
+          "usage: nccl-lens validate [--json] [--limit N|--all] [-o FILE] [common options] TRACE.lens|DIR...\n"
           "  --json               machine-readable output\n"
           "  --limit N            list at most N of each list: clock maps, launches, channels without a launch\n"
-          "                       (default: 20 as text, all with --json; totals and flags always cover all)\n"
+          "                       (default: 20 as text; with --json every flagged launch and channel and the\n"
+          "                       first ok ones, \"left_out\" counting the rest; totals and flags cover all)\n"
+          "  --all                list every clock map, launch and channel, as text and --json\n"
           "  The text starts with the verdict.\n");
   lens_trace_cli_usage_common(f);
 }
@@ -36,6 +38,7 @@ static int validate_option(void *ctx, int *i, int argc, char **argv) {
   struct lens_validate_opts *o = ctx;
   const char *v;
   if (lens_opt_flag(argv[*i], "--json", 0)) return o->json = 1, 1;
+  if (lens_opt_flag(argv[*i], "--all", 0)) return o->all = 1, 1;
   int r = lens_opt_val("validate", i, argc, argv, "--limit", 0, "a number of launches", &v);
   if (r > 0) {
     char *end;
@@ -47,7 +50,7 @@ static int validate_option(void *ctx, int *i, int argc, char **argv) {
 }
 
 int lens_cmd_validate(int argc, char **argv) {
-  struct lens_validate_opts o = {.json = 0, .limit = LENS_VALIDATE_LIMIT_DEFAULT};
+  struct lens_validate_opts o = {.json = 0, .limit = LENS_VALIDATE_LIMIT_DEFAULT, .all = 0};
   struct lens_trace_cli c;
   int rc = 1;
   struct lens_spool_dir *spool = NULL;
@@ -56,9 +59,13 @@ int lens_cmd_validate(int argc, char **argv) {
     goto out;
   }
   if (!(spool = lens_spool_dir_new("validate", NULL))) goto out;
-  /* Each group lists at most what the job can: --limit, or all for --json. */
-  long limit = o.limit == LENS_VALIDATE_LIMIT_DEFAULT ? (o.json ? -1 : LENS_VALIDATE_TEXT_LAUNCHES) : o.limit;
-  struct lens_validate_map_ctx mc = {.spool = spool, .limit = limit};
+  /* Each group lists at most what the job can: --limit, 20 as text, all
+   * with --all; --json's default every flagged item and the first ok ones. */
+  long limit = o.all                                  ? -1
+               : o.limit != LENS_VALIDATE_LIMIT_DEFAULT ? o.limit
+               : o.json                                 ? -1
+                                                        : LENS_VALIDATE_TEXT_LAUNCHES;
+  struct lens_validate_map_ctx mc = {.spool = spool, .limit = limit, .ok_capped = lens_validate_ok_capped(&o)};
   /* Steps are folded: the JSON gives each file's events, its folded steps
    * included (lens_proc.folded_steps), as summary does. */
   struct lens_pass pass = {.map = lens_validate_map, .free = lens_validate_part_free, .ctx = &mc};

@@ -9,6 +9,7 @@
 
 #include "analysis/gpu/gpu_analysis.h"
 #include "cli/cli.h"
+#include "cli/format.h"
 #include "validate/validate_print.h"
 
 static uint64_t op_launch(const struct lens_event *op) {
@@ -154,17 +155,31 @@ oom:
   return -1;
 }
 
+/* How many of launch ordinal k's channels are flagged (LENS_VALIDATE_FLAGGED). */
+static size_t flagged_channels(const struct lens_model *m, const struct launch_index *ix, size_t k) {
+  size_t n = 0;
+  for (size_t o = ix->first[k]; o < ix->first[k + 1]; o++)
+    for (int32_t c = m->events[ix->ops[o]].first_child; c >= 0; c = m->events[c].next_sibling)
+      n += m->events[c].type == LENS_T_KERNEL_CH && (m->events[c].acc.flags & LENS_VALIDATE_FLAGGED);
+  return n;
+}
+
 /* The KernelCh of launch ordinal k's ops (k == n_launches: ops without a
- * launch): counted, and written while *budget lasts (-1: no limit). */
+ * launch): counted, and written while *budget lasts (-1: no limit); with
+ * ok_used, one that is not flagged only while lens_fmt_json_ok_listed says.
+ * *ok counts those not flagged (NULL: not counted). */
 static size_t channels_of(const struct lens_model *m, const struct launch_index *ix, size_t k, FILE *f,
-                          long *budget, size_t *written) {
+                          long *budget, size_t *written, size_t *ok_used, size_t *ok) {
   size_t n = 0;
   for (size_t o = ix->first[k]; o < ix->first[k + 1]; o++) {
     const struct lens_event *op = &m->events[ix->ops[o]];
     for (int32_t c = op->first_child; c >= 0; c = m->events[c].next_sibling) {
       if (m->events[c].type != LENS_T_KERNEL_CH) continue;
       n++;
+      int flagged = (m->events[c].acc.flags & LENS_VALIDATE_FLAGGED) != 0;
+      if (ok && !flagged) (*ok)++;
       if (!f || (*budget >= 0 && (long)*written >= *budget)) continue;
+      if (ok_used && !flagged && !lens_fmt_json_ok_listed(ok_used, 1, 0)) continue;
       struct lens_vl_channel rec;
       channel_rec(m, &m->events[c], op, &rec);
       fwrite(&rec, sizeof rec, 1, f);
@@ -255,26 +270,31 @@ void *lens_validate_map(struct lens_model *m, void *ctx) {
     goto fail;
   }
   /* Launches in event order, each with all its channels; no group lists
-   * more than the limit, since the job lists no more. */
-  size_t k = 0;
+   * more than the limit, nor more of the ok ones than the job lists (it
+   * takes them in this order from the first group on). */
+  size_t k = 0, ok_used = 0, orphans_ok_used = 0;
   long no_limit = -1;
   for (size_t i = 0; i < m->n_events; i++) {
     const struct lens_event *l = &m->events[i];
     if (l->type != LENS_T_KERNEL_LAUNCH) continue;
     k++;
     p->launches++;
-    if (x->limit >= 0 && (long)p->launches_listed >= x->limit) continue;
     struct lens_vl_launch rec;
     launch_rec(m, l, &rec);
+    rec.flagged = rec.no_kernel_record || flagged_channels(m, &ix, k - 1);
+    p->launches_ok += !rec.flagged;
+    if (x->limit >= 0 && (long)p->launches_listed >= x->limit) continue;
     size_t w = 0;
-    rec.n_ch = (uint32_t)channels_of(m, &ix, k - 1, NULL, &no_limit, &w);
+    rec.n_ch = (uint32_t)channels_of(m, &ix, k - 1, NULL, &no_limit, &w, NULL, NULL);
+    if (x->ok_capped && !rec.flagged && !lens_fmt_json_ok_listed(&ok_used, 1 + (size_t)rec.n_ch, 0)) continue;
     fwrite(&rec, sizeof rec, 1, f);
-    channels_of(m, &ix, k - 1, f, &no_limit, &w);
+    channels_of(m, &ix, k - 1, f, &no_limit, &w, NULL, NULL);
     p->launches_listed++;
   }
   p->orphans_at = (uint64_t)ftell(f);
   long budget = x->limit;
-  p->orphans = channels_of(m, &ix, ix.n_launches, f, &budget, &p->orphans_listed);
+  p->orphans = channels_of(m, &ix, ix.n_launches, f, &budget, &p->orphans_listed,
+                           x->ok_capped ? &orphans_ok_used : NULL, &p->orphans_ok);
   if (fflush(f) || ferror(f)) {
     lens_cli_error("validate", "cannot write a temporary file: %s", strerror(errno));
     goto fail;
@@ -325,6 +345,7 @@ int lens_validate_merge(const struct lens_model *skel, const struct lens_validat
     const struct lens_validate_part *p = parts[g];
     s->launches += p->launches, s->launches_listed += p->launches_listed;
     s->orphans += p->orphans, s->orphans_listed += p->orphans_listed;
+    s->launches_ok += p->launches_ok, s->orphans_ok += p->orphans_ok;
     s->kch += p->kch, s->mapped += p->mapped, s->bad += p->bad, s->unmapped += p->unmapped;
     for (size_t b = 0; b < LENS_VALIDATE_N_FLAGS; b++) s->flags[b] += p->flags[b];
     sum_cupti(&s->cupti, &p->cupti);

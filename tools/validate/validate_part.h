@@ -17,6 +17,10 @@
 #include "reader/lensread.h"
 
 #define LENS_VALIDATE_N_FLAGS 9 /* LENS_ACC_* bits validate names (validate_print.c) */
+/* A KernelCh with any of them is flagged: --json lists it whatever its size
+ * (lens_fmt_json_ok_listed); a launch is flagged by its own
+ * no_kernel_record or by a flagged channel. */
+#define LENS_VALIDATE_FLAGGED ((1u << LENS_VALIDATE_N_FLAGS) - 1)
 
 /* One listed launch, as written in the spool; its channels follow it. */
 struct lens_vl_launch {
@@ -27,6 +31,7 @@ struct lens_vl_launch {
   uint64_t k_start, k_end;
   uint32_t n_ch;
   uint8_t no_kernel_record;
+  uint8_t flagged;         /* no_kernel_record, or a channel with a LENS_VALIDATE_FLAGGED flag */
 };
 
 /* One listed KernelCh. */
@@ -56,6 +61,7 @@ struct lens_validate_part {
   uint64_t orphans_at;
   size_t launches, launches_listed;      /* all; written */
   size_t orphans, orphans_listed;        /* channels without a launch: all; written */
+  size_t launches_ok, orphans_ok;        /* of all, those not flagged */
   size_t kch, mapped, bad, unmapped;
   size_t flags[LENS_VALIDATE_N_FLAGS];
   struct lens_vl_cupti cupti;
@@ -66,6 +72,8 @@ struct lens_validate_part {
 struct lens_validate_map_ctx {
   struct lens_spool_dir *spool;
   long limit;              /* launches (and orphan channels) a group lists, -1 all */
+  int ok_capped;           /* --json's default: every flagged launch and channel, the ok ones while
+                            * lens_fmt_json_ok_listed says (a group writes no more than the job lists) */
 };
 
 void *lens_validate_map(struct lens_model *m, void *ctx);

@@ -191,9 +191,14 @@ static void print_files_json(FILE *f, const struct lens_model *m, const uint64_t
 static int read_rec(FILE *in, void *rec, size_t sz) { return fread(rec, sz, 1, in) == 1 ? 0 : -1; }
 
 /* The listed launches of every group, in input order, at most limit in all;
- * returns how many were listed, -1 on a spool read error. */
-static long print_launches(FILE *f, const struct lens_validate_job *j, int json, long limit, int cupti) {
+ * with ok_capped (--json's default) every flagged one and the ok ones while
+ * lens_fmt_json_ok_listed says, *ok_shown counting those. Returns how many
+ * were listed, -1 on a spool read error. */
+static long print_launches(FILE *f, const struct lens_validate_job *j, int json, long limit, int cupti, int ok_capped,
+                           size_t *ok_shown) {
   long shown = 0;
+  size_t ok_used = 0;
+  *ok_shown = 0;
   int progress = !isatty(fileno(f));
   for (size_t g = 0; g < j->n_parts && (limit < 0 || shown < limit); g++) {
     const struct lens_validate_part *p = j->parts[g];
@@ -203,6 +208,11 @@ static long print_launches(FILE *f, const struct lens_validate_job *j, int json,
     for (size_t i = 0; i < p->launches_listed && (limit < 0 || shown < limit); i++) {
       struct lens_vl_launch l;
       if (read_rec(in, &l, sizeof l)) return fclose(in), -1;
+      if (ok_capped && !l.flagged && !lens_fmt_json_ok_listed(&ok_used, 1 + (size_t)l.n_ch, 0)) {
+        if (fseeko(in, (off_t)l.n_ch * (off_t)sizeof(struct lens_vl_channel), SEEK_CUR)) return fclose(in), -1;
+        continue; /* its channels skipped */
+      }
+      *ok_shown += !l.flagged;
       if (json && shown) fputc(',', f);
       print_kernel_head(f, &l, l.proc < 0 ? l.proc : (int32_t)(l.proc + (int32_t)j->bases[g].proc), json, cupti);
       for (uint32_t c = 0; c < l.n_ch; c++) {
@@ -221,9 +231,13 @@ static long print_launches(FILE *f, const struct lens_validate_job *j, int json,
   return shown;
 }
 
-/* The listed channels without a launch of every group, at most limit in all. */
-static long print_orphans(FILE *f, const struct lens_validate_job *j, int json, long limit) {
+/* The listed channels without a launch of every group, at most limit in all;
+ * with ok_capped as print_launches. */
+static long print_orphans(FILE *f, const struct lens_validate_job *j, int json, long limit, int ok_capped,
+                          size_t *ok_shown) {
   long shown = 0;
+  size_t ok_used = 0;
+  *ok_shown = 0;
   for (size_t g = 0; g < j->n_parts && (limit < 0 || shown < limit); g++) {
     const struct lens_validate_part *p = j->parts[g];
     if (!p->orphans_listed) continue;
@@ -232,6 +246,9 @@ static long print_orphans(FILE *f, const struct lens_validate_job *j, int json, 
     for (size_t i = 0; i < p->orphans_listed && (limit < 0 || shown < limit); i++) {
       struct lens_vl_channel ch;
       if (read_rec(in, &ch, sizeof ch)) return fclose(in), -1;
+      int flagged = (ch.flags & LENS_VALIDATE_FLAGGED) != 0;
+      if (ok_capped && !flagged && !lens_fmt_json_ok_listed(&ok_used, 1, 0)) continue;
+      *ok_shown += !flagged;
       print_channel(f, &ch, json, shown == 0);
       shown++;
     }
@@ -251,7 +268,8 @@ int lens_validate_print(FILE *f, const struct lens_model *m, const struct lens_v
   lens_cli_progress(NULL, -1, 0);
   /* --limit bounds every list: clock maps, launches, channels without a launch. */
   long limit = o->limit;
-  if (limit == LENS_VALIDATE_LIMIT_DEFAULT) limit = json ? -1 : LENS_VALIDATE_TEXT_LAUNCHES;
+  if (o->all) limit = -1;
+  else if (limit == LENS_VALIDATE_LIMIT_DEFAULT) limit = json ? -1 : LENS_VALIDATE_TEXT_LAUNCHES;
   size_t maps_left;
   if (json) {
     print_files_json(f, m, s->file_events);
@@ -284,18 +302,25 @@ int lens_validate_print(FILE *f, const struct lens_model *m, const struct lens_v
     maps_left = print_maps(f, m, s, 0, limit);
     fprintf(f, "launches (kernels) and their channels:\n");
   }
-  long shown = print_launches(f, j, json, limit, r->records > 0);
+  int ok_capped = lens_validate_ok_capped(o);
+  size_t ok_shown, orphans_ok_shown;
+  long shown = print_launches(f, j, json, limit, r->records > 0, ok_capped, &ok_shown);
   if (shown < 0) return lens_cli_error("validate", "cannot read back a temporary file"), 1;
   size_t unlisted = s->launches - (size_t)shown;
   if (!json && unlisted) fprintf(f, "  (%zu more launches not listed: --limit N lists more)\n", unlisted);
   if (json) fprintf(f, "],\"launches_unlisted\":%zu,\"channels_without_launch\":[", unlisted);
   else fprintf(f, "channels without a launch (graph replays, v4 traces):\n");
-  long oshown = print_orphans(f, j, json, limit);
+  long oshown = print_orphans(f, j, json, limit, ok_capped, &orphans_ok_shown);
   if (oshown < 0) return lens_cli_error("validate", "cannot read back a temporary file"), 1;
   size_t orphans_left = s->orphans - (size_t)oshown;
   if (!json && orphans_left) fprintf(f, "  (%zu more channels not listed: --limit N lists more)\n", orphans_left);
   if (json) {
     fprintf(f, "],\"channels_without_launch_unlisted\":%zu", orphans_left);
+    /* What the default left out: ok items only (every flagged one is listed);
+     * absent when every item is listed. */
+    if (ok_capped && (ok_shown < s->launches_ok || orphans_ok_shown < s->orphans_ok))
+      fprintf(f, ",\"left_out\":{\"launches_ok\":%zu,\"channels_without_launch_ok\":%zu}",
+              s->launches_ok - ok_shown, s->orphans_ok - orphans_ok_shown);
     fprintf(f, ",\"totals\":{\"kernel_ch\":%zu,\"mapped\":%zu,\"checked_against_kernel\":%zu,\"flags\":{", s->kch,
             s->mapped, r->kch_cupti_checked);
     for (size_t b = 0; b < N_FLAG_NAMES; b++) fprintf(f, "%s\"%s\":%zu", b ? "," : "", flag_names[b], s->flags[b]);

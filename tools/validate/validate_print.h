@@ -11,8 +11,16 @@
 
 struct lens_validate_opts {
   int json;
-  long limit; /* launches listed in detail, -1 all, LENS_VALIDATE_LIMIT_DEFAULT: 20 as text, all as JSON */
+  long limit; /* launches listed in detail, -1 all, LENS_VALIDATE_LIMIT_DEFAULT: 20 as text; as JSON every flagged
+              * one and the first ok ones (lens_fmt_json_ok_listed) */
+  int all;    /* --all: every clock map, launch and channel, as text and JSON */
 };
+
+/* --json's default: every flagged launch and channel, the first ok ones
+ * (lens_fmt_json_ok_listed); not with --limit or --all. */
+static inline int lens_validate_ok_capped(const struct lens_validate_opts *o) {
+  return o->json && !o->all && o->limit == LENS_VALIDATE_LIMIT_DEFAULT;
+}
 
 struct lens_validate_verdict {
   const char *level; /* "trusted", "mostly trusted", "unreliable", "unmapped" */
