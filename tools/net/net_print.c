@@ -189,6 +189,46 @@ static int by_step_ns(const void *a, const void *b) {
   return (x->event > y->event) - (x->event < y->event);
 }
 
+/* Who arrived last at an instance, by the job view's rule (the view's
+ * last_rank): "r363 +989.43 us" (how long the first rank waited for it),
+ * "none" (no rank past the straggler threshold), "?" (not decomposed). */
+static const char *last_in(const struct lens_net *n, const struct lens_net_inst *e, char *buf, size_t len) {
+  if (!n->arrival_known || e->last_rank == LENS_NET_LAST_UNKNOWN) return "?";
+  if (e->last_rank < 0) return "none";
+  char t[24];
+  lens_fmt_ns((double)e->last_wait_ns, t, sizeof t);
+  snprintf(buf, len, "r%d +%s", e->last_rank, t);
+  return buf;
+}
+
+/* Under the table: an instance whose first row (its rank with the most
+ * network step time: rows go most first) is not its last rank's. Its steps
+ * waited most (a late rank's neighbours wait on the wire for its data); the
+ * job view's rule says who came late. */
+static int same_inst(const struct lens_net_inst *a, const struct lens_net_inst *b) {
+  return a->kind == b->kind && a->comm_id == b->comm_id && a->seq == b->seq && !strcmp(a->func, b->func);
+}
+static void last_notes(FILE *f, const struct lens_net_inst *v, size_t show, int md) {
+  int said = 0;
+  for (size_t i = 0; i < show; i++) {
+    const struct lens_net_inst *e = &v[i];
+    if (e->kind != LENS_T_COLL || e->last_rank < 0 || e->last_rank == e->rank) continue;
+    size_t k = 0;
+    while (k < i && !same_inst(&v[k], e)) k++;
+    if (k < i) continue; /* not the instance's first row */
+    char t[24];
+    lens_fmt_ns((double)e->last_wait_ns, t, sizeof t);
+    if (md && !said++) fputc('\n', f);
+    if (md)
+      fprintf(f, "- %s seq %" PRIu64 ": r%d waited most on the network; r%d arrived last (the job view's rule, the "
+                 "first rank waited %s for it): look at r%d first.\n",
+              e->func, e->seq, e->rank, e->last_rank, t, e->last_rank);
+    else
+      fprintf(f, "  %s seq %" PRIu64 ": r%d waited most on the network; last to arrive: r%d (job's rule, +%s)\n",
+              e->func, e->seq, e->rank, e->last_rank, t);
+  }
+}
+
 static void top_instances(FILE *f, const struct lens_net *n, int md) {
   size_t k = n->n_insts;
   if (!k) return;
@@ -203,30 +243,36 @@ static void top_instances(FILE *f, const struct lens_net *n, int md) {
   }
   size_t show = k < TOP_INSTANCES ? k : TOP_INSTANCES;
   if (md)
-    fprintf(f, "\nCollective instances with the most network step time (%zu of %" PRIu64 "; each rank's ops):\n\n"
-               "| rank | op | seq | steps | step time | GPU | peer | wire | recv data | recv GPU | dominant |\n"
-               "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+    fprintf(f, "\nCollective instances with the most network step time (%zu of %" PRIu64 "; a row is one rank's "
+               "network ops; *last in*: the rank that arrived last by the job view's rule, and how long the first "
+               "rank waited for it; none: no rank was late; ?: the job view did not decompose the instance):\n\n"
+               "| rank | op | seq | steps | step time | GPU | peer | wire | recv data | recv GPU | dominant | last in |\n"
+               "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n",
             show, n->insts_total);
   else
-    fprintf(f, "\ncollective instances with the most network step time (%zu of %" PRIu64 "; each rank's ops)\n"
-               "  rank  op                seq   steps  step time   GPU%%  peer%%  wire%%  rdata%%  rGPU%%  dominant\n",
+    fprintf(f, "\ncollective instances with the most network step time (%zu of %" PRIu64 "; a row: one rank's "
+               "network ops;\n  last in: who arrived last by the job view's rule, +the first rank's wait; none: no one late; "
+               "?: not decomposed)\n"
+               "  rank  op                seq   steps  step time   GPU%%  peer%%  wire%%  rdata%%  rGPU%%  dominant"
+               "        last in\n",
             show, n->insts_total);
   for (size_t i = 0; i < show; i++) {
     const struct lens_net_inst *e = &v[i];
     const struct lens_net_split *s = &e->s;
-    char t[24];
+    char t[24], last[48];
     lens_fmt_ns((double)s->step_ns, t, sizeof t);
     char seq[24] = "-"; /* p2p has no seqNumber */
     if (e->has_seq) snprintf(seq, sizeof seq, "%" PRIu64, e->seq);
     if (md)
-      fprintf(f, "| %d | %s | %s | %" PRIu64 " | %s | %.0f%% | %.0f%% | %.0f%% | %.0f%% | %.0f%% | %s |\n",
+      fprintf(f, "| %d | %s | %s | %" PRIu64 " | %s | %.0f%% | %.0f%% | %.0f%% | %.0f%% | %.0f%% | %s | %s |\n",
               e->rank, e->func, seq, s->steps, t, share(s, 0), share(s, 1), share(s, 2), share(s, 3),
-              share(s, 5), lens_net_phase_name(lens_net_split_dominant(s)));
+              share(s, 5), lens_net_phase_name(lens_net_split_dominant(s)), last_in(n, e, last, sizeof last));
     else
-      fprintf(f, "  %4d  %-14s %6s  %6" PRIu64 "  %-10s %5.0f  %5.0f  %5.0f  %6.0f  %5.0f  %s\n", e->rank,
+      fprintf(f, "  %4d  %-14s %6s  %6" PRIu64 "  %-10s %5.0f  %5.0f  %5.0f  %6.0f  %5.0f  %-14s  %s\n", e->rank,
               e->func, seq, s->steps, t, share(s, 0), share(s, 1), share(s, 2), share(s, 3), share(s, 5),
-              lens_net_phase_name(lens_net_split_dominant(s)));
+              lens_net_phase_name(lens_net_split_dominant(s)), last_in(n, e, last, sizeof last));
   }
+  if (n->arrival_known) last_notes(f, v, show, md);
   free(sorted);
 }
 
@@ -494,7 +540,15 @@ void lens_net_print_json_listed(FILE *f, const struct lens_model *m, const struc
     else fprintf(f, ",\"seq\":null,\"peer\":%d", e->peer);
     fputc(',', f);
     jsplit(f, &e->s);
-    fprintf(f, ",\"dominant\":\"%s\"}", lens_net_phase_name(lens_net_split_dominant(&e->s)));
+    fprintf(f, ",\"dominant\":\"%s\"", lens_net_phase_name(lens_net_split_dominant(&e->s)));
+    /* the job view's answer (docs/net.md): null when it did not decompose the instance */
+    if (n->arrival_known && e->last_rank != LENS_NET_LAST_UNKNOWN) {
+      if (e->last_rank >= 0) fprintf(f, ",\"last_to_arrive\":%d", e->last_rank);
+      else fputs(",\"last_to_arrive\":null", f);
+      fprintf(f, ",\"last_wait_ns\":%" PRIu64 "}", e->last_wait_ns);
+    } else {
+      fputs(",\"last_to_arrive\":null,\"last_wait_ns\":null}", f);
+    }
   }
   fprintf(f, "],\n\"net_plugin\":{\"events\":%" PRIu64 ",\"unparented\":%" PRIu64 ",\"qps\":[", n->net_plugin_events,
           n->net_plugin_unparented);

@@ -86,6 +86,7 @@ static int report_merge(struct lens_summary_run *run, const struct lens_spool_di
   if (lens_report_merge(r, skel, (struct lens_report_part *const *)rp, ng, run->out.bases)) return -1;
   for (size_t g = 0; g < ng; g++) lens_report_pass_free(rp[g]), rp[g] = NULL;
   if (!(r->net = lens_net_merge((struct lens_net_part *const *)np, ng, run->out.bases))) return -1;
+  if (r->job && lens_net_insts_arrival(r->net, r->job)) return -1; /* who came last: the job view's rule */
   for (size_t g = 0; g < ng; g++) lens_net_pass_free(np[g]), np[g] = NULL;
   struct lens_validate_job vj;
   if (lens_validate_merge(skel, (const struct lens_validate_part *const *)lens_summary_run_extra(run, X_VALIDATE), ng,

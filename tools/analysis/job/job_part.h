@@ -99,6 +99,13 @@ void lens_job_part_free(struct lens_job_part *p);
  * the partial waits for the reduce, which reads them back partial by
  * partial. Lossless. 0 / -1 (out of memory: p unchanged). */
 int lens_job_part_pack(struct lens_job_part *p);
+/* The pass driver's map and free (tools/cli/passes.h) for a command that
+ * reduces the job view beside its own passes: one group's model -> a
+ * malloc'd partial (lens_job_map, its strings owned, its records packed: it
+ * waits for the reduce beside every other group's). NULL only when out of
+ * memory. ctx is not read. */
+void *lens_job_pass_map(struct lens_model *m, void *ctx);
+void lens_job_pass_free(void *part);
 /* p's n_recs records: recs, or recs_z decompressed into *scratch (grown,
  * *cap records; the caller frees it). NULL on no memory or a bad frame. */
 const struct lens_job_prec *lens_job_part_recs(const struct lens_job_part *p, struct lens_job_prec **scratch,

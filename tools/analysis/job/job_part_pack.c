@@ -51,3 +51,20 @@ const struct lens_job_prec *lens_job_part_recs(const struct lens_job_part *p, st
   if (ZSTD_isError(got) || got != len) return NULL;
   return *scratch;
 }
+
+void *lens_job_pass_map(struct lens_model *m, void *ctx) {
+  (void)ctx;
+  struct lens_job_part *p = calloc(1, sizeof *p);
+  if (!p) return NULL;
+  if (lens_job_map(m, p) || lens_job_part_own_strings(p) || lens_job_part_pack(p)) {
+    lens_job_pass_free(p);
+    return NULL;
+  }
+  return p;
+}
+
+void lens_job_pass_free(void *part) {
+  if (!part) return;
+  lens_job_part_free(part);
+  free(part);
+}

@@ -194,7 +194,17 @@ struct lens_net_inst {
                                * then its index in its group's model (one group: the model's index) */
   char func[32];              /* "?" unknown */
   struct lens_net_split s;
+  /* Who arrived last at the instance: the job view's answer, never the
+   * network's (lens_net_insts_arrival; 0 until it ran: lens_net.arrival_known).
+   * The row's rank is only whose network steps took that time: a late rank's
+   * ring neighbour waits longest on the wire for the data it sent late. */
+  int32_t last_rank;          /* the straggler, LENS_NET_LAST_NONE or LENS_NET_LAST_UNKNOWN */
+  uint64_t last_wait_ns;      /* how long the earliest rank waited for the last (job's max_wait_ns); 0 unknown */
 };
+
+/* lens_net_inst.last_rank when no rank is named: */
+#define LENS_NET_LAST_NONE (-1)    /* decomposed, and no rank made the others wait past the straggler threshold */
+#define LENS_NET_LAST_UNKNOWN (-2) /* not decomposed (lens_job_inst_decomposed), or p2p / matched by order */
 
 struct lens_net {
   struct lens_net_link *links; size_t n_links;   /* sorted: slowest connection first, send side first */
@@ -211,6 +221,7 @@ struct lens_net {
   struct lens_net_inst *insts; size_t n_insts;
   uint64_t insts_total;                          /* instances with network ops, listed or not */
   size_t insts_top;                              /* 0: insts holds all */
+  int arrival_known;                             /* lens_net_insts_arrival filled the insts' last_rank */
 };
 
 /* ---- Host group by host group (the pass driver, tools/cli/passes.h) ----
@@ -250,6 +261,18 @@ struct lens_net *lens_net_merge(struct lens_net_part *const *parts, size_t n, co
  * (NULL: all instances). */
 void *lens_net_pass_map(struct lens_model *m, void *ctx);
 void lens_net_pass_free(void *part);
+
+/* ---- Who arrived last: the job view's rule, one answer ----
+ *
+ * The instance rows rank one rank's network steps; whose lateness made them
+ * long is the job view's question, answered by its rule (tools/analysis/job:
+ * the decomposed instance's last rank, named when lens_job_inst_straggles).
+ * Fills every inst's last_rank and last_wait_ns from j's instance of the same
+ * collective (communicator id, seqNumber, func), sets arrival_known. j is the
+ * job view of the same traces (lens_job_build, or lens_job_reduce of the
+ * groups' partials). 0, -1 out of memory (n unchanged). */
+struct lens_job;
+int lens_net_insts_arrival(struct lens_net *n, const struct lens_job *j);
 
 /* The view of one model: lens_net_merge of its one lens_net_map (all
  * instances). Returns NULL only when out of memory. */
