@@ -193,7 +193,7 @@ void lens_fmt_left_out(FILE *f, size_t n_left, const char *what, int json_has_al
 
 /* NCCL_LENS_JSON_OK_ENTRIES, 1..10^9, sets another bound (tests cut a small
  * job as a big one is cut); read once, the printers run on one thread. */
-static size_t json_ok_entries(void) {
+size_t lens_fmt_json_ok_entries(void) {
   static size_t bound;
   if (!bound) {
     const char *e = getenv("NCCL_LENS_JSON_OK_ENTRIES");
@@ -206,7 +206,7 @@ static size_t json_ok_entries(void) {
 
 int lens_fmt_json_ok_listed(size_t *used, size_t entries, int all) {
   if (all) return 1;
-  if (*used >= json_ok_entries()) return 0;
+  if (*used >= lens_fmt_json_ok_entries()) return 0;
   *used += entries;
   return 1;
 }

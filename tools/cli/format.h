@@ -50,6 +50,8 @@ void lens_fmt_left_out(FILE *f, size_t n_left, const char *what, int json_has_al
  * yes; else while *used is below LENS_FMT_JSON_OK_ENTRIES, counting them into
  * *used (the last one listed may pass the bound by its own entries). */
 int lens_fmt_json_ok_listed(size_t *used, size_t entries, int all);
+/* The bound itself (LENS_FMT_JSON_OK_ENTRIES or NCCL_LENS_JSON_OK_ENTRIES): what a view need not keep more of. */
+size_t lens_fmt_json_ok_entries(void);
 /* The order in which to list a capped table: indexes 0..n-1, largest key first,
  * equal keys in index order (the table's own order). malloc'd; NULL when out of memory. */
 size_t *lens_fmt_order_desc(const double *key, size_t n);

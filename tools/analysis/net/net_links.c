@@ -451,6 +451,12 @@ static int instance_split(const struct lens_model *m, const struct fact_index *f
   return ops;
 }
 
+/* The top ones of n's instances by step time (inst_by_step_ns: a total order), most first. */
+static void keep_top(struct lens_net *n, size_t top) {
+  qsort(n->insts, n->n_insts, sizeof *n->insts, inst_by_step_ns);
+  if (n->n_insts > top) n->n_insts = top;
+}
+
 static int map_instances(const struct lens_model *m, const struct fact_index *fx, struct lens_net *n, size_t top) {
   size_t cap = 0, steps_before = 0;
   for (size_t i = 0; i < m->n_events; i++) {
@@ -472,21 +478,22 @@ static int map_instances(const struct lens_model *m, const struct fact_index *fx
     x.event = i + steps_before;
     const char *f = e->type == LENS_T_COLL ? e->p.coll.func : e->p.p2p.func;
     snprintf(x.func, sizeof x.func, "%s", f ? f : "?");
-    if (top && n->n_insts == top) { /* keep the top ones: replace the least when this one ranks above it */
-      size_t least = 0;
-      for (size_t k = 1; k < n->n_insts; k++)
-        if (inst_by_step_ns(&n->insts[k], &n->insts[least]) > 0) least = k;
-      if (inst_by_step_ns(&x, &n->insts[least]) < 0) n->insts[least] = x;
-      continue;
-    }
+    /* keep the top ones: past twice as many, the top half by step time stays (a few sorts of 2 x top: the
+     * JSON keeps 16,384 of a group's tens of thousands, the text 5) */
+    if (top && n->n_insts == 2 * top) keep_top(n, top);
     if (n->n_insts == cap) {
       size_t nc = cap ? cap * 2 : 64;
-      if (top && nc > top) nc = top;
+      if (top && nc > 2 * top) nc = 2 * top;
       struct lens_net_inst *q = realloc(n->insts, nc * sizeof *q);
       if (!q) return -1;
       n->insts = q, cap = nc;
     }
     n->insts[n->n_insts++] = x;
+  }
+  if (top && n->n_insts > top) keep_top(n, top);
+  if (n->n_insts && n->n_insts < cap) { /* the partial lives until the merge: no slack */
+    struct lens_net_inst *q = realloc(n->insts, n->n_insts * sizeof *q);
+    if (q) n->insts = q;
   }
   n->insts_top = top;
   return 0;
@@ -725,12 +732,14 @@ static int merge_qps(struct lens_net *n, struct lens_net_part *const *parts, siz
 static int merge_instances(struct lens_net *n, struct lens_net_part *const *parts, size_t np) {
   size_t total = 0, top = np ? parts[0]->n.insts_top : 0;
   for (size_t g = 0; g < np; g++) total += parts[g]->n.n_insts;
+  if (top && total > 2 * top) total = 2 * top; /* the top ones kept as they come: no copy of every group's */
   n->insts = malloc((total ? total : 1) * sizeof *n->insts);
   if (!n->insts) return -1;
   uint64_t base = 0;
   for (size_t g = 0; g < np; g++) {
     const struct lens_net *x = &parts[g]->n;
     for (size_t i = 0; i < x->n_insts; i++) {
+      if (top && n->n_insts == 2 * top) keep_top(n, top);
       n->insts[n->n_insts] = x->insts[i];
       n->insts[n->n_insts++].event += base;
     }
