@@ -256,6 +256,7 @@ static void test_slow_links_line_fits(void **state) {
     conns[i] = (struct lens_net_conn){.comm = -1, .src = 1000 + i, .dst = 2000 + i, .send_link = i, .recv_link = -1,
                                       .reverse = -1, .dominant = LENS_NET_SEND_WIRE, .score = 9.5, .stands_out = 1,
                                       .slow = 1, .order = i};
+    if (i % 2) conns[i].wire_ratio = 12345.6, conns[i].own_ratio = 99.9; /* the longer entry: judged by the wire */
   }
   struct lens_net n = {.links = links, .n_links = N, .conns = conns, .n_conns = N, .n_ranks = N};
   struct lens_model *skel = lens_model_skeleton_new();
@@ -266,7 +267,8 @@ static void test_slow_links_line_fits(void **state) {
   for (int d = 0; d < 2; d++) {
     const char *sl = strstr(doc[d], "slow links (");
     assert_non_null(sl);
-    assert_non_null(strstr(sl, "r1000 -> r2000 on 1 channel (wire)"));
+    assert_non_null(strstr(sl, "r1000 -> r2000 on 1 channel (wire; pace 9.5x)"));
+    assert_non_null(strstr(sl, "r1001 -> r2001 on 1 channel (wire; 12345.6x per byte, steps 99.9x)"));
     assert_non_null(strstr(sl, "more\n"));
     /* text: every line; Markdown (paragraphs are one line): the slow links' */
     const char *end = d ? strstr(sl, "\n\n") : NULL;

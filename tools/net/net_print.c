@@ -110,7 +110,9 @@ static void starvation_line(FILE *f, const struct lens_net *n, const char *pre) 
           pre, n->total.starved_steps, t);
 }
 
-/* The slow links (lens_net_link_is_slow: the rule job and the report share),
+/* The slow links (lens_net_link_is_slow of lens_net_conn_slow_ratio: the
+ * rule job and the report share; "pace": a connection without its
+ * sender's trace, whose wire is not known, judged by its score),
  * one entry per sender -> receiver with its channels counted; or why none
  * is, when some connections stand out by pace alone. */
 #define SLOW_LISTED 8
@@ -138,10 +140,15 @@ static void slow_line(FILE *f, const struct lens_net *n, const char *pre) {
       chans += x->slow && x->comm_id == c->comm_id && x->src == c->src && x->dst == c->dst;
     }
     char e[96];
-    int len = snprintf(e, sizeof e, "r%d -> r%d on %d channel%s (%s)", c->src, c->dst, chans, chans > 1 ? "s" : "",
-                       lens_net_phase_name(c->dominant));
+    int len = c->own_ratio > 0
+                  ? snprintf(e, sizeof e, "r%d -> r%d on %d channel%s (%s; %.1fx per byte, steps %.1fx)", c->src,
+                             c->dst, chans, chans > 1 ? "s" : "", lens_net_phase_name(c->dominant), c->wire_ratio,
+                             c->own_ratio)
+                  : snprintf(e, sizeof e, "r%d -> r%d on %d channel%s (%s; pace %.1fx)", c->src, c->dst, chans,
+                             chans > 1 ? "s" : "", lens_net_phase_name(c->dominant), c->score);
     if (!listed) {
-      col = fprintf(f, "%sslow links (steps >= %.1fx the typical pace, on the network): ", pre, LENS_NET_STANDOUT);
+      col = fprintf(f, "%sslow links (their wire makes steps >= %.1fx slower): ", pre, LENS_NET_STANDOUT);
+      if (col + len > NET_COLUMNS) col = fprintf(f, "\n  ") - 1;
     } else if (col + 2 + len > NET_COLUMNS - 12) { /* room left for ", N more" */
       col = fprintf(f, ",\n  ") - 2;
     } else {
@@ -156,7 +163,11 @@ static void slow_line(FILE *f, const struct lens_net *n, const char *pre) {
     return;
   }
   fprintf(f, "%sslow links: none", pre);
-  if (out)
+  if (out && lens_net_phase_on_network(first_out->dominant, first_out->send_link >= 0, first_out->recv_link >= 0))
+    fprintf(f, "; the %zu connection%s standing out wait%s: %s wire does not make %s steps %.1fx slower", out,
+            out > 1 ? "s" : "", out > 1 ? "" : "s", out > 1 ? "their" : "its", out > 1 ? "their" : "its",
+            LENS_NET_STANDOUT);
+  else if (out)
     fprintf(f, "; the %zu connection%s standing out wait%s on %s, not on the network", out, out > 1 ? "s" : "",
             out > 1 ? "" : "s", lens_net_phase_name(first_out->dominant));
   fputs("\n", f);

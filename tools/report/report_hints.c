@@ -225,8 +225,9 @@ static int mask_gaps(FILE *f, const struct lens_model *m) {
   return n;
 }
 
-/* Connections that stand out in the network view (steps >= 2x the typical
- * time for their size), named by their dominant phase. At most three. */
+/* The network view's slow links (lens_net_link_is_slow: their own wire time
+ * makes their steps >= 2x slower), named by their dominant phase. At most
+ * three. */
 static int slow_links(FILE *f, const struct lens_report *r) {
   const struct lens_net *net = r->net;
   int n = 0;
@@ -236,9 +237,14 @@ static int slow_links(FILE *f, const struct lens_report *r) {
      * because its sender waits on its GPU, or its receiver on its own, is
      * no slow link; the job view names those causes. */
     if (!c->slow) continue;
-    fprintf(f, "- **Slow link r%d -> r%d (channel %d): steps %.1fx the typical time**, mostly %s (`%s`)%s. "
+    char why[96];
+    if (c->own_ratio > 0)
+      snprintf(why, sizeof why, "wire time per byte %.1fx the typical, steps %.1fx", c->wire_ratio, c->own_ratio);
+    else
+      snprintf(why, sizeof why, "steps %.1fx the typical time", c->score);
+    fprintf(f, "- **Slow link r%d -> r%d (channel %d): %s**, mostly %s (`%s`)%s. "
                "`nccl-lens net` splits every step of it.\n",
-            c->src, c->dst, c->channel, c->score, lens_net_phase_text(c->dominant), lens_net_phase_name(c->dominant),
+            c->src, c->dst, c->channel, why, lens_net_phase_text(c->dominant), lens_net_phase_name(c->dominant),
             c->reverse >= 0 && c->asymmetry >= 1.5 ? "; the other direction is not" : "");
     n++;
   }

@@ -205,11 +205,16 @@ static void verdict(struct ctx *x) {
                           jl[0].src, jl[0].dst, jl[0].n, decomposed, jl[0].ratio);
   if (net && net->n_conns && slow) {
     const struct lens_net_conn *c = first_slow;
+    char why[128];
+    if (c->own_ratio > 0) /* lens_net_conn_slow_ratio: judged by its wire */
+      snprintf(why, sizeof why, "moves its bytes on the wire %.1fx slower than typical, its steps %.1fx",
+               c->wire_ratio, c->own_ratio);
+    else /* without its sender's trace: by its pace */
+      snprintf(why, sizeof why, "moves its steps %.1fx slower than typical for their size", c->score);
     o += (size_t)snprintf(t + o, sizeof t - o,
-                          "%sr%d -> r%d (channel %d) moves its steps %.1fx slower than typical for their size, mostly "
+                          "%sr%d -> r%d (channel %d) %s, mostly "
                           "%s%s; %zu connection(s) slow on the network (network view)",
-                          o ? "; " : "Slow link: ", c->src, c->dst, c->channel, c->score,
-                          lens_net_phase_text(c->dominant),
+                          o ? "; " : "Slow link: ", c->src, c->dst, c->channel, why, lens_net_phase_text(c->dominant),
                           c->reverse >= 0 && c->asymmetry >= 1.5 ? " (the other direction is not)" : "", slow);
   } else if (net && net->n_conns && njl) {
     o += (size_t)snprintf(t + o, sizeof t - o, "; against the typical step time of their size no connection stands "
@@ -220,6 +225,12 @@ static void verdict(struct ctx *x) {
     verdict_line(f, &n, "link", "bad", "sec-net", t);
   } else if (!net || !net->n_conns) {
     verdict_line(f, &n, "link", "unknown", "sec-net", "No network steps recorded: links not measured.");
+  } else if (out && lens_net_phase_on_network(first_out->dominant, first_out->send_link >= 0,
+                                               first_out->recv_link >= 0)) {
+    snprintf(t, sizeof t, "No slow link: %zu of %zu connections take %.0fx the typical step time or more, but their "
+                          "wire does not make them %.0fx slower: they wait; no instance waited on one link.",
+             out, net->n_conns, LENS_NET_STANDOUT, LENS_NET_STANDOUT);
+    verdict_line(f, &n, "link", "ok", "sec-net", t);
   } else if (out) {
     snprintf(t, sizeof t, "No slow link: %zu of %zu connections take %.0fx the typical step time or more, mostly "
                           "%s: not the network; no instance waited on one link.",

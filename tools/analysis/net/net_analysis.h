@@ -121,6 +121,8 @@ struct lens_net_link {
   struct lens_net_split t;
   uint64_t p50_step_ns, p99_step_ns, max_step_ns; /* over timed steps */
   double gbps;                /* send: lens_net_wire_gbps of its bytes and wire ns; recv: the send side's, 0 none */
+  double wire_ns_per_byte;    /* send: the lower median over its steps (not starved, with a wire phase and
+                               * bytes) of wire time per byte, its own pace (the slow-link rule); 0 none */
   int32_t conn;               /* index into lens_net.conns */
   int32_t dominant;           /* phase, -1 */
   double score;               /* median over its steps of (step time / the typical time of steps of that
@@ -142,8 +144,14 @@ struct lens_net_conn {
                                  * receiver's data_wait are each the other side's time and are not named */
   double score;                 /* max of the sides' scores */
   double asymmetry;             /* score / reverse's score, 0 without a reverse */
+  double wire_ratio;            /* its send link's wire_ns_per_byte over the typical connection's (the lower
+                                 * median over the connections that have one); 0 unknown */
+  double own_ratio;             /* its send link's time (blamed) over that time with its wire at the typical
+                                 * pace (wire time / wire_ratio): how much slower its own time makes it, the
+                                 * ratio the slow-link rule judges (lens_net_conn_slow_ratio); 0 unknown */
   int stands_out;               /* score >= LENS_NET_STANDOUT */
-  int slow;                     /* a slow link by lens_net_link_is_slow (the rule job and report share) */
+  int slow;                     /* a slow link by lens_net_link_is_slow of lens_net_conn_slow_ratio (the rule
+                                 * job and report share) */
   int32_t order;                /* 0 = slowest */
 };
 
@@ -160,10 +168,18 @@ struct lens_net_qp {
 
 /* ---- A slow link: one rule for net, job and the report ----
  *
- * A link (sender -> receiver, one channel) is slow when its steps go at
- * pace_ratio >= LENS_NET_STANDOUT times the pace of its peers (net: the
- * connection's score; job: the link's ops over the other links the same
- * proxies moved in that instance) AND that time is the network's: the phase
+ * A link (sender -> receiver, one channel) is slow when its own time is
+ * pace_ratio >= LENS_NET_STANDOUT times its peers' AND that time is the
+ * network's. Its own time is what it spends moving bytes, never its wait
+ * for upstream: in a ring every link downstream of a slow one waits for
+ * data as long as the slow one works, so end-to-end paces come out alike,
+ * and half a small job's connections may be the slow link's channels,
+ * which pulls "typical" to them. net: lens_net_conn_slow_ratio, the
+ * sender's wire time per byte over the typical connection's (the wire
+ * phase starts once the data and the credit were there); with no sender's
+ * trace, the receiver cannot tell the wire from the sender's waits and the
+ * connection's score (end-to-end pace) stands in. job: the link's ops over
+ * the other links the same proxies moved in that instance. The phase
  * with the most blamed time over the link's sides (lens_net_link_dominant)
  * is the wire, or, with only one side's trace, that side's wait for the
  * other end (the sender's wait for credit, the receiver's wait for data),
@@ -174,6 +190,15 @@ struct lens_net_qp {
  * (lens_net_split_merge; either may be missing: send_known, recv_known). */
 int lens_net_link_dominant(const struct lens_net_split *sides, int send_known, int recv_known);
 int lens_net_link_is_slow(double pace_ratio, const struct lens_net_split *sides, int send_known, int recv_known);
+/* The rule's second half: whether a link's dominant phase (lens_net_link_dominant) is the network's. */
+int lens_net_phase_on_network(int dominant, int send_known, int recv_known);
+
+/* A sender's time on the wire per byte (ns/B), the pace the slow-link rule
+ * judges a link by: 0 when its bytes or its wire time are not known. */
+double lens_net_wire_ns_per_byte(uint64_t bytes, uint64_t wire_ns);
+/* The ratio net's slow-link rule judged c by: its own_ratio when known,
+ * else its score (no sender's trace: the end-to-end pace is all there is). */
+double lens_net_conn_slow_ratio(const struct lens_net_conn *c);
 
 /* A wire rate in GB/s (10^9 bytes a second = bytes per ns; docs/cli.md: bytes,
  * never bits): bytes sent over their steps' time in flight. The one rule for

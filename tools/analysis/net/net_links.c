@@ -57,8 +57,20 @@ struct lens_net_part {
   size_t *first;              /* n.n_links + 1: link l's steps are first[l] .. first[l + 1] */
   size_t *at;                 /* n.n_links + 1: where link l's run starts in steps */
   size_t n_steps;
+  /* The send steps' own pace, for the slow-link rule: each timed, not
+   * starved send step with a wire phase and bytes, its wire time per byte
+   * (WIRE_SCALE ns per byte, step_pack with no tag), as steps, first, at. */
+  uint8_t *wsteps;
+  size_t *wfirst, *wat;
+  size_t n_wsteps;
   uint64_t n_events;          /* the group model's events: where the next group's event numbers start */
 };
+
+#define WIRE_SCALE 1024.0 /* a wire value is ns per byte * WIRE_SCALE: exact to a thousandth of a ns per byte */
+static net_step_t wire_pack(const struct lens_net_step *s) {
+  double v = lens_net_wire_ns_per_byte(s->bytes_known ? s->bytes : 0, s->phase_ns[LENS_NET_SEND_WIRE]) * WIRE_SCALE;
+  return step_pack(v >= (double)STEP_NS_MAX ? STEP_NS_MAX : (uint64_t)(v + 0.5), 0, 0);
+}
 
 static uint16_t size_class(int dir, uint64_t bytes) {
   uint16_t l = 0;
@@ -162,12 +174,13 @@ out:
  * (the map sorted it), or the runs of the groups that share it, sorted. */
 struct link_src { uint32_t part, local; };
 static const net_step_t *link_steps(struct lens_net_part *const *parts, const struct link_src *src, size_t n_src,
-                                    net_step_t *buf, size_t *n) {
+                                    int wire, net_step_t *buf, size_t *n) {
   size_t k = 0;
   for (size_t i = 0; i < n_src; i++) {
     const struct lens_net_part *p = parts[src[i].part];
-    size_t a = p->first[src[i].local], b = p->first[src[i].local + 1];
-    const uint8_t *q = p->steps + p->at[src[i].local];
+    const size_t *first = wire ? p->wfirst : p->first, *at = wire ? p->wat : p->at;
+    size_t a = first[src[i].local], b = first[src[i].local + 1];
+    const uint8_t *q = (wire ? p->wsteps : p->steps) + at[src[i].local];
     struct lens_net_steps_cursor c;
     lens_net_steps_start(&c);
     for (size_t t = a; t < b; t++) q = lens_net_steps_get(&c, q, &buf[k++]);
@@ -204,9 +217,12 @@ static int score_links(struct lens_net *n, struct lens_net_part *const *parts, s
   }
   for (size_t l = 0; l < n->n_links; l++) {
     size_t ns = 0, u = 0;
-    const net_step_t *st = link_steps(parts, src + src_first[l], src_first[l + 1] - src_first[l], buf, &ns);
-    if (!ns) continue;
+    size_t nw = 0;
+    const net_step_t *wt = link_steps(parts, src + src_first[l], src_first[l + 1] - src_first[l], 1, buf, &nw);
     struct lens_net_link *L = &n->links[l];
+    L->wire_ns_per_byte = nw ? (double)step_ns(wt[(nw - 1) / 2]) / WIRE_SCALE : 0; /* the lower median */
+    const net_step_t *st = link_steps(parts, src + src_first[l], src_first[l + 1] - src_first[l], 0, buf, &ns);
+    if (!ns) continue;
     L->p50_step_ns = quantile(st, ns, 0.50);
     L->p99_step_ns = quantile(st, ns, 0.99);
     L->max_step_ns = step_ns(st[ns - 1]);
@@ -253,6 +269,47 @@ static int conn_by_slowness(const void *pa, const void *pb, void *ctx) {
   return conn_key_cmp(a->comm_id, a->src, a->dst, a->channel, b->comm_id, b->src, b->dst, b->channel);
 }
 
+/* The slow-link rule per connection (lens_net_link_is_slow of own_ratio):
+ * its sender's wire time per byte (the median over its steps, in
+ * wire_ratio on entry: a few steps delayed by something else do not make a
+ * link slow) over the typical connection's, the lower median over the
+ * connections that have one (a slow link's own channels may be half of a
+ * small job's connections, and the lower median is then still a healthy
+ * one's); then own_ratio, its sender's step time over what it would be with
+ * that wire time at the typical pace. The wire, not the step: a link
+ * downstream of a slow one waits for its data (the sender's GPU, its
+ * credit) as long as the slow one works, and that wait is not its own time;
+ * over the step time, so a wire that is slow per byte but a small part of
+ * the link's time (tens of us among ms of waits) is no slow link. */
+static int judge_conns(struct lens_net *n) {
+  size_t nc = n->n_conns, k = 0;
+  double *v = malloc((nc ? nc : 1) * sizeof *v);
+  if (!v) return -1;
+  for (size_t i = 0; i < nc; i++)
+    if (n->conns[i].wire_ratio > 0) v[k++] = n->conns[i].wire_ratio;
+  qsort(v, k, sizeof *v, by_double);
+  double typical = k ? v[(k - 1) / 2] : 0;
+  free(v);
+  for (size_t i = 0; i < nc; i++) {
+    struct lens_net_conn *c = &n->conns[i];
+    c->wire_ratio = typical > 0 ? c->wire_ratio / typical : 0;
+    c->own_ratio = 0;
+    if (c->wire_ratio > 0) { /* the sender's steps, their wire at the typical pace: the rest is not the wire's */
+      const struct lens_net_split *t = &n->links[c->send_link].t;
+      double all = 0, wire = (double)t->blame_ns[LENS_NET_SEND_WIRE];
+      for (int p = 0; p < LENS_NET_NPHASES; p++) all += (double)t->blame_ns[p];
+      double excess = c->wire_ratio > 1 ? wire * (1 - 1 / c->wire_ratio) : 0, rest = all - excess;
+      if (all > 0) c->own_ratio = all / (rest >= 1 ? rest : 1);
+    }
+    struct lens_net_split both;
+    memset(&both, 0, sizeof both);
+    if (c->send_link >= 0) lens_net_split_merge(&both, &n->links[c->send_link].t);
+    if (c->recv_link >= 0) lens_net_split_merge(&both, &n->links[c->recv_link].t);
+    c->slow = lens_net_link_is_slow(lens_net_conn_slow_ratio(c), &both, c->send_link >= 0, c->recv_link >= 0);
+  }
+  return 0;
+}
+
 static int build_conns(struct lens_net *n) {
   size_t nl = n->n_links;
   int32_t *idx = malloc((nl ? nl : 1) * sizeof *idx);
@@ -294,13 +351,14 @@ static int build_conns(struct lens_net *n) {
     double rs = c->recv_link >= 0 ? n->links[c->recv_link].score : 0;
     c->score = ss > rs ? ss : rs;
     c->stands_out = c->score >= LENS_NET_STANDOUT;
-    c->slow = lens_net_link_is_slow(c->score, &both, c->send_link >= 0, c->recv_link >= 0);
+    if (c->send_link >= 0) c->wire_ratio = n->links[c->send_link].wire_ns_per_byte; /* judge_conns: a ratio */
     if (c->send_link >= 0 && c->recv_link >= 0) n->links[c->recv_link].gbps = n->links[c->send_link].gbps;
     nc++;
     i = j;
   }
   n->n_conns = nc;
   free(idx);
+  if (judge_conns(n)) return -1;
   /* Reverse directions: conns are sorted by (comm, src, dst, channel). */
   for (size_t i = 0; i < nc; i++) {
     struct lens_net_conn *c = &n->conns[i];
@@ -378,6 +436,9 @@ void lens_net_part_free(struct lens_net_part *p) {
   free(p->steps);
   free(p->first);
   free(p->at);
+  free(p->wsteps);
+  free(p->wfirst);
+  free(p->wat);
   free(p);
 }
 
@@ -501,9 +562,10 @@ static int map_instances(const struct lens_model *m, const struct fact_index *fx
 
 /* One step (an event, or a folded step's facts) split: counted on link l
  * (-1: its op is unknown, counted unresolved), and when timed kept for the
- * link's runs (tmp, tmp_link: p->n_steps so far). */
+ * link's runs (tmp, tmp_link: p->n_steps so far); a send step's wire time
+ * per byte too, when known and not starved (wtmp, wtmp_link: p->n_wsteps). */
 static void add_step(struct lens_net_part *p, int32_t l, const struct lens_net_step *s, int timed, net_step_t *tmp,
-                     uint32_t *tmp_link) {
+                     uint32_t *tmp_link, net_step_t *wtmp, uint32_t *wtmp_link) {
   if (l < 0) {
     p->n.proxy_ops_unresolved++;
     return;
@@ -513,6 +575,44 @@ static void add_step(struct lens_net_part *p, int32_t l, const struct lens_net_s
   if (!timed) return;
   tmp_link[p->n_steps] = (uint32_t)l;
   tmp[p->n_steps++] = step_pack(s->stop_ns - s->start_ns, size_class(L->dir, s->bytes), s->starved);
+  if (L->dir == LENS_NET_DIR_SEND && !s->starved &&
+      lens_net_wire_ns_per_byte(s->bytes_known ? s->bytes : 0, s->phase_ns[LENS_NET_SEND_WIRE]) > 0) {
+    wtmp_link[p->n_wsteps] = (uint32_t)l;
+    wtmp[p->n_wsteps++] = wire_pack(s);
+  }
+}
+
+/* Values (tmp, n of them, each of link tmp_link) as runs by link, each
+ * link's sorted (net_step_runs.h): *steps, and link l's at (*at)[l], its
+ * values (*first)[l] .. (*first)[l + 1]. by_link: scratch for n values. */
+static int build_runs(size_t nl, const net_step_t *tmp, const uint32_t *tmp_link, size_t n, net_step_t *by_link,
+                      uint8_t **steps, size_t **first, size_t **at) {
+  size_t *f = *first = calloc(nl + 2, sizeof *f);
+  if (!f) return -1;
+  for (size_t i = 0; i < n; i++) f[tmp_link[i] + 1]++;
+  for (size_t l = 0; l < nl; l++) f[l + 1] += f[l];
+  for (size_t i = 0; i < n; i++) by_link[f[tmp_link[i]]++] = tmp[i];
+  for (size_t l = nl; l > 0; l--) f[l] = f[l - 1];
+  f[0] = 0;
+  /* each link's run sorted, then kept as net_step_runs.h runs (about a byte a step, not 8) */
+  size_t *a = *at = calloc(nl + 2, sizeof *a);
+  if (!a) return -1;
+  for (size_t l = 0; l < nl; l++) {
+    qsort(by_link + f[l], f[l + 1] - f[l], sizeof *by_link, by_u64);
+    struct lens_net_steps_cursor c;
+    lens_net_steps_start(&c);
+    size_t len = 0;
+    for (size_t i = f[l]; i < f[l + 1]; i++) len += lens_net_steps_len(&c, by_link[i]);
+    a[l + 1] = a[l] + len;
+  }
+  if (!(*steps = malloc(a[nl] ? a[nl] : 1))) return -1;
+  for (size_t l = 0; l < nl; l++) {
+    struct lens_net_steps_cursor c;
+    lens_net_steps_start(&c);
+    uint8_t *w = *steps + a[l];
+    for (size_t i = f[l]; i < f[l + 1]; i++) w = lens_net_steps_put(&c, by_link[i], w);
+  }
+  return 0;
 }
 
 struct lens_net_part *lens_net_map(const struct lens_model *m, const struct lens_net_map_opts *o) {
@@ -532,7 +632,9 @@ struct lens_net_part *lens_net_map(const struct lens_model *m, const struct lens
   net_step_t *tmp = malloc((nsteps ? nsteps : 1) * sizeof *tmp);
   uint32_t *tmp_link = malloc((nsteps ? nsteps : 1) * sizeof *tmp_link);
   net_step_t *by_link = malloc((nsteps ? nsteps : 1) * sizeof *by_link);
-  if (!keys || !link_of_op || !tmp || !tmp_link || !by_link) goto oom;
+  net_step_t *wtmp = malloc((nsteps ? nsteps : 1) * sizeof *wtmp);
+  uint32_t *wtmp_link = malloc((nsteps ? nsteps : 1) * sizeof *wtmp_link);
+  if (!keys || !link_of_op || !tmp || !tmp_link || !by_link || !wtmp || !wtmp_link) goto oom;
   size_t k = 0;
   for (size_t i = 0; i < m->n_events; i++) {
     link_of_op[i] = -1;
@@ -572,41 +674,23 @@ struct lens_net_part *lens_net_map(const struct lens_model *m, const struct lens
     if (e->type != LENS_T_PROXY_STEP) continue;
     struct lens_net_step s;
     int timed = lens_net_step_split(m, (int32_t)i, &s);
-    add_step(p, e->parent >= 0 ? link_of_op[e->parent] : -1, &s, timed, tmp, tmp_link);
+    add_step(p, e->parent >= 0 ? link_of_op[e->parent] : -1, &s, timed, tmp, tmp_link, wtmp, wtmp_link);
   }
   /* LENS_LOAD_STEP_FACTS: the folded steps, each as its event above */
   for (size_t i = 0; i < m->n_step_facts; i++) {
     const struct lens_step_fact *x = &m->step_facts[i];
     struct lens_net_step s;
     int timed = lens_net_fact_split(m, x, &s);
-    add_step(p, x->op >= 0 && (size_t)x->op < m->n_events ? link_of_op[x->op] : -1, &s, timed, tmp, tmp_link);
+    add_step(p, x->op >= 0 && (size_t)x->op < m->n_events ? link_of_op[x->op] : -1, &s, timed, tmp, tmp_link, wtmp,
+             wtmp_link);
   }
-  /* by link, each link's in order of time */
-  if (!(p->first = calloc(nl + 2, sizeof *p->first))) goto oom;
-  for (size_t i = 0; i < p->n_steps; i++) p->first[tmp_link[i] + 1]++;
-  for (size_t l = 0; l < nl; l++) p->first[l + 1] += p->first[l];
-  for (size_t i = 0; i < p->n_steps; i++) by_link[p->first[tmp_link[i]]++] = tmp[i];
-  for (size_t l = nl; l > 0; l--) p->first[l] = p->first[l - 1];
-  p->first[0] = 0;
+  /* by link, each link's in order of time (of wire time per byte) */
+  if (build_runs(nl, tmp, tmp_link, p->n_steps, by_link, &p->steps, &p->first, &p->at)) goto oom;
   free(tmp), tmp = NULL;
   free(tmp_link), tmp_link = NULL;
-  /* each link's run sorted, then kept as net_step_runs.h runs (about a byte a step, not 8) */
-  if (!(p->at = calloc(nl + 2, sizeof *p->at))) goto oom;
-  for (size_t l = 0; l < nl; l++) {
-    qsort(by_link + p->first[l], p->first[l + 1] - p->first[l], sizeof *by_link, by_u64);
-    struct lens_net_steps_cursor c;
-    lens_net_steps_start(&c);
-    size_t len = 0;
-    for (size_t i = p->first[l]; i < p->first[l + 1]; i++) len += lens_net_steps_len(&c, by_link[i]);
-    p->at[l + 1] = p->at[l] + len;
-  }
-  if (!(p->steps = malloc(p->at[nl] ? p->at[nl] : 1))) goto oom;
-  for (size_t l = 0; l < nl; l++) {
-    struct lens_net_steps_cursor c;
-    lens_net_steps_start(&c);
-    uint8_t *w = p->steps + p->at[l];
-    for (size_t i = p->first[l]; i < p->first[l + 1]; i++) w = lens_net_steps_put(&c, by_link[i], w);
-  }
+  if (build_runs(nl, wtmp, wtmp_link, p->n_wsteps, by_link, &p->wsteps, &p->wfirst, &p->wat)) goto oom;
+  free(wtmp), wtmp = NULL;
+  free(wtmp_link), wtmp_link = NULL;
   free(by_link), by_link = NULL;
   if (lens_net_build_qps(m, n, link_of_op)) goto oom;
   if (fact_index_build(m, &fx) || map_instances(m, &fx, n, o ? o->top_instances : 0)) goto oom;
@@ -621,6 +705,8 @@ oom:
   free(tmp);
   free(tmp_link);
   free(by_link);
+  free(wtmp);
+  free(wtmp_link);
   lens_net_part_free(p);
   return NULL;
 }

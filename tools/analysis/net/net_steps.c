@@ -219,9 +219,18 @@ int lens_net_link_dominant(const struct lens_net_split *sides, int send_known, i
 
 double lens_net_wire_gbps(uint64_t bytes, uint64_t wire_ns) { return wire_ns ? (double)bytes / (double)wire_ns : 0.0; }
 
+double lens_net_wire_ns_per_byte(uint64_t bytes, uint64_t wire_ns) {
+  return bytes && wire_ns ? (double)wire_ns / (double)bytes : 0.0;
+}
+
+double lens_net_conn_slow_ratio(const struct lens_net_conn *c) { return c->own_ratio > 0 ? c->own_ratio : c->score; }
+
 int lens_net_link_is_slow(double pace_ratio, const struct lens_net_split *sides, int send_known, int recv_known) {
   if (!(pace_ratio >= LENS_NET_STANDOUT)) return 0;
-  int d = lens_net_link_dominant(sides, send_known, recv_known);
+  return lens_net_phase_on_network(lens_net_link_dominant(sides, send_known, recv_known), send_known, recv_known);
+}
+
+int lens_net_phase_on_network(int d, int send_known, int recv_known) {
   if (d == LENS_NET_SEND_WIRE) return 1;
   if (d == LENS_NET_SEND_PEER_WAIT) return !recv_known; /* the receiver's credit: its trace would tell */
   if (d == LENS_NET_RECV_DATA_WAIT) return !send_known; /* the sender's GPU or the wire: its trace would tell */

@@ -418,11 +418,12 @@
           showTip('r' + c[0] + ' -> r' + c[1] + (M.rank_group > 1 ? ' (groups of ' + M.rank_group + ')' : '') + '\n' +
                   f3(c[2]) + ' GB/s on the wire, ' + bytes(c[3]) + ' sent');
         }).on('mouseout', hideTip);
-        /* the slowest connections that stand out, outlined: red a slow link (its time on the network, the
-         * verdict's rule), amber one slow by its pace alone (it waits on a GPU) */
+        /* the slowest connections that stand out or are slow, outlined: red a slow link (its own wire time
+         * makes its steps 2x slower, on the network: the verdict's rule; it need not stand out by its pace),
+         * amber one slow by its pace alone (it waits) */
         var out = d3.set(), pace = d3.set();
         N.slowest.forEach(function (l) {
-          if (!l.stands_out || l.comm_id !== M.comm_id) return;
+          if (!(l.stands_out || l.slow_link) || l.comm_id !== M.comm_id) return;
           var k = Math.floor(l.src / M.rank_group) + ',' + Math.floor(l.dst / M.rank_group);
           (l.slow_link ? out : pace).add(k);
         });
@@ -491,8 +492,8 @@
       /* the 2x line over the bars (under them it hid where bars crossed it) */
       g.append('line').attr('x1', x(2)).attr('x2', x(2)).attr('y1', 0).attr('y2', h).attr('stroke', '#1d2330')
         .attr('stroke-dasharray', '4,3').style('pointer-events', 'none');
-      legend(s, [['slow link: stands out, its time on the network', SLOW_LINK],
-                 ['stands out by its pace, waiting on a GPU (not a slow link)', SLOW_PACE], ['within 2x', TYPICAL]]);
+      legend(s, [['slow link: its own wire time makes its steps 2x slower, on the network', SLOW_LINK],
+                 ['stands out by its pace, waiting (not a slow link)', SLOW_PACE], ['within 2x', TYPICAL]]);
       return {marks: L.length, values: L.map(function (d) { return d.score; }),
               colours: L.map(function (d) { return d.slow_link ? 'slow' : d.stands_out ? 'pace' : 'typical'; })};
     });

@@ -1,0 +1,206 @@
+/* A slow link in a ring of 2 nodes x 4 ranks, against the replay's truth:
+ * job-slow-link with --straggler 3 makes the ring's 3 -> 4, which crosses
+ * the nodes, slow on the wire. Only two sender -> receiver pairs cross the
+ * nodes (3 -> 4 and 7 -> 0), so the slow link's channels are half the
+ * connections: the rule of the step pace against the median step missed it
+ * ("slow links: none"). The slow-link rule judges a link by its own time,
+ * its wire time per byte against the typical connection's
+ * (lens_net_link_is_slow, docs/net.md): net's text and JSON, and the
+ * report's Network line, hint and verdict name the truth's link and no
+ * other; job-none on the same shape names none. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_run.h"
+#include "mini_json.h"
+
+enum { SLOW, NONE, NRUNS };
+static const char *const scen[NRUNS] = {"job-slow-link", "job-none"};
+static char dirs[NRUNS][512], truths[NRUNS][512];
+static struct cli_result res;
+
+static int setup(void **state) {
+  (void)state;
+  for (int i = 0; i < NRUNS; i++) {
+    snprintf(dirs[i], sizeof dirs[i], "%s/%s", cli_tmpdir(), scen[i]);
+    snprintf(truths[i], sizeof truths[i], "%s/%s.truth.json", cli_tmpdir(), scen[i]);
+    const char *rp[] = {"replay", "--scenario", scen[i], "--nodes", "2",          "--ranks-per-node", "4",
+                        "--out",  dirs[i],      "--truth", truths[i], "--quiet", i == SLOW ? "--straggler" : NULL,
+                        "3",      NULL};
+    if (cli_run(&res, rp) || res.status) {
+      fprintf(stderr, "replay %s failed (%d): %s\n", scen[i], res.status, res.err);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  cli_cleanup();
+  return 0;
+}
+
+/* The truth's slow link: every instance's cause slow_link with one sender
+ * and receiver (1: found), or every instance's cause none (0). */
+static int truth_link(int run, int *src, int *dst) {
+  struct mj *t = mj_parse_file(truths[run]);
+  assert_non_null(t);
+  assert_int_equal(mj_int(t, "nodes", -1), 2);
+  assert_int_equal(mj_int(t, "ranks_per_node", -1), 4);
+  const struct mj *insts = mj_get(t, "instances");
+  assert_non_null(insts);
+  assert_true(insts->n > 0);
+  int found = -1;
+  for (size_t i = 0; i < insts->n; i++) {
+    const struct mj *x = mj_at(insts, i);
+    const char *cause = mj_str(x, "cause");
+    assert_non_null(cause);
+    int slow = !strcmp(cause, "slow_link");
+    if (!slow) assert_string_equal(cause, "none");
+    if (found < 0) {
+      found = slow;
+      *src = slow ? (int)mj_int(x, "straggler", -1) : -1;
+      *dst = slow ? (int)mj_int(x, "link_peer", -1) : -1;
+    }
+    assert_int_equal(slow, found);
+    if (slow) {
+      assert_int_equal(mj_int(x, "straggler", -1), *src);
+      assert_int_equal(mj_int(x, "link_peer", -1), *dst);
+    }
+  }
+  mj_free(t);
+  return found;
+}
+
+/* The slow connections of net --json: their count; each must be src -> dst
+ * (src -1: there must be none). */
+static int json_slow(int run, int src, int dst) {
+  char path[600];
+  snprintf(path, sizeof path, "%s/%s.net.json", cli_tmpdir(), scen[run]);
+  const char *nj[] = {"net", "--json", "-o", path, dirs[run], NULL};
+  assert_int_equal(cli_run(&res, nj), 0);
+  assert_int_equal(res.status, 0);
+  struct mj *j = mj_parse_file(path);
+  assert_non_null(j);
+  const struct mj *conns = mj_get(j, "connections");
+  assert_non_null(conns);
+  assert_true(conns->n >= 4); /* 3 -> 4 and 7 -> 0 on 2 channels each */
+  int n = 0;
+  for (size_t i = 0; i < conns->n; i++) {
+    const struct mj *c = mj_at(conns, i);
+    const struct mj *slow = mj_get(c, "slow");
+    assert_non_null(slow);
+    if (!slow->i) continue;
+    n++;
+    if (mj_int(c, "src", -1) != src || mj_int(c, "dst", -1) != dst)
+      fail_msg("net --json calls r%d -> r%d ch %d slow; the truth's slow link is %d -> %d", (int)mj_int(c, "src", -1),
+               (int)mj_int(c, "dst", -1), (int)mj_int(c, "channel", -1), src, dst);
+  }
+  mj_free(j);
+  return n;
+}
+
+/* The line of text that starts with key, copied into line. */
+static void line_of(const char *text, const char *key, char *line, size_t len) {
+  const char *p = strstr(text, key);
+  if (!p) fail_msg("no '%s' in:\n%s", key, text);
+  const char *e = strchr(p, '\n');
+  snprintf(line, len, "%.*s", e ? (int)(e - p) : (int)strlen(p), p);
+}
+
+/* A "slow links" line names exactly "rS -> rD" and no other link. */
+static void names_only(const char *line, int src, int dst) {
+  char want[64];
+  snprintf(want, sizeof want, ": r%d -> r%d on ", src, dst);
+  if (!strstr(line, want)) fail_msg("'%s' does not name r%d -> r%d", line, src, dst);
+  int arrows = 0;
+  for (const char *p = strstr(line, "->"); p; p = strstr(p + 2, "->")) arrows++;
+  if (arrows != 1) fail_msg("'%s' names %d links", line, arrows);
+}
+
+static void test_slow_link_across_nodes_named(void **state) {
+  (void)state;
+  int src = -1, dst = -1;
+  assert_int_equal(truth_link(SLOW, &src, &dst), 1);
+  assert_int_equal(src, 3);
+  assert_int_equal(dst, 4);
+  assert_int_not_equal(src / 4, dst / 4); /* it crosses the nodes: the network has it */
+  /* net --json: its channels slow, nothing else */
+  assert_true(json_slow(SLOW, src, dst) >= 1);
+  /* net text */
+  char line[512];
+  const char *nt[] = {"net", dirs[SLOW], NULL};
+  assert_int_equal(cli_run(&res, nt), 0);
+  assert_int_equal(res.status, 0);
+  line_of(res.out, "slow links", line, sizeof line);
+  names_only(line, src, dst);
+  /* report: the Network section's line and the hints name it alone */
+  const char *rt[] = {"report", dirs[SLOW], NULL};
+  assert_int_equal(cli_run(&res, rt), 0);
+  assert_int_equal(res.status, 0);
+  line_of(res.out, "- slow links", line, sizeof line);
+  names_only(line, src, dst);
+  char hint[64];
+  snprintf(hint, sizeof hint, "**Slow link r%d -> r%d ", src, dst);
+  assert_non_null(strstr(res.out, hint));
+  for (const char *p = strstr(res.out, "**Slow link r"); p; p = strstr(p + 1, "**Slow link r"))
+    if (strncmp(p, hint, strlen(hint))) fail_msg("report hints another slow link: %.60s", p);
+  /* report --json: the link verdict is bad and names it */
+  char path[600];
+  snprintf(path, sizeof path, "%s/slow.report.json", cli_tmpdir());
+  const char *rj[] = {"report", "--json", "-o", path, dirs[SLOW], NULL};
+  assert_int_equal(cli_run(&res, rj), 0);
+  assert_int_equal(res.status, 0);
+  struct mj *j = mj_parse_file(path);
+  assert_non_null(j);
+  const struct mj *v = mj_get(j, "verdict");
+  assert_non_null(v);
+  int seen = 0;
+  for (size_t i = 0; i < v->n; i++) {
+    const struct mj *x = mj_at(v, i);
+    if (strcmp(mj_str(x, "key") ? mj_str(x, "key") : "", "link")) continue;
+    seen++;
+    assert_string_equal(mj_str(x, "status"), "bad");
+    char want[64];
+    snprintf(want, sizeof want, "r%d -> r%d (channel", src, dst);
+    assert_non_null(strstr(mj_str(x, "text"), want));
+  }
+  assert_int_equal(seen, 1);
+  mj_free(j);
+}
+
+static void test_no_slow_link_names_none(void **state) {
+  (void)state;
+  int src, dst;
+  assert_int_equal(truth_link(NONE, &src, &dst), 0);
+  assert_int_equal(json_slow(NONE, -1, -1), 0);
+  char line[512];
+  const char *nt[] = {"net", dirs[NONE], NULL};
+  assert_int_equal(cli_run(&res, nt), 0);
+  assert_int_equal(res.status, 0);
+  line_of(res.out, "slow links", line, sizeof line);
+  /* none (connections that stand out by pace on a busy machine are said to wait on a GPU: no slow link) */
+  if (strncmp(line, "slow links: none", 16)) fail_msg("net: '%s'", line);
+  const char *rt[] = {"report", dirs[NONE], NULL};
+  assert_int_equal(cli_run(&res, rt), 0);
+  assert_int_equal(res.status, 0);
+  line_of(res.out, "- slow links", line, sizeof line);
+  if (strncmp(line, "- slow links: none", 18)) fail_msg("report: '%s'", line);
+  assert_null(strstr(res.out, "**Slow link"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_slow_link_across_nodes_named),
+      cmocka_unit_test(test_no_slow_link_names_none),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
