@@ -118,13 +118,15 @@ static void starvation_line(FILE *f, const struct lens_net *n, const char *pre) 
 #define SLOW_LISTED 8
 #define NET_COLUMNS 120
 static void slow_line(FILE *f, const struct lens_net *n, const char *pre) {
-  size_t links = 0, out = 0, listed = 0;
+  size_t links = 0, out = 0, listed = 0, few = 0;
   int col = 0;
-  const struct lens_net_conn *first_out = NULL;
+  const struct lens_net_conn *first_out = NULL, *first_few = NULL;
   for (size_t i = 0; i < n->n_conns; i++) {
     const struct lens_net_conn *c = &n->conns[i];
-    if (c->stands_out && !c->slow && !first_out) first_out = c;
-    out += c->stands_out && !c->slow;
+    if (c->few_steps && !first_few) first_few = c;
+    few += c->few_steps != 0;
+    if (c->stands_out && !c->slow && !c->few_steps && !first_out) first_out = c;
+    out += c->stands_out && !c->slow && !c->few_steps;
     if (!c->slow) continue;
     int seen = 0;
     for (size_t k = 0; k < i && !seen; k++) {
@@ -171,6 +173,9 @@ static void slow_line(FILE *f, const struct lens_net *n, const char *pre) {
     fprintf(f, "; the %zu connection%s standing out wait%s on %s, not on the network", out, out > 1 ? "s" : "",
             out > 1 ? "" : "s", lens_net_phase_name(first_out->dominant));
   fputs("\n", f);
+  if (few) /* slow by the rule on a step or three: a moment, not a link's pace */
+    fprintf(f, "%s%zu connection%s slow by the rule on fewer than %d timed steps, too few to judge (r%d -> r%d ch %d)\n",
+            pre, few, few > 1 ? "s" : "", LENS_NET_SLOW_MIN_STEPS, first_few->src, first_few->dst, first_few->channel);
 }
 
 static size_t shown(const struct lens_net *n, int top) { return top <= 0 || (size_t)top > n->n_conns ? n->n_conns : (size_t)top; }

@@ -152,6 +152,8 @@ struct lens_net_conn {
   int stands_out;               /* score >= LENS_NET_STANDOUT */
   int slow;                     /* a slow link by lens_net_link_is_slow of lens_net_conn_slow_ratio (the rule
                                  * job and report share) */
+  int few_steps;                /* the rule says slow, but on fewer than LENS_NET_SLOW_MIN_STEPS timed steps:
+                                 * not slow, said so */
   int32_t order;                /* 0 = slowest */
 };
 
@@ -165,6 +167,10 @@ struct lens_net_qp {
 };
 
 #define LENS_NET_STANDOUT 2.0   /* a connection whose steps take 2x the typical time stands out */
+/* net judges a connection slow on at least this many timed steps over its sides: one step of a window (a 57 KiB
+ * step 98 % on the wire, 40x per byte) is a moment, not a link's pace. (job judges a link within one instance, on
+ * the steps it moved there.) */
+#define LENS_NET_SLOW_MIN_STEPS 4
 
 /* ---- A slow link: one rule for net, job and the report ----
  *

@@ -305,7 +305,9 @@ static int judge_conns(struct lens_net *n) {
     memset(&both, 0, sizeof both);
     if (c->send_link >= 0) lens_net_split_merge(&both, &n->links[c->send_link].t);
     if (c->recv_link >= 0) lens_net_split_merge(&both, &n->links[c->recv_link].t);
-    c->slow = lens_net_link_is_slow(lens_net_conn_slow_ratio(c), &both, c->send_link >= 0, c->recv_link >= 0);
+    int rule = lens_net_link_is_slow(lens_net_conn_slow_ratio(c), &both, c->send_link >= 0, c->recv_link >= 0);
+    c->slow = rule && both.steps >= LENS_NET_SLOW_MIN_STEPS;
+    c->few_steps = rule && !c->slow;
   }
   return 0;
 }
