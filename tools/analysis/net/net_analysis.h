@@ -184,8 +184,10 @@ struct lens_net_qp {
  * sender's wire time per byte over the typical connection's (the wire
  * phase starts once the data and the credit were there); with no sender's
  * trace, the receiver cannot tell the wire from the sender's waits and the
- * connection's score (end-to-end pace) stands in. job: the link's ops over
- * the other links the same proxies moved in that instance. The phase
+ * connection's score (end-to-end pace) stands in. job: the same own ratio
+ * (lens_net_own_ratios) over the links of one instance, its ops' bytes and
+ * phases; without a sender's bytes, its ops' pace over the other links the
+ * same proxies moved in that instance. The phase
  * with the most blamed time over the link's sides (lens_net_link_dominant)
  * is the wire, or, with only one side's trace, that side's wait for the
  * other end (the sender's wait for credit, the receiver's wait for data),
@@ -202,6 +204,19 @@ int lens_net_phase_on_network(int dominant, int send_known, int recv_known);
 /* A sender's time on the wire per byte (ns/B), the pace the slow-link rule
  * judges a link by: 0 when its bytes or its wire time are not known. */
 double lens_net_wire_ns_per_byte(uint64_t bytes, uint64_t wire_ns);
+/* The slow-link rule's own time, for n links judged together (net: all
+ * connections; job: the links of one instance). In: each link's sender's
+ * wire time per byte (lens_net_wire_ns_per_byte; 0 unknown), its sender's
+ * time (all phases) and its wire time, in ns. Out: wire_ratio, its wire
+ * time per byte over the typical link's, the lower median over the links
+ * that have one (a slow link's own channels may be half of a small job's
+ * links, and the lower median is then still a healthy one's); own_ratio,
+ * its sender's time over that time with its wire at the typical pace (1.0:
+ * as fast as typical; 0 unknown). The outputs may be the inputs (link i is
+ * read before its outputs are written).
+ * Returns 0, -1 on allocation failure. */
+int lens_net_own_ratios(size_t n, const double *ns_per_byte, const double *sender_ns, const double *wire_ns,
+                        double *wire_ratio, double *own_ratio);
 /* The ratio net's slow-link rule judged c by: its own_ratio when known,
  * else its score (no sender's trace: the end-to-end pace is all there is). */
 double lens_net_conn_slow_ratio(const struct lens_net_conn *c);

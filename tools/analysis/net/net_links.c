@@ -282,25 +282,22 @@ static int conn_by_slowness(const void *pa, const void *pb, void *ctx) {
  * over the step time, so a wire that is slow per byte but a small part of
  * the link's time (tens of us among ms of waits) is no slow link. */
 static int judge_conns(struct lens_net *n) {
-  size_t nc = n->n_conns, k = 0;
-  double *v = malloc((nc ? nc : 1) * sizeof *v);
+  size_t nc = n->n_conns;
+  double *v = malloc((nc ? nc : 1) * 3 * sizeof *v), *all = v + (nc ? nc : 1), *wire = all + (nc ? nc : 1);
   if (!v) return -1;
-  for (size_t i = 0; i < nc; i++)
-    if (n->conns[i].wire_ratio > 0) v[k++] = n->conns[i].wire_ratio;
-  qsort(v, k, sizeof *v, by_double);
-  double typical = k ? v[(k - 1) / 2] : 0;
-  free(v);
-  for (size_t i = 0; i < nc; i++) {
+  for (size_t i = 0; i < nc; i++) { /* the sender's steps: their time, their wire */
+    const struct lens_net_conn *c = &n->conns[i];
+    v[i] = c->wire_ratio, all[i] = wire[i] = 0;
+    if (c->send_link < 0) continue;
+    const struct lens_net_split *t = &n->links[c->send_link].t;
+    wire[i] = (double)t->blame_ns[LENS_NET_SEND_WIRE];
+    for (int p = 0; p < LENS_NET_NPHASES; p++) all[i] += (double)t->blame_ns[p];
+  }
+  int rc = lens_net_own_ratios(nc, v, all, wire, v, all);
+  for (size_t i = 0; i < nc && !rc; i++) {
     struct lens_net_conn *c = &n->conns[i];
-    c->wire_ratio = typical > 0 ? c->wire_ratio / typical : 0;
-    c->own_ratio = 0;
-    if (c->wire_ratio > 0) { /* the sender's steps, their wire at the typical pace: the rest is not the wire's */
-      const struct lens_net_split *t = &n->links[c->send_link].t;
-      double all = 0, wire = (double)t->blame_ns[LENS_NET_SEND_WIRE];
-      for (int p = 0; p < LENS_NET_NPHASES; p++) all += (double)t->blame_ns[p];
-      double excess = c->wire_ratio > 1 ? wire * (1 - 1 / c->wire_ratio) : 0, rest = all - excess;
-      if (all > 0) c->own_ratio = all / (rest >= 1 ? rest : 1);
-    }
+    c->wire_ratio = v[i];
+    c->own_ratio = all[i];
     struct lens_net_split both;
     memset(&both, 0, sizeof both);
     if (c->send_link >= 0) lens_net_split_merge(&both, &n->links[c->send_link].t);
@@ -309,7 +306,8 @@ static int judge_conns(struct lens_net *n) {
     c->slow = rule && both.steps >= LENS_NET_SLOW_MIN_STEPS;
     c->few_steps = rule && !c->slow;
   }
-  return 0;
+  free(v);
+  return rc;
 }
 
 static int build_conns(struct lens_net *n) {

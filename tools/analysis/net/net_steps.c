@@ -1,6 +1,7 @@
 /* The network view, step level: one ProxyStep's time split into the phases
  * of NCCL's ProxyStep state machine, and the split summed per collective
  * instance (net_analysis.h has the phase boundaries). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "net_analysis.h"
@@ -221,6 +222,34 @@ double lens_net_wire_gbps(uint64_t bytes, uint64_t wire_ns) { return wire_ns ? (
 
 double lens_net_wire_ns_per_byte(uint64_t bytes, uint64_t wire_ns) {
   return bytes && wire_ns ? (double)wire_ns / (double)bytes : 0.0;
+}
+
+static int by_dbl(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return (a > b) - (a < b);
+}
+
+int lens_net_own_ratios(size_t n, const double *ns_per_byte, const double *sender_ns, const double *wire_ns,
+                        double *wire_ratio, double *own_ratio) {
+  double *v = malloc((n ? n : 1) * sizeof *v);
+  if (!v) return -1;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (ns_per_byte[i] > 0) v[k++] = ns_per_byte[i];
+  qsort(v, k, sizeof *v, by_dbl);
+  double typical = k ? v[(k - 1) / 2] : 0; /* the lower median */
+  free(v);
+  for (size_t i = 0; i < n; i++) {
+    double all = sender_ns[i], wire = wire_ns[i]; /* read before the outputs (they may alias) */
+    double r = typical > 0 && ns_per_byte[i] > 0 ? ns_per_byte[i] / typical : 0, own = 0;
+    if (r > 0) { /* the sender's time with its wire at the typical pace: the rest is not the wire's */
+      double excess = r > 1 ? wire * (1 - 1 / r) : 0, rest = all - excess;
+      if (all > 0) own = all / (rest >= 1 ? rest : 1);
+    }
+    wire_ratio[i] = r;
+    own_ratio[i] = own;
+  }
+  return 0;
 }
 
 double lens_net_conn_slow_ratio(const struct lens_net_conn *c) { return c->own_ratio > 0 ? c->own_ratio : c->score; }
