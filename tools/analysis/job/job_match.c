@@ -258,10 +258,13 @@ static int ops_of(const struct lens_model *m, const struct crank *cr, const stru
     int32_t snd = op->p.proxy_op.is_send ? rank : op->p.proxy_op.peer;
     int32_t rcv = op->p.proxy_op.is_send ? op->p.proxy_op.peer : rank;
     struct lens_job_op *o = &p->ops[p->n_ops++];
-    *o = (struct lens_job_op){snd, rcv, (hi - lo) / (k - 1), {0, 0, 0}, 0};
+    *o = (struct lens_job_op){snd, rcv, (hi - lo) / (k - 1), {0, 0, 0}, 0, 0};
     /* its phases, as the network view splits them (the same function) */
     struct lens_net_split sp;
     lens_net_op_split(m, c, &sp);
+    o->bytes = sp.bytes; /* folded: the reader counted them (lens_folded_op) */
+    uint32_t fo = op->p.proxy_op.folded_op;
+    if (m->steps_folded && fo && fo <= m->n_folded_ops) o->bytes = m->folded_ops[fo - 1].bytes;
     int base = op->p.proxy_op.is_send ? LENS_NET_SEND_GPU_WAIT : LENS_NET_RECV_DATA_WAIT;
     for (int q = 0; q < 3; q++) {
       uint64_t us = sp.blame_ns[base + q] / 1000 + (sp.blame_ns[base + q] % 1000 >= 500);

@@ -34,6 +34,8 @@ struct lens_job_op {
   uint64_t dur;
   uint32_t phase_us[3];
   uint32_t flags;      /* LENS_JOB_OP_* */
+  uint64_t bytes;      /* its steps' bytes (transSize), 0 unknown: with a send op's wire phase, its wire time
+                        * per byte, the pace the slow-link rule judges (lens_net_own_ratios) */
 };
 
 /* One proxy op's one-way evidence (oneway.h), for the host alignment: the

@@ -36,6 +36,9 @@
  *    12 OPPH     count x {u32 phase us[3], u32 flags}, one per op, in order, after OPS:
  *                where each op's step time went (struct lens_job_op; added later: a file
  *                without it has no op's phases, and the job view names no slow link from it)
+ *    13 OPBY     count x u64, one per op, in order, after OPS: each op's steps' bytes (added
+ *                later: a file without it has no op's bytes; the job view then judges its
+ *                links by their pace, as before, docs/job.md)
  *     0 END      count 0, no payload
  * A reader takes only the versions it knows (a version-1 reader refuses a
  * version-2 file by its version, with one line) and refuses a file that
@@ -73,7 +76,8 @@
 struct fhdr { char magic[8]; uint32_t version, hdr_size, flags, reserved0; uint64_t reserved1; };
 struct sec { uint32_t tag, crc; uint64_t count, len; };
 enum { S_END = 0, S_FILES = 1, S_PROCS = 2, S_COMMS = 3, S_STRINGS = 4, S_RECORDS = 5, S_OPS = 6, S_RECX = 7,
-       S_ENDS = 8, S_CLOCKS = 9, S_WAYS = 10, S_CE = 11, S_OPPH = 12 };
+       S_ENDS = 8, S_CLOCKS = 9, S_WAYS = 10, S_CE = 11, S_OPPH = 12,
+       S_OPBY = 13 };
 
 struct disk_rec {
   uint64_t comm_id;
@@ -158,23 +162,29 @@ static uint32_t stab_id(struct stab *t, const char *s, int *oom) {
   return (uint32_t)t->n;
 }
 
-/* OPS (each op's link and pace) and OPPH (its phases), as two sections of
- * 16-byte records: a reader that knows no OPPH skips it. */
+/* OPS (each op's link and pace), OPPH (its phases) and OPBY (its bytes), as
+ * three sections: a reader that knows no OPPH or OPBY skips it. */
 static int ops_sections(FILE *f, struct zw *z, const struct lens_job_part *p) {
   size_t n = p->n_ops;
   struct disk_op *o = malloc((n ? n : 1) * sizeof *o);
   struct disk_oph *h = malloc((n ? n : 1) * sizeof *h);
+  uint64_t *by = malloc((n ? n : 1) * sizeof *by);
   int rc = -1;
-  if (o && h) {
+  if (o && h && by) {
     for (size_t i = 0; i < n; i++) {
       const struct lens_job_op *x = &p->ops[i];
       o[i] = (struct disk_op){x->snd, x->rcv, x->dur};
       h[i] = (struct disk_oph){{x->phase_us[0], x->phase_us[1], x->phase_us[2]}, x->flags};
+      by[i] = x->bytes;
     }
-    rc = section(f, z, S_OPS, n, o, n * sizeof *o) || section(f, z, S_OPPH, n, h, n * sizeof *h) ? -1 : 0;
+    rc = section(f, z, S_OPS, n, o, n * sizeof *o) || section(f, z, S_OPPH, n, h, n * sizeof *h) ||
+                 section(f, z, S_OPBY, n, by, n * sizeof *by)
+             ? -1
+             : 0;
   }
   free(o);
   free(h);
+  free(by);
   return rc;
 }
 
@@ -481,11 +491,11 @@ int lens_job_part_read(const char *path, struct lens_job_part *p, char *err, siz
         goto out;
       }
       if (!(p->ops = malloc(need ? need : 1))) goto oom;
-      lens_prefault(p->ops, need); /* 32 bytes per proxy op, megabytes */
+      lens_prefault(p->ops, need); /* 40 bytes per proxy op, megabytes */
       for (uint64_t i = 0; i < s.count; i++) {
         struct disk_op x;
         memcpy(&x, q + i * sizeof x, sizeof x);
-        p->ops[i] = (struct lens_job_op){x.snd, x.rcv, x.dur, {0, 0, 0}, 0}; /* phases: OPPH, if any */
+        p->ops[i] = (struct lens_job_op){x.snd, x.rcv, x.dur, {0, 0, 0}, 0, 0}; /* OPPH, OPBY, if any */
       }
       p->n_ops = (size_t)s.count;
       break;
@@ -501,6 +511,13 @@ int lens_job_part_read(const char *path, struct lens_job_part *p, char *err, siz
         memcpy(p->ops[i].phase_us, x.phase_us, sizeof x.phase_us);
         p->ops[i].flags = x.flags & (LENS_JOB_OP_SEND | LENS_JOB_OP_SPLIT);
       }
+      break;
+    case S_OPBY:
+      if (!p->ops || s.count != p->n_ops || l / sizeof(uint64_t) != s.count || l % sizeof(uint64_t)) {
+        bad(err, err_len, path, "op bytes without their ops, or of another count");
+        goto out;
+      }
+      for (uint64_t i = 0; i < s.count; i++) memcpy(&p->ops[i].bytes, q + i * sizeof(uint64_t), sizeof(uint64_t));
       break;
     case S_WAYS:
       if (p->wops) goto dup;
