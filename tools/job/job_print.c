@@ -51,8 +51,9 @@ static const char cause_legend[] =
     "  causes: late app call = its enqueue, launch and GPU start were on time, the call came late; late or busy GPU =\n"
     "  no GPU clock map tells the two apart; host spans = last on spans that end at the proxy's notices (no KernelCh\n"
     "  on some rank; a stalled proxy delays them): no GPU-side cause is named; other stages: +us = the lateness the\n"
-    "  stage explains (its excess over the other ranks' median, at most the max wait); slow link: its steps' time over\n"
-    "  the other links'; starved proxy: the longest its proxy was kept from a CPU within one event\n";
+    "  stage explains (its excess over the other ranks' median, at most the max wait); slow link: its sender's time\n"
+    "  over that time with its wire at the instance's typical pace per byte; starved proxy: the longest its proxy was\n"
+    "  kept from a CPU within one event\n";
 
 /* Instances timed by host spans, not decomposed (a host's ranks ended apart)
  * and waiting on a slow link: the notes of the text and Markdown views. */

@@ -139,9 +139,10 @@ struct lens_job {
  * waited at least max(LENS_JOB_MIN_WAIT_NS, LENS_JOB_MIN_WAIT_FRAC x exec). */
 #define LENS_JOB_MIN_WAIT_NS 20000ULL
 #define LENS_JOB_MIN_WAIT_FRAC 0.02
-/* A link is slow when its ops, at both ends, move steps at least this many
- * times slower than the same proxies move their other links (pace: first to
- * last step completion over the steps) and that time is the network's (the
+/* A link is slow when its own time (its sender's, with its wire at the
+ * instance's typical pace per byte: lens_net_own_ratios; without its bytes,
+ * its ops' pace against the other links of the same proxies) is at least
+ * this many times its peers' and that time is the network's (the
  * rule net and the report use, lens_net_link_is_slow), in at least half of
  * its communicator's instances; it is then named in every instance where
  * that rule holds (pace ratio >= LENS_NET_STANDOUT). */

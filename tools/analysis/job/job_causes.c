@@ -7,9 +7,10 @@
  * lateness; when no stage after the API call does, the application called
  * late. Instances without
  * a straggler are checked for a starved proxy (sched traces) and for a slow
- * link: one sender->receiver link whose ProxySteps take far longer than the
- * other links' in the same instance, on the network (the rule the network
- * view uses, lens_net_link_is_slow; docs/job.md). */
+ * link: one sender->receiver link whose own time (its sender's wire time per
+ * byte against the instance's typical link's) makes it far slower, on the
+ * network (the rule the network view uses, lens_net_own_ratios and
+ * lens_net_link_is_slow; docs/job.md). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,19 +192,29 @@ static int link_on_net(const struct step *s, size_t n, int32_t snd, int32_t rcv,
 }
 
 /* A link of an instance: where it first appears among the ops, and its
- * least slow op's ratio. */
-struct link_pick { uint64_t link; size_t first; double ratio; };
+ * least slow op's ratio; its sender's ops' bytes, wire time and time (all
+ * three phases), for its own ratio (lens_net_own_ratios). */
+struct link_pick { uint64_t link; size_t first; double ratio; uint64_t bytes; double wire_ns, sender_ns; };
 
-/* Slow link: the link whose ops, at both ends, are far slower than the
- * other links handled by the same proxies (docs/job.md). An op's ratio is
+/* Slow link: the link whose own time is far slower than the other links'
+ * in the same instance, by the network view's rule (docs/job.md): its
+ * sender's wire time per byte against the typical link's of the instance
+ * (the lower median), then its sender's time over that time with its wire
+ * at the typical pace (lens_net_own_ratios, the function net judges its
+ * connections with). Not its end-to-end pace: in a ring every link
+ * downstream of a slow one waits for its data, and moves at its pace.
+ * A link whose sender's ops have no bytes or no wire phase (no sender's
+ * trace, a partial written before op bytes were kept) is judged by its
+ * pace, as net judges a connection without a sender's trace by its score:
+ * an op's ratio is
  * its pace over the fastest other link of its own rank (a proxy that is slow
  * is slow on all its links; a slow link is slow at both its ends while the
  * same proxies move the other links' data at their usual pace); with no
  * other link on that rank, of its process (proxies sharing its CPUs), then
  * of the instance. The link's ratio is its least slow op's (every end must
  * show it: a stalled proxy is slow on all its links alike and does not stand
- * out). Ties go to the link met first. The ops come from the map
- * (lens_job_op). */
+ * out). Ties go to the link met first, whichever ratio. The ops come from
+ * the map (lens_job_op). */
 static int slow_link(const struct lens_job_oprefs *o, struct lens_job_inst *in, const struct lens_job_rank *r,
                      struct step **buf, size_t *cap) {
   size_t n = 0;
@@ -231,8 +242,9 @@ static int slow_link(const struct lens_job_oprefs *o, struct lens_job_inst *in, 
   size_t hbits = 4;
   while (((size_t)1 << hbits) < 2 * n) hbits++;
   size_t hmask = ((size_t)1 << hbits) - 1, *slot = malloc((hmask + 1) * sizeof *slot);
-  if (!ord || !own || !proc || !any || !lp || !slot) {
-    free(ord), free(own), free(proc), free(any), free(lp), free(slot);
+  double *dv = malloc(3 * n * sizeof *dv);
+  if (!ord || !own || !proc || !any || !lp || !slot || !dv) {
+    free(ord), free(own), free(proc), free(any), free(lp), free(slot), free(dv);
     return -1;
   }
   min_other_link(s, n, 0, ord, own);
@@ -252,11 +264,29 @@ static int slow_link(const struct lens_job_oprefs *o, struct lens_job_inst *in, 
     while (slot[h] != SIZE_MAX && lp[slot[h]].link != link) h = (h + 1) & hmask;
     if (slot[h] == SIZE_MAX) {
       slot[h] = nl;
-      lp[nl++] = (struct link_pick){link, q, ratio};
+      lp[nl++] = (struct link_pick){link, q, ratio, 0, 0, 0};
     } else if (ratio < lp[slot[h]].ratio) {
       lp[slot[h]].ratio = ratio;
     }
+    const struct lens_job_op *op = s[q].op;
+    if ((op->flags & LENS_JOB_OP_SEND) && (op->flags & LENS_JOB_OP_SPLIT) && op->bytes) {
+      struct link_pick *L = &lp[slot[h]];
+      L->bytes += op->bytes;
+      L->wire_ns += (double)op->phase_us[2] * 1000; /* LENS_NET_SEND_WIRE - LENS_NET_SEND_GPU_WAIT */
+      L->sender_ns += ((double)op->phase_us[0] + op->phase_us[1] + op->phase_us[2]) * 1000;
+    }
   }
+  double *nspb = dv, *all = dv + nl, *wire = dv + 2 * nl; /* own ratios, per link */
+  for (size_t i = 0; i < nl; i++) {
+    nspb[i] = lens_net_wire_ns_per_byte(lp[i].bytes, lens_f2u64(lp[i].wire_ns));
+    all[i] = lp[i].sender_ns, wire[i] = lp[i].wire_ns;
+  }
+  if (lens_net_own_ratios(nl, nspb, all, wire, nspb, all)) {
+    free(ord), free(own), free(proc), free(any), free(lp), free(slot), free(dv);
+    return -1;
+  }
+  for (size_t i = 0; i < nl; i++)
+    if (all[i] > 0) lp[i].ratio = all[i];
   double best = 0;
   size_t best_first = SIZE_MAX;
   int32_t bs = -1, br = -1;
@@ -267,7 +297,7 @@ static int slow_link(const struct lens_job_oprefs *o, struct lens_job_inst *in, 
       bs = s[lp[i].first].snd, br = s[lp[i].first].rcv;
     }
   }
-  free(ord), free(own), free(proc), free(any), free(lp), free(slot);
+  free(ord), free(own), free(proc), free(any), free(lp), free(slot), free(dv);
   in->link_snd = bs;
   in->link_rcv = br;
   in->link_ratio = best;
