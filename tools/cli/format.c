@@ -225,3 +225,46 @@ size_t *lens_fmt_order_desc(const double *key, size_t n) {
   qsort_r(o, n, sizeof *o, by_key_desc, (void *)key); /* the key as context: safe on any thread */
   return o;
 }
+
+double *lens_fmt_rows_begin(struct lens_fmt_rows *r, size_t n_index, int all, enum lens_fmt_rows_keep keep) {
+  memset(r, 0, sizeof *r);
+  r->n = r->n_index = n_index;
+  r->listed = lens_fmt_rows_listed(n_index, all);
+  r->all = all;
+  r->keep = keep;
+  if (keep == LENS_FMT_ROWS_PRESENT || r->listed < n_index) r->key = malloc((n_index + 1) * sizeof *r->key);
+  return r->key;
+}
+
+void lens_fmt_rows_order(struct lens_fmt_rows *r) {
+  if (!r->key) return; /* every row listed, or out of memory: table order */
+  if (r->keep == LENS_FMT_ROWS_PRESENT) {
+    r->n = 0;
+    for (size_t i = 0; i < r->n_index; i++) r->n += r->key[i] >= 0;
+    r->listed = lens_fmt_rows_listed(r->n, r->all);
+    if (r->listed < r->n) r->order = lens_fmt_order_desc(r->key, r->n_index); /* the absent ones sort last */
+    return;
+  }
+  if (r->keep == LENS_FMT_ROWS_NONZERO)
+    for (size_t i = 0; i < r->n_index; i++) r->nonzero += r->key[i] > 0;
+  r->order = lens_fmt_order_desc(r->key, r->n_index);
+  /* the rows with a key come first: stop there (out of memory: the cap's first rows, whatever their key) */
+  if (r->keep == LENS_FMT_ROWS_NONZERO && r->order && r->listed > r->nonzero) r->listed = r->nonzero;
+}
+
+int lens_fmt_rows_next(struct lens_fmt_rows *r, size_t *row) {
+  while (r->given < r->listed && r->pos < r->n_index) {
+    size_t i = r->order ? r->order[r->pos] : r->pos;
+    r->pos++;
+    if (r->keep == LENS_FMT_ROWS_PRESENT && r->key && r->key[i] < 0) continue;
+    r->given++;
+    *row = i;
+    return 1;
+  }
+  return 0;
+}
+
+void lens_fmt_rows_end(struct lens_fmt_rows *r) {
+  free(r->key), free(r->order);
+  r->key = NULL, r->order = NULL;
+}

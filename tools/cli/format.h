@@ -33,6 +33,44 @@ void lens_fmt_wrap_fields(FILE *f, const char *head, const char *indent, const c
 #define LENS_FMT_LIST_ROWS 16
 /* Rows to list of n: all of them with all set or when n fits, else LENS_FMT_LIST_ROWS. */
 size_t lens_fmt_rows_listed(size_t n, int all);
+/* A capped table in the order that says most: one rule for every view's
+ * per-process, proxy-thread and host tables. Use:
+ *   struct lens_fmt_rows r;
+ *   double *key = lens_fmt_rows_begin(&r, n, all, LENS_FMT_ROWS_EVERY);
+ *   for (size_t i = 0; key && i < n; i++) key[i] = ...;   (larger first)
+ *   lens_fmt_rows_order(&r);
+ *   for (size_t i; lens_fmt_rows_next(&r, &i);) ...print row i...
+ *   lens_fmt_rows_end(&r);
+ *   lens_fmt_left_out(f, r.n - r.listed, "processes", 1);
+ * Rows are listed largest key first, equal keys in table order, when the cap
+ * leaves some out; in table order when every row is listed (or memory ran
+ * out: then the cap's first rows). */
+enum lens_fmt_rows_keep {
+  LENS_FMT_ROWS_EVERY,   /* every row is in the table */
+  LENS_FMT_ROWS_NONZERO, /* capped, rows with a key of 0 are not listed (a thousand rows of zeros say one thing) */
+  LENS_FMT_ROWS_PRESENT, /* rows with a negative key are not in the table at all (n counts the others) */
+};
+struct lens_fmt_rows {
+  size_t n;       /* rows in the table (PRESENT: those with a key >= 0, once ordered) */
+  size_t listed;  /* rows lens_fmt_rows_next gives: lens_fmt_rows_listed's (NONZERO ordered: at most `nonzero`) */
+  size_t nonzero; /* NONZERO, capped: rows with a key > 0 */
+  /* the helper's own */
+  size_t n_index, pos, given;
+  int all;
+  enum lens_fmt_rows_keep keep;
+  double *key;
+  size_t *order;
+};
+/* Begins a table of n_index rows. Returns the key to fill (n_index entries)
+ * where the order matters (the cap leaves rows out; PRESENT: always), else
+ * NULL: no key, table order. NULL too when out of memory (PRESENT: then list
+ * nothing). */
+double *lens_fmt_rows_begin(struct lens_fmt_rows *r, size_t n_index, int all, enum lens_fmt_rows_keep keep);
+/* Orders the rows by the key filled in (nothing without one); sets n, listed and nonzero. */
+void lens_fmt_rows_order(struct lens_fmt_rows *r);
+/* The next row to list into *row: 1, or 0 once `listed` rows were given. */
+int lens_fmt_rows_next(struct lens_fmt_rows *r, size_t *row);
+void lens_fmt_rows_end(struct lens_fmt_rows *r);
 /* "  (N more WHAT not listed: --all lists every one; --json has all)" when n_left > 0
  * (without "; --json has all" where the command's JSON does not list them). */
 void lens_fmt_left_out(FILE *f, size_t n_left, const char *what, int json_has_all);

@@ -1,7 +1,6 @@
 /* Host alignment tables and JSON (align_print.h). */
 #include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cli/format.h"
@@ -80,18 +79,13 @@ void lens_align_print_text(FILE *f, const struct lens_model *m, const struct len
    * two have opposite signs, so they are not named alike. */
   fprintf(f, "  %-*s %-8s %5s %5s %20s %9s %9s %9s %-11s %5s %7s\n", HOST_COL, "host", "boot id", "procs", "ranks",
           "offset s (job-mono)", "bound", "realtime", "corr ppm", "source", "syncs", "one-way");
-  size_t listed = lens_fmt_rows_listed(a->n_hosts, all), *order = NULL;
-  if (listed < a->n_hosts) {
-    double *key = malloc(a->n_hosts * sizeof *key);
-    if (key) {
-      for (size_t h = 0; h < a->n_hosts; h++)
-        key[h] = (int)h == a->ref ? 1e300 : a->hosts[h].bound_ns == UINT64_MAX ? 1e299 : (double)a->hosts[h].bound_ns;
-      order = lens_fmt_order_desc(key, a->n_hosts);
-      free(key);
-    }
-  }
-  for (size_t k = 0; k < listed; k++) {
-    const struct lens_align_host *x = &a->hosts[order ? order[k] : k];
+  struct lens_fmt_rows rows;
+  double *key = lens_fmt_rows_begin(&rows, a->n_hosts, all, LENS_FMT_ROWS_EVERY);
+  for (size_t h = 0; key && h < a->n_hosts; h++)
+    key[h] = (int)h == a->ref ? 1e300 : a->hosts[h].bound_ns == UINT64_MAX ? 1e299 : (double)a->hosts[h].bound_ns;
+  lens_fmt_rows_order(&rows);
+  for (size_t h; lens_fmt_rows_next(&rows, &h);) {
+    const struct lens_align_host *x = &a->hosts[h];
     char b[32], c[32], o[40], host[HOST_COL + 1];
     fmt_ns(b, sizeof b, x->bound_ns);
     fmt_ns(c, sizeof c, x->coarse_bound_ns);
@@ -101,8 +95,8 @@ void lens_align_print_text(FILE *f, const struct lens_model *m, const struct len
     fprintf(f, "  %-*s %-8.8s %5u %5u %20s %9s %9s %9.2f %-11s %5u %7u\n", HOST_COL, host, x->boot_id, x->n_procs,
             x->n_ranks, o, b, c, x->drift_ppm, lens_align_source_name(x->source), x->n_sync, x->n_oneway);
   }
-  free(order);
-  lens_fmt_left_out(f, a->n_hosts - listed, "hosts", 1);
+  lens_fmt_rows_end(&rows);
+  lens_fmt_left_out(f, rows.n - rows.listed, "hosts", 1);
   double de = 0;
   for (size_t h = 0; h < a->n_hosts; h++)
     if (a->hosts[h].drift_err_ppm > de) de = a->hosts[h].drift_err_ppm;

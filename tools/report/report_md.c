@@ -46,20 +46,14 @@ static void recorded(FILE *f, const struct lens_model *m, const struct lens_repo
     fprintf(f, "| process | NCCL profiler API | event mask | recorded | sessions | clean end | file |\n"
                "|---|---|---|---|---|---|---|\n");
     /* capped: the processes without a clean end, or with the fewest sessions' worth of trust, first */
-    size_t listed = lens_fmt_rows_listed(m->n_procs, r->sum.all), *o = NULL;
-    if (listed < m->n_procs) {
-      double *key = malloc(m->n_procs * sizeof *key);
-      if (key) {
-        for (size_t p = 0; p < m->n_procs; p++) {
-          const struct lens_file *fl = &m->files[m->procs[p].file];
-          key[p] = (double)!fl->clean_end + (fl->n_sessions != 1);
-        }
-        o = lens_fmt_order_desc(key, m->n_procs);
-        free(key);
-      }
+    struct lens_fmt_rows rows;
+    double *key = lens_fmt_rows_begin(&rows, m->n_procs, r->sum.all, LENS_FMT_ROWS_EVERY);
+    for (size_t p = 0; key && p < m->n_procs; p++) {
+      const struct lens_file *fl = &m->files[m->procs[p].file];
+      key[p] = (double)!fl->clean_end + (fl->n_sessions != 1);
     }
-    for (size_t k = 0; k < listed; k++) {
-      size_t p = o ? o[k] : k;
+    lens_fmt_rows_order(&rows);
+    for (size_t p; lens_fmt_rows_next(&rows, &p);) {
       const struct lens_proc *pr = &m->procs[p];
       const struct lens_file *fl = &m->files[pr->file];
       char mask[256], dur[32];
@@ -69,26 +63,21 @@ static void recorded(FILE *f, const struct lens_model *m, const struct lens_repo
               pr->event_mask, mask, r->procs[p].last_ns ? dur : "-", fl->n_sessions, fl->clean_end ? "yes" : "no",
               fl->path);
     }
-    free(o);
+    lens_fmt_rows_end(&rows);
     fputc('\n', f);
-    report_left_out(f, m->n_procs - listed, "processes");
+    report_left_out(f, rows.n - rows.listed, "processes");
   }
   if (m->n_comms) {
     fprintf(f, "| communicator | comm id | rank | nranks | nnodes | process | init → fini |\n"
                "|---|---|---|---|---|---|---|\n");
     /* capped: those not finalized first */
-    size_t listed = lens_fmt_rows_listed(m->n_comms, r->sum.all), *o = NULL;
-    if (listed < m->n_comms) {
-      double *key = malloc(m->n_comms * sizeof *key);
-      if (key) {
-        for (size_t c = 0; c < m->n_comms; c++)
-          key[c] = !(m->comms[c].fini_mono_ns >= m->comms[c].init_mono_ns && m->comms[c].fini_mono_ns);
-        o = lens_fmt_order_desc(key, m->n_comms);
-        free(key);
-      }
-    }
-    for (size_t k = 0; k < listed; k++) {
-      const struct lens_comm *cm = &m->comms[o ? o[k] : k];
+    struct lens_fmt_rows rows;
+    double *key = lens_fmt_rows_begin(&rows, m->n_comms, r->sum.all, LENS_FMT_ROWS_EVERY);
+    for (size_t c = 0; key && c < m->n_comms; c++)
+      key[c] = !(m->comms[c].fini_mono_ns >= m->comms[c].init_mono_ns && m->comms[c].fini_mono_ns);
+    lens_fmt_rows_order(&rows);
+    for (size_t c; lens_fmt_rows_next(&rows, &c);) {
+      const struct lens_comm *cm = &m->comms[c];
       const struct lens_proc *pr = &m->procs[cm->proc];
       char life[32] = "not finalized";
       if (cm->fini_mono_ns >= cm->init_mono_ns && cm->fini_mono_ns)
@@ -97,9 +86,9 @@ static void recorded(FILE *f, const struct lens_model *m, const struct lens_repo
       fprintf(f, "| %s | %s | %d | %d | %d | %s:%u | %s |\n", nz(cm->name), lens_fmt_comm_id(cm->comm_id, idb),
               cm->rank, cm->nranks, cm->nnodes, pr->host, pr->pid, life);
     }
-    free(o);
+    lens_fmt_rows_end(&rows);
     fputc('\n', f);
-    report_left_out(f, m->n_comms - listed, "communicator inits");
+    report_left_out(f, rows.n - rows.listed, "communicator inits");
   }
 }
 
@@ -238,17 +227,12 @@ static void completion_vs_enqueue(FILE *f, const struct lens_model *m, const str
              "same seq, same host).\n\n| communicator | rank | ops | late avg | late max | last to arrive |\n"
              "|---|---:|---:|---:|---:|---:|\n");
   /* capped: the latest ranks (late max) first */
-  size_t listed = lens_fmt_rows_listed(r->n_late, r->sum.all), *o = NULL;
-  if (listed < r->n_late) {
-    double *key = malloc(r->n_late * sizeof *key);
-    if (key) {
-      for (size_t i = 0; i < r->n_late; i++) key[i] = (double)r->late[i].max_ns;
-      o = lens_fmt_order_desc(key, r->n_late);
-      free(key);
-    }
-  }
-  for (size_t k = 0; k < listed; k++) {
-    const struct lens_rep_late *l = &r->late[o ? o[k] : k];
+  struct lens_fmt_rows rows;
+  double *key = lens_fmt_rows_begin(&rows, r->n_late, r->sum.all, LENS_FMT_ROWS_EVERY);
+  for (size_t i = 0; key && i < r->n_late; i++) key[i] = (double)r->late[i].max_ns;
+  lens_fmt_rows_order(&rows);
+  for (size_t i; lens_fmt_rows_next(&rows, &i);) {
+    const struct lens_rep_late *l = &r->late[i];
     char a[32], b[32];
     lens_fmt_ns(l->n ? (double)l->sum_ns / (double)l->n : 0, a, sizeof a);
     lens_fmt_ns((double)l->max_ns, b, sizeof b);
@@ -257,10 +241,10 @@ static void completion_vs_enqueue(FILE *f, const struct lens_model *m, const str
             lens_fmt_comm_label(l->comm_name, l->comm_id, lb, sizeof lb), l->rank, l->n, a, b,
             l->last_n, pct(l->last_n, l->n));
   }
-  free(o);
+  lens_fmt_rows_end(&rows);
   (void)m;
   fputc('\n', f);
-  report_left_out(f, r->n_late - listed, "ranks");
+  report_left_out(f, rows.n - rows.listed, "ranks");
 }
 
 static void accuracy(FILE *f, const struct lens_model *m, const struct lens_report *r) {
@@ -287,17 +271,12 @@ static void accuracy(FILE *f, const struct lens_model *m, const struct lens_repo
     fprintf(f, "| GPU (KernelCh thread) | rank | source | points | slope | residual | error bound |\n"
                "|---|---:|---|---:|---:|---:|---:|\n");
     /* capped: the widest error bound first */
-    size_t listed = lens_fmt_rows_listed(m->n_clock_maps, r->sum.all), *o = NULL;
-    if (listed < m->n_clock_maps) {
-      double *key = malloc(m->n_clock_maps * sizeof *key);
-      if (key) {
-        for (size_t i = 0; i < m->n_clock_maps; i++) key[i] = m->clock_maps[i].error_bound_ns;
-        o = lens_fmt_order_desc(key, m->n_clock_maps);
-        free(key);
-      }
-    }
-    for (size_t k = 0; k < listed; k++) {
-      const struct lens_clock_map *c = &m->clock_maps[o ? o[k] : k];
+    struct lens_fmt_rows rows;
+    double *key = lens_fmt_rows_begin(&rows, m->n_clock_maps, r->sum.all, LENS_FMT_ROWS_EVERY);
+    for (size_t i = 0; key && i < m->n_clock_maps; i++) key[i] = m->clock_maps[i].error_bound_ns;
+    lens_fmt_rows_order(&rows);
+    for (size_t i; lens_fmt_rows_next(&rows, &i);) {
+      const struct lens_clock_map *c = &m->clock_maps[i];
       const struct lens_thread *t = c->thread >= 0 ? &m->threads[c->thread] : NULL;
       char res[32], eb[32];
       lens_fmt_ns(c->residual_ns, res, sizeof res);
@@ -305,9 +284,9 @@ static void accuracy(FILE *f, const struct lens_model *m, const struct lens_repo
       fprintf(f, "| %s:%u tid %u | %d | %s | %u | %.9f | %s | %s |\n", m->procs[c->proc].host, m->procs[c->proc].pid,
               t ? t->tid : 0, c->rank, lens_time_source_name(c->source), c->n_points, c->slope, res, eb);
     }
-    free(o);
+    lens_fmt_rows_end(&rows);
     fputc('\n', f);
-    report_left_out(f, m->n_clock_maps - listed, "clock maps");
+    report_left_out(f, rows.n - rows.listed, "clock maps");
   }
   fprintf(f, "| accuracy flag | events |\n|---|---:|\n");
   for (int b = 0; b < 32; b++)
@@ -324,26 +303,21 @@ static void proxies(FILE *f, const struct lens_model *m, const struct lens_repor
                "| thread | name | ops | steps | bytes | active | sleep | idle | append |\n"
                "|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
     /* capped: the busiest (active share) first */
-    size_t listed = lens_fmt_rows_listed(s->n_proxies, s->all), *o = NULL;
-    if (listed < s->n_proxies) {
-      double *key = malloc(s->n_proxies * sizeof *key);
-      if (key) {
-        for (size_t i = 0; i < s->n_proxies; i++) key[i] = pct(s->proxies[i].state_ns[0], s->proxies[i].span_ns);
-        o = lens_fmt_order_desc(key, s->n_proxies);
-        free(key);
-      }
-    }
-    for (size_t k = 0; k < listed; k++) {
-      const struct lens_sum_proxy *p = &s->proxies[o ? o[k] : k];
+    struct lens_fmt_rows rows;
+    double *key = lens_fmt_rows_begin(&rows, s->n_proxies, s->all, LENS_FMT_ROWS_EVERY);
+    for (size_t i = 0; key && i < s->n_proxies; i++) key[i] = pct(s->proxies[i].state_ns[0], s->proxies[i].span_ns);
+    lens_fmt_rows_order(&rows);
+    for (size_t i; lens_fmt_rows_next(&rows, &i);) {
+      const struct lens_sum_proxy *p = &s->proxies[i];
       const struct lens_thread *t = &m->threads[p->thread];
       fprintf(f, "| %s:%u tid %u | %s | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " |", m->procs[t->proc].host,
               m->procs[t->proc].pid, t->tid, nz(t->name), p->ops, p->steps, p->bytes);
       for (int k2 = 0; k2 < 4; k2++) fprintf(f, " %.1f%% |", pct(p->state_ns[k2], p->span_ns));
       fputc('\n', f);
     }
-    free(o);
+    lens_fmt_rows_end(&rows);
     fputc('\n', f);
-    report_left_out(f, s->n_proxies - listed, "proxy threads");
+    report_left_out(f, rows.n - rows.listed, "proxy threads");
   }
   if (!r->n_sched) {
     fprintf(f, "No scheduler probe trace loaded: starvation not measured (`nccl-lens sched` records it).\n\n");
@@ -375,27 +349,24 @@ static uint64_t drops_total(const struct lens_drops *d) {
 
 static void losses(FILE *f, const struct lens_model *m, const struct lens_report *r) {
   /* capped: the processes that lost the most, and none that lost nothing (as summary's drops) */
-  size_t n = m->n_procs, listed = lens_fmt_rows_listed(n, r->sum.all), with = 0, *o = NULL;
-  double *key = malloc((n + 1) * sizeof *key);
-  if (key) {
-    for (size_t p = 0; p < n; p++) with += (key[p] = (double)drops_total(&m->procs[p].drops)) > 0;
-    o = listed < n ? lens_fmt_order_desc(key, n) : NULL;
-    free(key);
-  }
-  if (listed < n && o && listed > with) listed = with;
+  struct lens_fmt_rows rows;
+  size_t n = m->n_procs;
+  double *key = lens_fmt_rows_begin(&rows, n, r->sum.all, LENS_FMT_ROWS_NONZERO);
+  for (size_t p = 0; key && p < n; p++) key[p] = (double)drops_total(&m->procs[p].drops);
+  lens_fmt_rows_order(&rows);
+  size_t listed = rows.listed, with = rows.nonzero;
   fprintf(f, "## Data losses\n\n");
   if (listed)
     fprintf(f, "| process | ring_full | no_thread_slot | null_handle | bad_handle | write_errors | "
                "cupti_records | blob_queue_full |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
-  for (size_t k = 0; k < listed; k++) {
-    size_t p = o ? o[k] : k;
+  for (size_t p; lens_fmt_rows_next(&rows, &p);) {
     const struct lens_drops *d = &m->procs[p].drops;
     fprintf(f, "| %s:%u | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %" PRIu64
                " |\n",
             m->procs[p].host, m->procs[p].pid, d->ring_full, d->no_thread_slot, d->null_handle, d->bad_handle,
             d->write_errors, d->cupti_records, d->blob_queue_full);
   }
-  free(o);
+  lens_fmt_rows_end(&rows);
   if (listed < n) {
     if (listed) fputc('\n', f);
     if (with > listed)

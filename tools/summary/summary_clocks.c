@@ -3,7 +3,6 @@
  * facts that say which traces share a host clock. */
 #include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
 
 #include "cli/format.h"
 
@@ -24,25 +23,22 @@ static void fmt_ns(char *buf, size_t len, uint64_t ns) {
 }
 
 void lens_summary_print_clocks_text(FILE *f, const struct lens_model *m, const struct lens_summary_align *al, int all) {
-  size_t n = m->n_procs, have = 0;
+  size_t n = m->n_procs;
   /* capped: the least sure first (NTP not synced, then the widest bound) */
-  double *key = malloc((n + 1) * sizeof *key);
+  struct lens_fmt_rows rows;
+  double *key = lens_fmt_rows_begin(&rows, n, all, LENS_FMT_ROWS_PRESENT);
   if (!key) return;
   for (size_t p = 0; p < n; p++) {
     struct lens_host_clock hc;
     key[p] = -1.0; /* no clock facts: never listed */
     if (lens_host_clock_of(m, (int32_t)p, &hc) != 0) continue;
     key[p] = (hc.ntp_synced ? 0.0 : 1e30) + (double)hc.bound_ns;
-    have++;
   }
-  size_t listed = lens_fmt_rows_listed(have, all);
-  size_t *o = listed < have ? lens_fmt_order_desc(key, n) : NULL;
+  lens_fmt_rows_order(&rows);
   int any = 0, unsynced = 0;
-  for (size_t k = 0, shown = 0; k < n && shown < listed; k++) {
-    size_t p = o ? o[k] : k;
+  for (size_t p; lens_fmt_rows_next(&rows, &p);) {
     struct lens_host_clock hc;
-    if (key[p] < 0 || lens_host_clock_of(m, (int32_t)p, &hc) != 0) continue;
-    shown++;
+    if (lens_host_clock_of(m, (int32_t)p, &hc) != 0) continue; /* it had facts when keyed */
     if (!any)
       fprintf(f, "\nclocks (job time = CLOCK_MONOTONIC + offset; REALTIME as NTP keeps it)\n"
                  "  %-28s %-8s %20s %12s %9s %s\n",
@@ -58,9 +54,8 @@ void lens_summary_print_clocks_text(FILE *f, const struct lens_model *m, const s
       fprintf(f, "\n    time namespace: MONOTONIC %+.9f s from its host's", (double)hc.timens_mono_offset_ns / 1e9);
     fputc('\n', f);
   }
-  free(o);
-  free(key);
-  lens_fmt_left_out(f, have - listed, "processes", 1);
+  lens_fmt_rows_end(&rows);
+  lens_fmt_left_out(f, rows.n - rows.listed, "processes", 1);
   if (unsynced) fprintf(f, "  (*) the bound is the kernel's unsynced maxerror\n");
   if (any && al && al->a->n_hosts >= 2) lens_align_print_text(f, al->m, al->a, all);
 }

@@ -83,23 +83,20 @@ static uint64_t drops_total(const struct lens_drops *d) {
          d->blob_queue_full;
 }
 
-/* A row per process, capped (lens_fmt_rows_listed): the processes that lost the most first, and with the
+/* A row per process, capped (lens_fmt_rows, NONZERO): the processes that lost the most first, and with the
  * table capped, processes that lost nothing are not listed (a thousand rows of zeros say one thing). */
 static void print_drops_text(FILE *f, const struct lens_model *m, int all) {
   fprintf(f, "\ndrops and losses\n");
-  size_t n = m->n_procs, listed = lens_fmt_rows_listed(n, all), with = 0;
-  double *key = malloc((n + 1) * sizeof *key);
-  size_t *o = NULL;
-  if (key) {
-    for (size_t p = 0; p < n; p++) with += (key[p] = (double)drops_total(&m->procs[p].drops)) > 0;
-    o = listed < n ? lens_fmt_order_desc(key, n) : NULL;
-  }
-  if (listed < n && o && listed > with) listed = with;
+  struct lens_fmt_rows rows;
+  size_t n = m->n_procs;
+  double *key = lens_fmt_rows_begin(&rows, n, all, LENS_FMT_ROWS_NONZERO);
+  for (size_t p = 0; key && p < n; p++) key[p] = (double)drops_total(&m->procs[p].drops);
+  lens_fmt_rows_order(&rows);
+  size_t listed = rows.listed, with = rows.nonzero;
   if (listed)
     fprintf(f, "  %-28s %10s %10s %10s %10s %10s %10s %10s\n", "process", "ring_full", "no_slot", "null_hdl",
             "bad_hdl", "write_err", "cupti_rec", "blob_q");
-  for (size_t k = 0; k < listed; k++) {
-    size_t p = o ? o[k] : k;
+  for (size_t p; lens_fmt_rows_next(&rows, &p);) {
     const struct lens_drops *d = &m->procs[p].drops;
     char who[96];
     snprintf(who, sizeof who, "%s:%u", m->procs[p].host, m->procs[p].pid);
@@ -117,8 +114,7 @@ static void print_drops_text(FILE *f, const struct lens_model *m, int all) {
     else
       fprintf(f, "  no drops in any of the %zu processes (--all lists every one)\n", n);
   }
-  free(o);
-  free(key);
+  lens_fmt_rows_end(&rows);
   fprintf(f, "  orphan stops (start lost): %" PRIu64 "   unparsable records: %" PRIu64 "\n", m->orphan_stops,
           m->bad_records);
   int cut = 0;
@@ -306,20 +302,15 @@ void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct l
     fprintf(f, "  %-28s %-16s %8s %8s %10s %7s %7s %7s %7s\n", "thread", "name", "ops", "steps", "bytes", "active%",
             "sleep%", "idle%", "append%");
     /* capped: the busiest threads (active share) first */
-    size_t listed = lens_fmt_rows_listed(s->n_proxies, s->all), *o = NULL;
-    if (listed < s->n_proxies) {
-      double *key = malloc(s->n_proxies * sizeof *key);
-      if (key) {
-        for (size_t i = 0; i < s->n_proxies; i++) {
-          uint64_t tot = proxy_total(&s->proxies[i]);
-          key[i] = tot ? (double)s->proxies[i].state_ns[0] / (double)tot : 0.0;
-        }
-        o = lens_fmt_order_desc(key, s->n_proxies);
-        free(key);
-      }
+    struct lens_fmt_rows rows;
+    double *key = lens_fmt_rows_begin(&rows, s->n_proxies, s->all, LENS_FMT_ROWS_EVERY);
+    for (size_t i = 0; key && i < s->n_proxies; i++) {
+      uint64_t tot = proxy_total(&s->proxies[i]);
+      key[i] = tot ? (double)s->proxies[i].state_ns[0] / (double)tot : 0.0;
     }
-    for (size_t k = 0; k < listed; k++) {
-      const struct lens_sum_proxy *p = &s->proxies[o ? o[k] : k];
+    lens_fmt_rows_order(&rows);
+    for (size_t i; lens_fmt_rows_next(&rows, &i);) {
+      const struct lens_sum_proxy *p = &s->proxies[i];
       const struct lens_thread *t = &m->threads[p->thread];
       char who[96], b[32];
       snprintf(who, sizeof who, "%s:%u tid %u", m->procs[t->proc].host, m->procs[t->proc].pid, t->tid);
@@ -329,8 +320,8 @@ void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct l
       for (int k2 = 0; k2 < 4; k2++) fprintf(f, " %7.1f", tot ? 100.0 * (double)p->state_ns[k2] / (double)tot : 0.0);
       fputc('\n', f);
     }
-    free(o);
-    lens_fmt_left_out(f, s->n_proxies - listed, "proxy threads", 1);
+    lens_fmt_rows_end(&rows);
+    lens_fmt_left_out(f, rows.n - rows.listed, "proxy threads", 1);
   }
   print_drops_text(f, m, s->all);
   lens_summary_print_notes(f, m, 0);
