@@ -176,13 +176,15 @@ json.dump(d, open(sys.argv[2], "w"))' "$T/kinw/rank-1.json" "$T/kfar/rank-1.json
 "$L" export --format kineto --into "$T/kfar/rank-1.json" "$T/trw" -o "$T/outfar" >"$T/log" 2>"$T/err"
 rc=$?
 read -r mf wf of < <(seqcheck "$T/outfar/rank-1.json")
-# Which reason depends on how far the replay's kernels lie apart (TSan stretches them): the nearest kernel within
-# the first guesses' 20 ms (an alignment tried, off the line) or not (none tried, the distance said).
-[ $rc = 0 ] && [ "$wf" = 0 ] &&
-  { [ "$mf" = 150 ] || grep -q "off the GPU clock's line" "$T/err" || grep -qE "the nearest is [0-9.]+ ms away" "$T/err"; } &&
+# Which reason depends on how far apart the replay's kernels lie (TSan stretches the run to over 100 ms): the
+# nearest kernel within the first guesses' 20 ms (an alignment tried: off the GPU clock's line, or none pairing
+# any) or not (none tried, the distance said). Each says the wall clock may be off.
+reason() { grep -qE "off the GPU clock's line|no alignment pairs them|the nearest is [0-9.]+ ms away" "$T/err" &&
+  grep -q "wall clock off by more than" "$T/err"; }
+[ $rc = 0 ] && [ "$wf" = 0 ] && { [ "$mf" = 150 ] || reason; } &&
   ok "a wall clock 31.5 ms off: $mf matched, none wrong $(head -c 160 "$T/err")" ||
   bad "a wall clock 31.5 ms off: rc $rc, $wf of $mf kernels paired with another collective: $(cat "$T/err")"
-# 80 ms more: beyond the first guesses' window in every build; nothing tried, nothing paired, the distance said
+# 80 ms more: nothing paired, and the reason said
 mkdir "$T/kfar2" && python3 -c 'import json,sys
 d=json.load(open(sys.argv[1]))
 for e in d["traceEvents"]:
@@ -191,7 +193,10 @@ json.dump(d, open(sys.argv[2], "w"))' "$T/kinw/rank-1.json" "$T/kfar2/rank-1.jso
 "$L" export --format kineto --into "$T/kfar2/rank-1.json" "$T/trw" -o "$T/outfar2" >"$T/log" 2>"$T/err"
 rc=$?
 read -r mf wf of < <(seqcheck "$T/outfar2/rank-1.json")
-[ $rc = 0 ] && [ "$mf" = 0 ] && grep -qE "within 20 ms of one of the 150 launches.*the nearest is [0-9.]+ ms away" "$T/err" &&
-  ok "a wall clock 81.5 ms off: nothing paired, the nearest kernel's distance said" ||
-  bad "a wall clock 81.5 ms off: rc $rc, $mf paired: $(cat "$T/err")"
+# On a quiet machine in a normal build the 150 kernels lie ~90 us apart and none within 20 ms: the distance is
+# said. A loaded machine or TSan stretches the run past the shift: then every kernel found its own launch (the
+# alignment is unique) or a reason is said; never a kernel paired with another collective's launch.
+[ $rc = 0 ] && [ "$wf" = 0 ] && { [ "$mf" = 150 ] || { [ "$mf" = 0 ] && reason; }; } &&
+  ok "a wall clock 81.5 ms off: $mf matched, none wrong $(head -c 160 "$T/err")" ||
+  bad "a wall clock 81.5 ms off: rc $rc, $wf of $mf paired with another collective: $(cat "$T/err")"
 exit $fail

@@ -4,6 +4,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,16 +193,20 @@ void lens_fmt_left_out(FILE *f, size_t n_left, const char *what, int json_has_al
 }
 
 /* NCCL_LENS_JSON_OK_ENTRIES, 1..10^9, sets another bound (tests cut a small
- * job as a big one is cut); read once, the printers run on one thread. */
+ * job as a big one is cut). Read by the workers' maps too (validate): an
+ * atomic, so two threads asking first each read the environment and store
+ * the same value. */
 size_t lens_fmt_json_ok_entries(void) {
-  static size_t bound;
-  if (!bound) {
+  static atomic_size_t bound;
+  size_t b = atomic_load_explicit(&bound, memory_order_relaxed);
+  if (!b) {
     const char *e = getenv("NCCL_LENS_JSON_OK_ENTRIES");
     char *end;
     unsigned long long v = e && *e >= '0' && *e <= '9' ? strtoull(e, &end, 10) : 0;
-    bound = v && v <= 1000000000ull && !*end ? (size_t)v : LENS_FMT_JSON_OK_ENTRIES;
+    b = v && v <= 1000000000ull && !*end ? (size_t)v : LENS_FMT_JSON_OK_ENTRIES;
+    atomic_store_explicit(&bound, b, memory_order_relaxed);
   }
-  return bound;
+  return b;
 }
 
 int lens_fmt_json_ok_listed(size_t *used, size_t entries, int all) {

@@ -638,7 +638,9 @@ static int merge_one(const char *cmd, const struct lens_kineto_merge_opts *o, in
                  "%.1f ms away (another run, or a wall clock off by more than %.0f ms?)",
                  s.n_k, KM_WINDOW_NS / 1e6, r.n_l, ti[t].path, r.nearest_ns / 1e6, KM_WINDOW_NS / 1e6);
       else
-        snprintf(why, sizeof why, "none of its %zu NCCL kernels matches one of the %zu launches of %s (another run?)",
+        snprintf(why, sizeof why,
+                 "none of its %zu NCCL kernels matches one of the %zu launches of %s: no alignment pairs them "
+                 "(another run, or a wall clock off by more than the kernels' spacing?)",
                  s.n_k, r.n_l, ti[t].path);
       t = -1;
     }
