@@ -354,7 +354,8 @@ static void losses(FILE *f, const struct lens_model *m, const struct lens_report
   double *key = lens_fmt_rows_begin(&rows, n, r->sum.all, LENS_FMT_ROWS_NONZERO);
   for (size_t p = 0; key && p < n; p++) key[p] = (double)drops_total(&m->procs[p].drops);
   lens_fmt_rows_order(&rows);
-  size_t listed = rows.listed, with = rows.nonzero;
+  size_t listed = rows.listed, with = 0; /* counted here: without memory for the key, rows.nonzero says 0 */
+  for (size_t p = 0; p < n; p++) with += drops_total(&m->procs[p].drops) > 0;
   fprintf(f, "## Data losses\n\n");
   if (listed)
     fprintf(f, "| process | ring_full | no_thread_slot | null_handle | bad_handle | write_errors | "

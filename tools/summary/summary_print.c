@@ -92,7 +92,8 @@ static void print_drops_text(FILE *f, const struct lens_model *m, int all) {
   double *key = lens_fmt_rows_begin(&rows, n, all, LENS_FMT_ROWS_NONZERO);
   for (size_t p = 0; key && p < n; p++) key[p] = (double)drops_total(&m->procs[p].drops);
   lens_fmt_rows_order(&rows);
-  size_t listed = rows.listed, with = rows.nonzero;
+  size_t listed = rows.listed, with = 0; /* counted here: without memory for the key, rows.nonzero says 0 */
+  for (size_t p = 0; p < n; p++) with += drops_total(&m->procs[p].drops) > 0;
   if (listed)
     fprintf(f, "  %-28s %10s %10s %10s %10s %10s %10s %10s\n", "process", "ring_full", "no_slot", "null_hdl",
             "bad_hdl", "write_err", "cupti_rec", "blob_q");
