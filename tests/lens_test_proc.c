@@ -3,6 +3,7 @@
 #include "lens_test_proc.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,4 +28,19 @@ int lens_test_wait_status(pid_t p) {
   int st = 0;
   if (waitpid(p, &st, 0) < 0) return -1;
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+double lens_test_load1(void) {
+  double l = 0;
+  FILE *f = fopen("/proc/loadavg", "r");
+  if (f) {
+    if (fscanf(f, "%lf", &l) != 1) l = 0;
+    fclose(f);
+  }
+  return l;
+}
+
+long lens_test_ncpu(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? n : 1;
 }

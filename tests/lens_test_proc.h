@@ -12,5 +12,9 @@
 pid_t lens_test_spawn(const char *const *argv, const char *out_path, const char *err_path, const char *const *env);
 /* Waits for p: its exit status, 128 + the signal that ended it, or -1. */
 int lens_test_wait_status(pid_t p);
+/* The machine's 1-minute load average (0 when unreadable) and its online CPUs (at least 1): a test that runs
+ * real threads against real time asserts its timing only on a quiet machine. */
+double lens_test_load1(void);
+long lens_test_ncpu(void);
 
 #endif

@@ -3,6 +3,7 @@
  * spans read on each rank's simulated GPU clock (x (1 + drift)), which is
  * what a perfect analysis would report. */
 #include "job_truth.h"
+#include "lens_test_proc.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -39,14 +40,9 @@ static int late_rank_cause(const char *cause) {
 static double g_other_cpus = -1;
 
 int job_machine_overloaded(void) {
-  double l = 0;
-  FILE *f = fopen("/proc/loadavg", "r");
-  if (f) {
-    if (fscanf(f, "%lf", &l) != 1) l = 0;
-    fclose(f);
-  }
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  if (l > 3.0 * (double)(n > 0 ? n : 1)) {
+  double l = lens_test_load1();
+  long n = lens_test_ncpu();
+  if (l > 3.0 * (double)n) {
     fprintf(stderr, "load %.1f on %ld CPUs: naming rates not asserted (the simulated proxies stall)\n", l, n);
     return 1;
   }
@@ -98,21 +94,15 @@ int job_machine_quiet(void) {
     fprintf(stderr, "TSan build: the quiet-machine rates are printed, not asserted\n");
     return 0;
   }
-  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-  if (g_other_cpus >= 0.25 * (double)(ncpu > 0 ? ncpu : 1)) { /* half a CPU of this VM's 2 */
+  long n = lens_test_ncpu();
+  if (g_other_cpus >= 0.25 * (double)n) { /* half a CPU of this VM's 2 */
     fprintf(stderr, "other work used %.2f of %ld CPUs during the replay: the quiet-machine rates are printed, not "
                     "asserted\n",
-            g_other_cpus, ncpu);
+            g_other_cpus, n);
     return 0;
   }
-  double l = 0;
-  FILE *f = fopen("/proc/loadavg", "r");
-  if (f) {
-    if (fscanf(f, "%lf", &l) != 1) l = 0;
-    fclose(f);
-  }
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  if (l >= (double)(n > 0 ? n : 1)) {
+  double l = lens_test_load1();
+  if (l >= (double)n) {
     fprintf(stderr, "load %.1f on %ld CPUs: the quiet-machine rates are printed, not asserted\n", l, n);
     return 0;
   }

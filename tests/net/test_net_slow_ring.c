@@ -25,9 +25,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli_run.h"
+#include "lens_test_proc.h"
 #include "mini_json.h"
 
 enum { SLOW, NONE, NRUNS };
@@ -39,17 +39,7 @@ static int quiet; /* set after the replays: no sanitizer build and a 1-min load 
 #ifndef LENS_SANITIZER
 #define LENS_SANITIZER ""
 #endif
-static int machine_quiet(void) {
-  if (*LENS_SANITIZER) return 0;
-  double l = 0;
-  FILE *f = fopen("/proc/loadavg", "r");
-  if (f) {
-    if (fscanf(f, "%lf", &l) != 1) l = 0;
-    fclose(f);
-  }
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return l < (double)(n > 0 ? n : 1);
-}
+static int machine_quiet(void) { return !*LENS_SANITIZER && lens_test_load1() < (double)lens_test_ncpu(); }
 
 static int setup(void **state) {
   (void)state;
