@@ -4,9 +4,10 @@
  * world communicator running AllReduce after AllReduce.
  *
  * Each rank and instance: GroupApi > CollApi > Coll, a KernelLaunch under the
- * GroupApi, C KernelCh channel spans (pTimer on the rank's own GPU clock,
- * state 22 carries the stop) and a send and a receive ProxyOp of K
- * ProxySteps each. Every rank of an instance ends on the same true time (the
+ * GroupApi and before the Coll, which names it (launch_id) as the plugin's
+ * Coll record does, C KernelCh channel spans under the Coll (pTimer on the
+ * rank's own GPU clock, state 22 carries the stop) and a send and a receive
+ * ProxyOp of K ProxySteps each. Every rank of an instance ends on the same true time (the
  * ring's coupling), so the rank that arrived last has the shortest span.
  *
  * Injected: stragglers (a known rank calls the API late by a known time in a
@@ -323,14 +324,18 @@ static int write_rank(int r) {
     start(&o, LENS_T_GROUP_API, g, 0, ctx, mono(h, a - 500), r, &pg, sizeof pg);
     struct lens_p_coll_api pa = {.func = 1, .count = 1u << 20, .datatype = 2, .stream = 0x5000, .root = -1};
     start(&o, LENS_T_COLL_API, ca, g, ctx, mono(h, a), r, &pa, sizeof pa);
-    struct lens_p_coll pc = {.seq = k + 1, .func = 1, .send_buff = 0x1000, .recv_buff = 0x2000, .count = 1u << 20,
-                             .datatype = 2, .algo = 3, .proto = 4, .root = -1, .n_channels = (uint8_t)C.channels,
-                             .n_warps = 16};
-    start(&o, LENS_T_COLL, co, ca, ctx, mono(h, a + 1000), r, &pc, sizeof pc);
     stop(&o, ca, mono(h, a + 2000));
     struct lens_p_kernel_launch pk = {.stream = 0x5000};
     start(&o, LENS_T_KERNEL_LAUNCH, kl, g, ctx, mono(h, a + T_ENQ), r, &pk, sizeof pk);
     stop(&o, kl, mono(h, a + T_ENQ + T_LAUNCH));
+    /* The Coll starts after its launch returned (NCCL starts the plan's task
+     * events after ncclLaunchKernel) and names it in launch_id, as the
+     * plugin's record does: validate and the CUPTI join find a launch's
+     * channels through it (KernelCh -> Coll -> launch_id -> KernelLaunch). */
+    struct lens_p_coll pc = {.seq = k + 1, .func = 1, .send_buff = 0x1000, .recv_buff = 0x2000, .count = 1u << 20,
+                             .datatype = 2, .algo = 3, .proto = 4, .launch_id = kl, .root = -1,
+                             .n_channels = (uint8_t)C.channels, .n_warps = 16};
+    start(&o, LENS_T_COLL, co, ca, ctx, mono(h, a + T_ENQ + T_LAUNCH + 100), r, &pc, sizeof pc);
     stop(&o, g, mono(h, a + T_ENQ + T_LAUNCH + 500));
     /* proxy thread: KernelCh per channel, send and recv ProxyOps with steps */
     rc |= begin_slot(&o, 1);
