@@ -32,7 +32,10 @@ two views state the same fact they state the same number:
    (validate fits GPU vs host clock, job host vs reference host; on the
    replay's one host the GPU's own drift is all validate sees).
 
+--self-test breaks each compared fact in one view's output in turn and checks
+the comparison catches it (every check can fail).
 usage: agree_views.py NCCL_LENS_BIN GOLDEN_TRACES_DIR [SCENARIO...]
+       agree_views.py NCCL_LENS_BIN --self-test GOLDEN_TRACES_DIR
        agree_views.py NCCL_LENS_BIN --job DIR     (one job directory, e.g. lens-gen-job's)"""
 import collections
 import json
@@ -268,31 +271,127 @@ def check_clocks(s, job, val, summ):
         for d in by_host.get(h["host"], []):
             checked["job host correction = -(validate GPU map drift) within drift_err_ppm"] += 1
             if abs(h["drift_ppm"] + d) > h["drift_err_ppm"] + 1e-3:
-                fail(s, "host %s: job corrects %+.3f ppm +- %.3f, validate fits %+.3f ppm on its GPU maps" %
+                fail(s, "job host correction: host %s: job corrects %+.3f ppm +- %.3f, validate fits %+.3f ppm" %
                      (h["host"], h["drift_ppm"], h["drift_err_ppm"], d))
 
 
-def one(s, cwd, target, full):
-    summ, net, hang = js(cwd, "summary", "--json", target), js(cwd, "net", "--json", target), \
-        js(cwd, "hang", "--json", target, ok=(0, 3))
-    val, job = js(cwd, "validate", "--json", "--all", target), js(cwd, "job", "--json", "--all", target)
-    rep, diff = js(cwd, "report", "--json", target), js(cwd, "diff", "--json", "--top", "0", target, target)
-    check_stragglers(s, job, net, rep, diff)
-    check_links(s, job, net, rep)
-    check_busbw(s, job, summ, rep)
-    check_hang(s, hang, job, summ, rep)
-    check_counts(s, summ, rep, val, job, diff)
+def views(cwd, target):
+    v = {"summ": js(cwd, "summary", "--json", target), "net": js(cwd, "net", "--json", target),
+         "hang": js(cwd, "hang", "--json", target, ok=(0, 3)), "val": js(cwd, "validate", "--json", "--all", target),
+         "job": js(cwd, "job", "--json", "--all", target), "rep": js(cwd, "report", "--json", target),
+         "diff": js(cwd, "diff", "--json", "--top", "0", target, target)}
+    return v
+
+
+def check(s, v, full):
+    check_stragglers(s, v["job"], v["net"], v["rep"], v["diff"])
+    check_links(s, v["job"], v["net"], v["rep"])
+    check_busbw(s, v["job"], v["summ"], v["rep"])
+    check_hang(s, v["hang"], v["job"], v["summ"], v["rep"])
+    check_counts(s, v["summ"], v["rep"], v["val"], v["job"], v["diff"])
     if full:
-        check_clocks(s, job, val, summ)
+        check_clocks(s, v["job"], v["val"], v["summ"])
+
+
+def first(xs, pred=lambda x: True):
+    return next(x for x in xs if pred(x))
+
+
+def true_clocks(v):
+    """The replay's GPU clocks drift against its one host: make job's hosts say the opposite of validate's first
+    fitted map, with a tight bound, so the clock check has something true to break."""
+    m = first(v["val"]["clock_maps"], lambda m: m["drift_measured"])
+    v["val"]["clock_maps"] = [m]
+    h = first(v["job"]["hosts"], lambda h: h["host"] == v["summ"]["clocks"][m["proc"]]["host"])
+    h["drift_ppm"], h["drift_err_ppm"] = -m["drift_ppm"], 0.1
+
+
+# Self-test: every check must be able to fail. Each mutation changes one fact in one view's output (what a view
+# computing it by another rule would print) and must make the named check fail; the unchanged outputs pass.
+MUTATIONS = [
+    ("all", "net last_to_arrive", lambda v: first(v["net"]["instances"], lambda i: i["last_to_arrive"] is not None)
+     .__setitem__("last_to_arrive", 99)),
+    ("all", "net last_wait_ns", lambda v: first(v["net"]["instances"], lambda i: i["last_wait_ns"])
+     .__setitem__("last_wait_ns", 1)),
+    ("all", "job stragglers = its late", lambda v: v["job"]["stragglers"][0].__setitem__("times_last", 1000)),
+    ("all", "report stragglers (rank", lambda v: v["rep"]["stragglers"]["list"][0].__setitem__("rank", 99)),
+    ("all", "report straggler total", lambda v: v["rep"]["stragglers"].__setitem__("total", 0)),
+    ("all", "report wait caused", lambda v: v["rep"]["stragglers"]["list"][0].__setitem__("wait_caused_us", 1.0)),
+    ("all", "report straggler instance max wait", lambda v: v["rep"]["stragglers"]["list"][0]["instances"][0]
+     .__setitem__("max_wait_us", 1e6)),
+    ("all", "instances = job's late instances with the most wait", lambda v: v["rep"]["stragglers"]["list"][0]
+     ["instances"][0].__setitem__("seq", 999)),
+    ("all", "report straggler verdict", lambda v: first(v["rep"]["verdict"], lambda x: x["key"] == "stragglers")
+     .__setitem__("status", "ok")),
+    ("all", "diff of a set against itself", lambda v: v["diff"].__setitem__("changed", 1)),
+    ("job-slow-link", "net totals.slow_connections", lambda v: v["net"]["totals"].__setitem__("slow_connections", 0)),
+    ("job-slow-link", "report slow_link/stands_out", lambda v: v["rep"]["net"]["slowest"][0]
+     .__setitem__("slow_link", False)),
+    ("job-slow-link", "report standing_out", lambda v: v["rep"]["net"].__setitem__("standing_out", 0)),
+    ("job-slow-link", "report connections", lambda v: v["rep"]["net"].__setitem__("connections", 5)),
+    ("job-slow-link", "report's job slow links", lambda v: v["rep"]["net"].__setitem__("job_slow_links", [])),
+    ("job-slow-link", "report link verdict", lambda v: first(v["rep"]["verdict"], lambda x: x["key"] == "link")
+     .__setitem__("status", "ok")),
+    ("job-late-app", "summary algbw x factor", lambda v: v["summ"]["communicators"][0]["ops"][0]
+     .__setitem__("exec_ns", v["summ"]["communicators"][0]["ops"][0]["exec_ns"] * 2)),
+    ("job-late-app", "summary exec_tasks", lambda v: v["job"]["rows"][0].__setitem__("decomposed", 1)),
+    ("job-late-app", "report busbw point =", lambda v: v["rep"]["busbw"]["series"][0]["points"][0]
+     .__setitem__("busbw", 1.0)),
+    ("job-late-app", "report busbw point count", lambda v: v["rep"]["busbw"]["series"][0]["points"][0]
+     .__setitem__("count", 7)),
+    ("job-late-app", "report curve points", lambda v: v["rep"]["busbw"]["series"][0]["points"].pop()),
+    ("hang-missing", "job hang = summary hang", lambda v: v["summ"]["hang"].__setitem__("stuck", False)),
+    ("hang-missing", "hang stuck op", lambda v: v["rep"]["hang"]["comms"][0].__setitem__("seq", 1)),
+    ("hang-missing", "hang missing ranks = report's", lambda v: v["rep"]["hang"]["comms"][0]["ranks"][2]
+     .__setitem__(0, "stuck")),
+    ("hang-missing", "hang missing ranks = job's", lambda v: v["job"]["hang"]["communicators"][0]
+     .__setitem__("missing_ranks", [])),
+    ("hang-missing", "hang waiting connections", lambda v: v["rep"]["hang"]["comms"][0]["waiting"].pop()),
+    ("hang-missing", "report hang verdict", lambda v: first(v["rep"]["verdict"], lambda x: x["key"] == "hang")
+     .__setitem__("status", "ok")),
+    ("all", "events:", lambda v: v["val"]["files"][0].__setitem__("events", v["val"]["files"][0]["events"] + 1)),
+    ("all", "processes:", lambda v: v["rep"]["inputs"].__setitem__("processes", 3)),
+    ("all", "per file", lambda v: v["val"]["files"][1].__setitem__("clean_end", False)),
+    ("all", "instances:", lambda v: v["rep"]["inputs"].__setitem__("instances", 1)),
+    ("all", "job host correction", lambda v: (true_clocks(v), v["job"]["hosts"][0].__setitem__("drift_ppm", 0.5))),
+]
+
+
+def self_test(traces):
+    global fails
+    cache, bad = {}, 0
+    for s, want, mutate in MUTATIONS:
+        if s not in cache:
+            cache[s] = json.dumps(views(traces, s))
+        v = json.loads(cache[s])
+        if want == "job host correction":
+            true_clocks(v)
+            fails = []
+            check(s, v, True)
+            if fails:
+                bad += 1
+                print("SELF-TEST: the made-true clocks do not pass")
+            v = json.loads(cache[s])
+        mutate(v)
+        fails = []
+        check(s, v, want == "job host correction")
+        if not any(want in m for _, m in fails):
+            bad += 1
+            print("SELF-TEST FAIL: breaking '%s' on %s went unnoticed" % (want, s))
+    fails = []
+    print("self-test: %d of %d deliberate breaks caught" % (len(MUTATIONS) - bad, len(MUTATIONS)))
+    return bad
 
 
 if len(sys.argv) == 4 and sys.argv[2] == "--job":
-    one(os.path.basename(sys.argv[3].rstrip("/")), sys.argv[3], ".", True)
+    check(os.path.basename(sys.argv[3].rstrip("/")), views(sys.argv[3], "."), True)
+elif len(sys.argv) == 4 and sys.argv[2] == "--self-test":
+    sys.exit(1 if self_test(sys.argv[3]) else 0)
 else:
     traces = sys.argv[2]
     scenarios = sys.argv[3:] or sorted(d for d in os.listdir(traces) if os.path.isdir(os.path.join(traces, d)))
     for s in scenarios:
-        one(s, traces, s, False)
+        check(s, views(traces, s), False)
 kinds = {what.split(" (")[0].split(" r")[0] for what in checked}
 print("%d comparisons of %d kinds, %d disagreement(s)" % (sum(checked.values()), len(kinds), len(fails)))
 sys.exit(1 if fails or not checked else 0)
