@@ -5,7 +5,8 @@ Runs summary, net, hang, validate, job, report (all --json) and diff (a set
 against itself) on each scenario of tests/golden/traces and checks that where
 two views state the same fact they state the same number:
 
- 1 stragglers: net's per-instance last_to_arrive / last_wait_ns are job's
+ 1 stragglers: report's Markdown arrival table's "last to arrive" per rank is
+   job's count of late collectives it came last in; net's per-instance last_to_arrive / last_wait_ns are job's
    last_rank / max_wait_ns on the instances job's rule calls late
    (lens_job_inst_straggles: decomposed, max wait >= max(threshold_ns,
    exec x min_wait_frac)), null on the others; job's stragglers are those
@@ -23,6 +24,7 @@ two views state the same fact they state the same number:
    decomposed collectives of that size (count, min, max, aggregate).
  4 hang: hang's stuck operation, missing ranks, stuck ranks and waiting
    connections are report's hang section's and job's / summary's hang.
+ The HTML page's embedded data (its verdict, matrix and plots) is report --json's.
  5 counts: events, processes and files in summary, report, validate, diff;
    each file's events in validate = the events summary counts in all;
    report's instances = job's collectives = job's matched total.
@@ -65,11 +67,15 @@ def near(s, what, a, b, rel=1e-5, absolute=1e-9):
         fail(s, "%s: %r vs %r" % (what, a, b))
 
 
-def js(cwd, *args, ok=(0,)):
+def text(cwd, *args, ok=(0,)):
     p = subprocess.run([lens] + list(args), cwd=cwd, capture_output=True, text=True, timeout=300)
     if p.returncode not in ok:
         raise SystemExit("nccl-lens %s: exit %d\n%s" % (" ".join(args), p.returncode, p.stderr))
-    return json.loads(p.stdout)
+    return p.stdout
+
+
+def js(cwd, *args, ok=(0,)):
+    return json.loads(text(cwd, *args, ok=ok))
 
 
 FACTOR = {"AllReduce": lambda n: 2.0 * (n - 1) / n, "AllGather": lambda n: (n - 1) / n,
@@ -139,6 +145,31 @@ def check_stragglers(s, job, net, rep, diff):
     same(s, "report straggler verdict bad <=> job names a straggler", verdict["stragglers"]["status"] == "bad",
          bool(job["stragglers"]))
     same(s, "diff of a set against itself changes nothing", (diff["changed"], diff["no_change"]), (0, True))
+
+
+def check_arrival(s, job, summ, md):
+    """report's Markdown arrival table: its "last to arrive" is job's late collectives of that rank (its stragglers'
+    times last without p2p transfers; job's straggle rule, checked against its stragglers above)."""
+    label = {}
+    for c in summ["communicators"]:
+        label[c["name"] or "comm " + c["comm_id"]] = c["comm_id"]
+    times = collections.Counter()
+    for c in job["collectives"]:
+        if "sender" not in c and straggles(job, c):
+            times[(c["comm_id"], c["last_rank"])] += 1
+    part = md.split("Arrival at collectives", 1)
+    if len(part) < 2:
+        return
+    for line in part[1].split("\n## ", 1)[0].splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 6 or not cells[1].isdigit():
+            continue
+        comm = label.get(cells[0])
+        if comm is None:
+            fail(s, "report arrival table names communicator %r, summary has none" % cells[0])
+            continue
+        same(s, "report arrival last to arrive = job's times last (%s r%s)" % (cells[0], cells[1]), cells[5],
+             str(times[(comm, int(cells[1]))]))
 
 
 def check_links(s, job, net, rep):
@@ -279,12 +310,20 @@ def views(cwd, target):
     v = {"summ": js(cwd, "summary", "--json", target), "net": js(cwd, "net", "--json", target),
          "hang": js(cwd, "hang", "--json", target, ok=(0, 3)), "val": js(cwd, "validate", "--json", "--all", target),
          "job": js(cwd, "job", "--json", "--all", target), "rep": js(cwd, "report", "--json", target),
-         "diff": js(cwd, "diff", "--json", "--top", "0", target, target)}
+         "diff": js(cwd, "diff", "--json", "--top", "0", target, target),
+         "md": text(cwd, "report", "--all", target)}
+    # the HTML page plots the JSON it embeds (libjs-d3 absent: no page, nothing to compare)
+    p = subprocess.run([lens, "report", "--html", target], cwd=cwd, capture_output=True, text=True, timeout=300)
+    page = p.stdout.split('<script type="application/json" id="lens-data">', 1)
+    v["html"] = json.loads(page[1].split("</script>", 1)[0]) if p.returncode == 0 and len(page) == 2 else None
     return v
 
 
 def check(s, v, full):
+    if v["html"] is not None:
+        same(s, "report --html's data = report --json", v["html"], v["rep"])
     check_stragglers(s, v["job"], v["net"], v["rep"], v["diff"])
+    check_arrival(s, v["job"], v["summ"], v["md"])
     check_links(s, v["job"], v["net"], v["rep"])
     check_busbw(s, v["job"], v["summ"], v["rep"])
     check_hang(s, v["hang"], v["job"], v["summ"], v["rep"])
@@ -323,6 +362,9 @@ MUTATIONS = [
      ["instances"][0].__setitem__("seq", 999)),
     ("all", "report straggler verdict", lambda v: first(v["rep"]["verdict"], lambda x: x["key"] == "stragglers")
      .__setitem__("status", "ok")),
+    ("all", "report arrival last to arrive", lambda v: v.__setitem__("md", v["md"].replace(
+        "| replay-world | 2 | 87 |", "| replay-world | 2 | 87 | 1 ns | 1 ns | 83 |\n| x | 2 | 87 |"))),
+    ("job-slow-link", "report --html's data", lambda v: v["html"]["net"]["matrix"]["cells"].pop()),
     ("all", "diff of a set against itself", lambda v: v["diff"].__setitem__("changed", 1)),
     ("job-slow-link", "net totals.slow_connections", lambda v: v["net"]["totals"].__setitem__("slow_connections", 0)),
     ("job-slow-link", "report slow_link/stands_out", lambda v: v["rep"]["net"]["slowest"][0]
@@ -364,6 +406,9 @@ def self_test(traces):
         if s not in cache:
             cache[s] = json.dumps(views(traces, s))
         v = json.loads(cache[s])
+        if want.startswith("report --html") and v["html"] is None:
+            print("self-test: no HTML page (libjs-d3 missing): '%s' not tried" % want)
+            continue
         if want == "job host correction":
             true_clocks(v)
             fails = []
