@@ -25,11 +25,15 @@ two views state the same fact they state the same number:
  4 hang: hang's stuck operation, missing ranks, stuck ranks and waiting
    connections are report's hang section's and job's / summary's hang.
  The HTML page's embedded data (its verdict, matrix and plots) is report --json's.
- 5 counts: events, processes and files in summary, report, validate, diff;
+ 5 counts: report's Data losses (per process, orphan stops, unparsable
+   records) = summary's drops; events, processes and files in summary,
+   report, validate, diff;
    each file's events in validate = the events summary counts in all;
    report's instances = job's collectives = job's matched total.
- 6 clocks: job's per-host correction (drift_ppm) is the opposite of the GPU
-   clock maps' drift validate fits on that host, within job's drift_err_ppm:
+ 6 clocks: report's timing-accuracy section is validate's (verdict, KernelCh,
+   flags, each clock map's points, residual, error bound, slope vs drift);
+   job's per-host correction (drift_ppm) is the opposite of the GPU clock
+   maps' drift validate fits on that host, within job's drift_err_ppm:
    only with --job DIR on a lens-gen-job job, whose GPU clocks are true time
    (validate fits GPU vs host clock, job host vs reference host; on the
    replay's one host the GPU's own drift is all validate sees).
@@ -274,11 +278,34 @@ def check_hang(s, hang, job, summ, rep):
              sorted((w["rank"], w["peer"], w["channel"], w["send"], w["step"], w["state"]) for w in r["waiting"]))
 
 
+DROPS = ("ring_full", "no_thread_slot", "null_handle", "bad_handle", "write_errors", "cupti_records", "blob_queue_full")
+
+
+def check_drops(s, summ, md):
+    """report's Data losses (Markdown, --all) are summary's drops: per process, orphan stops, unparsable records."""
+    part = md.split("## Data losses", 1)
+    if len(part) < 2:
+        fail(s, "report has no Data losses section")
+        return
+    sec = part[1].split("\n## ", 1)[0]
+    d = summ["drops"]
+    rows = {}
+    for line in sec.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 1 + len(DROPS) and ":" in cells[0] and cells[1].isdigit():
+            rows[cells[0]] = tuple(int(c) for c in cells[1:])
+    want = {"%s:%d" % (p["host"], p["pid"]): tuple(p[k] for k in DROPS) for p in d["processes"]}
+    same(s, "report drops per process = summary's", rows, want)
+    same(s, "report orphan stops = summary's", "orphan stops (start lost): %d" % d["orphan_stops"] in sec, True)
+    same(s, "report unparsable records = summary's", "unparsable records: %d" % d["bad_records"] in sec, True)
+
+
 def check_counts(s, summ, rep, val, job, diff):
     same(s, "events: summary = report = validate = diff",
          (summ["events"], rep["inputs"]["events"], sum(f["events"] for f in val["files"]), diff["a"]["events"]),
          (summ["events"],) * 4)
-    same(s, "processes: summary = report = diff", (summ["processes"], rep["inputs"]["processes"], diff["a"]["processes"]),
+    same(s, "processes: summary = report = diff",
+         (summ["processes"], rep["inputs"]["processes"], diff["a"]["processes"]),
          (summ["processes"],) * 3)
     same(s, "files: summary = report = validate", (len(summ["files"]), rep["inputs"]["files"], len(val["files"])),
          (len(summ["files"]),) * 3)
@@ -287,8 +314,31 @@ def check_counts(s, summ, rep, val, job, diff):
           for f in summ["files"]],
          [(f["path"], f["truncated_bytes"], f["lost_chunks"], f["damaged_bytes"], f["sessions"], f["clean_end"])
           for f in val["files"]])
-    same(s, "instances: report = job collectives = job matched", (rep["inputs"]["instances"], sum(job["matched"].values())),
+    same(s, "instances: report = job collectives = job matched",
+         (rep["inputs"]["instances"], sum(job["matched"].values())),
          (len(job["collectives"]),) * 2)
+
+
+def check_gpu(s, val, rep):
+    """report's timing-accuracy section is validate's: verdict, KernelCh count, flag counts, clock maps."""
+    g = rep["gpu"]
+    same(s, "report GPU verdict = validate's", (g["level"], g["text"]),
+         (val["verdict"]["level"], val["verdict"]["text"]))
+    same(s, "report KernelCh = validate's", g["kernel_ch"], val["totals"]["kernel_ch"])
+    same(s, "report accuracy flags = validate's", {x["flag"]: x["events"] for x in g["flags"]}, val["totals"]["flags"])
+    same(s, "report clock maps = validate's (count)", g["clock_maps_total"],
+         len(val["clock_maps"]) + val["clock_maps_unlisted"])
+    if val["clock_maps_unlisted"] or len(g["clock_maps"]) != len(val["clock_maps"]):
+        return
+    mine = sorted((m["rank"], m["points"], m["residual_us"], m["bound_us"], (m["slope"] - 1) * 1e6)
+                  for m in g["clock_maps"])
+    want = sorted((m["rank"], m["points"], m["residual_ns"] / 1e3, m["error_bound_ns"] / 1e3, m["drift_ppm"])
+                  for m in val["clock_maps"])
+    same(s, "report clock maps (rank, points) = validate's", [x[:2] for x in mine], [x[:2] for x in want])
+    for a, b in zip(mine, want):
+        near(s, "report clock map residual = validate's", a[2], b[2], rel=1e-5, absolute=1e-3)
+        near(s, "report clock map error bound = validate's", a[3], b[3], rel=1e-5, absolute=1e-3)
+        near(s, "report clock map slope - 1 = validate's drift", a[4], b[4], rel=1e-4, absolute=1e-3)
 
 
 def check_clocks(s, job, val, summ):
@@ -328,6 +378,9 @@ def check(s, v, full):
     check_busbw(s, v["job"], v["summ"], v["rep"])
     check_hang(s, v["hang"], v["job"], v["summ"], v["rep"])
     check_counts(s, v["summ"], v["rep"], v["val"], v["job"], v["diff"])
+    check_drops(s, v["summ"], v["md"])
+    if v["rep"]["gpu"] is not None:
+        check_gpu(s, v["val"], v["rep"])
     if full:
         check_clocks(s, v["job"], v["val"], v["summ"])
 
@@ -338,7 +391,8 @@ def first(xs, pred=lambda x: True):
 
 def true_clocks(v):
     """The replay's GPU clocks drift against its one host: make job's hosts say the opposite of validate's first
-    fitted map, with a tight bound, so the clock check has something true to break."""
+    fitted map, with a tight bound, so the clock check (alone: validate keeps that one map) has something true
+    to break."""
     m = first(v["val"]["clock_maps"], lambda m: m["drift_measured"])
     v["val"]["clock_maps"] = [m]
     h = first(v["job"]["hosts"], lambda h: h["host"] == v["summ"]["clocks"][m["proc"]]["host"])
@@ -393,8 +447,16 @@ MUTATIONS = [
      .__setitem__("status", "ok")),
     ("all", "events:", lambda v: v["val"]["files"][0].__setitem__("events", v["val"]["files"][0]["events"] + 1)),
     ("all", "processes:", lambda v: v["rep"]["inputs"].__setitem__("processes", 3)),
+    ("mixed", "report drops per process", lambda v: v.__setitem__("md", v["md"].replace(
+        "| 0 | 0 | 1 | 0 |", "| 0 | 0 | 2 | 0 |", 1))),
+    ("all", "report orphan stops", lambda v: v["summ"]["drops"].__setitem__("orphan_stops", 1)),
     ("all", "per file", lambda v: v["val"]["files"][1].__setitem__("clean_end", False)),
     ("all", "instances:", lambda v: v["rep"]["inputs"].__setitem__("instances", 1)),
+    ("all", "report GPU verdict", lambda v: v["rep"]["gpu"].__setitem__("level", "durations trusted")),
+    ("all", "report KernelCh", lambda v: v["rep"]["gpu"].__setitem__("kernel_ch", 479)),
+    ("all", "report accuracy flags", lambda v: v["rep"]["gpu"]["flags"][1].__setitem__("events", 15)),
+    ("all", "report clock map residual", lambda v: v["rep"]["gpu"]["clock_maps"][1].__setitem__("residual_us", 1.0)),
+    ("all", "report clock map slope", lambda v: v["rep"]["gpu"]["clock_maps"][1].__setitem__("slope", 1.0001)),
     ("all", "job host correction", lambda v: (true_clocks(v), v["job"]["hosts"][0].__setitem__("drift_ppm", 0.5))),
 ]
 
@@ -412,14 +474,17 @@ def self_test(traces):
         if want == "job host correction":
             true_clocks(v)
             fails = []
-            check(s, v, True)
+            check_clocks(s, v["job"], v["val"], v["summ"])
             if fails:
                 bad += 1
                 print("SELF-TEST: the made-true clocks do not pass")
             v = json.loads(cache[s])
         mutate(v)
         fails = []
-        check(s, v, want == "job host correction")
+        if want == "job host correction":
+            check_clocks(s, v["job"], v["val"], v["summ"])
+        else:
+            check(s, v, False)
         if not any(want in m for _, m in fails):
             bad += 1
             print("SELF-TEST FAIL: breaking '%s' on %s went unnoticed" % (want, s))
