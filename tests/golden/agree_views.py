@@ -20,7 +20,9 @@ two views state the same fact they state the same number:
    exactly when net has a slow connection or job a slow_link instance.
  3 busbw: summary's algbw (exec_bytes / exec_ns) x the collective's factor is
    job's row busbw, for the rows job decomposed, and its exec_tasks is job's
-   decomposed instances x ranks; report's busbw curve points are job's
+   decomposed instances x ranks; diff's rows timed by execution (a set
+   against itself) are job's rows (count, timed, exec avg/p50, wait, busbw);
+   report's busbw curve points are job's
    decomposed collectives of that size (count, min, max, aggregate).
  4 hang: hang's stuck operation, missing ranks, stuck ranks and waiting
    connections are report's hang section's and job's / summary's hang.
@@ -46,6 +48,7 @@ usage: agree_views.py NCCL_LENS_BIN GOLDEN_TRACES_DIR [SCENARIO...]
 import collections
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -251,6 +254,25 @@ def check_busbw(s, job, summ, rep):
     same(s, "job's whole decomposed collectives have report curve points", sorted(set(groups) - seen), [])
 
 
+def check_diff_rows(s, job, diff):
+    """diff's rows timed by execution are job's rows (a set against itself: its side a)."""
+    comms = [c["a"]["comm_id"] for c in diff["communicators"]]
+    rows = {(r["comm_id"], r["func"], r["size_log2"]): r for r in job["rows"]}
+    for r in diff["rows"]:
+        if r["time"] != "execution":
+            continue
+        k = (comms[r["comm"]], r["func"], r["size_log2"])
+        j, a = rows.get(k), r["a"]
+        if j is None:
+            fail(s, "diff row %s 2^%d timed by execution, job has no row" % k[1:])
+            continue
+        same(s, "diff row (count, timed, exec avg, p50, wait avg) = job's (%s 2^%d)" % k[1:],
+             (a["count"], a["timed"], a["time_avg_ns"] or 0, a["time_p50_ns"] or 0, a["wait_rank_avg_ns"] or 0),
+             (j["count"], j["decomposed"], j["exec_avg_ns"], j["exec_p50_ns"], j["wait_avg_ns"]))
+        if j["decomposed"]:
+            near(s, "diff row busbw = job's (%s 2^%d)" % k[1:], a["busbw_gbps"], j["busbw_gbps"], rel=1e-9)
+
+
 def check_hang(s, hang, job, summ, rep):
     stuck = [c for c in hang["communicators"] if c["stuck"]]
     same(s, "job hang = summary hang", job["hang"], summ["hang"])
@@ -376,6 +398,7 @@ def check(s, v, full):
     check_arrival(s, v["job"], v["summ"], v["md"])
     check_links(s, v["job"], v["net"], v["rep"])
     check_busbw(s, v["job"], v["summ"], v["rep"])
+    check_diff_rows(s, v["job"], v["diff"])
     check_hang(s, v["hang"], v["job"], v["summ"], v["rep"])
     check_counts(s, v["summ"], v["rep"], v["val"], v["job"], v["diff"])
     check_drops(s, v["summ"], v["md"])
@@ -433,6 +456,8 @@ MUTATIONS = [
     ("job-late-app", "summary exec_tasks", lambda v: v["job"]["rows"][0].__setitem__("decomposed", 1)),
     ("job-late-app", "report busbw point =", lambda v: v["rep"]["busbw"]["series"][0]["points"][0]
      .__setitem__("busbw", 1.0)),
+    ("job-late-app", "diff row busbw", lambda v: v["diff"]["rows"][0]["a"].__setitem__("busbw_gbps", 1.0)),
+    ("job-late-app", "diff row (count", lambda v: v["diff"]["rows"][0]["a"].__setitem__("time_avg_ns", 1)),
     ("job-late-app", "report busbw point count", lambda v: v["rep"]["busbw"]["series"][0]["points"][0]
      .__setitem__("count", 7)),
     ("job-late-app", "report curve points", lambda v: v["rep"]["busbw"]["series"][0]["points"].pop()),
@@ -502,6 +527,6 @@ else:
     scenarios = sys.argv[3:] or sorted(d for d in os.listdir(traces) if os.path.isdir(os.path.join(traces, d)))
     for s in scenarios:
         check(s, views(traces, s), False)
-kinds = {what.split(" (")[0].split(" r")[0] for what in checked}
+kinds = {re.sub(r"\br\d+\b", "rN", re.sub(r" \([^()]*\)$", "", what)) for what in checked}
 print("%d comparisons of %d kinds, %d disagreement(s)" % (sum(checked.values()), len(kinds), len(fails)))
 sys.exit(1 if fails or not checked else 0)
