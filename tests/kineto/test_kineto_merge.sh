@@ -168,34 +168,31 @@ for f in sys.argv[1:]:
   ok "mixed --kineto, 2 x 2 ranks: every kernel matched (one SendRecv kernel per group), no stream misaligned" ||
   bad "mixed --kineto: $(grep -E 'wrote|left' "$T/log" | head -4)"
 
-mkdir "$T/kfar" && python3 -c 'import json,sys
+# shifted US DIR: rank 1's --kineto file with every ts US microseconds later, merged into DIR; sets rc and reads
+# seqcheck's "matched wrong offset" into mf wf of
+shifted() {
+  mkdir "$T/in$2" && python3 -c 'import json,sys
 d=json.load(open(sys.argv[1]))
 for e in d["traceEvents"]:
-    if "ts" in e: e["ts"] = round(e["ts"] + 30000, 3)
-json.dump(d, open(sys.argv[2], "w"))' "$T/kinw/rank-1.json" "$T/kfar/rank-1.json"
-"$L" export --format kineto --into "$T/kfar/rank-1.json" "$T/trw" -o "$T/outfar" >"$T/log" 2>"$T/err"
-rc=$?
-read -r mf wf of < <(seqcheck "$T/outfar/rank-1.json")
+    if "ts" in e: e["ts"] = round(e["ts"] + float(sys.argv[3]), 3)
+json.dump(d, open(sys.argv[2], "w"))' "$T/kinw/rank-1.json" "$T/in$2/rank-1.json" "$1"
+  "$L" export --format kineto --into "$T/in$2/rank-1.json" "$T/trw" -o "$T/$2" >"$T/log" 2>"$T/err"
+  rc=$?
+  read -r mf wf of < <(seqcheck "$T/$2/rank-1.json")
+}
 # Which reason depends on how far apart the replay's kernels lie (TSan stretches the run to over 100 ms): the
 # nearest kernel within the first guesses' 20 ms (an alignment tried: off the GPU clock's line, or none pairing
 # any) or not (none tried, the distance said). Each says the wall clock may be off.
 reason() { grep -qE "off the GPU clock's line|no alignment pairs them|the nearest is [0-9.]+ ms away" "$T/err" &&
   grep -q "wall clock off by more than" "$T/err"; }
+shifted 30000 outfar
 [ $rc = 0 ] && [ "$wf" = 0 ] && { [ "$mf" = 150 ] || reason; } &&
   ok "a wall clock 31.5 ms off: $mf matched, none wrong $(head -c 160 "$T/err")" ||
   bad "a wall clock 31.5 ms off: rc $rc, $wf of $mf kernels paired with another collective: $(cat "$T/err")"
-# 80 ms more: nothing paired, and the reason said
-mkdir "$T/kfar2" && python3 -c 'import json,sys
-d=json.load(open(sys.argv[1]))
-for e in d["traceEvents"]:
-    if "ts" in e: e["ts"] = round(e["ts"] + 80000, 3)
-json.dump(d, open(sys.argv[2], "w"))' "$T/kinw/rank-1.json" "$T/kfar2/rank-1.json"
-"$L" export --format kineto --into "$T/kfar2/rank-1.json" "$T/trw" -o "$T/outfar2" >"$T/log" 2>"$T/err"
-rc=$?
-read -r mf wf of < <(seqcheck "$T/outfar2/rank-1.json")
-# On a quiet machine in a normal build the 150 kernels lie ~90 us apart and none within 20 ms: the distance is
-# said. A loaded machine or TSan stretches the run past the shift: then every kernel found its own launch (the
-# alignment is unique) or a reason is said; never a kernel paired with another collective's launch.
+# 80 ms more. On a quiet machine in a normal build the 150 kernels lie ~90 us apart and none within 20 ms: the
+# distance is said. A loaded machine or TSan stretches the run past the shift: then every kernel found its own
+# launch (the alignment is unique) or a reason is said; never a kernel paired with another collective's launch.
+shifted 80000 outfar2
 [ $rc = 0 ] && [ "$wf" = 0 ] && { [ "$mf" = 150 ] || { [ "$mf" = 0 ] && reason; }; } &&
   ok "a wall clock 81.5 ms off: $mf matched, none wrong $(head -c 160 "$T/err")" ||
   bad "a wall clock 81.5 ms off: rc $rc, $wf of $mf paired with another collective: $(cat "$T/err")"

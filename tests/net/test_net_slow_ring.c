@@ -97,16 +97,22 @@ static int truth_link(int run, int *src, int *dst) {
   return found;
 }
 
-/* The slow connections of net --json: their count; each must be src -> dst
- * (src -1: there must be none). */
-static int json_slow(int run, int src, int dst) {
+/* CMD --json of run's traces (a view: net, job, report), parsed; the caller frees it. */
+static struct mj *json_of(const char *cmd, int run) {
   char path[600];
-  snprintf(path, sizeof path, "%s/%s.net.json", cli_tmpdir(), scen[run]);
-  const char *nj[] = {"net", "--json", "-o", path, dirs[run], NULL};
-  assert_int_equal(cli_run(&res, nj), 0);
+  snprintf(path, sizeof path, "%s/%s.%s.json", cli_tmpdir(), scen[run], cmd);
+  const char *argv[] = {cmd, "--json", "-o", path, dirs[run], NULL};
+  assert_int_equal(cli_run(&res, argv), 0);
   assert_int_equal(res.status, 0);
   struct mj *j = mj_parse_file(path);
   assert_non_null(j);
+  return j;
+}
+
+/* The slow connections of net --json: their count; each must be src -> dst
+ * (src -1: there must be none). */
+static int json_slow(int run, int src, int dst) {
+  struct mj *j = json_of("net", run);
   const struct mj *conns = mj_get(j, "connections");
   assert_non_null(conns);
   assert_true(conns->n >= 4); /* 3 -> 4 and 7 -> 0 on 2 channels each */
@@ -150,13 +156,7 @@ static void names_only(const char *line, int src, int dst) {
 /* job --json: how many of its instances name the slow link src -> dst
  * (cause slow_link), how many another link; *n: the instances. */
 static int job_links(int run, int src, int dst, int *other, int *n) {
-  char path[600];
-  snprintf(path, sizeof path, "%s/%s.job.json", cli_tmpdir(), scen[run]);
-  const char *jj[] = {"job", "--json", "-o", path, dirs[run], NULL};
-  assert_int_equal(cli_run(&res, jj), 0);
-  assert_int_equal(res.status, 0);
-  struct mj *j = mj_parse_file(path);
-  assert_non_null(j);
+  struct mj *j = json_of("job", run);
   const struct mj *insts = mj_get(j, "collectives");
   assert_non_null(insts);
   int named = 0;
@@ -210,13 +210,7 @@ static void test_slow_link_across_nodes_named(void **state) {
   for (const char *p = strstr(res.out, "**Slow link r"); p && quiet; p = strstr(p + 1, "**Slow link r"))
     if (strncmp(p, hint, strlen(hint))) fail_msg("report hints another slow link: %.60s", p);
   /* report --json: the link verdict is bad and names it */
-  char path[600];
-  snprintf(path, sizeof path, "%s/slow.report.json", cli_tmpdir());
-  const char *rj[] = {"report", "--json", "-o", path, dirs[SLOW], NULL};
-  assert_int_equal(cli_run(&res, rj), 0);
-  assert_int_equal(res.status, 0);
-  struct mj *j = mj_parse_file(path);
-  assert_non_null(j);
+  struct mj *j = json_of("report", SLOW);
   const struct mj *v = mj_get(j, "verdict");
   assert_non_null(v);
   int seen = 0;
