@@ -184,20 +184,9 @@ static int map_one(struct map_ctx *x, size_t w) {
 
 /* The job pass: one host group's model to its records. */
 static void *job_pass_map(struct lens_model *m, void *ctx) {
-  (void)ctx;
-  struct lens_job_part *p = calloc(1, sizeof *p);
-  /* packed: the partial waits for the reduce beside every other group's */
-  if (!p || lens_job_map(m, p) || lens_job_part_own_strings(p) || lens_job_part_pack(p)) {
-    if (p) lens_job_part_free(p);
-    free(p);
-    lens_cli_error(CMD, "out of memory");
-    return NULL;
-  }
+  void *p = lens_job_pass_map(m, ctx); /* packed: it waits for the reduce beside every other group's */
+  if (!p) lens_cli_error(CMD, "out of memory");
   return p;
-}
-static void job_pass_free(void *p) {
-  lens_job_part_free(p);
-  free(p);
 }
 
 static void *map_worker(void *arg) {
@@ -354,7 +343,7 @@ int lens_cmd_job(int argc, char **argv) {
   struct lens_job_part *all_parts = NULL;
   const char **traces = NULL;
   /* the traces' passes: the job's records, and (for the view) the hang analysis with the steps folded */
-  struct lens_pass passes[2] = {{.map = job_pass_map, .free = job_pass_free},
+  struct lens_pass passes[2] = {{.map = job_pass_map, .free = lens_job_pass_free},
                                 {.map = lens_hang_pass_map, .free = lens_hang_pass_free}};
   size_t n_passes = o.partial ? 1 : 2;
   struct lens_passes_out po;

@@ -33,20 +33,9 @@ static void summary_part_free(void *p) {
 
 static void *job_map(struct lens_model *m, void *ctx) {
   const struct map_ctx *x = ctx;
-  struct lens_job_part *p = calloc(1, sizeof *p);
-  /* packed: the partial waits for the reduce beside every other group's */
-  if (!p || lens_job_map(m, p) || lens_job_part_own_strings(p) || lens_job_part_pack(p)) {
-    if (p) lens_job_part_free(p);
-    free(p);
-    lens_cli_error(x->cmd, "out of memory");
-    return NULL;
-  }
+  void *p = lens_job_pass_map(m, NULL); /* packed: it waits for the reduce beside every other group's */
+  if (!p) lens_cli_error(x->cmd, "out of memory");
   return p;
-}
-
-static void job_part_free(void *p) {
-  lens_job_part_free(p);
-  free(p);
 }
 
 int lens_summary_read(const char *cmd, struct lens_trace_cli *c, uint64_t job_min_wait_ns, unsigned flags,
@@ -68,7 +57,7 @@ int lens_summary_read_with(const char *cmd, struct lens_trace_cli *c, uint64_t j
    * unless an extra pass reads them as events. */
   const struct lens_pass base[N_PASSES] = {
       [PASS_SUMMARY] = {.map = summary_map, .free = summary_part_free, .ctx = &x},
-      [PASS_JOB] = {.map = job_map, .free = job_part_free, .ctx = &x},
+      [PASS_JOB] = {.map = job_map, .free = lens_job_pass_free, .ctx = &x},
       [PASS_HANG] = {.map = lens_hang_pass_map, .free = lens_hang_pass_free},
   };
   size_t n_base = flags & LENS_SUMMARY_READ_HANG ? N_PASSES : PASS_HANG;
