@@ -197,14 +197,6 @@ static void asymmetry(FILE *f, const struct lens_net *n, int md) {
                         : "\nasymmetry: none (every pair's directions within %.1fx)\n", ASYM_RATIO);
 }
 
-/* Instances of Coll/P2p with the most step time on the network (the view
- * holds them all for JSON, or only the top ones). */
-static int by_step_ns(const void *a, const void *b) {
-  const struct lens_net_inst *x = a, *y = b;
-  if (x->s.step_ns != y->s.step_ns) return x->s.step_ns < y->s.step_ns ? 1 : -1;
-  return (x->event > y->event) - (x->event < y->event);
-}
-
 /* Who arrived last at an instance, by the job view's rule (the view's
  * last_rank): "r363 +989.43 us" (how long the first rank waited for it),
  * "none" (no rank past the straggler threshold), "?" (not decomposed). */
@@ -245,6 +237,8 @@ static void last_notes(FILE *f, const struct lens_net_inst *v, size_t show, int 
   }
 }
 
+/* Instances of Coll/P2p with the most step time on the network (the view
+ * holds them all for JSON, or only the top ones). */
 static void top_instances(FILE *f, const struct lens_net *n, int md) {
   size_t k = n->n_insts;
   if (!k) return;
@@ -254,7 +248,7 @@ static void top_instances(FILE *f, const struct lens_net *n, int md) {
     sorted = malloc(k * sizeof *sorted);
     if (!sorted) return;
     memcpy(sorted, v, k * sizeof *sorted);
-    qsort(sorted, k, sizeof *sorted, by_step_ns);
+    qsort(sorted, k, sizeof *sorted, lens_net_inst_by_step_ns);
     v = sorted;
   }
   size_t show = k < TOP_INSTANCES ? k : TOP_INSTANCES;

@@ -270,6 +270,9 @@ struct lens_net {
   int arrival_known;                             /* lens_net_insts_arrival filled the insts' last_rank */
 };
 
+/* qsort order of instances: the most step time first, ties by event (the order the views rank them in). */
+int lens_net_inst_by_step_ns(const void *a, const void *b);
+
 /* ---- Host group by host group (the pass driver, tools/cli/passes.h) ----
  *
  * map: one group's model -> a partial that owns everything it keeps (the

@@ -443,7 +443,7 @@ void lens_net_part_free(struct lens_net_part *p) {
 }
 
 /* Instances by step time, most first; ties by event. */
-static int inst_by_step_ns(const void *a, const void *b) {
+int lens_net_inst_by_step_ns(const void *a, const void *b) {
   const struct lens_net_inst *x = a, *y = b;
   if (x->s.step_ns != y->s.step_ns) return x->s.step_ns < y->s.step_ns ? 1 : -1;
   return cmp_u64(x->event, y->event);
@@ -512,9 +512,9 @@ static int instance_split(const struct lens_model *m, const struct fact_index *f
   return ops;
 }
 
-/* The top ones of n's instances by step time (inst_by_step_ns: a total order), most first. */
+/* The top ones of n's instances by step time (lens_net_inst_by_step_ns: a total order), most first. */
 static void keep_top(struct lens_net *n, size_t top) {
-  qsort(n->insts, n->n_insts, sizeof *n->insts, inst_by_step_ns);
+  qsort(n->insts, n->n_insts, sizeof *n->insts, lens_net_inst_by_step_ns);
   if (n->n_insts > top) n->n_insts = top;
 }
 
@@ -834,7 +834,7 @@ static int merge_instances(struct lens_net *n, struct lens_net_part *const *part
   }
   n->insts_top = top;
   if (top) {
-    qsort(n->insts, n->n_insts, sizeof *n->insts, inst_by_step_ns);
+    qsort(n->insts, n->n_insts, sizeof *n->insts, lens_net_inst_by_step_ns);
     if (n->n_insts > top) n->n_insts = top;
   }
   return 0;
