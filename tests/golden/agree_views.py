@@ -214,8 +214,10 @@ def check_busbw(s, job, summ, rep):
             if o["func"] in ("Send", "Recv") or not o["exec_tasks"]:
                 continue
             near(s, "summary algbw = exec_bytes / exec_ns", o["algbw_gbps"], o["exec_bytes"] / o["exec_ns"])
-            # job's rows are by nccl-tests' size (exec_bytes per task), summary's by one rank's count
-            k = (c["comm_id"], o["func"], bucket(o["exec_bytes"] // o["exec_tasks"]))
+            # one size rule: summary's row is by nccl-tests' size, as job's (exec_bytes per task)
+            k = (c["comm_id"], o["func"], o["size_log2"])
+            same(s, "summary row size = nccl-tests size of its tasks (%s 2^%d)" % k[1:], o["size_log2"],
+                 bucket(o["exec_bytes"] // o["exec_tasks"]))
             a = acc[k]
             a[0] += o["exec_bytes"]
             a[1] += o["exec_ns"]

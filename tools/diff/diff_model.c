@@ -105,12 +105,6 @@ static struct keyed *find_or_add(struct keyed **v, size_t *n, size_t *cap, const
   return k;
 }
 
-static int bucket_of(uint64_t b) { /* the job rows' size bucket: floor(log2(bytes)), -1 for 0 */
-  int k = -1;
-  while (b) b >>= 1, k++;
-  return k;
-}
-
 /* The row's waits and wall time from the job view's instances: the ones its
  * row counts (seen on more than one rank), decomposed. */
 static int cmp_u64(const void *x, const void *y) {
@@ -126,7 +120,7 @@ static int job_waits(const struct lens_job *j, uint64_t comm_id, struct keyed *k
   for (size_t i = 0; i < j->n_insts; i++) {
     const struct lens_job_inst *in = &j->insts[i];
     if (in->comm_id != comm_id || !lens_job_inst_decomposed(in)) continue;
-    if (bucket_of(in->bytes) != k->bucket || !streq(in->func, k->func)) continue;
+    if (lens_size_bucket(in->bytes) != k->bucket || !streq(in->func, k->func)) continue;
     wait += (double)in->max_wait_ns;
     wall += (double)in->exec_ns + (double)in->max_wait_ns;
     w[n++] = in->max_wait_ns;

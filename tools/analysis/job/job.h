@@ -173,6 +173,13 @@ int lens_job_inst_decomposed(const struct lens_job_inst *in);
  * group being the last that starts at or before proc. -1 for a process
  * outside them (or none given). */
 long lens_job_group_of_proc(const size_t *group_proc, size_t n, int32_t proc);
+/* The size nccl-tests prints for an operation of func over nranks ranks,
+ * from one rank's bytes (count x datatype size): an AllGather's or
+ * ReduceScatter's is the ranks times one rank's count, every other's one
+ * rank's. Every view's "size" column and algbw take it (one rule). */
+uint64_t lens_nccl_tests_size(const char *func, uint64_t rank_bytes, int nranks);
+/* A row's size bucket: floor(log2(size)), -1 for 0 (rows "4-8 MiB"). */
+int lens_size_bucket(uint64_t size);
 /* nccl-tests bus bandwidth factor of func for n ranks. */
 double lens_job_busbw_factor(const char *func, int nranks);
 /* Hostname of a process ("" unknown). */

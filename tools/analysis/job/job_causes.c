@@ -444,12 +444,6 @@ static int stragglers(struct lens_job *j) {
 }
 
 /* ---- headline rows ---- */
-static int bucket_of(uint64_t b) {
-  int k = -1;
-  while (b) b >>= 1, k++;
-  return k;
-}
-
 static int cmp_i32(const void *x, const void *y) {
   int32_t a = *(const int32_t *)x, b = *(const int32_t *)y;
   return a < b ? -1 : a > b;
@@ -461,7 +455,7 @@ static int row_cmp(const void *x, const void *y) {
   if (a->comm_id != b->comm_id) return a->comm_id < b->comm_id ? -1 : 1;
   int f = strcmp(a->func ? a->func : "", b->func ? b->func : "");
   if (f) return f;
-  return bucket_of(a->bytes) - bucket_of(b->bytes);
+  return lens_size_bucket(a->bytes) - lens_size_bucket(b->bytes);
 }
 
 /* An instance that belongs in a headline row: seen on more than one rank
@@ -502,7 +496,7 @@ static int rows(struct lens_job *j) {
     struct lens_job_row *row = &j->rows[j->n_rows++];
     row->comm_id = first->comm_id;
     row->func = first->func;
-    row->bucket = bucket_of(first->bytes);
+    row->bucket = lens_size_bucket(first->bytes);
     row->top_last_rank = -1;
     size_t ne = 0, nl = 0, nw = 0;
     double moved = 0, exec_sum = 0, wsum = 0;

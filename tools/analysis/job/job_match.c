@@ -50,6 +50,18 @@ long lens_job_group_of_proc(const size_t *group_proc, size_t n, int32_t proc) {
   return (long)g;
 }
 
+uint64_t lens_nccl_tests_size(const char *func, uint64_t rank_bytes, int nranks) {
+  if (func && (!strcmp(func, "AllGather") || !strcmp(func, "ReduceScatter")))
+    return rank_bytes * (uint64_t)(nranks > 0 ? nranks : 1);
+  return rank_bytes;
+}
+
+int lens_size_bucket(uint64_t size) {
+  int k = -1;
+  while (size) size >>= 1, k++;
+  return k;
+}
+
 double lens_job_busbw_factor(const char *func, int n) {
   if (!func || n < 1) return 1.0;
   if (!strcmp(func, "AllReduce")) return 2.0 * (n - 1) / n;
@@ -140,8 +152,7 @@ static void inst_fill(const struct lens_model *m, struct lens_job_prec *p, const
     p->func_s = e->p.coll.func;
     p->algo_s = e->p.coll.algo;
     p->proto_s = e->p.coll.proto;
-    if (p->func_s && (!strcmp(p->func_s, "AllGather") || !strcmp(p->func_s, "ReduceScatter")))
-      bytes *= (uint64_t)(c->nranks > 0 ? c->nranks : 1);
+    bytes = lens_nccl_tests_size(p->func_s, bytes, c->nranks);
     if (p->func_s && (!strcmp(p->func_s, "Broadcast") || !strcmp(p->func_s, "Reduce")))
       p->iflags |= LENS_JOB_APPROX_RULE;
   }

@@ -14,13 +14,11 @@ static void stat_add(struct lens_stat *s, uint64_t v) {
   if (v > s->max) s->max = v;
 }
 
-static int bucket_of(uint64_t bytes) {
-  int b = -1;
-  while (bytes) {
-    b++;
-    bytes >>= 1;
-  }
-  return b;
+/* The row's size: nccl-tests' (lens_nccl_tests_size), as the job view's
+ * rows and algbw take it, so one operation has one size in every view. */
+static int size_bucket(const struct lens_model *m, const struct lens_event *e, const char *func) {
+  int nranks = e->comm >= 0 && (size_t)e->comm < m->n_comms ? m->comms[e->comm].nranks : 1;
+  return lens_size_bucket(lens_nccl_tests_size(func, lens_event_bytes(m, e), nranks));
 }
 
 static int streq(const char *a, const char *b) { return a == b || (a && b && !strcmp(a, b)); }
@@ -172,7 +170,7 @@ static void add_op(const struct lens_model *m, struct lens_sum_row *r, const str
 static struct lens_sum_ce_row *ce_row_of(const struct lens_model *m, struct lens_summary *s, int32_t group,
                                          const struct lens_event *e) {
   const char *func = e->p.ce_coll.func, *sync = e->p.ce_coll.sync_strategy;
-  int bucket = bucket_of(lens_event_bytes(m, e));
+  int bucket = size_bucket(m, e, func);
   uint64_t tag = lens_event_user_tag(e);
   for (size_t i = 0; i < s->n_ce_rows; i++) {
     struct lens_sum_ce_row *r = &s->ce_rows[i];
@@ -355,7 +353,7 @@ static int map_events(const struct lens_model *m, struct lens_summary *s) {
     const char *proto = e->type == LENS_T_COLL ? e->p.coll.proto : NULL;
     const char *variant = e->type == LENS_T_COLL ? e->p.coll.kernel_variant : NULL;
     struct lens_sum_row *r = g < 0 ? NULL
-                                   : row_of(s, g, func, algo, proto, bucket_of(lens_event_bytes(m, e)),
+                                   : row_of(s, g, func, algo, proto, size_bucket(m, e, func),
                                             lens_event_user_tag(e), variant, &last);
     if (!r) {
       free(cache);

@@ -34,7 +34,7 @@ struct lens_sum_row {
   const char *func, *algo, *proto;
   uint64_t user_tag;        /* NCCL 2.31+ userProfilerTag, 0 = untagged */
   const char *kernel_variant; /* a symmetric kernel's name (algo is then its algorithm part, proto ""), or NULL */
-  int bucket;               /* floor(log2(bytes)), -1 for 0 bytes */
+  int bucket;               /* lens_size_bucket of nccl-tests' size (lens_nccl_tests_size) */
   uint64_t count, bytes;
   struct lens_stat enqueue;    /* API start (or op start) -> op stop */
   struct lens_stat completion; /* its kernel's launch (else op start) -> completion (last ProxyOp / KernelCh) */
