@@ -178,7 +178,7 @@ static void test_cli_json_and_text(void **st) {
   /* No CUPTI at all: notice-time maps, and the verdict says so. */
   snprintf(args, sizeof(args), "%s", np);
   assert_int_equal(run_cli(args, out, sizeof(out)), 0);
-  assert_non_null(strstr(out, "source notice"));
+  assert_non_null(strstr(out, "source host-notice"));
   assert_true(widest_line(out) <= 120);
   unwrap(out);
   assert_non_null(strstr(out, "proxy notice times"));

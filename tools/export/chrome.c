@@ -659,7 +659,7 @@ static void write_slice_body(struct ctx *x, const struct xs *s) {
     const char *func = op_func(m, e);
     int mapped = e->acc.gpu_start_mono_ns && e->acc.gpu_stop_mono_ns;
     snprintf(name, sizeof name, "ch %u %s [%s]", s->ch, func ? func : "?",
-             mapped ? lens_time_source_name(e->acc.time_source) : "host notice");
+             lens_time_source_name(mapped ? e->acc.time_source : LENS_TS_HOST_NOTICE));
     complete(x, name, "KernelCh", pid, tid, s->s, s->e, e);
     x->c->gpu_slices++;
     return;

@@ -481,6 +481,10 @@ const char *lens_state_name(uint32_t state); /* "SendGPUWait", ... */
 const char *lens_evf_name(uint32_t bit);
 const char *lens_acc_name(uint32_t bit);
 const char *lens_time_source_name(uint32_t source); /* "host-notice", "gpu-ptimer", "cupti" */
+/* What a clock map is fitted on: "cupti" (kernel records bound its channels)
+ * or "host-notice" (the proxy's notice times; lens_clock_map.source names
+ * the time source of what it maps, gpu-ptimer). */
+const char *lens_clock_map_source_name(uint32_t source);
 /* Bytes moved by a Coll/P2p/CollApi/P2pApi event: count * datatype size (0 if unknown). */
 uint64_t lens_event_bytes(const struct lens_model *m, const struct lens_event *e);
 size_t lens_datatype_size(const char *datatype);

@@ -89,6 +89,10 @@ const char *lens_acc_name(uint32_t bit) {
   }
 }
 
+const char *lens_clock_map_source_name(uint32_t source) {
+  return source == LENS_TS_CUPTI ? "cupti" : "host-notice";
+}
+
 const char *lens_time_source_name(uint32_t source) {
   switch (source) {
   case LENS_TS_HOST_NOTICE: return "host-notice";

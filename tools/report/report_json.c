@@ -704,7 +704,7 @@ static void gpu(struct ctx *x) {
     snprintf(who, sizeof who, "%s:%u tid %u", m->procs[c->proc].host, m->procs[c->proc].pid, t ? t->tid : 0);
     fputs(i ? ",{\"gpu\":" : "{\"gpu\":", f);
     lens_json_str(f, who);
-    fprintf(f, ",\"rank\":%d,\"source\":\"%s\",\"points\":%u,\"slope\":", c->rank, lens_time_source_name(c->source),
+    fprintf(f, ",\"rank\":%d,\"source\":\"%s\",\"points\":%u,\"slope\":", c->rank, lens_clock_map_source_name(c->source),
             c->n_points);
     lens_json_double(f, c->slope);
     fputs(",\"residual_us\":", f);

@@ -300,7 +300,7 @@ static void accuracy(FILE *f, const struct lens_model *m, const struct lens_repo
       lens_fmt_ns(c->residual_ns, res, sizeof res);
       lens_fmt_ns(c->error_bound_ns, eb, sizeof eb);
       fprintf(f, "| %s:%u tid %u | %d | %s | %u | %.9f | %s | %s |\n", m->procs[c->proc].host, m->procs[c->proc].pid,
-              t ? t->tid : 0, c->rank, lens_time_source_name(c->source), c->n_points, c->slope, res, eb);
+              t ? t->tid : 0, c->rank, lens_clock_map_source_name(c->source), c->n_points, c->slope, res, eb);
     }
     lens_fmt_rows_end(&rows);
     fputc('\n', f);

@@ -43,10 +43,6 @@ static const char *json_str(const char *in, char *out, size_t len) {
   return out;
 }
 
-static const char *source_name(uint32_t s) {
-  return s == LENS_TS_CUPTI ? "cupti" : s == LENS_TS_GPU_PTIMER ? "ptimer" : "notice";
-}
-
 /* One KernelCh: text line or JSON object. */
 static void print_channel(FILE *f, const struct lens_vl_channel *c, int json, int first) {
   char fl[256];
@@ -65,7 +61,7 @@ static void print_channel(FILE *f, const struct lens_vl_channel *c, int json, in
             ",\"notice_lag_ns\":%s,\"time_source\":\"%s\",\"inside_kernel\":\"%s\",\"overrun_suspected\":%s"
             ",\"flags\":[%s%s%s]}",
             first ? "" : ",", c->id, c->channel, lens_type_name(c->op_type), json_str(c->func, fn, sizeof(fn)),
-            c->start_gpu, c->stop_gpu, c->start_mono, c->stop_mono, lag, source_name(c->time_source),
+            c->start_gpu, c->stop_gpu, c->start_mono, c->stop_mono, lag, lens_time_source_name(c->time_source),
             c->inside, c->overrun ? "true" : "false", fl[0] ? "\"" : "", fl, fl[0] ? "\"" : "");
     return;
   }
@@ -88,7 +84,7 @@ static void print_channel(FILE *f, const struct lens_vl_channel *c, int json, in
   memset(indent, ' ', (size_t)hn);
   indent[hn] = 0;
   snprintf(rec, sizeof rec, "span %s  inside %s  notice lag %s  source %s%s  flags %s", span, c->inside, lag_us,
-           source_name(c->time_source), c->overrun ? "  overrun suspected" : "", fl[0] ? fl : "-");
+           lens_time_source_name(c->time_source), c->overrun ? "  overrun suspected" : "", fl[0] ? fl : "-");
   lens_fmt_wrap_fields(f, head, indent, rec, LENS_FMT_COLUMNS);
 }
 
@@ -133,7 +129,7 @@ static size_t print_maps(FILE *f, const struct lens_model *m, const struct lens_
   size_t n = limit >= 0 && (size_t)limit < m->n_clock_maps ? (size_t)limit : m->n_clock_maps;
   for (size_t i = 0; i < n; i++) {
     const struct lens_clock_map *c = &m->clock_maps[i];
-    const char *src = c->source == LENS_TS_CUPTI ? "cupti" : "notice";
+    const char *src = lens_clock_map_source_name(c->source);
     double ppm = (c->slope - 1.0) * 1e6;
     int fixed = i < s->n_maps && s->map_fixed[i];
     int64_t offset = i < s->n_maps ? s->map_offset[i] : 0;
