@@ -284,6 +284,46 @@ static void test_recorded_condensed(void **state) {
   free(t);
 }
 
+/* The same job with the golden `all` traces beside it (2 processes of
+ * another event mask, 0xf7e, that dropped events; 3 communicators of 4
+ * ranks, each init finalized): the mask line counts both values, the two
+ * processes are listed after the cut one (no clean end first), and each
+ * communicator has its row, the job's (ranks missing) first. Needs
+ * test_recorded_condensed's job. */
+static void test_recorded_condensed_mixed(void **state) {
+  (void)state;
+  char dir[256], gold[512], out[300];
+  snprintf(dir, sizeof dir, "%s/recjob", cli_tmpdir());
+  snprintf(gold, sizeof gold, "%s/tests/golden/traces/all", LENS_SOURCE_DIR);
+  snprintf(out, sizeof out, "%s/recmix.md", cli_tmpdir());
+  struct cli_result r;
+  const char *rep[] = {"report", dir, gold, "-o", out, NULL};
+  assert_int_equal(cli_run(&r, rep), 0);
+  assert_int_equal(r.status, 0);
+  char *t = lens_test_slurp(out, NULL);
+  assert_non_null(t);
+  const char *want[] = {
+      "\nWhat the 61 processes share ",
+      "\n- event mask: 0xffff (59), 0xf7e (2); 0xffff is Group, Coll, ",
+      "\n- clean end: yes (60), no (1)\n",
+      "\n- drops: none (59), some (2)\n",
+      "\n3 processes differ from the others ",
+      "\n| gen-host001:10005 | no clean end, truncated | v5 | 0xffff | ",
+      " | event mask, drops | v5 | 0xf7e (Coll, P2p, ",
+      "\n71 communicator init(s) in 4 communicator(s) ",
+      " | 64 | 8 | 59 | 0 | 5: ranks 3,17-20 | ",
+      "\n| replay-world | 0xd1fd171bd81a5d20 | 4 | 2 | 4 | 4 | none | none | ",
+      "\n| - | 0xca8216fa9058d0fa | 4 | 2 | 4 | 4 | none | none | ",
+  };
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+    if (!strstr(t, want[i])) fail_msg("the report lacks \"%s\"", want[i]);
+  /* the cut process before the two of another mask */
+  const char *cut = strstr(t, "| no clean end, truncated |"), *mask = strstr(t, "| event mask, drops |");
+  assert_true(cut && mask && cut < mask);
+  assert_int_equal(count_of(t, "| event mask, drops |"), 2);
+  free(t);
+}
+
 static void test_bad_input(void **state) {
   (void)state;
   char notrace[256];
@@ -311,6 +351,7 @@ int main(void) {
                                      cmocka_unit_test(test_proxy_shares_partition),
                                      cmocka_unit_test(test_lag_counts_zero),
                                      cmocka_unit_test(test_recorded_condensed),
+                                     cmocka_unit_test(test_recorded_condensed_mixed),
                                      cmocka_unit_test(test_bad_input)};
   return cmocka_run_group_tests(tests, setup, teardown);
 }
