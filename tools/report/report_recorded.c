@@ -12,9 +12,8 @@
 
 #include "cli/format.h"
 #include "report/report_md.h"
+#include "report/report_tally.h"
 
-/* Distinct values a "shared" line names, the most common first; the others are counted. */
-#define SHARED_VALUES 3
 /* Runs of ranks a communicator's "missing" or "not finalized" cell names before it ends in "...". */
 #define RANK_RUNS 8
 
@@ -65,41 +64,6 @@ static void inits_table(FILE *f, const struct lens_model *m) {
 
 /* ---- what the processes share, counted ---- */
 
-/* The most common values of one fact over the processes (SHARED_VALUES of
- * them, most processes first, equal counts by value), and what is left. */
-struct tally {
-  uint64_t v[SHARED_VALUES];
-  size_t n[SHARED_VALUES];
-  size_t k;                        /* values kept */
-  size_t other_vals, other_procs;  /* the rest */
-};
-
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return (x > y) - (x < y);
-}
-
-/* Sorts vals (one per process) and counts its runs. */
-static void tally_of(uint64_t *vals, size_t n, struct tally *t) {
-  memset(t, 0, sizeof *t);
-  qsort(vals, n, sizeof *vals, cmp_u64);
-  for (size_t i = 0, j; i < n; i = j) {
-    for (j = i; j < n && vals[j] == vals[i];) j++;
-    uint64_t v = vals[i];
-    size_t c = j - i, pos = t->k;
-    while (pos && t->n[pos - 1] < c) pos--; /* strictly more: equal counts keep the smaller value first */
-    if (pos == SHARED_VALUES) {
-      t->other_vals++, t->other_procs += c;
-      continue;
-    }
-    if (t->k == SHARED_VALUES) t->other_vals++, t->other_procs += t->n[SHARED_VALUES - 1];
-    else t->k++;
-    memmove(&t->v[pos + 1], &t->v[pos], (t->k - 1 - pos) * sizeof t->v[0]);
-    memmove(&t->n[pos + 1], &t->n[pos], (t->k - 1 - pos) * sizeof t->n[0]);
-    t->v[pos] = v, t->n[pos] = c;
-  }
-}
-
 /* The facts the processes are compared by. */
 enum fact { F_API, F_MASK, F_SESSIONS, F_CLEAN, F_FILE, F_DROPS, N_FACTS };
 static const char *const fact_label[N_FACTS] = {"NCCL profiler API", "event mask", "sessions", "clean end", "file",
@@ -142,7 +106,7 @@ static void fact_text(enum fact k, uint64_t v, char *buf, size_t len) {
 }
 
 /* "- event mask: 0x7ff (all 1024): Group, Coll, ..." or "- clean end: yes (1023), no (1)". */
-static void shared_line(FILE *f, enum fact k, const struct tally *t, size_t n) {
+static void shared_line(FILE *f, enum fact k, const struct lens_report_tally *t, size_t n) {
   fprintf(f, "- %s: ", fact_label[k]);
   for (size_t i = 0; i < t->k; i++) {
     char v[96];
@@ -237,8 +201,8 @@ static void procs_shared(FILE *f, const struct lens_model *m, const struct lens_
   fprintf(f, "What the %zu processes share (per value, how many processes have it; --all lists every process):\n\n", n);
   for (int k = 0; k < N_FACTS; k++) {
     for (size_t p = 0; p < n; p++) vals[p] = fact_of(m, p, k);
-    struct tally t;
-    tally_of(vals, n, &t);
+    struct lens_report_tally t;
+    lens_report_tally(vals, n, &t);
     usual[k] = t.k ? t.v[0] : 0;
     shared_line(f, k, &t, n);
     if (k == F_MASK) { /* the recorded span after the settings */
