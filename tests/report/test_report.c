@@ -226,6 +226,104 @@ static void test_lag_counts_zero(void **state) {
   mj_free(V);
 }
 
+static size_t count_of(const char *s, const char *needle) {
+  size_t n = 0;
+  for (const char *p = s; (p = strstr(p, needle)); p += strlen(needle)) n++;
+  return n;
+}
+
+/* "What was recorded" on a job past the row cap (64 ranks on 8 hosts:
+ * rank = host * 8 + pid - 10000): what the processes share is counted, only
+ * the ones that differ are listed, and the comm inits are a row per
+ * communicator. Rank 3 and ranks 17-20 have no trace (removed), rank 13's is
+ * cut short (no clean end): 59 processes, one differing, 5 ranks without an
+ * init. --all gives a row per process and per init back. */
+static void test_recorded_condensed(void **state) {
+  (void)state;
+  char dir[256], cmd[1024], out[300];
+  snprintf(dir, sizeof dir, "%s/recjob", cli_tmpdir());
+  snprintf(cmd, sizeof cmd,
+           "%s/bin/lens-gen-job -o %s --ranks 64 --hosts 8 --events 200000 >/dev/null 2>&1 && cd %s && "
+           "rm nccl-lens-gen-host000-10003.lens nccl-lens-gen-host002-1000[1-4].lens && "
+           "truncate -s 6000 nccl-lens-gen-host001-10005.lens",
+           LENS_BUILD_DIR, dir, dir);
+  assert_int_equal(system(cmd), 0);
+  snprintf(out, sizeof out, "%s/rec.md", cli_tmpdir());
+  struct cli_result r;
+  const char *rep[] = {"report", dir, "-o", out, NULL};
+  assert_int_equal(cli_run(&r, rep), 0);
+  assert_int_equal(r.status, 0);
+  char *t = lens_test_slurp(out, NULL);
+  assert_non_null(t);
+  const char *want[] = {
+      "\nWhat the 59 processes share ",
+      "\n- NCCL profiler API: v5 (all 59)\n",
+      "\n- sessions: 1 (all 59)\n",
+      "\n- clean end: yes (58), no (1)\n",
+      "\n- file: intact (58), truncated (1)\n",
+      "\n- drops: none (all 59)\n",
+      "\n1 process differs from the others ",
+      "\n| gen-host001:10005 | no clean end, truncated | v5 | 0xffff | ",
+      "\n59 communicator init(s) in 1 communicator(s) ",
+      " | 64 | 8 | 59 | 0 | 5: ranks 3,17-20 | 59: ranks 0-2,4-16,21-63 | - |\n",
+  };
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+    if (!strstr(t, want[i])) fail_msg("the report lacks \"%s\"", want[i]);
+  /* the processes that do not differ are counted, not listed */
+  assert_int_equal(count_of(t, " | v5 | 0xffff"), 1);
+  assert_null(strstr(t, "| process | NCCL profiler API | event mask | recorded | sessions | clean end | file |"));
+  free(t);
+  const char *all[] = {"report", "--all", dir, "-o", out, NULL};
+  assert_int_equal(cli_run(&r, all), 0);
+  assert_int_equal(r.status, 0);
+  t = lens_test_slurp(out, NULL);
+  assert_non_null(t);
+  assert_null(strstr(t, "processes share"));
+  assert_int_equal(count_of(t, " | v5 | 0xffff ("), 59);        /* a row per process */
+  assert_int_equal(count_of(t, " | 64 | 8 | gen-host"), 59);    /* a row per comm init */
+  free(t);
+}
+
+/* The same job with the golden `all` traces beside it (2 processes of
+ * another event mask, 0xf7e, that dropped events; 3 communicators of 4
+ * ranks, each init finalized): the mask line counts both values, the two
+ * processes are listed after the cut one (no clean end first), and each
+ * communicator has its row, the job's (ranks missing) first. Needs
+ * test_recorded_condensed's job. */
+static void test_recorded_condensed_mixed(void **state) {
+  (void)state;
+  char dir[256], gold[512], out[300];
+  snprintf(dir, sizeof dir, "%s/recjob", cli_tmpdir());
+  snprintf(gold, sizeof gold, "%s/tests/golden/traces/all", LENS_SOURCE_DIR);
+  snprintf(out, sizeof out, "%s/recmix.md", cli_tmpdir());
+  struct cli_result r;
+  const char *rep[] = {"report", dir, gold, "-o", out, NULL};
+  assert_int_equal(cli_run(&r, rep), 0);
+  assert_int_equal(r.status, 0);
+  char *t = lens_test_slurp(out, NULL);
+  assert_non_null(t);
+  const char *want[] = {
+      "\nWhat the 61 processes share ",
+      "\n- event mask: 0xffff (59), 0xf7e (2); 0xffff is Group, Coll, ",
+      "\n- clean end: yes (60), no (1)\n",
+      "\n- drops: none (59), some (2)\n",
+      "\n3 processes differ from the others ",
+      "\n| gen-host001:10005 | no clean end, truncated | v5 | 0xffff | ",
+      " | event mask, drops | v5 | 0xf7e (Coll, P2p, ",
+      "\n71 communicator init(s) in 4 communicator(s) ",
+      " | 64 | 8 | 59 | 0 | 5: ranks 3,17-20 | ",
+      "\n| replay-world | 0xd1fd171bd81a5d20 | 4 | 2 | 4 | 4 | none | none | ",
+      "\n| - | 0xca8216fa9058d0fa | 4 | 2 | 4 | 4 | none | none | ",
+  };
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+    if (!strstr(t, want[i])) fail_msg("the report lacks \"%s\"", want[i]);
+  /* the cut process before the two of another mask */
+  const char *cut = strstr(t, "| no clean end, truncated |"), *mask = strstr(t, "| event mask, drops |");
+  assert_true(cut && mask && cut < mask);
+  assert_int_equal(count_of(t, "| event mask, drops |"), 2);
+  free(t);
+}
+
 static void test_bad_input(void **state) {
   (void)state;
   char notrace[256];
@@ -252,6 +350,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_sections), cmocka_unit_test(test_numbers_match_summary),
                                      cmocka_unit_test(test_proxy_shares_partition),
                                      cmocka_unit_test(test_lag_counts_zero),
+                                     cmocka_unit_test(test_recorded_condensed),
+                                     cmocka_unit_test(test_recorded_condensed_mixed),
                                      cmocka_unit_test(test_bad_input)};
   return cmocka_run_group_tests(tests, setup, teardown);
 }

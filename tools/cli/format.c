@@ -273,3 +273,50 @@ void lens_fmt_rows_end(struct lens_fmt_rows *r) {
   free(r->key), free(r->order);
   r->key = NULL, r->order = NULL;
 }
+
+void lens_fmt_ranges_begin(struct lens_fmt_ranges *r, char *buf, size_t len, size_t max_runs) {
+  memset(r, 0, sizeof *r);
+  r->buf = buf;
+  r->len = len;
+  r->max_runs = max_runs;
+  if (len) buf[0] = 0;
+}
+
+/* Writes the pending run, or ",..." once when the cap is reached or the run
+ * would leave no room for that marker. */
+static void ranges_flush(struct lens_fmt_ranges *r) {
+  if (!r->open || r->cut || r->len < 5) return;
+  r->open = 0;
+  const char *sep = r->o ? "," : "";
+  char run[64];
+  if (r->last >= r->first + 2)
+    snprintf(run, sizeof run, "%s%" PRId64 "-%" PRId64, sep, r->first, r->last);
+  else if (r->last == r->first + 1)
+    snprintf(run, sizeof run, "%s%" PRId64 ",%" PRId64, sep, r->first, r->last);
+  else
+    snprintf(run, sizeof run, "%s%" PRId64, sep, r->first);
+  if (r->runs == r->max_runs || r->o + strlen(run) + 4 >= r->len) { /* 4: ",..." after it */
+    snprintf(r->buf + r->o, r->len - r->o, "%s...", sep);
+    r->cut = 1;
+    return;
+  }
+  r->runs++;
+  r->o += (size_t)snprintf(r->buf + r->o, r->len - r->o, "%s", run);
+}
+
+void lens_fmt_ranges_add(struct lens_fmt_ranges *r, int64_t first, int64_t last) {
+  if (last < first) return;
+  if (r->open && first <= r->last + 1) { /* touches the pending run: extends it */
+    if (last > r->last) r->last = last;
+    return;
+  }
+  ranges_flush(r);
+  r->first = first;
+  r->last = last;
+  r->open = 1;
+}
+
+const char *lens_fmt_ranges_end(struct lens_fmt_ranges *r) {
+  ranges_flush(r);
+  return r->buf;
+}

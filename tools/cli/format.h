@@ -94,6 +94,26 @@ size_t lens_fmt_json_ok_entries(void);
  * equal keys in index order (the table's own order). malloc'd; NULL when out of memory. */
 size_t *lens_fmt_order_desc(const double *key, size_t n);
 
+/* Ranks as a range list, "0-3,8,10,11" (a run of three or more as first-last,
+ * of two as two ranks): one rule for every view that names a set of ranks.
+ * Add runs in increasing order (a rank or run that touches the previous one
+ * extends it, a rank added twice counts once); past max_runs runs, or when
+ * buf runs short, the list ends in ",..." (the caller says how many ranks it
+ * holds). buf holds at least 64. Use:
+ *   struct lens_fmt_ranges rl;
+ *   lens_fmt_ranges_begin(&rl, buf, sizeof buf, 32);
+ *   lens_fmt_ranges_add(&rl, first, last); ...
+ *   lens_fmt_ranges_end(&rl);   (buf holds the list; "" when none was added) */
+struct lens_fmt_ranges {
+  char *buf;
+  size_t len, o, runs, max_runs;
+  int64_t first, last; /* the run not yet written */
+  int open, cut;
+};
+void lens_fmt_ranges_begin(struct lens_fmt_ranges *r, char *buf, size_t len, size_t max_runs);
+void lens_fmt_ranges_add(struct lens_fmt_ranges *r, int64_t first, int64_t last);
+const char *lens_fmt_ranges_end(struct lens_fmt_ranges *r);
+
 /* "812 ns", "3.20 us", "9.10 ms", "1.50 s" */
 void lens_fmt_ns(double ns, char *buf, size_t len);
 /* A bandwidth in GB/s (10^9 bytes a second) for text, one rule for every

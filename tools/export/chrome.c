@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cli/format.h"
 #include "export/event_args.h"
 #include "export/json_out.h"
 #include "export/lanes.h"
@@ -162,25 +163,12 @@ int lens_chrome_parse_types(const char *s, uint32_t *types) {
   return 0;
 }
 
-/* "0-3,8" from a sorted list of distinct ranks (at most 32 shown, then "..."). */
+/* "0-3,8" from a sorted list of distinct ranks (at most 32 runs shown, then "..."). */
 static void rank_list(char *buf, size_t len, const int32_t *r, size_t n) {
-  size_t o = 0;
-  buf[0] = 0;
-  for (size_t i = 0; i < n && o + 24 < len; i++) {
-    if (i == 32) {
-      snprintf(buf + o, len - o, ",...");
-      return;
-    }
-    size_t j = i;
-    while (j + 1 < n && r[j + 1] == r[j] + 1) j++;
-    if (j >= i + 2)
-      o += (size_t)snprintf(buf + o, len - o, "%s%d-%d", i ? "," : "", r[i], r[j]);
-    else {
-      o += (size_t)snprintf(buf + o, len - o, "%s%d", i ? "," : "", r[i]);
-      j = i;
-    }
-    i = j;
-  }
+  struct lens_fmt_ranges rl;
+  lens_fmt_ranges_begin(&rl, buf, len, 32);
+  for (size_t i = 0; i < n; i++) lens_fmt_ranges_add(&rl, r[i], r[i]);
+  lens_fmt_ranges_end(&rl);
 }
 
 static int cmp_i32(const void *a, const void *b) {

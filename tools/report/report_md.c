@@ -2,6 +2,7 @@
  * from the summary model (the same numbers as `summary --json`) or from
  * report_model.c. */
 #include "report/report_md.h"
+#include "report/report_recorded.h"
 #include "hang/hang_print.h"
 #include "analysis/hang/hang_analysis.h"
 
@@ -23,73 +24,8 @@ static const char *nz(const char *s) { return s && *s ? s : "-"; }
 static double avg(const struct lens_stat *s) { return s->n ? (double)s->sum / (double)s->n : 0.0; }
 static double pct(uint64_t a, uint64_t b) { return b ? 100.0 * (double)a / (double)b : 0.0; }
 
-static void mask_names(uint32_t mask, char *buf, size_t len) {
-  size_t o = 0;
-  buf[0] = 0;
-  for (int b = 0; b < LENS_T_COUNT && o < len; b++)
-    if (mask & (1u << b)) o += (size_t)snprintf(buf + o, len - o, "%s%s", o ? ", " : "", lens_type_name(b));
-  if (!buf[0]) snprintf(buf, len, "none");
-}
-
-/* After a capped table: a paragraph of its own saying how many rows it left out. */
-static void report_left_out(FILE *f, size_t n_left, const char *what) {
+void lens_report_left_out(FILE *f, size_t n_left, const char *what) {
   if (n_left) fprintf(f, "%zu more %s not listed: --all lists every one.\n\n", n_left, what);
-}
-
-static void recorded(FILE *f, const struct lens_model *m, const struct lens_report *r) {
-  uint64_t bytes = 0;
-  for (size_t i = 0; i < m->n_files; i++) bytes += m->files[i].size_bytes;
-  fprintf(f, "## What was recorded\n\n%zu file(s) (%" PRIu64 " bytes), %zu process(es), %zu communicator "
-             "init(s), %zu thread(s), %zu events, %zu scheduler samples.\n\n",
-          m->n_files, bytes, m->n_procs, m->n_comms, m->n_threads, (size_t)r->n_events, r->n_sched);
-  if (m->n_procs) {
-    fprintf(f, "| process | NCCL profiler API | event mask | recorded | sessions | clean end | file |\n"
-               "|---|---|---|---|---|---|---|\n");
-    /* capped: the processes without a clean end, or with the fewest sessions' worth of trust, first */
-    struct lens_fmt_rows rows;
-    double *key = lens_fmt_rows_begin(&rows, m->n_procs, r->sum.all, LENS_FMT_ROWS_EVERY);
-    for (size_t p = 0; key && p < m->n_procs; p++) {
-      const struct lens_file *fl = &m->files[m->procs[p].file];
-      key[p] = (double)!fl->clean_end + (fl->n_sessions != 1);
-    }
-    lens_fmt_rows_order(&rows);
-    for (size_t p; lens_fmt_rows_next(&rows, &p);) {
-      const struct lens_proc *pr = &m->procs[p];
-      const struct lens_file *fl = &m->files[pr->file];
-      char mask[256], dur[32];
-      mask_names(pr->event_mask, mask, sizeof mask);
-      lens_fmt_ns((double)(r->procs[p].last_ns - r->procs[p].first_ns), dur, sizeof dur);
-      fprintf(f, "| %s:%u | v%u | 0x%x (%s) | %s | %u | %s | `%s` |\n", pr->host, pr->pid, pr->nccl_api_version,
-              pr->event_mask, mask, r->procs[p].last_ns ? dur : "-", fl->n_sessions, fl->clean_end ? "yes" : "no",
-              fl->path);
-    }
-    lens_fmt_rows_end(&rows);
-    fputc('\n', f);
-    report_left_out(f, rows.n - rows.listed, "processes");
-  }
-  if (m->n_comms) {
-    fprintf(f, "| communicator | comm id | rank | nranks | nnodes | process | init → fini |\n"
-               "|---|---|---|---|---|---|---|\n");
-    /* capped: those not finalized first */
-    struct lens_fmt_rows rows;
-    double *key = lens_fmt_rows_begin(&rows, m->n_comms, r->sum.all, LENS_FMT_ROWS_EVERY);
-    for (size_t c = 0; key && c < m->n_comms; c++)
-      key[c] = !(m->comms[c].fini_mono_ns >= m->comms[c].init_mono_ns && m->comms[c].fini_mono_ns);
-    lens_fmt_rows_order(&rows);
-    for (size_t c; lens_fmt_rows_next(&rows, &c);) {
-      const struct lens_comm *cm = &m->comms[c];
-      const struct lens_proc *pr = &m->procs[cm->proc];
-      char life[32] = "not finalized";
-      if (cm->fini_mono_ns >= cm->init_mono_ns && cm->fini_mono_ns)
-        lens_fmt_ns((double)(cm->fini_mono_ns - cm->init_mono_ns), life, sizeof life);
-      char idb[LENS_COMM_ID_LEN];
-      fprintf(f, "| %s | %s | %d | %d | %d | %s:%u | %s |\n", nz(cm->name), lens_fmt_comm_id(cm->comm_id, idb),
-              cm->rank, cm->nranks, cm->nnodes, pr->host, pr->pid, life);
-    }
-    lens_fmt_rows_end(&rows);
-    fputc('\n', f);
-    report_left_out(f, rows.n - rows.listed, "communicator inits");
-  }
 }
 
 static const struct lens_summary *sort_s;
@@ -262,7 +198,7 @@ static void completion_vs_enqueue(FILE *f, const struct lens_model *m, const str
   lens_fmt_rows_end(&rows);
   (void)m;
   fputc('\n', f);
-  report_left_out(f, rows.n - rows.listed, "ranks");
+  lens_report_left_out(f, rows.n - rows.listed, "ranks");
 }
 
 static void accuracy(FILE *f, const struct lens_model *m, const struct lens_report *r) {
@@ -304,7 +240,7 @@ static void accuracy(FILE *f, const struct lens_model *m, const struct lens_repo
     }
     lens_fmt_rows_end(&rows);
     fputc('\n', f);
-    report_left_out(f, rows.n - rows.listed, "clock maps");
+    lens_report_left_out(f, rows.n - rows.listed, "clock maps");
   }
   fprintf(f, "| accuracy flag | events |\n|---|---:|\n");
   for (int b = 0; b < 32; b++)
@@ -335,7 +271,7 @@ static void proxies(FILE *f, const struct lens_model *m, const struct lens_repor
     }
     lens_fmt_rows_end(&rows);
     fputc('\n', f);
-    report_left_out(f, rows.n - rows.listed, "proxy threads");
+    lens_report_left_out(f, rows.n - rows.listed, "proxy threads");
   }
   if (!r->n_sched) {
     fprintf(f, "No scheduler probe trace loaded: starvation not measured (`nccl-lens sched` records it).\n\n");
@@ -360,7 +296,7 @@ static void proxies(FILE *f, const struct lens_model *m, const struct lens_repor
   fprintf(f, "```\n\n");
 }
 
-static uint64_t drops_total(const struct lens_drops *d) {
+uint64_t lens_report_drops_total(const struct lens_drops *d) {
   return d->ring_full + d->no_thread_slot + d->null_handle + d->bad_handle + d->write_errors + d->cupti_records +
          d->blob_queue_full;
 }
@@ -370,10 +306,10 @@ static void losses(FILE *f, const struct lens_model *m, const struct lens_report
   struct lens_fmt_rows rows;
   size_t n = m->n_procs;
   double *key = lens_fmt_rows_begin(&rows, n, r->sum.all, LENS_FMT_ROWS_NONZERO);
-  for (size_t p = 0; key && p < n; p++) key[p] = (double)drops_total(&m->procs[p].drops);
+  for (size_t p = 0; key && p < n; p++) key[p] = (double)lens_report_drops_total(&m->procs[p].drops);
   lens_fmt_rows_order(&rows);
   size_t listed = rows.listed, with = 0; /* counted here: without memory for the key, rows.nonzero says 0 */
-  for (size_t p = 0; p < n; p++) with += drops_total(&m->procs[p].drops) > 0;
+  for (size_t p = 0; p < n; p++) with += lens_report_drops_total(&m->procs[p].drops) > 0;
   fprintf(f, "## Data losses\n\n");
   if (listed)
     fprintf(f, "| process | ring_full | no_thread_slot | null_handle | bad_handle | write_errors | "
@@ -456,7 +392,7 @@ static void hang_section(FILE *f, const struct lens_model *m, const struct lens_
 
 void lens_report_print_md(FILE *f, const struct lens_model *m, const struct lens_report *r) {
   fprintf(f, "# nccl-lens report\n\n");
-  recorded(f, m, r);
+  lens_report_print_recorded(f, m, r);
   /* the job view leads whenever a communicator has more than one rank loaded */
   if (r->job && r->job_skel && r->job->comms_multi) lens_job_print_md(f, r->job_skel, r->job);
   collectives(f, &r->sum);
