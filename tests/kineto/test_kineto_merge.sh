@@ -142,8 +142,11 @@ err=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["processes
 # Within 10 us; in a sanitizer build (TSan runs the replay 5-15x slower) each process's wall-against-mono reading
 # is off by tens of us (CI saw node 0 at -97.7 us, node 1 at +1438.8 us: 36 us apart from the truth), so there the
 # fit must only find the 1.5 ms within a tenth of it: which kernel is whose is the Seq check above, exactly.
+# The same on a loaded machine (load above the cores: a process descheduled between its two clock readings; a
+# normal build under load 4-6 on 2 cores found node 1 19.4 us off): which kernel is whose stays exact there too.
 tol=10000
 [ -n "${LENS_SANITIZER:-}" ] && tol=$((err / 10))
+awk -v n="$(nproc)" '{exit !($1 > n)}' /proc/loadavg && tol=$((err / 10))
 [ "$m0" = 150 ] && [ "$m1" = 150 ] && d=$((o1 - o0 - err)) && [ ${d#-} -le $tol ] &&
   ok "--kineto, 2 nodes: 150 + 150 matched, node 1's wall clock found $((o1 - o0)) ns off (truth $err)" ||
   bad "--kineto, 2 nodes: matched $m0 + $m1 of 150 + 150, offsets $o0 $o1 (truth $err): $(cat "$T/log")"

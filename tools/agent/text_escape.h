@@ -9,10 +9,9 @@
 
 #include <stddef.h>
 
+#include "lens_utf8.h"
 #include "prom_text.h"
 
-/* Length (1..4) of the valid UTF-8 sequence at s (n bytes available), 0 if invalid. */
-size_t text_utf8_seq(const unsigned char *s, size_t n);
 
 /* A Prometheus label value (exposition format 0.0.4): backslash, double quote
  * and newline escaped; other control bytes and invalid UTF-8 become '?'.

@@ -18,6 +18,7 @@ static void copy_cstr(char *dst, size_t dst_len, const char *src) {
   size_t n = strnlen(src, dst_len - 1);
   memcpy(dst, src, n);
   dst[n] = 0;
+  lens_label_clean(dst, dst_len); /* a name from the file: printable (names.c) */
 }
 
 struct lens_sess *lens_builder_session(struct lens_builder *b, uint32_t number) {
@@ -37,6 +38,8 @@ static int on_session(struct lens_builder *b, uint32_t session, const uint8_t *p
   copy_in(&s->s, sizeof s->s, p, len);
   s->s.host[sizeof s->s.host - 1] = 0;
   s->s.plugin_version[sizeof s->s.plugin_version - 1] = 0;
+  lens_label_clean(s->s.host, sizeof s->s.host);
+  lens_label_clean(s->s.plugin_version, sizeof s->s.plugin_version);
   s->has_session = 1;
   struct lens_file *f = &b->m->files[b->file];
   if (again) return 0;
@@ -165,7 +168,8 @@ int lens_strings_put(struct lens_arena_block **arena, struct lens_hash *h, uint3
     memcpy(&sl, p + off + 4, 2);
     off += 6;
     if (sl > len - off) break; /* malformed tail: keep what came before */
-    const char *s = lens_arena_strndup(arena, p + off, sl);
+    char *s = (char *)lens_arena_strndup(arena, p + off, sl);
+    if (s) lens_label_clean(s, (size_t)sl + 1);
     if (!s || lens_hash_put(h, lens_hash_scope(file, session), id, (int64_t)(intptr_t)s)) return -1;
     off += sl;
   }
@@ -205,6 +209,8 @@ static int on_clock(struct lens_builder *b, const uint8_t *p, uint32_t len) {
   }
   c->r.boot_id[sizeof c->r.boot_id - 1] = 0;
   c->r.host[sizeof c->r.host - 1] = 0;
+  lens_label_clean(c->r.boot_id, sizeof c->r.boot_id);
+  lens_label_clean(c->r.host, sizeof c->r.host);
   return 0;
 }
 
@@ -219,8 +225,11 @@ static int on_note(struct lens_builder *b, const uint8_t *p, uint32_t len) {
   n->proc = b->proc;
   n->at_mono_ns = h.at_mono_ns;
   n->level = h.level;
-  n->text = lens_arena_strndup(&b->priv->arena, p + sizeof h, strnlen((const char *)p + sizeof h, tl));
-  if (!n->text) return lens_builder_oom(b);
+  size_t tn = strnlen((const char *)p + sizeof h, tl);
+  char *text = (char *)lens_arena_strndup(&b->priv->arena, p + sizeof h, tn);
+  if (!text) return lens_builder_oom(b);
+  lens_label_clean(text, tn + 1);
+  n->text = text;
   return 0;
 }
 
@@ -254,6 +263,7 @@ static int on_sched(struct lens_builder *b, const uint8_t *p, uint32_t len) {
     s->file = b->file;
     memcpy(&s->s, p + sizeof h + i * sizeof s->s, sizeof s->s);
     s->s.culprit_comm[sizeof s->s.culprit_comm - 1] = 0;
+    lens_label_clean(s->s.culprit_comm, sizeof s->s.culprit_comm); /* another user's process name */
   }
   return 0;
 }

@@ -20,6 +20,7 @@
 #include "sched/sched_targets.h"
 #include "sched/sched_trace.h"
 #include "lens_safe_fs.h"
+#include "lensread.h"
 #include "nccl-lens/registry.h"
 
 #define CMD "sched"
@@ -328,6 +329,7 @@ static void on_sample(void *ctx, const struct lens_bpf_sample *b) {
   s.prev_state = b->prev_state;
   memcpy(s.culprit_comm, b->culprit_comm, sizeof s.culprit_comm);
   s.culprit_comm[sizeof s.culprit_comm - 1] = 0;
+  lens_label_clean(s.culprit_comm, sizeof s.culprit_comm); /* another user's process name */
   lens_sched_trace_add(r->trace, &s);
   r->samples++;
   if (r->page) lens_sched_page_add(r->page, &s, roles_of(r, b->pid, b->tid));

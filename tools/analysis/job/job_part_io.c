@@ -340,6 +340,7 @@ static int get_strs(struct lens_job_part *p, const uint8_t *d, size_t len, uint6
     if (l >= sizeof tmp || l > len - off - 4) goto fail;
     memcpy(tmp, d + off + 4, l);
     tmp[l] = 0;
+    lens_label_clean(tmp, sizeof tmp);
     if (!(v[i] = lens_job_part_intern(&p->strings, tmp))) goto fail;
     off += 4 + l + ((8 - ((4 + l) & 7)) & 7);
     if (off > len) goto fail;
@@ -475,12 +476,18 @@ int lens_job_part_read(const char *path, struct lens_job_part *p, char *err, siz
     case S_PROCS:
       if (p->procs) goto dup;
       FIXED(p->procs, p->n_procs, struct lens_job_pproc);
-      for (size_t i = 0; i < p->n_procs; i++) p->procs[i].host[sizeof p->procs[i].host - 1] = 0;
+      for (size_t i = 0; i < p->n_procs; i++) {
+        p->procs[i].host[sizeof p->procs[i].host - 1] = 0;
+        lens_label_clean(p->procs[i].host, sizeof p->procs[i].host);
+      }
       break;
     case S_COMMS:
       if (p->comms) goto dup;
       FIXED(p->comms, p->n_comms, struct lens_job_pcomm);
-      for (size_t i = 0; i < p->n_comms; i++) p->comms[i].name[sizeof p->comms[i].name - 1] = 0;
+      for (size_t i = 0; i < p->n_comms; i++) {
+        p->comms[i].name[sizeof p->comms[i].name - 1] = 0;
+        lens_label_clean(p->comms[i].name, sizeof p->comms[i].name);
+      }
       break;
     case S_OPS: {
       if (p->ops) goto dup;
@@ -597,7 +604,9 @@ int lens_job_part_read(const char *path, struct lens_job_part *p, char *err, siz
       FIXED(p->clocks, n_clocks, struct lens_align_proc_clock);
       for (size_t i = 0; i < n_clocks; i++) {
         p->clocks[i].host[sizeof p->clocks[i].host - 1] = 0;
+        lens_label_clean(p->clocks[i].host, sizeof p->clocks[i].host);
         p->clocks[i].boot_id[sizeof p->clocks[i].boot_id - 1] = 0;
+        lens_label_clean(p->clocks[i].boot_id, sizeof p->clocks[i].boot_id);
       }
       break;
     }

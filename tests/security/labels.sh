@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# A trace handed to the CLI may be hostile: its communicator name (NCCL's
+# commName, the application's) is written here with a terminal escape, a
+# line break and a right-to-left override. No text view may pass a control
+# byte to the terminal or start a forged line (the reader cleans every label:
+# lens_label_clean). Usage: labels.sh BUILD_DIR
+set -euo pipefail
+build=$1
+lens=$build/bin/nccl-lens
+tmp=$(mktemp -d /tmp/lens-labels-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+"$lens" replay --quiet --scenario allreduce --nodes 1 --ranks-per-node 2 --iters 3 --out "$tmp/tr" >/dev/null
+python3 - "$tmp"/tr/*.lens <<'PY'
+import struct, sys
+def crc32c(data):
+    crc = 0xffffffff
+    for b in data:
+        crc ^= b
+        for _ in range(8): crc = (crc >> 1) ^ (0x82F63B78 & -(crc & 1))
+    return crc ^ 0xffffffff
+evil = b'ev|l\x1b]0;owned\x07\x1b[31m\nFORGED line\xe2\x80\xaerev'
+for path in sys.argv[1:]:
+    d = bytearray(open(path, 'rb').read())
+    n = 0
+    i = d.find(b'replay-world')
+    while i >= 0:
+        d[i:i + len(evil)] = evil
+        n += 1
+        i = d.find(b'replay-world', i + 1)
+    assert n, 'no comm name to forge in ' + path
+    off = 64  # the chunks' CRCs again, so that the reader, not the CRC, meets the name
+    while off + 32 <= len(d):
+        magic, typ, flags, plen, pcrc, seq, sess, hcrc = struct.unpack_from('<IHHIIQII', d, off)
+        if magic != 0x4B484C43: break
+        if typ == 2:  # COMM (trace_format.h)
+            pcrc = crc32c(bytes(d[off + 32: off + 32 + plen]))
+            hdr = struct.pack('<IHHIIQI', magic, typ, flags, plen, pcrc, seq, sess)
+            d[off: off + 32] = hdr + struct.pack('<I', crc32c(hdr))
+        off += 32 + plen + ((8 - (plen & 7)) & 7)
+    open(path, 'wb').write(d)
+PY
+fail=0
+# views that name the communicator must show it (cleaned), the others only stay clean
+for view in summary job hang report "summary --wide" "job --all" net validate; do
+  # shellcheck disable=SC2086
+  out=$("$lens" $view "$tmp/tr" 2>&1) || true
+  case $view in net|validate) ;; *)
+    if ! grep -q 'ev|l?]0;owned' <<<"$out"; then echo "FAIL: $view does not show the communicator"; fail=1; fi ;;
+  esac
+  if LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' <<<"$out"; then echo "FAIL: $view writes a control byte"; fail=1; fi
+  if grep -q '^FORGED' <<<"$out"; then echo "FAIL: $view starts a forged line"; fail=1; fi
+  if grep -q $'\xe2\x80\xae' <<<"$out"; then echo "FAIL: $view writes a direction override"; fail=1; fi
+  echo "ok: $view"
+done
+exit $fail
