@@ -6,9 +6,22 @@
  * Each rank and instance: GroupApi > CollApi > Coll, a KernelLaunch under the
  * GroupApi and before the Coll, which names it (launch_id) as the plugin's
  * Coll record does, C KernelCh channel spans under the Coll (pTimer on the
- * rank's own GPU clock, state 22 carries the stop) and a send and a receive
- * ProxyOp of K ProxySteps each. Every rank of an instance ends on the same true time (the
- * ring's coupling), so the rank that arrived last has the shortest span.
+ * rank's own GPU clock, state 22 carries the stop, noticed 1-4 us late) and
+ * a send and a receive ProxyOp (channel 0's, state 19 on its first pass) of
+ * K ProxySteps each. Every step carries the states NCCL records on it (spec
+ * §2.5), in time order: send 8 SendGPUWait, 20 SendPeerWait, 9 SendWait;
+ * receive 10 RecvWait, 11 RecvFlushWait, 12 RecvGPUWait, with transSize as
+ * NCCL sets it (the step's bytes from 9 and 11 on, the previous step's
+ * before). Bytes: an instance reduces INST_BYTES (4 MiB); a ring AllReduce
+ * moves 2 (n - 1) / n of that each way a rank, split evenly over the C
+ * channels, and an op's K steps carry its channel's share (the last step
+ * the remainder): op_bytes and step_bytes in truth.json. Phase times: see
+ * send_step_times. Every rank of an instance ends on the same true time
+ * (the ring's coupling), so the rank that arrived last has the shortest span.
+ *
+ * --events counts events (STARTs), as summary's "events" does: a rank and
+ * instance is EVENTS_PER_RANK_INST events; its STATE records (1 a KernelCh,
+ * 1 an op, 3 a step) ride along and are not counted.
  *
  * Injected: stragglers (a known rank calls the API late by a known time in a
  * known instance) and per-host clocks: CLOCK_MONOTONIC = base + offset +
@@ -70,6 +83,9 @@ static atomic_uint_fast64_t events_written, bytes_written;
 #define REAL_BASE 1790000000000000000ull /* 2026 */
 #define GPU_BASE 1700000000000000000ull
 #define COMM_ID 0x5ca1ab1e00000001ull
+/* Each instance: INST_COUNT float32 elements (string 2, ncclFloat32). */
+#define INST_COUNT (1u << 20)
+#define INST_BYTES ((uint64_t)INST_COUNT * 4u)
 #define EVENTS_PER_RANK_INST(c) (4u + (unsigned)(c).channels + 2u + 2u * (unsigned)(c).steps)
 
 static uint64_t mix(uint64_t x) {
@@ -96,6 +112,62 @@ static uint64_t late_of(uint64_t k, int r) {
 
 static uint64_t arrival(uint64_t k, int r) { return k * C.period_ns + 50000 + jitter(k, r) + late_of(k, r); }
 static uint64_t kstart_true(uint64_t k, int r) { return arrival(k, r) + T_ENQ + T_LAUNCH + T_GPU; }
+
+/* ---- ProxySteps: times (true time line) and bytes ----
+ * Step st of rank r's send op starts at ks + 500 + st x step_ns (step_ns:
+ * the rank's kernel span over steps + 1) and lasts step_ns + 0-300 ns of
+ * noise. Its phases: the GPU produces the data in 2-5 % of that (8 -> 20),
+ * isend is accepted 4-11 % later (20 -> 9), or when the receiver's credit
+ * comes (T_NET / 2 after the receiver's step started) if that is later: the
+ * rank before a late one waits for it there; the rest is the wire (9 ->
+ * stop, T_NET at least). The receive step of the same transfer (rank
+ * r + 1's, same st) starts with its own op's pace (10 at its start); the
+ * data is in (11) 2-5 % of step_ns before the sender's test() reports it
+ * done, and never sooner than T_NET after the isend (true(11) >= true(9) +
+ * T_NET: the one-way bounds of docs/timeline.md rest on the arrival
+ * following the post); the flush takes 1-3 % (11 -> 12), the GPU consumes
+ * the data in 5-14 % (12 -> stop); 8 steps of the default job: about 22 us
+ * a step. The receive step stops no sooner than its own
+ * pace (start + step_ns + noise) and than T_NET after its sender's start,
+ * as before the states were written. */
+struct send_step { uint64_t start, peer, posted, stop; };
+struct recv_step { uint64_t start, arrived, flushed, stop; };
+static uint64_t step_span(uint64_t k, int r) { return (kend_true[k] - kstart_true(k, r)) / (uint64_t)(C.steps + 1); }
+static uint64_t step_noise(uint64_t k, int r, int st) { return rnd3(2, k, (uint64_t)r * 64 + (uint64_t)st) % 300; }
+static void send_step_times(uint64_t k, int r, int st, struct send_step *x) {
+  uint64_t sn = step_span(k, r), d = sn + step_noise(k, r, st), u = rnd3(9, k, (uint64_t)r * 64 + (uint64_t)st);
+  x->start = kstart_true(k, r) + 500 + (uint64_t)st * sn;
+  x->peer = x->start + d * (2 + u % 4) / 100;
+  x->posted = x->peer + d * (4 + (u >> 8) % 8) / 100;
+  int nx = (r + 1) % C.ranks; /* its receiver: the credit comes T_NET / 2 after its irecv was posted */
+  uint64_t credit = kstart_true(k, nx) + 500 + (uint64_t)st * step_span(k, nx) + T_NET / 2;
+  if (credit > x->posted) x->posted = credit;
+  x->stop = x->start + d;
+  if (x->stop < x->posted + T_NET) x->stop = x->posted + T_NET;
+}
+static void recv_step_times(uint64_t k, int r, int st, struct recv_step *x) {
+  int p = (r + C.ranks - 1) % C.ranks;
+  struct send_step s;
+  send_step_times(k, p, st, &s);
+  uint64_t sn = step_span(k, r), u = rnd3(10, k, (uint64_t)r * 64 + (uint64_t)st);
+  x->start = kstart_true(k, r) + 500 + (uint64_t)st * sn;
+  uint64_t ack = sn * (2 + u % 4) / 100, in = s.stop - ack;
+  x->arrived = in > s.posted + T_NET ? in : s.posted + T_NET;
+  if (x->arrived < x->start) x->arrived = x->start;
+  x->flushed = x->arrived + sn * (1 + (u >> 16) % 3) / 100;
+  uint64_t end = x->start + sn + step_noise(k, r, st), sent = s.start + T_NET, gpu = x->flushed + sn * (5 + (u >> 32) % 10) / 100;
+  x->stop = end > sent ? end : sent;
+  if (gpu > x->stop) x->stop = gpu;
+}
+/* Bytes of step st (transSize): a ring AllReduce of S bytes over n ranks
+ * sends and receives 2 (n - 1) / n x S bytes a rank, split evenly over the
+ * C channels; the op pair written (channel 0's) carries one channel's share
+ * over its K steps, the last step the remainder. */
+static uint64_t op_bytes, chunk_size;
+static uint64_t step_bytes(int st) {
+  uint64_t per = op_bytes / (uint64_t)C.steps;
+  return st == C.steps - 1 ? op_bytes - per * (uint64_t)(C.steps - 1) : per;
+}
 
 /* ---- one file ---- */
 struct ring { uint8_t *buf; size_t len; uint32_t count; }; /* one thread slot's EVENTS payload being filled */
@@ -322,7 +394,7 @@ static int write_rank(int r) {
     uint64_t co = LENS_ID_MAKE(LENS_T_COLL, 0, app_seq++), kl = LENS_ID_MAKE(LENS_T_KERNEL_LAUNCH, 0, app_seq++);
     struct lens_p_group_api pg = {0, 1};
     start(&o, LENS_T_GROUP_API, g, 0, ctx, mono(h, a - 500), r, &pg, sizeof pg);
-    struct lens_p_coll_api pa = {.func = 1, .count = 1u << 20, .datatype = 2, .stream = 0x5000, .root = -1};
+    struct lens_p_coll_api pa = {.func = 1, .count = INST_COUNT, .datatype = 2, .stream = 0x5000, .root = -1};
     start(&o, LENS_T_COLL_API, ca, g, ctx, mono(h, a), r, &pa, sizeof pa);
     stop(&o, ca, mono(h, a + 2000));
     struct lens_p_kernel_launch pk = {.stream = 0x5000};
@@ -332,7 +404,7 @@ static int write_rank(int r) {
      * events after ncclLaunchKernel) and names it in launch_id, as the
      * plugin's record does: validate and the CUPTI join find a launch's
      * channels through it (KernelCh -> Coll -> launch_id -> KernelLaunch). */
-    struct lens_p_coll pc = {.seq = k + 1, .func = 1, .send_buff = 0x1000, .recv_buff = 0x2000, .count = 1u << 20,
+    struct lens_p_coll pc = {.seq = k + 1, .func = 1, .send_buff = 0x1000, .recv_buff = 0x2000, .count = INST_COUNT,
                              .datatype = 2, .algo = 3, .proto = 4, .launch_id = kl, .root = -1,
                              .n_channels = (uint8_t)C.channels, .n_warps = 16};
     start(&o, LENS_T_COLL, co, ca, ctx, mono(h, a + T_ENQ + T_LAUNCH + 100), r, &pc, sizeof pc);
@@ -343,28 +415,47 @@ static int write_rank(int r) {
       uint64_t id = LENS_ID_MAKE(LENS_T_KERNEL_CH, 1, px_seq++);
       uint64_t cs = ks + (uint64_t)c * 100, ce = ke - (uint64_t)c * 50;
       struct lens_p_kernel_ch pkc = {.start_gpu_ns = gpu_off + cs, .channel = (uint8_t)c};
+      /* The proxy polls the channel's counters: it notices the start
+       * T_LAG late and the end 1-4 us later than that (seeded), as a busy
+       * proxy does; the job view's end bounds take the notice as the
+       * latest the end can be (docs/timeline.md). */
+      uint64_t lag_end = T_LAG + 1000 + rnd3(11, k, (uint64_t)r * 64 + (uint64_t)c) % 3000;
       start(&o, LENS_T_KERNEL_CH, id, co, ctx, mono(h, cs + T_LAG), r, &pkc, sizeof pkc);
-      state(&o, id, 22, mono(h, ce + T_LAG), gpu_off + ce);
-      stop(&o, id, mono(h, ce + T_LAG + 200));
+      state(&o, id, 22, mono(h, ce + lag_end), gpu_off + ce);
+      stop(&o, id, mono(h, ce + lag_end + 200));
     }
-    uint64_t step_ns = (ke - ks) / (uint64_t)(C.steps + 1);
-    /* The sender of this rank's receives (prev) starts its step st at
-     * ks_p + 500 + st x step_ns_p: a receive step ends no earlier than that
-     * + T_NET, as a transfer on a real network does (the alignment's one-way
-     * bounds rest on it: docs/timeline.md). */
-    uint64_t ks_p = kstart_true(k, prev), step_ns_p = (ke - ks_p) / (uint64_t)(C.steps + 1);
+    /* The send op, then the receive op, each with its first-pass state
+     * (19 InProgress, zeroed args) and its steps, each step with the states
+     * NCCL records on it (spec §2.5) in time order. */
     for (int send = 1; send >= 0; send--) {
       uint64_t op = LENS_ID_MAKE(LENS_T_PROXY_OP, 1, px_seq++);
       struct lens_p_proxy_op po = {.pid = (int32_t)pid, .peer = send ? next : prev, .n_steps = C.steps,
-                                   .chunk_size = 131072, .is_send = send, .channel = 0};
+                                   .chunk_size = (int32_t)chunk_size, .is_send = send, .channel = 0};
       start(&o, LENS_T_PROXY_OP, op, co, ctx, mono(h, ks + 300), r, &po, sizeof po);
+      state(&o, op, 19, mono(h, ks + 400), 0);
       for (int st = 0; st < C.steps; st++) {
         uint64_t sid = LENS_ID_MAKE(LENS_T_PROXY_STEP, 1, px_seq++);
         struct lens_p_proxy_step ps = {.step = st};
-        uint64_t t0 = ks + 500 + (uint64_t)st * step_ns, noise = rnd3(2, k, (uint64_t)r * 64 + (uint64_t)st) % 300;
-        start(&o, LENS_T_PROXY_STEP, sid, op, ctx, mono(h, t0), r, &ps, sizeof ps);
-        uint64_t end = t0 + step_ns + noise, sent = ks_p + 500 + (uint64_t)st * step_ns_p + T_NET;
-        stop(&o, sid, mono(h, !send && sent > end ? sent : end));
+        /* sub->transSize: the step's bytes once isend/test set it, the
+         * previous step's before (0 before the op's first) */
+        uint64_t bytes = step_bytes(st), prev_bytes = st ? step_bytes(st - 1) : 0;
+        if (send) {
+          struct send_step x;
+          send_step_times(k, r, st, &x);
+          start(&o, LENS_T_PROXY_STEP, sid, op, ctx, mono(h, x.start), r, &ps, sizeof ps);
+          state(&o, sid, 8, mono(h, x.start), prev_bytes);  /* SendGPUWait: the slot given to the GPU */
+          state(&o, sid, 20, mono(h, x.peer), prev_bytes);  /* SendPeerWait: the GPU produced the data */
+          state(&o, sid, 9, mono(h, x.posted), bytes);      /* SendWait: isend accepted */
+          stop(&o, sid, mono(h, x.stop));
+        } else {
+          struct recv_step x;
+          recv_step_times(k, r, st, &x);
+          start(&o, LENS_T_PROXY_STEP, sid, op, ctx, mono(h, x.start), r, &ps, sizeof ps);
+          state(&o, sid, 10, mono(h, x.start), prev_bytes); /* RecvWait: irecv posted */
+          state(&o, sid, 11, mono(h, x.arrived), bytes);    /* RecvFlushWait: the data is in */
+          state(&o, sid, 12, mono(h, x.flushed), bytes);    /* RecvGPUWait: flush done */
+          stop(&o, sid, mono(h, x.stop));
+        }
       }
       stop(&o, op, mono(h, ke + 1000));
     }
@@ -404,8 +495,11 @@ static int write_truth(void) {
           C.seed, C.ranks, C.hosts, C.ranks / C.hosts);
   fprintf(f, "\"instances\":%" PRIu64 ",\"events\":%" PRIu64 ",\"comm_id\":\"0x%" PRIx64 "\",\"func\":\"AllReduce\",",
           n_inst, (uint64_t)atomic_load(&events_written), (uint64_t)COMM_ID);
-  fprintf(f, "\"period_ns\":%" PRIu64 ",\"compress\":\"%s\",\"zstd_level\":%d,\n\"hosts_clock\":[",
-          C.period_ns, compress_name[C.compress], C.zstd_level);
+  fprintf(f, "\"period_ns\":%" PRIu64 ",\"compress\":\"%s\",\"zstd_level\":%d,", C.period_ns, compress_name[C.compress],
+          C.zstd_level);
+  /* the ProxySteps' bytes (transSize): an op's, its steps' but the last */
+  fprintf(f, "\"channels\":%d,\"steps\":%d,\"op_bytes\":%" PRIu64 ",\"step_bytes\":%" PRIu64 ",\n\"hosts_clock\":[",
+          C.channels, C.steps, op_bytes, step_bytes(0));
   for (int h = 0; h < C.hosts; h++) {
     char hn[64];
     host_name(h, hn, sizeof hn);
@@ -488,6 +582,9 @@ int main(int argc, char **argv) {
   if (mkdir(C.out, 0755) && errno != EEXIST)
     return fprintf(stderr, "lens-gen-job: cannot create %s: %s\n", C.out, strerror(errno)), 1;
   n_inst = C.events / ((uint64_t)C.ranks * EVENTS_PER_RANK_INST(C));
+  op_bytes = 2 * (uint64_t)(C.ranks - 1) * INST_BYTES / ((uint64_t)C.ranks * (uint64_t)C.channels);
+  for (chunk_size = 4096; chunk_size < step_bytes(C.steps - 1); chunk_size *= 2) /* a slot holds any step */
+    ;
   if (n_inst < 1) n_inst = 1;
   if ((uint64_t)C.stragglers > n_inst) C.stragglers = (int)n_inst;
   host_off = calloc((size_t)C.hosts, sizeof *host_off);
