@@ -320,3 +320,127 @@ const char *lens_fmt_ranges_end(struct lens_fmt_ranges *r) {
   ranges_flush(r);
   return r->buf;
 }
+
+/* ---- Markdown labels (format.h, lens_fmt_md) ---- */
+
+static int md_alnum(unsigned char c) { return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z'); }
+
+/* What byte i of s becomes in Markdown text: its escape, or the byte (in one). */
+static const char *md_unit(const unsigned char *s, size_t i, char one[3]) {
+  unsigned char c = s[i];
+  switch (c) {
+  case '<': return "&lt;";
+  case '>': return "&gt;";
+  case '&': return "&amp;";
+  case '_':
+    if (i && md_alnum(s[i - 1]) && md_alnum(s[i + 1])) break; /* intraword: never emphasis */
+    /* fall through */
+  case '\\': case '`': case '*': case '[': case ']': case '|': case '~': case '$':
+    one[0] = '\\', one[1] = (char)c, one[2] = 0;
+    return one;
+  default: break;
+  }
+  one[0] = (char)c, one[1] = 0;
+  return one;
+}
+
+/* The output: a bounded buffer (f NULL) or a stream. In the buffer, `tail`
+ * bytes stay free for a closing fence; `keep` is the last place, between two
+ * characters, from which LENS_FMT_MD_CUT and that tail still fit. */
+struct md_out {
+  FILE *f;
+  char *buf;
+  size_t len, o, keep, tail;
+  int cut;
+};
+
+static void md_write(struct md_out *w, const char *t, size_t n, int boundary) {
+  if (w->cut) return;
+  if (w->f) {
+    fwrite(t, 1, n, w->f);
+    return;
+  }
+  if (w->o + n + w->tail + 1 > w->len) { /* does not fit: back to the last boundary, marked */
+    size_t c = strlen(LENS_FMT_MD_CUT);
+    w->o = w->keep;
+    if (w->o + c + w->tail + 1 <= w->len) memcpy(w->buf + w->o, LENS_FMT_MD_CUT, c), w->o += c;
+    w->cut = 1;
+    return;
+  }
+  memcpy(w->buf + w->o, t, n);
+  w->o += n;
+  if (boundary && w->o + strlen(LENS_FMT_MD_CUT) + w->tail + 1 <= w->len) w->keep = w->o;
+}
+
+static void md_text(struct md_out *w, const char *s) {
+  const unsigned char *u = (const unsigned char *)(s ? s : "");
+  for (size_t i = 0; u[i]; i++) {
+    char one[3];
+    const char *t = md_unit(u, i, one);
+    md_write(w, t, strlen(t), (u[i + 1] & 0xC0) != 0x80); /* a boundary unless a UTF-8 sequence goes on */
+  }
+}
+
+/* A code span's fence: one backtick more than the longest run in s; pad: a
+ * space inside each fence (s starts or ends with a backtick, which would
+ * join the fence, or with a space on both sides, one of which CommonMark
+ * strips). Returns 0 when s cannot be a code span (empty, or holds a '|'). */
+static int md_fence(const char *s, size_t *ticks, int *pad) {
+  size_t n = s ? strlen(s) : 0, run = 0, most = 0;
+  if (!n || strchr(s, '|')) return 0;
+  for (size_t i = 0; i < n; i++) {
+    run = s[i] == '`' ? run + 1 : 0;
+    if (run > most) most = run;
+  }
+  *ticks = most + 1;
+  *pad = s[0] == '`' || s[n - 1] == '`' || (s[0] == ' ' && s[n - 1] == ' ');
+  return 1;
+}
+
+static void md_code(struct md_out *w, const char *s) {
+  size_t ticks;
+  int pad;
+  if (!md_fence(s, &ticks, &pad)) {
+    md_text(w, s);
+    return;
+  }
+  size_t fence = ticks + (size_t)pad;
+  if (!w->f && 2 * fence + strlen(LENS_FMT_MD_CUT) + 1 > w->len) return; /* too short for a span: "" */
+  for (size_t i = 0; i < ticks; i++) md_write(w, "`", 1, 0);
+  if (pad) md_write(w, " ", 1, 0);
+  w->keep = w->o;
+  w->tail = fence; /* kept free for the closing fence */
+  size_t n = strlen(s);
+  for (size_t i = 0; i < n; i++)
+    md_write(w, s + i, 1, ((unsigned char)s[i + 1] & 0xC0) != 0x80);
+  w->tail = 0;
+  w->cut = 0; /* the closing fence is written whether the text was cut or not */
+  if (pad) md_write(w, " ", 1, 0);
+  for (size_t i = 0; i < ticks; i++) md_write(w, "`", 1, 0);
+}
+
+const char *lens_fmt_md(const char *s, char *buf, size_t len) {
+  if (!len) return "";
+  struct md_out w = {.buf = buf, .len = len};
+  md_text(&w, s);
+  buf[w.o] = 0;
+  return buf;
+}
+
+const char *lens_fmt_md_code(const char *s, char *buf, size_t len) {
+  if (!len) return "";
+  struct md_out w = {.buf = buf, .len = len};
+  md_code(&w, s);
+  buf[w.o] = 0;
+  return buf;
+}
+
+void lens_fmt_md_put(FILE *f, const char *s) {
+  struct md_out w = {.f = f};
+  md_text(&w, s);
+}
+
+void lens_fmt_md_code_put(FILE *f, const char *s) {
+  struct md_out w = {.f = f};
+  md_code(&w, s);
+}

@@ -153,6 +153,45 @@ const char *lens_fmt_comm_label(const char *name, uint64_t comm_id, char *buf, s
  * as it is. */
 const char *lens_fmt_cause_words(const char *key);
 
+/* Markdown (the report, docs/report.md): a label from a trace or the
+ * command line (communicator, host, path, thread, func/algo/proto, a
+ * plugin's WARN line) made inert, so that it reads as the text it is and
+ * can neither end a table cell nor start markup or HTML. Meant for the
+ * middle of a line (a table cell, a heading after its "### ", a list item
+ * after its "- "): never at a line's start, where "#", "-", "+", "=" or a
+ * digit would start a block. Control characters are the reader's: it
+ * replaces them (no newline reaches a label). s NULL reads as "".
+ *
+ * lens_fmt_md: text. A backslash escape before \ ` * [ ] | ~ $ and before a
+ * _ not between two ASCII letters or digits (intraword _ is not emphasis in
+ * CommonMark, so "replay_world" stays as it is); < > & as &lt; &gt; &amp;.
+ * Everything else is inert there: ( ) ! only make a link or image after [,
+ * # + - . only at a line's start, { } mean nothing to CommonMark or GFM.
+ * A URL or e-mail address may still be made a link by GFM's autolinks: one
+ * that shows exactly its own text.
+ *
+ * lens_fmt_md_code: a code span (file paths: `trace.lens`), fence included:
+ * as many backticks as the longest run of them in s plus one, a space inside
+ * each fence when s starts or ends with a backtick. Its text is verbatim,
+ * except that GFM splits a table row at a '|' even inside a code span and
+ * reads a backslash before one as a pair of its own: a label holding a '|'
+ * comes back as lens_fmt_md's text instead, safe in a cell and outside.
+ *
+ * Bounded by the buffer: when the result does not fit, it ends in
+ * LENS_FMT_MD_CUT ("...", a code span's inside its fence), cut between two
+ * characters (never inside an escape or a UTF-8 sequence). A buffer too
+ * short for even that gets "". len 0: nothing is written, "" is returned.
+ * Returns buf. The _put forms write the whole result to f (no bound: the
+ * reader bounds what it keeps). */
+#define LENS_FMT_MD_CUT "..."
+/* Bytes a buffer needs for any label of n bytes whole: an escape is at most
+ * 5 bytes for 1 ("&amp;"); a code span's fences take 2 * (n + 2). */
+#define LENS_FMT_MD_SIZE(n) (5 * (size_t)(n) + 8)
+const char *lens_fmt_md(const char *s, char *buf, size_t len);
+const char *lens_fmt_md_code(const char *s, char *buf, size_t len);
+void lens_fmt_md_put(FILE *f, const char *s);
+void lens_fmt_md_code_put(FILE *f, const char *s);
+
 /* A flight-recorder dump's NOTE, as the plugin's writer words it
  * (plugin/writer/writer.c, recorder_dump): "nccl-lens recorder dump: WHY
  * (store: ...; N chunks, E evicted with R event records)". why: the reason

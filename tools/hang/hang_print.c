@@ -167,12 +167,18 @@ static const char *proxy_verdict(const struct lens_hang_proxy *p) {
 
 /* One comm's headline: "AllReduce seq 3 of replay-world stuck on 3 of 4 ranks, never entered by rank 2"
  * (the comm's id when it has no name). */
-static void comm_headline(FILE *f, const struct lens_hang_report *h, const struct lens_hang_comm *c) {
+static void comm_headline(FILE *f, const struct lens_hang_report *h, const struct lens_hang_comm *c, int md) {
   int stuck = 0;
   for (int32_t r = 0; r < c->nranks; r++) stuck += c->ranks[r].stuck;
-  fprintf(f, "%s seq %" PRId64 " of ", c->stuck_func >= 0 ? c->funcs[c->stuck_func] : "?", c->stuck_seq);
+  const char *func = c->stuck_func >= 0 ? c->funcs[c->stuck_func] : "?";
   char id[LENS_COMM_ID_LEN];
-  fputs(c->name[0] ? c->name : lens_fmt_comm_id(c->comm_id, id), f);
+  const char *name = c->name[0] ? c->name : lens_fmt_comm_id(c->comm_id, id);
+  /* Markdown: the names from the trace escaped (format.h, lens_fmt_md) */
+  if (md) lens_fmt_md_put(f, func);
+  else fputs(func, f);
+  fprintf(f, " seq %" PRId64 " of ", c->stuck_seq);
+  if (md) lens_fmt_md_put(f, name);
+  else fputs(name, f);
   fprintf(f, " stuck on %d of %d ranks", stuck, c->nranks);
   if (c->n_missing) {
     fprintf(f, ", never entered by rank%s", c->n_missing > 1 ? "s" : "");
@@ -194,7 +200,7 @@ void lens_hang_print_headline(FILE *f, const struct lens_hang_report *h) {
   for (size_t i = 0; i < h->n_comms; i++) {
     if (!h->comms[i].stuck) continue;
     if (n++) fputs("; ", f);
-    comm_headline(f, h, &h->comms[i]);
+    comm_headline(f, h, &h->comms[i], 0);
   }
   fputs(": see nccl-lens hang\n", f);
 }
@@ -206,7 +212,7 @@ void lens_hang_print_headline_md(FILE *f, const struct lens_hang_report *h) {
   for (size_t i = 0; i < h->n_comms; i++) {
     if (!h->comms[i].stuck) continue;
     if (n++) fputs("; ", f);
-    comm_headline(f, h, &h->comms[i]);
+    comm_headline(f, h, &h->comms[i], 1);
   }
   fputs("**. The hang diagnosis above has what each stuck rank's channels and proxy ops wait for; `nccl-lens hang` "
         "exits 3 on such traces.\n", f);

@@ -436,8 +436,9 @@ void lens_job_print_md(FILE *f, const struct lens_model *m, const struct lens_jo
     char id[LENS_COMM_ID_LEN];
     struct row_cells c;
     row_cells_of(r, " / ", &c);
+    char fb[LENS_FMT_MD_SIZE(128)]; /* a func name from the trace, escaped (format.h) */
     fprintf(f, "| %s | %s | %s | %" PRIu64 " | %s | %s | %s | ", lens_fmt_comm_id(r->comm_id, id),
-            r->func ? r->func : "-", size, r->count, c.ex, c.wt, c.bw);
+            lens_fmt_md(r->func ? r->func : "-", fb, sizeof fb), size, r->count, c.ex, c.wt, c.bw);
     if (r->top_last_rank >= 0) fprintf(f, "%d (%" PRIu64 "/%" PRIu64 ") |\n", r->top_last_rank, r->top_last_count, r->count);
     else fprintf(f, "- |\n");
   }
@@ -449,9 +450,9 @@ void lens_job_print_md(FILE *f, const struct lens_model *m, const struct lens_jo
   fprintf(f, "| communicator | rank | host:pid | wait caused ms | times last | causes |\n|---|---:|---|---:|---:|---|\n");
   for (size_t i = 0; i < j->n_stragglers; i++) {
     const struct lens_job_straggler *s = &j->stragglers[i];
-    char id[LENS_COMM_ID_LEN];
-    fprintf(f, "| %s | %d | %s:%u | %.3f | %" PRIu64 " | ", lens_fmt_comm_id(s->comm_id, id), s->rank, lens_job_host(m, s->proc),
-            pid_of(m, s->proc), s->wait_caused_ns / 1e6, s->times_last);
+    char id[LENS_COMM_ID_LEN], hb[LENS_FMT_MD_SIZE(64)];
+    fprintf(f, "| %s | %d | %s:%u | %.3f | %" PRIu64 " | ", lens_fmt_comm_id(s->comm_id, id), s->rank,
+            lens_fmt_md(lens_job_host(m, s->proc), hb, sizeof hb), pid_of(m, s->proc), s->wait_caused_ns / 1e6, s->times_last);
     for (int c = 1; c < 8; c++)
       if (s->cause_count[c]) fprintf(f, "%s %" PRIu64 " ", lens_fmt_cause_words(lens_job_cause_name(c)), s->cause_count[c]);
     fprintf(f, "|\n");
@@ -462,9 +463,9 @@ void lens_job_print_md(FILE *f, const struct lens_model *m, const struct lens_jo
              "wait caused ms | times last | causes |\n|---|---:|---:|---|---:|---:|---|\n");
   for (size_t i = 0; i < j->n_tag_stragglers; i++) {
     const struct lens_job_straggler *s = &j->tag_stragglers[i];
-    char id[LENS_COMM_ID_LEN];
+    char id[LENS_COMM_ID_LEN], hb[LENS_FMT_MD_SIZE(64)];
     fprintf(f, "| %s | %" PRIu64 " | %d | %s:%u | %.3f | %" PRIu64 " | ", lens_fmt_comm_id(s->comm_id, id), s->user_tag, s->rank,
-            lens_job_host(m, s->proc), pid_of(m, s->proc), s->wait_caused_ns / 1e6, s->times_last);
+            lens_fmt_md(lens_job_host(m, s->proc), hb, sizeof hb), pid_of(m, s->proc), s->wait_caused_ns / 1e6, s->times_last);
     for (int c = 1; c < 8; c++)
       if (s->cause_count[c]) fprintf(f, "%s %" PRIu64 " ", lens_fmt_cause_words(lens_job_cause_name(c)), s->cause_count[c]);
     fprintf(f, "|\n");

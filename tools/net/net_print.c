@@ -227,10 +227,11 @@ static void last_notes(FILE *f, const struct lens_net_inst *v, size_t show, int 
     char t[24];
     lens_fmt_ns((double)e->last_wait_ns, t, sizeof t);
     if (md && !said++) fputc('\n', f);
+    char fb[LENS_FMT_MD_SIZE(128)];
     if (md)
       fprintf(f, "- %s seq %" PRIu64 ": r%d waited most on the network; r%d arrived last (the job view's rule, the "
                  "first rank waited %s for it): look at r%d first.\n",
-              e->func, e->seq, e->rank, e->last_rank, t, e->last_rank);
+              lens_fmt_md(e->func, fb, sizeof fb), e->seq, e->rank, e->last_rank, t, e->last_rank);
     else
       fprintf(f, "  %s seq %" PRIu64 ": r%d waited most on the network; last to arrive: r%d (job's rule, +%s)\n",
               e->func, e->seq, e->rank, e->last_rank, t);
@@ -273,9 +274,10 @@ static void top_instances(FILE *f, const struct lens_net *n, int md) {
     lens_fmt_ns((double)s->step_ns, t, sizeof t);
     char seq[24] = "-"; /* p2p has no seqNumber */
     if (e->has_seq) snprintf(seq, sizeof seq, "%" PRIu64, e->seq);
+    char fb[LENS_FMT_MD_SIZE(128)];
     if (md)
       fprintf(f, "| %d | %s | %s | %" PRIu64 " | %s | %.0f%% | %.0f%% | %.0f%% | %.0f%% | %.0f%% | %s | %s |\n",
-              e->rank, e->func, seq, s->steps, t, share(s, 0), share(s, 1), share(s, 2), share(s, 3),
+              e->rank, lens_fmt_md(e->func, fb, sizeof fb), seq, s->steps, t, share(s, 0), share(s, 1), share(s, 2), share(s, 3),
               share(s, 5), lens_net_phase_name(lens_net_split_dominant(s)), last_in(n, e, last, sizeof last));
     else
       fprintf(f, "  %4d  %-14s %6s  %6" PRIu64 "  %-10s %5.0f  %5.0f  %5.0f  %6.0f  %5.0f  %-14s  %s\n", e->rank,
@@ -391,8 +393,9 @@ void lens_net_print_md(FILE *f, const struct lens_model *m, const struct lens_ne
   for (size_t i = 0; i < show; i++) {
     struct conn_row r;
     conn_row(m, n, &n->conns[i], &r);
-    fprintf(f, "| %zu | %s | %s | %d | %" PRIu64 " | %s | %s | %s | %s | %s | %s | %.2f%s | %s |\n", i + 1, r.comm,
-            r.link, r.ch, r.steps, r.bytes, r.gbps, r.p50, r.p99, r.send, r.recv, r.score, r.stands_out ? " !" : "",
+    char cb[LENS_FMT_MD_SIZE(sizeof r.comm)]; /* the communicator's name from the trace, escaped (format.h) */
+    fprintf(f, "| %zu | %s | %s | %d | %" PRIu64 " | %s | %s | %s | %s | %s | %s | %.2f%s | %s |\n", i + 1,
+            lens_fmt_md(r.comm, cb, sizeof cb), r.link, r.ch, r.steps, r.bytes, r.gbps, r.p50, r.p99, r.send, r.recv, r.score, r.stands_out ? " !" : "",
             r.dom);
   }
   asymmetry(f, n, 1);

@@ -11,6 +11,11 @@
 #include "report/report_view.h"
 
 static const char *nz(const char *s) { return s && *s ? s : "-"; }
+
+/* Names from the traces are escaped (lens_fmt_md, format.h); a command
+ * line to copy names a communicator by its hex id and holds nothing else
+ * from a trace (lens_report_export_cmd): no name needs shell quoting. */
+#define MD_LABEL LENS_FMT_MD_SIZE(128)
 static double avg(const struct lens_stat *s) { return s->n ? (double)s->sum / (double)s->n : 0.0; }
 
 /* Whether the job view names this rank of this communicator a straggler. */
@@ -42,7 +47,7 @@ static int late_ranks(FILE *f, const struct lens_model *m, const struct lens_rep
       if (b > second) second = b;
     }
     if (!worst || a < 10e3 || a < 2 * second) continue;
-    char s[32], mx[32], lb[48];
+    char s[32], mx[32], lb[48], mb[MD_LABEL], hb[MD_LABEL];
     lens_fmt_ns(a, s, sizeof s);
     lens_fmt_ns((double)w->max_ns, mx, sizeof mx);
     if (w->same_thread_n * 2 > w->n) { /* mostly one thread launching several ranks: launch order */
@@ -51,15 +56,17 @@ static int late_ranks(FILE *f, const struct lens_model *m, const struct lens_rep
                  " operations), but one thread (tid %u of %s:%u) starts its collectives and those of other ranks of "
                  "this communicator one after another: that is the order in which one thread drives several GPUs, "
                  "not compute imbalance. One thread or process per GPU removes it.\n",
-              w->rank, lens_fmt_comm_label(w->comm_name, w->comm_id, lb, sizeof lb), s, mx, w->last_n, w->n,
-              t ? t->tid : 0, t ? m->procs[t->proc].host : "?", t ? m->procs[t->proc].pid : 0);
+              w->rank, lens_fmt_md(lens_fmt_comm_label(w->comm_name, w->comm_id, lb, sizeof lb), mb, sizeof mb), s, mx,
+              w->last_n, w->n, t ? t->tid : 0, lens_fmt_md(t ? m->procs[t->proc].host : "?", hb, sizeof hb),
+              t ? m->procs[t->proc].pid : 0);
       n++;
       continue;
     }
     fprintf(f, "- **Rank %d of %s arrives %s late on average** (max %s, last to arrive in %" PRIu64 " of %" PRIu64
                " operations): the other ranks wait for it inside the collective. Look at what rank %d does before "
                "its collectives (compute imbalance, data loading, host synchronisation).\n",
-            w->rank, lens_fmt_comm_label(w->comm_name, w->comm_id, lb, sizeof lb), s, mx, w->last_n, w->n, w->rank);
+            w->rank, lens_fmt_md(lens_fmt_comm_label(w->comm_name, w->comm_id, lb, sizeof lb), mb, sizeof mb), s, mx,
+            w->last_n, w->n, w->rank);
     n++;
   }
   return n;
@@ -82,6 +89,7 @@ static int outliers(FILE *f, const struct lens_report *r) {
     if (!best) break;
     prev_max = best->completion.max;
     char size[32], a[32], mx[32], lb[48], fl[96], al[96];
+    char mf[LENS_FMT_MD_SIZE(sizeof fl)], ma[LENS_FMT_MD_SIZE(sizeof al)], mp[MD_LABEL], mb[MD_LABEL];
     lens_size_bucket_label(best->bucket, size, sizeof size);
     lens_fmt_ns(avg(&best->completion), a, sizeof a);
     lens_fmt_ns((double)best->completion.max, mx, sizeof mx);
@@ -95,9 +103,12 @@ static int outliers(FILE *f, const struct lens_report *r) {
                best->completion.n, best->count);
     fprintf(f, "- **Stragglers: %s %s/%s %s on %s**: slowest completion %s is %.0fx the average %s over %s. Find that "
                "operation in the timeline (`nccl-lens export`) and see what its ranks and proxy thread were doing.\n",
-            lens_summary_func_label(best, fl, sizeof fl), lens_summary_algo_label(best, al, sizeof al),
-            nz(best->proto), size,
-            lens_fmt_comm_label(s->groups[best->group].name, s->groups[best->group].comm_id, lb, sizeof lb), mx,
+            lens_fmt_md(lens_summary_func_label(best, fl, sizeof fl), mf, sizeof mf),
+            lens_fmt_md(lens_summary_algo_label(best, al, sizeof al), ma, sizeof ma), lens_fmt_md(nz(best->proto), mp, sizeof mp),
+            size,
+            lens_fmt_md(lens_fmt_comm_label(s->groups[best->group].name, s->groups[best->group].comm_id, lb, sizeof lb),
+                        mb, sizeof mb),
+            mx,
             (double)best->completion.max / avg(&best->completion), a, over);
     n++;
   }
@@ -122,12 +133,13 @@ static int launch_bound(FILE *f, const struct lens_report *r) {
       comp.sum += w->completion.sum;
     }
     if (!comp.n || !enq.n || avg(&enq) < LAUNCH_BOUND_RATIO * avg(&comp)) continue;
-    char a[32], b[32], lb[48];
+    char a[32], b[32], lb[48], mb[MD_LABEL];
     lens_fmt_ns(avg(&enq), a, sizeof a);
     lens_fmt_ns(avg(&comp), b, sizeof b);
     fprintf(f, "- **%s is launch-bound**: enqueueing an operation takes %s on the host on average, %.1fx "
                "the %s it takes to complete. Group or fuse small operations, or capture them in a CUDA graph.\n",
-            lens_fmt_comm_label(s->groups[g].name, s->groups[g].comm_id, lb, sizeof lb), a, avg(&enq) / avg(&comp), b);
+            lens_fmt_md(lens_fmt_comm_label(s->groups[g].name, s->groups[g].comm_id, lb, sizeof lb), mb, sizeof mb), a,
+            avg(&enq) / avg(&comp), b);
     n++;
   }
   return n;
@@ -261,11 +273,11 @@ static int stragglers(FILE *f, const struct lens_model *m, const struct lens_rep
     const struct lens_comm *c = NULL;
     for (size_t k = 0; k < m->n_comms && !c; k++)
       if (m->comms[k].comm_id == s->comm_id) c = &m->comms[k];
-    char lb[48];
+    char lb[48], mb[MD_LABEL], hb[MD_LABEL];
     fprintf(f, "- **Straggler: rank %d of %s (%s:%u) made the others wait %.3f ms** in %" PRIu64 " instance%s "
                "(%.1f%% of the ranks' collective time), mostly %s.",
-            s->rank, lens_fmt_comm_label(c ? c->name : NULL, s->comm_id, lb, sizeof lb),
-            s->proc >= 0 ? m->procs[s->proc].host : "?", s->proc >= 0 ? m->procs[s->proc].pid : 0,
+            s->rank, lens_fmt_md(lens_fmt_comm_label(c ? c->name : NULL, s->comm_id, lb, sizeof lb), mb, sizeof mb),
+            lens_fmt_md(s->proc >= 0 ? m->procs[s->proc].host : "?", hb, sizeof hb), s->proc >= 0 ? m->procs[s->proc].pid : 0,
             s->wait_caused_ns / 1e6, s->times_last, s->times_last == 1 ? "" : "s",
             v->coll_ns ? 100.0 * (double)s->wait_caused_ns / (double)v->coll_ns : 0.0,
             lens_fmt_cause_words(lens_job_cause_name(lens_report_straggler_cause(s))));
@@ -273,10 +285,11 @@ static int stragglers(FILE *f, const struct lens_model *m, const struct lens_rep
     struct lens_report_window w;
     if (lens_report_straggler_instances(v, s, &worst, 1)) {
       lens_report_window_of(v, worst, lens_report_origin(v, s->comm_id), &w);
-      fprintf(f, " Look first at %s seq %" PRId64 " (rank %d last, the others waited %.1f us in all", nz(worst->func),
-              worst->seq, s->rank, worst->wait_sum_ns / 1e3);
+      char fb[MD_LABEL];
+      fprintf(f, " Look first at %s seq %" PRId64 " (rank %d last, the others waited %.1f us in all",
+              lens_fmt_md(nz(worst->func), fb, sizeof fb), worst->seq, s->rank, worst->wait_sum_ns / 1e3);
       if (w.ok) {
-        char cmd[256];
+        char cmd[256]; /* numbers and fixed words only: safe to paste, and in a code span as it is */
         lens_report_export_cmd(worst, &w, cmd, sizeof cmd);
         fprintf(f, "; at %.6f s job time): `%s`", w.t_s, cmd);
       } else {

@@ -19,6 +19,19 @@
 
 static const char *nz(const char *s) { return s && *s ? s : "-"; }
 
+/* Every label from a trace goes through lens_fmt_md (format.h): a crafted
+ * communicator, host, thread or file name neither splits a table row nor
+ * brings HTML or markup into the page. MD_LABEL: a buffer that holds any
+ * name the reader keeps (comm names: 128 bytes) whole. */
+#define MD_LABEL LENS_FMT_MD_SIZE(128)
+
+/* "host:pid" of a process, escaped. */
+static const char *md_proc(const struct lens_proc *p, char *buf, size_t len) {
+  char h[MD_LABEL];
+  snprintf(buf, len, "%s:%u", lens_fmt_md(p->host, h, sizeof h), p->pid);
+  return buf;
+}
+
 #define REPORT_NET_TOP 10 /* connections in the Network section: one screen */
 
 static double avg(const struct lens_stat *s) { return s->n ? (double)s->sum / (double)s->n : 0.0; }
@@ -63,11 +76,11 @@ static void collectives(FILE *f, const struct lens_summary *s) {
     if (r->group != cur) {
       cur = r->group;
       const struct lens_sum_group *g = &s->groups[cur];
-      char lb[48];
+      char lb[48], mb[MD_LABEL];
       char idb[LENS_COMM_ID_LEN];
       fprintf(f, "%s### %s (comm id %s, %d ranks, %d seen)\n\n", k ? "\n" : "",
-              lens_fmt_comm_label(g->name, g->comm_id, lb, sizeof lb), lens_fmt_comm_id(g->comm_id, idb), g->nranks,
-              g->ranks_seen);
+              lens_fmt_md(lens_fmt_comm_label(g->name, g->comm_id, lb, sizeof lb), mb, sizeof mb),
+              lens_fmt_comm_id(g->comm_id, idb), g->nranks, g->ranks_seen);
       fprintf(f, "| func | algo | proto | size | count | bytes | enqueue avg | enqueue max | completion avg | "
                  "completion max | algbw GB/s | ch GPU avg | proxy ops/steps/bytes | graph ops |\n"
                  "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n");
@@ -79,10 +92,11 @@ static void collectives(FILE *f, const struct lens_summary *s) {
       snprintf(comp_max, sizeof comp_max, "%.3f", (double)r->completion.max / 1e3);
     }
     if (r->gpu_channel.n) snprintf(ch, sizeof ch, "%.3f", avg(&r->gpu_channel) / 1e3);
-    char bw[24];
+    char bw[24], mf[LENS_FMT_MD_SIZE(sizeof fl)], ma[LENS_FMT_MD_SIZE(sizeof al)], mp[MD_LABEL];
     fprintf(f, "| %s | %s | %s | %s | %" PRIu64 " | %" PRIu64 " | %.3f | %.3f | %s | %s | %s | %s | %" PRIu64
                "/%" PRIu64 "/%" PRIu64 " | %" PRIu64 " |\n",
-            lens_summary_func_label(r, fl, sizeof fl), lens_summary_algo_label(r, al, sizeof al), nz(r->proto), size,
+            lens_fmt_md(lens_summary_func_label(r, fl, sizeof fl), mf, sizeof mf),
+            lens_fmt_md(lens_summary_algo_label(r, al, sizeof al), ma, sizeof ma), lens_fmt_md(nz(r->proto), mp, sizeof mp), size,
             r->count, r->bytes, avg(&r->enqueue) / 1e3,
             (double)r->enqueue.max / 1e3, comp_avg, comp_max, lens_summary_algbw_text(r, bw, sizeof bw), ch, r->proxy_ops, r->proxy_steps,
             r->proxy_bytes, r->graph);
@@ -106,6 +120,7 @@ static void ce_collectives(FILE *f, const struct lens_summary *s) {
     const struct lens_sum_ce_row *r = &s->ce_rows[i];
     const struct lens_sum_group *g = &s->groups[r->group];
     char size[32], lb[48], enq[24] = "-", ca[24] = "-", cm[24] = "-", sa[24] = "-", ba[24] = "-";
+    char mc[MD_LABEL], mf[MD_LABEL], ms[MD_LABEL];
     lens_size_bucket_label(r->bucket, size, sizeof size);
     if (r->enqueue.n) snprintf(enq, sizeof enq, "%.3f", avg(&r->enqueue) / 1e3);
     if (r->ce.n) {
@@ -116,7 +131,8 @@ static void ce_collectives(FILE *f, const struct lens_summary *s) {
     if (r->batch.n) snprintf(ba, sizeof ba, "%.3f", avg(&r->batch) / 1e3);
     fprintf(f, "| %s | %s | %s | %s | %" PRIu64 " | %" PRIu64 " | %s | %s | %s | %" PRIu64 " | %s | %" PRIu64
                " | %s | %" PRIu64 " |\n",
-            lens_fmt_comm_label(g->name, g->comm_id, lb, sizeof lb), nz(r->func), nz(r->sync_strategy), size,
+            lens_fmt_md(lens_fmt_comm_label(g->name, g->comm_id, lb, sizeof lb), mc, sizeof mc),
+            lens_fmt_md(nz(r->func), mf, sizeof mf), lens_fmt_md(nz(r->sync_strategy), ms, sizeof ms), size,
             r->count, r->bytes, enq, ca, cm, r->sync.n, sa, r->batch.n, ba, r->batch_bytes);
   }
   fputc('\n', f);
@@ -165,9 +181,10 @@ static void completion_vs_enqueue(FILE *f, const struct lens_model *m, const str
     lens_fmt_ns(avg(&enq), a, sizeof a);
     lens_fmt_ns(avg(&comp), b, sizeof b);
     if (comp.n && avg(&enq) > 0) snprintf(ratio, sizeof ratio, "%.2f", avg(&comp) / avg(&enq));
-    char lb[48];
+    char lb[48], mb[MD_LABEL];
     fprintf(f, "| %s | %" PRIu64 " | %" PRIu64 " | %s | %s | %s |\n",
-            lens_fmt_comm_label(s->groups[g].name, s->groups[g].comm_id, lb, sizeof lb), ops, comp.n, a,
+            lens_fmt_md(lens_fmt_comm_label(s->groups[g].name, s->groups[g].comm_id, lb, sizeof lb), mb, sizeof mb),
+            ops, comp.n, a,
             comp.n ? b : "-", ratio);
   }
   fputc('\n', f);
@@ -190,9 +207,9 @@ static void completion_vs_enqueue(FILE *f, const struct lens_model *m, const str
     char a[32], b[32];
     lens_fmt_ns(l->n ? (double)l->sum_ns / (double)l->n : 0, a, sizeof a);
     lens_fmt_ns((double)l->max_ns, b, sizeof b);
-    char lb[48];
+    char lb[48], mb[MD_LABEL];
     fprintf(f, "| %s | %d | %" PRIu64 " | %s | %s | %" PRIu64 " |\n",
-            lens_fmt_comm_label(l->comm_name, l->comm_id, lb, sizeof lb), l->rank, l->n, a, b,
+            lens_fmt_md(lens_fmt_comm_label(l->comm_name, l->comm_id, lb, sizeof lb), mb, sizeof mb), l->rank, l->n, a, b,
             job_times_last(r->job, l->comm_id, l->rank));
   }
   lens_fmt_rows_end(&rows);
@@ -235,7 +252,8 @@ static void accuracy(FILE *f, const struct lens_model *m, const struct lens_repo
       char res[32], eb[32];
       lens_fmt_ns(c->residual_ns, res, sizeof res);
       lens_fmt_ns(c->error_bound_ns, eb, sizeof eb);
-      fprintf(f, "| %s:%u tid %u | %d | %s | %u | %.9f | %s | %s |\n", m->procs[c->proc].host, m->procs[c->proc].pid,
+      char pb[MD_LABEL];
+      fprintf(f, "| %s tid %u | %d | %s | %u | %.9f | %s | %s |\n", md_proc(&m->procs[c->proc], pb, sizeof pb),
               t ? t->tid : 0, c->rank, lens_clock_map_source_name(c->source), c->n_points, c->slope, res, eb);
     }
     lens_fmt_rows_end(&rows);
@@ -246,6 +264,37 @@ static void accuracy(FILE *f, const struct lens_model *m, const struct lens_repo
   for (int b = 0; b < 32; b++)
     if (lens_acc_name(1u << b)) fprintf(f, "| %s | %" PRIu64 " |\n", lens_acc_name(1u << b), s->acc_counts[b]);
   fputc('\n', f);
+}
+
+/* A text view's lines (hang, starvation) as a fenced code block: inside it
+ * Markdown and HTML are inert, and only a line of backticks as long as the
+ * fence would end it. The text is written to memory first so that the fence
+ * is longer than any run of backticks in it (a thread or communicator named
+ * "```" alone on its line would otherwise end the block early). */
+static char *fenced_buf;
+static size_t fenced_len;
+static FILE *fenced_begin(void) {
+  fenced_buf = NULL, fenced_len = 0;
+  return open_memstream(&fenced_buf, &fenced_len);
+}
+static void fenced_end(FILE *f, FILE *t) {
+  if (!t) {
+    fprintf(f, "Not shown (out of memory).\n\n");
+    return;
+  }
+  fclose(t);
+  size_t run = 0, most = 2;
+  for (size_t i = 0; i < fenced_len; i++) {
+    run = fenced_buf[i] == '`' ? run + 1 : 0;
+    if (run > most) most = run;
+  }
+  for (size_t i = 0; i <= most; i++) fputc('`', f);
+  fputc('\n', f);
+  fwrite(fenced_buf, 1, fenced_len, f);
+  for (size_t i = 0; i <= most; i++) fputc('`', f);
+  fputs("\n\n", f);
+  free(fenced_buf);
+  fenced_buf = NULL;
 }
 
 static void proxies(FILE *f, const struct lens_model *m, const struct lens_report *r) {
@@ -264,8 +313,9 @@ static void proxies(FILE *f, const struct lens_model *m, const struct lens_repor
     for (size_t i; lens_fmt_rows_next(&rows, &i);) {
       const struct lens_sum_proxy *p = &s->proxies[i];
       const struct lens_thread *t = &m->threads[p->thread];
-      fprintf(f, "| %s:%u tid %u | %s | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " |", m->procs[t->proc].host,
-              m->procs[t->proc].pid, t->tid, nz(t->name), p->ops, p->steps, p->bytes);
+      char pb[MD_LABEL], nb[MD_LABEL];
+      fprintf(f, "| %s tid %u | %s | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " |", md_proc(&m->procs[t->proc], pb, sizeof pb),
+              t->tid, lens_fmt_md(nz(t->name), nb, sizeof nb), p->ops, p->steps, p->bytes);
       for (int k2 = 0; k2 < 4; k2++) fprintf(f, " %.1f%% |", pct(p->state_ns[k2], p->span_ns));
       fputc('\n', f);
     }
@@ -284,16 +334,17 @@ static void proxies(FILE *f, const struct lens_model *m, const struct lens_repor
   for (size_t i = 0; i < r->n_starve; i++) {
     const struct lens_rep_starve *x = &r->starve[i];
     const struct lens_thread *t = &m->threads[x->thread];
-    char ns[32];
+    char ns[32], pb[MD_LABEL];
     lens_fmt_ns((double)x->starved_ns, ns, sizeof ns);
-    fprintf(f, "| %s:%u tid %u | %" PRIu64 " | %" PRIu64 " (%.1f%%) | %" PRIu64 " | %" PRIu64 " (%.1f%%) | %s |\n",
-            m->procs[t->proc].host, m->procs[t->proc].pid, t->tid, x->kernel_ch, x->kernel_ch_starved,
+    fprintf(f, "| %s tid %u | %" PRIu64 " | %" PRIu64 " (%.1f%%) | %" PRIu64 " | %" PRIu64 " (%.1f%%) | %s |\n",
+            md_proc(&m->procs[t->proc], pb, sizeof pb), t->tid, x->kernel_ch, x->kernel_ch_starved,
             pct(x->kernel_ch_starved, x->kernel_ch), x->proxy, x->proxy_starved, pct(x->proxy_starved, x->proxy), ns);
   }
   fputc('\n', f);
-  fprintf(f, "Per watched thread (from the scheduler probe):\n\n```\n");
-  lens_starvation_print_text(f, &r->sum.starvation); /* the summary's: gathered per host group, merged */
-  fprintf(f, "```\n\n");
+  fprintf(f, "Per watched thread (from the scheduler probe):\n\n");
+  FILE *t = fenced_begin();
+  if (t) lens_starvation_print_text(t, &r->sum.starvation); /* the summary's: gathered per host group, merged */
+  fenced_end(f, t);
 }
 
 uint64_t lens_report_drops_total(const struct lens_drops *d) {
@@ -316,9 +367,10 @@ static void losses(FILE *f, const struct lens_model *m, const struct lens_report
                "cupti_records | blob_queue_full |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
   for (size_t p; lens_fmt_rows_next(&rows, &p);) {
     const struct lens_drops *d = &m->procs[p].drops;
-    fprintf(f, "| %s:%u | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %" PRIu64
+    char pb[MD_LABEL];
+    fprintf(f, "| %s | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %" PRIu64
                " |\n",
-            m->procs[p].host, m->procs[p].pid, d->ring_full, d->no_thread_slot, d->null_handle, d->bad_handle,
+            md_proc(&m->procs[p], pb, sizeof pb), d->ring_full, d->no_thread_slot, d->null_handle, d->bad_handle,
             d->write_errors, d->cupti_records, d->blob_queue_full);
   }
   lens_fmt_rows_end(&rows);
@@ -338,32 +390,45 @@ static void losses(FILE *f, const struct lens_model *m, const struct lens_report
   for (size_t i = 0; i < m->n_files; i++) {
     const struct lens_file *fl = &m->files[i];
     if (fl->truncated_bytes) {
-      fprintf(f, "- truncated: `%s`: %s, last %" PRIu64 " bytes not read\n", fl->path, fl->truncation,
-              fl->truncated_bytes);
+      fputs("- truncated: ", f);
+      lens_fmt_md_code_put(f, fl->path);
+      fputs(": ", f);
+      lens_fmt_md_put(f, fl->truncation);
+      fprintf(f, ", last %" PRIu64 " bytes not read\n", fl->truncated_bytes);
       cut++;
     }
     if (fl->lost_chunks) {
-      fprintf(f, "- lost: `%s`: %" PRIu64 " chunks were never written (write errors: disk full?)\n", fl->path,
-              fl->lost_chunks);
+      fputs("- lost: ", f);
+      lens_fmt_md_code_put(f, fl->path);
+      fprintf(f, ": %" PRIu64 " chunks were never written (write errors: disk full?)\n", fl->lost_chunks);
       cut++;
     }
     if (fl->damaged_bytes) {
-      fprintf(f, "- damaged: `%s`: %" PRIu64 " chunks (%" PRIu64 " bytes) fail their CRC and were skipped\n", fl->path,
-              fl->damaged_chunks, fl->damaged_bytes);
+      fputs("- damaged: ", f);
+      lens_fmt_md_code_put(f, fl->path);
+      fprintf(f, ": %" PRIu64 " chunks (%" PRIu64 " bytes) fail their CRC and were skipped\n", fl->damaged_chunks,
+              fl->damaged_bytes);
       cut++;
     }
     if (!fl->n_sessions && !fl->truncated_bytes) {
-      fprintf(f, "- empty: `%s` holds its header only: the process wrote nothing more (killed at once? disk full?)\n",
-              fl->path);
+      fputs("- empty: ", f);
+      lens_fmt_md_code_put(f, fl->path);
+      fputs(" holds its header only: the process wrote nothing more (killed at once? disk full?)\n", f);
       cut++;
-    } else if (!fl->clean_end && fl->producer != LENS_PRODUCER_SCHED)
-      fprintf(f, "- no clean end (FINI) in `%s`: %s\n", fl->path,
-              fl->lost_chunks ? "its end marker may be among the lost chunks, or the process was killed"
-                              : "the process may have been killed");
+    } else if (!fl->clean_end && fl->producer != LENS_PRODUCER_SCHED) {
+      fputs("- no clean end (FINI) in ", f);
+      lens_fmt_md_code_put(f, fl->path);
+      fprintf(f, ": %s\n", fl->lost_chunks ? "its end marker may be among the lost chunks, or the process was killed"
+                                           : "the process may have been killed");
+    }
   }
-  for (size_t i = 0; i < m->n_same_traces; i++)
-    fprintf(f, "- read once: `%s` is %s `%s`\n", m->same_traces[i].path,
-            m->same_traces[i].same_file ? "the same file as" : "a copy of the trace in", m->same_traces[i].same_as);
+  for (size_t i = 0; i < m->n_same_traces; i++) {
+    fputs("- read once: ", f);
+    lens_fmt_md_code_put(f, m->same_traces[i].path);
+    fprintf(f, " is %s ", m->same_traces[i].same_file ? "the same file as" : "a copy of the trace in");
+    lens_fmt_md_code_put(f, m->same_traces[i].same_as);
+    fputc('\n', f);
+  }
   if (!cut) fprintf(f, "- all %zu files intact\n", m->n_files);
   for (int b = 0; b < 32; b++)
     if (r->sum.evf_counts[b] && lens_evf_name(1u << b))
@@ -383,10 +448,11 @@ static void hang_section(FILE *f, const struct lens_model *m, const struct lens_
   if (!h.n_stuck_comms) {
     fprintf(f, "Every collective recorded completed: nothing hung.\n\n");
   } else {
-    fprintf(f, "%zu communicator(s) with a collective that never completed (`nccl-lens hang` for JSON):\n\n```\n",
+    fprintf(f, "%zu communicator(s) with a collective that never completed (`nccl-lens hang` for JSON):\n\n",
             h.n_stuck_comms);
-    lens_hang_print_text(f, m, &h);
-    fprintf(f, "```\n\n");
+    FILE *t = fenced_begin();
+    if (t) lens_hang_print_text(t, m, &h);
+    fenced_end(f, t);
   }
 }
 

@@ -19,6 +19,10 @@
 
 static const char *nz(const char *s) { return s && *s ? s : "-"; }
 
+/* Names from the traces (hosts, communicators, paths) are escaped
+ * (lens_fmt_md, format.h): a crafted one cannot split a row or bring HTML. */
+#define MD_LABEL LENS_FMT_MD_SIZE(128)
+
 static void mask_names(uint32_t mask, char *buf, size_t len) {
   size_t o = 0;
   buf[0] = 0;
@@ -40,9 +44,12 @@ static void procs_table(FILE *f, const struct lens_model *m, const struct lens_r
     char mask[256], dur[32];
     mask_names(pr->event_mask, mask, sizeof mask);
     lens_fmt_ns((double)(r->procs[p].last_ns - r->procs[p].first_ns), dur, sizeof dur);
-    fprintf(f, "| %s:%u | v%u | 0x%x (%s) | %s | %u | %s | `%s` |\n", pr->host, pr->pid, pr->nccl_api_version,
-            pr->event_mask, mask, r->procs[p].last_ns ? dur : "-", fl->n_sessions, fl->clean_end ? "yes" : "no",
-            fl->path);
+    char hb[MD_LABEL];
+    fprintf(f, "| %s:%u | v%u | 0x%x (%s) | %s | %u | %s | ", lens_fmt_md(pr->host, hb, sizeof hb), pr->pid,
+            pr->nccl_api_version, pr->event_mask, mask, r->procs[p].last_ns ? dur : "-", fl->n_sessions,
+            fl->clean_end ? "yes" : "no");
+    lens_fmt_md_code_put(f, fl->path);
+    fputs(" |\n", f);
   }
   fputc('\n', f);
 }
@@ -55,9 +62,10 @@ static void inits_table(FILE *f, const struct lens_model *m) {
     const struct lens_proc *pr = &m->procs[cm->proc];
     char life[32] = "not finalized";
     if (finalized(cm)) lens_fmt_ns((double)(cm->fini_mono_ns - cm->init_mono_ns), life, sizeof life);
-    char idb[LENS_COMM_ID_LEN];
-    fprintf(f, "| %s | %s | %d | %d | %d | %s:%u | %s |\n", nz(cm->name), lens_fmt_comm_id(cm->comm_id, idb),
-            cm->rank, cm->nranks, cm->nnodes, pr->host, pr->pid, life);
+    char idb[LENS_COMM_ID_LEN], nb[MD_LABEL], hb[MD_LABEL];
+    fprintf(f, "| %s | %s | %d | %d | %d | %s:%u | %s |\n", lens_fmt_md(nz(cm->name), nb, sizeof nb),
+            lens_fmt_comm_id(cm->comm_id, idb), cm->rank, cm->nranks, cm->nnodes, lens_fmt_md(pr->host, hb, sizeof hb),
+            pr->pid, life);
   }
   fputc('\n', f);
 }
@@ -181,10 +189,13 @@ static void differing_table(FILE *f, const struct lens_model *m, const struct le
     }
     if (pr->event_mask != usual[F_MASK]) mask_names(pr->event_mask, mask, sizeof mask); /* its names: not the usual */
     lens_fmt_ns((double)(r->procs[p].last_ns - r->procs[p].first_ns), dur, sizeof dur);
-    fprintf(f, "| %s:%u | %s | v%u | 0x%x%s%s%s | %s | %u | %s | %" PRIu64 " | `%s` |\n", pr->host, pr->pid, what,
-            pr->nccl_api_version, pr->event_mask, mask[0] ? " (" : "", mask, mask[0] ? ")" : "",
+    char hb[MD_LABEL];
+    fprintf(f, "| %s:%u | %s | v%u | 0x%x%s%s%s | %s | %u | %s | %" PRIu64 " | ", lens_fmt_md(pr->host, hb, sizeof hb),
+            pr->pid, what, pr->nccl_api_version, pr->event_mask, mask[0] ? " (" : "", mask, mask[0] ? ")" : "",
             r->procs[p].last_ns ? dur : "-", fl->n_sessions, fl->clean_end ? "yes" : "no",
-            lens_report_drops_total(&pr->drops), fl->path);
+            lens_report_drops_total(&pr->drops));
+    lens_fmt_md_code_put(f, fl->path);
+    fputs(" |\n", f);
   }
   fputc('\n', f);
   lens_report_left_out(f, rows.n - rows.listed, "processes that differ");
@@ -339,8 +350,9 @@ static void comms_table(FILE *f, const struct lens_model *m, const struct lens_r
       if (lo == hi) snprintf(life, sizeof life, "%s", a);
       else snprintf(life, sizeof life, "%s to %s", a, b);
     }
-    fprintf(f, "| %s | %s | %d | %d | %zu | %zu | ", nz(name), lens_fmt_comm_id(c0->comm_id, idb), nranks, nnodes,
-            inits, inits - nu);
+    char nb[MD_LABEL];
+    fprintf(f, "| %s | %s | %d | %d | %zu | %zu | ", lens_fmt_md(nz(name), nb, sizeof nb),
+            lens_fmt_comm_id(c0->comm_id, idb), nranks, nnodes, inits, inits - nu);
     if (nm) fprintf(f, "%zu: rank%s %s", nm, nm > 1 ? "s" : "", miss);
     else fputs("none", f);
     if (nu) fprintf(f, " | %zu: rank%s %s", nu, nu > 1 ? "s" : "", unf);

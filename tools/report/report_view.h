@@ -45,7 +45,10 @@ struct lens_report_window {
 };
 void lens_report_window_of(const struct lens_report_view *v, const struct lens_job_inst *in, int64_t comm_origin,
                            struct lens_report_window *w);
-/* The export command that shows it ("TRACES" stands for the traces given). */
+/* The export command that shows it ("TRACES" stands for the traces given).
+ * Made of fixed words and numbers only (the communicator by its hex id, no
+ * name from a trace), so that it is safe to paste into a shell as it is and
+ * to print inside a Markdown code span (no backtick). */
 void lens_report_export_cmd(const struct lens_job_inst *in, const struct lens_report_window *w, char *buf, size_t len);
 
 /* The instances where straggler s arrived last and made the others wait

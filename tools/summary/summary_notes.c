@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/format.h"
 #include "summary/summary_print.h"
 
 #define NOTES_SHOWN 20
@@ -32,9 +33,13 @@ void lens_summary_print_notes(FILE *f, const struct lens_model *m, int markdown)
     const struct lens_proc *p = n->proc >= 0 && (size_t)n->proc < m->n_procs ? &m->procs[n->proc] : NULL;
     char who[96] = "?";
     if (p) snprintf(who, sizeof who, "%s:%u", p->host, p->pid);
-    if (markdown)
-      fprintf(f, "- WARN `%s`%s: %s\n", who, procs > 1 ? " and others" : "", n->text);
-    else
+    if (markdown) { /* the host and the line as the process wrote them: escaped (cli/format.h) */
+      fputs("- WARN ", f);
+      lens_fmt_md_code_put(f, who);
+      fprintf(f, "%s: ", procs > 1 ? " and others" : "");
+      lens_fmt_md_put(f, n->text);
+      fputc('\n', f);
+    } else
       fprintf(f, "  WARN %s%s: %s\n", who, procs > 1 ? " and others" : "", n->text);
     if (procs > 1) fprintf(f, markdown ? "  (%zu processes)\n" : "       (%zu processes)\n", procs);
     shown++;
