@@ -68,14 +68,8 @@ static int free_net_parts(struct lens_passes_out *out) {
  * here) names each instance's last rank in n. 0, -1 out of memory. */
 static int arrival(struct lens_net *n, struct lens_passes_out *out) {
   size_t ng = out->n_groups;
-  void **jp = out->parts + PASS_JOB * ng;
-  struct lens_job_part *parts = calloc(ng ? ng : 1, sizeof *parts);
+  struct lens_job_part *parts = lens_job_pass_take(out->parts + PASS_JOB * ng, ng);
   if (!parts) return -1;
-  for (size_t g = 0; g < ng; g++) {
-    parts[g] = *(struct lens_job_part *)jp[g];
-    free(jp[g]);
-    jp[g] = NULL;
-  }
   struct lens_job j;
   memset(&j, 0, sizeof j);
   int rc = lens_job_reduce_consume(parts, ng, &j, 0);

@@ -485,6 +485,8 @@ const char *lens_time_source_name(uint32_t source); /* "host-notice", "gpu-ptime
  * or "host-notice" (the proxy's notice times; lens_clock_map.source names
  * the time source of what it maps, gpu-ptimer). */
 const char *lens_clock_map_source_name(uint32_t source);
+/* Every record a process's plugin counted as lost (its DROPS counters summed). */
+uint64_t lens_drops_total(const struct lens_drops *d);
 /* Makes a label read from a file (name, host, comm, string) safe to print:
  * control bytes, malformed UTF-8 and invisible direction controls become
  * '?', in place, the length unchanged; up to its NUL or cap bytes. */

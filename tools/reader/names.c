@@ -90,6 +90,11 @@ const char *lens_acc_name(uint32_t bit) {
   }
 }
 
+uint64_t lens_drops_total(const struct lens_drops *d) {
+  return d->ring_full + d->no_thread_slot + d->null_handle + d->bad_handle + d->write_errors + d->cupti_records +
+         d->blob_queue_full;
+}
+
 const char *lens_clock_map_source_name(uint32_t source) {
   return source == LENS_TS_CUPTI ? "cupti" : "host-notice";
 }

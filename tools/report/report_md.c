@@ -347,20 +347,15 @@ static void proxies(FILE *f, const struct lens_model *m, const struct lens_repor
   fenced_end(f, t);
 }
 
-uint64_t lens_report_drops_total(const struct lens_drops *d) {
-  return d->ring_full + d->no_thread_slot + d->null_handle + d->bad_handle + d->write_errors + d->cupti_records +
-         d->blob_queue_full;
-}
-
 static void losses(FILE *f, const struct lens_model *m, const struct lens_report *r) {
   /* capped: the processes that lost the most, and none that lost nothing (as summary's drops) */
   struct lens_fmt_rows rows;
   size_t n = m->n_procs;
   double *key = lens_fmt_rows_begin(&rows, n, r->sum.all, LENS_FMT_ROWS_NONZERO);
-  for (size_t p = 0; key && p < n; p++) key[p] = (double)lens_report_drops_total(&m->procs[p].drops);
+  for (size_t p = 0; key && p < n; p++) key[p] = (double)lens_drops_total(&m->procs[p].drops);
   lens_fmt_rows_order(&rows);
   size_t listed = rows.listed, with = 0; /* counted here: without memory for the key, rows.nonzero says 0 */
-  for (size_t p = 0; p < n; p++) with += lens_report_drops_total(&m->procs[p].drops) > 0;
+  for (size_t p = 0; p < n; p++) with += lens_drops_total(&m->procs[p].drops) > 0;
   fprintf(f, "## Data losses\n\n");
   if (listed)
     fprintf(f, "| process | ring_full | no_thread_slot | null_handle | bad_handle | write_errors | "

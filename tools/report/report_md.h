@@ -14,7 +14,5 @@ void lens_report_print_md(FILE *f, const struct lens_model *m, const struct lens
 int lens_report_print_hints(FILE *f, const struct lens_model *m, const struct lens_report *r);
 /* After a capped table: a paragraph of its own saying how many rows it left out (none when n_left is 0). */
 void lens_report_left_out(FILE *f, size_t n_left, const char *what);
-/* Events a process dropped, every DROPS counter summed. */
-uint64_t lens_report_drops_total(const struct lens_drops *d);
 
 #endif

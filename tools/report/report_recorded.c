@@ -91,7 +91,7 @@ static uint64_t fact_of(const struct lens_model *m, size_t p, enum fact k) {
   case F_FILE:
     return (!fl->n_sessions && !fl->truncated_bytes ? FILE_EMPTY : 0) | (fl->truncated_bytes ? FILE_TRUNCATED : 0) |
            (fl->damaged_bytes ? FILE_DAMAGED : 0) | (fl->lost_chunks ? FILE_LOST : 0);
-  case F_DROPS: return lens_report_drops_total(&pr->drops) > 0;
+  case F_DROPS: return lens_drops_total(&pr->drops) > 0;
   default: return 0;
   }
 }
@@ -160,7 +160,7 @@ static void differing_table(FILE *f, const struct lens_model *m, const struct le
   for (size_t p = 0; p < m->n_procs; p++) {
     double w = 0;
     for (int k = 0; k < N_FACTS; k++) w += differs(m, p, k, usual) ? fact_weight[k] : 0;
-    uint64_t d = lens_report_drops_total(&m->procs[p].drops);
+    uint64_t d = lens_drops_total(&m->procs[p].drops);
     key[p] = w > 0 ? w + (double)d / ((double)d + 1.0) : -1.0; /* more drops first among equals */
   }
   lens_fmt_rows_order(&rows);
@@ -193,7 +193,7 @@ static void differing_table(FILE *f, const struct lens_model *m, const struct le
     fprintf(f, "| %s:%u | %s | v%u | 0x%x%s%s%s | %s | %u | %s | %" PRIu64 " | ", lens_fmt_md(pr->host, hb, sizeof hb),
             pr->pid, what, pr->nccl_api_version, pr->event_mask, mask[0] ? " (" : "", mask, mask[0] ? ")" : "",
             r->procs[p].last_ns ? dur : "-", fl->n_sessions, fl->clean_end ? "yes" : "no",
-            lens_report_drops_total(&pr->drops));
+            lens_drops_total(&pr->drops));
     lens_fmt_md_code_put(f, fl->path);
     fputs(" |\n", f);
   }

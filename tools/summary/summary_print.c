@@ -78,11 +78,6 @@ static const char *const proxy_state_names[4] = {"active", "sleep", "idle", "app
  * Active/Idle record); append is part of active or idle. */
 static uint64_t proxy_total(const struct lens_sum_proxy *p) { return p->span_ns; }
 
-static uint64_t drops_total(const struct lens_drops *d) {
-  return d->ring_full + d->no_thread_slot + d->null_handle + d->bad_handle + d->write_errors + d->cupti_records +
-         d->blob_queue_full;
-}
-
 /* A row per process, capped (lens_fmt_rows, NONZERO): the processes that lost the most first, and with the
  * table capped, processes that lost nothing are not listed (a thousand rows of zeros say one thing). */
 static void print_drops_text(FILE *f, const struct lens_model *m, int all) {
@@ -90,10 +85,10 @@ static void print_drops_text(FILE *f, const struct lens_model *m, int all) {
   struct lens_fmt_rows rows;
   size_t n = m->n_procs;
   double *key = lens_fmt_rows_begin(&rows, n, all, LENS_FMT_ROWS_NONZERO);
-  for (size_t p = 0; key && p < n; p++) key[p] = (double)drops_total(&m->procs[p].drops);
+  for (size_t p = 0; key && p < n; p++) key[p] = (double)lens_drops_total(&m->procs[p].drops);
   lens_fmt_rows_order(&rows);
   size_t listed = rows.listed, with = 0; /* counted here: without memory for the key, rows.nonzero says 0 */
-  for (size_t p = 0; p < n; p++) with += drops_total(&m->procs[p].drops) > 0;
+  for (size_t p = 0; p < n; p++) with += lens_drops_total(&m->procs[p].drops) > 0;
   if (listed)
     fprintf(f, "  %-28s %10s %10s %10s %10s %10s %10s %10s\n", "process", "ring_full", "no_slot", "null_hdl",
             "bad_hdl", "write_err", "cupti_rec", "blob_q");

@@ -86,14 +86,8 @@ int lens_summary_read_with(const char *cmd, struct lens_trace_cli *c, uint64_t j
     r->out.parts[PASS_SUMMARY * ng + g] = NULL;
   }
   /* The reduce wants the partials side by side: moved out of the driver's. */
-  r->parts = calloc(ng ? ng : 1, sizeof *r->parts);
+  r->parts = lens_job_pass_take(r->out.parts + PASS_JOB * ng, ng);
   if (!r->parts) goto oom;
-  for (size_t g = 0; g < ng; g++) {
-    struct lens_job_part *p = r->out.parts[PASS_JOB * ng + g];
-    r->parts[g] = *p;
-    free(p);
-    r->out.parts[PASS_JOB * ng + g] = NULL;
-  }
   r->n_parts = ng;
   r->job_skel = lens_job_skeleton(r->parts, ng);
   if (!r->job_skel || lens_job_reduce_consume(r->parts, ng, &r->j, job_min_wait_ns)) goto oom;

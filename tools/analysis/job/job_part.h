@@ -108,6 +108,12 @@ int lens_job_part_pack(struct lens_job_part *p);
  * memory. ctx is not read. */
 void *lens_job_pass_map(struct lens_model *m, void *ctx);
 void lens_job_pass_free(void *part);
+/* Moves the driver's n partials (lens_job_pass_map's, parts[0..n)) into one
+ * array, side by side as lens_job_reduce_consume and lens_job_skeleton take
+ * them; the driver's slots become NULL (a NULL slot: an empty partial).
+ * NULL when out of memory, nothing moved. The caller frees each partial
+ * (lens_job_part_free) and the array. */
+struct lens_job_part *lens_job_pass_take(void **parts, size_t n);
 /* p's n_recs records: recs, or recs_z decompressed into *scratch (grown,
  * *cap records; the caller frees it). NULL on no memory or a bad frame. */
 const struct lens_job_prec *lens_job_part_recs(const struct lens_job_part *p, struct lens_job_prec **scratch,

@@ -68,3 +68,14 @@ void lens_job_pass_free(void *part) {
   lens_job_part_free(part);
   free(part);
 }
+
+struct lens_job_part *lens_job_pass_take(void **parts, size_t n) {
+  struct lens_job_part *v = calloc(n ? n : 1, sizeof *v);
+  if (!v) return NULL;
+  for (size_t g = 0; g < n; g++) {
+    if (parts[g]) v[g] = *(struct lens_job_part *)parts[g];
+    free(parts[g]);
+    parts[g] = NULL;
+  }
+  return v;
+}
