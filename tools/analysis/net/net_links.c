@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "net_analysis.h"
+#include "net_order.h"
 #include "net_priv.h"
 #include "net_step_runs.h"
 
@@ -91,10 +92,6 @@ static uint64_t quantile(const net_step_t *st, size_t n, double q) {
   return step_ns(st[k - 1]);
 }
 static int by_u64(const void *a, const void *b) { return cmp_u64(*(const uint64_t *)a, *(const uint64_t *)b); }
-static int by_double(const void *pa, const void *pb) {
-  double a = *(const double *)pa, b = *(const double *)pb;
-  return a < b ? -1 : a > b;
-}
 
 /* A monotone bucket of a step time: exact below 1024 ns, then 1024 buckets
  * per power of two (a 1/1024 relative width). */
@@ -174,7 +171,7 @@ out:
  * (the map sorted it), or the runs of the groups that share it, sorted. */
 struct link_src { uint32_t part, local; };
 static const net_step_t *link_steps(struct lens_net_part *const *parts, const struct link_src *src, size_t n_src,
-                                    int wire, net_step_t *buf, size_t *n) {
+                                    int wire, net_step_t *buf, net_step_t *tmp, size_t *n) {
   size_t k = 0;
   for (size_t i = 0; i < n_src; i++) {
     const struct lens_net_part *p = parts[src[i].part];
@@ -185,7 +182,7 @@ static const net_step_t *link_steps(struct lens_net_part *const *parts, const st
     lens_net_steps_start(&c);
     for (size_t t = a; t < b; t++) q = lens_net_steps_get(&c, q, &buf[k++]);
   }
-  if (n_src > 1) qsort(buf, k, sizeof *buf, by_u64);
+  if (n_src > 1) lens_sort_u64(buf, k, tmp);
   *n = k;
   return buf;
 }
@@ -210,18 +207,18 @@ static int score_links(struct lens_net *n, struct lens_net_part *const *parts, s
     if (k > maxl) maxl = k;
   }
   double *ratio = malloc(maxl * sizeof *ratio);
-  net_step_t *buf = malloc(maxl * sizeof *buf);
-  if (!ratio || !buf) {
-    free(ratio), free(buf);
+  net_step_t *buf = malloc(maxl * sizeof *buf), *tmp = malloc(maxl * sizeof *tmp);
+  if (!ratio || !buf || !tmp) {
+    free(ratio), free(buf), free(tmp);
     return -1;
   }
   for (size_t l = 0; l < n->n_links; l++) {
     size_t ns = 0, u = 0;
     size_t nw = 0;
-    const net_step_t *wt = link_steps(parts, src + src_first[l], src_first[l + 1] - src_first[l], 1, buf, &nw);
+    const net_step_t *wt = link_steps(parts, src + src_first[l], src_first[l + 1] - src_first[l], 1, buf, tmp, &nw);
     struct lens_net_link *L = &n->links[l];
     L->wire_ns_per_byte = nw ? (double)step_ns(wt[(nw - 1) / 2]) / WIRE_SCALE : 0; /* the lower median */
-    const net_step_t *st = link_steps(parts, src + src_first[l], src_first[l + 1] - src_first[l], 0, buf, &ns);
+    const net_step_t *st = link_steps(parts, src + src_first[l], src_first[l + 1] - src_first[l], 0, buf, tmp, &ns);
     if (!ns) continue;
     L->p50_step_ns = quantile(st, ns, 0.50);
     L->p99_step_ns = quantile(st, ns, 0.99);
@@ -230,11 +227,11 @@ static int score_links(struct lens_net *n, struct lens_net_part *const *parts, s
       uint64_t md = med[step_cls(st[k])];
       if (!step_starved(st[k])) ratio[u++] = md ? (double)step_ns(st[k]) / (double)md : 0;
     }
-    qsort(ratio, u, sizeof *ratio, by_double);
-    L->score = u ? ratio[(u - 1) / 2] : 0;
+    L->score = lens_lower_median(ratio, u);
   }
   free(ratio);
   free(buf);
+  free(tmp);
   return 0;
 }
 
@@ -597,14 +594,20 @@ static int build_runs(size_t nl, const net_step_t *tmp, const uint32_t *tmp_link
   /* each link's run sorted, then kept as net_step_runs.h runs (about a byte a step, not 8) */
   size_t *a = *at = calloc(nl + 2, sizeof *a);
   if (!a) return -1;
+  size_t longest = 1;
+  for (size_t l = 0; l < nl; l++)
+    if (f[l + 1] - f[l] > longest) longest = f[l + 1] - f[l];
+  net_step_t *sort_tmp = malloc(longest * sizeof *sort_tmp);
+  if (!sort_tmp) return -1;
   for (size_t l = 0; l < nl; l++) {
-    qsort(by_link + f[l], f[l + 1] - f[l], sizeof *by_link, by_u64);
+    lens_sort_u64(by_link + f[l], f[l + 1] - f[l], sort_tmp);
     struct lens_net_steps_cursor c;
     lens_net_steps_start(&c);
     size_t len = 0;
     for (size_t i = f[l]; i < f[l + 1]; i++) len += lens_net_steps_len(&c, by_link[i]);
     a[l + 1] = a[l] + len;
   }
+  free(sort_tmp);
   if (!(*steps = malloc(a[nl] ? a[nl] : 1))) return -1;
   for (size_t l = 0; l < nl; l++) {
     struct lens_net_steps_cursor c;

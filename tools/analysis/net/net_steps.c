@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "net_analysis.h"
+#include "net_order.h"
 #include "net_priv.h"
 
 /* NCCL's state values (spec §1.4). */
@@ -224,11 +225,6 @@ double lens_net_wire_ns_per_byte(uint64_t bytes, uint64_t wire_ns) {
   return bytes && wire_ns ? (double)wire_ns / (double)bytes : 0.0;
 }
 
-static int by_dbl(const void *x, const void *y) {
-  double a = *(const double *)x, b = *(const double *)y;
-  return (a > b) - (a < b);
-}
-
 int lens_net_own_ratios(size_t n, const double *ns_per_byte, const double *sender_ns, const double *wire_ns,
                         double *wire_ratio, double *own_ratio) {
   double *v = malloc((n ? n : 1) * sizeof *v);
@@ -236,8 +232,7 @@ int lens_net_own_ratios(size_t n, const double *ns_per_byte, const double *sende
   size_t k = 0;
   for (size_t i = 0; i < n; i++)
     if (ns_per_byte[i] > 0) v[k++] = ns_per_byte[i];
-  qsort(v, k, sizeof *v, by_dbl);
-  double typical = k ? v[(k - 1) / 2] : 0; /* the lower median */
+  double typical = lens_lower_median(v, k);
   free(v);
   for (size_t i = 0; i < n; i++) {
     double all = sender_ns[i], wire = wire_ns[i]; /* read before the outputs (they may alias) */
