@@ -52,10 +52,11 @@ expect "late rank, 16 MiB" 0 "$T/l2" "PASS instances matched on every rank and d
 run "$T/l3" check_late_rank.py --late-rank 0 --sleep-us 20000 "$T/late"
 expect "the punctual rank is not named" 1 "$T/l3" "FAIL rank 0 is the last rank: in 0 of 12" \
   "FAIL rank 0 named the straggler" "FAIL stragglers table led by rank 0" "FAIL the others' wait is about the sleep"
-# no late rank at all
+# no late rank at all (under TSan on a loaded machine the punctual replay itself ran a rank late by a millisecond
+# in 3 of 12 instances, named so: the checker must still fail, for whatever count, and for a wait far from the sleep)
 run "$T/l4" check_late_rank.py --late-rank 1 --sleep-us 20000 "$T/none"
-expect "no late rank, none named" 1 "$T/l4" "FAIL rank 1 named the straggler: in 0 of 12" \
-  "FAIL stragglers table led by rank 1: empty" "FAIL the others' wait is about the sleep: median 0.0 us"
+expect "no late rank, none named" 1 "$T/l4" "FAIL rank 1 named the straggler: in " \
+  "FAIL the others' wait is about the sleep: median "
 # a sleep shorter than twice the execution: the execution check's bound is live (exec ~49 us > 30 us)
 run "$T/l5" check_late_rank.py --late-rank 1 --sleep-us 60 "$T/late"
 expect "execution bound" 1 "$T/l5" "PASS rank 1 is the last rank" "FAIL execution does not hold the sleep"
