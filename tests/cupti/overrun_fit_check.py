@@ -11,9 +11,13 @@ the least polling delay of those points. Asserted:
    negative beyond its map's bound is flagged;
  - per rank, an unflagged channel's mapped start minus its true start is the
    least notice delay of the rank's honest items (from the truth), within
-   2 us + 30 ppm of the map's span: not less (no overrun point dragged the
-   line down), not more (the items noticed soonest, the owners of the shared
-   timers, were fitted: without them the line sat 1.1 ms late);
+   2 us + 30 ppm of the map's span below (no overrun point dragged the line
+   down) and, above, that plus the truth's slice spread (below): the line
+   lies under every point and its slope is fitted, so where the machine was
+   loaded for a stretch the line tilts up toward that stretch's least delay
+   (a CI run gave 5.3-5.9 us on a rank whose least delay was 0.35 us, slice
+   spread 14 us); not more (the items noticed soonest, the owners of the
+   shared timers, were fitted: without them the line sat 1.1 ms late);
  - a map's residual (how far the least notice delays of 16 slices of host
    time sit above the line) is the same statistic of the rank's true notice
    delays, within 5% + 5 us: the proxy's own variation, not inflated by
@@ -43,6 +47,26 @@ for k in kch:
 maps = {m["rank"]: m for m in v["clock_maps"]}
 if sorted(maps) != sorted(least):
     bad.append("clock maps for ranks %s, truth has %s" % (sorted(maps), sorted(least)))
+
+
+def slice_spread(r):
+    """The residual's own statistic from the truth: the rank's honest notices
+    (start and stop) cut into 16 slices of host time, how far each slice's
+    least true delay sits above the rank's least."""
+    pts = []
+    for k in kch:
+        if k["rank"] == r and not k["overrun"]:
+            pts.append((k["notice_start_ns"], k["notice_start_ns"] - k["true_start_ns"]))
+            pts.append((k["notice_stop_ns"], k["notice_stop_ns"] - k["true_stop_ns"]))
+    lo, hi = min(p[0] for p in pts), max(p[0] for p in pts)
+    mins = {}
+    for y, dly in pts:
+        s = (y - lo) * 16 // (hi - lo + 1)
+        mins[s] = min(mins.get(s, dly), dly)
+    return max(mins.values()) - min(mins.values())
+
+
+spread = {r: slice_spread(r) for r in least}
 checked = 0
 for launch in v["launches"]:
     for c in launch["channels"]:
@@ -62,27 +86,11 @@ for launch in v["launches"]:
             continue
         err = c["start_mono_ns"] - k["true_start_ns"]
         tol = 2000 + 30e-6 * (m["gpu_to"] - m["gpu_from"])
-        if abs(err - least[k["rank"]]) > tol:
-            bad.append("rank %d: mapped - true = %d ns, the least notice delay is %d ns (tolerance %.0f)"
-                       % (k["rank"], err, least[k["rank"]], tol))
+        over = err - least[k["rank"]]
+        if over < -tol or over > tol + spread[k["rank"]]:
+            bad.append("rank %d: mapped - true = %d ns, the least notice delay is %d ns (tolerance -%.0f..+%.0f)"
+                       % (k["rank"], err, least[k["rank"]], tol, tol + spread[k["rank"]]))
         checked += 1
-def slice_spread(r):
-    """The residual's own statistic from the truth: the rank's honest notices
-    (start and stop) cut into 16 slices of host time, how far each slice's
-    least true delay sits above the rank's least."""
-    pts = []
-    for k in kch:
-        if k["rank"] == r and not k["overrun"]:
-            pts.append((k["notice_start_ns"], k["notice_start_ns"] - k["true_start_ns"]))
-            pts.append((k["notice_stop_ns"], k["notice_stop_ns"] - k["true_stop_ns"]))
-    lo, hi = min(p[0] for p in pts), max(p[0] for p in pts)
-    mins = {}
-    for y, dly in pts:
-        s = (y - lo) * 16 // (hi - lo + 1)
-        mins[s] = min(mins.get(s, dly), dly)
-    return max(mins.values()) - min(mins.values())
-
-
 ref = None
 if len(sys.argv) > 3:
     ref = max(c["residual_ns"] for c in json.load(open(sys.argv[3]))["clock_maps"])
