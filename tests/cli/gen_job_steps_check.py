@@ -79,6 +79,10 @@ try:
         if t["bytes"] != t["ops"] * op_bytes or t["bytes"] <= 0:
             fail("summary: proxy %s:%d: %d bytes, want %d ops x %d" % (t["host"], t["pid"], t["bytes"], t["ops"],
                                                                      op_bytes))
+        # the generator writes no ProxyCtrl: the thread's shares are not recorded (null), not 0
+        shares = {k: t[k + "_fraction"] for k in ("active", "sleep", "idle", "append")}
+        if any(v is not None for v in shares.values()):
+            fail("summary: proxy %s:%d without ProxyCtrl has shares %s, want null" % (t["host"], t["pid"], shares))
 
     jv = run(["job", "--json", job])
     want = sorted((s["seq"], s["rank"]) for s in truth["stragglers"])

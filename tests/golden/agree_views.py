@@ -179,7 +179,14 @@ def check_arrival(s, job, summ, md):
              str(times[(comm, int(cells[1]))]))
 
 
-def check_links(s, job, net, rep):
+def check_links(s, job, net, rep, md):
+    few = [c for c in net["connections"] if c["few_steps"]]
+    same(s, "no net connection both slow and judged on too few steps", [c for c in few if c["slow"]], [])
+    m = re.search(r"^- (\d+) connections? slow by the rule on fewer than \d+ timed steps, too few to judge "
+                  r"\(r(\d+) -> r(\d+) ch (\d+)\)$", md, re.M)
+    same(s, "report's too-few-steps line = net's few_steps connections (count, first)",
+         (int(m.group(1)), int(m.group(2)), int(m.group(3)), int(m.group(4))) if m else None,
+         (len(few), few[0]["src"], few[0]["dst"], few[0]["channel"]) if few else None)
     if rep["net"] is None:
         same(s, "report has no network section <=> net has no connection", net["totals"]["connections"], 0)
         return
@@ -398,7 +405,7 @@ def check(s, v, full):
         same(s, "report --html's data = report --json", v["html"], v["rep"])
     check_stragglers(s, v["job"], v["net"], v["rep"], v["diff"])
     check_arrival(s, v["job"], v["summ"], v["md"])
-    check_links(s, v["job"], v["net"], v["rep"])
+    check_links(s, v["job"], v["net"], v["rep"], v["md"])
     check_busbw(s, v["job"], v["summ"], v["rep"])
     check_diff_rows(s, v["job"], v["diff"])
     check_hang(s, v["hang"], v["job"], v["summ"], v["rep"])
@@ -445,6 +452,8 @@ MUTATIONS = [
         "| replay-world | 2 | 87 |", "| replay-world | 2 | 87 | 1 ns | 1 ns | 83 |\n| x | 2 | 87 |"))),
     ("job-slow-link", "report --html's data", lambda v: v["html"]["net"]["matrix"]["cells"].pop()),
     ("all", "diff of a set against itself", lambda v: v["diff"].__setitem__("changed", 1)),
+    ("all", "report's too-few-steps line", lambda v: first(v["net"]["connections"], lambda c: c["few_steps"])
+     .__setitem__("few_steps", False)),
     ("job-slow-link", "net totals.slow_connections", lambda v: v["net"]["totals"].__setitem__("slow_connections", 0)),
     ("job-slow-link", "report slow_link/stands_out", lambda v: v["rep"]["net"]["slowest"][0]
      .__setitem__("slow_link", False)),

@@ -538,8 +538,8 @@ void lens_net_print_json_listed(FILE *f, const struct lens_model *m, const struc
     fputs(",\"asymmetry\":", f);
     if (c->reverse >= 0) lens_json_double(f, c->asymmetry);
     else fputs("null", f);
-    fprintf(f, ",\"stands_out\":%s,\"slow\":%s,\"order\":%d}", c->stands_out ? "true" : "false",
-            c->slow ? "true" : "false", c->order);
+    fprintf(f, ",\"stands_out\":%s,\"slow\":%s,\"few_steps\":%s,\"order\":%d}", c->stands_out ? "true" : "false",
+            c->slow ? "true" : "false", c->few_steps ? "true" : "false", c->order);
   }
   fputs("],\n\"instances\":[", f);
   for (size_t i = 0, k = 0; i < n->n_insts; i++) {

@@ -316,7 +316,9 @@ static void proxies(FILE *f, const struct lens_model *m, const struct lens_repor
       char pb[MD_LABEL], nb[MD_LABEL];
       fprintf(f, "| %s tid %u | %s | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " |", md_proc(&m->procs[t->proc], pb, sizeof pb),
               t->tid, lens_fmt_md(nz(t->name), nb, sizeof nb), p->ops, p->steps, p->bytes);
-      for (int k2 = 0; k2 < 4; k2++) fprintf(f, " %.1f%% |", pct(p->state_ns[k2], p->span_ns));
+      for (int k2 = 0; k2 < 4; k2++)
+        if (p->span_ns) fprintf(f, " %.1f%% |", pct(p->state_ns[k2], p->span_ns));
+        else fputs(" - |", f); /* no ProxyCtrl span: not recorded, not 0 % */
       fputc('\n', f);
     }
     lens_fmt_rows_end(&rows);

@@ -313,7 +313,10 @@ void lens_summary_print_text(FILE *f, const struct lens_model *m, const struct l
       lens_fmt_bytes(p->bytes, b, sizeof b);
       uint64_t tot = proxy_total(p);
       fprintf(f, "  %-28s %-16s %8" PRIu64 " %8" PRIu64 " %10s", who, t->name[0] ? t->name : "-", p->ops, p->steps, b);
-      for (int k2 = 0; k2 < 4; k2++) fprintf(f, " %7.1f", tot ? 100.0 * (double)p->state_ns[k2] / (double)tot : 0.0);
+      /* no ProxyCtrl span (its events masked out, or a writer that records none): not recorded, not 0 % */
+      for (int k2 = 0; k2 < 4; k2++)
+        if (tot) fprintf(f, " %7.1f", 100.0 * (double)p->state_ns[k2] / (double)tot);
+        else fprintf(f, " %7s", "-");
       fputc('\n', f);
     }
     lens_fmt_rows_end(&rows);
@@ -420,7 +423,8 @@ void lens_summary_print_json(FILE *f, const struct lens_model *m, const struct l
     uint64_t tot = proxy_total(p);
     for (int k = 0; k < 4; k++) {
       fprintf(f, ",\"%s_ns\":%" PRIu64 ",\"%s_fraction\":", proxy_state_names[k], p->state_ns[k], proxy_state_names[k]);
-      lens_json_double(f, tot ? (double)p->state_ns[k] / (double)tot : 0.0);
+      if (tot) lens_json_double(f, (double)p->state_ns[k] / (double)tot);
+      else fputs("null", f); /* no ProxyCtrl span: not recorded */
     }
     fputc('}', f);
   }
