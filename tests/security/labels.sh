@@ -3,7 +3,8 @@
 # commName, the application's) is written here with a terminal escape, a
 # line break and a right-to-left override. No text view may pass a control
 # byte to the terminal or start a forged line (the reader cleans every label:
-# lens_label_clean). Usage: labels.sh BUILD_DIR
+# lens_label_clean). The same for the names of the files in a directory
+# handed to the CLI (lens_cli_shown). Usage: labels.sh BUILD_DIR
 set -euo pipefail
 build=$1
 lens=$build/bin/nccl-lens
@@ -52,5 +53,31 @@ for view in summary job hang report "summary --wide" "job --all" net validate; d
   if grep -q '^FORGED' <<<"$out"; then echo "FAIL: $view starts a forged line"; fail=1; fi
   if grep -q $'\xe2\x80\xae' <<<"$out"; then echo "FAIL: $view writes a direction override"; fail=1; fi
   echo "ok: $view"
+done
+
+# A directory handed to the CLI may hold files another user named: an escape, a line break and a direction
+# override in the name. The views show the name cleaned (lens_cli_shown), the reader still opens the file: a
+# trace cut short (summary and report name it) and one that is no trace at all (the error line names it).
+mkdir "$tmp/names" "$tmp/bad"
+"$lens" replay --quiet --scenario allreduce --nodes 2 --ranks-per-node 1 --iters 3 --out "$tmp/tr2" >/dev/null
+files=("$tmp"/tr2/*.lens)
+cp "${files[0]}" "$tmp/names/"$'ok\x1b]0;owned\x07\x1b[31m\nFORGED name\xe2\x80\xaerev.lens'
+head -c 3000 "${files[1]}" >"$tmp/names/"$'cut\x1b[2J\nFORGED cut\xe2\x80\xae.lens'
+printf 'not a trace at all' >"$tmp/bad/"$'bad\x1b[2J\nFORGED bad\xe2\x80\xae.lens'
+for view in summary report validate job hang net "summary --json" BAD; do
+  if [ "$view" = BAD ]; then
+    out=$("$lens" summary "$tmp/bad" 2>&1) && { echo "FAIL: summary read a file that is no trace"; fail=1; }
+    grep -qF 'bad?[2J?FORGED bad???.lens' <<<"$out" || { echo "FAIL: the error does not name the file, cleaned"; fail=1; }
+  else
+    # shellcheck disable=SC2086
+    out=$("$lens" $view "$tmp/names" 2>&1) || true
+    case $view in summary|report)
+      if ! grep -qF 'cut?[2J?FORGED cut???.lens' <<<"$out"; then echo "FAIL: $view does not name the cut file"; fail=1; fi ;;
+    esac
+  fi
+  if LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' <<<"$out"; then echo "FAIL: $view (file names) writes a control byte"; fail=1; fi
+  if grep -q '^FORGED' <<<"$out"; then echo "FAIL: $view (file names) starts a forged line"; fail=1; fi
+  if grep -q $'\xe2\x80\xae' <<<"$out"; then echo "FAIL: $view (file names) writes a direction override"; fail=1; fi
+  echo "ok: $view (file names)"
 done
 exit $fail

@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lens_utf8.h"
+
 static struct { const char *real, *shown; } aliases[64];
 
 void lens_cli_input_alias(const char *real, const char *shown) {
@@ -72,27 +74,43 @@ static void put_aliased(FILE *out, const char *msg) {
   }
 }
 
+const char *lens_cli_shown(const char *name, char *buf, size_t cap) {
+  if (!cap) return "";
+  snprintf(buf, cap, "%s", name ? name : "");
+  lens_label_clean(buf, cap);
+  return buf;
+}
+
 int lens_cli_error(const char *cmd, const char *fmt, ...) {
+  char msg[4096], line[8192];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  /* the whole line, aliases put in, then cleaned: no part of it reaches the terminal raw */
+  FILE *mem = fmemopen(line, sizeof line, "w");
+  if (mem) {
+    put_aliased(mem, msg);
+    fputc(0, mem);
+    fclose(mem);
+    line[sizeof line - 1] = 0;
+  } else {
+    snprintf(line, sizeof line, "%s", msg);
+  }
+  lens_label_clean(line, sizeof line);
+  FILE *out = err_out();
+  fprintf(out, "nccl-lens %s: %s\n", cmd, line);
+  return 1;
+}
+
+int lens_cli_usage(const char *cmd, const char *fmt, ...) {
   char msg[4096];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  FILE *out = err_out();
-  fprintf(out, "nccl-lens %s: ", cmd);
-  put_aliased(out, msg);
-  fputc('\n', out);
-  return 1;
-}
-
-int lens_cli_usage(const char *cmd, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  FILE *out = err_out();
-  fprintf(out, "nccl-lens %s: ", cmd);
-  vfprintf(out, fmt, ap);
-  fprintf(out, " (try 'nccl-lens %s --help')\n", cmd);
-  va_end(ap);
+  lens_label_clean(msg, sizeof msg); /* it may quote an argument, e.g. an unknown option */
+  fprintf(err_out(), "nccl-lens %s: %s (try 'nccl-lens %s --help')\n", cmd, msg, cmd);
   return 2;
 }
 

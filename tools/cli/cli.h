@@ -4,13 +4,17 @@
 
 #include <stdio.h>
 
-/* Prints "nccl-lens <cmd>: <message>" on one line to stderr. Returns 1. */
+/* Prints "nccl-lens <cmd>: <message>" on one line to stderr. Returns 1. The
+ * line is cleaned as labels are (lens_label_clean): a file name another user
+ * chose (an input in a shared directory) brings no terminal escape, line
+ * break or direction override with it. */
 int lens_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* A usage error: "nccl-lens <cmd>: <message> (try 'nccl-lens <cmd> --help')"
  * on one line to stderr, never the whole usage. Returns 2 (the exit status
  * of a usage error in every command). */
 int lens_cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* (both clean their line: lens_cli_shown below) */
 
 /* Error and usage lines of one piece of work run on a worker thread, kept
  * to be said in input order once the work is done: two threads that each
@@ -35,6 +39,11 @@ void lens_cli_say_in_order(struct lens_cli_capture *said, const unsigned char *f
  * spooled input is read by) as `shown` (the name the user gave); shown NULL
  * forgets it. At most 64 at once; more are written as they are. */
 void lens_cli_input_alias(const char *real, const char *shown);
+
+/* name (a file name, a path: anything not ours) as a terminal may show it:
+ * copied into buf and cleaned as labels are (control bytes, malformed UTF-8,
+ * direction controls become '?'). Returns buf. */
+const char *lens_cli_shown(const char *name, char *buf, size_t cap);
 
 /* A directory named on the command line (--dir): 0 when it is one, else its one error line
  * ("nccl-lens <cmd>: DIR: reason") and 1. */

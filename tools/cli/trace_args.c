@@ -136,6 +136,10 @@ void lens_trace_cli_free(struct lens_trace_cli *c) {
   free(c->spooled);
   c->spooled = NULL;
   c->n_spooled = 0;
+  for (size_t i = 0; i < c->n_renamed; i++) free(c->renamed[i].shown);
+  free(c->renamed);
+  c->renamed = NULL;
+  c->n_renamed = 0;
   free(c->paths);
   free(c->cupti);
   for (size_t i = 0; i < c->n_owned; i++) free(c->owned[i]);
@@ -187,15 +191,45 @@ static int spool_inputs(const char *cmd, struct lens_trace_cli *c) {
   return 0;
 }
 
-/* The name the user gave a spooled input, else p itself. */
+/* The name the user gave a spooled input, else p itself; either cleaned
+ * when it needed it (renamed). */
 static const char *shown_name(const struct lens_trace_cli *c, const char *p) {
   for (size_t i = 0; p && i < c->n_spooled; i++)
-    if (!strcmp(p, c->spooled[i].fd_path)) return c->spooled[i].shown;
+    if (!strcmp(p, c->spooled[i].fd_path)) {
+      p = c->spooled[i].shown;
+      break;
+    }
+  for (size_t i = 0; p && i < c->n_renamed; i++)
+    if (!strcmp(p, c->renamed[i].real)) return c->renamed[i].shown;
   return p;
 }
 
+/* A cleaned copy of every input name a terminal must not see raw (spooled
+ * inputs by the name the user gave). 0, or 1 after one error line. */
+static int rename_inputs(const char *cmd, struct lens_trace_cli *c) {
+  for (size_t i = 0; i < c->n; i++) {
+    const char *name = shown_name(c, c->paths[i]);
+    size_t len = strlen(name);
+    char *copy = malloc(len + 1);
+    if (!copy) return lens_cli_error(cmd, "out of memory");
+    lens_cli_shown(name, copy, len + 1);
+    if (!memcmp(copy, name, len)) {
+      free(copy);
+      continue;
+    }
+    struct lens_trace_renamed *v = realloc(c->renamed, (c->n_renamed + 1) * sizeof *v);
+    if (!v) {
+      free(copy);
+      return lens_cli_error(cmd, "out of memory");
+    }
+    c->renamed = v;
+    c->renamed[c->n_renamed++] = (struct lens_trace_renamed){.real = name, .shown = copy};
+  }
+  return 0;
+}
+
 void lens_trace_cli_name_inputs(const struct lens_trace_cli *c, struct lens_model *m) {
-  if (!m || !c->n_spooled) return;
+  if (!m || (!c->n_spooled && !c->n_renamed)) return;
   for (size_t f = 0; f < m->n_files; f++) m->files[f].path = shown_name(c, m->files[f].path);
   for (size_t d = 0; d < m->n_same_traces; d++) {
     m->same_traces[d].path = shown_name(c, m->same_traces[d].path);
@@ -267,7 +301,7 @@ int lens_trace_cli_expand_dirs(const char *cmd, struct lens_trace_cli *c) {
   c->paths = out;
   c->expanded = 1;
   c->n = k;
-  return spool_inputs(cmd, c);
+  return spool_inputs(cmd, c) || rename_inputs(cmd, c);
 oom:
   free(out);
   return lens_cli_error(cmd, "out of memory");

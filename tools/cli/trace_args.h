@@ -31,6 +31,11 @@ struct lens_trace_cli {
   /* "-" and NAME.gz inputs, spooled into sealed memfds (cli/trace_input.h):
    * paths[] names them /proc/self/fd/N; closed by lens_trace_cli_free. */
   struct lens_trace_spooled { int fd; char *fd_path; const char *shown; } *spooled; size_t n_spooled;
+  /* Inputs whose names hold control bytes, malformed UTF-8 or direction
+   * controls (a file another user named, in a directory handed to us): the
+   * views show a cleaned copy (lens_cli_shown), the reader opens the real
+   * name. Freed by lens_trace_cli_free. */
+  struct lens_trace_renamed { const char *real; char *shown; } *renamed; size_t n_renamed;
   /* A directory's file with one of those suffixes is taken only when this
    * says 1 (NULL: every one): e.g. JSON files that are Kineto traces. */
   int (*dir_accept)(const char *path);

@@ -158,9 +158,11 @@ static int kineto_same_rank(const struct map_ctx *x, size_t *count) {
       continue;
     }
     (*count)++;
+    char a[512], b[512];
     fprintf(stderr, "nccl-lens %s: %s: rank %" PRId64 " again (also %s): an instance both files hold counts "
                     "one of its two kernels\n",
-            CMD, x->paths[x->kinetos[k[i].file]], k[i].rank, x->paths[x->kinetos[k[first].file]]);
+            CMD, lens_cli_shown(x->paths[x->kinetos[k[i].file]], a, sizeof a), k[i].rank,
+            lens_cli_shown(x->paths[x->kinetos[k[first].file]], b, sizeof b));
   }
   free(k);
   return 0;
