@@ -13,4 +13,10 @@
  * or cut short by n). */
 size_t lens_utf8_seq(const unsigned char *s, size_t n, uint32_t *cp);
 
+/* Makes a label read from a file (name, host, comm, string; a Kineto name,
+ * a file name) safe to print: control bytes, malformed UTF-8 and invisible
+ * direction controls become '?', in place, the length unchanged; up to its
+ * NUL or cap bytes. One rule for every reader and view. */
+void lens_label_clean(char *s, size_t cap);
+
 #endif

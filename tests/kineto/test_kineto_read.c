@@ -140,6 +140,25 @@ static int read_err(const char *path, char *err, size_t len, struct lens_kineto_
   return lens_kineto_read(path, count_ev, &c, in, err, len);
 }
 
+/* A name is the application's: cleaned by the rule every label follows (lens_label_clean): an escape, a
+ * line break, a NUL and a direction override become '?', well-formed UTF-8 (an accent) is kept. */
+static char seen_name[256];
+static int keep_name(void *ctx, const struct lens_kineto_event *e) {
+  (void)ctx;
+  snprintf(seen_name, sizeof seen_name, "%s", e->name);
+  return 0;
+}
+static void test_name_cleaned(void **s) {
+  (void)s;
+  static const char doc[] = "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":"
+                            "\"ncclK\\u001b[31m\\nFORGED\\u0000x\\u202erev caf\\u00e9\",\"ts\":1,\"dur\":2}]}";
+  char err[512];
+  struct lens_kineto_info in;
+  assert_int_equal(lens_kineto_read(write_file("names.json", doc, sizeof doc - 1), keep_name, NULL, &in, err, sizeof err),
+                   0);
+  assert_string_equal(seen_name, "ncclK?[31m?FORGED?x???rev caf\xc3\xa9");
+}
+
 static void test_deep(void **s) {
   (void)s;
   char buf[4096], err[512];
@@ -366,7 +385,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       /* first: the peak RSS it measures against is this process's before any other read */
       cmocka_unit_test(test_bounded_memory), cmocka_unit_test(test_b200),         cmocka_unit_test(test_hta_pair),
-      cmocka_unit_test(test_deep),           cmocka_unit_test(test_huge_tokens),  cmocka_unit_test(test_truncated),
+      cmocka_unit_test(test_name_cleaned),   cmocka_unit_test(test_deep),           cmocka_unit_test(test_huge_tokens),  cmocka_unit_test(test_truncated),
       cmocka_unit_test(test_wrong_types),    cmocka_unit_test(test_not_kineto),   cmocka_unit_test(test_many_groups),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

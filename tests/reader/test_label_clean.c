@@ -11,6 +11,7 @@
 
 #include "reader_test_util.h"
 #include "trace_builder.h"
+#include "lens_utf8.h"
 
 static void clean_is(const char *in, const char *want) {
   char buf[128];

@@ -7,6 +7,7 @@
 
 #include "lens_checked.h"
 #include "reader_priv.h"
+#include "lens_utf8.h"
 
 /* Copy up to sizeof(*dst) bytes of payload into a zeroed dst. */
 static void copy_in(void *dst, size_t dst_len, const uint8_t *p, uint32_t len) {

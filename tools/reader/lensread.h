@@ -487,10 +487,7 @@ const char *lens_time_source_name(uint32_t source); /* "host-notice", "gpu-ptime
 const char *lens_clock_map_source_name(uint32_t source);
 /* Every record a process's plugin counted as lost (its DROPS counters summed). */
 uint64_t lens_drops_total(const struct lens_drops *d);
-/* Makes a label read from a file (name, host, comm, string) safe to print:
- * control bytes, malformed UTF-8 and invisible direction controls become
- * '?', in place, the length unchanged; up to its NUL or cap bytes. */
-void lens_label_clean(char *s, size_t cap);
+/* lens_label_clean (common/lens_utf8.h) cleans every label a reader reads. */
 /* Bytes moved by a Coll/P2p/CollApi/P2pApi event: count * datatype size (0 if unknown). */
 uint64_t lens_event_bytes(const struct lens_model *m, const struct lens_event *e);
 size_t lens_datatype_size(const char *datatype);

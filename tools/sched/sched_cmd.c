@@ -22,6 +22,7 @@
 #include "lens_safe_fs.h"
 #include "lensread.h"
 #include "nccl-lens/registry.h"
+#include "lens_utf8.h"
 
 #define CMD "sched"
 #define LENS_SCHED_MAX_DURATION_S 2592000.0

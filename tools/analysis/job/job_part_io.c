@@ -67,6 +67,7 @@
 #include "lens_checked.h"
 #include "lens_chunk.h"
 #include "mem_hint.h"
+#include "lens_utf8.h"
 
 /* zstd level of the sections: 3 (zstd's default) took 2.40 MB of a host's
  * partial to 344 KB, 1 to 357 KB, 9 to 324 KB at several times the time. */

@@ -5,6 +5,8 @@
 #define _GNU_SOURCE
 #include "kineto_read.h"
 
+#include "lens_utf8.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -156,14 +158,18 @@ static int parse_us_ns(const char *s, size_t n, int64_t *out) {
   return 0;
 }
 
-/* A string field's copy: truncated to the field (counted), unprintable bytes as '?'. */
+/* A string field's copy: truncated to the field (counted), cleaned as labels are (lens_label_clean). */
 static void copy_str(struct st *x, char *dst, size_t cap, const unsigned char *s, size_t n) {
   if (n >= cap) {
     n = cap - 1;
     x->info->truncated++;
   }
-  for (size_t i = 0; i < n; i++) dst[i] = s[i] >= 0x20 && s[i] < 0x7f ? (char)s[i] : '?';
+  /* the same rule as every label the trace readers read (a kernel's or a process group's name is the
+   * application's): control bytes, malformed UTF-8 (a name cut above included) and direction controls
+   * become '?', well-formed UTF-8 is kept */
+  for (size_t i = 0; i < n; i++) dst[i] = s[i] ? (char)s[i] : '?'; /* a \u0000 too */
   dst[n] = 0;
+  lens_label_clean(dst, cap);
 }
 
 /* The integers in "[0, 1, 2]" (a Process Group Ranks string). */
