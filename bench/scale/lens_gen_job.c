@@ -463,6 +463,10 @@ static int write_rank(int r) {
     stop(&o, co, mono(h, ke + T_LAG + 300));
   }
   rc |= flush_events(&o) | o.err;
+  /* the application destroys its communicator, then the process finalizes: as the plugin writes them (a job that
+   * never finalized its communicators read as "not finalized" on every rank in the report) */
+  struct lens_comm_fini cf = {.context = ctx, .fini_mono_ns = mono(h, n_inst * C.period_ns), .comm_index = 0};
+  rc |= put_chunk(&o, LENS_CHUNK_COMM_FINI, &cf, sizeof cf);
   struct lens_fini fi = {.at_mono_ns = mono(h, n_inst * C.period_ns), .events_written = o.events,
                          .chunks_written = o.seq + 1, .reason = 1};
   rc |= put_chunk(&o, LENS_CHUNK_FINI, &fi, sizeof fi);

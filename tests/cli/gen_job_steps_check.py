@@ -11,7 +11,10 @@ the stragglers and the bytes of an op):
     (nonzero), its steps split with nothing unknown: a send link's time in
     GPU wait, peer wait and wire (all > 0, the wire the most), a receive
     link's in data wait, flush and GPU wait (all > 0); the totals' unknown 0;
-  - `summary --json`: every proxy thread's bytes = its ops x op_bytes;
+  - `summary --json`: every proxy thread's bytes = its ops x op_bytes, and
+    its state shares null (the generator writes no ProxyCtrl: not recorded);
+  - `report --all`: every rank's communicator init is finalized (the
+    generator writes each rank's COMM_FINI, as the plugin does);
   - `job --json`: the late collectives are exactly the truth's stragglers
     (same instance, same rank, cause late_app_call), and each straggler's
     times_last is its count in the truth.
@@ -19,6 +22,7 @@ usage: gen_job_steps_check.py NCCL_LENS_BIN LENS_GEN_JOB_BIN"""
 import collections
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -34,11 +38,11 @@ def fail(msg):
     print("FAIL: " + msg)
 
 
-def run(args):
+def run(args, as_json=True):
     p = subprocess.run([lens] + args, capture_output=True, timeout=120)
     if p.returncode != 0:
         raise SystemExit("nccl-lens %s: exit %d\n%s" % (" ".join(args), p.returncode, p.stderr.decode()))
-    return json.loads(p.stdout.decode())
+    return json.loads(p.stdout.decode()) if as_json else p.stdout.decode()
 
 
 tmp = tempfile.mkdtemp(prefix="lens-gen-steps.")
@@ -83,6 +87,13 @@ try:
         shares = {k: t[k + "_fraction"] for k in ("active", "sleep", "idle", "append")}
         if any(v is not None for v in shares.values()):
             fail("summary: proxy %s:%d without ProxyCtrl has shares %s, want null" % (t["host"], t["pid"], shares))
+
+    md = run(["report", "--all", job], as_json=False)
+    init_row = re.compile(r"^\| world \| \S+ \| \d+ \| %d \| %d \| " % (RANKS, HOSTS))  # the inits table's
+    inits = [l for l in md.splitlines() if init_row.match(l)]
+    if len(inits) != RANKS or any(l.endswith("| not finalized |") for l in inits):
+        fail("report: %d inits of world (want %d), %d not finalized (want 0)"
+             % (len(inits), RANKS, sum(l.endswith("| not finalized |") for l in inits)))
 
     jv = run(["job", "--json", job])
     want = sorted((s["seq"], s["rank"]) for s in truth["stragglers"])
