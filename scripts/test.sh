@@ -5,11 +5,11 @@
 #               tests), the golden outputs of every scenario (golden) and the tests whose assertions a
 #               sanitizer build relaxes (strict); with --quick, every test (eBPF tests need root or
 #               CAP_BPF+CAP_PERFMON, else they skip)
-#   build-asan  ASan + UBSan (-O1 -g1): every test but nosan (the golden views on nine scenarios)
+#   build-asan  ASan + UBSan (-O1 -g1): every test but nosan (the golden views on six scenarios)
 #   build-tsan  TSan (-O1 -g1): the tests of code that runs threads: labels plugin, replay, agent, nvtx and
-#               threads (the CLI's passes over several hosts), not nosan or notsan
+#               threads (the CLI's passes over several hosts), not nosan
 # then the fuzz targets (tests/fuzz/run_fuzz.sh: clang, build-fuzz), each for
-# LENS_FUZZ_SECONDS (default 20; 0 skips them). Each stage prints its seconds:
+# LENS_FUZZ_SECONDS (default 15; 0 skips them). Each stage prints its seconds:
 # CI must stay within 30 minutes on 2 cores (README.md, Tests, has the figures).
 # Usage: scripts/test.sh [--quick]   (--quick: the normal build only, every test)
 set -euo pipefail
@@ -35,8 +35,8 @@ stage "ASan build"
 stage "ASan suite"
 scripts/setup.sh build-tsan -DLENS_SANITIZER=thread
 stage "TSan build"
-(cd build-tsan && ctest --output-on-failure -j "$jobs" -L 'plugin|replay|agent|nvtx|threads' -LE 'nosan|notsan')
+(cd build-tsan && ctest --output-on-failure -j "$jobs" -L 'plugin|replay|agent|nvtx|threads' -LE 'nosan')
 stage "TSan suite"
-tests/fuzz/run_fuzz.sh "${LENS_FUZZ_SECONDS:-20}"
+tests/fuzz/run_fuzz.sh "${LENS_FUZZ_SECONDS:-15}"
 stage "fuzz"
 echo "test: all suites passed"

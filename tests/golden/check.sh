@@ -8,7 +8,7 @@
 # the change of expected/ in the diff of the commit.
 # GOLDEN_SCENARIOS (space-separated, default every scenario): only these
 # scenarios' outputs (and every diff pair's) are made and compared; the
-# sanitizer builds check a third of them (CI time, tests/golden/CMakeLists.txt).
+# sanitizer builds check six (CI time, tests/golden/CMakeLists.txt).
 # usage: check.sh NCCL_LENS_BIN
 set -u
 [ $# -eq 1 ] || { echo "usage: check.sh NCCL_LENS_BIN"; exit 2; }
