@@ -180,9 +180,10 @@ static int walk_chunks(struct lens_builder *b, struct lens_file *f, const uint8_
   return 0;
 }
 
-/* The events and states arrays sized once for the most the files can
- * hold, before the file's records are read: grown by doubling, each step
- * copied the array, and with the pass driver's heap (no mmap, no trim:
+/* The events and states arrays (and the folded steps' with
+ * LENS_LOAD_FOLD_STEPS) sized once for the most the files can hold,
+ * before the file's records are read: grown by doubling, each step copied
+ * the array, and with the pass driver's heap (no mmap, no trim:
  * tools/cli/passes.c) the old copies stayed behind as holes in the heap,
  * a hundred MB of resident memory on 0.8 M events (issue 23). The bound
  * is the fixed records the file's EVENTS chunks hold (a packed chunk
@@ -206,9 +207,19 @@ static void presize(struct lens_builder *b, const struct lens_chunk_view *v, siz
   uint64_t est = (uint64_t)all;
   (void)lens_vec_reserve((void **)&b->m->events, &b->cap_events, b->m->n_events + (size_t)(est / 48) + 16,
                          sizeof *b->m->events);
-  if (!(b->flags & LENS_LOAD_FOLD_STEPS)) /* folded, most STATEs are a step's, kept in its fstep */
-    (void)lens_vec_reserve((void **)&b->states, &b->cap_states, b->n_states + (size_t)(est / 40) + 16,
-                           sizeof *b->states);
+  /* Folded, most STATEs are a step's, kept in its fstep; the others' (a
+   * ProxyOp's, a ProxyCtrl's) still grew by doubling here. */
+  (void)lens_vec_reserve((void **)&b->states, &b->cap_states, b->n_states + (size_t)(est / 40) + 16,
+                         sizeof *b->states);
+  if (!(b->flags & LENS_LOAD_FOLD_STEPS)) return;
+  /* Folded, the steps (two thirds of the STARTs of a real trace) go to
+   * fsteps instead of events: the same bound, or their doublings were a
+   * tenth of summary's user cycles (realloc's copies, then their holes). */
+  (void)lens_vec_reserve((void **)&b->fsteps, &b->cap_fsteps, b->n_fsteps + (size_t)(est / 48) + 16,
+                         sizeof *b->fsteps);
+  if (b->flags & LENS_LOAD_STEP_FACTS) /* one fmore per fstep */
+    (void)lens_vec_reserve((void **)&b->fmore, &b->cap_fmore, b->n_fsteps + (size_t)(est / 48) + 16,
+                           sizeof *b->fmore);
 }
 
 static int load_file(struct lens_builder *b, const char *path, uint64_t *done, uint64_t total,
