@@ -1,7 +1,7 @@
 /* `nccl-lens demo` end to end: replay through the real plugin, then export
- * and summary. Checks the files it promises, that they parse, and that the
+ * and summary. Checks the files it promises, that they parse, that the
  * timeline holds exactly the KernelCh the replay says it started, for as many
- * processes as it ran. */
+ * processes as it ran, and that its summaries are the summary command's. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -55,6 +55,23 @@ static void test_demo(void **state) {
   assert_true(a > 0);
   assert_int_equal(a, b); /* one in-flight slice per Coll/P2p counted by the summary */
   assert_non_null(strstr(rep, "steps True comms True"));
+  /* One answer: the demo's summaries are `nccl-lens summary`'s of its
+   * traces, byte for byte (they once came from a one-model path of their
+   * own, without the job view that leads the command's). */
+  char traces[200], again[220];
+  snprintf(traces, sizeof traces, "%s/traces", dir);
+  for (int json = 0; json < 2; json++) {
+    snprintf(again, sizeof again, "%s/again.%s", dir, json ? "json" : "txt");
+    const char *sargs[] = {"summary", "-o", again, json ? "--json" : traces, json ? traces : NULL, NULL};
+    assert_int_equal(cli_run(&r, sargs), 0);
+    assert_int_equal(r.status, 0);
+  }
+  assert_int_equal(cli_python("import sys\nd=sys.argv[1]\n"
+                              "same=[open(d+'/summary.'+x).read()==open(d+'/again.'+x).read() for x in ('txt','json')]\n"
+                              "print('same', same, 'job' , 'the job (nccl-lens job' in open(d+'/summary.txt').read())\n",
+                              dir, rep, sizeof rep),
+                   0);
+  assert_string_equal(rep, "same [True, True] job True\n");
   /* a second run replaces the first run's traces instead of mixing them in */
   assert_int_equal(cli_run(&r, args), 0);
   assert_int_equal(r.status, 0);

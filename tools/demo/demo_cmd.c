@@ -16,14 +16,12 @@
 #include "cli/opt.h"
 #include "lens_exe_dir.h"
 #include "demo/demo_hooks.h"
-#include "export/chrome.h"
-#include "export/load_traces.h"
-#include "analysis/analyses.h"
-#include "summary/summary_print.h"
 
 #define CMD "demo"
 
 __attribute__((weak)) int lens_cmd_replay(int argc, char **argv);
+int lens_cmd_export(int argc, char **argv);
+int lens_cmd_summary(int argc, char **argv);
 
 static void usage(FILE *f) {
   fprintf(f, "usage: nccl-lens demo [--out DIR] [--plugin PATH]\n"
@@ -94,38 +92,27 @@ static int run_replay(const char *plugin, const char *traces, const char *truth)
   return lens_cmd_replay(argc, (char **)argv);
 }
 
-static int write_outputs(const char *dir, char **files, size_t n, struct lens_chrome_counts *cc, size_t *events) {
-  struct lens_model *m = lens_cli_load(CMD, (const char *const *)files, n, NULL);
-  if (!m) return 1;
-  *events = m->n_events;
+/* The timeline and the summaries are written by the commands a user runs
+ * next (`nccl-lens export`, `nccl-lens summary`), on the same directory: the
+ * demo's files are their answers, not a second path to them (the summary
+ * leads with the job view, as `nccl-lens summary` does). */
+static int run_cmd(int (*cmd)(int, char **), const char *name, const char *flag, const char *out,
+                   const char *traces) {
+  const char *argv[6] = {name, "-o", out, traces, NULL, NULL};
+  int argc = 4;
+  if (flag) argv[3] = flag, argv[4] = traces, argc = 5;
+  return cmd(argc, (char **)argv);
+}
+
+static int write_outputs(const char *dir, const char *traces) {
   char path[PATH_MAX];
-  int rc = 0;
   snprintf(path, sizeof path, "%s/trace.json", dir);
-  FILE *f = lens_cli_fopen_new(path);
-  if (!f || lens_export_chrome(f, m, cc) || fclose(f)) {
-    rc = lens_cli_error(CMD, "cannot write %s", path);
-    goto done;
-  }
-  struct lens_summary s;
-  if (lens_summary_build(m, &s, lens_analyze_gpu != NULL)) {
-    rc = lens_cli_error(CMD, "out of memory");
-    goto done;
-  }
+  int rc = run_cmd(lens_cmd_export, "export", NULL, path, traces);
   for (int json = 0; json < 2 && !rc; json++) {
     snprintf(path, sizeof path, "%s/%s", dir, json ? "summary.json" : "summary.txt");
-    f = lens_cli_fopen_new(path);
-    if (!f) {
-      rc = lens_cli_error(CMD, "cannot write %s", path);
-      break;
-    }
-    if (json) lens_summary_print_json(f, m, &s, NULL); /* one host: no alignment to show */
-    else lens_summary_print_text(f, m, &s, NULL);
-    if (fclose(f)) rc = lens_cli_error(CMD, "cannot write %s", path);
+    rc = run_cmd(lens_cmd_summary, "summary", json ? "--json" : NULL, path, traces);
   }
-  lens_summary_free(&s);
-done:
-  lens_model_free(m);
-  return rc;
+  return rc ? lens_cli_error(CMD, "cannot write the timeline and summaries into %s", dir) : 0;
 }
 
 int lens_cmd_demo(int argc, char **argv) {
@@ -172,15 +159,12 @@ int lens_cmd_demo(int argc, char **argv) {
 
   if (list_traces(traces, 0, &files, &n) || !n)
     return lens_cli_error(CMD, "the replay wrote no traces into %s", traces);
-  struct lens_chrome_counts cc = {0};
-  size_t events = 0;
-  int rc = write_outputs(dir, files, n, &cc, &events);
   for (size_t i = 0; i < n; i++) free(files[i]);
   free(files);
+  int rc = write_outputs(dir, traces);
   if (rc) return rc;
   double t2 = now_s();
-  printf("recorded %zu events in %zu trace files (replay %.1f s, export and summary %.1f s)\n\n", events, n, t1 - t0,
-         t2 - t1);
+  printf("recorded %zu trace files (replay %.1f s, export and summary %.1f s)\n\n", n, t1 - t0, t2 - t1);
   printf("  traces        %s/*.lens\n", traces);
   printf("  ground truth  %s\n", truth);
   printf("  timeline      %s/trace.json   -> open https://ui.perfetto.dev and drag the file in\n", dir);
