@@ -396,7 +396,7 @@ int lens_filter_apply_ex(const char *cmd, const struct lens_filter *f, struct le
   if (lens_model_keep(m, keep) || lens_model_fold(m, step_keep)) goto out;
   if (t) t->kept += kept;
   /* With a tally, "of" says its total: a model loaded with a window holds
-   * fewer events than the traces (lens_trace_cli_load adds the others). */
+   * fewer events than the traces (the pass driver adds the others). */
   if (!(flags & LENS_FILTER_PART))
     fprintf(stderr, "nccl-lens %s: the selection keeps %zu of %llu events\n", cmd, kept,
             (unsigned long long)(t ? t->total : total));

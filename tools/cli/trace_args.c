@@ -307,45 +307,6 @@ oom:
   return lens_cli_error(cmd, "out of memory");
 }
 
-struct lens_model *lens_trace_cli_load(const char *cmd, struct lens_trace_cli *c) {
-  c->exit_code = 1;
-  if (lens_trace_cli_expand_dirs(cmd, c)) return NULL;
-  struct lens_load_opts lo = {.cupti_files = c->cupti, .n_cupti_files = c->n_cupti, .min_wait_ns = c->min_wait_ns};
-  /* --since/--until: what the window leaves out is not built (as the pass
-   * driver does, tools/cli/passes.c), unless --func is given (its check
-   * reads every operation) or the command applies the selection itself. */
-  const struct lens_filter *f = &c->filter;
-  struct lens_load_window win = {.have_since = f->have_since, .have_until = f->have_until,
-                                 .since_ns = f->since_ns, .until_ns = f->until_ns};
-  if (!c->no_filter && (f->have_since || f->have_until) && !f->n_funcs) lo.window = &win;
-  struct lens_model *m = lens_cli_load(cmd, c->paths, c->n, &lo);
-  lens_trace_cli_name_inputs(c, m);
-  if (m && !c->no_filter) {
-    struct lens_filter_tally t = {0};
-    if (lo.window) t.total = win.events_total - m->n_events; /* the events not built, for "keeps N of M" */
-    int r = lens_filter_apply_ex(cmd, &c->filter, m, 0, lo.window ? &t : NULL);
-    if (r) {
-      c->exit_code = r;
-      lens_model_free(m);
-      return NULL;
-    }
-  }
-  if (m) c->exit_code = 0;
-  return m;
-}
-
-struct lens_model *lens_trace_cli_start(const char *cmd, int argc, char **argv, struct lens_trace_cli *c,
-                                        lens_trace_cli_extra_fn extra, lens_trace_cli_check_fn check, void *ctx,
-                                        void (*usage)(FILE *), int *exit_code) {
-  int r = lens_trace_cli_parse(cmd, argc, argv, c, extra, check, ctx, usage);
-  struct lens_model *m = r ? NULL : lens_trace_cli_load(cmd, c);
-  if (!m) {
-    *exit_code = c->exit_code;
-    lens_trace_cli_free(c);
-  }
-  return m;
-}
-
 int lens_trace_cli_out_is_file(const struct lens_trace_cli *c) { return c->out && strcmp(c->out, "-"); }
 
 FILE *lens_trace_cli_open_out(const char *cmd, const struct lens_trace_cli *c) {

@@ -72,16 +72,6 @@ int lens_trace_cli_expand_dirs(const char *cmd, struct lens_trace_cli *c);
 /* After a load: the model's files named as the user named them ("-",
  * x.lens.gz) instead of /proc/self/fd/N. c must outlive m. */
 void lens_trace_cli_name_inputs(const struct lens_trace_cli *c, struct lens_model *m);
-/* lens_cli_load() with the parsed paths and options, then the selection
- * (unless c->no_filter); NULL after an error line, c->exit_code set. */
-struct lens_model *lens_trace_cli_load(const char *cmd, struct lens_trace_cli *c);
-
-/* Parse, then load: the model, or NULL with *exit_code set (0 after help, 2
- * after a usage error, 1 after another error line) and c already freed. On
- * success the caller frees the model and then c. */
-struct lens_model *lens_trace_cli_start(const char *cmd, int argc, char **argv, struct lens_trace_cli *c,
-                                        lens_trace_cli_extra_fn extra, lens_trace_cli_check_fn check, void *ctx,
-                                        void (*usage)(FILE *), int *exit_code);
 
 /* stdout for no -o or "-", else the file opened for writing; NULL after
  * printing "cannot write FILE". */

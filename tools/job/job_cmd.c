@@ -34,7 +34,6 @@
 #include "analysis/job/job_align.h"
 #include "analysis/job/job.h"
 #include "analysis/job/job_part.h"
-#include "reader/trace_size.h"
 #include "kineto_job.h"
 #include "kineto_read.h"
 
