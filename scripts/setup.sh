@@ -30,5 +30,10 @@ fi
 build=${1:-build}
 shift || true
 cmake -S . -B "$build" -DCUDAToolkit_ROOT="$cuda" "$@" >/dev/null
+# LENS_CONFIGURE_ONLY=1: packages and configure only (scripts/test.sh then builds the targets its tests need).
+if [ -n "${LENS_CONFIGURE_ONLY:-}" ]; then
+  echo "setup: configured $build"
+  exit 0
+fi
 cmake --build "$build" -j "$(nproc)"
 echo "setup: built $build/lib/libnccl-profiler-lens.so and $build/bin/nccl-lens"
