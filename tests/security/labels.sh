@@ -41,6 +41,14 @@ for path in sys.argv[1:]:
     open(path, 'wb').write(d)
 PY
 fail=0
+# What a view wrote ($2) holds no control byte, no line that starts a forged one, no direction override.
+clean_out() {
+  local what=$1 out=$2
+  if LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' <<<"$out"; then echo "FAIL: $what writes a control byte"; fail=1; fi
+  if grep -q '^FORGED' <<<"$out"; then echo "FAIL: $what starts a forged line"; fail=1; fi
+  if grep -q $'\xe2\x80\xae' <<<"$out"; then echo "FAIL: $what writes a direction override"; fail=1; fi
+  echo "ok: $what"
+}
 # views that name the communicator must show it (cleaned), the others only stay clean
 for view in summary job hang report "summary --wide" "job --all" net validate; do
   # shellcheck disable=SC2086
@@ -49,10 +57,7 @@ for view in summary job hang report "summary --wide" "job --all" net validate; d
     # (the report's Markdown escapes | and ] on top: lens_fmt_md)
     if ! grep -qF -e 'owned??' <<<"$out"; then echo "FAIL: $view does not show the communicator"; fail=1; fi ;;
   esac
-  if LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' <<<"$out"; then echo "FAIL: $view writes a control byte"; fail=1; fi
-  if grep -q '^FORGED' <<<"$out"; then echo "FAIL: $view starts a forged line"; fail=1; fi
-  if grep -q $'\xe2\x80\xae' <<<"$out"; then echo "FAIL: $view writes a direction override"; fail=1; fi
-  echo "ok: $view"
+  clean_out "$view" "$out"
 done
 
 # A directory handed to the CLI may hold files another user named: an escape, a line break and a direction
@@ -75,9 +80,6 @@ for view in summary report validate job hang net "summary --json" BAD; do
       if ! grep -qF 'cut?[2J?FORGED cut???.lens' <<<"$out"; then echo "FAIL: $view does not name the cut file"; fail=1; fi ;;
     esac
   fi
-  if LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' <<<"$out"; then echo "FAIL: $view (file names) writes a control byte"; fail=1; fi
-  if grep -q '^FORGED' <<<"$out"; then echo "FAIL: $view (file names) starts a forged line"; fail=1; fi
-  if grep -q $'\xe2\x80\xae' <<<"$out"; then echo "FAIL: $view (file names) writes a direction override"; fail=1; fi
-  echo "ok: $view (file names)"
+  clean_out "$view (file names)" "$out"
 done
 exit $fail

@@ -11,10 +11,9 @@
 int lens_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* A usage error: "nccl-lens <cmd>: <message> (try 'nccl-lens <cmd> --help')"
- * on one line to stderr, never the whole usage. Returns 2 (the exit status
- * of a usage error in every command). */
+ * on one line to stderr, never the whole usage, cleaned as lens_cli_error's.
+ * Returns 2 (the exit status of a usage error in every command). */
 int lens_cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* (both clean their line: lens_cli_shown below) */
 
 /* Error and usage lines of one piece of work run on a worker thread, kept
  * to be said in input order once the work is done: two threads that each
