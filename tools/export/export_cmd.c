@@ -49,7 +49,8 @@ static void usage(FILE *f) {
           "  --split              --format chrome: files OUT.1.json, OUT.2.json, ... by time window, each under\n"
           "                       the 1 GB the Perfetto UI opens (a bigger file is not written: exit status 4)\n"
           "  --force              --format chrome: write the file however big it is\n"
-          "  --threads N          host groups read on N threads at once (1..1024, default: the cores)\n");
+          "  --threads N          host groups (--format kineto: files) read on N threads at once (1..1024,\n"
+          "                       default: the cores)\n");
   lens_trace_cli_usage_common(f);
 }
 
@@ -220,7 +221,7 @@ int lens_cmd_export(int argc, char **argv) {
     char **owned = NULL;
     size_t n_owned = 0;
     if (!expand_into(&o, &owned, &n_owned) && !lens_trace_cli_expand_dirs(CMD, &c)) {
-      struct lens_kineto_merge_opts ko = {o.into, o.n_into, c.paths, c.n, o.out_dir};
+      struct lens_kineto_merge_opts ko = {o.into, o.n_into, c.paths, c.n, o.out_dir, o.chrome.threads};
       rc = lens_export_kineto(CMD, &ko);
     }
     for (size_t k = 0; k < n_owned; k++) free(owned[k]);

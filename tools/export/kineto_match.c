@@ -107,7 +107,8 @@ static int launch_span(const struct lens_model *m, int32_t li, struct km_launch 
  * the offset at x0 the median of what the slope leaves; then least squares
  * over the pairs that line keeps (within 5 robust spreads). residual: the
  * robust spread of what is left; *maxres: the largest (over every pair). */
-static const int64_t *g_fx;
+/* the comparator's array: one per thread (export --format kineto merges files on several) */
+static _Thread_local const int64_t *g_fx;
 static int by_fx(const void *a, const void *b) {
   int64_t x = g_fx[*(const size_t *)a], y = g_fx[*(const size_t *)b];
   return x < y ? -1 : x > y;
@@ -460,8 +461,9 @@ struct misfit {
 };
 
 /* ---- sorting helpers (qsort has no context: a file-level pointer, set per sort) ---- */
-static const struct km_result *g_r;
-static const struct kj_scan *g_s;
+/* the comparators' arrays: one per thread (export --format kineto merges files on several) */
+static _Thread_local const struct km_result *g_r;
+static _Thread_local const struct kj_scan *g_s;
 static int by_stream_start(const void *a, const void *b) {
   const struct km_launch *x = &g_r->l[*(const int32_t *)a], *y = &g_r->l[*(const int32_t *)b];
   if (x->stream != y->stream) return x->stream < y->stream ? -1 : 1;
@@ -518,7 +520,7 @@ static int by_score(const void *a, const void *b) {
  * REALTIME on both sides, within KM_CAUSAL_TOL_NS). Else they stay
  * unmatched. */
 #define KM_GAP_MAX 64 /* a longer run of our launches without GPU time stays unmatched */
-static const struct lens_model *g_m;
+static _Thread_local const struct lens_model *g_m;
 static int by_stream_call(const void *a, const void *b) {
   const struct km_launch *x = &g_r->l[*(const int32_t *)a], *y = &g_r->l[*(const int32_t *)b];
   if (x->stream != y->stream) return x->stream < y->stream ? -1 : 1;

@@ -4,6 +4,8 @@
 #include "export/kineto_merge.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -593,7 +595,7 @@ static struct jrow *rows_of(const struct lens_job *j, size_t proc, size_t *n) {
 
 /* One Kineto file. 0 written (merged or unchanged), -1 after an error line. */
 static int merge_one(const char *cmd, const struct lens_kineto_merge_opts *o, int dirfd, const char *in,
-                     const struct tinfo *ti, const struct jview *jv) {
+                     const struct tinfo *ti, const struct jview *jv, FILE *out) {
   char err[512], why[PATH_MAX + 512], out_name[256];
   struct kj_scan s;
   int rc = -1;
@@ -650,7 +652,7 @@ static int merge_one(const char *cmd, const struct lens_kineto_merge_opts *o, in
       lens_cli_error(cmd, "%s: %s", in, err);
       goto out;
     }
-    fprintf(stderr, "nccl-lens %s: %s: copied unchanged: %s\n", cmd, in, why);
+    lens_cli_error(cmd, "%s: copied unchanged: %s", in, why);
     rc = 0;
     goto out;
   }
@@ -683,13 +685,13 @@ static int merge_one(const char *cmd, const struct lens_kineto_merge_opts *o, in
   double bound = 0;
   for (size_t i = 0; i < r.n_fits; i++)
     if (r.fits[i].bound_ns > bound) bound = r.fits[i].bound_ns;
-  printf("wrote %s/%s: %zu of %zu NCCL kernels matched, fit bound %.1f us\n", o->out_dir, out_name, matched, s.n_k,
+  fprintf(out, "wrote %s/%s: %zu of %zu NCCL kernels matched, fit bound %.1f us\n", o->out_dir, out_name, matched, s.n_k,
          bound / 1000.0);
-  printf("  matched by correlation %zu, by order and time %zu, by order alone %zu\n", r.by_corr, r.by_order, r.by_gap);
-  printf("  added %zu channel slices (%zu outside the bound), %zu proxy ops, %zu steps, %zu flows\n", x.kch_placed,
+  fprintf(out, "  matched by correlation %zu, by order and time %zu, by order alone %zu\n", r.by_corr, r.by_order, r.by_gap);
+  fprintf(out, "  added %zu channel slices (%zu outside the bound), %zu proxy ops, %zu steps, %zu flows\n", x.kch_placed,
          x.kch_outside, x.ops, x.steps, x.flows);
   if (r.misfit_streams)
-    printf("  %zu stream%s left unmatched: the best alignment is off the GPU clock's line by %.1f us (over %.1f):\n"
+    fprintf(out, "  %zu stream%s left unmatched: the best alignment is off the GPU clock's line by %.1f us (over %.1f):\n"
            "  this file's wall clock or ours was off by more than the kernels' spacing\n",
            r.misfit_streams, r.misfit_streams == 1 ? "" : "s", r.misfit_worst_ns / 1000.0, KM_FIT_RESIDUAL_MAX_NS / 1000.0);
   if (matched < s.n_k) {
@@ -702,13 +704,13 @@ static int merge_one(const char *cmd, const struct lens_kineto_merge_opts *o, in
       for (const char *c = s.k[j].name; *c && *c != '(' && nl < sizeof nm - 1; c++)
         nm[nl++] = (unsigned char)*c >= 0x20 && (unsigned char)*c < 0x7f ? *c : '?';
       nm[nl] = 0;
-      printf("  unmatched: %s (device %" PRId64 ", stream %" PRId64 ", ts ", nm, s.k[j].pid, s.k[j].tid);
-      lens_json_us_signed(stdout, s.k[j].ts_ns);
-      printf(" us)\n");
+      fprintf(out, "  unmatched: %s (device %" PRId64 ", stream %" PRId64 ", ts ", nm, s.k[j].pid, s.k[j].tid);
+      lens_json_us_signed(out, s.k[j].ts_ns);
+      fprintf(out, " us)\n");
       shown++;
     }
     if (s.n_k - matched > shown)
-      printf("  ... %zu more unmatched, named in the file's nccl_lens.unmatched_kernels\n", s.n_k - matched - shown);
+      fprintf(out, "  ... %zu more unmatched, named in the file's nccl_lens.unmatched_kernels\n", s.n_k - matched - shown);
   }
   rc = 0;
 out:
@@ -720,42 +722,150 @@ out:
   return rc;
 }
 
+/* Work over n files on a pool of threads, said in input order: each file's
+ * report lines (out) and error lines (lens_cli_error, captured) are kept
+ * until every file before it is done, so the output is the same on one
+ * thread or sixteen. stop_on_fail: a failure stops the files not started,
+ * and nothing after the first failed file is said (its later files raced
+ * it); else every file runs and all is said. */
+struct pool {
+  const char *cmd;
+  size_t n;
+  atomic_size_t next, finished;
+  atomic_int failed_any;
+  int stop_on_fail, progress;
+  const char *what;
+  int (*fn)(void *ctx, size_t i, FILE *out);
+  void *ctx;
+  struct lens_cli_capture *said;
+  char **out;
+  unsigned char *failed;
+};
+
+static void *pool_worker(void *arg) {
+  struct pool *p = arg;
+  for (size_t i; !(p->stop_on_fail && atomic_load(&p->failed_any)) && (i = atomic_fetch_add(&p->next, 1)) < p->n;) {
+    size_t len = 0;
+    FILE *out = open_memstream(&p->out[i], &len);
+    int capturing = !lens_cli_capture_begin(&p->said[i]);
+    int rc = out ? p->fn(p->ctx, i, out) : (lens_cli_error(p->cmd, "out of memory"), -1);
+    if (capturing) lens_cli_capture_end(&p->said[i]);
+    if (out) fclose(out);
+    if (rc) p->failed[i] = 1, atomic_store(&p->failed_any, 1);
+    size_t fin = atomic_fetch_add(&p->finished, 1) + 1;
+    if (p->progress) lens_cli_progress(p->what, (long)fin, (long)p->n);
+  }
+  return NULL;
+}
+
+/* 0 when every file's fn returned 0, else 1 (its lines said). */
+static int pool_run(struct pool *p, long threads) {
+  int rc = 1;
+  size_t nt = threads > 0 ? (size_t)threads : 1, started = 0;
+  if (nt > p->n) nt = p->n ? p->n : 1;
+  pthread_t *th = calloc(nt, sizeof *th);
+  p->said = calloc(p->n ? p->n : 1, sizeof *p->said);
+  p->out = calloc(p->n ? p->n : 1, sizeof *p->out);
+  p->failed = calloc(p->n ? p->n : 1, 1);
+  if (!th || !p->said || !p->out || !p->failed) {
+    lens_cli_error(p->cmd, "out of memory");
+    goto out;
+  }
+  for (size_t t = 1; t < nt; t++, started++)
+    if (pthread_create(&th[t - 1], NULL, pool_worker, p)) break;
+  pool_worker(p); /* this thread too (and alone if no thread could start) */
+  for (size_t t = 0; t < started; t++) pthread_join(th[t], NULL);
+  if (p->progress) lens_cli_progress(NULL, -1, 0); /* the line cleared */
+  rc = 0;
+  for (size_t i = 0, stop = 0; i < p->n; i++) {
+    if (!stop && p->out[i]) fputs(p->out[i], stdout);
+    fflush(stdout);
+    if (!stop && p->said[i].text) fputs(p->said[i].text, stderr);
+    if (!stop && p->failed[i]) rc = 1;
+    if (p->stop_on_fail) stop |= p->failed[i];
+  }
+out:
+  for (size_t i = 0; p->said && p->out && i < p->n; i++) free(p->said[i].text), free(p->out[i]);
+  free(p->said), free(p->out), free(p->failed), free(th);
+  return rc;
+}
+
+struct first_pass {
+  const char *cmd;
+  const struct lens_kineto_merge_opts *o;
+  struct tinfo *ti;
+  struct lens_job_part *parts; /* NULL: one trace, no job view */
+};
+
+/* Who trace i is, and (several traces) its part of the job view. */
+static int first_one(void *ctx, size_t i, FILE *out) {
+  (void)out;
+  struct first_pass *f = ctx;
+  f->ti[i].path = f->o->traces[i];
+  struct lens_model *m = load_one(f->cmd, f->o->traces[i]);
+  if (!m) return -1;
+  ident(m, &f->ti[i]);
+  int rc = 0;
+  if (f->parts && (lens_job_map(m, &f->parts[i]) || lens_job_part_own_strings(&f->parts[i])))
+    rc = -1, lens_cli_error(f->cmd, "out of memory");
+  lens_model_free(m);
+  return rc;
+}
+
+struct merge_pass {
+  const char *cmd;
+  const struct lens_kineto_merge_opts *o;
+  int dirfd;
+  const struct tinfo *ti;
+  const struct jview *jv;
+  const size_t *same_name; /* per Kineto file: 1 + the earlier file of the same name, 0 none */
+};
+
+static int merge_at(void *ctx, size_t i, FILE *out) {
+  struct merge_pass *mp = ctx;
+  if (mp->same_name[i]) /* its output would be the earlier file's: said here, not raced for */
+    return lens_cli_error(mp->cmd, "%s: %s has the same name, and its output is written there: not replaced",
+                          mp->o->into[i], mp->o->into[mp->same_name[i] - 1]),
+           -1;
+  return merge_one(mp->cmd, mp->o, mp->dirfd, mp->o->into[i], mp->ti, mp->jv, out);
+}
+
+static const char *base_name(const char *p) {
+  const char *b = strrchr(p, '/');
+  return b ? b + 1 : p;
+}
+
 int lens_export_kineto(const char *cmd, const struct lens_kineto_merge_opts *o) {
   char why[256];
   int dirfd = lens_dir_open(o->out_dir, 1, geteuid(), LENS_DIR_SHARED_STICKY, why, sizeof why);
   if (dirfd < 0) return lens_cli_error(cmd, "output directory %s: %s", o->out_dir, why);
+  long threads = o->threads > 0 ? o->threads : sysconf(_SC_NPROCESSORS_ONLN);
+  int progress = isatty(STDERR_FILENO);
   struct tinfo *ti = calloc(o->n_traces ? o->n_traces : 1, sizeof *ti);
+  size_t *same_name = calloc(o->n_into ? o->n_into : 1, sizeof *same_name);
   struct jview jv = {0};
   int rc = 1;
-  if (!ti) {
+  if (!ti || !same_name) {
     lens_cli_error(cmd, "out of memory");
     goto out;
   }
-  /* First pass over the traces, one at a time: who each is, and (several
-   * ranks) its partial of the job view. */
+  /* First pass over the traces, a trace a thread at a time: who each is,
+   * and (several ranks) its partial of the job view. */
   int several = o->n_traces > 1;
   if (several && !(jv.parts = calloc(o->n_traces, sizeof *jv.parts))) {
     lens_cli_error(cmd, "out of memory");
     goto out;
   }
+  struct first_pass fp = {cmd, o, ti, jv.parts};
+  struct pool p1 = {.cmd = cmd, .n = o->n_traces, .stop_on_fail = 1, .progress = progress, .what = "reading traces",
+                    .fn = first_one, .ctx = &fp};
+  int r1 = pool_run(&p1, threads);
+  if (several) jv.n_parts = o->n_traces; /* every part, filled or still empty: all freed below */
+  if (r1) goto out;
   size_t procs = 0;
-  for (size_t i = 0; i < o->n_traces; i++) {
-    ti[i].path = o->traces[i];
-    struct lens_model *m = load_one(cmd, o->traces[i]);
-    if (!m) goto out;
-    ident(m, &ti[i]);
+  for (size_t i = 0; i < o->n_traces; i++) { /* its processes' first index in the job view */
     ti[i].proc_base = procs;
-    if (several) {
-      if (lens_job_map(m, &jv.parts[jv.n_parts]) || lens_job_part_own_strings(&jv.parts[jv.n_parts])) {
-        lens_model_free(m);
-        lens_cli_error(cmd, "out of memory");
-        goto out;
-      }
-      procs += jv.parts[jv.n_parts].n_procs;
-      ti[i].proc_base = procs - jv.parts[jv.n_parts].n_procs;
-      jv.n_parts++;
-    }
-    lens_model_free(m);
+    if (several) procs += jv.parts[i].n_procs;
   }
   if (several) {
     if (lens_job_reduce(jv.parts, jv.n_parts, &jv.j, 0)) {
@@ -764,14 +874,18 @@ int lens_export_kineto(const char *cmd, const struct lens_kineto_merge_opts *o) 
     }
     jv.built = 1;
   }
-  rc = 0;
   for (size_t i = 0; i < o->n_into; i++)
-    if (merge_one(cmd, o, dirfd, o->into[i], ti, &jv)) rc = 1;
+    for (size_t k = 0; k < i && !same_name[i]; k++)
+      if (!strcmp(base_name(o->into[i]), base_name(o->into[k]))) same_name[i] = k + 1;
+  struct merge_pass mp = {cmd, o, dirfd, ti, &jv, same_name};
+  struct pool p2 = {.cmd = cmd, .n = o->n_into, .progress = progress, .what = "merging Kineto files", .fn = merge_at, .ctx = &mp};
+  rc = pool_run(&p2, threads);
 out:
   if (jv.built) lens_job_free(&jv.j);
   for (size_t i = 0; i < jv.n_parts; i++) lens_job_part_free(&jv.parts[i]);
   free(jv.parts);
   free(ti);
+  free(same_name);
   close(dirfd);
   return rc;
 }
