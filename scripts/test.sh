@@ -33,14 +33,17 @@ scripts/setup.sh build-asan -DLENS_SANITIZER=address
 stage "ASan build"
 (cd build-asan && ctest --output-on-failure -j "$jobs" -LE 'nosan')
 stage "ASan suite"
-# Only what its tests need: their executables (each test is its own target; the programs a test runs are
-# declared with add_dependencies), the CLI and the plugin. About a minute less than every target.
+# Only what its tests need: the executables they run from build-tsan/bin (each its own target; the programs
+# a test runs are declared with add_dependencies), the CLI and the plugin (what the script tests run). About a
+# minute less than every target.
 tsan_labels=(-L 'plugin|replay|agent|nvtx|threads' -LE nosan)
 LENS_CONFIGURE_ONLY=1 scripts/setup.sh build-tsan -DLENS_SANITIZER=thread
-mapfile -t tsan_tests < <(cd build-tsan && ctest -N "${tsan_labels[@]}" | awk '/^ *Test +#/ {print $3}')
-((${#tsan_tests[@]})) || { echo "test: no TSan tests found" >&2; exit 1; }
-cmake --build build-tsan -j "$jobs" --target nccl-lens nccl-profiler-lens "${tsan_tests[@]}"
-stage "TSan build (${#tsan_tests[@]} tests' targets)"
+tsan_bin=$PWD/build-tsan/bin
+mapfile -t tsan_targets < <(cd build-tsan && ctest -N -V "${tsan_labels[@]}" |
+  sed -n "s|^[0-9]*: Test command: $tsan_bin/\([A-Za-z0-9_.-]*\).*|\1|p" | sort -u)
+((${#tsan_targets[@]})) || { echo "test: no TSan test executables found" >&2; exit 1; }
+cmake --build build-tsan -j "$jobs" --target nccl-lens nccl-profiler-lens "${tsan_targets[@]}"
+stage "TSan build (${#tsan_targets[@]} test executables)"
 (cd build-tsan && ctest --output-on-failure -j "$jobs" "${tsan_labels[@]}")
 stage "TSan suite"
 tests/fuzz/run_fuzz.sh "${LENS_FUZZ_SECONDS:-15}"
