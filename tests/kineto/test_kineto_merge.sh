@@ -2,14 +2,8 @@
 # test_kineto_merge BUILD_DIR SOURCE_DIR: export --format kineto on replay runs (see kineto_merge_check.py for
 # what each merged file must satisfy), the refusals, and the real B200 file left unchanged.
 set -u
-B=$1 S=$2
-L=$B/bin/nccl-lens
-T=$(mktemp -d /tmp/test_kineto_merge.XXXXXX)
-fail=0
-# kept when a check fails, to look at
-trap 'if [ "$fail" = 0 ]; then rm -rf "$T"; else echo "kept $T"; fi' EXIT
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; fail=1; }
+# shellcheck source=kineto_sh.sh
+source "$(dirname "$0")/kineto_sh.sh"
 
 # 1. 2 ranks, AllReduce of 3 sizes (LL, LL128, SIMPLE: the kernel names all say RING_LL), 1200 launches a rank.
 # The match rate is the merge's only on complete traces: a run whose plugin dropped records (ring_full, a machine

@@ -4,13 +4,8 @@
 # Small enough for the sanitizer builds: under TSan a race between two files' merges fails the run (the comparator
 # of the clock fit once kept its array in a global, and two merges sorted each other's pairs).
 set -u
-B=$1 S=$2
-L=$B/bin/nccl-lens
-T=$(mktemp -d /tmp/test_kineto_threads.XXXXXX)
-fail=0
-trap 'if [ "$fail" = 0 ]; then rm -rf "$T"; else echo "kept $T"; fi' EXIT
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; fail=1; }
+# shellcheck source=kineto_sh.sh
+source "$(dirname "$0")/kineto_sh.sh"
 
 "$L" replay --scenario allreduce --nodes 4 --ranks-per-node 1 --iters 40 --out "$T/tr" --truth "$T/truth.json" \
   --quiet || { echo "FAIL: replay"; exit 1; }
