@@ -33,17 +33,16 @@ scripts/setup.sh build-asan -DLENS_SANITIZER=address
 stage "ASan build"
 (cd build-asan && ctest --output-on-failure -j "$jobs" -LE 'nosan')
 stage "ASan suite"
-# Only what its tests need: the executables they run from build-tsan/bin (each its own target; the programs
-# a test runs are declared with add_dependencies), the CLI and the plugin (what the script tests run). About a
-# minute less than every target.
+# Only what its tests need: the tests that are targets of their own (ctest's names that the build knows as
+# targets; the programs a test runs are declared with add_dependencies), the CLI and the plugin (what the script
+# tests run). About a minute less than every target.
 tsan_labels=(-L 'plugin|replay|agent|nvtx|threads' -LE nosan)
 LENS_CONFIGURE_ONLY=1 scripts/setup.sh build-tsan -DLENS_SANITIZER=thread
-tsan_bin=$PWD/build-tsan/bin
-mapfile -t tsan_targets < <(cd build-tsan && ctest -N -V "${tsan_labels[@]}" |
-  sed -n "s|^[0-9]*: Test command: $tsan_bin/\([A-Za-z0-9_.-]*\).*|\1|p" | sort -u)
-((${#tsan_targets[@]})) || { echo "test: no TSan test executables found" >&2; exit 1; }
+mapfile -t tsan_targets < <(comm -12 <(cd build-tsan && ctest -N "${tsan_labels[@]}" | awk '/^ *Test +#/ {print $3}' | sort -u) \
+  <(cmake --build build-tsan --target help | sed -n 's/^\.\.\. \([^ ]*\).*/\1/p' | sort -u))
+((${#tsan_targets[@]})) || { echo "test: no TSan test targets found" >&2; exit 1; }
 cmake --build build-tsan -j "$jobs" --target nccl-lens nccl-profiler-lens "${tsan_targets[@]}"
-stage "TSan build (${#tsan_targets[@]} test executables)"
+stage "TSan build (${#tsan_targets[@]} tests' targets)"
 (cd build-tsan && ctest --output-on-failure -j "$jobs" "${tsan_labels[@]}")
 stage "TSan suite"
 tests/fuzz/run_fuzz.sh "${LENS_FUZZ_SECONDS:-15}"
