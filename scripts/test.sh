@@ -38,7 +38,8 @@ stage "ASan suite"
 # tests run). About a minute less than every target.
 tsan_labels=(-L 'plugin|replay|agent|nvtx|threads' -LE nosan)
 LENS_CONFIGURE_ONLY=1 scripts/setup.sh build-tsan -DLENS_SANITIZER=thread
-mapfile -t tsan_targets < <(comm -12 <(cd build-tsan && ctest -N "${tsan_labels[@]}" | awk '/^ *Test +#/ {print $3}' | sort -u) \
+mapfile -t tsan_targets < <(comm -12 \
+  <(cd build-tsan && ctest -N "${tsan_labels[@]}" | awk '/^ *Test +#/ {print $3}' | sort -u) \
   <(cmake --build build-tsan --target help | sed -n 's/^\.\.\. \([^ ]*\).*/\1/p' | sort -u))
 ((${#tsan_targets[@]})) || { echo "test: no TSan test targets found" >&2; exit 1; }
 cmake --build build-tsan -j "$jobs" --target nccl-lens nccl-profiler-lens "${tsan_targets[@]}"

@@ -685,15 +685,18 @@ static int merge_one(const char *cmd, const struct lens_kineto_merge_opts *o, in
   double bound = 0;
   for (size_t i = 0; i < r.n_fits; i++)
     if (r.fits[i].bound_ns > bound) bound = r.fits[i].bound_ns;
-  fprintf(out, "wrote %s/%s: %zu of %zu NCCL kernels matched, fit bound %.1f us\n", o->out_dir, out_name, matched, s.n_k,
-         bound / 1000.0);
-  fprintf(out, "  matched by correlation %zu, by order and time %zu, by order alone %zu\n", r.by_corr, r.by_order, r.by_gap);
-  fprintf(out, "  added %zu channel slices (%zu outside the bound), %zu proxy ops, %zu steps, %zu flows\n", x.kch_placed,
-         x.kch_outside, x.ops, x.steps, x.flows);
+  fprintf(out, "wrote %s/%s: %zu of %zu NCCL kernels matched, fit bound %.1f us\n", o->out_dir, out_name, matched,
+          s.n_k, bound / 1000.0);
+  fprintf(out, "  matched by correlation %zu, by order and time %zu, by order alone %zu\n", r.by_corr, r.by_order,
+          r.by_gap);
+  fprintf(out, "  added %zu channel slices (%zu outside the bound), %zu proxy ops, %zu steps, %zu flows\n",
+          x.kch_placed, x.kch_outside, x.ops, x.steps, x.flows);
   if (r.misfit_streams)
-    fprintf(out, "  %zu stream%s left unmatched: the best alignment is off the GPU clock's line by %.1f us (over %.1f):\n"
-           "  this file's wall clock or ours was off by more than the kernels' spacing\n",
-           r.misfit_streams, r.misfit_streams == 1 ? "" : "s", r.misfit_worst_ns / 1000.0, KM_FIT_RESIDUAL_MAX_NS / 1000.0);
+    fprintf(out,
+            "  %zu stream%s left unmatched: the best alignment is off the GPU clock's line by %.1f us (over %.1f):\n"
+            "  this file's wall clock or ours was off by more than the kernels' spacing\n",
+            r.misfit_streams, r.misfit_streams == 1 ? "" : "s", r.misfit_worst_ns / 1000.0,
+            KM_FIT_RESIDUAL_MAX_NS / 1000.0);
   if (matched < s.n_k) {
     size_t shown = 0;
     for (size_t j = 0; j < s.n_k && shown < 3; j++) {
@@ -710,7 +713,8 @@ static int merge_one(const char *cmd, const struct lens_kineto_merge_opts *o, in
       shown++;
     }
     if (s.n_k - matched > shown)
-      fprintf(out, "  ... %zu more unmatched, named in the file's nccl_lens.unmatched_kernels\n", s.n_k - matched - shown);
+      fprintf(out, "  ... %zu more unmatched, named in the file's nccl_lens.unmatched_kernels\n",
+              s.n_k - matched - shown);
   }
   rc = 0;
 out:
@@ -878,7 +882,8 @@ int lens_export_kineto(const char *cmd, const struct lens_kineto_merge_opts *o) 
     for (size_t k = 0; k < i && !same_name[i]; k++)
       if (!strcmp(base_name(o->into[i]), base_name(o->into[k]))) same_name[i] = k + 1;
   struct merge_pass mp = {cmd, o, dirfd, ti, &jv, same_name};
-  struct pool p2 = {.cmd = cmd, .n = o->n_into, .progress = progress, .what = "merging Kineto files", .fn = merge_at, .ctx = &mp};
+  struct pool p2 = {.cmd = cmd, .n = o->n_into, .progress = progress, .what = "merging Kineto files",
+                    .fn = merge_at, .ctx = &mp};
   rc = pool_run(&p2, threads);
 out:
   if (jv.built) lens_job_free(&jv.j);
