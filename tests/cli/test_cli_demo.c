@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "cli_run.h"
@@ -79,6 +80,16 @@ static void test_demo(void **state) {
                               sizeof rep),
                    0);
   assert_int_equal(atoi(rep), 2);
+  /* DIR must be ours alone: the commands write into it by name (a symbolic
+   * link another user planted in a shared DIR would be followed) */
+  char shared[200];
+  snprintf(shared, sizeof shared, "%s/shared", cli_tmpdir());
+  assert_int_equal(mkdir(shared, 0700), 0);
+  assert_int_equal(chmod(shared, 0777), 0);
+  const char *sargs2[] = {"demo", "--out", shared, NULL};
+  assert_int_equal(cli_run(&r, sargs2), 0);
+  assert_int_equal(r.status, 1);
+  assert_non_null(strstr(r.err, "writable by others"));
 }
 
 int main(void) {

@@ -15,6 +15,7 @@
 #include "cli/cli.h"
 #include "cli/opt.h"
 #include "lens_exe_dir.h"
+#include "lens_safe_fs.h"
 #include "demo/demo_hooks.h"
 
 #define CMD "demo"
@@ -44,7 +45,18 @@ static const char *find_plugin(char *buf, size_t len) {
   return NULL;
 }
 
-static int make_dir(const char *p) { return mkdir(p, 0755) && errno != EEXIST ? -1 : 0; }
+/* DIR and DIR/traces: ours alone (created 0700 when missing; an existing
+ * one owned by another user, writable by others or a symbolic link is
+ * refused). The demo's files are written into them by the commands, whose
+ * -o follows a symbolic link a user names: in a directory nobody else can
+ * write, nobody else can plant one (./nccl-lens-demo in a shared /tmp). */
+static int own_dir(const char *p) {
+  char why[256];
+  int fd = lens_dir_open(p, 1, geteuid(), LENS_DIR_PRIVATE, why, sizeof why);
+  if (fd < 0) return lens_cli_error(CMD, "%s: %s", p, why);
+  close(fd);
+  return 0;
+}
 
 /* Old traces in DIR/traces would mix into this run's export: remove them. */
 static int list_traces(const char *dir, int remove_them, char ***out, size_t *n) {
@@ -138,7 +150,7 @@ int lens_cmd_demo(int argc, char **argv) {
   char traces[PATH_MAX], truth[PATH_MAX];
   snprintf(traces, sizeof traces, "%s/traces", dir);
   snprintf(truth, sizeof truth, "%s/truth.json", dir);
-  if (make_dir(dir) || make_dir(traces)) return lens_cli_error(CMD, "cannot create %s: %s", traces, strerror(errno));
+  if (own_dir(dir) || own_dir(traces)) return 1;
   char **files;
   size_t n;
   list_traces(traces, 1, &files, &n);
