@@ -539,10 +539,15 @@ static void meta(void *ctx, FILE *o) {
 
 /* Writes OUT_DIR/<basename of in> through a fresh O_EXCL temporary; an
  * existing output is never replaced. 0, or -1 with err. */
+/* A Kineto file's name in the output directory: its own, without its directories. */
+static const char *base_name(const char *p) {
+  const char *b = strrchr(p, '/');
+  return b ? b + 1 : p;
+}
+
 static int write_out(int dirfd, const char *in, const struct kj_scan *s, const struct kj_insert *ins, char *out_name,
                      size_t out_len, char *err, size_t err_len) {
-  const char *base = strrchr(in, '/');
-  base = base ? base + 1 : in;
+  const char *base = base_name(in);
   snprintf(out_name, out_len, "%s", base);
   struct stat st;
   if (fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0) {
@@ -832,11 +837,6 @@ static int merge_at(void *ctx, size_t i, FILE *out) {
                           mp->o->into[i], mp->o->into[mp->same_name[i] - 1]),
            -1;
   return merge_one(mp->cmd, mp->o, mp->dirfd, mp->o->into[i], mp->ti, mp->jv, out);
-}
-
-static const char *base_name(const char *p) {
-  const char *b = strrchr(p, '/');
-  return b ? b + 1 : p;
 }
 
 int lens_export_kineto(const char *cmd, const struct lens_kineto_merge_opts *o) {
