@@ -139,7 +139,14 @@ static void test_none(void **s) {
   (void)s;
   struct job_check c;
   run("job-none", 12, &c);
-  assert_true(c.quiet > 0);
+  /* run() asserted no straggler named where the true waits were below half
+   * the threshold. A loaded machine (or TSan's slower threads) can make every
+   * instance's true wait larger than that: then nothing here was quiet, and
+   * the claim went untested rather than failed (as test_job_replay). */
+  if (job_machine_quiet())
+    assert_true(c.quiet > 0);
+  else if (!c.quiet)
+    fprintf(stderr, "job-none: no instance quiet on this machine; \"none named where none was\" untested here\n");
   assert_int_equal(c.truth_last_x, 0);
 }
 

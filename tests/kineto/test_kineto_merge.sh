@@ -113,35 +113,51 @@ fi
 # fit finds the 1.5 ms. Then rank 1's file moved 30 ms more (outside the first guesses' 20 ms window): no alignment
 # lies on the GPU clock's line, so nothing is paired and the line says why (it paired 27 kernels with the launches
 # 6 collectives later before, fit bound 123 us).
-seqcheck() { # OUT_FILE -> prints "matched wrong offset_ns"
-  python3 -c 'import gzip,json,sys
+seqcheck() { # OUT_FILE -> prints "matched wrong offset_ns bound_ns" (the offset's stated bound: the fit's, the
+  # CLOCK samples' spread and our GPU clock map's, each in the file's nccl_lens.clock)
+  python3 -c 'import gzip,json,sys,math
 d=json.load(open(sys.argv[1])); ks=[e for e in d["traceEvents"] if e.get("cat")=="kernel" and "nccl_lens seq" in e["args"]]
-n=d.get("nccl_lens"); off=n["clock"]["fits"][0]["offset_ns"] if n and n["clock"]["fits"] else 0
-print(len(ks), sum(e["args"]["Seq"]!=e["args"]["nccl_lens seq"] for e in ks), off)' "$1"
+n=d.get("nccl_lens"); c=n["clock"] if n else {}; f=c.get("fits") or [{"offset_ns": 0, "bound_ns": 0}]
+b=f[0]["bound_ns"] + c.get("samples_spread_ns", 0) + c.get("our_gpu_map_bound_ns", 0)
+print(len(ks), sum(e["args"]["Seq"]!=e["args"]["nccl_lens seq"] for e in ks), f[0]["offset_ns"], math.ceil(b))' "$1"
 }
-for try in 1 2 3; do
-  rm -rf "$T/trw" "$T/kinw" "$T/outw"
-  "$L" replay --scenario allreduce --nodes 2 --ranks-per-node 1 --iters 50 --out "$T/trw" --kineto "$T/kinw" \
-    --truth "$T/truthw.json" --quiet || { echo "FAIL: replay --kineto"; exit 1; }
-  "$L" export --format kineto --into "$T/kinw" "$T/trw" -o "$T/outw" >"$T/log" 2>&1 || bad "merge (--kineto) exited $?"
-  complete "$T/outw/rank-0.json" "$T/outw/rank-1.json" && break
-  echo "note: --kineto run $try: the plugin dropped records (a loaded machine): again"
-done
-read -r m0 w0 o0 < <(seqcheck "$T/outw/rank-0.json")
-read -r m1 w1 o1 < <(seqcheck "$T/outw/rank-1.json")
-err=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["processes"][1]["kineto_wall_error_ns"])' \
-  "$T/truthw.json")
-[ "$w0" = 0 ] && [ "$w1" = 0 ] && ok "--kineto, 2 nodes: no kernel enriched with another collective's launch" ||
-  bad "--kineto, 2 nodes: kernels paired with another collective: rank 0 $w0 of $m0, rank 1 $w1 of $m1"
 # Within 10 us; in a sanitizer build (TSan runs the replay 5-15x slower) each process's wall-against-mono reading
 # is off by tens of us (CI saw node 0 at -97.7 us, node 1 at +1438.8 us: 36 us apart from the truth), so there the
 # fit must only find the 1.5 ms within a tenth of it: which kernel is whose is the Seq check above, exactly.
 # The same on a loaded machine (load above the cores: a process descheduled between its two clock readings; a
 # normal build under load 4-6 on 2 cores found node 1 19.4 us off): which kernel is whose stays exact there too.
-tol=10000
-[ -n "${LENS_SANITIZER:-}" ] && tol=$((err / 10))
-awk -v n="$(nproc)" '{exit !($1 > n)}' /proc/loadavg && tol=$((err / 10))
-[ "$m0" = 150 ] && [ "$m1" = 150 ] && d=$((o1 - o0 - err)) && [ ${d#-} -le $tol ] &&
+# The load average lags a burst (another test starting beside this one: 19.8 us at load 1.6 on 2 cores), so an
+# offset outside 10 us is measured once more on a fresh run: a descheduling is one run's, an error in the fit is
+# every run's.
+coarse=
+[ -n "${LENS_SANITIZER:-}" ] && coarse=1
+awk -v n="$(nproc)" '{exit !($1 > n)}' /proc/loadavg && coarse=1
+for off_try in 1 2; do
+  for try in 1 2 3; do
+    rm -rf "$T/trw" "$T/kinw" "$T/outw"
+    "$L" replay --scenario allreduce --nodes 2 --ranks-per-node 1 --iters 50 --out "$T/trw" --kineto "$T/kinw" \
+      --truth "$T/truthw.json" --quiet || { echo "FAIL: replay --kineto"; exit 1; }
+    "$L" export --format kineto --into "$T/kinw" "$T/trw" -o "$T/outw" >"$T/log" 2>&1 || bad "merge (--kineto) exited $?"
+    complete "$T/outw/rank-0.json" "$T/outw/rank-1.json" && break
+    echo "note: --kineto run $try: the plugin dropped records (a loaded machine): again"
+  done
+  read -r m0 w0 o0 b0 < <(seqcheck "$T/outw/rank-0.json")
+  read -r m1 w1 o1 b1 < <(seqcheck "$T/outw/rank-1.json")
+  err=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["processes"][1]["kineto_wall_error_ns"])' \
+    "$T/truthw.json")
+  tol=10000
+  [ -n "$coarse" ] && tol=$((err / 10))
+  d=$((o1 - o0 - err))
+  [ ${d#-} -le $tol ] && break
+  [ "$off_try" = 1 ] && echo "note: --kineto, 2 nodes: node 1 found $d ns from the truth (over $tol): measured again"
+done
+[ "$w0" = 0 ] && [ "$w1" = 0 ] && ok "--kineto, 2 nodes: no kernel enriched with another collective's launch" ||
+  bad "--kineto, 2 nodes: kernels paired with another collective: rank 0 $w0 of $m0, rank 1 $w1 of $m1"
+# What every build must meet, loaded or not: the truth within the bounds the two files state (our GPU clock maps'
+# bound dominates them: hundreds of us on a run this short).
+[ ${d#-} -le $((b0 + b1)) ] && ok "--kineto, 2 nodes: node 1's offset within the files' stated bounds ($d ns, $((b0 + b1)))" ||
+  bad "--kineto, 2 nodes: node 1 $d ns from the truth, outside the stated bounds $b0 + $b1 ns"
+[ "$m0" = 150 ] && [ "$m1" = 150 ] && [ ${d#-} -le $tol ] &&
   ok "--kineto, 2 nodes: 150 + 150 matched, node 1's wall clock found $((o1 - o0)) ns off (truth $err)" ||
   bad "--kineto, 2 nodes: matched $m0 + $m1 of 150 + 150, offsets $o0 $o1 (truth $err): $(cat "$T/log")"
 # mixed, 2 nodes x 2 ranks: grouped Send/Recv are one launch and one kernel; the replay wrote two kernels per group
@@ -175,7 +191,7 @@ for e in d["traceEvents"]:
 json.dump(d, open(sys.argv[2], "w"))' "$T/kinw/rank-1.json" "$T/in$2/rank-1.json" "$1"
   "$L" export --format kineto --into "$T/in$2/rank-1.json" "$T/trw" -o "$T/$2" >"$T/log" 2>"$T/err"
   rc=$?
-  read -r mf wf of < <(seqcheck "$T/$2/rank-1.json")
+  read -r mf wf of _ < <(seqcheck "$T/$2/rank-1.json")
 }
 # Which reason depends on how far apart the replay's kernels lie (TSan stretches the run to over 100 ms): the
 # nearest kernel within the first guesses' 20 ms (an alignment tried: off the GPU clock's line, or none pairing
