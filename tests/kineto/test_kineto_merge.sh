@@ -137,7 +137,8 @@ for off_try in 1 2; do
     rm -rf "$T/trw" "$T/kinw" "$T/outw"
     "$L" replay --scenario allreduce --nodes 2 --ranks-per-node 1 --iters 50 --out "$T/trw" --kineto "$T/kinw" \
       --truth "$T/truthw.json" --quiet || { echo "FAIL: replay --kineto"; exit 1; }
-    "$L" export --format kineto --into "$T/kinw" "$T/trw" -o "$T/outw" >"$T/log" 2>&1 || bad "merge (--kineto) exited $?"
+    "$L" export --format kineto --into "$T/kinw" "$T/trw" -o "$T/outw" >"$T/log" 2>&1 ||
+      bad "merge (--kineto) exited $?"
     complete "$T/outw/rank-0.json" "$T/outw/rank-1.json" && break
     echo "note: --kineto run $try: the plugin dropped records (a loaded machine): again"
   done
@@ -148,16 +149,17 @@ for off_try in 1 2; do
   tol=10000
   [ -n "$coarse" ] && tol=$((err / 10))
   d=$((o1 - o0 - err))
-  [ ${d#-} -le $tol ] && break
+  [ "${d#-}" -le "$tol" ] && break
   [ "$off_try" = 1 ] && echo "note: --kineto, 2 nodes: node 1 found $d ns from the truth (over $tol): measured again"
 done
 [ "$w0" = 0 ] && [ "$w1" = 0 ] && ok "--kineto, 2 nodes: no kernel enriched with another collective's launch" ||
   bad "--kineto, 2 nodes: kernels paired with another collective: rank 0 $w0 of $m0, rank 1 $w1 of $m1"
 # What every build must meet, loaded or not: the truth within the bounds the two files state (our GPU clock maps'
 # bound dominates them: hundreds of us on a run this short).
-[ ${d#-} -le $((b0 + b1)) ] && ok "--kineto, 2 nodes: node 1's offset within the files' stated bounds ($d ns, $((b0 + b1)))" ||
+[ "${d#-}" -le $((b0 + b1)) ] &&
+  ok "--kineto, 2 nodes: node 1's offset within the files' stated bounds ($d ns, $((b0 + b1)))" ||
   bad "--kineto, 2 nodes: node 1 $d ns from the truth, outside the stated bounds $b0 + $b1 ns"
-[ "$m0" = 150 ] && [ "$m1" = 150 ] && [ ${d#-} -le $tol ] &&
+[ "$m0" = 150 ] && [ "$m1" = 150 ] && [ "${d#-}" -le "$tol" ] &&
   ok "--kineto, 2 nodes: 150 + 150 matched, node 1's wall clock found $((o1 - o0)) ns off (truth $err)" ||
   bad "--kineto, 2 nodes: matched $m0 + $m1 of 150 + 150, offsets $o0 $o1 (truth $err): $(cat "$T/log")"
 # mixed, 2 nodes x 2 ranks: grouped Send/Recv are one launch and one kernel; the replay wrote two kernels per group
