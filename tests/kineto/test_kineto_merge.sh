@@ -121,47 +121,34 @@ n=d.get("nccl_lens"); c=n["clock"] if n else {}; f=c.get("fits") or [{"offset_ns
 b=f[0]["bound_ns"] + c.get("samples_spread_ns", 0) + c.get("our_gpu_map_bound_ns", 0)
 print(len(ks), sum(e["args"]["Seq"]!=e["args"]["nccl_lens seq"] for e in ks), f[0]["offset_ns"], math.ceil(b))' "$1"
 }
-# Within 10 us; in a sanitizer build (TSan runs the replay 5-15x slower) each process's wall-against-mono reading
-# is off by tens of us (CI saw node 0 at -97.7 us, node 1 at +1438.8 us: 36 us apart from the truth), so there the
-# fit must only find the 1.5 ms within a tenth of it: which kernel is whose is the Seq check above, exactly.
-# The same on a loaded machine (load above the cores: a process descheduled between its two clock readings; a
-# normal build under load 4-6 on 2 cores found node 1 19.4 us off): which kernel is whose stays exact there too.
-# The load average lags a burst (another test starting beside this one: 19.8 us at load 1.6 on 2 cores), so an
-# offset outside 10 us is measured once more on a fresh run: a descheduling is one run's, an error in the fit is
-# every run's.
-coarse=
-[ -n "${LENS_SANITIZER:-}" ] && coarse=1
-awk -v n="$(nproc)" '{exit !($1 > n)}' /proc/loadavg && coarse=1
-for off_try in 1 2; do
-  for try in 1 2 3; do
-    rm -rf "$T/trw" "$T/kinw" "$T/outw"
-    "$L" replay --scenario allreduce --nodes 2 --ranks-per-node 1 --iters 50 --out "$T/trw" --kineto "$T/kinw" \
-      --truth "$T/truthw.json" --quiet || { echo "FAIL: replay --kineto"; exit 1; }
-    "$L" export --format kineto --into "$T/kinw" "$T/trw" -o "$T/outw" >"$T/log" 2>&1 ||
-      bad "merge (--kineto) exited $?"
-    complete "$T/outw/rank-0.json" "$T/outw/rank-1.json" && break
-    echo "note: --kineto run $try: the plugin dropped records (a loaded machine): again"
-  done
-  read -r m0 w0 o0 b0 < <(seqcheck "$T/outw/rank-0.json")
-  read -r m1 w1 o1 b1 < <(seqcheck "$T/outw/rank-1.json")
-  err=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["processes"][1]["kineto_wall_error_ns"])' \
-    "$T/truthw.json")
-  tol=10000
-  [ -n "$coarse" ] && tol=$((err / 10))
-  d=$((o1 - o0 - err))
-  [ "${d#-}" -le "$tol" ] && break
-  [ "$off_try" = 1 ] && echo "note: --kineto, 2 nodes: node 1 found $d ns from the truth (over $tol): measured again"
+# Node 1's offset against the truth: within the bounds the two files state (the fit's, the CLOCK samples' spread
+# and our GPU clock maps', which dominates: hundreds of us on a run this short, its maps fitted on notice times),
+# and within a tenth of the 1.5 ms (the wall clock's error found, not 0 and not another kernel's; which kernel is
+# whose is the Seq check above, exactly). Earlier this asserted 10 us outside sanitizer builds, a figure no bound
+# the merge states supports: it held in CI's runs, but on a quiet 2-core machine the error was beyond it in 6 of 12
+# runs (-41 to +27 us; 0.1 to 9 us in the others). The offset goes through our GPU clock map; the channel slices
+# placed in Kineto's kernels do not (the raw GPU fit: within 2 us above).
+for try in 1 2 3; do
+  rm -rf "$T/trw" "$T/kinw" "$T/outw"
+  "$L" replay --scenario allreduce --nodes 2 --ranks-per-node 1 --iters 50 --out "$T/trw" --kineto "$T/kinw" \
+    --truth "$T/truthw.json" --quiet || { echo "FAIL: replay --kineto"; exit 1; }
+  "$L" export --format kineto --into "$T/kinw" "$T/trw" -o "$T/outw" >"$T/log" 2>&1 ||
+    bad "merge (--kineto) exited $?"
+  complete "$T/outw/rank-0.json" "$T/outw/rank-1.json" && break
+  echo "note: --kineto run $try: the plugin dropped records (a loaded machine): again"
 done
+read -r m0 w0 o0 b0 < <(seqcheck "$T/outw/rank-0.json")
+read -r m1 w1 o1 b1 < <(seqcheck "$T/outw/rank-1.json")
+err=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["processes"][1]["kineto_wall_error_ns"])' \
+  "$T/truthw.json")
+d=$((o1 - o0 - err))
 [ "$w0" = 0 ] && [ "$w1" = 0 ] && ok "--kineto, 2 nodes: no kernel enriched with another collective's launch" ||
   bad "--kineto, 2 nodes: kernels paired with another collective: rank 0 $w0 of $m0, rank 1 $w1 of $m1"
-# What every build must meet, loaded or not: the truth within the bounds the two files state (our GPU clock maps'
-# bound dominates them: hundreds of us on a run this short).
-[ "${d#-}" -le $((b0 + b1)) ] &&
-  ok "--kineto, 2 nodes: node 1's offset within the files' stated bounds ($d ns, $((b0 + b1)))" ||
-  bad "--kineto, 2 nodes: node 1 $d ns from the truth, outside the stated bounds $b0 + $b1 ns"
-[ "$m0" = 150 ] && [ "$m1" = 150 ] && [ "${d#-}" -le "$tol" ] &&
-  ok "--kineto, 2 nodes: 150 + 150 matched, node 1's wall clock found $((o1 - o0)) ns off (truth $err)" ||
-  bad "--kineto, 2 nodes: matched $m0 + $m1 of 150 + 150, offsets $o0 $o1 (truth $err): $(cat "$T/log")"
+[ "$m0" = 150 ] && [ "$m1" = 150 ] && [ "${d#-}" -le $((b0 + b1)) ] && [ "${d#-}" -le $((err / 10)) ] &&
+  ok "--kineto, 2 nodes: 150 + 150 matched, node 1's wall clock found $((o1 - o0)) ns off (truth $err; error $d ns," \
+    "stated bounds $b0 + $b1 ns)" ||
+  bad "--kineto, 2 nodes: matched $m0 + $m1 of 150 + 150, offsets $o0 $o1 (truth $err), bounds $b0 + $b1:" \
+    "$(cat "$T/log")"
 # mixed, 2 nodes x 2 ranks: grouped Send/Recv are one launch and one kernel; the replay wrote two kernels per group
 # (the truth times each op's part of the kernel), 40 SendRecv kernels no launch had (120 of 160 matched). And two
 # local ranks in one process: the other rank's streams, which have no kernel in this file, are not a misalignment.
