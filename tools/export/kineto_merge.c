@@ -690,8 +690,10 @@ static int merge_one(const char *cmd, const struct lens_kineto_merge_opts *o, in
   double bound = 0;
   for (size_t i = 0; i < r.n_fits; i++)
     if (r.fits[i].bound_ns > bound) bound = r.fits[i].bound_ns;
-  fprintf(out, "wrote %s/%s: %zu of %zu NCCL kernels matched, fit bound %.1f us\n", o->out_dir, out_name, matched,
-          s.n_k, bound / 1000.0);
+  char bound_s[32]; /* a real GPU's fit is tens of ns: "0.0 us" said nothing (H200, docs/gpu-check.md) */
+  lens_fmt_ns(bound, bound_s, sizeof bound_s);
+  fprintf(out, "wrote %s/%s: %zu of %zu NCCL kernels matched, fit bound %s\n", o->out_dir, out_name, matched, s.n_k,
+          bound_s);
   fprintf(out, "  matched by correlation %zu, by order and time %zu, by order alone %zu\n", r.by_corr, r.by_order,
           r.by_gap);
   fprintf(out, "  added %zu channel slices (%zu outside the bound), %zu proxy ops, %zu steps, %zu flows\n",
