@@ -79,6 +79,7 @@ export NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1
 run_job() {
   local name=$1
   shift
+  rm -rf "${out:?}/$name" # a second run into one OUTDIR must not read the first one's traces with its own
   mkdir -p "$out/$name"
   # shellcheck disable=SC2086 # JOB_PREFIX and JOB_ARGS are word lists
   env "$@" NCCL_LENS_OUTPUT_DIR="$out/$name" timeout ${JOB_TIMEOUT:-60} ${JOB_PREFIX:-} "$job" -n 2 -i "${ITERS:-5}" \
