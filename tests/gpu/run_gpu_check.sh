@@ -30,6 +30,7 @@
 # Usage: tests/gpu/run_gpu_check.sh OUTDIR [STEPS]   (STEPS: e.g. "1 2 4"; default all)
 # Env: LENS_BUILD (default build), LENS_NCCL_LIB_DIR, LENS_CUPTI_PATH, LENS_EXAMPLE_PLUGIN,
 #      LENS_EXTRA_LIB_DIR (libbpf/libelf for nccl-lens where the machine lacks them);
+#      LENS_MPS=1: run the ranks through CUDA MPS (one GPU shared at once, not time-sliced);
 #      LATE_US (20000), LATE_OPS (200): step 8's sleep and AllReduces;
 #      HANG_TIMEOUT (5 s): step 9's NCCL_LENS_HANG_TIMEOUT; HANG_HOLD (15 s): how long its
 #      missing rank sleeps before it exits (after the watchdog's timeout, so that it fires first).
@@ -73,6 +74,25 @@ LD_LIBRARY_PATH=$(dirname "$nccl_so"):$(dirname "$cudart_so")${LD_LIBRARY_PATH:+
 [ -n "${LENS_EXTRA_LIB_DIR:-}" ] && LD_LIBRARY_PATH=$(cd "$LENS_EXTRA_LIB_DIR" && pwd):$LD_LIBRARY_PATH
 export LD_LIBRARY_PATH
 export NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1
+
+# LENS_MPS=1: the ranks' kernels share the one GPU at once through CUDA MPS instead of taking turns. Without it two
+# processes time-slice the GPU (about 2 ms slices on the H200): a collective's ranks do not end together, so the job
+# view leaves most instances undecomposed (ends_apart), and every execution holds a slice (docs/gpu-check.md).
+mps_dir=
+if [ "${LENS_MPS:-0}" = 1 ]; then
+  if command -v nvidia-cuda-mps-control >/dev/null && mps_dir=$(mktemp -d /tmp/lens-mps-XXXXXX); then
+    export CUDA_MPS_PIPE_DIRECTORY=$mps_dir CUDA_MPS_LOG_DIRECTORY=$mps_dir
+    if nvidia-cuda-mps-control -d; then
+      trap 'echo quit | nvidia-cuda-mps-control; sleep 1; rm -rf "$mps_dir"' EXIT
+      echo "MPS: control daemon started ($mps_dir): the ranks' kernels run at once"
+    else
+      echo "MPS: nvidia-cuda-mps-control -d failed: the GPU is time-sliced"
+      unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+    fi
+  else
+    echo "MPS: nvidia-cuda-mps-control not found: the GPU is time-sliced"
+  fi
+fi
 
 # One run of the job. $1: name; the rest: env assignments. Plugin runs get
 # NCCL_PROFILER_PLUGIN=lens from their caller.
