@@ -41,15 +41,6 @@ void lens_cli_capture_end(struct lens_cli_capture *c) {
   c->f = NULL;
 }
 
-void lens_cli_say_in_order(struct lens_cli_capture *said, const unsigned char *failed, size_t n) {
-  for (size_t i = 0, stop = 0; i < n; i++) {
-    if (!stop && said[i].text) fputs(said[i].text, stderr);
-    free(said[i].text);
-    said[i].text = NULL;
-    stop |= failed[i];
-  }
-}
-
 static FILE *err_out(void) { return capture ? capture->f : stderr; }
 
 /* msg with every aliased name written as the user gave it. */

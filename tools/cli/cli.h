@@ -15,7 +15,7 @@ int lens_cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(
  * Returns 2 (the exit status of a usage error in every command). */
 int lens_cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Error and usage lines of one piece of work run on a worker thread, kept
+/* Error and usage lines of one piece of work run on a worker thread (work_pool.h), kept
  * to be said in input order once the work is done: two threads that each
  * met a bad input must not both print, nor in a racing order. Between
  * begin and end, lens_cli_error and lens_cli_usage on the calling thread
@@ -29,10 +29,6 @@ struct lens_cli_capture {
 };
 int lens_cli_capture_begin(struct lens_cli_capture *c);
 void lens_cli_capture_end(struct lens_cli_capture *c);
-/* What n pieces of work taken in order said, in that order, up to and with
- * the first that failed (the ones before it all ran; the ones after it
- * stopped or raced it and are not spoken for); every text freed. */
-void lens_cli_say_in_order(struct lens_cli_capture *said, const unsigned char *failed, size_t n);
 
 /* From now on lens_cli_error writes `real` (a /proc/self/fd/N name a
  * spooled input is read by) as `shown` (the name the user gave); shown NULL

@@ -5,7 +5,6 @@
 #include <limits.h>
 #include <malloc.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +13,7 @@
 
 #include "cli/cli.h"
 #include "cli/filter.h"
+#include "cli/work_pool.h"
 #include "export/load_traces.h"
 
 /* The plugin writes a CLOCK chunk before its first SESSION (the clock
@@ -100,11 +100,6 @@ struct run {
   struct lens_filter_tally tally;  /* summed under mu */
   char (*func_have)[512];          /* per group: its operations, when a --func names none there (usage error) */
   pthread_mutex_t mu;
-  struct lens_cli_capture *said;   /* per group: its error and warning lines, said in input order */
-  unsigned char *group_failed;     /* per group */
-  atomic_size_t next, finished;
-  atomic_int failed;
-  int progress;
 };
 
 /* Groups join the skeleton in input order (the same numbering on any number
@@ -203,17 +198,10 @@ out:
   return rc;
 }
 
-static void *worker(void *arg) {
-  struct run *r = arg;
-  for (size_t g; !atomic_load(&r->failed) && (g = atomic_fetch_add(&r->next, 1)) < r->n_groups;) {
-    int capturing = !lens_cli_capture_begin(&r->said[g]);
-    int rc = map_group(r, g);
-    if (capturing) lens_cli_capture_end(&r->said[g]);
-    if (rc) r->group_failed[g] = 1, atomic_store(&r->failed, 1);
-    size_t fin = atomic_fetch_add(&r->finished, 1) + 1;
-    if (r->progress) lens_cli_progress("reading traces (host groups)", (long)fin, (long)r->n_groups);
-  }
-  return NULL;
+/* Group g on a worker thread of the pool (work_pool.h: its lines said in input order). */
+static int map_item(void *ctx, size_t g, FILE *out) {
+  (void)out;
+  return map_group(ctx, g);
 }
 
 /* A --comm or --func that no group holds is the same usage error as for one
@@ -256,37 +244,27 @@ int lens_passes_run(const char *cmd, struct lens_trace_cli *c, const struct lens
   out->hosts = calloc(r.n_groups + 1, sizeof *out->hosts);
   out->parts = calloc(n_passes * r.n_groups + 1, sizeof *out->parts);
   r.done = calloc(r.n_groups + 1, sizeof *r.done);
-  r.said = calloc(r.n_groups + 1, sizeof *r.said);
-  r.group_failed = calloc(r.n_groups + 1, 1);
   r.tally.comm_hit = calloc(c->filter.n_comms + 1, 1);
   r.tally.func_hit = calloc(c->filter.n_funcs + 1, 1);
   if (c->filter.n_funcs && !(r.func_have = calloc(r.n_groups + 1, sizeof *r.func_have))) goto oom;
-  if (!out->skel || !out->bases || !out->hosts || !out->parts || !r.done || !r.said || !r.group_failed ||
+  if (!out->skel || !out->bases || !out->hosts || !out->parts || !r.done ||
       !r.tally.comm_hit || !r.tally.func_hit)
     goto oom;
   for (size_t g = 0; g < r.n_groups; g++) memcpy(out->hosts[g], r.groups[g].host, sizeof out->hosts[g]);
   pthread_mutex_init(&r.mu, NULL);
-  r.progress = !(o && o->no_progress) && r.n_groups > 1;
   /* Each worker builds and frees model after model. glibc serves blocks of
    * 32 MiB and more with fresh mmaps, so every model faulted its pages in
    * again; from the heap, kept, the pages are reused (docs/scale.md). */
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, INT_MAX);
-  long nt = o && o->threads ? o->threads : sysconf(_SC_NPROCESSORS_ONLN);
-  if (nt < 1) nt = 1;
-  if ((size_t)nt > r.n_groups) nt = (long)(r.n_groups ? r.n_groups : 1);
-  pthread_t th[1024];
-  long started = 0;
-  for (; started < nt - 1 && started < 1024; started++)
-    if (pthread_create(&th[started], NULL, worker, &r)) break;
-  worker(&r);
-  for (long i = 0; i < started; i++) pthread_join(th[i], NULL);
-  if (r.progress) lens_cli_progress(NULL, -1, 0);
-  lens_cli_say_in_order(r.said, r.group_failed, r.n_groups);
+  int progress = !(o && o->no_progress) && r.n_groups > 1;
+  struct lens_cli_pool pool = {.cmd = cmd, .n = r.n_groups, .threads = o ? o->threads : 0, .stop_on_fail = 1,
+                               .progress = progress ? "reading traces (host groups)" : NULL, .fn = map_item, .ctx = &r};
+  int failed = lens_cli_pool_run(&pool);
   malloc_trim(0);
   mallopt(M_MMAP_MAX, 65536);
   pthread_mutex_destroy(&r.mu);
-  if (atomic_load(&r.failed)) goto out;
+  if (failed) goto out;
   if (r.next_skel != r.n_groups) goto oom;
   lens_cli_load_notes(cmd, out->skel);
   if (lens_filter_any(&c->filter)) {
@@ -301,8 +279,6 @@ oom:
 out:
   for (size_t g = 0; r.done && g < r.n_groups; g++) lens_model_free(r.done[g]);
   free(r.done);
-  free(r.said);
-  free(r.group_failed);
   for (size_t g = 0; g < r.n_groups; g++) free(r.groups[g].files);
   free(r.groups);
   free(r.tally.comm_hit);

@@ -4,8 +4,6 @@
 #include "export/kineto_merge.h"
 
 #include <errno.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -19,6 +17,7 @@
 #include "analysis/job/job.h"
 #include "analysis/job/job_part.h"
 #include "cli/cli.h"
+#include "cli/work_pool.h"
 #include "export/json_out.h"
 #include "export/kineto_json.h"
 #include "export/kineto_match.h"
@@ -733,74 +732,6 @@ out:
   return rc;
 }
 
-/* Work over n files on a pool of threads, said in input order: each file's
- * report lines (out) and error lines (lens_cli_error, captured) are kept
- * until every file before it is done, so the output is the same on one
- * thread or sixteen. stop_on_fail: a failure stops the files not started,
- * and nothing after the first failed file is said (its later files raced
- * it); else every file runs and all is said. */
-struct pool {
-  const char *cmd;
-  size_t n;
-  atomic_size_t next, finished;
-  atomic_int failed_any;
-  int stop_on_fail, progress;
-  const char *what;
-  int (*fn)(void *ctx, size_t i, FILE *out);
-  void *ctx;
-  struct lens_cli_capture *said;
-  char **out;
-  unsigned char *failed;
-};
-
-static void *pool_worker(void *arg) {
-  struct pool *p = arg;
-  for (size_t i; !(p->stop_on_fail && atomic_load(&p->failed_any)) && (i = atomic_fetch_add(&p->next, 1)) < p->n;) {
-    size_t len = 0;
-    FILE *out = open_memstream(&p->out[i], &len);
-    int capturing = !lens_cli_capture_begin(&p->said[i]);
-    int rc = out ? p->fn(p->ctx, i, out) : (lens_cli_error(p->cmd, "out of memory"), -1);
-    if (capturing) lens_cli_capture_end(&p->said[i]);
-    if (out) fclose(out);
-    if (rc) p->failed[i] = 1, atomic_store(&p->failed_any, 1);
-    size_t fin = atomic_fetch_add(&p->finished, 1) + 1;
-    if (p->progress) lens_cli_progress(p->what, (long)fin, (long)p->n);
-  }
-  return NULL;
-}
-
-/* 0 when every file's fn returned 0, else 1 (its lines said). */
-static int pool_run(struct pool *p, long threads) {
-  int rc = 1;
-  size_t nt = threads > 0 ? (size_t)threads : 1, started = 0;
-  if (nt > p->n) nt = p->n ? p->n : 1;
-  pthread_t *th = calloc(nt, sizeof *th);
-  p->said = calloc(p->n ? p->n : 1, sizeof *p->said);
-  p->out = calloc(p->n ? p->n : 1, sizeof *p->out);
-  p->failed = calloc(p->n ? p->n : 1, 1);
-  if (!th || !p->said || !p->out || !p->failed) {
-    lens_cli_error(p->cmd, "out of memory");
-    goto out;
-  }
-  for (size_t t = 1; t < nt; t++, started++)
-    if (pthread_create(&th[t - 1], NULL, pool_worker, p)) break;
-  pool_worker(p); /* this thread too (and alone if no thread could start) */
-  for (size_t t = 0; t < started; t++) pthread_join(th[t], NULL);
-  if (p->progress) lens_cli_progress(NULL, -1, 0); /* the line cleared */
-  rc = 0;
-  for (size_t i = 0, stop = 0; i < p->n; i++) {
-    if (!stop && p->out[i]) fputs(p->out[i], stdout);
-    fflush(stdout);
-    if (!stop && p->said[i].text) fputs(p->said[i].text, stderr);
-    if (!stop && p->failed[i]) rc = 1;
-    if (p->stop_on_fail) stop |= p->failed[i];
-  }
-out:
-  for (size_t i = 0; p->said && p->out && i < p->n; i++) free(p->said[i].text), free(p->out[i]);
-  free(p->said), free(p->out), free(p->failed), free(th);
-  return rc;
-}
-
 struct first_pass {
   const char *cmd;
   const struct lens_kineto_merge_opts *o;
@@ -845,7 +776,7 @@ int lens_export_kineto(const char *cmd, const struct lens_kineto_merge_opts *o) 
   char why[256];
   int dirfd = lens_dir_open(o->out_dir, 1, geteuid(), LENS_DIR_SHARED_STICKY, why, sizeof why);
   if (dirfd < 0) return lens_cli_error(cmd, "output directory %s: %s", o->out_dir, why);
-  long threads = o->threads > 0 ? o->threads : sysconf(_SC_NPROCESSORS_ONLN);
+  long threads = o->threads; /* <= 0: the cores */
   int progress = isatty(STDERR_FILENO);
   struct tinfo *ti = calloc(o->n_traces ? o->n_traces : 1, sizeof *ti);
   size_t *same_name = calloc(o->n_into ? o->n_into : 1, sizeof *same_name);
@@ -863,9 +794,9 @@ int lens_export_kineto(const char *cmd, const struct lens_kineto_merge_opts *o) 
     goto out;
   }
   struct first_pass fp = {cmd, o, ti, jv.parts};
-  struct pool p1 = {.cmd = cmd, .n = o->n_traces, .stop_on_fail = 1, .progress = progress, .what = "reading traces",
-                    .fn = first_one, .ctx = &fp};
-  int r1 = pool_run(&p1, threads);
+  struct lens_cli_pool p1 = {.cmd = cmd, .n = o->n_traces, .threads = threads, .stop_on_fail = 1,
+                             .progress = progress ? "reading traces" : NULL, .fn = first_one, .ctx = &fp};
+  int r1 = lens_cli_pool_run(&p1);
   if (several) jv.n_parts = o->n_traces; /* every part, filled or still empty: all freed below */
   if (r1) goto out;
   size_t procs = 0;
@@ -884,9 +815,9 @@ int lens_export_kineto(const char *cmd, const struct lens_kineto_merge_opts *o) 
     for (size_t k = 0; k < i && !same_name[i]; k++)
       if (!strcmp(base_name(o->into[i]), base_name(o->into[k]))) same_name[i] = k + 1;
   struct merge_pass mp = {cmd, o, dirfd, ti, &jv, same_name};
-  struct pool p2 = {.cmd = cmd, .n = o->n_into, .progress = progress, .what = "merging Kineto files",
-                    .fn = merge_at, .ctx = &mp};
-  rc = pool_run(&p2, threads);
+  struct lens_cli_pool p2 = {.cmd = cmd, .n = o->n_into, .threads = threads,
+                             .progress = progress ? "merging Kineto files" : NULL, .fn = merge_at, .ctx = &mp};
+  rc = lens_cli_pool_run(&p2);
 out:
   if (jv.built) lens_job_free(&jv.j);
   for (size_t i = 0; i < jv.n_parts; i++) lens_job_part_free(&jv.parts[i]);

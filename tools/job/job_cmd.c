@@ -15,8 +15,6 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <malloc.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +26,7 @@
 #include "cli/opt.h"
 #include "cli/passes.h"
 #include "cli/trace_args.h"
+#include "cli/work_pool.h"
 #include "export/load_traces.h"
 #include "job/job_print.h"
 #include "hang/hang_print.h"
@@ -120,10 +119,6 @@ struct map_ctx {
   struct lens_kineto_job_stats *kstats; /* one per Kineto trace */
   struct lens_job_part *parts;          /* partial files first, then Kineto traces (then the host groups' parts) */
   const struct lens_trace_cli *c;
-  struct lens_cli_capture *said;        /* per file: its error line, said in input order */
-  unsigned char *file_failed;
-  atomic_size_t next;
-  atomic_int failed;
 };
 
 /* Kineto files that name a rank an earlier file named (same rank, same world
@@ -190,16 +185,10 @@ static void *job_pass_map(struct lens_model *m, void *ctx) {
   return p;
 }
 
-static void *map_worker(void *arg) {
-  struct map_ctx *x = arg;
-  size_t total = x->n_partials + x->n_kinetos;
-  for (size_t w; !atomic_load(&x->failed) && (w = atomic_fetch_add(&x->next, 1)) < total;) {
-    int capturing = !lens_cli_capture_begin(&x->said[w]);
-    int rc = map_one(x, w);
-    if (capturing) lens_cli_capture_end(&x->said[w]);
-    if (rc) x->file_failed[w] = 1, atomic_store(&x->failed, 1);
-  }
-  return NULL;
+/* File w on a worker thread of the pool (work_pool.h: its lines said in input order). */
+static int map_item(void *ctx, size_t w, FILE *out) {
+  (void)out;
+  return map_one(ctx, w);
 }
 
 /* One partial of many: procs, comms, records and ops renumbered. */
@@ -383,21 +372,11 @@ int lens_cmd_job(int argc, char **argv) {
   /* Partial files and Kineto traces: read on a pool of threads. */
   n_files_parts = x.n_partials + x.n_kinetos;
   x.parts = calloc(n_files_parts ? n_files_parts : 1, sizeof *x.parts);
-  x.said = calloc(n_files_parts + 1, sizeof *x.said);
-  x.file_failed = calloc(n_files_parts + 1, 1);
-  if (!x.parts || !x.said || !x.file_failed) goto oom;
+  if (!x.parts) goto oom;
   if (n_files_parts) {
-    long nt = o.threads ? o.threads : sysconf(_SC_NPROCESSORS_ONLN);
-    if (nt < 1) nt = 1;
-    if ((size_t)nt > n_files_parts) nt = (long)n_files_parts;
-    pthread_t th[1024];
-    long started = 0;
-    for (; started < nt - 1; started++)
-      if (pthread_create(&th[started], NULL, map_worker, &x)) break;
-    map_worker(&x);
-    for (long i = 0; i < started; i++) pthread_join(th[i], NULL);
-    lens_cli_say_in_order(x.said, x.file_failed, n_files_parts);
-    if (atomic_load(&x.failed)) goto out;
+    struct lens_cli_pool pool = {.cmd = CMD, .n = n_files_parts, .threads = o.threads, .stop_on_fail = 1,
+                                 .fn = map_item, .ctx = &x};
+    if (lens_cli_pool_run(&pool)) goto out;
     if (kineto_same_rank(&x, &same_rank)) goto oom;
   }
   /* Traces: host group by host group (passes.h), the same for 1 trace as for 10^4. */
@@ -478,8 +457,6 @@ out:
   free(all_parts);
   for (size_t i = 0; x.parts && i < n_files_parts; i++) lens_job_part_free(&x.parts[i]);
   free(x.parts);
-  free(x.said);
-  free(x.file_failed);
   if (ran_passes) lens_passes_free(passes, &po);
   if (n_trace) c.paths = (const char **)paths, c.n = n;
   free(traces);

@@ -134,8 +134,10 @@ struct step { int32_t snd, rcv, rank, proc; uint64_t dur; const struct lens_job_
 static uint64_t link_of(const struct step *s) { return (uint64_t)(uint32_t)s->snd << 32 | (uint32_t)s->rcv; }
 
 /* Ops ordered by a group (rank, proc, or one group for all), then index. */
-static const struct step *grp_steps;
-static int grp_field;
+/* The comparators' arrays, per thread: a reduce on any thread (the Kineto merge maps on several) never reads
+ * another's (as gpu_join.c and kineto_match.c). */
+static _Thread_local const struct step *grp_steps;
+static _Thread_local int grp_field;
 static int32_t grp_of(const struct step *s) { return grp_field == 0 ? s->rank : grp_field == 1 ? s->proc : 0; }
 static int grp_cmp(const void *x, const void *y) {
   size_t a = *(const size_t *)x, b = *(const size_t *)y;
@@ -149,7 +151,7 @@ static int grp_cmp(const void *x, const void *y) {
  * shortest op of another link than that one's answer every op exactly. */
 static void min_other_link(const struct step *s, size_t n, int field, size_t *ord, uint64_t *out) {
   for (size_t i = 0; i < n; i++) ord[i] = i;
-  grp_steps = s, grp_field = field; /* single-threaded reduce */
+  grp_steps = s, grp_field = field;
   /* The ops come row by row, rows in rank order: by rank (and for one group)
    * they are already in (group, index) order, and by process too when each
    * process's ranks are consecutive. The sort is only for the other cases
@@ -449,7 +451,7 @@ static int cmp_i32(const void *x, const void *y) {
   return a < b ? -1 : a > b;
 }
 
-static const struct lens_job_inst *sort_base;
+static _Thread_local const struct lens_job_inst *sort_base;
 static int row_cmp(const void *x, const void *y) {
   const struct lens_job_inst *a = &sort_base[*(const size_t *)x], *b = &sort_base[*(const size_t *)y];
   if (a->comm_id != b->comm_id) return a->comm_id < b->comm_id ? -1 : 1;
@@ -476,7 +478,7 @@ static int rows(struct lens_job *j) {
     return -1;
   }
   for (size_t i = 0; i < n; i++) idx[i] = i;
-  sort_base = j->insts; /* single-threaded analysis */
+  sort_base = j->insts;
   qsort(idx, n, sizeof *idx, row_cmp);
   for (size_t i = 0; i < n;) {
     size_t k = i;

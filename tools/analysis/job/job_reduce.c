@@ -97,7 +97,7 @@ static int itmpl_first(const struct ikey *key, const struct rref *r, const struc
   return rref_cmp(r, first) < 0;
 }
 
-static const struct ikey *sort_ikeys; /* single-threaded reduce */
+static _Thread_local const struct ikey *sort_ikeys; /* per thread: a reduce may run on any (job_causes.c) */
 static int inst_order_cmp(const void *x, const void *y) {
   return ikey_cmp(&sort_ikeys[*(const uint32_t *)x], &sort_ikeys[*(const uint32_t *)y]);
 }
