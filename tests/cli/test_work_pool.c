@@ -76,7 +76,8 @@ static void expected(int last, int fail_a, int fail_b, char *o, size_t ol, char 
 
 static void check(long threads, int stop, int fail_a, int fail_b) {
   struct items it = {.fail_at = {fail_a, fail_b}};
-  struct lens_cli_pool p = {.cmd = "pooltest", .n = N, .threads = threads, .stop_on_fail = stop, .fn = item, .ctx = &it};
+  struct lens_cli_pool p = {.cmd = "pooltest", .n = N, .threads = threads, .stop_on_fail = stop, .fn = item,
+                            .ctx = &it};
   char *o, *e, want_o[4096], want_e[4096];
   int rc = run_captured(&p, &o, &e);
   int failing = fail_a >= 0 || fail_b >= 0;
