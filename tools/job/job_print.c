@@ -71,6 +71,12 @@ static void inst_counts(const struct lens_job *j, size_t *host, size_t *apart, s
   }
 }
 
+/* Why an instance was not decomposed, said alike by job, summary and report,
+ * with where the causes are: one seen on a real GPU is ranks that share it
+ * without MPS, which take turns (docs/gpu-check.md); the replay's uncoupled
+ * GPUs are another. The output names no cause it cannot tell apart. */
+#define ENDS_APART_WHY "ranks of one host did not end together on the mapped clock (ends_apart: see docs/job.md)"
+
 static void comm_head(FILE *f, const struct lens_model *m, uint64_t comm_id) {
   const char *name = LENS_COMM_UNNAMED;
   int nranks = 0;
@@ -136,7 +142,11 @@ static void row_cells_of(const struct lens_job_row *r, const char *sep, struct r
 
 /* kineto: the spans are Kineto's NCCL kernels on each file's wall clock, not
  * KernelCh pTimers (job_cmd.c never mixes Kineto files with traces). */
-static void headline(FILE *f, const struct lens_model *m, const struct lens_job *j, int kineto) {
+static void note(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The rows, then (notes: summary, where job's notes are not printed) why
+ * rows say "-", then the stragglers. */
+static void headline(FILE *f, const struct lens_model *m, const struct lens_job *j, int kineto, int notes) {
   if (!j->n_rows) return;
   fprintf(f, "\njob view: execution = span of the rank that started last (ranks end together); wait = a rank's span "
              "- execution;\n  %s;\n  busbw from the execution (nccl-tests factors).\n",
@@ -164,6 +174,14 @@ static void headline(FILE *f, const struct lens_model *m, const struct lens_job 
     fprintf(f, "  %-14s %-14s %6" PRIu64 " %27s %19s %10s %14s\n", r->func ? r->func : "-", size, r->count, c.ex, c.wt,
             c.bw, last);
   }
+  size_t host, apart, one, links;
+  inst_counts(j, &host, &apart, &one, &links);
+  if (notes && apart)
+    note(f, "%zu of %zu instances not decomposed (\"-\"): " ENDS_APART_WHY "; nccl-lens job lists them", apart,
+         j->n_insts);
+  if (notes && one)
+    note(f, "%zu of %zu instances not decomposed: one rank had a span, the others' records were cut off or untimed",
+         one, j->n_insts);
   if (!j->n_stragglers) {
     fprintf(f, "\nstragglers: none (no rank made the others wait >= %.1f us and >= %.0f%% of the execution)\n",
             j->min_wait_ns / 1e3, LENS_JOB_MIN_WAIT_FRAC * 100);
@@ -176,7 +194,9 @@ static void headline(FILE *f, const struct lens_model *m, const struct lens_job 
   fprintf(f, "\nstragglers per user tag (v7 userProfilerTag; tagged instances only)\n");
   straggler_rows(f, m, j->tag_stragglers, j->n_tag_stragglers, 1);
 }
-void lens_job_print_headline(FILE *f, const struct lens_model *m, const struct lens_job *j) { headline(f, m, j, 0); }
+void lens_job_print_headline(FILE *f, const struct lens_model *m, const struct lens_job *j) {
+  headline(f, m, j, 0, 1);
+}
 
 static const struct lens_job *sort_j;
 static int by_wait(const void *a, const void *b) {
@@ -192,7 +212,6 @@ static size_t insts_by_order(const struct lens_job *j) {
 }
 
 /* A "note: ..." line, wrapped within LENS_FMT_COLUMNS under its first word. */
-static void note(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void note(FILE *f, const char *fmt, ...) {
   char text[512];
   va_list ap;
@@ -236,8 +255,7 @@ void lens_job_print_text(FILE *f, const struct lens_model *m, const struct lens_
     note(f, "%zu instances had no KernelCh on some rank: host-side spans (Coll start -> completion) used for them",
             host);
   if (apart)
-    note(f, "%zu instances: ranks of one host did not end together on the mapped clock; not decomposed",
-            apart);
+    note(f, "%zu instances: " ENDS_APART_WHY "; not decomposed", apart);
   if (one)
     note(f, "%zu instances: one rank had a span, the others' records were cut off or untimed; not decomposed", one);
   if (!j->have_clock_map)
@@ -251,7 +269,7 @@ void lens_job_print_text(FILE *f, const struct lens_model *m, const struct lens_
             j->ce_count, (double)j->ce_enqueue_ns / (double)j->ce_count / 1e3);
   else if (!j->ce_known)
     note(f, "copy-engine collectives unknown (a partial file written before they were counted)");
-  headline(f, m, j, src && src->kineto_files);
+  headline(f, m, j, src && src->kineto_files, 0);
   if (links) fprintf(f, "\nslow links: %zu instances with arrivals aligned and one link slow (see below)\n", links);
   size_t *o = malloc((j->n_insts + 1) * sizeof *o);
   if (!o) return;
@@ -422,8 +440,7 @@ void lens_job_print_md(FILE *f, const struct lens_model *m, const struct lens_jo
   inst_counts(j, &host, &apart, &one, &links);
   if (host) fprintf(f, " %zu had no KernelCh on some rank: host-side spans (Coll start → completion) used.", host);
   if (apart)
-    fprintf(f, " %zu not decomposed: ranks of one host did not end together on the mapped clock (\"-\" where no "
-               "instance of a row was).", apart);
+    fprintf(f, " %zu not decomposed: " ENDS_APART_WHY " (\"-\" where no instance of a row was).", apart);
   if (one)
     fprintf(f, " %zu not decomposed: one rank had a span, the others' records were cut off or untimed.", one);
   fprintf(f, "\n\n");
