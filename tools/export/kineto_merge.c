@@ -536,14 +536,14 @@ static void meta(void *ctx, FILE *o) {
 
 /* ---- output files ---- */
 
-/* Writes OUT_DIR/<basename of in> through a fresh O_EXCL temporary; an
- * existing output is never replaced. 0, or -1 with err. */
 /* A Kineto file's name in the output directory: its own, without its directories. */
 static const char *base_name(const char *p) {
   const char *b = strrchr(p, '/');
   return b ? b + 1 : p;
 }
 
+/* Writes OUT_DIR/<basename of in> through a fresh O_EXCL temporary; an
+ * existing output is never replaced. 0, or -1 with err. */
 static int write_out(int dirfd, const char *in, const struct kj_scan *s, const struct kj_insert *ins, char *out_name,
                      size_t out_len, char *err, size_t err_len) {
   const char *base = base_name(in);

@@ -76,6 +76,7 @@ static void inst_counts(const struct lens_job *j, size_t *host, size_t *apart, s
  * without MPS, which take turns (docs/gpu-check.md); the replay's uncoupled
  * GPUs are another. The output names no cause it cannot tell apart. */
 #define ENDS_APART_WHY "ranks of one host did not end together on the mapped clock (ends_apart: see docs/job.md)"
+#define ONE_RANK_WHY "one rank had a span, the others' records were cut off or untimed"
 
 static void comm_head(FILE *f, const struct lens_model *m, uint64_t comm_id) {
   const char *name = LENS_COMM_UNNAMED;
@@ -174,14 +175,14 @@ static void headline(FILE *f, const struct lens_model *m, const struct lens_job 
     fprintf(f, "  %-14s %-14s %6" PRIu64 " %27s %19s %10s %14s\n", r->func ? r->func : "-", size, r->count, c.ex, c.wt,
             c.bw, last);
   }
-  size_t host, apart, one, links;
-  inst_counts(j, &host, &apart, &one, &links);
-  if (notes && apart)
-    note(f, "%zu of %zu instances not decomposed (\"-\"): " ENDS_APART_WHY "; nccl-lens job lists them", apart,
-         j->n_insts);
-  if (notes && one)
-    note(f, "%zu of %zu instances not decomposed: one rank had a span, the others' records were cut off or untimed",
-         one, j->n_insts);
+  if (notes) {
+    size_t host, apart, one, links;
+    inst_counts(j, &host, &apart, &one, &links);
+    if (apart)
+      note(f, "%zu of %zu instances not decomposed (\"-\"): " ENDS_APART_WHY "; nccl-lens job lists them", apart,
+           j->n_insts);
+    if (one) note(f, "%zu of %zu instances not decomposed: " ONE_RANK_WHY, one, j->n_insts);
+  }
   if (!j->n_stragglers) {
     fprintf(f, "\nstragglers: none (no rank made the others wait >= %.1f us and >= %.0f%% of the execution)\n",
             j->min_wait_ns / 1e3, LENS_JOB_MIN_WAIT_FRAC * 100);
@@ -257,7 +258,7 @@ void lens_job_print_text(FILE *f, const struct lens_model *m, const struct lens_
   if (apart)
     note(f, "%zu instances: " ENDS_APART_WHY "; not decomposed", apart);
   if (one)
-    note(f, "%zu instances: one rank had a span, the others' records were cut off or untimed; not decomposed", one);
+    note(f, "%zu instances: " ONE_RANK_WHY "; not decomposed", one);
   if (!j->have_clock_map)
     note(f, "no GPU clock map: a late rank's GPU-start stage is unknown (late app vs busy GPU undecided)");
   /* Copy-engine collectives (API v6+): the job view cannot match or
@@ -442,7 +443,7 @@ void lens_job_print_md(FILE *f, const struct lens_model *m, const struct lens_jo
   if (apart)
     fprintf(f, " %zu not decomposed: " ENDS_APART_WHY " (\"-\" where no instance of a row was).", apart);
   if (one)
-    fprintf(f, " %zu not decomposed: one rank had a span, the others' records were cut off or untimed.", one);
+    fprintf(f, " %zu not decomposed: " ONE_RANK_WHY ".", one);
   fprintf(f, "\n\n");
   fprintf(f, "| communicator | func | size | count | exec avg / p50 / p99 us | wait avg / max us | busbw GB/s | "
              "last rank (n) |\n|---|---|---|---:|---:|---:|---:|---|\n");
