@@ -11,8 +11,12 @@ the least polling delay of those points. Asserted:
    negative beyond its map's bound is flagged;
  - per rank, an unflagged channel's mapped start minus its true start is the
    least notice delay of the rank's honest items (from the truth), within
-   2 us + 30 ppm of the map's span below (no overrun point dragged the line
-   down) and, above, that plus the truth's slice spread (below): the line
+   2 us + 30 ppm of the map's span below, plus the span times how far the
+   map's drift is from the truth's (at most 200 ppm, the most the fitter
+   believes: a line tilted by a loaded stretch lies under every point but
+   below the least delay away from the points it touches; a CI run at load
+   had rank 1's map 4.2-4.9 us below with the 30 ppm alone), so that no
+   overrun point dragged the line down (that drag was 1.1 ms), and, above, that plus the truth's slice spread (below): the line
    lies under every point and its slope is fitted, so where the machine was
    loaded for a stretch the line tilts up toward that stretch's least delay
    (a CI run gave 5.3-5.9 us on a rank whose least delay was 0.35 us, slice
@@ -66,7 +70,23 @@ def slice_spread(r):
     return max(mins.values()) - min(mins.values())
 
 
+def true_drift_ppm(r):
+    """The rank's true GPU clock drift: least squares of true host time on
+    pTimer over its honest items' starts and stops."""
+    pts = [(k["start_ptimer"], k["true_start_ns"]) for k in kch if k["rank"] == r and not k["overrun"]]
+    pts += [(k["stop_ptimer"], k["true_stop_ns"]) for k in kch if k["rank"] == r and not k["overrun"]]
+    x0, y0 = pts[0]
+    xs = [x - x0 for x, _ in pts]
+    ys = [y - y0 for _, y in pts]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    if sxx == 0:
+        return 0.0
+    return (sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx - 1) * 1e6
+
+
 spread = {r: slice_spread(r) for r in least}
+slope_err = {r: min(abs(maps[r]["drift_ppm"] - true_drift_ppm(r)), 200.0) for r in least if r in maps}
 checked = 0
 for launch in v["launches"]:
     for c in launch["channels"]:
@@ -86,10 +106,11 @@ for launch in v["launches"]:
             continue
         err = c["start_mono_ns"] - k["true_start_ns"]
         tol = 2000 + 30e-6 * (m["gpu_to"] - m["gpu_from"])
+        below = tol + slope_err[k["rank"]] * 1e-6 * (m["gpu_to"] - m["gpu_from"])
         over = err - least[k["rank"]]
-        if over < -tol or over > tol + spread[k["rank"]]:
+        if over < -below or over > tol + spread[k["rank"]]:
             bad.append("rank %d: mapped - true = %d ns, the least notice delay is %d ns (tolerance -%.0f..+%.0f)"
-                       % (k["rank"], err, least[k["rank"]], tol, tol + spread[k["rank"]]))
+                       % (k["rank"], err, least[k["rank"]], below, tol + spread[k["rank"]]))
         checked += 1
 ref = None
 if len(sys.argv) > 3:
@@ -99,8 +120,9 @@ for r, m in maps.items():
     want = slice_spread(r) if r in least else 0
     if r in least and m["residual_ns"] > want * 1.05 + 5000:
         bad.append("rank %d: residual %.0f ns, the truth's slice spread %d ns" % (r, m["residual_ns"], want))
-    print("rank %d: residual %.0f ns, bound %.0f ns, true notice delays %d..%d ns, truth's slice spread %d ns"
-          % (r, m["residual_ns"], m["error_bound_ns"], least[r], most[r], slice_spread(r)))
+    print("rank %d: residual %.0f ns, bound %.0f ns, true notice delays %d..%d ns, truth's slice spread %d ns, "
+          "drift %.1f ppm (truth %.1f)" % (r, m["residual_ns"], m["error_bound_ns"], least[r], most[r], slice_spread(r),
+                                           m["drift_ppm"], true_drift_ppm(r) if r in least else 0))
 if checked < 100:
     bad.append("only %d unflagged channels matched to the truth" % checked)
 for b in bad[:20]:
