@@ -12,14 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fuzz_util.h"
-#include "job.h"
-#include "job/job_print.h"
-#include "job_align.h"
-#include "job_part.h"
+#include "fuzz_job.h"
 #include "kineto_job.h"
 #include "kineto_read.h"
-#include "lensread.h"
 
 /* Reads what the reader hands over: a string not ended within its field, or
  * a count past what was delivered, is an ASan report or an abort. */
@@ -45,22 +40,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   struct lens_job_part p;
   struct lens_kineto_job_stats st;
   if (lens_kineto_job_map(path, &p, &st, err, sizeof err)) return 0;
-  struct lens_model *skel = lens_job_skeleton(&p, 1);
-  struct lens_job j;
-  if (skel && !lens_job_reduce_consume(&p, 1, &j, 0)) {
-    size_t n_clocks = 0;
-    struct lens_align_proc_clock *clocks = lens_job_parts_clocks(&p, 1, &n_clocks);
-    struct lens_align al;
-    struct lens_align_opts o = {0};
-    if (clocks && !lens_align_build_ends(clocks, n_clocks, &j, &o, &al)) {
-      lens_job_print_text(fuzz_devnull(), skel, &j, 0, &al, NULL);
-      lens_job_print_json(fuzz_devnull(), skel, &j, &al, NULL, NULL);
-      lens_align_free(&al);
-    }
-    free(clocks);
-    lens_job_free(&j);
-  }
-  if (skel) lens_job_skeleton_free(skel);
-  lens_job_part_free(&p);
+  fuzz_job_report(&p);
   return 0;
 }
