@@ -191,6 +191,12 @@ static int walk_chunks(struct lens_builder *b, struct lens_file *f, const uint8_
  * a STATE 40, and the files still to read in the same proportion to their
  * size. Room never touched costs address space only; when even that is
  * refused, the arrays grow as before. */
+/* The most fixed-record bytes presize believes a packed chunk's byte holds:
+ * four times the most seen (the generator's zstd chunks 59, the replay's 30,
+ * the plugin's hang floods 20; 2026-11-30). Beyond it the arrays grow by
+ * doubling, as they did before presizing. */
+#define PRESIZE_MAX_RATIO 256
+
 static void presize(struct lens_builder *b, const struct lens_chunk_view *v, size_t nv, size_t size) {
   uint64_t raw = 0;
   for (size_t i = 0; i < nv; i++) {
@@ -199,7 +205,14 @@ static void presize(struct lens_builder *b, const struct lens_chunk_view *v, siz
     } else if (v[i].h->type == LENS_CHUNK_EVENTS_PACKED && v[i].len >= sizeof(struct lens_packed_hdr)) {
       struct lens_packed_hdr ph;
       memcpy(&ph, v[i].payload, sizeof ph);
-      if (ph.raw_bytes <= LENS_UNPACK_MAX) raw += ph.raw_bytes; /* a larger one is malformed, not read */
+      /* a larger one is malformed, not read; and what a chunk claims counts
+       * at most PRESIZE_MAX_RATIO times its bytes, so that a few KB of
+       * crafted headers cannot reserve gigabytes (address space a normal
+       * build never touches, but a sanitizer's allocator clears it: a fuzzed
+       * 8 KB trace took 15 s under ASan) */
+      if (ph.raw_bytes <= LENS_UNPACK_MAX) raw += ph.raw_bytes < (uint64_t)v[i].len * PRESIZE_MAX_RATIO
+                                                      ? ph.raw_bytes
+                                                      : (uint64_t)v[i].len * PRESIZE_MAX_RATIO;
     }
   }
   double all = (double)raw + (double)b->bytes_left * ((double)raw / (double)(size ? size : 1));
