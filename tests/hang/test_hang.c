@@ -309,6 +309,92 @@ static void test_frozen_proxy_never_freezes(void **s) {
 }
 static void test_graph_replay(void **s) { (void)s; check_hang("hang-graph", ""); }
 
+/* A hang at the scale of a job: 64 ranks, one missing. The text groups the
+ * alike (a line per rank, channel, op and proxy was ~6,000 lines at 1,024
+ * ranks) and must still say what the JSON says: the missing rank, how many
+ * ranks are stuck, every rank whose kernel never stopped, every op in flight
+ * (a small group, the send waiting for the missing rank's credit, keeps its
+ * own line with the peer); --all gives a line per rank again. */
+static int count_lines(const char *path, const char *prefix) {
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  char line[4096];
+  int n = 0;
+  while (fgets(line, sizeof line, f)) n += !prefix || !strncmp(line, prefix, strlen(prefix));
+  fclose(f);
+  return n;
+}
+
+static void test_many_ranks_grouped(void **s) {
+  (void)s;
+  char dir[400], cmd[8192], path[600];
+  lens_test_tmpdir(dir, sizeof dir, "hang-64");
+  snprintf(cmd, sizeof cmd,
+           "mkdir -p %s && %s/bin/nccl-lens replay --quiet --scenario hang-missing --nodes 8 --ranks-per-node 8"
+           " --hang-exit-after 1 --out %s --truth %s/truth.json; %s/bin/nccl-lens hang -o %s/hang.txt %s;"
+           " %s/bin/nccl-lens hang --all -o %s/all.txt %s; %s/bin/nccl-lens hang --json -o %s/hang.json %s;"
+           " awk 'length($0) > 120 { print; bad = 1 } END { exit bad }' %s/hang.txt",
+           dir, LENS_BUILD_DIR, dir, dir, LENS_BUILD_DIR, dir, dir, LENS_BUILD_DIR, dir, dir, LENS_BUILD_DIR, dir, dir,
+           dir);
+  assert_int_equal(system(cmd), 0);
+  snprintf(path, sizeof path, "%s/hang.json", dir);
+  struct mj *h = mj_parse_file(path);
+  assert_non_null(h);
+  const struct mj *c = mj_at(mj_get(h, "communicators"), 0);
+  assert_non_null(c);
+  const struct mj *mr = mj_get(c, "missing_ranks");
+  int64_t missing = mr && mr->n == 1 ? (int64_t)mj_at(mr, 0)->num : -1;
+  const struct mj *ranks = mj_get(c, "ranks"), *kch = mj_get(c, "kernel_channels"), *waiting = mj_get(c, "waiting");
+  assert_true(mj_int(c, "nranks", 0) == 64 && missing >= 0 && kch && waiting);
+  int stuck = 0, kranks = 0;
+  for (size_t i = 0; ranks && i < ranks->n; i++) stuck += mj_get(mj_at(ranks, i), "stuck")->num == 1;
+  for (int64_t r = 0; r < 64; r++) {
+    int seen = 0;
+    for (size_t i = 0; i < kch->n; i++) seen |= mj_int(mj_at(kch, i), "rank", -1) == r;
+    kranks += seen;
+  }
+  /* the text's sums */
+  snprintf(path, sizeof path, "%s/hang.txt", dir);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  char line[4096], want[64];
+  int t_stuck = 0, t_never = 0, t_kranks = 0, t_ops = 0, own_ops = 0, hint = 0, peer_line = 0;
+  snprintf(want, sizeof want, "send to peer %d,", (int)missing);
+  while (fgets(line, sizeof line, f)) {
+    int n = 0;
+    /* "  31 ranks stuck in it (last ...): 0-23,25-31", "  1 rank NEVER ENTERED (...): 24" */
+    if (sscanf(line, "  %d rank", &n) == 1 && strstr(line, " stuck in it (")) t_stuck += n;
+    if (sscanf(line, "  %d rank", &n) == 1 && strstr(line, " NEVER ENTERED (")) t_never += n;
+    /* "  kernel never stopped on channels 0,1, 31 ranks: ..." */
+    const char *k = strstr(line, "  kernel never stopped on channel");
+    if (k && sscanf(strstr(line, ", ") + 2, "%d rank", &n) == 1) t_kranks += n;
+    /* "  14 receives in flight at step 2, RecvWait, on 7 ranks: ..." */
+    if (strstr(line, " in flight at step ") && sscanf(line, "  %d ", &n) == 1) t_ops += n;
+    if (!strncmp(line, "  rank ", 7) && (strstr(line, " send to peer ") || strstr(line, " recv from peer "))) own_ops++;
+    peer_line |= strstr(line, want) != NULL;
+    hint |= strstr(line, "--all lists every one") != NULL;
+  }
+  fclose(f);
+  printf("text: %d lines; stuck %d (json %d), never entered %d, kernel ranks %d (json %d), ops %d + %d "
+         "(json %zu)\n",
+         count_lines(path, NULL), t_stuck, stuck, t_never, t_kranks, kranks, t_ops, own_ops, waiting->n);
+  assert_int_equal(t_stuck, stuck);
+  assert_int_equal(t_never, 1);
+  assert_int_equal(t_kranks, kranks);
+  assert_int_equal(t_ops + own_ops, (int)waiting->n);
+  assert_int_equal(t_kranks, 63);
+  assert_true(t_ops > 0 && own_ops > 0); /* 32 ops: the large groups share lines, the small keep theirs */
+  assert_true(peer_line); /* the send waiting for the missing rank keeps its own line */
+  assert_true(hint);
+  int lines = count_lines(path, NULL);
+  snprintf(path, sizeof path, "%s/all.txt", dir);
+  assert_int_equal(count_lines(path, "  rank   pid "), 1); /* --all: the table, a row per rank */
+  int all = count_lines(path, NULL);
+  printf("%d lines, --all %d\n", lines, all);
+  assert_true(all >= 64 + (int)kch->n && 4 * lines < all);
+  mj_free(h);
+}
+
 static void check_healthy(const char *scenario) {
   static struct run r;
   run(&r, scenario, "--iters 2");
@@ -341,6 +427,7 @@ int main(void) {
       cmocka_unit_test(test_frozen_proxy_late_freeze),
       cmocka_unit_test(test_frozen_proxy_never_freezes),
       cmocka_unit_test(test_graph_replay),
+      cmocka_unit_test(test_many_ranks_grouped),
       cmocka_unit_test(test_healthy),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -162,13 +162,13 @@ static void test_hang_groups_merge_as_one(void **state) {
   assert_int_equal(lens_hang_analyze(whole, &one), 0);
   char *want = NULL, *got = NULL, *want_txt = NULL, *got_txt = NULL;
   PRINTED(want, lens_hang_print_json(f, whole, &one));
-  PRINTED(want_txt, lens_hang_print_text(f, whole, &one));
+  PRINTED(want_txt, lens_hang_print_text(f, whole, &one, 0));
 
   struct groups g;
   map_groups(&t, lens_hang_pass_map, NULL, &g);
   assert_int_equal(lens_hang_merge((struct lens_hang_part *const *)g.parts, g.n, g.bases, &merged), 0);
   PRINTED(got, lens_hang_print_json(f, g.skel, &merged));
-  PRINTED(got_txt, lens_hang_print_text(f, g.skel, &merged));
+  PRINTED(got_txt, lens_hang_print_text(f, g.skel, &merged, 0));
   assert_string_equal(got, want);
   assert_string_equal(got_txt, want_txt);
 

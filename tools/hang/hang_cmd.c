@@ -15,27 +15,32 @@
 #define CMD "hang"
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: nccl-lens hang [--json] [-o FILE] [common options] TRACE.lens|DIR...\n"
+  fprintf(f, "usage: nccl-lens hang [--json] [--all] [-o FILE] [common options] TRACE.lens|DIR...\n"
              "  Hang diagnosis (traces cut by a kill are fine): per communicator, the last sequence number each\n"
              "  rank started and completed, the collective where the ranks part and the ranks that never entered\n"
              "  it; per stuck rank the channels whose kernel never stopped and the proxy ops in flight with the\n"
              "  step, the state it sits in and the peer it waits for; whether each proxy thread still recorded.\n"
              "  --json                  one JSON object\n"
+             "  --all                   a line per rank, channel, op and proxy thread (by default, past 16 lines\n"
+             "                          a section's alike ones share a line, their ranks as ranges)\n"
              "  Exit status: 0 nothing stuck, 3 a collective is stuck, 1 error, 2 usage.\n");
   lens_trace_cli_usage_common(f);
 }
 
-static int json_option(void *ctx, int *i, int argc, char **argv) {
+struct hang_opts { int json, all; };
+
+static int hang_option(void *ctx, int *i, int argc, char **argv) {
   (void)argc;
-  if (!lens_opt_flag(argv[*i], "--json", 0)) return 0;
-  *(int *)ctx = 1;
-  return 1;
+  struct hang_opts *o = ctx;
+  if (lens_opt_flag(argv[*i], "--json", 0)) return o->json = 1, 1;
+  if (lens_opt_flag(argv[*i], "--all", 0)) return o->all = 1, 1;
+  return 0;
 }
 
 int lens_cmd_hang(int argc, char **argv) {
-  int json = 0;
+  struct hang_opts o = {0};
   struct lens_trace_cli c;
-  int r = lens_trace_cli_parse(CMD, argc, argv, &c, json_option, NULL, &json, usage);
+  int r = lens_trace_cli_parse(CMD, argc, argv, &c, hang_option, NULL, &o, usage);
   if (r) {
     r = c.exit_code;
     lens_trace_cli_free(&c);
@@ -55,8 +60,8 @@ int lens_cmd_hang(int argc, char **argv) {
     FILE *f = lens_trace_cli_open_out(CMD, &c);
     rc = 1;
     if (f) {
-      if (json) lens_hang_print_json(f, out.skel, &h);
-      else lens_hang_print_text(f, out.skel, &h);
+      if (o.json) lens_hang_print_json(f, out.skel, &h);
+      else lens_hang_print_text(f, out.skel, &h, o.all);
       rc = lens_trace_cli_close_out(CMD, &c, f, 0);
       if (!rc && h.n_stuck_comms) rc = LENS_HANG_EXIT_STUCK; /* docs/hang.md: 0 nothing stuck, 3 stuck */
     }

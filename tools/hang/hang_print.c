@@ -2,6 +2,7 @@
 #include "hang/hang_print.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/format.h"
@@ -36,7 +37,159 @@ static void ranks_list(FILE *f, const int32_t *r, size_t n, int col) {
 
 static double secs(uint64_t a, uint64_t b) { return a > b ? (double)(a - b) / 1e9 : 0.0; }
 
-static void comm_text(FILE *f, const struct lens_model *m, const struct lens_hang_comm *c) {
+/* At the scale of a job (a thousand ranks stuck alike) a line per rank,
+ * channel, op and proxy thread buries the one rank that differs. Past
+ * LENS_FMT_LIST_ROWS lines a section's alike lines become one line with the
+ * ranks as ranges; --all lists each (the JSON always has every item). */
+static int grouped(size_t lines, int all) { return !all && lines > LENS_FMT_LIST_ROWS; }
+/* Ops and threads alike in groups this small keep their own lines (a peer, a
+ * repeat count, a thread id say more than a range of one or two ranks). */
+#define HANG_GROUP_MIN 4
+
+/* Sorted, distinct ranks as ranges ("0-55,57-63") after a prefix of col
+ * columns, wrapped onto indented lines. */
+static void rank_ranges(FILE *f, const int32_t *r, size_t n, int col) {
+  int first = 1;
+  for (size_t i = 0; i < n;) {
+    size_t j = i;
+    while (j + 1 < n && r[j + 1] == r[j] + 1) j++;
+    char b[32];
+    int len = r[j] != r[i] ? snprintf(b, sizeof b, "%d-%d", r[i], r[j]) : snprintf(b, sizeof b, "%d", r[i]);
+    if (!first && col + 1 + len > HANG_COLUMNS) {
+      fputs(",\n    ", f);
+      col = 4;
+    } else if (!first) {
+      fputc(',', f);
+      col++;
+    }
+    fputs(b, f);
+    col += len;
+    first = 0;
+    i = j + 1;
+  }
+}
+
+static int cmp_i32(const void *a, const void *b) {
+  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* A line's key and a rank: lines of one section sorted by key, then rank,
+ * print one line per key (O(n log n) whatever the input). */
+struct gkey { int64_t k[4]; int32_t rank; uint32_t idx; /* the item's index in its list */ };
+static int cmp_gkey(const void *x, const void *y) {
+  const struct gkey *a = x, *b = y;
+  for (int i = 0; i < 4; i++)
+    if (a->k[i] != b->k[i]) return a->k[i] < b->k[i] ? -1 : 1;
+  return (a->rank > b->rank) - (a->rank < b->rank);
+}
+static int same_key(const struct gkey *a, const struct gkey *b) { return !memcmp(a->k, b->k, sizeof a->k); }
+/* The ranks of keys [i, j) into buf, distinct and sorted (keys come sorted by rank within a key). */
+static size_t group_ranks(const struct gkey *g, size_t i, size_t j, int32_t *buf) {
+  size_t n = 0;
+  for (size_t q = i; q < j; q++)
+    if (!n || buf[n - 1] != g[q].rank) buf[n++] = g[q].rank;
+  return n;
+}
+
+static const char *rank_status(const struct lens_hang_rank *x) {
+  return x->stuck ? "stuck in it" : x->entered ? "entered" : "NEVER ENTERED";
+}
+
+/* The ranks' table as one line per (status, last started, last completed):
+ * the ranks that never entered first. */
+static void ranks_grouped(FILE *f, const struct lens_hang_comm *c, int fi, struct gkey *g, int32_t *buf) {
+  size_t n = 0;
+  for (int32_t r = 0; r < c->nranks; r++) {
+    const struct lens_hang_rank *x = &c->ranks[r];
+    if (x->proc < 0) continue;
+    g[n++] = (struct gkey){{x->stuck ? 2 : x->entered ? 1 : 0, fi >= 0 ? x->last_started[fi] : -1,
+                            fi >= 0 ? x->last_completed[fi] : -1, 0}, r, 0};
+  }
+  qsort(g, n, sizeof *g, cmp_gkey);
+  for (size_t i = 0, j; i < n; i = j) {
+    for (j = i + 1; j < n && same_key(&g[i], &g[j]);) j++;
+    size_t k = group_ranks(g, i, j, buf);
+    int col = fprintf(f, "  %zu rank%s %s (last started %" PRId64 ", last completed %" PRId64 "): ", k,
+                      k == 1 ? "" : "s", rank_status(&c->ranks[g[i].rank]), g[i].k[1], g[i].k[2]);
+    rank_ranges(f, buf, k, col);
+    fputc('\n', f);
+  }
+}
+
+/* "kernel never stopped" as one line per set of channels (channels 0-127 by
+ * bit; any higher ones only counted in the key). */
+static void kch_grouped(FILE *f, const struct lens_hang_comm *c, struct gkey *g, int32_t *buf) {
+  size_t n = 0;
+  for (size_t i = 0; i < c->n_kch; i++) g[n++] = (struct gkey){{0, 0, 0, c->kch[i].channel}, c->kch[i].rank, 0};
+  /* by rank: each rank's channels into one key */
+  for (size_t i = 0; i < n; i++) g[i].k[0] = g[i].rank;
+  qsort(g, n, sizeof *g, cmp_gkey);
+  size_t m = 0;
+  for (size_t i = 0, j; i < n; i = j) {
+    uint64_t lo = 0, hi = 0, more = 0;
+    for (j = i; j < n && g[j].rank == g[i].rank; j++) {
+      int64_t ch = g[j].k[3];
+      if (ch >= 0 && ch < 64) lo |= 1ull << ch;
+      else if (ch >= 64 && ch < 128) hi |= 1ull << (ch - 64);
+      else more++;
+    }
+    g[m++] = (struct gkey){{(int64_t)lo, (int64_t)hi, (int64_t)more, 0}, g[i].rank, 0};
+  }
+  qsort(g, m, sizeof *g, cmp_gkey);
+  for (size_t i = 0, j; i < m; i = j) {
+    for (j = i + 1; j < m && same_key(&g[i], &g[j]);) j++;
+    size_t k = group_ranks(g, i, j, buf);
+    uint64_t lo = (uint64_t)g[i].k[0], hi = (uint64_t)g[i].k[1];
+    int nch = __builtin_popcountll(lo) + __builtin_popcountll(hi) + (int)g[i].k[2];
+    int col = fprintf(f, "  kernel never stopped on channel%s ", nch == 1 ? "" : "s");
+    int first = 1;
+    for (int ch = 0; ch < 128; ch++)
+      if (ch < 64 ? lo >> ch & 1 : hi >> (ch - 64) & 1) col += fprintf(f, "%s%d", first ? "" : ",", ch), first = 0;
+    if (g[i].k[2]) col += fprintf(f, "%s%" PRId64 " past 127", first ? "" : " and ", g[i].k[2]);
+    col += fprintf(f, ", %zu rank%s: ", k, k == 1 ? "" : "s");
+    rank_ranges(f, buf, k, col);
+    fputc('\n', f);
+  }
+}
+
+/* One proxy op in flight; what it means on a line of its own (the two stay
+ * within 120 columns). */
+static void wait_line(FILE *f, const struct lens_hang_wait *w) {
+  fprintf(f, "  rank %d %s peer %d, channel %d: step %d, %s", w->rank, w->is_send ? "send to" : "recv from", w->peer,
+          w->channel, w->step, w->state ? lens_state_name(w->state) : "-");
+  if (w->state_repeats > 1)
+    fprintf(f, ", recorded %" PRIu64 " times over %.3f s", w->state_repeats, secs(w->state_last_ns, w->state_since_ns));
+  fprintf(f, "\n      %s\n", lens_hang_state_meaning(w->state, w->is_send, w->step_started));
+}
+
+/* The proxy ops in flight as one line per (direction, step, state); a group
+ * of HANG_GROUP_MIN or fewer keeps a line each. */
+static void waiting_grouped(FILE *f, const struct lens_hang_comm *c, struct gkey *g, int32_t *buf) {
+  size_t n = 0;
+  for (size_t i = 0; i < c->n_waiting; i++) {
+    const struct lens_hang_wait *w = &c->waiting[i];
+    g[n++] = (struct gkey){{w->is_send, w->step, w->state, w->step_started}, w->rank, (uint32_t)i};
+  }
+  qsort(g, n, sizeof *g, cmp_gkey);
+  for (size_t i = 0, j; i < n; i = j) {
+    for (j = i + 1; j < n && same_key(&g[i], &g[j]);) j++;
+    if (j - i <= HANG_GROUP_MIN) { /* a few: each with its peer, channel and repeats */
+      for (size_t q = i; q < j; q++) wait_line(f, &c->waiting[g[q].idx]);
+      continue;
+    }
+    size_t k = group_ranks(g, i, j, buf);
+    uint32_t state = (uint32_t)g[i].k[2];
+    int is_send = (int)g[i].k[0];
+    int col = fprintf(f, "  %zu %s in flight at step %" PRId64 ", %s, on %zu rank%s: ", j - i,
+                      is_send ? (j - i == 1 ? "send" : "sends") : (j - i == 1 ? "receive" : "receives"), g[i].k[1],
+                      state ? lens_state_name(state) : "-", k, k == 1 ? "" : "s");
+    rank_ranges(f, buf, k, col);
+    fprintf(f, "\n      %s\n", lens_hang_state_meaning(state, is_send, (int)g[i].k[3]));
+  }
+}
+
+static void comm_text(FILE *f, const struct lens_model *m, const struct lens_hang_comm *c, int all, int *any_grouped) {
   char id[LENS_COMM_ID_LEN];
   fprintf(f, "communicator %s (id %s, %d ranks): ", lens_fmt_comm_name(c->name), lens_fmt_comm_id(c->comm_id, id),
           c->nranks);
@@ -57,26 +210,32 @@ static void comm_text(FILE *f, const struct lens_model *m, const struct lens_han
     ranks_list(f, c->untraced, c->n_untraced, col);
     fputc('\n', f);
   }
-  fprintf(f, "  %-6s %-8s %-14s %-16s %s\n", "rank", "pid", "last started", "last completed", func);
-  for (int32_t r = 0; r < c->nranks; r++) {
+  size_t loaded = 0;
+  for (int32_t r = 0; r < c->nranks; r++) loaded += c->ranks[r].proc >= 0;
+  size_t most = loaded > c->n_kch ? loaded : c->n_kch;
+  most = most > c->n_waiting ? most : c->n_waiting;
+  int32_t *buf = malloc(most * sizeof *buf + 1);
+  struct gkey *g = malloc(most * sizeof *g + 1);
+  int ok = buf && g; /* without the memory: a line each, as --all */
+  int g_ranks = ok && grouped(loaded, all), g_kch = ok && grouped(c->n_kch, all),
+      g_wait = ok && grouped(c->n_waiting, all);
+  *any_grouped |= g_ranks | g_kch | g_wait;
+  if (g_ranks) ranks_grouped(f, c, fi, g, buf);
+  else fprintf(f, "  %-6s %-8s %-14s %-16s %s\n", "rank", "pid", "last started", "last completed", func);
+  for (int32_t r = 0; r < c->nranks && !g_ranks; r++) {
     const struct lens_hang_rank *x = &c->ranks[r];
     if (x->proc < 0) continue;
     fprintf(f, "  %-6d %-8u %-14" PRId64 " %-16" PRId64 " %s\n", r, pid_of(m, x->proc), fi >= 0 ? x->last_started[fi] : -1,
-            fi >= 0 ? x->last_completed[fi] : -1, x->stuck ? "stuck in it" : x->entered ? "entered" : "NEVER ENTERED");
+            fi >= 0 ? x->last_completed[fi] : -1, rank_status(x));
   }
-  for (size_t i = 0; i < c->n_kch; i++) {
+  if (g_kch) kch_grouped(f, c, g, buf);
+  for (size_t i = 0; i < c->n_kch && !g_kch; i++) {
     const struct lens_hang_kch *k = &c->kch[i];
     fprintf(f, "  rank %d channel %d: kernel never stopped\n", k->rank, k->channel);
   }
-  for (size_t i = 0; i < c->n_waiting; i++) {
-    const struct lens_hang_wait *w = &c->waiting[i];
-    /* what it means on a line of its own: the two stay within 120 columns */
-    fprintf(f, "  rank %d %s peer %d, channel %d: step %d, %s", w->rank, w->is_send ? "send to" : "recv from",
-            w->peer, w->channel, w->step, w->state ? lens_state_name(w->state) : "-");
-    if (w->state_repeats > 1)
-      fprintf(f, ", recorded %" PRIu64 " times over %.3f s", w->state_repeats, secs(w->state_last_ns, w->state_since_ns));
-    fprintf(f, "\n      %s\n", lens_hang_state_meaning(w->state, w->is_send, w->step_started));
-  }
+  if (g_wait) waiting_grouped(f, c, g, buf);
+  for (size_t i = 0; i < c->n_waiting && !g_wait; i++) wait_line(f, &c->waiting[i]);
+  free(buf), free(g);
 }
 
 /* Flight-recorder dumps among the inputs, grouped by why they were written
@@ -130,31 +289,94 @@ static void dumps_json(FILE *f, const struct lens_model *m) {
   fputc(']', f);
 }
 
-void lens_hang_print_text(FILE *f, const struct lens_model *m, const struct lens_hang_report *h) {
+/* A proxy thread's verdict as its own line (the --all form, and a frozen one always). */
+static void proxy_line(FILE *f, const struct lens_model *m, const struct lens_hang_proxy *p) {
+  fprintf(f, "  pid %u tid %u (rank %d): ", pid_of(m, p->proc), tid_of(m, p->thread), p->rank);
+  if (!p->last_record_ns)
+    fprintf(f, "recorded nothing\n");
+  else if (p->recording)
+    fprintf(f, "still recording %.3f s before the end of its trace: cycling\n", secs(p->trace_end_ns, p->last_record_ns));
+  else if (p->frozen)
+    fprintf(f, "FROZEN: silent for the last %.3f s of its trace\n      while rank %d's send (channel %d) waits for "
+               "its credit at step %d, which its receive posted\n",
+            secs(p->trace_end_ns, p->last_record_ns), p->blocked_rank, p->blocked_channel, p->blocked_step);
+  else if (p->waiting_only)
+    fprintf(f, "no record for the last %.3f s of its trace:\n      its ops wait on their GPU or peer (above); "
+               "NCCL records nothing then, nothing says it stopped\n",
+            secs(p->trace_end_ns, p->last_record_ns));
+  else
+    fprintf(f, "silent for the last %.3f s of its trace:\n      stopped, or polling receives (NCCL records nothing then)\n",
+            secs(p->trace_end_ns, p->last_record_ns));
+}
+
+/* The proxy threads but the frozen ones (each on its line) as one line per
+ * verdict, with the range of their silences and their ranks. */
+static void proxies_grouped(FILE *f, const struct lens_model *m, const struct lens_hang_report *h) {
+  int32_t *buf = malloc(h->n_proxies * sizeof *buf + 1);
+  if (!buf) return;
+  static const char *const what[] = {
+      [0] = "recorded nothing",
+      [1] = "still recording before the end of their traces: cycling",
+      [2] = "with no record for the last %.3f-%.3f s of their traces:\n      their ops wait on their GPU or peer "
+            "(above); NCCL records nothing then, nothing says they stopped",
+      [3] = "silent for the last %.3f-%.3f s of their traces:\n      stopped, or polling receives (NCCL records "
+            "nothing then)"};
+  for (size_t i = 0; i < h->n_proxies; i++)
+    if (h->proxies[i].frozen) proxy_line(f, m, &h->proxies[i]);
+  for (int v = 0; v < 4; v++) {
+    size_t n = 0, unknown = 0;
+    double lo = 0, hi = 0;
+    for (size_t i = 0; i < h->n_proxies; i++) {
+      const struct lens_hang_proxy *p = &h->proxies[i];
+      int kind = !p->last_record_ns ? 0 : p->recording ? 1 : p->frozen ? -1 : p->waiting_only ? 2 : 3;
+      if (kind != v) continue;
+      double sec = secs(p->trace_end_ns, p->last_record_ns);
+      if (!n && !unknown) lo = hi = sec;
+      lo = sec < lo ? sec : lo, hi = sec > hi ? sec : hi;
+      if (p->rank >= 0) buf[n++] = p->rank;
+      else unknown++;
+    }
+    if (!n && !unknown) continue;
+    if (n + unknown <= HANG_GROUP_MIN) { /* a few: each with its pid, tid and silence */
+      for (size_t i = 0; i < h->n_proxies; i++) {
+        const struct lens_hang_proxy *p = &h->proxies[i];
+        if ((!p->last_record_ns ? 0 : p->recording ? 1 : p->frozen ? -1 : p->waiting_only ? 2 : 3) == v)
+          proxy_line(f, m, p);
+      }
+      continue;
+    }
+    qsort(buf, n, sizeof *buf, cmp_i32);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+      if (!k || buf[k - 1] != buf[i]) buf[k++] = buf[i];
+    int col = fprintf(f, "  %zu thread%s of rank%s ", n + unknown, n + unknown == 1 ? "" : "s", k == 1 ? "" : "s");
+    rank_ranges(f, buf, k, col);
+    if (unknown) fprintf(f, "%s%zu of no known rank", k ? " and " : "", unknown);
+    fputs(": ", f);
+    fprintf(f, what[v], lo, hi);
+    fputc('\n', f);
+  }
+  free(buf);
+}
+
+void lens_hang_print_text(FILE *f, const struct lens_model *m, const struct lens_hang_report *h, int all) {
   dumps_text(f, m);
   if (!h->n_comms) fprintf(f, "no communicators in these traces\n");
-  for (size_t i = 0; i < h->n_comms; i++) comm_text(f, m, &h->comms[i]);
-  if (!h->n_proxies) return;
-  fprintf(f, "proxy threads of the processes with stuck ranks:\n");
-  for (size_t i = 0; i < h->n_proxies; i++) {
-    const struct lens_hang_proxy *p = &h->proxies[i];
-    fprintf(f, "  pid %u tid %u (rank %d): ", pid_of(m, p->proc), tid_of(m, p->thread), p->rank);
-    if (!p->last_record_ns)
-      fprintf(f, "recorded nothing\n");
-    else if (p->recording)
-      fprintf(f, "still recording %.3f s before the end of its trace: cycling\n", secs(p->trace_end_ns, p->last_record_ns));
-    else if (p->frozen)
-      fprintf(f, "FROZEN: silent for the last %.3f s of its trace\n      while rank %d's send (channel %d) waits for "
-                 "its credit at step %d, which its receive posted\n",
-              secs(p->trace_end_ns, p->last_record_ns), p->blocked_rank, p->blocked_channel, p->blocked_step);
-    else if (p->waiting_only)
-      fprintf(f, "no record for the last %.3f s of its trace:\n      its ops wait on their GPU or peer (above); "
-                 "NCCL records nothing then, nothing says it stopped\n",
-              secs(p->trace_end_ns, p->last_record_ns));
-    else
-      fprintf(f, "silent for the last %.3f s of its trace:\n      stopped, or polling receives (NCCL records nothing then)\n",
-              secs(p->trace_end_ns, p->last_record_ns));
+  int any_grouped = 0;
+  for (size_t i = 0; i < h->n_comms; i++) comm_text(f, m, &h->comms[i], all, &any_grouped);
+  if (h->n_proxies) {
+    fprintf(f, "proxy threads of the processes with stuck ranks:\n");
+    if (grouped(h->n_proxies, all)) {
+      proxies_grouped(f, m, h);
+      any_grouped = 1;
+    } else {
+      for (size_t i = 0; i < h->n_proxies; i++) proxy_line(f, m, &h->proxies[i]);
+    }
   }
+  if (any_grouped)
+    fprintf(f, "(alike ranks, channels, ops and threads on one line each past %d lines: --all lists every one, "
+               "--json has them)\n",
+            LENS_FMT_LIST_ROWS);
 }
 
 /* The verdict on a proxy thread, as JSON and the headline name it. */

@@ -7,7 +7,9 @@
 #include "analysis/hang/hang_analysis.h"
 #include "reader/lensread.h"
 
-void lens_hang_print_text(FILE *f, const struct lens_model *m, const struct lens_hang_report *h);
+/* all: every rank, channel, op and proxy thread on its own line; else, past
+ * LENS_FMT_LIST_ROWS lines, a section's alike lines as one with rank ranges. */
+void lens_hang_print_text(FILE *f, const struct lens_model *m, const struct lens_hang_report *h, int all);
 void lens_hang_print_json(FILE *f, const struct lens_model *m, const struct lens_hang_report *h);
 /* The one-line form other views lead with when the analysis finds work
  * stuck (nothing when none is): "hang: AllReduce seq 3 of world stuck on

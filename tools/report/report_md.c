@@ -435,7 +435,7 @@ static void losses(FILE *f, const struct lens_model *m, const struct lens_report
 }
 
 /* `nccl-lens hang`'s diagnosis, when a collective never completed. */
-static void hang_section(FILE *f, const struct lens_model *m, const struct lens_hang_report *hr) {
+static void hang_section(FILE *f, const struct lens_model *m, const struct lens_hang_report *hr, int all) {
   fprintf(f, "## Hang diagnosis\n\n");
   if (!hr) {
     fprintf(f, "Not computed (out of memory).\n\n");
@@ -448,7 +448,7 @@ static void hang_section(FILE *f, const struct lens_model *m, const struct lens_
     fprintf(f, "%zu communicator(s) with a collective that never completed (`nccl-lens hang` for JSON):\n\n",
             h.n_stuck_comms);
     FILE *t = fenced_begin();
-    if (t) lens_hang_print_text(t, m, &h);
+    if (t) lens_hang_print_text(t, m, &h, all);
     fenced_end(f, t);
   }
 }
@@ -463,7 +463,7 @@ void lens_report_print_md(FILE *f, const struct lens_model *m, const struct lens
   completion_vs_enqueue(f, m, r);
   accuracy(f, m, r);
   proxies(f, m, r);
-  hang_section(f, m, r->hang);
+  hang_section(f, m, r->hang, r->sum.all);
   lens_net_print_md(f, m, r->net, REPORT_NET_TOP);
   losses(f, m, r);
   fprintf(f, "## What to look at next\n\n");
