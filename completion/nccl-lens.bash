@@ -27,8 +27,8 @@ _nccl_lens() {
     --tag-names --top --until -o" ;;
   net) opts="--all --comm --cupti-buffer --func --help --json --min-wait-us --output --rank --since
     --tag-names --top --until -o" ;;
-  hang) opts="--comm --cupti-buffer --func --help --json --min-wait-us --output --rank --since --tag-names
-    --until -o" ;;
+  hang) opts="--all --comm --cupti-buffer --func --help --json --min-wait-us --output --rank --since
+    --tag-names --until -o" ;;
   job) opts="--all --comm --cupti-buffer --end-spread-us --func --help --json --min-straggler-us
     --min-wait-us --no-one-way --one-way-only --output --partial --rank --since --stream
     --sync-only --tag-names --threads --top --until -o" ;;
