@@ -46,9 +46,10 @@ static int grouped(size_t lines, int all) { return !all && lines > LENS_FMT_LIST
  * repeat count, a thread id say more than a range of one or two ranks). */
 #define HANG_GROUP_MIN 4
 
-/* Sorted, distinct ranks as ranges ("0-55,57-63") after a prefix of col
- * columns, wrapped onto indented lines. */
-static void rank_ranges(FILE *f, const int32_t *r, size_t n, int col) {
+/* Sorted, distinct ranks (or channels) as ranges ("0-55,57-63") after a
+ * prefix of col columns, wrapped onto indented lines; returns the column it
+ * ends at. */
+static int rank_ranges(FILE *f, const int32_t *r, size_t n, int col) {
   int first = 1;
   for (size_t i = 0; i < n;) {
     size_t j = i;
@@ -67,6 +68,7 @@ static void rank_ranges(FILE *f, const int32_t *r, size_t n, int col) {
     first = 0;
     i = j + 1;
   }
+  return col;
 }
 
 static int cmp_i32(const void *a, const void *b) {
@@ -143,10 +145,12 @@ static void kch_grouped(FILE *f, const struct lens_hang_comm *c, struct gkey *g,
     uint64_t lo = (uint64_t)g[i].k[0], hi = (uint64_t)g[i].k[1];
     int nch = __builtin_popcountll(lo) + __builtin_popcountll(hi) + (int)g[i].k[2];
     int col = fprintf(f, "  kernel never stopped on channel%s ", nch == 1 ? "" : "s");
-    int first = 1;
+    int32_t chs[128]; /* as ranges too: 64 channels would be 180 columns */
+    size_t nc = 0;
     for (int ch = 0; ch < 128; ch++)
-      if (ch < 64 ? lo >> ch & 1 : hi >> (ch - 64) & 1) col += fprintf(f, "%s%d", first ? "" : ",", ch), first = 0;
-    if (g[i].k[2]) col += fprintf(f, "%s%" PRId64 " past 127", first ? "" : " and ", g[i].k[2]);
+      if (ch < 64 ? lo >> ch & 1 : hi >> (ch - 64) & 1) chs[nc++] = ch;
+    col = rank_ranges(f, chs, nc, col);
+    if (g[i].k[2]) col += fprintf(f, "%s%" PRId64 " past 127", nc ? " and " : "", g[i].k[2]);
     col += fprintf(f, ", %zu rank%s: ", k, k == 1 ? "" : "s");
     rank_ranges(f, buf, k, col);
     fputc('\n', f);
