@@ -57,13 +57,13 @@ struct ev {
   uint32_t sub_last;     /* the last chunk holding a record of it or a descendant */
   uint8_t stopped, need;
 };
-struct rec { uint64_t id; uint32_t chunk; };
+/* A STOP or STATE record: its chunk, and its event once resolved (plan_file). */
+struct rec { uint64_t id, ts; uint32_t chunk; int32_t ev; uint8_t stop; };
 
 struct file_scan {
   struct chunk *c; size_t nc, cc;
   struct ev *e; size_t ne, ce;
   struct rec *r; size_t nr, cr; /* STOP and STATE records */
-  uint64_t meta_bytes;
 };
 
 static void *grow(void *p, size_t *cap, size_t need, size_t sz) {
@@ -115,13 +115,18 @@ static void on_record(struct file_scan *f, unsigned kind, unsigned type, uint64_
     return;
   }
   f->r = grow(f->r, &f->cr, f->nr + 1, sizeof *f->r);
-  f->r[f->nr++] = (struct rec){id, (uint32_t)(f->nc - 1)};
+  f->r[f->nr++] = (struct rec){id, ts, (uint32_t)(f->nc - 1), -1, kind == LENS_REC_STOP};
 }
 
-/* STOP times, beside the records (an event's first STOP is its stop). */
-struct stop { uint64_t id, ts; };
-static struct stop *stops;
-static size_t n_stops, cap_stops;
+/* A fixed record's header, id, time and (a START's) parent: an EVENTS
+ * chunk's records and a packed chunk's RAW ones. */
+static void fixed_fields(const uint8_t *p, struct lens_rec_hdr *rh, uint64_t *id, uint64_t *ts, uint64_t *parent) {
+  memcpy(rh, p, sizeof *rh);
+  memcpy(id, p + 8, 8);
+  *parent = 0;
+  if (rh->kind == LENS_REC_START && rh->size >= 40) memcpy(parent, p + 16, 8), memcpy(ts, p + 32, 8);
+  else memcpy(ts, p + 16, 8);
+}
 
 static int scan_file(const char *path, struct file_scan *f) {
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -149,10 +154,7 @@ static int scan_file(const char *path, struct file_scan *f) {
     const uint8_t *p = b + off + sizeof h;
     uint64_t whole = sizeof h + h.payload_len + lens_chunk_padding(h.payload_len);
     off += whole;
-    if (h.type != LENS_CHUNK_EVENTS && h.type != LENS_CHUNK_EVENTS_PACKED) {
-      f->meta_bytes += whole;
-      continue;
-    }
+    if (h.type != LENS_CHUNK_EVENTS && h.type != LENS_CHUNK_EVENTS_PACKED) continue;
     f->c = grow(f->c, &f->cc, f->nc + 1, sizeof *f->c);
     f->c[f->nc++] = (struct chunk){.bytes = whole, .min_ts = UINT64_MAX};
     if (h.type == LENS_CHUNK_EVENTS_PACKED) {
@@ -180,17 +182,10 @@ static int scan_file(const char *path, struct file_scan *f) {
         unsigned type = r.type;
         if (!kind) { /* RAW: its fixed header */
           struct lens_rec_hdr rh;
-          memcpy(&rh, r.raw, sizeof rh);
+          fixed_fields(r.raw, &rh, &r.id, &r.ts, &parent);
           kind = rh.kind, type = rh.type;
-          memcpy(&r.id, r.raw + 8, 8);
-          if (kind == LENS_REC_START && rh.size >= 40) memcpy(&parent, r.raw + 16, 8), memcpy(&r.ts, r.raw + 32, 8);
-          else memcpy(&r.ts, r.raw + 16, 8);
         }
         on_record(f, kind, type, r.id, r.ts, parent);
-        if (kind == LENS_REC_STOP) {
-          stops = grow(stops, &cap_stops, n_stops + 1, sizeof *stops);
-          stops[n_stops++] = (struct stop){r.id, r.ts};
-        }
       }
       continue;
     }
@@ -202,15 +197,9 @@ static int scan_file(const char *path, struct file_scan *f) {
       struct lens_rec_hdr rh;
       memcpy(&rh, p + o, sizeof rh);
       if (rh.size < 24 || (rh.size & 7) || rh.size > h.payload_len - o) break;
-      uint64_t id, ts, parent = 0;
-      memcpy(&id, p + o + 8, 8);
-      if (rh.kind == LENS_REC_START && rh.size >= 40) memcpy(&parent, p + o + 16, 8), memcpy(&ts, p + o + 32, 8);
-      else memcpy(&ts, p + o + 16, 8);
+      uint64_t id, ts, parent;
+      fixed_fields(p + o, &rh, &id, &ts, &parent);
       on_record(f, rh.kind, rh.type, id, ts, parent);
-      if (rh.kind == LENS_REC_STOP) {
-        stops = grow(stops, &cap_stops, n_stops + 1, sizeof *stops);
-        stops[n_stops++] = (struct stop){id, ts};
-      }
       o += rh.size;
     }
   }
@@ -246,13 +235,13 @@ static void plan_file(struct file_scan *f, double from, double width, int gpu, u
     f->e[i].parent = (int32_t)idmap_get(&m, f->e[i].parent_id);
     if (f->e[i].parent == (int32_t)i) f->e[i].parent = -1;
   }
-  for (size_t i = 0; i < f->nr; i++) {
-    long k = idmap_get(&m, f->r[i].id);
-    if (k >= 0 && f->r[i].chunk > f->e[k].last) f->e[k].last = f->r[i].chunk;
-  }
-  for (size_t i = 0; i < n_stops; i++) {
-    long k = idmap_get(&m, stops[i].id);
-    if (k >= 0 && !f->e[k].stopped) f->e[k].stopped = 1, f->e[k].stop = stops[i].ts;
+  for (size_t i = 0; i < f->nr; i++) { /* each record to its event once: its last chunk, its first STOP */
+    struct rec *r = &f->r[i];
+    long k = idmap_get(&m, r->id);
+    if (k < 0) continue;
+    r->ev = (int32_t)k;
+    if (r->chunk > f->e[k].last) f->e[k].last = r->chunk;
+    if (r->stop && !f->e[k].stopped) f->e[k].stopped = 1, f->e[k].stop = r->ts;
   }
   uint64_t t0 = UINT64_MAX, t1 = 0;
   for (size_t i = 0; i < f->ne; i++) {
@@ -289,10 +278,8 @@ static void plan_file(struct file_scan *f, double from, double width, int gpu, u
       if (f->e[i].first < lo) lo = f->e[i].first;
       if (f->e[i].last > hi) hi = f->e[i].last;
     }
-  for (size_t i = 0; i < f->nr; i++) {
-    long k = idmap_get(&m, f->r[i].id);
-    if (k >= 0 && f->e[k].need) exact[f->r[i].chunk] = 1;
-  }
+  for (size_t i = 0; i < f->nr; i++)
+    if (f->r[i].ev >= 0 && f->e[f->r[i].ev].need) exact[f->r[i].chunk] = 1;
   /* open_from[k]: the oldest START chunk of an event still open after chunk k */
   uint32_t *open_from = malloc(f->nc * sizeof *open_from), *nx = malloc((f->nc + 1) * sizeof *nx);
   uint32_t *ord = malloc(f->ne * sizeof *ord);
@@ -325,7 +312,6 @@ static void plan_file(struct file_scan *f, double from, double width, int gpu, u
 
 static void one_file(const char *path, double from, double width, int gpu, uint64_t margin, struct totals *t) {
   struct file_scan f = {0};
-  n_stops = 0;
   if (!scan_file(path, &f)) plan_file(&f, from, width, gpu, margin, t);
   free(f.c), free(f.e), free(f.r);
 }
