@@ -293,18 +293,29 @@ static void dumps_json(FILE *f, const struct lens_model *m) {
   fputc(']', f);
 }
 
+/* The verdict on a proxy thread (docs/hang.md), one rule for its line, the
+ * grouped lines, the JSON and the headline; the first four group. */
+enum proxy_kind { PROXY_NOTHING, PROXY_CYCLING, PROXY_WAITING, PROXY_SILENT, PROXY_FROZEN };
+static enum proxy_kind proxy_kind(const struct lens_hang_proxy *p) {
+  if (!p->last_record_ns) return PROXY_NOTHING;
+  if (p->recording) return PROXY_CYCLING;
+  if (p->frozen) return PROXY_FROZEN;
+  return p->waiting_only ? PROXY_WAITING : PROXY_SILENT;
+}
+
 /* A proxy thread's verdict as its own line (the --all form, and a frozen one always). */
 static void proxy_line(FILE *f, const struct lens_model *m, const struct lens_hang_proxy *p) {
   fprintf(f, "  pid %u tid %u (rank %d): ", pid_of(m, p->proc), tid_of(m, p->thread), p->rank);
-  if (!p->last_record_ns)
+  enum proxy_kind kind = proxy_kind(p);
+  if (kind == PROXY_NOTHING)
     fprintf(f, "recorded nothing\n");
-  else if (p->recording)
+  else if (kind == PROXY_CYCLING)
     fprintf(f, "still recording %.3f s before the end of its trace: cycling\n", secs(p->trace_end_ns, p->last_record_ns));
-  else if (p->frozen)
+  else if (kind == PROXY_FROZEN)
     fprintf(f, "FROZEN: silent for the last %.3f s of its trace\n      while rank %d's send (channel %d) waits for "
                "its credit at step %d, which its receive posted\n",
             secs(p->trace_end_ns, p->last_record_ns), p->blocked_rank, p->blocked_channel, p->blocked_step);
-  else if (p->waiting_only)
+  else if (kind == PROXY_WAITING)
     fprintf(f, "no record for the last %.3f s of its trace:\n      its ops wait on their GPU or peer (above); "
                "NCCL records nothing then, nothing says it stopped\n",
             secs(p->trace_end_ns, p->last_record_ns));
@@ -319,21 +330,20 @@ static void proxies_grouped(FILE *f, const struct lens_model *m, const struct le
   int32_t *buf = malloc(h->n_proxies * sizeof *buf + 1);
   if (!buf) return;
   static const char *const what[] = {
-      [0] = "recorded nothing",
-      [1] = "still recording before the end of their traces: cycling",
-      [2] = "with no record for the last %.3f-%.3f s of their traces:\n      their ops wait on their GPU or peer "
+      [PROXY_NOTHING] = "recorded nothing",
+      [PROXY_CYCLING] = "still recording before the end of their traces: cycling",
+      [PROXY_WAITING] = "with no record for the last %.3f-%.3f s of their traces:\n      their ops wait on their GPU or peer "
             "(above); NCCL records nothing then, nothing says they stopped",
-      [3] = "silent for the last %.3f-%.3f s of their traces:\n      stopped, or polling receives (NCCL records "
+      [PROXY_SILENT] = "silent for the last %.3f-%.3f s of their traces:\n      stopped, or polling receives (NCCL records "
             "nothing then)"};
   for (size_t i = 0; i < h->n_proxies; i++)
-    if (h->proxies[i].frozen) proxy_line(f, m, &h->proxies[i]);
-  for (int v = 0; v < 4; v++) {
+    if (proxy_kind(&h->proxies[i]) == PROXY_FROZEN) proxy_line(f, m, &h->proxies[i]);
+  for (enum proxy_kind v = PROXY_NOTHING; v < PROXY_FROZEN; v++) {
     size_t n = 0, unknown = 0;
     double lo = 0, hi = 0;
     for (size_t i = 0; i < h->n_proxies; i++) {
       const struct lens_hang_proxy *p = &h->proxies[i];
-      int kind = !p->last_record_ns ? 0 : p->recording ? 1 : p->frozen ? -1 : p->waiting_only ? 2 : 3;
-      if (kind != v) continue;
+      if (proxy_kind(p) != v) continue;
       double sec = secs(p->trace_end_ns, p->last_record_ns);
       if (!n && !unknown) lo = hi = sec;
       lo = sec < lo ? sec : lo, hi = sec > hi ? sec : hi;
@@ -344,8 +354,7 @@ static void proxies_grouped(FILE *f, const struct lens_model *m, const struct le
     if (n + unknown <= HANG_GROUP_MIN) { /* a few: each with its pid, tid and silence */
       for (size_t i = 0; i < h->n_proxies; i++) {
         const struct lens_hang_proxy *p = &h->proxies[i];
-        if ((!p->last_record_ns ? 0 : p->recording ? 1 : p->frozen ? -1 : p->waiting_only ? 2 : 3) == v)
-          proxy_line(f, m, p);
+        if (proxy_kind(p) == v) proxy_line(f, m, p);
       }
       continue;
     }
@@ -385,10 +394,9 @@ void lens_hang_print_text(FILE *f, const struct lens_model *m, const struct lens
 
 /* The verdict on a proxy thread, as JSON and the headline name it. */
 static const char *proxy_verdict(const struct lens_hang_proxy *p) {
-  if (!p->last_record_ns) return "nothing_recorded";
-  if (p->recording) return "cycling";
-  if (p->frozen) return "frozen";
-  return p->waiting_only ? "waiting" : "silent";
+  static const char *const name[] = {[PROXY_NOTHING] = "nothing_recorded", [PROXY_CYCLING] = "cycling",
+                                     [PROXY_WAITING] = "waiting", [PROXY_SILENT] = "silent", [PROXY_FROZEN] = "frozen"};
+  return name[proxy_kind(p)];
 }
 
 /* One comm's headline: "AllReduce seq 3 of replay-world stuck on 3 of 4 ranks, never entered by rank 2"
