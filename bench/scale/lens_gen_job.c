@@ -32,13 +32,19 @@
  * The traces go through the one chunk framing (common/lens_chunk.h) and the
  * public format (trace_format.h); files are written in parallel, one worker
  * thread per core. Events are written as the plugin writes them
- * (NCCL_LENS_COMPRESS, default zstd): each thread slot's records fill a
+ * (NCCL_LENS_COMPRESS, default zstd) and cut into chunks by the writer's
+ * rules (plugin/writer/writer.c): packed, each thread slot's records go
+ * into its open frame (common/lens_pack.c) as they come, and the frame is
+ * written as one EVENTS_PACKED chunk (one zstd frame at the writer's level,
+ * common/lens_pack_chunk.c) before a record that finds it holding
+ * LENS_FRAME_STREAM_BYTES of stream or that would take it past
+ * LENS_FRAME_RAW_MAX of fixed records, and every open frame is written
+ * every LENS_FRAME_MAX_AGE_MS (the writer's tick; here of the job's true
+ * time, at an instance's start: an instance's records are written
+ * together). With --compress none a slot's fixed records fill an EVENTS
  * chunk up to the writer's limit for a busy ring (LENS_EVENTS_CHUNK_MAX,
- * 256 KiB of fixed records), then go out as an EVENTS chunk (--compress
- * none) or packed (common/lens_pack.c) and, with zstd, compressed at the
- * writer's level (common/lens_pack_chunk.c: one zstd frame a chunk). The
- * writer's folding of repeated STATEs into runs is not needed: no event
- * here repeats a STATE. */
+ * 256 KiB). The writer's folding of repeated STATEs into runs is not
+ * needed: no event here repeats a STATE. */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -59,13 +65,16 @@ static const char *const compress_name[] = {"none", "packed", "zstd"};
 
 struct cfg {
   int ranks, hosts, channels, steps, stragglers, threads, compress, zstd_level;
-  uint64_t chunk_bytes; /* fixed-record bytes a chunk holds at most: the writer's LENS_EVENTS_CHUNK_MAX */
+  uint64_t chunk_bytes; /* --compress none: fixed-record bytes a chunk holds at most (LENS_EVENTS_CHUNK_MAX) */
+  uint64_t frame_bytes; /* packed: stream bytes that close a frame (LENS_FRAME_STREAM_BYTES) */
+  uint64_t frame_ns;    /* packed: every open frame is written this often (LENS_FRAME_MAX_AGE_MS) */
   uint64_t events, seed, period_ns, exec_ns;
   const char *out;
 };
 
 static struct cfg C = {.ranks = 1024, .hosts = 128, .channels = 2, .steps = 8, .stragglers = 16, .threads = 0,
                        .compress = COMPRESS_ZSTD, .zstd_level = LENS_ZSTD_LEVEL_DEFAULT, .chunk_bytes = LENS_EVENTS_CHUNK_MAX,
+                       .frame_bytes = LENS_FRAME_STREAM_BYTES, .frame_ns = LENS_FRAME_MAX_AGE_MS * 1000000ull,
                        .events = 100000000ull, .seed = 1, .period_ns = 2000000, .exec_ns = 200000, .out = NULL};
 
 /* Derived, shared read-only by the workers. */
@@ -170,7 +179,16 @@ static uint64_t step_bytes(int st) {
 }
 
 /* ---- one file ---- */
-struct ring { uint8_t *buf; size_t len; uint32_t count; }; /* one thread slot's EVENTS payload being filled */
+/* One thread slot's records being filled: with --compress none its EVENTS
+ * payload; packed, the record written last (packed into the slot's open
+ * frame when the next one comes or the frame is written) and the frame. */
+struct ring {
+  uint8_t *buf;
+  size_t len;
+  uint32_t count;
+  struct lens_pack_enc enc; /* packed: the open frame */
+  uint8_t *stream;          /* its varint stream */
+};
 struct out {
   FILE *f;
   uint64_t seq;
@@ -179,9 +197,8 @@ struct out {
   uint32_t slot;       /* slot records go to */
   uint64_t events;
   int err;
-  /* packed chunks: the encoder, its varint stream, the chunk built from it */
-  struct lens_pack_enc *enc;
-  uint8_t *stream, *zbuf, *chunk;
+  /* packed chunks: each frame's stream room, the zstd frame and the chunk built from one */
+  uint8_t *zbuf, *chunk;
   size_t stream_cap, zcap;
   ZSTD_CCtx *zc; /* the worker thread's, NULL without zstd */
 };
@@ -197,33 +214,39 @@ static int put_chunk(struct out *o, uint16_t type, const void *p, uint32_t len) 
   return 0;
 }
 
-/* One EVENTS_PACKED chunk of the fixed records buf[8..len), packed and
+/* Packs the slot's record written last into its open frame. */
+static void pack_pending(struct out *o, uint32_t slot) {
+  struct ring *g = &o->ring[slot];
+  if (g->len == sizeof(struct lens_events_hdr)) return;
+  lens_pack_rec(&g->enc, (const struct lens_rec_hdr *)(g->buf + sizeof(struct lens_events_hdr)));
+  if (g->enc.overflow) o->err = 1; /* cannot happen: a frame is written before it fills (rec) */
+  g->len = sizeof(struct lens_events_hdr);
+}
+
+/* Writes the slot's open frame as one EVENTS_PACKED chunk, packed and
  * compressed as the plugin's writer does (common/lens_pack_chunk.h). */
-static int put_packed(struct out *o, uint32_t slot, const uint8_t *buf, size_t len) {
-  lens_pack_begin(o->enc, o->stream, o->stream_cap);
-  for (size_t off = sizeof(struct lens_events_hdr); off < len;) {
-    const struct lens_rec_hdr *h = (const void *)(buf + off);
-    lens_pack_rec(o->enc, h);
-    off += h->size;
-  }
-  if (o->enc->overflow) return -1; /* cannot happen: the stream has lens_pack_bound's room */
+static int put_frame(struct out *o, uint32_t slot) {
+  struct ring *g = &o->ring[slot];
+  pack_pending(o, slot);
+  if (!g->enc.count) return 0;
   struct lens_packed_hdr ph;
   const void *body;
   size_t body_len;
-  lens_pack_chunk(o->enc, o->stream, slot, o->zc, C.zstd_level, o->zbuf, o->zcap, &ph, &body, &body_len);
+  lens_pack_chunk(&g->enc, g->stream, slot, o->zc, C.zstd_level, o->zbuf, o->zcap, &ph, &body, &body_len);
   memcpy(o->chunk, &ph, sizeof ph);
   memcpy(o->chunk + sizeof ph, body, body_len);
+  lens_pack_begin(&g->enc, g->stream, o->stream_cap);
   return put_chunk(o, LENS_CHUNK_EVENTS_PACKED, o->chunk, (uint32_t)(sizeof ph + body_len));
 }
 
 /* Drains one slot's records as one chunk, as the writer drains a ring. */
 static int flush_slot(struct out *o, uint32_t slot) {
+  if (C.compress != COMPRESS_NONE) return put_frame(o, slot);
   struct ring *g = &o->ring[slot];
   if (!g->count) return 0;
   struct lens_events_hdr eh = {.slot = slot, .count = g->count};
   memcpy(g->buf, &eh, sizeof eh);
-  int rc = C.compress == COMPRESS_NONE ? put_chunk(o, LENS_CHUNK_EVENTS, g->buf, (uint32_t)g->len)
-                                       : put_packed(o, slot, g->buf, g->len);
+  int rc = put_chunk(o, LENS_CHUNK_EVENTS, g->buf, (uint32_t)g->len);
   g->len = sizeof eh;
   g->count = 0;
   return rc;
@@ -236,12 +259,21 @@ static int begin_slot(struct out *o, uint32_t slot) {
   return 0;
 }
 
-/* Room for one record; a slot whose chunk would pass the writer's limit is
+/* Room for one record. Packed, the record before it goes into the slot's
+ * frame, and the frame is written first when it holds the writer's stream
+ * bytes or would pass its fixed-record bytes (writer.c, drain_ring). With
+ * --compress none a slot whose chunk would pass the writer's limit is
  * drained first, so every chunk but a slot's last before a CLOCK holds
  * 256 KiB less at most one record, as a busy ring's does. */
 static void *rec(struct out *o, size_t size) {
   struct ring *g = &o->ring[o->slot];
-  if (g->len + size > o->cap && flush_slot(o, o->slot)) o->err = 1;
+  if (C.compress != COMPRESS_NONE) {
+    pack_pending(o, o->slot);
+    if ((lens_pack_len(&g->enc, g->stream) >= C.frame_bytes || g->enc.raw_bytes + size > LENS_FRAME_RAW_MAX) &&
+        put_frame(o, o->slot))
+      o->err = 1;
+  } else if (g->len + size > o->cap && flush_slot(o, o->slot))
+    o->err = 1;
   void *p = g->buf + g->len;
   memset(p, 0, size);
   g->len += size;
@@ -319,13 +351,20 @@ static int write_rank(int r) {
   if (C.compress != COMPRESS_NONE) {
     if (C.compress == COMPRESS_ZSTD && !tl_zc && !(tl_zc = ZSTD_createCCtx())) rc = -1;
     o.zc = C.compress == COMPRESS_ZSTD ? tl_zc : NULL;
-    o.stream_cap = lens_pack_bound(o.cap);
+    /* a frame is written below frame_bytes before a record comes, or below
+     * LENS_FRAME_RAW_MAX of fixed records, which pack to at most twice
+     * their size and 64 bytes (lens_pack_bound) */
+    o.stream_cap = lens_pack_bound(LENS_FRAME_RAW_MAX);
+    if (o.stream_cap > C.frame_bytes + lens_pack_bound(o.cap)) o.stream_cap = C.frame_bytes + lens_pack_bound(o.cap);
     o.zcap = ZSTD_compressBound(o.stream_cap);
-    o.enc = malloc(sizeof *o.enc);
-    o.stream = malloc(o.stream_cap);
+    for (int i = 0; i < 2; i++) {
+      o.ring[i].stream = malloc(o.stream_cap);
+      if (!o.ring[i].stream) rc = -1;
+      else lens_pack_begin(&o.ring[i].enc, o.ring[i].stream, o.stream_cap);
+    }
     o.zbuf = malloc(o.zcap);
     o.chunk = malloc(sizeof(struct lens_packed_hdr) + (o.zcap > o.stream_cap ? o.zcap : o.stream_cap));
-    if (!o.enc || !o.stream || !o.zbuf || !o.chunk) rc = -1;
+    if (!o.zbuf || !o.chunk) rc = -1;
   }
   struct lens_file_hdr fh;
   lens_file_hdr_init(&fh, LENS_PRODUCER_TEST, REAL_BASE);
@@ -385,8 +424,13 @@ static int write_rank(int r) {
   uint64_t app_seq = 1, px_seq = 1;
   uint64_t gpu_off = GPU_BASE + (uint64_t)r * 1000000007ull;
   int next = (r + 1) % C.ranks, prev = (r + C.ranks - 1) % C.ranks;
+  uint64_t tick = C.frame_ns; /* packed: the writer's next pass over every open frame */
   for (uint64_t k = 0; k < n_inst && !rc && !o.err; k++) {
     if (k && k % 500 == 0) rc |= flush_events(&o) | clock_chunk(&o, h, k * C.period_ns);
+    if (C.compress != COMPRESS_NONE && k * C.period_ns >= tick) {
+      rc |= flush_events(&o);
+      tick = (k * C.period_ns / C.frame_ns + 1) * C.frame_ns;
+    }
     uint64_t a = arrival(k, r), ks = kstart_true(k, r), ke = kend_true[k];
     /* app thread: GroupApi > CollApi > Coll, KernelLaunch */
     rc |= begin_slot(&o, 0);
@@ -472,7 +516,7 @@ static int write_rank(int r) {
   rc |= put_chunk(&o, LENS_CHUNK_FINI, &fi, sizeof fi);
   if (fclose(o.f)) rc = -1;
   free(o.ring[0].buf), free(o.ring[1].buf);
-  free(o.enc), free(o.stream), free(o.zbuf), free(o.chunk);
+  free(o.ring[0].stream), free(o.ring[1].stream), free(o.zbuf), free(o.chunk);
   atomic_fetch_add(&events_written, o.events);
   if (rc) fprintf(stderr, "lens-gen-job: write error on %s\n", path);
   return rc;
@@ -522,13 +566,15 @@ static int write_truth(void) {
 static void usage(FILE *f) {
   fprintf(f, "usage: lens-gen-job -o DIR [--ranks N] [--hosts H] [--events E] [--stragglers S] [--channels C]\n"
              "                    [--steps K] [--seed X] [--threads T] [--compress none|packed|zstd]\n"
-             "                    [--zstd-level L] [--chunk-kib N]\n"
+             "                    [--zstd-level L] [--frame-kib N] [--frame-ms M] [--chunk-kib N]\n"
              "  Writes a synthetic job's .lens traces (one file per rank/process) and DIR/truth.json.\n"
              "  Defaults: 1024 ranks on 128 hosts, 100000000 events, 16 stragglers, 2 channels, 8 steps per op,\n"
              "  events compressed as the plugin's default (NCCL_LENS_COMPRESS=zstd, NCCL_LENS_ZSTD_LEVEL=-1),\n"
-             "  chunks of up to 256 KiB of fixed records as the plugin's writer cuts them from a busy ring\n"
-             "  (--chunk-kib: other sizes, to measure what a bigger zstd frame would give the reader; the plugin\n"
-             "  does not write them).\n");
+             "  cut into frames as the plugin's writer cuts them: a thread's frame is written once it holds\n"
+             "  64 KiB of packed stream, and every open frame every 100 ms of the job's time.\n"
+             "  --frame-kib, --frame-ms: other frames, to measure what they would give the reader (the plugin\n"
+             "  does not write them); --chunk-kib: the fixed records an EVENTS chunk holds with --compress none\n"
+             "  (256, a busy ring's).\n");
 }
 
 static int num(const char *s, uint64_t *v) {
@@ -576,13 +622,16 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--seed")) C.seed = v;
     else if (!strcmp(a, "--threads")) C.threads = (int)v;
     else if (!strcmp(a, "--chunk-kib")) C.chunk_bytes = v * 1024;
+    else if (!strcmp(a, "--frame-kib")) C.frame_bytes = v * 1024;
+    else if (!strcmp(a, "--frame-ms")) C.frame_ns = v * 1000000;
     else return usage(stderr), 2;
   }
   if (!C.out || C.ranks < 2 || C.hosts < 1 || C.ranks % C.hosts || C.channels < 1 || C.channels > 32 ||
       C.steps < 4 || C.steps > 64 || C.ranks > 1 << 20 || C.hosts > 100000 || C.chunk_bytes < 16384 ||
-      C.chunk_bytes > (16u << 20))
+      C.chunk_bytes > (16u << 20) || C.frame_bytes < 1024 || C.frame_bytes > (1u << 20) || C.frame_ns < 1000000 ||
+      C.frame_ns > 3600000000000ull)
     return fprintf(stderr, "lens-gen-job: need -o DIR, ranks a multiple of hosts, 1-32 channels, 4-64 steps, "
-                           "16-16384 KiB chunks\n"), 2;
+                           "16-16384 KiB chunks, 1-1024 KiB frames, 1-3600000 ms between frames\n"), 2;
   if (mkdir(C.out, 0755) && errno != EEXIST)
     return fprintf(stderr, "lens-gen-job: cannot create %s: %s\n", C.out, strerror(errno)), 1;
   n_inst = C.events / ((uint64_t)C.ranks * EVENTS_PER_RANK_INST(C));
