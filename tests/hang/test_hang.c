@@ -393,6 +393,51 @@ static void test_many_ranks_grouped(void **s) {
   printf("%d lines, --all %d\n", lines, all);
   assert_true(all >= 64 + (int)kch->n && 4 * lines < all);
   mj_free(h);
+
+  /* Read with some hosts' traces only (every other node's): the ranks
+   * without a trace are a range a line ("8-15,24-31,40-63"), as many as
+   * the JSON's untraced_ranks, not a number each wrapped over lines (a
+   * host's traces of a 1,024-rank job named a thousand ranks). */
+  snprintf(cmd, sizeof cmd,
+           "cd %s && ls nccl-lens-*.lens | sort | awk 'NR %% 2' > half.list; %s/bin/nccl-lens hang -o half.txt"
+           " $(cat half.list); a=$?; %s/bin/nccl-lens hang --json -o half.json $(cat half.list); b=$?;"
+           " [ $a = 3 ] && [ $b = 3 ]", /* 3: a collective is stuck (docs/hang.md) */
+           dir, LENS_BUILD_DIR, LENS_BUILD_DIR);
+  assert_int_equal(system(cmd), 0);
+  snprintf(path, sizeof path, "%s/half.json", dir);
+  h = mj_parse_file(path);
+  assert_non_null(h);
+  const struct mj *ut = mj_get(mj_at(mj_get(h, "communicators"), 0), "untraced_ranks");
+  assert_true(ut && ut->n > 0 && ut->n < 64);
+  char seen[64] = {0};
+  for (size_t i = 0; i < ut->n; i++) seen[(int)mj_at(ut, i)->num] = 1;
+  snprintf(path, sizeof path, "%s/half.txt", dir);
+  f = fopen(path, "r");
+  assert_non_null(f);
+  int lines_untraced = 0, named = 0;
+  while (fgets(line, sizeof line, f)) {
+    const char *p = strstr(line, "  no trace loaded for rank");
+    if (!p) continue;
+    lines_untraced++;
+    p = strchr(p + 26, ' ') + 1; /* after "rank " or "ranks " */
+    for (;;) { /* "a-b,c,d-e" */
+      int a, b, used = 0;
+      if (sscanf(p, "%d-%d%n", &a, &b, &used) != 2 && (sscanf(p, "%d%n", &a, &used) != 1 || (b = a) != a)) break;
+      for (int r = a; r <= b; r++) {
+        assert_true(r >= 0 && r < 64 && seen[r] == 1); /* each untraced rank named once */
+        seen[r] = 2;
+        named++;
+      }
+      p += used;
+      if (*p != ',') break;
+      p++;
+    }
+  }
+  fclose(f);
+  printf("untraced ranks: %d named on %d line(s), json %zu\n", named, lines_untraced, ut->n);
+  assert_int_equal(lines_untraced, 1);
+  assert_int_equal(named, (int)ut->n);
+  mj_free(h);
 }
 
 static void check_healthy(const char *scenario) {

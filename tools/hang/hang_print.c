@@ -18,23 +18,6 @@ static uint32_t tid_of(const struct lens_model *m, int32_t thread) {
 /* Text lines stay within 120 columns: long rank lists wrap, indented. */
 #define HANG_COLUMNS 120
 
-/* Ranks after a prefix of col columns, wrapped onto indented lines. */
-static void ranks_list(FILE *f, const int32_t *r, size_t n, int col) {
-  for (size_t i = 0; i < n; i++) {
-    char b[24];
-    int len = snprintf(b, sizeof b, "%d%s", r[i], i + 1 < n ? "," : "");
-    if (i && col + 1 + len > HANG_COLUMNS) {
-      fputs("\n    ", f);
-      col = 4;
-    } else if (i) {
-      fputc(' ', f);
-      col++;
-    }
-    fputs(b, f);
-    col += len;
-  }
-}
-
 static double secs(uint64_t a, uint64_t b) { return a > b ? (double)(a - b) / 1e9 : 0.0; }
 
 /* At the scale of a job (a thousand ranks stuck alike) a line per rank,
@@ -206,12 +189,12 @@ static void comm_text(FILE *f, const struct lens_model *m, const struct lens_han
   fprintf(f, "STUCK at %s seq %" PRId64 "\n", func, c->stuck_seq);
   if (c->n_missing) {
     int col = fprintf(f, "  never entered it: rank%s ", c->n_missing > 1 ? "s" : "");
-    ranks_list(f, c->missing, c->n_missing, col);
+    rank_ranges(f, c->missing, c->n_missing, col);
     fputc('\n', f);
   }
   if (c->n_untraced) {
     int col = fprintf(f, "  no trace loaded for rank%s ", c->n_untraced > 1 ? "s" : "");
-    ranks_list(f, c->untraced, c->n_untraced, col);
+    rank_ranges(f, c->untraced, c->n_untraced, col);
     fputc('\n', f);
   }
   size_t loaded = 0;
