@@ -39,9 +39,9 @@
  * common/lens_pack_chunk.c) before a record that finds it holding
  * LENS_FRAME_STREAM_BYTES of stream or that would take it past
  * LENS_FRAME_RAW_MAX of fixed records, and every open frame is written
- * every LENS_FRAME_MAX_AGE_MS (the writer's tick; here of the job's true
- * time, at an instance's start: an instance's records are written
- * together). With --compress none a slot's fixed records fill an EVENTS
+ * every LENS_FRAME_MAX_AGE_MS (the writer's tick; here of the host's
+ * clock, between two records: an instance's records are staged and
+ * written in time order, as NCCL's threads record them). With --compress none a slot's fixed records fill an EVENTS
  * chunk up to the writer's limit for a busy ring (LENS_EVENTS_CHUNK_MAX,
  * 256 KiB). The writer's folding of repeated STATEs into runs is not
  * needed: no event here repeats a STATE. */
@@ -189,10 +189,24 @@ struct ring {
   struct lens_pack_enc enc; /* packed: the open frame */
   uint8_t *stream;          /* its varint stream */
 };
+/* An instance's records as they are made, before they go out in time order. */
+struct staged {
+  uint64_t ts;
+  uint32_t off, size, seq;
+  uint32_t slot;
+};
+struct stage {
+  uint8_t *buf;
+  size_t len, cap;
+  struct staged *ix;
+  size_t n, ixcap;
+};
 struct out {
   FILE *f;
   uint64_t seq;
   struct ring ring[2]; /* slot 0: the application thread, slot 1: the proxy thread */
+  struct stage stage;
+  uint64_t mono0, tick; /* packed: the writer thread's start on the host's clock, its next tick */
   size_t cap;
   uint32_t slot;       /* slot records go to */
   uint64_t events;
@@ -259,20 +273,20 @@ static int begin_slot(struct out *o, uint32_t slot) {
   return 0;
 }
 
-/* Room for one record. Packed, the record before it goes into the slot's
- * frame, and the frame is written first when it holds the writer's stream
- * bytes or would pass its fixed-record bytes (writer.c, drain_ring). With
- * --compress none a slot whose chunk would pass the writer's limit is
- * drained first, so every chunk but a slot's last before a CLOCK holds
- * 256 KiB less at most one record, as a busy ring's does. */
-static void *rec(struct out *o, size_t size) {
-  struct ring *g = &o->ring[o->slot];
+/* Room for one record in slot's ring. Packed, the record before it goes
+ * into the slot's frame, and the frame is written first when it holds the
+ * writer's stream bytes or would pass its fixed-record bytes (writer.c,
+ * drain_ring). With --compress none a slot whose chunk would pass the
+ * writer's limit is drained first, so every chunk but a slot's last before
+ * a CLOCK holds 256 KiB less at most one record, as a busy ring's does. */
+static void *put_rec(struct out *o, uint32_t slot, size_t size) {
+  struct ring *g = &o->ring[slot];
   if (C.compress != COMPRESS_NONE) {
-    pack_pending(o, o->slot);
+    pack_pending(o, slot);
     if ((lens_pack_len(&g->enc, g->stream) >= C.frame_bytes || g->enc.raw_bytes + size > LENS_FRAME_RAW_MAX) &&
-        put_frame(o, o->slot))
+        put_frame(o, slot))
       o->err = 1;
-  } else if (g->len + size > o->cap && flush_slot(o, o->slot))
+  } else if (g->len + size > o->cap && flush_slot(o, slot))
     o->err = 1;
   void *p = g->buf + g->len;
   memset(p, 0, size);
@@ -281,10 +295,64 @@ static void *rec(struct out *o, size_t size) {
   return p;
 }
 
+/* An instance's records are made event by event (a KernelCh's START, STATE
+ * and STOP together); NCCL's threads record them as they happen. So they
+ * are staged, then written in time order (stable: a STATE at its START's
+ * time stays after it), the writer's tick cutting every open frame between
+ * two records as it does between two passes over the rings: events open at
+ * the tick span two frames, as on the plugin's traces. */
+static void *rec(struct out *o, size_t size, uint64_t ts) {
+  struct stage *sg = &o->stage;
+  if (sg->len + size > sg->cap || sg->n == sg->ixcap) {
+    size_t cap = sg->cap ? sg->cap : 16384, ixcap = sg->ixcap ? sg->ixcap : 256;
+    while (cap < sg->len + size) cap *= 2;
+    if (sg->n == ixcap) ixcap *= 2;
+    uint8_t *buf = realloc(sg->buf, cap);
+    if (buf) sg->buf = buf, sg->cap = cap;
+    struct staged *ix = realloc(sg->ix, ixcap * sizeof *ix);
+    if (ix) sg->ix = ix, sg->ixcap = ixcap;
+    if (!buf || !ix || sg->len + size > sg->cap || sg->n == sg->ixcap) {
+      static __thread uint64_t sink[64]; /* the largest record made here is under 512 bytes */
+      o->err = 1;
+      return sink;
+    }
+  }
+  void *p = sg->buf + sg->len;
+  memset(p, 0, size);
+  sg->ix[sg->n++] = (struct staged){.ts = ts, .off = (uint32_t)sg->len, .size = (uint32_t)size, .seq = (uint32_t)sg->n,
+                                    .slot = o->slot};
+  sg->len += size;
+  return p;
+}
+
+static int cmp_staged(const void *a, const void *b) {
+  const struct staged *x = a, *y = b;
+  if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+  return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* The staged records in time order into their slots' frames; packed, every
+ * open frame is written at each tick of the host's clock crossed. */
+static int write_staged(struct out *o) {
+  struct stage *sg = &o->stage;
+  int rc = 0;
+  qsort(sg->ix, sg->n, sizeof *sg->ix, cmp_staged);
+  for (size_t i = 0; i < sg->n; i++) {
+    const struct staged *x = &sg->ix[i];
+    if (C.compress != COMPRESS_NONE && x->ts >= o->tick) {
+      rc |= flush_events(o);
+      o->tick = o->mono0 + ((x->ts - o->mono0) / C.frame_ns + 1) * C.frame_ns;
+    }
+    memcpy(put_rec(o, x->slot, x->size), sg->buf + x->off, x->size);
+  }
+  sg->n = sg->len = 0;
+  return rc;
+}
+
 static void start(struct out *o, int type, uint64_t id, uint64_t parent, uint64_t ctx, uint64_t ts, int rank,
                   const void *pl, size_t pl_len) {
   size_t size = sizeof(struct lens_rec_start) + ((pl_len + 7) & ~(size_t)7);
-  uint8_t *p = rec(o, size);
+  uint8_t *p = rec(o, size, ts);
   struct lens_rec_start s = {.h = {.size = (uint16_t)size, .kind = LENS_REC_START, .type = (uint8_t)type},
                              .id = id, .parent = parent, .context = ctx, .ts = ts, .rank = rank};
   memcpy(p, &s, sizeof s);
@@ -296,13 +364,13 @@ static void stop(struct out *o, uint64_t id, uint64_t ts) {
    * (plugin/record.c): the packed form predicts ids with it. */
   struct lens_rec_stop s = {.h = {.size = sizeof s, .kind = LENS_REC_STOP, .type = (uint8_t)LENS_ID_TYPE(id)},
                             .id = id, .ts = ts};
-  memcpy(rec(o, sizeof s), &s, sizeof s);
+  memcpy(rec(o, sizeof s, ts), &s, sizeof s);
 }
 static void state(struct out *o, uint64_t id, uint32_t st, uint64_t ts, uint64_t arg) {
   struct lens_rec_state s = {.h = {.size = sizeof s, .kind = LENS_REC_STATE, .type = (uint8_t)LENS_ID_TYPE(id), .aux = st},
                              .id = id, .ts = ts,
                              .arg = arg, .has_args = 1};
-  memcpy(rec(o, sizeof s), &s, sizeof s);
+  memcpy(rec(o, sizeof s, ts), &s, sizeof s);
 }
 
 static void host_name(int h, char *buf, size_t len) { snprintf(buf, len, "gen-host%03d", h); }
@@ -424,13 +492,12 @@ static int write_rank(int r) {
   uint64_t app_seq = 1, px_seq = 1;
   uint64_t gpu_off = GPU_BASE + (uint64_t)r * 1000000007ull;
   int next = (r + 1) % C.ranks, prev = (r + C.ranks - 1) % C.ranks;
-  uint64_t tick = C.frame_ns; /* packed: the writer's next pass over every open frame */
+  /* the writer thread ticks from its own start, not in step with the job's
+   * iterations: a seeded phase a process */
+  o.mono0 = mono(h, 0) + rnd3(12, 0, (uint64_t)r) % C.frame_ns;
+  o.tick = o.mono0 + C.frame_ns;
   for (uint64_t k = 0; k < n_inst && !rc && !o.err; k++) {
     if (k && k % 500 == 0) rc |= flush_events(&o) | clock_chunk(&o, h, k * C.period_ns);
-    if (C.compress != COMPRESS_NONE && k * C.period_ns >= tick) {
-      rc |= flush_events(&o);
-      tick = (k * C.period_ns / C.frame_ns + 1) * C.frame_ns;
-    }
     uint64_t a = arrival(k, r), ks = kstart_true(k, r), ke = kend_true[k];
     /* app thread: GroupApi > CollApi > Coll, KernelLaunch */
     rc |= begin_slot(&o, 0);
@@ -505,6 +572,7 @@ static int write_rank(int r) {
     }
     rc |= begin_slot(&o, 0);
     stop(&o, co, mono(h, ke + T_LAG + 300));
+    rc |= write_staged(&o);
   }
   rc |= flush_events(&o) | o.err;
   /* the application destroys its communicator, then the process finalizes: as the plugin writes them (a job that
@@ -517,6 +585,7 @@ static int write_rank(int r) {
   if (fclose(o.f)) rc = -1;
   free(o.ring[0].buf), free(o.ring[1].buf);
   free(o.ring[0].stream), free(o.ring[1].stream), free(o.zbuf), free(o.chunk);
+  free(o.stage.buf), free(o.stage.ix);
   atomic_fetch_add(&events_written, o.events);
   if (rc) fprintf(stderr, "lens-gen-job: write error on %s\n", path);
   return rc;

@@ -2,7 +2,7 @@
 """lens-gen-job cuts its frames by the plugin writer's rules (docs/scale.md,
 the generator): a thread slot's EVENTS_PACKED chunk is written once it holds
 --frame-kib of varint stream (64 KiB, LENS_FRAME_STREAM_BYTES) and every
-open frame every --frame-ms of the job's time (100, LENS_FRAME_MAX_AGE_MS).
+open frame every --frame-ms of the host's clock (100, LENS_FRAME_MAX_AGE_MS).
 Checked from the chunks' own headers (the stream's size, lens_packed_hdr
 body_bytes) and from lens-window-plan's span of a chunk's records; each
 check can fail: a frame past its stream bound, frames of the old 256 KiB
