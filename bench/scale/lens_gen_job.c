@@ -41,10 +41,11 @@
  * LENS_FRAME_RAW_MAX of fixed records, and every open frame is written
  * every LENS_FRAME_MAX_AGE_MS (the writer's tick; here of the host's
  * clock, between two records: an instance's records are staged and
- * written in time order, as NCCL's threads record them). With --compress none a slot's fixed records fill an EVENTS
- * chunk up to the writer's limit for a busy ring (LENS_EVENTS_CHUNK_MAX,
- * 256 KiB). The writer's folding of repeated STATEs into runs is not
- * needed: no event here repeats a STATE. */
+ * written in time order, as NCCL's threads record them). With --compress
+ * none a slot's fixed records fill an EVENTS chunk up to the writer's
+ * limit for a busy ring (LENS_EVENTS_CHUNK_MAX, 256 KiB). The writer's
+ * folding of repeated STATEs into runs is not needed: no event here
+ * repeats a STATE. */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -319,8 +320,9 @@ static void *rec(struct out *o, size_t size, uint64_t ts) {
   }
   void *p = sg->buf + sg->len;
   memset(p, 0, size);
-  sg->ix[sg->n++] = (struct staged){.ts = ts, .off = (uint32_t)sg->len, .size = (uint32_t)size, .seq = (uint32_t)sg->n,
-                                    .slot = o->slot};
+  sg->ix[sg->n] = (struct staged){.ts = ts, .off = (uint32_t)sg->len, .size = (uint32_t)size, .seq = (uint32_t)sg->n,
+                                  .slot = o->slot};
+  sg->n++;
   sg->len += size;
   return p;
 }
