@@ -368,7 +368,7 @@ static void test_split_follows_fast_ranks(void **state) {
                       "--keep", "600", NULL};
   pid_t a = lens_test_spawn(ag, NULL, NULL, env);
   pid_t r[4];
-  char rank[4][4];
+  char rank[4][12]; /* an int's digits */
   for (int i = 0; i < 4; i++) {
     snprintf(rank[i], sizeof rank[i], "%d", i);
     path_of(outp[i], sizeof outp[i], rank[i]);

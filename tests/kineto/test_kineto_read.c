@@ -142,7 +142,7 @@ static int read_err(const char *path, char *err, size_t len, struct lens_kineto_
 
 /* A name is the application's: cleaned by the rule every label follows (lens_label_clean): an escape, a
  * line break, a NUL and a direction override become '?', well-formed UTF-8 (an accent) is kept. */
-static char seen_name[256];
+static char seen_name[sizeof ((struct lens_kineto_event *)0)->name]; /* a name whole */
 static int keep_name(void *ctx, const struct lens_kineto_event *e) {
   (void)ctx;
   snprintf(seen_name, sizeof seen_name, "%s", e->name);
