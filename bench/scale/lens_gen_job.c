@@ -180,6 +180,8 @@ static uint64_t step_bytes(int st) {
 }
 
 /* ---- one file ---- */
+/* The largest record made here (a START and its payload) is below this. */
+#define GEN_REC_MAX 512
 /* One thread slot's records being filled: with --compress none its EVENTS
  * payload; packed, the record written last (packed into the slot's open
  * frame when the next one comes or the frame is written) and the frame. */
@@ -313,7 +315,7 @@ static void *rec(struct out *o, size_t size, uint64_t ts) {
     struct staged *ix = realloc(sg->ix, ixcap * sizeof *ix);
     if (ix) sg->ix = ix, sg->ixcap = ixcap;
     if (!buf || !ix || sg->len + size > sg->cap || sg->n == sg->ixcap) {
-      static __thread uint64_t sink[64]; /* the largest record made here is under 512 bytes */
+      static __thread uint64_t sink[GEN_REC_MAX / 8];
       o->err = 1;
       return sink;
     }
@@ -421,11 +423,9 @@ static int write_rank(int r) {
   if (C.compress != COMPRESS_NONE) {
     if (C.compress == COMPRESS_ZSTD && !tl_zc && !(tl_zc = ZSTD_createCCtx())) rc = -1;
     o.zc = C.compress == COMPRESS_ZSTD ? tl_zc : NULL;
-    /* a frame is written below frame_bytes before a record comes, or below
-     * LENS_FRAME_RAW_MAX of fixed records, which pack to at most twice
-     * their size and 64 bytes (lens_pack_bound) */
-    o.stream_cap = lens_pack_bound(LENS_FRAME_RAW_MAX);
-    if (o.stream_cap > C.frame_bytes + lens_pack_bound(o.cap)) o.stream_cap = C.frame_bytes + lens_pack_bound(o.cap);
+    /* a frame holds less than frame_bytes of stream when a record comes
+     * (put_rec), and a record packs to at most lens_pack_bound of its size */
+    o.stream_cap = C.frame_bytes + lens_pack_bound(GEN_REC_MAX);
     o.zcap = ZSTD_compressBound(o.stream_cap);
     for (int i = 0; i < 2; i++) {
       o.ring[i].stream = malloc(o.stream_cap);

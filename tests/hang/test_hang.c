@@ -325,6 +325,15 @@ static int count_lines(const char *path, const char *prefix) {
   return n;
 }
 
+/* One "a-b" or "a" of a range list ("8-15,24,40-63") at *p, *p moved past it. */
+static int parse_range(const char **p, int *a, int *b) {
+  int used = 0;
+  if (sscanf(*p, "%d-%d%n", a, b, &used) == 2) return *p += used, 1;
+  if (sscanf(*p, "%d%n", a, &used) != 1) return 0;
+  *b = *a;
+  return *p += used, 1;
+}
+
 static void test_many_ranks_grouped(void **s) {
   (void)s;
   char dir[400], cmd[8192], path[600];
@@ -416,21 +425,18 @@ static void test_many_ranks_grouped(void **s) {
   assert_non_null(f);
   int lines_untraced = 0, named = 0;
   while (fgets(line, sizeof line, f)) {
-    const char *p = strstr(line, "  no trace loaded for rank");
+    static const char lead[] = "  no trace loaded for rank";
+    const char *p = strstr(line, lead);
     if (!p) continue;
     lines_untraced++;
-    p = strchr(p + 26, ' ') + 1; /* after "rank " or "ranks " */
-    for (;;) { /* "a-b,c,d-e" */
-      int a, b, used = 0;
-      if (sscanf(p, "%d-%d%n", &a, &b, &used) != 2 && (sscanf(p, "%d%n", &a, &used) != 1 || (b = a) != a)) break;
+    p = strchr(p + strlen(lead), ' ') + 1; /* after "rank " or "ranks " */
+    for (int a, b; parse_range(&p, &a, &b); p++) {
       for (int r = a; r <= b; r++) {
         assert_true(r >= 0 && r < 64 && seen[r] == 1); /* each untraced rank named once */
         seen[r] = 2;
         named++;
       }
-      p += used;
       if (*p != ',') break;
-      p++;
     }
   }
   fclose(f);

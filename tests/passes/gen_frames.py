@@ -31,7 +31,7 @@ def frames(d):
         b = open(os.path.join(d, name), "rb").read()
         off = 64
         while off + 32 <= len(b):
-            magic, ctype, _flags, plen = struct.unpack_from("<IHHI", b, off)
+            _magic, ctype, _flags, plen = struct.unpack_from("<IHHI", b, off)
             if ctype == EVENTS_PACKED:
                 slot, _count, raw, body = struct.unpack_from("<IIII", b, off + 32)
                 out.append((slot, body, raw))
