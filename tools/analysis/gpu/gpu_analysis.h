@@ -68,18 +68,26 @@ size_t lens_gpu_state_extra(struct lens_gpu_state *s, const struct lens_cupti_bl
 /* gpu_join.c: read every CUPTI blob into model->kernels and join them to
  * KernelLaunch events (acc.cupti_kernel, kernel.launch_event). */
 int lens_gpu_join(struct lens_model *m, struct lens_gpu_report *r, char *err, size_t err_len);
-/* gpu_clock.c: fit model->clock_maps (and r->segs) per proxy thread,
- * leaving out events with exclude[i] set (may be NULL). */
-int lens_gpu_fit_clocks(struct lens_model *m, struct lens_gpu_report *r, const uint8_t *exclude, char *err,
-                        size_t err_len);
-/* gpu_flags.c: per event, why a KernelCh is kept out of clock fits
- * (malloc'd, n_events entries; NULL when out of memory): */
+/* The KernelCh table the fits and flags read (gpu_kch.h). */
+struct lens_gpu_kch_table;
+/* lens_analyze_gpu with the KernelCh given as a table (gpu_kch.h) rather
+ * than read from m's events: rows whose event is not in m take part in the
+ * fits and flags and are counted in the report; the rows' events get their
+ * fields. Without CUPTI evidence (with it, a CUPTI fit walks the launches'
+ * KernelCh events: every row must be a built event). */
+int lens_gpu_analyze_rows(struct lens_model *m, struct lens_gpu_kch_table *t, char *err, size_t err_len);
+/* gpu_clock.c: fit model->clock_maps (and r->segs) per proxy thread from
+ * the table's rows, leaving out those their ex keeps out. */
+int lens_gpu_fit_clocks(struct lens_model *m, struct lens_gpu_report *r, const struct lens_gpu_kch_table *t,
+                        char *err, size_t err_len);
+/* gpu_flags.c: per row, why a KernelCh is kept out of clock fits (its ex): */
 #define LENS_GPU_EX_SUSPECT 1 /* suspect timers (a later item's): out of every fit */
 #define LENS_GPU_EX_OWNER 2   /* shares its timers with earlier-noticed items and, noticed last, presumably
                                * owns them: in notice fits, out of CUPTI fits (the kernels decide later) */
-uint8_t *lens_gpu_fit_exclusions(const struct lens_model *m);
-/* gpu_flags.c: map KernelCh times and set LENS_ACC_* flags. */
-void lens_gpu_flag(struct lens_model *m, struct lens_gpu_report *r);
+void lens_gpu_fit_exclusions(struct lens_gpu_kch_table *t);
+/* gpu_flags.c: map KernelCh times and set LENS_ACC_* flags (rows' flags,
+ * and the fields of the rows' events that are built). */
+void lens_gpu_flag(struct lens_model *m, struct lens_gpu_report *r, struct lens_gpu_kch_table *t);
 
 /* Helpers shared by the files. */
 /* 1 if the KernelCh lasts longer (pTimer) than kernel k (a contradictory join). */

@@ -7,6 +7,7 @@
 
 #include "analyses.h"
 #include "file_read.h"
+#include "gpu_kch.h"
 #include "gpu_state.h"
 
 static struct lens_gpu_state *states;
@@ -109,7 +110,7 @@ int lens_model_add_cupti_file(struct lens_model *m, const char *path, char *err,
   return 0;
 }
 
-int lens_analyze_gpu(struct lens_model *m, char *err, size_t err_len) {
+int lens_gpu_analyze_rows(struct lens_model *m, struct lens_gpu_kch_table *t, char *err, size_t err_len) {
   struct lens_gpu_state *s = lens_gpu_state(m, 1);
   if (!s) {
     snprintf(err, err_len, "out of memory");
@@ -125,11 +126,21 @@ int lens_analyze_gpu(struct lens_model *m, char *err, size_t err_len) {
     a->notice_lag_ns = 0;
     a->time_source = LENS_TS_HOST_NOTICE;
   }
+  for (size_t q = 0; q < t->n; q++) t->v[q].flags = 0, t->v[q].cupti_kernel = -1;
   if (lens_gpu_join(m, r, err, err_len) != 0) return -1;
-  uint8_t *exclude = lens_gpu_fit_exclusions(m);
-  int rc = lens_gpu_fit_clocks(m, r, exclude, err, err_len);
-  free(exclude);
-  if (rc != 0) return -1;
-  lens_gpu_flag(m, r);
+  lens_gpu_fit_exclusions(t);
+  if (lens_gpu_fit_clocks(m, r, t, err, err_len) != 0) return -1;
+  lens_gpu_flag(m, r, t);
   return 0;
+}
+
+int lens_analyze_gpu(struct lens_model *m, char *err, size_t err_len) {
+  struct lens_gpu_kch_table t;
+  if (lens_gpu_kch_from_model(m, &t)) {
+    snprintf(err, err_len, "out of memory");
+    return -1;
+  }
+  int rc = lens_gpu_analyze_rows(m, &t, err, err_len);
+  lens_gpu_kch_free(&t);
+  return rc;
 }

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu_kch.h"
 #include "gpu_state.h"
 
 struct pt {
@@ -234,16 +235,19 @@ int lens_gpu_kch_longer_than_kernel(const struct lens_event *e, const struct len
 /* CUPTI points of one proxy thread: one per (kernel, thread). A kernel
  * shorter than one of its channels is flagged (LENS_GPU_K_CONTRADICT) and
  * kept out: absorbed into the fit it would only widen every channel's bound. */
-/* Events a fit reads, listed once per model rather than found by scanning
+/* What a fit reads, listed once per model rather than found by scanning
  * every event for every proxy thread (that scan was quadratic: a model of 8
  * processes spent more time in it than in loading). In event order. */
 struct fit_index {
+  const struct lens_gpu_kch *rows;  /* the KernelCh table */
+  const uint8_t *ex_ev;             /* rows' ex by event, for the CUPTI points (NULL without launches) */
   int32_t *launch; size_t n_launch; /* KernelLaunch events joined to a CUPTI kernel */
-  int32_t *kch; size_t *first;      /* KernelCh events of thread t: kch[first[t] .. first[t + 1]) */
+  int32_t *kch; size_t *first;      /* rows of thread t: kch[first[t] .. first[t + 1]) */
 };
 
-static int cupti_points(const struct lens_model *m, struct lens_gpu_report *r, const uint8_t *ex, int32_t thread,
+static int cupti_points(const struct lens_model *m, struct lens_gpu_report *r, int32_t thread,
                         const struct fit_index *fx, struct pt **v, size_t *n, size_t *cap) {
+  const uint8_t *ex = fx->ex_ev;
   for (size_t li = 0; li < fx->n_launch; li++) {
     size_t i = (size_t)fx->launch[li];
     const struct lens_event *l = &m->events[i];
@@ -274,16 +278,13 @@ static int cupti_points(const struct lens_model *m, struct lens_gpu_report *r, c
   return 0;
 }
 
-static int notice_points(const struct lens_model *m, const uint8_t *ex, int32_t thread, const struct fit_index *fx,
-                         struct pt **v, size_t *n, size_t *cap) {
+static int notice_points(int32_t thread, const struct fit_index *fx, struct pt **v, size_t *n, size_t *cap) {
   for (size_t q = fx->first[thread]; q < fx->first[thread + 1]; q++) {
-    size_t i = (size_t)fx->kch[q];
-    const struct lens_event *e = &m->events[i];
-    if (!kch_usable(e) || (ex && ex[i] == LENS_GPU_EX_SUSPECT)) continue;
-    uint64_t s = e->p.kernel_ch.start_gpu_ns;
-    if (add_pt(v, n, cap, (struct pt){s, s, e->start_mono_ns, e->start_mono_ns, 0})) return -1;
-    uint64_t t = e->p.kernel_ch.stop_gpu_ns, tn = lens_gpu_kch_stop_notice(m, e);
-    if (t && tn && add_pt(v, n, cap, (struct pt){t, t, tn, tn, 0})) return -1;
+    const struct lens_gpu_kch *k = &fx->rows[fx->kch[q]];
+    uint64_t s = k->start_gpu, t = k->stop_gpu;
+    if (!s || (t && t < s) || k->ex == LENS_GPU_EX_SUSPECT) continue; /* kch_usable */
+    if (add_pt(v, n, cap, (struct pt){s, s, k->start_notice, k->start_notice, 0})) return -1;
+    if (t && k->stop_notice && add_pt(v, n, cap, (struct pt){t, t, k->stop_notice, k->stop_notice, 0})) return -1;
   }
   return 0;
 }
@@ -319,19 +320,18 @@ static int emit(struct lens_model *m, struct lens_gpu_report *r, int32_t thread,
 /* Fewest points for a window of its own; smaller tails join the previous. */
 #define MIN_POINTS 8
 
-static int fit_thread(struct lens_model *m, struct lens_gpu_report *r, const uint8_t *ex, int32_t thread,
-                      const struct fit_index *fx) {
+static int fit_thread(struct lens_model *m, struct lens_gpu_report *r, int32_t thread, const struct fit_index *fx) {
   struct pt *v = NULL;
   size_t n = 0, cap = 0;
   uint32_t source = LENS_TS_CUPTI;
-  if (cupti_points(m, r, ex, thread, fx, &v, &n, &cap)) goto oom;
+  if (cupti_points(m, r, thread, fx, &v, &n, &cap)) goto oom;
   /* One joined kernel is enough: its bounds fix the offset (slope held at 1,
    * least_squares keeps 1 for a single point) within the room it leaves
    * around its channels, far tighter than notice times. */
   if (n < 1) { /* no joined kernel: fall back to notice times */
     n = 0;
     source = LENS_TS_GPU_PTIMER;
-    if (notice_points(m, ex, thread, fx, &v, &n, &cap)) goto oom;
+    if (notice_points(thread, fx, &v, &n, &cap)) goto oom;
   }
   if (n == 0) {
     free(v);
@@ -357,35 +357,43 @@ oom:
   return -1;
 }
 
-int lens_gpu_fit_clocks(struct lens_model *m, struct lens_gpu_report *r, const uint8_t *exclude, char *err,
-                        size_t err_len) {
-  struct fit_index fx = {0};
+int lens_gpu_fit_clocks(struct lens_model *m, struct lens_gpu_report *r, const struct lens_gpu_kch_table *t,
+                        char *err, size_t err_len) {
+  struct fit_index fx = {.rows = t->v};
+  uint8_t *ex_ev = NULL;
   size_t nt = m->n_threads, nk = 0;
   fx.first = calloc(nt + 2, sizeof *fx.first);
   if (!fx.first) goto oom;
+  for (size_t q = 0; q < t->n; q++)
+    if (t->v[q].thread >= 0 && (size_t)t->v[q].thread < nt) fx.first[t->v[q].thread + 2]++, nk++;
   for (size_t i = 0; i < m->n_events; i++) {
     const struct lens_event *e = &m->events[i];
-    if (e->type == LENS_T_KERNEL_CH && e->thread >= 0 && (size_t)e->thread < nt) fx.first[e->thread + 2]++, nk++;
     if (e->type == LENS_T_KERNEL_LAUNCH && e->acc.cupti_kernel >= 0) fx.n_launch++;
   }
   fx.kch = malloc((nk ? nk : 1) * sizeof *fx.kch);
   fx.launch = malloc((fx.n_launch ? fx.n_launch : 1) * sizeof *fx.launch);
   if (!fx.kch || !fx.launch) goto oom;
-  for (size_t t = 0; t < nt; t++) fx.first[t + 2] += fx.first[t + 1]; /* first[t + 1]: start of thread t's list */
+  if (fx.n_launch) { /* the CUPTI points walk a launch's KernelCh events: their rows' ex by event */
+    if (!(ex_ev = calloc(m->n_events + 1, 1))) goto oom;
+    for (size_t q = 0; q < t->n; q++)
+      if (t->v[q].ev >= 0) ex_ev[t->v[q].ev] = t->v[q].ex;
+    fx.ex_ev = ex_ev;
+  }
+  for (size_t k = 0; k < nt; k++) fx.first[k + 2] += fx.first[k + 1]; /* first[k + 1]: start of thread k's list */
+  for (size_t q = 0; q < t->n; q++)
+    if (t->v[q].thread >= 0 && (size_t)t->v[q].thread < nt) fx.kch[fx.first[t->v[q].thread + 1]++] = (int32_t)q;
   fx.n_launch = 0;
   for (size_t i = 0; i < m->n_events; i++) {
     const struct lens_event *e = &m->events[i];
-    if (e->type == LENS_T_KERNEL_CH && e->thread >= 0 && (size_t)e->thread < nt)
-      fx.kch[fx.first[e->thread + 1]++] = (int32_t)i;
     if (e->type == LENS_T_KERNEL_LAUNCH && e->acc.cupti_kernel >= 0) fx.launch[fx.n_launch++] = (int32_t)i;
   }
-  /* now first[t] .. first[t + 1] is thread t's list */
-  for (size_t t = 0; t < nt; t++)
-    if (fx.first[t + 1] > fx.first[t] && fit_thread(m, r, exclude, (int32_t)t, &fx)) goto oom;
-  free(fx.first), free(fx.kch), free(fx.launch);
+  /* now first[k] .. first[k + 1] is thread k's list */
+  for (size_t k = 0; k < nt; k++)
+    if (fx.first[k + 1] > fx.first[k] && fit_thread(m, r, (int32_t)k, &fx)) goto oom;
+  free(fx.first), free(fx.kch), free(fx.launch), free(ex_ev);
   return 0;
 oom:
-  free(fx.first), free(fx.kch), free(fx.launch);
+  free(fx.first), free(fx.kch), free(fx.launch), free(ex_ev);
   snprintf(err, err_len, "out of memory fitting clock maps");
   return -1;
 }

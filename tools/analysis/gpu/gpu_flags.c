@@ -13,10 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu_kch.h"
 #include "gpu_state.h"
 
 struct chan_item {
-  int32_t thread, channel, ev;
+  int32_t thread, channel, row; /* row: of the KernelCh table, in event order */
   uint64_t start, stop;
   uint64_t launch; /* items of one launch may share timers (0: unknown, shares with none) */
   uint64_t key;    /* the timer being compared */
@@ -27,24 +28,13 @@ static int cmp_seq(const void *pa, const void *pb) { /* by channel, then event o
   const struct chan_item *a = pa, *b = pb;
   if (a->thread != b->thread) return a->thread < b->thread ? -1 : 1;
   if (a->channel != b->channel) return a->channel < b->channel ? -1 : 1;
-  return (a->ev > b->ev) - (a->ev < b->ev);
+  return (a->row > b->row) - (a->row < b->row);
 }
 
-/* The launch a KernelCh belongs to: its Coll/P2p's launch id, else its
- * Group (every task of one plan), per process. 0 when neither is known. */
-static uint64_t launch_of(const struct lens_model *m, const struct lens_event *e) {
-  if (e->parent < 0) return 0;
-  const struct lens_event *op = &m->events[e->parent];
-  uint64_t id = 0;
-  if (op->type == LENS_T_COLL) id = op->p.coll.launch_id ? op->p.coll.launch_id : op->p.coll.parent_group;
-  if (op->type == LENS_T_P2P) id = op->p.p2p.launch_id ? op->p.p2p.launch_id : op->p.p2p.parent_group;
-  return id ? id * 1000003u + (uint64_t)op->proc + 1 : 0;
-}
-
-static int bad_item(const struct lens_model *m, const struct chan_item *x, const uint8_t *exclude) {
-  uint32_t f = m->events[x->ev].acc.flags;
-  return exclude ? exclude[x->ev] == LENS_GPU_EX_SUSPECT
-                 : (f & (LENS_ACC_RING_OVERRUN | LENS_ACC_STOP_BEFORE_START)) != 0;
+/* pre: the pre-fit pass (rows' ex), else the flags pass (rows' flags). */
+static int bad_item(const struct lens_gpu_kch *rows, const struct chan_item *x, int pre) {
+  const struct lens_gpu_kch *k = &rows[x->row];
+  return pre ? k->ex == LENS_GPU_EX_SUSPECT : (k->flags & (LENS_ACC_RING_OVERRUN | LENS_ACC_STOP_BEFORE_START)) != 0;
 }
 
 /* Items [i, j) (in notice order) report the same timer: their start, or
@@ -53,7 +43,7 @@ static int bad_item(const struct lens_model *m, const struct chan_item *x, const
  * With more than one run, all runs but one read another's slot after the
  * ring wrapped (a launch of more than 64 items on a channel wraps it
  * itself): the owner is the run with an item that fits its CUPTI kernel if
- * exactly one has, else the run noticed last. exclude != NULL: the pre-fit
+ * exactly one has, else the run noticed last. pre: the pre-fit
  * pass, before any clock map: the runs noticed before the last are suspect
  * (LENS_GPU_EX_SUSPECT); the last is the owner unless CUPTI says otherwise,
  * which needs the map (LENS_GPU_EX_OWNER: kept out of CUPTI fits only). The
@@ -61,7 +51,7 @@ static int bad_item(const struct lens_model *m, const struct chan_item *x, const
  * the items noticed soonest after their timers, the very points that hold
  * the lower envelope down (without them the map of the overrun scenario was
  * placed 1.1 ms late and the owners got negative notice lags). */
-static void flag_equal(struct lens_model *m, struct chan_item *it, size_t i, size_t j, uint8_t *exclude) {
+static void flag_equal(struct lens_gpu_kch *rows, struct chan_item *it, size_t i, size_t j, int pre) {
   int32_t run[j - i];
   int32_t runs = 0;
   for (size_t k = i; k < j; k++) {
@@ -69,22 +59,22 @@ static void flag_equal(struct lens_model *m, struct chan_item *it, size_t i, siz
     run[k - i] = same ? run[k - i - 1] : runs++;
   }
   if (runs < 2) return;
-  if (exclude) {
+  if (pre) {
     for (size_t k = i; k < j; k++)
-      if (run[k - i] != runs - 1) exclude[it[k].ev] = LENS_GPU_EX_SUSPECT;
-      else if (!exclude[it[k].ev]) exclude[it[k].ev] = LENS_GPU_EX_OWNER;
+      if (run[k - i] != runs - 1) rows[it[k].row].ex = LENS_GPU_EX_SUSPECT;
+      else if (!rows[it[k].row].ex) rows[it[k].row].ex = LENS_GPU_EX_OWNER;
     return;
   }
   int32_t owner = runs - 1, fitting = 0, last_fit = -1;
   for (size_t k = i; k < j; k++) {
-    const struct lens_event *e = &m->events[it[k].ev];
-    if ((e->acc.flags & LENS_ACC_OUTSIDE_KERNEL) || e->acc.cupti_kernel < 0 || run[k - i] == last_fit) continue;
+    const struct lens_gpu_kch *e = &rows[it[k].row];
+    if ((e->flags & LENS_ACC_OUTSIDE_KERNEL) || e->cupti_kernel < 0 || run[k - i] == last_fit) continue;
     fitting++;
     owner = last_fit = run[k - i];
   }
   if (fitting != 1) owner = runs - 1;
   for (size_t k = i; k < j; k++)
-    if (run[k - i] != owner) m->events[it[k].ev].acc.flags |= LENS_ACC_SHARED_TIMER | LENS_ACC_RING_OVERRUN;
+    if (run[k - i] != owner) rows[it[k].row].flags |= LENS_ACC_SHARED_TIMER | LENS_ACC_RING_OVERRUN;
 }
 
 /* cmp_seq's order within one channel for the timer compared: by the timer,
@@ -103,7 +93,7 @@ static int cmp_key_q(const void *pa, const void *pb) { return cmp_key_seq(pa, pb
  * n; scratch NULL: sorted in place and put back). The same runs of equal
  * timers as one sort of every item by (thread, channel, timer, seq), for a
  * sort of only the channels that need one. */
-static void equal_timers(struct lens_model *m, struct chan_item *it, size_t n, uint8_t *exclude, int stop,
+static void equal_timers(struct lens_gpu_kch *rows, struct chan_item *it, size_t n, int pre, int stop,
                          struct chan_item *scratch) {
   for (size_t i = 0; i < n; i++) it[i].key = stop ? it[i].stop : it[i].start;
   for (size_t c0 = 0; c0 < n;) {
@@ -120,10 +110,10 @@ static void equal_timers(struct lens_model *m, struct chan_item *it, size_t n, u
     for (size_t i = 0; i < len;) {
       size_t j = i + 1;
       while (j < len && g[j].key == g[i].key) j++;
-      if (j - i >= 2 && g[i].key) flag_equal(m, g, i, j, exclude);
+      if (j - i >= 2 && g[i].key) flag_equal(rows, g, i, j, pre);
       i = j;
     }
-    if (!sorted && !scratch) qsort(g, len, sizeof *g, cmp_seq); /* back to notice order (ev rises with seq) */
+    if (!sorted && !scratch) qsort(g, len, sizeof *g, cmp_seq); /* back to notice order (row rises with seq) */
     c0 = c1;
   }
 }
@@ -134,11 +124,11 @@ static void equal_timers(struct lens_model *m, struct chan_item *it, size_t n, u
  * next to n, so a job's million items are not sorted by comparisons; else
  * qsort. The same order in all three. */
 static void group_by_channel(struct chan_item *it, size_t n) {
-  int in_order = 1, ev_rising = 1;
+  int in_order = 1, row_rising = 1;
   int32_t t_lo = INT32_MAX, t_hi = INT32_MIN, c_lo = INT32_MAX, c_hi = INT32_MIN;
   for (size_t i = 0; i < n; i++) {
     if (i && cmp_seq(&it[i - 1], &it[i]) > 0) in_order = 0;
-    if (i && it[i - 1].ev >= it[i].ev) ev_rising = 0;
+    if (i && it[i - 1].row >= it[i].row) row_rising = 0;
     if (it[i].thread < t_lo) t_lo = it[i].thread;
     if (it[i].thread > t_hi) t_hi = it[i].thread;
     if (it[i].channel < c_lo) c_lo = it[i].channel;
@@ -149,7 +139,7 @@ static void group_by_channel(struct chan_item *it, size_t n) {
   uint64_t limit = (uint64_t)n + 65536; /* the counts' memory stays about the items' */
   size_t *count = NULL;
   struct chan_item *tmp = NULL;
-  if (ev_rising && t_range <= limit && c_range <= limit) {
+  if (row_rising && t_range <= limit && c_range <= limit) {
     count = malloc((size_t)(t_range > c_range ? t_range : c_range) * sizeof *count);
     tmp = malloc(n * sizeof *tmp);
   }
@@ -178,13 +168,13 @@ static void group_by_channel(struct chan_item *it, size_t n) {
   free(tmp);
 }
 
-static void flag_sequences(struct lens_model *m, struct chan_item *it, size_t n, uint8_t *exclude) {
+static void flag_sequences(struct lens_gpu_kch *rows, struct chan_item *it, size_t n, int pre) {
   group_by_channel(it, n);
   for (size_t i = 0; i < n; i++) it[i].seq = i;
   /* A start or a stop timer equal to another item's. */
   struct chan_item *scratch = malloc((n ? n : 1) * sizeof *scratch);
-  equal_timers(m, it, n, exclude, 0, scratch);
-  equal_timers(m, it, n, exclude, 1, scratch);
+  equal_timers(rows, it, n, pre, 0, scratch);
+  equal_timers(rows, it, n, pre, 1, scratch);
   free(scratch);
   /* Starts along each channel, in notice order (it still is): an honest
    * item's start is never later than a later item's reported start (that is
@@ -199,14 +189,14 @@ static void flag_sequences(struct lens_model *m, struct chan_item *it, size_t n,
       first = i;
       continue;
     }
-    if (bad_item(m, &it[i], exclude)) continue;
+    if (bad_item(rows, &it[i], pre)) continue;
     for (size_t k = i; k-- > first;) {
       if (it[k].start <= it[i].start) {
-        if (!bad_item(m, &it[k], exclude)) break; /* honest items before it are in order */
+        if (!bad_item(rows, &it[k], pre)) break; /* honest items before it are in order */
         continue;
       }
-      if (exclude) exclude[it[k].ev] = LENS_GPU_EX_SUSPECT;
-      else m->events[it[k].ev].acc.flags |= LENS_ACC_NON_MONOTONIC | LENS_ACC_RING_OVERRUN;
+      if (pre) rows[it[k].row].ex = LENS_GPU_EX_SUSPECT;
+      else rows[it[k].row].flags |= LENS_ACC_NON_MONOTONIC | LENS_ACC_RING_OVERRUN;
     }
   }
 }
@@ -216,49 +206,54 @@ static int outside(uint64_t s, uint64_t t, const struct lens_kernel *k, double b
   return s + tol < k->start_mono_ns || (t && t > k->end_mono_ns + tol);
 }
 
-/* How many KernelCh events m holds: the channel items' arrays are sized
- * for them, not for every event (56 bytes an event, zeroed, was the
- * largest allocation of the analyses on real traces; issue 23). */
-static size_t count_kch(const struct lens_model *m) {
-  size_t n = 0;
-  for (size_t i = 0; i < m->n_events; i++) n += m->events[i].type == LENS_T_KERNEL_CH;
-  return n;
+/* The channel items of the table's rows, in row (event) order; NULL when
+ * out of memory. Every item used is written whole. */
+static struct chan_item *chan_items(const struct lens_gpu_kch_table *t) {
+  struct chan_item *it = malloc((t->n + 1) * sizeof(*it));
+  if (it)
+    for (size_t q = 0; q < t->n; q++) {
+      const struct lens_gpu_kch *k = &t->v[q];
+      it[q] = (struct chan_item){k->thread, k->channel, (int32_t)q, k->start_gpu, k->stop_gpu, k->launch, 0, 0};
+    }
+  return it;
 }
 
-void lens_gpu_flag(struct lens_model *m, struct lens_gpu_report *r) {
-  struct chan_item *it = malloc((count_kch(m) + 1) * sizeof(*it)); /* every item used is written whole */
-  size_t n = 0;
+void lens_gpu_flag(struct lens_model *m, struct lens_gpu_report *r, struct lens_gpu_kch_table *t) {
   struct lens_gpu_state *st = lens_gpu_state(m, 0); /* once: it takes a lock */
   const struct lens_gpu_report *rep = lens_gpu_report_get(m);
-  for (size_t i = 0; i < m->n_events; i++) {
-    struct lens_event *e = &m->events[i];
-    if (e->type != LENS_T_KERNEL_CH) continue;
+  for (size_t q = 0; q < t->n; q++) {
+    struct lens_gpu_kch *k = &t->v[q];
+    struct lens_event *e = k->ev >= 0 ? &m->events[k->ev] : NULL;
     r->kch++;
-    uint64_t s = e->p.kernel_ch.start_gpu_ns, t = e->p.kernel_ch.stop_gpu_ns;
+    uint64_t s = k->start_gpu, tt = k->stop_gpu;
     /* Only two items' timers make a stop before its start (spec §3). */
-    if (t && t < s) e->acc.flags |= LENS_ACC_STOP_BEFORE_START | LENS_ACC_RING_OVERRUN;
-    if (it) it[n++] = (struct chan_item){e->thread, e->p.kernel_ch.channel, (int32_t)i, s, t, launch_of(m, e), 0, 0};
-    /* The launch's join result carries over to its channels. */
-    if (e->parent >= 0) {
+    if (tt && tt < s) k->flags |= LENS_ACC_STOP_BEFORE_START | LENS_ACC_RING_OVERRUN;
+    /* The launch's join result carries over to its channels (a join needs
+     * CUPTI evidence, and then every KernelCh is built). */
+    if (e && e->parent >= 0) {
       const struct lens_event *op = &m->events[e->parent];
       uint64_t lid = op->type == LENS_T_COLL ? op->p.coll.launch_id : op->type == LENS_T_P2P ? op->p.p2p.launch_id : 0;
       long li = lid && st ? lens_gpu_index_find(&st->launches, e->proc, lid) : -1;
       if (li >= 0 && (m->events[st->launches.v[li].val].acc.flags & LENS_ACC_NO_KERNEL_RECORD))
-        e->acc.flags |= LENS_ACC_NO_KERNEL_RECORD;
+        k->flags |= LENS_ACC_NO_KERNEL_RECORD;
     }
-    int32_t map = s ? lens_gpu_map_for(m, e->thread, s) : -1;
+    int32_t map = s ? lens_gpu_map_for(m, k->thread, s) : -1;
     if (map < 0) {
-      e->acc.flags |= LENS_ACC_NO_CLOCK_MAP;
+      k->flags |= LENS_ACC_NO_CLOCK_MAP;
       continue;
     }
     const struct lens_clock_map *cm = &m->clock_maps[map];
-    e->acc.time_source = LENS_TS_GPU_PTIMER;
-    e->acc.gpu_start_mono_ns = lens_gpu_report_map_ns(rep, map, s);
-    e->acc.gpu_stop_mono_ns = t ? lens_gpu_report_map_ns(rep, map, t) : 0;
+    uint64_t gpu_start = lens_gpu_report_map_ns(rep, map, s);
+    uint64_t gpu_stop = tt ? lens_gpu_report_map_ns(rep, map, tt) : 0;
     /* lens_gpu_notice_lag_known: the same notice says whether a lag is known */
-    uint64_t notice = t ? lens_gpu_kch_stop_notice(m, e) : e->start_mono_ns;
-    uint64_t mapped = t ? e->acc.gpu_stop_mono_ns : e->acc.gpu_start_mono_ns;
-    if (notice) e->acc.notice_lag_ns = (int64_t)(notice - mapped);
+    uint64_t notice = tt ? k->stop_notice : k->start_notice;
+    uint64_t mapped = tt ? gpu_stop : gpu_start;
+    if (e) {
+      e->acc.time_source = LENS_TS_GPU_PTIMER;
+      e->acc.gpu_start_mono_ns = gpu_start;
+      e->acc.gpu_stop_mono_ns = gpu_stop;
+      if (notice) e->acc.notice_lag_ns = (int64_t)(notice - mapped);
+    }
     r->kch_mapped++;
     /* A GPU time after the host already saw it is impossible for the item
      * itself: the timers belong to a later work item. Either end, either
@@ -267,21 +262,33 @@ void lens_gpu_flag(struct lens_model *m, struct lens_gpu_report *r) {
      * kept out of the fit (suspect timers) can lie below it, and one beyond
      * the bound is a later item's timers, not the map's error. */
     uint64_t tol = (uint64_t)(cm->error_bound_ns + 1000); /* +1 us: timer ticks, rounding */
-    if ((e->start_mono_ns && e->acc.gpu_start_mono_ns > e->start_mono_ns + tol) ||
-        (t && notice && e->acc.gpu_stop_mono_ns > notice + tol))
-      e->acc.flags |= LENS_ACC_RING_OVERRUN;
-    int32_t k = lens_gpu_state_kernel_of_kch(m, st, e);
-    e->acc.cupti_kernel = k;
-    if (k >= 0 && !m->kernels[k].graph_id && m->kernels[k].start_mono_ns) {
+    if ((k->start_notice && gpu_start > k->start_notice + tol) || (tt && notice && gpu_stop > notice + tol))
+      k->flags |= LENS_ACC_RING_OVERRUN;
+    int32_t kk = e ? lens_gpu_state_kernel_of_kch(m, st, e) : -1;
+    k->cupti_kernel = kk;
+    if (e) e->acc.cupti_kernel = kk;
+    if (kk >= 0 && !m->kernels[kk].graph_id && m->kernels[kk].start_mono_ns) {
       r->kch_cupti_checked++;
       /* A kernel shorter than its channels holds none of them, whatever the map says. */
-      if (lens_gpu_kch_longer_than_kernel(e, &m->kernels[k]) ||
-          outside(e->acc.gpu_start_mono_ns, e->acc.gpu_stop_mono_ns, &m->kernels[k], cm->error_bound_ns))
-        e->acc.flags |= LENS_ACC_OUTSIDE_KERNEL;
+      if (lens_gpu_kch_longer_than_kernel(e, &m->kernels[kk]) ||
+          outside(gpu_start, gpu_stop, &m->kernels[kk], cm->error_bound_ns))
+        k->flags |= LENS_ACC_OUTSIDE_KERNEL;
     }
   }
-  if (it) flag_sequences(m, it, n, NULL);
+  struct chan_item *it = chan_items(t);
+  if (it) flag_sequences(t->v, it, t->n, 0);
   free(it);
+  /* Every row's flags counted once: on its event (which may hold the
+   * starvation analysis's bit too), else here. */
+  for (size_t q = 0; q < t->n; q++) {
+    const struct lens_gpu_kch *k = &t->v[q];
+    if (k->ev >= 0) {
+      m->events[k->ev].acc.flags |= k->flags;
+      continue;
+    }
+    for (int b = 0; b < 16; b++)
+      if (k->flags & (1u << b)) r->flag_counts[b]++;
+  }
   for (size_t i = 0; i < m->n_events; i++) {
     uint32_t f = m->events[i].acc.flags;
     for (int b = 0; b < 16; b++)
@@ -291,23 +298,14 @@ void lens_gpu_flag(struct lens_model *m, struct lens_gpu_report *r) {
 
 /* Before fitting: KernelCh whose timers are structurally suspect (shared
  * with another item, out of order, stop before start) are kept out of the
- * clock fit, so a burst of ring overruns cannot drag the map. */
-uint8_t *lens_gpu_fit_exclusions(const struct lens_model *m) {
-  uint8_t *ex = calloc(m->n_events + 1, 1);
-  struct chan_item *it = malloc((count_kch(m) + 1) * sizeof(*it)); /* every item used is written whole */
-  if (!ex || !it) {
-    free(it);
-    return ex; /* without the pre-pass the fit still works, less robustly */
+ * clock fit (rows' ex), so a burst of ring overruns cannot drag the map.
+ * Out of memory: none is, and the fit still works, less robustly. */
+void lens_gpu_fit_exclusions(struct lens_gpu_kch_table *t) {
+  for (size_t q = 0; q < t->n; q++) {
+    struct lens_gpu_kch *k = &t->v[q];
+    k->ex = k->stop_gpu && k->stop_gpu < k->start_gpu ? LENS_GPU_EX_SUSPECT : 0;
   }
-  size_t n = 0;
-  for (size_t i = 0; i < m->n_events; i++) {
-    const struct lens_event *e = &m->events[i];
-    if (e->type != LENS_T_KERNEL_CH) continue;
-    uint64_t s = e->p.kernel_ch.start_gpu_ns, t = e->p.kernel_ch.stop_gpu_ns;
-    if (t && t < s) ex[i] = LENS_GPU_EX_SUSPECT;
-    it[n++] = (struct chan_item){e->thread, e->p.kernel_ch.channel, (int32_t)i, s, t, launch_of(m, e), 0, 0};
-  }
-  flag_sequences((struct lens_model *)m, it, n, ex);
+  struct chan_item *it = chan_items(t);
+  if (it) flag_sequences(t->v, it, t->n, 1);
   free(it);
-  return ex;
 }

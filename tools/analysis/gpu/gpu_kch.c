@@ -1,0 +1,50 @@
+/* The KernelCh table built from a model's events (gpu_kch.h). */
+#include <stdlib.h>
+
+#include "gpu_analysis.h"
+#include "gpu_kch.h"
+
+uint64_t lens_gpu_launch_key(uint64_t launch_id, uint64_t parent_group, int32_t proc) {
+  uint64_t id = launch_id ? launch_id : parent_group;
+  return id ? id * 1000003u + (uint64_t)proc + 1 : 0;
+}
+
+static uint64_t launch_of(const struct lens_model *m, const struct lens_event *e) {
+  if (e->parent < 0) return 0;
+  const struct lens_event *op = &m->events[e->parent];
+  if (op->type == LENS_T_COLL) return lens_gpu_launch_key(op->p.coll.launch_id, op->p.coll.parent_group, op->proc);
+  if (op->type == LENS_T_P2P) return lens_gpu_launch_key(op->p.p2p.launch_id, op->p.p2p.parent_group, op->proc);
+  return 0;
+}
+
+int lens_gpu_kch_from_model(const struct lens_model *m, struct lens_gpu_kch_table *t) {
+  size_t n = 0;
+  for (size_t i = 0; i < m->n_events; i++) n += m->events[i].type == LENS_T_KERNEL_CH;
+  t->n = 0;
+  t->v = malloc((n ? n : 1) * sizeof *t->v);
+  if (!t->v) return -1;
+  for (size_t i = 0; i < m->n_events; i++) {
+    const struct lens_event *e = &m->events[i];
+    if (e->type != LENS_T_KERNEL_CH) continue;
+    uint64_t stop = e->p.kernel_ch.stop_gpu_ns;
+    t->v[t->n++] = (struct lens_gpu_kch){
+        .ev = (int32_t)i,
+        .thread = e->thread,
+        .proc = e->proc,
+        .channel = e->p.kernel_ch.channel,
+        .start_gpu = e->p.kernel_ch.start_gpu_ns,
+        .stop_gpu = stop,
+        .start_notice = e->start_mono_ns,
+        .stop_notice = lens_gpu_kch_stop_notice(m, e),
+        .launch = launch_of(m, e),
+        .cupti_kernel = -1,
+    };
+  }
+  return 0;
+}
+
+void lens_gpu_kch_free(struct lens_gpu_kch_table *t) {
+  free(t->v);
+  t->v = NULL;
+  t->n = 0;
+}
