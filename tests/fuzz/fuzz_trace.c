@@ -337,6 +337,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   w.keep_types_parent = 1u << LENS_T_KERNEL_CH;
   w.keep_types_cupti = 1u << LENS_T_KERNEL_LAUNCH | 1u << LENS_T_COLL | 1u << LENS_T_P2P;
   w.keep_types_if = 1u << LENS_T_KERNEL_CH | 1u << LENS_T_KERNEL_LAUNCH;
+  w.kch_columns = 1; /* the KernelCh as the scan's columns (m->kch_cols), read by the GPU analysis below */
   struct full_steps full = {0};
   for (int fold = 0; fold < 2; fold++) {
     struct lens_model *m = lens_model_load_ex(paths, 1, fold ? LENS_LOAD_FOLD_STEPS : 0, err, sizeof err, NULL);

@@ -8,7 +8,9 @@
  * record counts, threads, CUPTI kernels and GPU clock maps. The GPU
  * analysis runs (linked) on both, before the selection, as the CLI runs it.
  * And the window must prune: a tiny window builds fewer events than the
- * trace holds, and, without CUPTI evidence, fewer KernelLaunches. Plus a
+ * trace holds, and, without CUPTI evidence, fewer KernelLaunches and fewer
+ * KernelCh (the GPU analysis reads every KernelCh as the scan's columns,
+ * m->kch_cols, not as events). Plus a
  * crafted PXN pair (the replay's PXN parents are in no file): a ProxyOp in
  * the window whose parent Coll, in the other process,
  * is not, in both file orders (the parent's file decided before or after);
@@ -107,7 +109,7 @@ static void compare(const char *ctx, const struct lens_model *f, const struct le
     CHECK(!memcmp(&f->clock_maps[i], &w->clock_maps[i], sizeof f->clock_maps[i]), "clock map %zu differs", i);
 }
 
-static uint64_t pruned_scenarios, pruned_launches;
+static uint64_t pruned_scenarios, pruned_launches, pruned_kch;
 
 static size_t count_type(const struct lens_model *m, int type) {
   size_t n = 0;
@@ -136,6 +138,7 @@ static void one(const char *scen, const char *const *paths, size_t n, const char
      * built for the GPU analysis (the answer must still be the same). */
     if (!strcmp(name, "tiny") && count_type(w, LENS_T_KERNEL_LAUNCH) < count_type(f, LENS_T_KERNEL_LAUNCH))
       pruned_launches++;
+    if (!strcmp(name, "tiny") && count_type(w, LENS_T_KERNEL_CH) < count_type(f, LENS_T_KERNEL_CH)) pruned_kch++;
     if (win.events_total != total) {
       fprintf(stderr, "FAIL %s: events_total %" PRIu64 ", the trace holds %zu\n", ctx, win.events_total, total);
       failures++;
@@ -562,11 +565,16 @@ int main(int argc, char **argv) {
     fprintf(stderr, "FAIL: no scenario's tiny window left out a KernelLaunch\n");
     failures++;
   }
+  if (!pruned_kch) {
+    fprintf(stderr, "FAIL: no scenario's tiny window left out a KernelCh\n");
+    failures++;
+  }
   if (!pruned_scenarios) {
     fprintf(stderr, "FAIL: no scenario's tiny window built fewer events than its trace holds\n");
     failures++;
   }
-  printf("%d failure(s); %" PRIu64 " scenario(s) pruned by a tiny window, %" PRIu64 " of their KernelLaunches\n",
-         failures, pruned_scenarios, pruned_launches);
+  printf("%d failure(s); %" PRIu64 " scenario(s) pruned by a tiny window, %" PRIu64 " of their KernelLaunches, %" PRIu64
+         " of their KernelCh\n",
+         failures, pruned_scenarios, pruned_launches, pruned_kch);
   return failures != 0;
 }

@@ -63,6 +63,7 @@ struct lens_model *lens_cli_load(const char *cmd, const char *const *paths, size
      * id is counted nowhere. */
     w->keep_types = w->keep_types_if = w->keep_types_cupti = w->keep_types_parent = 0;
     w->cupti_given = o->n_cupti_files > 0;
+    w->kch_columns = lens_analyze_gpu != NULL; /* the fits read every KernelCh's columns, not its event */
     if (lens_analyze_gpu) {
       w->keep_types_parent = 1u << LENS_T_KERNEL_CH;
       w->keep_types_cupti = 1u << LENS_T_KERNEL_LAUNCH | 1u << LENS_T_COLL | 1u << LENS_T_P2P;
@@ -100,6 +101,8 @@ struct lens_model *lens_cli_load(const char *cmd, const char *const *paths, size
   }
   if (lens_analyze_gpu && lens_analyze_gpu(m, err, sizeof err))
     lens_cli_error(cmd, "warning: GPU analysis skipped: %s", err);
+  free(m->kch_cols); /* read: the selection renumbers the events they name */
+  m->kch_cols = NULL, m->n_kch_cols = 0;
   if (lens_analyze_starvation && m->n_sched) lens_analyze_starvation(m, o ? o->min_wait_ns : 0);
   return m;
 }

@@ -335,6 +335,25 @@ struct lens_model {
    * counted in folded_steps) said, and the events whose parent it was. */
   struct lens_step_fact *step_facts; size_t n_step_facts;
   struct lens_step_child *step_children; size_t n_step_children;
+  /* Loaded by lens_model_load_window with kch_columns, when it built only
+   * some of the KernelCh: every KernelCh of the files as columns (struct
+   * lens_kch_col), in the order a full model's events would have; NULL and
+   * 0 otherwise. Valid until the events are renumbered (a selection). */
+  struct lens_kch_col *kch_cols; size_t n_kch_cols;
+};
+
+/* A KernelCh as the GPU analysis reads it (tools/analysis/gpu/gpu_kch.h),
+ * the fields a full load would give its event: ev the model's event, -1
+ * not built; stop_gpu the first nonzero arg of a KernelChStop (22) with
+ * args; stop_notice that state's first record's time, else its first
+ * STOP's, 0 none; launch_id and parent_group its parent Coll's or P2p's
+ * (0 without one), whose process is proc. */
+struct lens_kch_col {
+  int32_t ev, proc, thread, channel;
+  uint32_t session;
+  uint64_t id;
+  uint64_t start_gpu, stop_gpu, start_notice, stop_notice;
+  uint64_t launch_id, parent_group;
 };
 
 /* Load files into a new model. Returns NULL on error and writes a one-line
@@ -447,6 +466,13 @@ struct lens_model *lens_model_load_ex(const char *const *paths, size_t n_paths, 
  * the same condition as keep_types, each with its parent only, not every
  * ancestor (for an analysis that reads no more of them: the parent's own
  * fields are then those of a trace that lacks its ancestors).
+ * kch_columns: the caller reads m->kch_cols: where a full load's KernelCh
+ * would be built whole with keep_types_parent only for an analysis of
+ * every KernelCh (the GPU clock fits and flags), the scan keeps each
+ * KernelCh's columns instead and builds only the window's (not with CUPTI
+ * evidence, whose join reads every launch's KernelCh events; nor for a
+ * file that starts one KernelCh id twice, or whose KernelCh ids do not say
+ * their type: built whole then, as without kch_columns).
  * events_total (out): the events a full load would have built.
  * chunks_skipped (out): the packed event chunks the load did not decode a
  * second time, the scan having found nothing in them to build or keep. */
@@ -455,6 +481,7 @@ struct lens_load_window {
   uint64_t since_ns, until_ns; /* after the first event of the host, as the selection's */
   uint32_t keep_types, keep_types_if, keep_types_cupti, keep_types_parent;
   int cupti_given;
+  int kch_columns;
   uint64_t events_total;
   uint64_t chunks_skipped;
 };

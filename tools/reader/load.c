@@ -479,6 +479,7 @@ void lens_model_free(struct lens_model *m) {
   free(m->clocks);
   free(m->kernels);
   free(m->clock_maps);
+  free(m->kch_cols);
   free(m->same_traces);
   free(m->folded_ops);
   free(m->pending_steps);

@@ -105,13 +105,16 @@ static int open_packed(struct lens_builder *b, const struct lens_chunk_hdr *hp, 
  * lens_read_events_chunk would give it: lens_win_start or lens_win_pend's
  * answer; a START of an unknown type answers unknown (the scan takes none,
  * the build passes it on to be counted as the reader counts it). */
-static int win_ask(struct lens_builder *b, uint32_t session, const struct lens_unpacked *u, int unknown) {
-  if (u->kind != LENS_REC_START) return lens_win_pend(b, session, u->kind, u->id, u->ts);
+static int win_ask(struct lens_builder *b, uint32_t session, int32_t thread, const struct lens_unpacked *u,
+                   int unknown) {
+  if (u->kind != LENS_REC_START)
+    return u->kind == LENS_REC_STATE ? lens_win_pend(b, session, u->kind, u->id, u->ts, u->aux, u->arg, u->has_args)
+                                     : lens_win_pend(b, session, u->kind, u->id, u->ts, 0, 0, 0);
   if (u->type >= LENS_T_COUNT) return unknown;
   struct lens_rec_start s = {.h = {.size = (uint16_t)u->size, .kind = LENS_REC_START, .type = (uint8_t)u->type,
                                    .aux = u->aux},
                              .id = u->id, .parent = u->parent, .context = u->ctx, .ts = u->ts, .rank = u->rank};
-  return lens_win_start(b, session, &s, (const uint8_t *)u->payload, u->pbytes);
+  return lens_win_start(b, session, thread, &s, (const uint8_t *)u->payload, u->pbytes);
 }
 
 int lens_scan_packed_chunk(struct lens_builder *b, const struct lens_chunk_hdr *hp, const uint8_t *p, uint32_t len) {
@@ -127,12 +130,15 @@ int lens_scan_packed_chunk(struct lens_builder *b, const struct lens_chunk_hdr *
    * to the end (lens_build_packed_chunk's two counts add up to that). */
   uint64_t extra = 0;
   if (r) {
+    /* its thread as the load finds it (the scan's threads are then the load's) */
+    int32_t thread = lens_chunk_thread(b, h.session, ph.slot);
+    if (thread < 0) return lens_builder_oom(b);
     struct lens_unpacked u = {0}; /* every field set by lens_unpack_next before a use; said for the compiler */
     uint32_t n = 0;
     for (; n < ph.count && lens_unpack_next(&c, &u); n++) {
       if (u.size < sizeof(struct lens_rec_hdr) || (u.size & 7)) break;
       if (u.kind == LENS_REC_START && u.type >= LENS_T_COUNT) extra++;
-      int w = u.kind == 0 ? lens_read_record(b, h.session, -1, u.raw, u.size) : win_ask(b, h.session, &u, 0);
+      int w = u.kind == 0 ? lens_read_record(b, h.session, thread, u.raw, u.size) : win_ask(b, h.session, thread, &u, 0);
       if (w < 0) return -1;
     }
     extra += ph.count - n;
@@ -183,7 +189,7 @@ int lens_build_packed_chunk(struct lens_builder *b, const struct lens_chunk_hdr 
       if (lens_read_record(b, h.session, thread, u.raw, u.size)) return -1;
       continue;
     }
-    int w = win_ask(b, h.session, &u, 1);
+    int w = win_ask(b, h.session, thread, &u, 1);
     if (w < 0) return -1;
     if (!w) continue;
     lens_unpacked_write(&u, (uint8_t *)rec);

@@ -188,12 +188,15 @@ struct lens_builder {
  * which STOP/STATE records to drop; the load. */
 enum { LENS_WIN_OFF = 0, LENS_WIN_SCAN, LENS_WIN_BUILD };
 struct lens_win;
-/* window.c's hooks into records.c and load.c. A START (its type checked):
- * 1 build it, 0 not (or a scan took it), -1 out of memory. A STOP or STATE
- * record: 1 keep it, 0 not, -1 out of memory. */
-int lens_win_start(struct lens_builder *b, uint32_t session, const struct lens_rec_start *s,
+/* window.c's hooks into records.c and load.c. A START (its type checked)
+ * of the chunk of thread (the model's index, as the load finds it): 1 build
+ * it, 0 not (or a scan took it), -1 out of memory. A STOP or STATE record
+ * (a STATE's state, arg and has_args; 0 for a STOP): 1 keep it, 0 not, -1
+ * out of memory. */
+int lens_win_start(struct lens_builder *b, uint32_t session, int32_t thread, const struct lens_rec_start *s,
                    const uint8_t *payload, size_t payload_len);
-int lens_win_pend(struct lens_builder *b, uint32_t session, uint32_t kind, uint64_t id, uint64_t ts);
+int lens_win_pend(struct lens_builder *b, uint32_t session, uint32_t kind, uint64_t id, uint64_t ts, uint32_t state,
+                  uint64_t arg, uint32_t has_args);
 /* The bytes of the window's file b->win_file (read on the scan and kept,
  * so the scan and the load see the same bytes); on the load they
  * pass to the caller. 0, or -1 with err set. */

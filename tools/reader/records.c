@@ -228,7 +228,7 @@ static int on_start(struct lens_builder *b, uint32_t session, int32_t thread, co
   }
   struct lens_model *m = b->m;
   if (b->win_mode && !decided) { /* a scan of a windowed load, or a START its window leaves out */
-    int w = lens_win_start(b, session, &s, r + sizeof s, size - sizeof s);
+    int w = lens_win_start(b, session, thread, &s, r + sizeof s, size - sizeof s);
     if (w <= 0) return w;
   }
   if (s.h.type == LENS_T_PROXY_STEP && (b->flags & LENS_LOAD_FOLD_STEPS)) {
@@ -310,7 +310,7 @@ static inline int read_record(struct lens_builder *b, uint32_t session, int32_t 
   } else if (rh.kind == LENS_REC_STOP && size >= sizeof(struct lens_rec_stop)) {
     struct lens_rec_stop s;
     memcpy(&s, r, sizeof s);
-    int w = b->win_mode && !decided ? lens_win_pend(b, session, LENS_REC_STOP, s.id, s.ts) : 1;
+    int w = b->win_mode && !decided ? lens_win_pend(b, session, LENS_REC_STOP, s.id, s.ts, 0, 0, 0) : 1;
     if (w <= 0) return w;
     struct lens_pending *q = LENS_VEC_PUSH(b, b->pend, b->n_pend, cap_pend);
     if (!q) return lens_builder_oom(b);
@@ -318,7 +318,9 @@ static inline int read_record(struct lens_builder *b, uint32_t session, int32_t 
   } else if (rh.kind == LENS_REC_STATE && size >= sizeof(struct lens_rec_state)) {
     struct lens_rec_state_run s = {0};
     memcpy(&s, r, size >= sizeof s ? sizeof s : sizeof s.s);
-    int w = b->win_mode && !decided ? lens_win_pend(b, session, LENS_REC_STATE, s.s.id, s.s.ts) : 1;
+    int w = b->win_mode && !decided
+                ? lens_win_pend(b, session, LENS_REC_STATE, s.s.id, s.s.ts, s.s.h.aux, s.s.arg, s.s.has_args)
+                : 1;
     if (w <= 0) return w;
     struct lens_pending *q = LENS_VEC_PUSH(b, b->pend, b->n_pend, cap_pend);
     if (!q) return lens_builder_oom(b);

@@ -21,7 +21,9 @@
  *      file's earliest event (the origin), the types the caller keeps whole
  *      (with every ancestor, or with their parent only); a PXN ProxyOp's
  *      parent in another process is asked of that process's files (decided
- *      again from their columns if they were already);
+ *      again from their columns if they were already); with kch_columns,
+ *      the columns of every KernelCh too (what the GPU analysis reads of
+ *      it: m->kch_cols), so that it is not built whole for that analysis;
  *   2. the load, building those STARTs only and dropping the STOP and STATE
  *      records of the others (they are no orphans); a packed chunk of which
  *      nothing is built or kept is not decoded again (what a read of it
@@ -37,7 +39,10 @@
  * Memory beyond the model: the files' bytes (a full load holds them too),
  * the columns of every file until the decisions are taken (48 bytes a
  * START, 4 a STOP/STATE record), two bits per record, and while one file
- * is scanned its id table and 32 bytes per STOP/STATE record. */
+ * is scanned its id table and 32 bytes per STOP/STATE record; with
+ * kch_columns, 88 bytes a KernelCh of the group (its columns, until the
+ * model takes them: 80 there), and while a file is scanned 24 bytes a
+ * KernelCh, a Coll or P2p and a STOP/STATE record of a KernelCh id. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +61,15 @@ struct dstart {
   uint8_t remote, stopped;
 };
 struct dpend { uint64_t id, ts; uint32_t session, kind; };
+/* kch_columns: what the scan keeps of the file being scanned for the
+ * KernelCh columns: each KernelCh START (ord: its number in the file; its
+ * dstart's aux is its index here), each Coll/P2p START's launch, each
+ * STOP/STATE record of an id of KernelCh type (ord: its number). */
+struct kstart { uint32_t ord; int32_t thread, channel; uint64_t start_gpu; };
+struct kop { uint32_t ord; uint64_t launch_id, parent_group; };
+struct kpend { uint32_t ord, state, has_args; uint64_t arg; };
+/* A column with what orders it as a full model orders its event. */
+struct kcol { struct lens_kch_col c; uint32_t ord; };
 struct req { uint32_t pid; uint64_t id; };
 #define NONE UINT32_MAX
 
@@ -92,6 +106,14 @@ struct lens_win {
   int all;             /* the window holds every event: the load builds all, decides nothing */
   int too_many;        /* a file of 2^32 records or more: everything is built */
   uint64_t skipped;    /* packed chunks the load skipped (lens_win_chunk_skip) */
+  /* kch_columns: asked, and no file has given a reason against yet (an id
+   * started twice, an id that does not say KernelCh); the file's parts and
+   * every file's columns. */
+  int cols;
+  struct kstart *ks; size_t n_ks, cap_ks;
+  struct kop *ko; size_t n_ko, cap_ko;
+  struct kpend *kp; size_t n_kp, cap_kp;
+  struct kcol *kc; size_t n_kc, cap_kc;
   /* The file being scanned. */
   struct dstart *t; size_t nt, cap_t;
   struct dpend *p; size_t np, cap_p;
@@ -117,7 +139,39 @@ int lens_win_bytes(struct lens_builder *b, const char *path, uint8_t **addr, siz
   return 0;
 }
 
-int lens_win_start(struct lens_builder *b, uint32_t session, const struct lens_rec_start *s,
+/* The scan's part of a KernelCh's columns, or a Coll/P2p's launch (read as
+ * records.c reads the payload: a short one zero-extended). 0 or -1. */
+static int kch_start(struct lens_win *w, struct dstart *d, int32_t thread, const struct lens_rec_start *s,
+                     const uint8_t *payload, size_t payload_len) {
+  if (s->h.type == LENS_T_KERNEL_CH) {
+    if (LENS_ID_TYPE(s->id) != LENS_T_KERNEL_CH) { /* its STOP and STATE records would not be noted */
+      w->cols = 0;
+      return 0;
+    }
+    struct lens_p_kernel_ch p = {0};
+    memcpy(&p, payload, payload_len < sizeof p ? payload_len : sizeof p);
+    d->aux = (int32_t)w->n_ks;
+    struct kstart *k = LENS_VEC_PUSH(w, w->ks, w->n_ks, cap_ks);
+    if (!k) return -1;
+    *k = (struct kstart){(uint32_t)(w->nt - 1), thread, p.channel, p.start_gpu_ns};
+  } else if (s->h.type == LENS_T_COLL || s->h.type == LENS_T_P2P) {
+    struct kop *k = LENS_VEC_PUSH(w, w->ko, w->n_ko, cap_ko);
+    if (!k) return -1;
+    *k = (struct kop){(uint32_t)(w->nt - 1), 0, 0};
+    if (s->h.type == LENS_T_COLL) {
+      struct lens_p_coll p = {0};
+      memcpy(&p, payload, payload_len < sizeof p ? payload_len : sizeof p);
+      k->launch_id = p.launch_id, k->parent_group = p.parent_group;
+    } else {
+      struct lens_p_p2p p = {0};
+      memcpy(&p, payload, payload_len < sizeof p ? payload_len : sizeof p);
+      k->launch_id = p.launch_id, k->parent_group = p.parent_group;
+    }
+  }
+  return 0;
+}
+
+int lens_win_start(struct lens_builder *b, uint32_t session, int32_t thread, const struct lens_rec_start *s,
                    const uint8_t *payload, size_t payload_len) {
   struct lens_win *w = b->win;
   struct win_file *f = &w->f[b->win_file];
@@ -145,10 +199,12 @@ int lens_win_start(struct lens_builder *b, uint32_t session, const struct lens_r
   /* ProxyOp: the pid a PXN parent lives in; ProxyStep: its step (both int32 first in the payload). */
   if ((s->h.type == LENS_T_PROXY_OP || s->h.type == LENS_T_PROXY_STEP) && payload_len >= 4)
     memcpy(&d->aux, payload, 4);
+  if (w->cols) return kch_start(w, d, thread, s, payload, payload_len);
   return 0;
 }
 
-int lens_win_pend(struct lens_builder *b, uint32_t session, uint32_t kind, uint64_t id, uint64_t ts) {
+int lens_win_pend(struct lens_builder *b, uint32_t session, uint32_t kind, uint64_t id, uint64_t ts, uint32_t state,
+                  uint64_t arg, uint32_t has_args) {
   struct lens_win *w = b->win;
   struct win_file *f = &w->f[b->win_file];
   uint64_t ord = b->win_pends++;
@@ -162,6 +218,11 @@ int lens_win_pend(struct lens_builder *b, uint32_t session, uint32_t kind, uint6
   struct dpend *q = LENS_VEC_PUSH(w, w->p, w->np, cap_p);
   if (!q) return lens_builder_oom(b);
   *q = (struct dpend){id, ts, session, kind};
+  if (w->cols && LENS_ID_TYPE(id) == LENS_T_KERNEL_CH) {
+    struct kpend *k = LENS_VEC_PUSH(w, w->kp, w->n_kp, cap_kp);
+    if (!k) return lens_builder_oom(b);
+    *k = (struct kpend){(uint32_t)(w->np - 1), kind == LENS_REC_STATE ? state : UINT32_MAX, has_args, arg};
+  }
   return 0;
 }
 
@@ -234,7 +295,7 @@ static void pend_to(struct lens_win *w, struct win_file *f, size_t k, int64_t v)
  * the id's latest START then. A START's first STOP applied is its stop;
  * a START's parent is the latest START of that id in the file. Kept as
  * columns. */
-static int resolve_file(struct lens_win *w, struct win_file *f) {
+static int resolve_file(struct lens_win *w, struct win_file *f, uint8_t *carried) {
   size_t n = w->nt;
   int64_t v;
   f->pend_of = malloc((w->np ? w->np : 1) * sizeof *f->pend_of);
@@ -252,6 +313,7 @@ static int resolve_file(struct lens_win *w, struct win_file *f) {
         continue;
       }
       f->pend_of[pi] = CARRIED;
+      if (carried) SET(carried, pi);
       n_carried++;
       if (lens_idseq_put(&w->carried, q->session, q->id, 1)) return -1;
     }
@@ -271,7 +333,11 @@ static int resolve_file(struct lens_win *w, struct win_file *f) {
   if (n) {
     struct dstart *t = realloc(w->t, n * sizeof *t);
     f->t = t ? t : w->t;
-    w->t = NULL, w->cap_t = 0;
+    /* the next file's, as large as this one's (the files of a job are
+     * alike): not grown from nothing by copies (at 10^8 events the copies
+     * were 9 % of a window) */
+    w->t = malloc(n * sizeof *w->t);
+    w->cap_t = w->t ? n : 0;
   }
   return 0;
 }
@@ -299,11 +365,15 @@ static int decide(struct lens_win *w, struct win_file *f) {
   int rc = -1;
   uint8_t *keep = calloc(n / 8 + 1, 1), *drop = calloc(np / 8 + 1, 1);
   uint8_t *with_parent = w->keep_parent ? calloc(n / 8 + 1, 1) : NULL;
+  /* The parents (up) of the steps in the window: a twin has the same
+   * session and parent id, so the same up, and a step whose up is not
+   * among them is no twin (the steps' hash is asked only of the others). */
+  uint8_t *step_up = calloc(n / 8 + 1, 1);
   uint32_t *stack = malloc((n ? n : 1) * sizeof *stack);
   struct lens_hash steps = {0};
-  if (!keep || !drop || !stack || (w->keep_parent && !with_parent)) goto out;
+  if (!keep || !drop || !stack || !step_up || (w->keep_parent && !with_parent)) goto out;
   int64_t v;
-  size_t top = 0, n_steps = 0;
+  size_t top = 0, n_steps = 0, n_steps_no_up = 0;
   uint64_t og = f->origin;
   for (size_t i = 0; i < n; i++) {
     const struct dstart *d = &f->t[i];
@@ -315,6 +385,8 @@ static int decide(struct lens_win *w, struct win_file *f) {
     if (in && d->type == LENS_T_PROXY_STEP && d->parent) {
       if (lens_hash_put(&steps, d->session, step_key(d), 1)) goto out;
       n_steps++;
+      if (d->up != NONE) SET(step_up, d->up);
+      else n_steps_no_up++;
     }
     if (!in && (w->keep >> d->type & 1)) in = 1;
     if (!in && (w->keep_parent >> d->type & 1)) SET(with_parent, i);
@@ -328,7 +400,8 @@ static int decide(struct lens_win *w, struct win_file *f) {
     const struct dstart *d = &f->t[i];
     if (BIT(keep, i)) continue;
     int in = asked && lens_hash_get(&w->rq_set, f->pid, d->id, &v);
-    if (!in && n_steps && d->type == LENS_T_PROXY_STEP && d->parent)
+    if (!in && n_steps && d->type == LENS_T_PROXY_STEP && d->parent &&
+        (d->up != NONE ? BIT(step_up, d->up) : n_steps_no_up != 0))
       in = lens_hash_get(&steps, d->session, step_key(d), &v);
     if (in) SET(keep, i), stack[top++] = (uint32_t)i;
   }
@@ -364,9 +437,68 @@ out:
   free(keep);
   free(drop);
   free(with_parent);
+  free(step_up);
   free(stack);
   lens_hash_free(&steps);
   return rc;
+}
+
+/* kch_columns: the KernelCh columns of the file just resolved (its STARTs
+ * in f->t, its records in w->p), as a full load's events would hold them
+ * (records.c): its stop pTimer and stop notice from its STOP and STATE
+ * records in the load's order of applying them (the file's, the carried
+ * ones after the rest: carried), its launch from its parent (up). A
+ * KernelCh id started twice in a session turns the columns off (which of
+ * the STARTs a record goes to is then the load's to say). 0 or -1. */
+static int kch_columns(struct lens_win *w, struct win_file *f, int32_t proc, const uint8_t *carried) {
+  int64_t v;
+  size_t base = w->n_kc;
+  for (size_t i = 0; i < w->n_ks; i++) {
+    const struct kstart *k = &w->ks[i];
+    const struct dstart *d = &f->t[k->ord];
+    if (!lens_idseq_get(&w->ids, d->session, d->id, &v) || (uint64_t)v != k->ord) {
+      w->cols = 0;
+      return 0;
+    }
+    struct kcol *c = LENS_VEC_PUSH(w, w->kc, w->n_kc, cap_kc);
+    if (!c) return -1;
+    *c = (struct kcol){{.ev = -1, .proc = proc, .thread = k->thread, .channel = k->channel, .session = d->session,
+                        .id = d->id, .start_gpu = k->start_gpu, .start_notice = d->ts},
+                       k->ord};
+    if (d->up != NONE && (f->t[d->up].type == LENS_T_COLL || f->t[d->up].type == LENS_T_P2P)) {
+      size_t lo = 0, hi = w->n_ko; /* the Coll/P2p launches are in START order */
+      while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (w->ko[mid].ord < d->up) lo = mid + 1;
+        else hi = mid;
+      }
+      if (lo < w->n_ko && w->ko[lo].ord == d->up)
+        c->c.launch_id = w->ko[lo].launch_id, c->c.parent_group = w->ko[lo].parent_group;
+    }
+  }
+  /* The first KernelChStop (22) applied: its time is the stop notice (seen:
+   * one was); the first nonzero arg of one with args is the stop pTimer. A
+   * STATE run record is one record here: folded, it repeats an earlier
+   * record of the same state and arg, which decided both already. */
+  uint8_t *seen = calloc(w->n_ks / 8 + 1, 1);
+  if (!seen) return -1;
+  for (int pass = 0; pass < 2; pass++)
+    for (size_t i = 0; i < w->n_kp; i++) {
+      const struct kpend *q = &w->kp[i];
+      if ((carried && BIT(carried, q->ord)) != pass) continue;
+      uint32_t to = f->pend_of[q->ord];
+      if (to == NONE || f->t[to].type != LENS_T_KERNEL_CH || q->state != 22) continue;
+      size_t r = (size_t)f->t[to].aux;
+      struct lens_kch_col *c = &w->kc[base + r].c;
+      if (!BIT(seen, r)) SET(seen, r), c->stop_notice = w->p[q->ord].ts;
+      if (q->has_args && !c->stop_gpu) c->stop_gpu = q->arg;
+    }
+  for (size_t i = 0; i < w->n_ks; i++) {
+    const struct dstart *d = &f->t[w->ks[i].ord];
+    if (!BIT(seen, i)) w->kc[base + i].c.stop_notice = d->stopped ? d->stop : 0;
+  }
+  free(seen);
+  return 0;
 }
 
 int lens_win_end_file(struct lens_builder *b) {
@@ -382,9 +514,15 @@ int lens_win_end_file(struct lens_builder *b) {
   if (b->m->n_cupti) f->cupti = 1;
   f->n_starts = b->win_starts, f->n_pends = b->win_pends;
   int rc = 0;
-  if (!w->too_many && b->proc >= 0) rc = resolve_file(w, f);
+  if (w->too_many) w->cols = 0;
+  uint8_t *carried = w->cols && b->proc >= 0 ? calloc(w->np / 8 + 1, 1) : NULL;
+  if (w->cols && b->proc >= 0 && !carried) rc = -1;
+  if (!rc && !w->too_many && b->proc >= 0) rc = resolve_file(w, f, carried);
+  if (!rc && w->cols && b->proc >= 0) rc = kch_columns(w, f, b->proc, carried);
+  free(carried);
   /* The next file's tables start empty (their memory is the largest file's). */
   w->nt = w->np = w->n_ce = 0;
+  w->n_ks = w->n_ko = w->n_kp = 0;
   lens_idseq_free(&w->ids);
   lens_idseq_free(&w->carried);
   return rc ? lens_builder_oom(b) : 0;
@@ -411,9 +549,67 @@ static void win_free(struct lens_win *w) {
   free(w->p);
   free(w->ce);
   free(w->rq);
+  free(w->ks);
+  free(w->ko);
+  free(w->kp);
+  free(w->kc);
   lens_idseq_free(&w->ids);
   lens_idseq_free(&w->carried);
   lens_hash_free(&w->rq_set);
+}
+
+static int cmp_kcol(const void *pa, const void *pb) { /* a full model's event order: (proc, start, number) */
+  const struct kcol *a = pa, *b = pb;
+  if (a->c.proc != b->c.proc) return a->c.proc < b->c.proc ? -1 : 1;
+  if (a->c.start_notice != b->c.start_notice) return a->c.start_notice < b->c.start_notice ? -1 : 1;
+  return (a->ord > b->ord) - (a->ord < b->ord);
+}
+
+/* A column's identity: (proc, session, id), unique in a file (kch_columns). */
+struct kid { int32_t proc; uint32_t session; uint64_t id; uint32_t col; };
+
+static int cmp_kid(const void *pa, const void *pb) {
+  const struct kid *a = pa, *b = pb;
+  if (a->proc != b->proc) return a->proc < b->proc ? -1 : 1;
+  if (a->session != b->session) return a->session < b->session ? -1 : 1;
+  return (a->id > b->id) - (a->id < b->id);
+}
+
+/* The columns to the model: in a full model's order, each built KernelCh's
+ * event named (ev). 0, -1 out of memory, 1 when a KernelCh built has no
+ * column (not reached). */
+static int kch_give(struct lens_win *w, struct lens_model *m) {
+  size_t n = w->n_kc;
+  qsort(w->kc, n, sizeof *w->kc, cmp_kcol);
+  struct lens_kch_col *c = malloc((n ? n : 1) * sizeof *c);
+  struct kid *ids = malloc((n ? n : 1) * sizeof *ids);
+  if (!c || !ids || n >= UINT32_MAX) {
+    free(c), free(ids);
+    return -1;
+  }
+  for (size_t i = 0; i < n; i++) {
+    c[i] = w->kc[i].c;
+    ids[i] = (struct kid){c[i].proc, c[i].session, c[i].id, (uint32_t)i};
+  }
+  qsort(ids, n, sizeof *ids, cmp_kid);
+  int rc = 0;
+  for (size_t i = 0; i < m->n_events && !rc; i++) {
+    const struct lens_event *e = &m->events[i];
+    if (e->type != LENS_T_KERNEL_CH) continue;
+    struct kid key = {e->proc, e->session, e->id, 0};
+    const struct kid *hit = n ? bsearch(&key, ids, n, sizeof *ids, cmp_kid) : NULL;
+    struct lens_kch_col *x = hit ? &c[hit->col] : NULL;
+    if (!x || x->ev >= 0 || x->start_notice != e->start_mono_ns) rc = 1;
+    else x->ev = (int32_t)i;
+  }
+  free(ids);
+  if (rc) {
+    free(c);
+    return rc;
+  }
+  free(m->kch_cols);
+  m->kch_cols = c, m->n_kch_cols = n;
+  return 0;
 }
 
 struct lens_model *lens_model_load_window(const char *const *paths, size_t n_paths, uint32_t flags,
@@ -423,7 +619,7 @@ struct lens_model *lens_model_load_window(const char *const *paths, size_t n_pat
    * the ones it keeps (LENS_LOAD_FOLD_LATER) */
   if (!(flags & LENS_LOAD_FOLD_LATER)) flags &= ~LENS_LOAD_FOLD_STEPS;
   if (err && err_len) err[0] = 0;
-  struct lens_win w = {.o = *win};
+  struct lens_win w = {.o = *win, .cols = win->kch_columns};
   win->chunks_skipped = 0;
   size_t *keep = malloc((n_paths ? n_paths : 1) * sizeof *keep), n_keep = 0, n_dups = 0;
   struct lens_same_trace *dups = calloc(n_paths ? n_paths : 1, sizeof *dups);
@@ -457,6 +653,10 @@ struct lens_model *lens_model_load_window(const char *const *paths, size_t n_pat
   int cupti = w.o.cupti_given;
   for (size_t k = 0; k < n_keep; k++) cupti |= w.f[k].cupti;
   if (w.keep_on) w.keep = w.o.keep_types | (cupti ? w.o.keep_types_cupti : 0), w.keep_parent = w.o.keep_types_parent;
+  /* The KernelCh the caller reads as columns are not built whole (with
+   * CUPTI evidence they are: its join walks their events). */
+  int use_cols = w.cols && !cupti && (w.keep_parent >> LENS_T_KERNEL_CH & 1);
+  if (use_cols) w.keep_parent &= ~(1u << LENS_T_KERNEL_CH);
   /* A window that holds every START and every stop (--since 0, an --until
    * past the end): nothing to decide, the load builds all. */
   w.all = 1;
@@ -501,7 +701,25 @@ struct lens_model *lens_model_load_window(const char *const *paths, size_t n_pat
   win->events_total = total;
   m = lens_load_files(paths, n_paths, flags, &w, LENS_WIN_BUILD, err, err_len, progress);
   win->chunks_skipped = w.skipped;
+  if (m && use_cols && !w.all) { /* (all: every KernelCh built, the analysis reads the events) */
+    int rc = kch_give(&w, m);
+    if (rc < 0) goto oom_model;
+    if (rc > 0) { /* not reached: the columns name every KernelCh built; if not, built whole after all */
+      lens_model_free(m);
+      win_free(&w);
+      free(keep), free(dups), free(kp);
+      struct lens_load_window again = *win;
+      again.kch_columns = 0;
+      m = lens_model_load_window(paths, n_paths, flags, &again, err, err_len, progress);
+      *win = again;
+      win->kch_columns = 1;
+      return m;
+    }
+  }
   goto out;
+oom_model:
+  lens_model_free(m);
+  m = NULL;
 oom:
   if (err && err_len) snprintf(err, err_len, "out of memory while loading traces");
 out:

@@ -18,6 +18,28 @@ static uint64_t launch_of(const struct lens_model *m, const struct lens_event *e
 }
 
 int lens_gpu_kch_from_model(const struct lens_model *m, struct lens_gpu_kch_table *t) {
+  if (m->kch_cols) { /* a window's load: every KernelCh of the files, built or not */
+    t->n = 0;
+    t->v = malloc((m->n_kch_cols ? m->n_kch_cols : 1) * sizeof *t->v);
+    if (!t->v) return -1;
+    for (size_t i = 0; i < m->n_kch_cols; i++) {
+      const struct lens_kch_col *c = &m->kch_cols[i];
+      int built = c->ev >= 0 && (size_t)c->ev < m->n_events && m->events[c->ev].type == LENS_T_KERNEL_CH;
+      t->v[t->n++] = (struct lens_gpu_kch){
+          .ev = built ? c->ev : -1,
+          .thread = c->thread,
+          .proc = c->proc,
+          .channel = c->channel,
+          .start_gpu = c->start_gpu,
+          .stop_gpu = c->stop_gpu,
+          .start_notice = c->start_notice,
+          .stop_notice = c->stop_notice,
+          .launch = lens_gpu_launch_key(c->launch_id, c->parent_group, c->proc),
+          .cupti_kernel = -1,
+      };
+    }
+    return 0;
+  }
   size_t n = 0;
   for (size_t i = 0; i < m->n_events; i++) n += m->events[i].type == LENS_T_KERNEL_CH;
   t->n = 0;

@@ -37,7 +37,9 @@ struct lens_gpu_kch_table {
   size_t n;
 };
 
-/* Rows for every KernelCh of m, in event order. -1 when out of memory. */
+/* Rows for every KernelCh of m, in event order: from m->kch_cols when the
+ * reader gave them (a window's load, which built only some), else from its
+ * events. -1 when out of memory. */
 int lens_gpu_kch_from_model(const struct lens_model *m, struct lens_gpu_kch_table *t);
 void lens_gpu_kch_free(struct lens_gpu_kch_table *t);
 
