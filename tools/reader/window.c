@@ -580,7 +580,7 @@ static int cmp_kid(const void *pa, const void *pb) {
  * column (not reached). */
 static int kch_give(struct lens_win *w, struct lens_model *m) {
   size_t n = w->n_kc;
-  qsort(w->kc, n, sizeof *w->kc, cmp_kcol);
+  if (n) qsort(w->kc, n, sizeof *w->kc, cmp_kcol); /* (w->kc NULL when no file held a KernelCh) */
   struct lens_kch_col *c = malloc((n ? n : 1) * sizeof *c);
   struct kid *ids = malloc((n ? n : 1) * sizeof *ids);
   if (!c || !ids || n >= UINT32_MAX) {
