@@ -13,7 +13,6 @@
  * of one channel; so the same for a synthetic run (synth.c) of 8 channels a
  * thread with every anomaly injected, where channels sorted wrong would
  * mix one channel's items into another's sequence. */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +20,7 @@
 #include "analysis/analyses.h"
 #include "analysis/gpu/gpu_analysis.h"
 #include "lensread.h"
+#include "scenario_load.h"
 #include "synth.h"
 
 static int failures;
@@ -28,28 +28,8 @@ static int failures;
 static void rename_channels(struct lens_model *m, int rename);
 
 static struct lens_model *load(const char *dir, int rename) {
-  char *paths[64];
-  size_t n = 0;
-  DIR *d = opendir(dir);
-  if (!d) return NULL;
-  struct dirent *de;
-  while ((de = readdir(d)) && n < 64) {
-    size_t l = strlen(de->d_name);
-    if (l > 5 && !strcmp(de->d_name + l - 5, ".lens")) {
-      paths[n] = malloc(strlen(dir) + l + 2);
-      sprintf(paths[n++], "%s/%s", dir, de->d_name);
-    }
-  }
-  closedir(d);
-  /* readdir's order is the directory's: sorted, so every load is the same model */
-  for (size_t i = 1; i < n; i++)
-    for (size_t j = i; j > 0 && strcmp(paths[j - 1], paths[j]) > 0; j--) {
-      char *t = paths[j];
-      paths[j] = paths[j - 1], paths[j - 1] = t;
-    }
   char err[256];
-  struct lens_model *m = n ? lens_model_load((const char *const *)paths, n, err, sizeof err, NULL) : NULL;
-  for (size_t i = 0; i < n; i++) free(paths[i]);
+  struct lens_model *m = scenario_load(dir);
   if (!m) return NULL;
   rename_channels(m, rename);
   if (lens_analyze_gpu(m, err, sizeof err)) {

@@ -9,7 +9,6 @@
  * be the same, and every event of a built row must get the same fields; the
  * events of the rows not built keep the fields a reset gives them. The
  * overrun scenario must hold flags, so that a difference could show. */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,35 +17,11 @@
 #include "analysis/gpu/gpu_analysis.h"
 #include "analysis/gpu/gpu_kch.h"
 #include "lensread.h"
+#include "scenario_load.h"
 
 static int failures;
 
 #define FAIL(...) (fprintf(stderr, "FAIL " __VA_ARGS__), failures++)
-
-static struct lens_model *load(const char *dir) {
-  char *paths[64];
-  size_t n = 0;
-  DIR *d = opendir(dir);
-  if (!d) return NULL;
-  struct dirent *de;
-  while ((de = readdir(d)) && n < 64) {
-    size_t l = strlen(de->d_name);
-    if (l > 5 && !strcmp(de->d_name + l - 5, ".lens")) {
-      paths[n] = malloc(strlen(dir) + l + 2);
-      sprintf(paths[n++], "%s/%s", dir, de->d_name);
-    }
-  }
-  closedir(d);
-  for (size_t i = 1; i < n; i++) /* sorted: every load the same model */
-    for (size_t j = i; j > 0 && strcmp(paths[j - 1], paths[j]) > 0; j--) {
-      char *t = paths[j];
-      paths[j] = paths[j - 1], paths[j - 1] = t;
-    }
-  char err[256];
-  struct lens_model *m = n ? lens_model_load((const char *const *)paths, n, err, sizeof err, NULL) : NULL;
-  for (size_t i = 0; i < n; i++) free(paths[i]);
-  return m;
-}
 
 /* What the analysis leaves that a window must reproduce. */
 struct result {
@@ -81,7 +56,7 @@ static int hidden(int how, size_t q, const struct lens_gpu_kch *k, const struct 
 static size_t scenario(const char *root, const char *name) {
   char dir[1024], err[256];
   snprintf(dir, sizeof dir, "%s/%s", root, name);
-  struct lens_model *m = load(dir);
+  struct lens_model *m = scenario_load(dir);
   if (!m) {
     FAIL("%s: does not load\n", name);
     return 0;
