@@ -199,7 +199,7 @@ int lens_win_start(struct lens_builder *b, uint32_t session, int32_t thread, con
   /* ProxyOp: the pid a PXN parent lives in; ProxyStep: its step (both int32 first in the payload). */
   if ((s->h.type == LENS_T_PROXY_OP || s->h.type == LENS_T_PROXY_STEP) && payload_len >= 4)
     memcpy(&d->aux, payload, 4);
-  if (w->cols) return kch_start(w, d, thread, s, payload, payload_len);
+  if (w->cols && kch_start(w, d, thread, s, payload, payload_len)) return lens_builder_oom(b);
   return 0;
 }
 
@@ -599,7 +599,9 @@ static int kch_give(struct lens_win *w, struct lens_model *m) {
     struct kid key = {e->proc, e->session, e->id, 0};
     const struct kid *hit = n ? bsearch(&key, ids, n, sizeof *ids, cmp_kid) : NULL;
     struct lens_kch_col *x = hit ? &c[hit->col] : NULL;
-    if (!x || x->ev >= 0 || x->start_notice != e->start_mono_ns) rc = 1;
+    if (!x || x->ev >= 0 || x->start_notice != e->start_mono_ns || x->thread != e->thread ||
+        x->channel != e->p.kernel_ch.channel || x->stop_gpu != e->p.kernel_ch.stop_gpu_ns)
+      rc = 1; /* not the event the column says: built whole after all */
     else x->ev = (int32_t)i;
   }
   free(ids);
