@@ -66,6 +66,7 @@ static const char *const compress_name[] = {"none", "packed", "zstd"};
 
 struct cfg {
   int ranks, hosts, channels, steps, stragglers, threads, compress, zstd_level;
+  int profiler_thread;  /* KernelCh from a profiler thread of their own (slot 2), as NCCL 2.31 reports them */
   uint64_t chunk_bytes; /* --compress none: fixed-record bytes a chunk holds at most (LENS_EVENTS_CHUNK_MAX) */
   uint64_t frame_bytes; /* packed: stream bytes that close a frame (LENS_FRAME_STREAM_BYTES) */
   uint64_t frame_ns;    /* packed: every open frame is written this often (LENS_FRAME_MAX_AGE_MS) */
@@ -207,7 +208,7 @@ struct stage {
 struct out {
   FILE *f;
   uint64_t seq;
-  struct ring ring[2]; /* slot 0: the application thread, slot 1: the proxy thread */
+  struct ring ring[3]; /* slot 0: the application thread, 1: the proxy thread, 2: the profiler thread (2.31) */
   struct stage stage;
   uint64_t mono0, tick; /* packed: the writer thread's start on the host's clock, its next tick */
   size_t cap;
@@ -268,7 +269,7 @@ static int flush_slot(struct out *o, uint32_t slot) {
   g->count = 0;
   return rc;
 }
-static int flush_events(struct out *o) { return flush_slot(o, 0) | flush_slot(o, 1); }
+static int flush_events(struct out *o) { return flush_slot(o, 0) | flush_slot(o, 1) | flush_slot(o, 2); }
 
 /* Records go to slot's ring from now on. */
 static int begin_slot(struct out *o, uint32_t slot) {
@@ -415,7 +416,7 @@ static int write_rank(int r) {
   int rc = 0;
   static __thread char iobuf[1 << 20];
   setvbuf(o.f, iobuf, _IOFBF, sizeof iobuf);
-  for (int i = 0; i < 2; i++) {
+  for (int i = 0; i < 3; i++) {
     o.ring[i].buf = malloc(o.cap);
     o.ring[i].len = sizeof(struct lens_events_hdr);
     if (!o.ring[i].buf) rc = -1;
@@ -427,7 +428,7 @@ static int write_rank(int r) {
      * (put_rec), and a record packs to at most lens_pack_bound of its size */
     o.stream_cap = C.frame_bytes + lens_pack_bound(GEN_REC_MAX);
     o.zcap = ZSTD_compressBound(o.stream_cap);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
       o.ring[i].stream = malloc(o.stream_cap);
       if (!o.ring[i].stream) rc = -1;
       else lens_pack_begin(&o.ring[i].enc, o.ring[i].stream, o.stream_cap);
@@ -453,6 +454,7 @@ static int write_rank(int r) {
   s.max_threads = 64;
   memcpy(s.host, host, sizeof host);
   snprintf(s.plugin_version, sizeof s.plugin_version, "lens-gen-job");
+  if (C.profiler_thread) s.lib_version = 23102, s.lib_kind = LENS_LIB_NCCL; /* the library whose layout it writes */
   rc |= put_chunk(&o, LENS_CHUNK_SESSION, &s, sizeof s);
   rc |= clock_chunk(&o, h, 0);
   uint64_t ctx = 0x7f0000001000ull + (uint64_t)r * 0x100;
@@ -477,6 +479,12 @@ static int write_rank(int r) {
   snprintf(tr[1].name, sizeof tr[1].name, "ncclProxy");
   rc |= put_chunk(&o, LENS_CHUNK_THREAD, &tr[0], sizeof tr[0]);
   rc |= put_chunk(&o, LENS_CHUNK_THREAD, &tr[1], sizeof tr[1]);
+  if (C.profiler_thread) { /* NCCL 2.31's profiler thread: it polls the kernels' channels for this rank's GPU */
+    struct lens_thread_rec tp = {.slot = 2, .tid = pid + 2, .outer_tid = pid + 2, .roles = LENS_ROLE_PROFILER,
+                                 .proxy_rank = r, .proxy_comm_index = 0, .first_mono_ns = mono(h, 0)};
+    snprintf(tp.name, sizeof tp.name, "profiler");
+    rc |= put_chunk(&o, LENS_CHUNK_THREAD, &tp, sizeof tp);
+  }
   /* strings: 1 AllReduce, 2 ncclFloat32, 3 RING, 4 SIMPLE */
   {
     uint8_t sb[96];
@@ -491,7 +499,8 @@ static int write_rank(int r) {
     rc |= put_chunk(&o, LENS_CHUNK_STRINGS, sb, (uint32_t)n);
   }
 
-  uint64_t app_seq = 1, px_seq = 1;
+  uint64_t app_seq = 1, px_seq = 1, pf_seq = 1;
+  uint32_t kch_slot = C.profiler_thread ? 2 : 1;
   uint64_t gpu_off = GPU_BASE + (uint64_t)r * 1000000007ull;
   int next = (r + 1) % C.ranks, prev = (r + C.ranks - 1) % C.ranks;
   /* the writer thread ticks from its own start, not in step with the job's
@@ -522,10 +531,11 @@ static int write_rank(int r) {
                              .n_channels = (uint8_t)C.channels, .n_warps = 16};
     start(&o, LENS_T_COLL, co, ca, ctx, mono(h, a + T_ENQ + T_LAUNCH + 100), r, &pc, sizeof pc);
     stop(&o, g, mono(h, a + T_ENQ + T_LAUNCH + 500));
-    /* proxy thread: KernelCh per channel, send and recv ProxyOps with steps */
-    rc |= begin_slot(&o, 1);
+    /* proxy thread (or, with --profiler-thread, NCCL 2.31's profiler
+     * thread): KernelCh per channel */
+    rc |= begin_slot(&o, kch_slot);
     for (int c = 0; c < C.channels; c++) {
-      uint64_t id = LENS_ID_MAKE(LENS_T_KERNEL_CH, 1, px_seq++);
+      uint64_t id = LENS_ID_MAKE(LENS_T_KERNEL_CH, kch_slot, C.profiler_thread ? pf_seq++ : px_seq++);
       uint64_t cs = ks + (uint64_t)c * 100, ce = ke - (uint64_t)c * 50;
       struct lens_p_kernel_ch pkc = {.start_gpu_ns = gpu_off + cs, .channel = (uint8_t)c};
       /* The proxy polls the channel's counters: it notices the start
@@ -537,7 +547,8 @@ static int write_rank(int r) {
       state(&o, id, 22, mono(h, ce + lag_end), gpu_off + ce);
       stop(&o, id, mono(h, ce + lag_end + 200));
     }
-    /* The send op, then the receive op, each with its first-pass state
+    rc |= begin_slot(&o, 1);
+    /* proxy thread: the send op, then the receive op, each with its first-pass state
      * (19 InProgress, zeroed args) and its steps, each step with the states
      * NCCL records on it (spec §2.5) in time order. */
     for (int send = 1; send >= 0; send--) {
@@ -585,8 +596,8 @@ static int write_rank(int r) {
                          .chunks_written = o.seq + 1, .reason = 1};
   rc |= put_chunk(&o, LENS_CHUNK_FINI, &fi, sizeof fi);
   if (fclose(o.f)) rc = -1;
-  free(o.ring[0].buf), free(o.ring[1].buf);
-  free(o.ring[0].stream), free(o.ring[1].stream), free(o.zbuf), free(o.chunk);
+  for (int i = 0; i < 3; i++) free(o.ring[i].buf), free(o.ring[i].stream);
+  free(o.zbuf), free(o.chunk);
   free(o.stage.buf), free(o.stage.ix);
   atomic_fetch_add(&events_written, o.events);
   if (rc) fprintf(stderr, "lens-gen-job: write error on %s\n", path);
@@ -637,7 +648,7 @@ static int write_truth(void) {
 static void usage(FILE *f) {
   fprintf(f, "usage: lens-gen-job -o DIR [--ranks N] [--hosts H] [--events E] [--stragglers S] [--channels C]\n"
              "                    [--steps K] [--seed X] [--threads T] [--compress none|packed|zstd]\n"
-             "                    [--zstd-level L] [--frame-kib N] [--frame-ms M] [--chunk-kib N]\n"
+             "                    [--zstd-level L] [--frame-kib N] [--frame-ms M] [--chunk-kib N] [--profiler-thread]\n"
              "  Writes a synthetic job's .lens traces (one file per rank/process) and DIR/truth.json.\n"
              "  Defaults: 1024 ranks on 128 hosts, 100000000 events, 16 stragglers, 2 channels, 8 steps per op,\n"
              "  events compressed as the plugin's default (NCCL_LENS_COMPRESS=zstd, NCCL_LENS_ZSTD_LEVEL=-1),\n"
@@ -645,7 +656,8 @@ static void usage(FILE *f) {
              "  64 KiB of packed stream, and every open frame every 100 ms of the job's time.\n"
              "  --frame-kib, --frame-ms: other frames, to measure what they would give the reader (the plugin\n"
              "  does not write them); --chunk-kib: the fixed records an EVENTS chunk holds with --compress none\n"
-             "  (256, a busy ring's).\n");
+             "  (256, a busy ring's). --profiler-thread: KernelCh reported from a thread of their own, as NCCL\n"
+             "  2.31 reports them from its profiler thread (default: from the proxy thread, as NCCL up to 2.30).\n");
 }
 
 static int num(const char *s, uint64_t *v) {
@@ -662,6 +674,10 @@ int main(int argc, char **argv) {
     uint64_t v = 0;
     const char *a = argv[i];
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout), 0;
+    if (!strcmp(a, "--profiler-thread")) {
+      C.profiler_thread = 1;
+      continue;
+    }
     if (i + 1 >= argc) return usage(stderr), 2;
     if (!strcmp(a, "-o")) {
       C.out = argv[++i];

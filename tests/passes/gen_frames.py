@@ -7,8 +7,11 @@ Checked from the chunks' own headers (the stream's size, lens_packed_hdr
 body_bytes) and from lens-window-plan's span of a chunk's records; each
 check can fail: a frame past its stream bound, frames of the old 256 KiB
 chunks (about 200 ms), a tick that does not cut, a stream bound that does
-not cut.
-Usage: gen_frames.py GEN PLAN"""
+not cut. And --profiler-thread (NCCL 2.31's layout: KernelCh reported from
+a thread of their own) writes that thread's frames (slot 2, none without
+it) and changes no answer: `job --json` the same, every KernelCh mapped.
+Usage: gen_frames.py GEN PLAN LENS"""
+import json
 import os
 import re
 import struct
@@ -16,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 
-GEN, PLAN = sys.argv[1], sys.argv[2]
+GEN, PLAN, LENS = sys.argv[1], sys.argv[2], sys.argv[3]
 EVENTS_PACKED = 14
 REC_MAX_PACKED = 2 * 256 + 16  # a record packs to at most 2 x size + 16 bytes (lens_pack.c), size <= 256
 fails = []
@@ -82,6 +85,21 @@ with tempfile.TemporaryDirectory(prefix="lens-gen-frames-") as t:
     if not len(f_k) > 2 * len(f_d) or full * 2 < len(f_k):
         fails.append(f"--frame-kib 4 did not cut at 4 KiB of stream: {len(f_k)} frames ({full} full) "
                      f"against {len(f_d)}")
+    prof = os.path.join(t, "prof")
+    gen(prof, "--profiler-thread")
+    slots_d, slots_p = {s for s, _, _ in f_d}, {s for s, _, _ in frames(prof)}
+    print(f"frames' slots: default {sorted(slots_d)}, --profiler-thread {sorted(slots_p)}")
+    if 2 in slots_d or 2 not in slots_p:
+        fails.append(f"--profiler-thread: slot 2's frames {sorted(slots_p)}, without it {sorted(slots_d)}")
+
+    def lens(*args):
+        return subprocess.run([LENS, *args], check=True, capture_output=True, text=True).stdout
+
+    if lens("job", "--json", dflt) != lens("job", "--json", prof):
+        fails.append("--profiler-thread changed job --json")
+    acc = [json.loads(lens("summary", "--json", d))["accuracy"]["kernel_ch_time_source"] for d in (dflt, prof)]
+    if acc[0] != acc[1] or not acc[1].get("gpu-ptimer") or acc[1].get("host-notice"):
+        fails.append(f"--profiler-thread: KernelCh time sources {acc[1]}, default {acc[0]}")
     bad = subprocess.run([GEN, "-o", os.path.join(t, "bad"), "--frame-ms", "0"], capture_output=True)
     if bad.returncode != 2:
         fails.append(f"--frame-ms 0 exits {bad.returncode}, not 2")
