@@ -53,10 +53,12 @@ struct lens_model *lens_cli_load(const char *cmd, const char *const *paths, size
   struct lens_load_window *w = o ? o->window : NULL;
   if (w) {
     /* The GPU analysis runs before the selection and fits each GPU's clock
-     * from all its KernelCh: those are built whole, each with its parent
-     * Coll/P2p (its launch) and no further ancestor, when the traces hold
-     * any GPU evidence or CUPTI buffers are given. Its CUPTI join reaches
-     * kernels from every KernelLaunch (whose graph mark comes from its
+     * from all its KernelCh: it reads them as the scan's columns
+     * (kch_columns, m->kch_cols), the load building only the window's;
+     * where it cannot (CUPTI evidence, a crafted file) they are built whole,
+     * each with its parent Coll/P2p (its launch) and no further ancestor,
+     * when the traces hold any GPU evidence or CUPTI buffers are given. Its
+     * CUPTI join reaches kernels from every KernelLaunch (whose graph mark comes from its
      * ancestors) through the Coll/P2p of the launch: those too, with every
      * ancestor, when there is CUPTI evidence (docs/scale.md, "A time
      * window"). Without it no launch is joined, and a launch that pushed no

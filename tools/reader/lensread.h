@@ -470,9 +470,9 @@ struct lens_model *lens_model_load_ex(const char *const *paths, size_t n_paths, 
  * would be built whole with keep_types_parent only for an analysis of
  * every KernelCh (the GPU clock fits and flags), the scan keeps each
  * KernelCh's columns instead and builds only the window's (not with CUPTI
- * evidence, whose join reads every launch's KernelCh events; nor for a
- * file that starts one KernelCh id twice, or whose KernelCh ids do not say
- * their type: built whole then, as without kch_columns).
+ * evidence, whose join reads every launch's KernelCh events; nor when a
+ * file of the load starts one KernelCh id twice, or its KernelCh ids do not
+ * say their type: built whole then, as without kch_columns).
  * events_total (out): the events a full load would have built.
  * chunks_skipped (out): the packed event chunks the load did not decode a
  * second time, the scan having found nothing in them to build or keep. */
