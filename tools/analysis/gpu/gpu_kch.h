@@ -25,7 +25,8 @@ struct lens_gpu_kch {
   int32_t thread, proc; /* model indices: the proxy (or profiler) thread that reported it */
   int32_t channel;
   uint64_t start_gpu, stop_gpu;       /* pTimers, 0 none (stop: the first KernelChStop's arg) */
-  uint64_t start_notice, stop_notice; /* host CLOCK_MONOTONIC: its START; its first KernelChStop, else its STOP; 0 none */
+  /* host CLOCK_MONOTONIC: its START; its first KernelChStop, else its STOP; 0 none */
+  uint64_t start_notice, stop_notice;
   uint64_t launch;      /* items of one launch may share timers: a key per (process, launch), 0 unknown */
   uint32_t flags;       /* LENS_ACC_* the flags pass sets (the event gets them) */
   int32_t cupti_kernel; /* the flags pass's, -1 none */
