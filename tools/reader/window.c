@@ -622,6 +622,7 @@ struct lens_model *lens_model_load_window(const char *const *paths, size_t n_pat
   if (!(flags & LENS_LOAD_FOLD_LATER)) flags &= ~LENS_LOAD_FOLD_STEPS;
   if (err && err_len) err[0] = 0;
   struct lens_win w = {.o = *win, .cols = win->kch_columns};
+  int again = 0; /* the KernelCh columns did not fit the events built: loaded again, KernelCh built whole */
   win->chunks_skipped = 0;
   size_t *keep = malloc((n_paths ? n_paths : 1) * sizeof *keep), n_keep = 0, n_dups = 0;
   struct lens_same_trace *dups = calloc(n_paths ? n_paths : 1, sizeof *dups);
@@ -705,23 +706,11 @@ struct lens_model *lens_model_load_window(const char *const *paths, size_t n_pat
   win->chunks_skipped = w.skipped;
   if (m && use_cols && !w.all) { /* (all: every KernelCh built, the analysis reads the events) */
     int rc = kch_give(&w, m);
-    if (rc < 0) goto oom_model;
-    if (rc > 0) { /* not reached: the columns name every KernelCh built; if not, built whole after all */
-      lens_model_free(m);
-      win_free(&w);
-      free(keep), free(dups), free(kp);
-      struct lens_load_window again = *win;
-      again.kch_columns = 0;
-      m = lens_model_load_window(paths, n_paths, flags, &again, err, err_len, progress);
-      *win = again;
-      win->kch_columns = 1;
-      return m;
-    }
+    if (rc) lens_model_free(m), m = NULL;
+    if (rc < 0) goto oom;
+    again = rc > 0; /* not reached: the columns name every KernelCh built; if not, built whole after all */
   }
   goto out;
-oom_model:
-  lens_model_free(m);
-  m = NULL;
 oom:
   if (err && err_len) snprintf(err, err_len, "out of memory while loading traces");
 out:
@@ -729,5 +718,12 @@ out:
   free(keep);
   free(dups);
   free(kp);
+  if (again) {
+    struct lens_load_window whole = *win;
+    whole.kch_columns = 0;
+    m = lens_model_load_window(paths, n_paths, flags, &whole, err, err_len, progress);
+    *win = whole;
+    win->kch_columns = 1;
+  }
   return m;
 }

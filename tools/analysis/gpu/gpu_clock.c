@@ -217,9 +217,9 @@ static int add_pt(struct pt **v, size_t *n, size_t *cap, struct pt p) {
 }
 
 /* Timers NCCL reported that are usable for fitting (not obviously broken). */
+static int timers_usable(uint64_t s, uint64_t t) { return s && (!t || t >= s); }
 static int kch_usable(const struct lens_event *e) {
-  uint64_t s = e->p.kernel_ch.start_gpu_ns, t = e->p.kernel_ch.stop_gpu_ns;
-  return s && (!t || t >= s);
+  return timers_usable(e->p.kernel_ch.start_gpu_ns, e->p.kernel_ch.stop_gpu_ns);
 }
 
 /* A channel that lasts longer than its kernel cannot be inside it, at any
@@ -282,7 +282,7 @@ static int notice_points(int32_t thread, const struct fit_index *fx, struct pt *
   for (size_t q = fx->first[thread]; q < fx->first[thread + 1]; q++) {
     const struct lens_gpu_kch *k = &fx->rows[fx->kch[q]];
     uint64_t s = k->start_gpu, t = k->stop_gpu;
-    if (!s || (t && t < s) || k->ex == LENS_GPU_EX_SUSPECT) continue; /* kch_usable */
+    if (!timers_usable(s, t) || k->ex == LENS_GPU_EX_SUSPECT) continue;
     if (add_pt(v, n, cap, (struct pt){s, s, k->start_notice, k->start_notice, 0})) return -1;
     if (t && k->stop_notice && add_pt(v, n, cap, (struct pt){t, t, k->stop_notice, k->stop_notice, 0})) return -1;
   }

@@ -206,6 +206,12 @@ static int outside(uint64_t s, uint64_t t, const struct lens_kernel *k, double b
   return s + tol < k->start_mono_ns || (t && t > k->end_mono_ns + tol);
 }
 
+/* Adds a LENS_ACC_* set to the report's count of each bit. */
+static void count_flags(struct lens_gpu_report *r, uint32_t f) {
+  for (int b = 0; b < 16; b++)
+    if (f & (1u << b)) r->flag_counts[b]++;
+}
+
 /* The channel items of the table's rows, in row (event) order; NULL when
  * out of memory. Every item used is written whole. */
 static struct chan_item *chan_items(const struct lens_gpu_kch_table *t) {
@@ -282,18 +288,10 @@ void lens_gpu_flag(struct lens_model *m, struct lens_gpu_report *r, struct lens_
    * starvation analysis's bit too), else here. */
   for (size_t q = 0; q < t->n; q++) {
     const struct lens_gpu_kch *k = &t->v[q];
-    if (k->ev >= 0) {
-      m->events[k->ev].acc.flags |= k->flags;
-      continue;
-    }
-    for (int b = 0; b < 16; b++)
-      if (k->flags & (1u << b)) r->flag_counts[b]++;
+    if (k->ev >= 0) m->events[k->ev].acc.flags |= k->flags;
+    else count_flags(r, k->flags);
   }
-  for (size_t i = 0; i < m->n_events; i++) {
-    uint32_t f = m->events[i].acc.flags;
-    for (int b = 0; b < 16; b++)
-      if (f & (1u << b)) r->flag_counts[b]++;
-  }
+  for (size_t i = 0; i < m->n_events; i++) count_flags(r, m->events[i].acc.flags);
 }
 
 /* Before fitting: KernelCh whose timers are structurally suspect (shared
