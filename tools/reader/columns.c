@@ -218,9 +218,8 @@ static void apply_stop(struct lens_cols_type *t, size_t i, uint64_t ts) {
 static void apply_state(struct lens_cols_type *t, unsigned type, size_t i, uint32_t state, uint32_t has_args,
                         uint64_t arg, uint32_t repeats) {
   t->n_states[i] += repeats ? repeats : 1;
-  if (has_args && ((type == LENS_T_KERNEL_CH && state == 22) || (type == LENS_T_KERNEL_PHASE && state == 31)) &&
-      !t->stop_gpu[i])
-    t->stop_gpu[i] = arg;
+  if (lens_gpu_stop_state(type, state)) /* only those types have the column */
+    t->stop_gpu[i] = lens_gpu_stop_timer(type, state, (int)has_args, arg, t->stop_gpu[i]);
 }
 
 /* A START's fields, from a fixed record (on_start) or straight from the

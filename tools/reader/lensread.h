@@ -342,6 +342,21 @@ struct lens_model {
   struct lens_kch_col *kch_cols; size_t n_kch_cols;
 };
 
+/* The STATE that ends a KernelCh (KernelChStop, 22) or a KernelPhase (31,
+ * API v7), and what it decides: applied in the load's order, the first
+ * nonzero arg of one with args is the event's stop pTimer, and (KernelCh)
+ * the first one's time its stop notice, else its STOP's. One rule for the
+ * model's events (records.c), the window's KernelCh columns (window.c), the
+ * columnar reader (columns.c) and the GPU analysis (gpu_clock.c). */
+static inline int lens_gpu_stop_state(unsigned type, uint32_t state) {
+  return (type == LENS_T_KERNEL_CH && state == 22) || (type == LENS_T_KERNEL_PHASE && state == 31);
+}
+/* The stop pTimer after one more STATE record: cur until one decides it. */
+static inline uint64_t lens_gpu_stop_timer(unsigned type, uint32_t state, int has_args, uint64_t arg,
+                                           uint64_t cur) {
+  return !cur && has_args && lens_gpu_stop_state(type, state) ? arg : cur;
+}
+
 /* A KernelCh as the GPU analysis reads it (tools/analysis/gpu/gpu_kch.h),
  * the fields a full load would give its event: ev the model's event, -1
  * not built; stop_gpu the first nonzero arg of a KernelChStop (22) with

@@ -485,10 +485,11 @@ static int apply_one(struct lens_builder *b, const struct lens_pending *q, int64
   t->s = (struct lens_state_ev){.ts_mono_ns = q->ts, .arg = q->arg, .state = q->state, .has_args = q->has_args,
                                 .last_mono_ns = q->repeats ? q->last_ts : q->ts, .count = q->repeats ? q->repeats : 1,
                                 .max_gap_ns = q->repeats ? q->max_gap_ns : 0};
-  if (e->type == LENS_T_KERNEL_CH && q->state == 22 && q->has_args && !e->p.kernel_ch.stop_gpu_ns)
-    e->p.kernel_ch.stop_gpu_ns = q->arg;
-  if (e->type == LENS_T_KERNEL_PHASE && q->state == 31 && q->has_args && !e->p.kernel_phase.stop_gpu_ns)
-    e->p.kernel_phase.stop_gpu_ns = q->arg;
+  if (e->type == LENS_T_KERNEL_CH)
+    e->p.kernel_ch.stop_gpu_ns = lens_gpu_stop_timer(e->type, q->state, q->has_args, q->arg, e->p.kernel_ch.stop_gpu_ns);
+  if (e->type == LENS_T_KERNEL_PHASE)
+    e->p.kernel_phase.stop_gpu_ns =
+        lens_gpu_stop_timer(e->type, q->state, q->has_args, q->arg, e->p.kernel_phase.stop_gpu_ns);
   return 0;
 }
 

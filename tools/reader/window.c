@@ -487,11 +487,12 @@ static int kch_columns(struct lens_win *w, struct win_file *f, int32_t proc, con
       const struct kpend *q = &w->kp[i];
       if ((carried && BIT(carried, q->ord)) != pass) continue;
       uint32_t to = f->pend_of[q->ord];
-      if (to == NONE || f->t[to].type != LENS_T_KERNEL_CH || q->state != 22) continue;
+      if (to == NONE || f->t[to].type != LENS_T_KERNEL_CH || !lens_gpu_stop_state(LENS_T_KERNEL_CH, q->state))
+        continue;
       size_t r = (size_t)f->t[to].aux;
       struct lens_kch_col *c = &w->kc[base + r].c;
       if (!BIT(seen, r)) SET(seen, r), c->stop_notice = w->p[q->ord].ts;
-      if (q->has_args && !c->stop_gpu) c->stop_gpu = q->arg;
+      c->stop_gpu = lens_gpu_stop_timer(LENS_T_KERNEL_CH, q->state, q->has_args, q->arg, c->stop_gpu);
     }
   for (size_t i = 0; i < w->n_ks; i++) {
     const struct dstart *d = &f->t[w->ks[i].ord];

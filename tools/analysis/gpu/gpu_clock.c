@@ -449,7 +449,7 @@ int lens_gpu_notice_lag_known(const struct lens_model *m, const struct lens_even
 uint64_t lens_gpu_kch_stop_notice(const struct lens_model *m, const struct lens_event *e) {
   for (uint32_t i = 0; i < e->n_states; i++) {
     const struct lens_state_ev *s = &m->states[e->first_state + i];
-    if (s->state == 22 /* KernelChStop */) return s->ts_mono_ns;
+    if (lens_gpu_stop_state(LENS_T_KERNEL_CH, s->state)) return s->ts_mono_ns;
   }
   return e->stop_mono_ns;
 }
