@@ -27,6 +27,18 @@ static void test_runs_pairs_and_singles(void **state) {
   assert_string_equal(of(b, sizeof b, r, 0, 32), "");
 }
 
+/* One run alone, as hang's wrapped lists write each run too. */
+static void test_one_run(void **state) {
+  (void)state;
+  char b[32];
+  assert_int_equal(lens_fmt_run(b, sizeof b, 5, 5), 1);
+  assert_string_equal(b, "5");
+  lens_fmt_run(b, sizeof b, 5, 6);
+  assert_string_equal(b, "5,6"); /* two ranks are not a range */
+  lens_fmt_run(b, sizeof b, 5, 9);
+  assert_string_equal(b, "5-9");
+}
+
 static void test_added_runs_join_when_they_touch(void **state) {
   (void)state;
   char b[64];
@@ -55,6 +67,7 @@ static void test_cut_by_run_cap_and_buffer(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_runs_pairs_and_singles),
+      cmocka_unit_test(test_one_run),
       cmocka_unit_test(test_added_runs_join_when_they_touch),
       cmocka_unit_test(test_cut_by_run_cap_and_buffer),
   };

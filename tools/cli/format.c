@@ -274,6 +274,12 @@ void lens_fmt_rows_end(struct lens_fmt_rows *r) {
   r->key = NULL, r->order = NULL;
 }
 
+int lens_fmt_run(char *buf, size_t len, int64_t first, int64_t last) {
+  if (last >= first + 2) return snprintf(buf, len, "%" PRId64 "-%" PRId64, first, last);
+  if (last == first + 1) return snprintf(buf, len, "%" PRId64 ",%" PRId64, first, last);
+  return snprintf(buf, len, "%" PRId64, first);
+}
+
 void lens_fmt_ranges_begin(struct lens_fmt_ranges *r, char *buf, size_t len, size_t max_runs) {
   memset(r, 0, sizeof *r);
   r->buf = buf;
@@ -289,12 +295,8 @@ static void ranges_flush(struct lens_fmt_ranges *r) {
   r->open = 0;
   const char *sep = r->o ? "," : "";
   char run[64];
-  if (r->last >= r->first + 2)
-    snprintf(run, sizeof run, "%s%" PRId64 "-%" PRId64, sep, r->first, r->last);
-  else if (r->last == r->first + 1)
-    snprintf(run, sizeof run, "%s%" PRId64 ",%" PRId64, sep, r->first, r->last);
-  else
-    snprintf(run, sizeof run, "%s%" PRId64, sep, r->first);
+  run[0] = sep[0], run[1] = 0;
+  lens_fmt_run(run + strlen(sep), sizeof run - 1, r->first, r->last);
   if (r->runs == r->max_runs || r->o + strlen(run) + 4 >= r->len) { /* 4: ",..." after it */
     snprintf(r->buf + r->o, r->len - r->o, "%s...", sep);
     r->cut = 1;

@@ -94,6 +94,9 @@ size_t lens_fmt_json_ok_entries(void);
  * equal keys in index order (the table's own order). malloc'd; NULL when out of memory. */
 size_t *lens_fmt_order_desc(const double *key, size_t n);
 
+/* One run of sorted, distinct integers (ranks, channels) as every list
+ * writes it: "5", "5,6" (two are not a range), "5-9". snprintf's return. */
+int lens_fmt_run(char *buf, size_t len, int64_t first, int64_t last);
 /* Ranks as a range list, "0-3,8,10,11" (a run of three or more as first-last,
  * of two as two ranks): one rule for every view that names a set of ranks.
  * Add runs in increasing order (a rank or run that touches the previous one

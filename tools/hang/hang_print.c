@@ -29,16 +29,17 @@ static int grouped(size_t lines, int all) { return !all && lines > LENS_FMT_LIST
  * repeat count, a thread id say more than a range of one or two ranks). */
 #define HANG_GROUP_MIN 4
 
-/* Sorted, distinct ranks (or channels) as ranges ("0-55,57-63") after a
- * prefix of col columns, wrapped onto indented lines; returns the column it
- * ends at. */
+/* Sorted, distinct ranks (or channels) as ranges ("0-55,57-63", each run as
+ * lens_fmt_run writes it) after a prefix of col columns, wrapped onto
+ * indented lines at a run's end; uncapped, unlike lens_fmt_ranges (hang
+ * names every rank). Returns the column it ends at. */
 static int rank_ranges(FILE *f, const int32_t *r, size_t n, int col) {
   int first = 1;
   for (size_t i = 0; i < n;) {
     size_t j = i;
     while (j + 1 < n && r[j + 1] == r[j] + 1) j++;
     char b[32];
-    int len = r[j] != r[i] ? snprintf(b, sizeof b, "%d-%d", r[i], r[j]) : snprintf(b, sizeof b, "%d", r[i]);
+    int len = lens_fmt_run(b, sizeof b, r[i], r[j]);
     if (!first && col + 1 + len > HANG_COLUMNS) {
       fputs(",\n    ", f);
       col = 4;
