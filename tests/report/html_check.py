@@ -122,6 +122,8 @@ SCEN = [
     ('hang-proxy', ['--nodes', '2', '--ranks-per-node', '2'], {'hang'}, {'hang_0'}),
     # five curves, two of them on one point (AllReduce 8 KiB on two communicators); a connection with no step timed
     ('mixed', [], set(), {'busbw', 'waits', 'lag'}),
+    # flagged channels: stragglers on host spans, whose cause the page says as the text does ("host spans")
+    ('overrun', [], {'stragglers'}, {'stragglers', 'flags'}),
     # the generator's 1,024-rank job (opts None: lens-gen-job, not a replay): rows grouped and labels thinned,
     # the widest 48 of its 2,048 clock maps, the page under 1 MB
     ('gen-1024', None, set(), {'waits', 'stragglers', 'busbw', 'net_slowest', 'net_split', 'clock_maps'}),
@@ -320,6 +322,28 @@ for name, opts, bad, plots in SCEN:
     want = [(s['rank'], round(s['wait_caused_ns'] / 1e3, 6), s['times_last']) for s in job['stragglers']][:50]
     if len(got) != len(want) or any(a[0] != b[0] or a[2] != b[2] or not close(a[1], b[1]) for a, b in zip(got, want)):
         fail('%s: stragglers %s != job --json %s' % (name, got, want))
+    # one name for a cause: an instance's words and a straggler's causes as the text says them (an unknown
+    # cause on host spans is "host spans", on GPU spans "late or busy GPU"), from job --json's keys and flags
+    def words_of(c):
+        if c['cause'] == 'unknown':
+            return 'host spans' if 'host_spans' in c['flags'] else 'late or busy GPU'
+        return J['stragglers']['cause_words'].get(c['cause'])
+    by_seq = collections.defaultdict(list)  # a seq recurs (graph replays, split communicators)
+    for c in job['collectives']:
+        by_seq[(c['comm_id'], c['seq'], c['func'], c['bytes'], c['last_rank'])].append(c)
+    for s in J['stragglers']['list']:
+        for n in s['instances']:
+            cands = by_seq[(s['comm_id'], n['seq'], n['func'], n['bytes'], s['rank'])]
+            if not any(n['cause'] == c['cause'] and n['cause_words'] == words_of(c) for c in cands):
+                fail('%s: instance %s cause %r %r, job --json %s' % (name, n['seq'], n['cause'], n['cause_words'],
+                                                                   [(c['cause'], c['flags']) for c in cands]))
+        if name == 'overrun' and s is J['stragglers']['list'][0] and \
+                not any(n['cause_words'] == 'host spans' for n in s['instances']):
+            fail('%s: the first straggler has no instance on host spans: %s' % (name, s['causes_text']))
+        if len(s['instances']) == s['times_last']:
+            words = collections.Counter(n['cause_words'] for n in s['instances'])
+            if sorted(s['causes_text'].split(', ')) != sorted('%s %d' % kv for kv in words.items()):
+                fail('%s: rank %d causes %r, its instances %s' % (name, s['rank'], s['causes_text'], dict(words)))
     links = collections.Counter((c['cause_rank'], c['cause_peer']) for c in job['collectives'] if c['cause'] == 'slow_link')
     if {(l['src'], l['dst']): l['instances'] for l in (J['net'] or {}).get('job_slow_links', [])} != dict(links):
         fail('%s: job slow links != job --json %s' % (name, dict(links)))

@@ -24,6 +24,36 @@ static unsigned pid_of(const struct lens_model *m, int32_t proc) {
   return proc >= 0 && (size_t)proc < m->n_procs ? m->procs[proc].pid : 0;
 }
 
+const char *lens_job_inst_cause_words(const struct lens_job_inst *in) {
+  /* host spans end at the proxy's completion notices: neither the GPU start
+   * nor a late call is seen there (docs/job.md) */
+  if (in->cause == LENS_CAUSE_UNKNOWN && (in->flags & LENS_JOB_HOST_SPANS)) return "host spans";
+  return lens_fmt_cause_words(lens_job_cause_name(in->cause));
+}
+
+size_t lens_job_straggler_causes(const struct lens_job_straggler *s, struct lens_job_cause_item *out, int *top) {
+  size_t n = 0;
+  int t = -1;
+  for (int c = 1; c < 8; c++) {
+    uint64_t k = s->cause_count[c], hs = c == LENS_CAUSE_UNKNOWN ? s->unknown_host_spans : 0;
+    if (hs > k) hs = k; /* not reached: a subset */
+    if (k - hs) out[n++] = (struct lens_job_cause_item){lens_fmt_cause_words(lens_job_cause_name(c)), k - hs};
+    if (hs) out[n++] = (struct lens_job_cause_item){"host spans", hs};
+  }
+  for (size_t i = 0; i < n; i++)
+    if (t < 0 || out[i].n > out[t].n) t = (int)i;
+  if (top) *top = t;
+  return n;
+}
+
+const char *lens_job_straggler_top_words(const struct lens_job_straggler *s) {
+  struct lens_job_cause_item it[LENS_JOB_CAUSE_ITEMS];
+  int top;
+  lens_job_straggler_causes(s, it, &top);
+  if (top >= 0 && !strcmp(it[top].words, "host spans")) return "on host spans, where no GPU-side cause is named";
+  return top >= 0 ? it[top].words : "-";
+}
+
 /* A cause in the instance table, short enough for 120 columns (the legend
  * under the table says what each means). */
 static void cause_text(const struct lens_job_inst *in, char *buf, size_t len) {
@@ -35,15 +65,7 @@ static void cause_text(const struct lens_job_inst *in, char *buf, size_t len) {
     break;
   case LENS_CAUSE_STARVED_PROXY: snprintf(buf, len, "r%d starved proxy (%.1f us)", in->cause_rank, us); break;
   case LENS_CAUSE_LATE_APP: snprintf(buf, len, "r%d late app call (+%.1f us)", in->cause_rank, us); break;
-  case LENS_CAUSE_UNKNOWN:
-    /* host spans end at the proxy's completion notices: neither the GPU
-     * start nor a late call is seen there (docs/job.md) */
-    if (in->flags & LENS_JOB_HOST_SPANS)
-      snprintf(buf, len, "r%d host spans (+%.1f us)", in->cause_rank, us);
-    else
-      snprintf(buf, len, "r%d late or busy GPU (+%.1f us)", in->cause_rank, us);
-    break;
-  default: snprintf(buf, len, "r%d %s (+%.1f us)", in->cause_rank, lens_fmt_cause_words(lens_job_cause_name(in->cause)), us);
+  default: snprintf(buf, len, "r%d %s (+%.1f us)", in->cause_rank, lens_job_inst_cause_words(in), us);
   }
 }
 
@@ -105,10 +127,11 @@ static void straggler_rows(FILE *f, const struct lens_model *m, const struct len
      * late for several reasons (a loaded machine mixes them) would run past
      * 120 columns on one line. */
     int indent = col > 0 && col + 25 <= LENS_JOB_TEXT_COLS ? col + 1 : 8, at = col, first = 1;
-    for (int c = 1; c < 8; c++) {
-      if (!s->cause_count[c]) continue;
+    struct lens_job_cause_item it[LENS_JOB_CAUSE_ITEMS];
+    size_t n_it = lens_job_straggler_causes(s, it, NULL);
+    for (size_t c = 0; c < n_it; c++) {
       char item[48];
-      int w = snprintf(item, sizeof item, "%s %" PRIu64, lens_fmt_cause_words(lens_job_cause_name(c)), s->cause_count[c]);
+      int w = snprintf(item, sizeof item, "%s %" PRIu64, it[c].words, it[c].n);
       if (!first && at + 2 + w + 1 > LENS_JOB_TEXT_COLS) {
         fprintf(f, ",\n%*s", indent, "");
         at = indent;
@@ -430,6 +453,13 @@ void lens_job_print_json_listed(FILE *f, const struct lens_model *m, const struc
   fputs("}\n", f);
 }
 
+/* A straggler's causes in a Markdown cell. */
+static void md_causes(FILE *f, const struct lens_job_straggler *s) {
+  struct lens_job_cause_item it[LENS_JOB_CAUSE_ITEMS];
+  size_t n = lens_job_straggler_causes(s, it, NULL);
+  for (size_t c = 0; c < n; c++) fprintf(f, "%s %" PRIu64 " ", it[c].words, it[c].n);
+}
+
 void lens_job_print_md(FILE *f, const struct lens_model *m, const struct lens_job *j) {
   if (!j->n_rows) return;
   fprintf(f, "## The job: execution and waiting\n\n");
@@ -471,8 +501,7 @@ void lens_job_print_md(FILE *f, const struct lens_model *m, const struct lens_jo
     char id[LENS_COMM_ID_LEN], hb[LENS_FMT_MD_SIZE(64)];
     fprintf(f, "| %s | %d | %s:%u | %.3f | %" PRIu64 " | ", lens_fmt_comm_id(s->comm_id, id), s->rank,
             lens_fmt_md(lens_job_host(m, s->proc), hb, sizeof hb), pid_of(m, s->proc), s->wait_caused_ns / 1e6, s->times_last);
-    for (int c = 1; c < 8; c++)
-      if (s->cause_count[c]) fprintf(f, "%s %" PRIu64 " ", lens_fmt_cause_words(lens_job_cause_name(c)), s->cause_count[c]);
+    md_causes(f, s);
     fprintf(f, "|\n");
   }
   fprintf(f, "\n");
@@ -484,8 +513,7 @@ void lens_job_print_md(FILE *f, const struct lens_model *m, const struct lens_jo
     char id[LENS_COMM_ID_LEN], hb[LENS_FMT_MD_SIZE(64)];
     fprintf(f, "| %s | %" PRIu64 " | %d | %s:%u | %.3f | %" PRIu64 " | ", lens_fmt_comm_id(s->comm_id, id), s->user_tag, s->rank,
             lens_fmt_md(lens_job_host(m, s->proc), hb, sizeof hb), pid_of(m, s->proc), s->wait_caused_ns / 1e6, s->times_last);
-    for (int c = 1; c < 8; c++)
-      if (s->cause_count[c]) fprintf(f, "%s %" PRIu64 " ", lens_fmt_cause_words(lens_job_cause_name(c)), s->cause_count[c]);
+    md_causes(f, s);
     fprintf(f, "|\n");
   }
   fprintf(f, "\n");

@@ -23,6 +23,26 @@ struct lens_job_sources {
                                          * (instance, rank) */
 };
 
+/* An instance's cause in words, as the instance table says it ("late app
+ * call", "host spans" for the unknown cause on host spans, "late or busy
+ * GPU" for it on GPU spans): one rule for the text, Markdown and HTML. */
+const char *lens_job_inst_cause_words(const struct lens_job_inst *in);
+
+/* A straggler's causes as the views name them: (words, instances), in the
+ * causes' order, the unknown ones split as lens_job_inst_cause_words splits
+ * them ("late or busy GPU", "host spans"). Returns how many (at most
+ * LENS_JOB_CAUSE_ITEMS). top: the index of the item with most instances
+ * (the first of equals; -1 none). */
+#define LENS_JOB_CAUSE_ITEMS 9
+struct lens_job_cause_item {
+  const char *words;
+  uint64_t n;
+};
+size_t lens_job_straggler_causes(const struct lens_job_straggler *s, struct lens_job_cause_item *out, int *top);
+/* The words of the item with most instances ("-" none; host spans said as
+ * what they mean): the verdicts' "mostly ...". */
+const char *lens_job_straggler_top_words(const struct lens_job_straggler *s);
+
 /* Headline tables (one per communicator with > 1 rank loaded) and the
  * straggler ranking. Prints nothing when no communicator has 2 ranks. */
 void lens_job_print_headline(FILE *f, const struct lens_model *m, const struct lens_job *j);

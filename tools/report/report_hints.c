@@ -8,6 +8,7 @@
 #include "report/report_md.h"
 #include "validate/validate_print.h"
 #include "hang/hang_print.h"
+#include "job/job_print.h"
 #include "report/report_view.h"
 
 static const char *nz(const char *s) { return s && *s ? s : "-"; }
@@ -280,7 +281,7 @@ static int stragglers(FILE *f, const struct lens_model *m, const struct lens_rep
             lens_fmt_md(s->proc >= 0 ? m->procs[s->proc].host : "?", hb, sizeof hb), s->proc >= 0 ? m->procs[s->proc].pid : 0,
             s->wait_caused_ns / 1e6, s->times_last, s->times_last == 1 ? "" : "s",
             v->coll_ns ? 100.0 * (double)s->wait_caused_ns / (double)v->coll_ns : 0.0,
-            lens_fmt_cause_words(lens_job_cause_name(lens_report_straggler_cause(s))));
+            lens_job_straggler_top_words(s));
     const struct lens_job_inst *worst;
     struct lens_report_window w;
     if (lens_report_straggler_instances(v, s, &worst, 1)) {

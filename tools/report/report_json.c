@@ -20,6 +20,7 @@
 
 #include "export/json_out.h"
 #include "hang/hang_print.h"
+#include "job/job_print.h"
 #include "report/report_view.h"
 #include "validate/validate_print.h"
 
@@ -150,7 +151,6 @@ static void verdict(struct ctx *x) {
     for (size_t i = 0; i < x->v.j.n_stragglers && i < 3 && o < sizeof t - 200; i++) {
       const struct lens_job_straggler *s = &x->v.j.stragglers[i];
       const struct lens_comm *c = comm_of(m, s->comm_id);
-      int top = lens_report_straggler_cause(s);
       char cl[LENS_COMM_ID_LEN + 160];
       o += (size_t)snprintf(t + o, sizeof t - o,
                             "%srank %d of %s (%s:%u) made the others wait %.3f ms in %" PRIu64
@@ -160,7 +160,7 @@ static void verdict(struct ctx *x) {
                             s->proc >= 0 ? m->procs[s->proc].pid : 0, s->wait_caused_ns / 1e6, s->times_last,
                             s->times_last == 1 ? "" : "s",
                             x->v.coll_ns ? 100.0 * (double)s->wait_caused_ns / (double)x->v.coll_ns : 0.0,
-                            lens_fmt_cause_words(lens_job_cause_name(top)));
+                            lens_job_straggler_top_words(s));
     }
     /* the others by rank (and communicator when not the first's), as many as one line of a page holds */
     for (size_t i = 3; i < x->v.j.n_stragglers && o < sizeof t - 80; i++) {
@@ -463,7 +463,8 @@ static void instance(struct ctx *x, const struct lens_job_inst *in, int64_t comm
   num(f, in->max_wait_ns / 1e3);
   fputs(",\"wait_sum_us\":", f);
   num(f, in->wait_sum_ns / 1e3);
-  fprintf(f, ",\"cause\":\"%s\"", lens_job_cause_name(in->cause));
+  fprintf(f, ",\"cause\":\"%s\",\"cause_words\":", lens_job_cause_name(in->cause));
+  lens_json_str(f, lens_job_inst_cause_words(in));
   if (w.ok) {
     char cmd[256];
     lens_report_export_cmd(in, &w, cmd, sizeof cmd);
@@ -484,7 +485,11 @@ static int stragglers(struct ctx *x) {
   num(f, x->v.coll_ns / 1e3);
   fprintf(f, ",\"threshold_us\":");
   num(f, j->min_wait_ns / 1e3);
-  fprintf(f, ",\"total\":%zu,\"list\":[", j->n_stragglers);
+  fputs(",\"cause_words\":{", f); /* what the text says of each key (the page's legend) */
+  for (int c = 1; c < 8; c++)
+    fprintf(f, "%s\"%s\":\"%s\"", c > 1 ? "," : "", lens_job_cause_name(c),
+            lens_fmt_cause_words(lens_job_cause_name(c)));
+  fprintf(f, "},\"total\":%zu,\"list\":[", j->n_stragglers);
   const struct lens_job_inst *mine[LENS_REPORT_INSTANCES];
   for (size_t i = 0; i < j->n_stragglers && i < LENS_REPORT_STRAGGLERS; i++) {
     const struct lens_job_straggler *s = &j->stragglers[i];
@@ -501,7 +506,17 @@ static int stragglers(struct ctx *x) {
     for (int c = 1; c < 8; c++)
       if (s->cause_count[c])
         fprintf(f, "%s\"%s\":%" PRIu64, c1++ ? "," : "", lens_job_cause_name(c), s->cause_count[c]);
-    fputs("},\"instances\":[", f);
+    fputs("},\"causes_text\":", f); /* as the Markdown's causes column says them */
+    {
+      struct lens_job_cause_item it[LENS_JOB_CAUSE_ITEMS];
+      size_t n_it = lens_job_straggler_causes(s, it, NULL);
+      char ct[LENS_JOB_CAUSE_ITEMS * 40] = "";
+      size_t o = 0;
+      for (size_t c = 0; c < n_it && o < sizeof ct; c++)
+        o += (size_t)snprintf(ct + o, sizeof ct - o, "%s%s %" PRIu64, c ? ", " : "", it[c].words, it[c].n);
+      lens_json_str(f, ct);
+    }
+    fputs(",\"instances\":[", f);
     size_t n = lens_report_straggler_instances(&x->v, s, mine, LENS_REPORT_INSTANCES);
     int64_t co = lens_report_origin(&x->v, s->comm_id);
     for (size_t k = 0; k < n; k++) {

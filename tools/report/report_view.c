@@ -116,9 +116,3 @@ size_t lens_report_straggler_instances(const struct lens_report_view *v, const s
   return n;
 }
 
-int lens_report_straggler_cause(const struct lens_job_straggler *s) {
-  int top = 0;
-  for (int k = 1; k < 8; k++)
-    if (s->cause_count[k] > s->cause_count[top]) top = k;
-  return top;
-}

@@ -56,7 +56,5 @@ void lens_report_export_cmd(const struct lens_job_inst *in, const struct lens_re
  * (summed over the ranks) first: at most max into out; returns how many. */
 size_t lens_report_straggler_instances(const struct lens_report_view *v, const struct lens_job_straggler *s,
                                        const struct lens_job_inst **out, size_t max);
-/* The cause most of its instances have. */
-int lens_report_straggler_cause(const struct lens_job_straggler *s);
 
 #endif

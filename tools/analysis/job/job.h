@@ -102,6 +102,7 @@ struct lens_job_straggler {
   uint64_t wait_caused_ns;   /* sum over instances where it was last of the others' waits */
   uint64_t times_last;       /* instances where it was last with a wait above the threshold */
   uint64_t cause_count[8];   /* per enum lens_job_cause */
+  uint64_t unknown_host_spans; /* of cause_count[LENS_CAUSE_UNKNOWN]: instances on host spans (LENS_JOB_HOST_SPANS) */
 };
 
 /* A one-way pair across hosts (oneway.h): a send op's step on process

@@ -433,6 +433,7 @@ static int rank_stragglers(struct lens_job *j, int by_tag, struct lens_job_strag
     s->wait_caused_ns += in->wait_sum_ns;
     s->times_last++;
     if (in->cause >= 0 && in->cause < 8) s->cause_count[in->cause]++;
+    if (in->cause == LENS_CAUSE_UNKNOWN && (in->flags & LENS_JOB_HOST_SPANS)) s->unknown_host_spans++;
   }
   qsort(v, n, sizeof *v, strag_cmp);
   *out = v;

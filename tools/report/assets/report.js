@@ -140,6 +140,11 @@
   }
   var causeColor = {late_app_call: '#d62728', slow_enqueue: '#ff7f0e', slow_launch: '#bcbd22', gpu_busy: '#9467bd',
                     starved_proxy: '#8c564b', slow_link: '#1f77b4', unknown: '#7f7f7f'};
+  /* a cause key in the words the text and Markdown views use (the JSON's cause_words) */
+  function causeWords(k) {
+    var w = D && D.stragglers && D.stragglers.cause_words;
+    return (w && w[k]) || k.replace(/_/g, ' ');
+  }
   function topCause(c) {
     var best = null;
     for (var k in c) if (!best || c[k] > c[best]) best = k;
@@ -318,11 +323,9 @@
         .attr('width', function (d) { return Math.max(1, x(d.wait_caused_us / 1e3)); })
         .attr('fill', function (d) { return causeColor[topCause(d.causes)] || '#7f7f7f'; })
         .on('mousemove', function (d) {
-          var c = [];
-          for (var k in d.causes) c.push(k + ' ' + d.causes[k]);
           showTip('rank ' + d.rank + ' of ' + commLabel(d) + ' (' + d.host + ':' + d.pid + ')\nwait caused ' +
                   f3(d.wait_caused_us / 1e3) + ' ms, ' + f3(d.share_pct) + '% of the collective time\nlast in ' +
-                  d.times_last + ' instances: ' + c.join(', '));
+                  d.times_last + ' instances: ' + d.causes_text);
         }).on('mouseout', hideTip)
         .on('click', function (d, i) { select(i); });
       g.selectAll('.name').data(list).enter().append('text').attr('class', 'label')
@@ -333,7 +336,7 @@
         .attr('y', function (d, i) { return y(i) + y.rangeBand() / 2 + 4; })
         .text(function (d) { return f3(d.share_pct) + '%, last ' + d.times_last + 'x'; });
       var items = [];
-      for (var k in causeColor) items.push([k.replace(/_/g, ' '), causeColor[k]]);
+      for (var k in causeColor) items.push([causeWords(k), causeColor[k]]);
       legend(s, items);
       detail = s.append('div').attr('id', 'straggler-instances');
       function select(i) {
@@ -353,7 +356,8 @@
         hr.append('th').attr('class', 'l').text('see it: export command (TRACES = the traces given to report)');
         d.instances.forEach(function (n) {
           var tr = t.append('tr');
-          [n.seq, n.func, bytes(n.bytes), f3(n.exec_us), f3(n.max_wait_us), f3(n.wait_sum_us), n.cause,
+          [n.seq, n.func, bytes(n.bytes), f3(n.exec_us), f3(n.max_wait_us), f3(n.wait_sum_us),
+           n.cause_words || causeWords(n.cause),
            n.t_s === null ? '-' : f3(n.t_s * tu)].forEach(function (c) { tr.append('td').text(c); });
           tr.append('td').attr('class', 'l').append('code').text(n.export || '-');
         });
