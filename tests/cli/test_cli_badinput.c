@@ -88,6 +88,35 @@ static void test_bad_inputs(void **state) {
   expect_error(d2);
 }
 
+/* A torch.profiler (Kineto) trace handed to a command that reads .lens
+ * traces: one line that says what it looks like and which commands read it,
+ * from the whole load (summary), the window's (--since) and the streamed
+ * reader (hang); plain JSON and its gzip. */
+static void test_json_input_names_its_readers(void **state) {
+  (void)state;
+  char json[512], gz[512], cmd[1200];
+  snprintf(json, sizeof json, "%s/rank0.json", dirpath);
+  snprintf(gz, sizeof gz, "%s/rank0.json.gz", dirpath);
+  static const char text[] = "\n {\"schemaVersion\": 1, \"deviceProperties\": [], \"distributedInfo\": "
+                             "{\"rank\": 0, \"world_size\": 2}, \"traceEvents\": []}\n";
+  tb_write_file(json, (const uint8_t *)text, sizeof text - 1);
+  snprintf(cmd, sizeof cmd, "gzip -c '%s' > '%s'", json, gz);
+  assert_int_equal(system(cmd), 0);
+  const char *a1[] = {"summary", json, NULL}, *a2[] = {"summary", "--since", "1ms", json, NULL},
+             *a3[] = {"hang", json, NULL}, *a4[] = {"summary", gz, NULL};
+  const char *const *args[] = {a1, a2, a3, a4};
+  for (int i = 0; i < 4; i++) {
+    struct cli_result r;
+    expect_error(args[i]);
+    assert_int_equal(cli_run(&r, args[i]), 0);
+    if (!strstr(r.err, "nccl-lens job")) fprintf(stderr, "case %d: <%s>\n", i, r.err);
+    assert_non_null(strstr(r.err, "not a .lens trace"));
+    assert_non_null(strstr(r.err, i == 3 ? "gzip" : "JSON"));
+    assert_non_null(strstr(r.err, "torch.profiler"));
+    assert_non_null(strstr(r.err, "nccl-lens job"));
+  }
+}
+
 static void test_cut_trace_is_read_with_warning(void **state) {
   (void)state;
   const char *cmds[] = {"export", "summary"};
@@ -345,6 +374,7 @@ static void test_help(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bad_inputs),
+      cmocka_unit_test(test_json_input_names_its_readers),
       cmocka_unit_test(test_cut_trace_is_read_with_warning),
       cmocka_unit_test(test_write_error_keeps_non_regular_output),
       cmocka_unit_test(test_help),

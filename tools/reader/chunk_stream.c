@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "crc32c_x3.h"
+#include "file_read.h"
 #include "lens_chunk.h"
 
 /* Makes at least need bytes from pos on available in the buffer (fewer at
@@ -79,7 +80,7 @@ int lens_cstream_open(struct lens_cstream *s, const char *path, size_t block, ch
   }
   memcpy(&s->fh, s->buf, sizeof s->fh);
   if (memcmp(s->fh.magic, LENS_FILE_MAGIC, 8) != 0) {
-    snprintf(err, err_len, "%s is not a .lens trace (bad magic)", path);
+    snprintf(err, err_len, "%s is not a .lens trace (%s)", path, lens_not_trace_why(s->buf, sizeof s->fh));
     lens_cstream_close(s);
     return -1;
   }

@@ -72,3 +72,15 @@ int lens_read_regular_file(const char *path, uint64_t max_bytes, const char *wha
   *len = got;
   return 0;
 }
+
+const char *lens_not_trace_why(const uint8_t *head, size_t n) {
+  size_t i = 0;
+  while (i < n && i < 64 && (head[i] == ' ' || head[i] == '\t' || head[i] == '\n' || head[i] == '\r')) i++;
+  if (i < n && (head[i] == '{' || head[i] == '['))
+    return "bad magic: JSON, a torch.profiler (Kineto) trace? nccl-lens job reads those, and export --format kineto "
+           "merges a run's traces into them";
+  if (n >= 2 && head[0] == 0x1f && head[1] == 0x8b)
+    return "bad magic: gzip-compressed; a .json.gz torch.profiler (Kineto) trace is read by nccl-lens job and "
+           "export --format kineto";
+  return "bad magic";
+}

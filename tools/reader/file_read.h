@@ -15,4 +15,10 @@
 int lens_read_regular_file(const char *path, uint64_t max_bytes, const char *what, uint8_t **data, size_t *len,
                            char *err, size_t err_len);
 
+/* Why a file whose first bytes (head, n of them) are not a trace's header is
+ * not one, for "X is not a .lens trace (...)": "bad magic", or, for JSON or
+ * gzip, what it likely is and which commands read it (a torch.profiler
+ * trace handed to summary is the common mistake). */
+const char *lens_not_trace_why(const uint8_t *head, size_t n);
+
 #endif

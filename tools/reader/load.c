@@ -265,7 +265,8 @@ static int load_file(struct lens_builder *b, const char *path, uint64_t *done, u
   const uint8_t *base = addr;
   struct lens_file_hdr fh;
   memcpy(&fh, base, sizeof fh);
-  if (memcmp(fh.magic, LENS_FILE_MAGIC, 8) != 0) return fail(b, "%s is not a .lens trace (bad magic)", path);
+  if (memcmp(fh.magic, LENS_FILE_MAGIC, 8) != 0)
+    return fail(b, "%s is not a .lens trace (%s)", path, lens_not_trace_why(base, sizeof fh));
   if (lens_file_hdr_check(&fh))
     return fail(b, "%s: unsupported trace format version %u (this reader knows %u)", path, fh.format_version,
                 LENS_FORMAT_VERSION);
