@@ -39,6 +39,9 @@ struct lens_trace_cli {
   /* A directory's file with one of those suffixes is taken only when this
    * says 1 (NULL: every one): e.g. JSON files that are Kineto traces. */
   int (*dir_accept)(const char *path);
+  /* The progress line's label while these traces are read (NULL: the
+   * default), for a command that reads two sets (diff: run A, run B). */
+  const char *progress_label;
 };
 
 /* A command's own options. Called for an argument the shared loop does not

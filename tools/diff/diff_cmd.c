@@ -67,7 +67,8 @@ static int diff_option(void *ctx, int *i, int argc, char **argv) {
 /* One side's command line: the given paths (a directory is expanded when
  * read), the shared options and selection, no CUPTI buffers (whose run
  * would they be?); read as summary reads a run (summary_read.h). */
-static int read_side(const struct lens_trace_cli *c, size_t from, size_t n, struct lens_summary_run *r) {
+static int read_side(const struct lens_trace_cli *c, size_t from, size_t n, struct lens_summary_run *r,
+                     const char *label) {
   struct lens_trace_cli side;
   memset(&side, 0, sizeof side);
   memset(r, 0, sizeof *r);
@@ -81,6 +82,7 @@ static int read_side(const struct lens_trace_cli *c, size_t from, size_t n, stru
   side.n = n;
   side.min_wait_ns = c->min_wait_ns;
   side.filter = c->filter; /* c's: taken back before side is freed */
+  side.progress_label = label;
   int rc = lens_summary_read(CMD, &side, c->min_wait_ns, 0, r);
   memset(&side.filter, 0, sizeof side.filter);
   lens_trace_cli_free(&side);
@@ -108,9 +110,9 @@ int lens_cmd_diff(int argc, char **argv) {
   }
   /* Run A is slimmed to what the comparison reads before run B is read:
    * its rows per rank are not alive beside B's reading. */
-  if ((rc = read_side(&c, 0, na, &run[0]))) goto out;
+  if ((rc = read_side(&c, 0, na, &run[0], "reading run A (host groups)"))) goto out;
   lens_summary_run_slim(&run[0]);
-  if ((rc = read_side(&c, na, c.n - na, &run[1]))) goto out;
+  if ((rc = read_side(&c, na, c.n - na, &run[1], "reading run B (host groups)"))) goto out;
   lens_summary_run_slim(&run[1]);
   rc = 1;
   struct lens_diff_run runs[2];
