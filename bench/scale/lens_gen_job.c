@@ -67,6 +67,8 @@ static const char *const compress_name[] = {"none", "packed", "zstd"};
 struct cfg {
   int ranks, hosts, channels, steps, stragglers, threads, compress, zstd_level;
   int profiler_thread;  /* KernelCh from a profiler thread of their own (slot 2), as NCCL 2.31 reports them */
+  int hang_rank;        /* this rank never calls the last instance; the others hang in it, and no process ends
+                         * (the job killed): -1 none */
   uint64_t chunk_bytes; /* --compress none: fixed-record bytes a chunk holds at most (LENS_EVENTS_CHUNK_MAX) */
   uint64_t frame_bytes; /* packed: stream bytes that close a frame (LENS_FRAME_STREAM_BYTES) */
   uint64_t frame_ns;    /* packed: every open frame is written this often (LENS_FRAME_MAX_AGE_MS) */
@@ -75,6 +77,7 @@ struct cfg {
 };
 
 static struct cfg C = {.ranks = 1024, .hosts = 128, .channels = 2, .steps = 8, .stragglers = 16, .threads = 0,
+                       .hang_rank = -1,
                        .compress = COMPRESS_ZSTD, .zstd_level = LENS_ZSTD_LEVEL_DEFAULT, .chunk_bytes = LENS_EVENTS_CHUNK_MAX,
                        .frame_bytes = LENS_FRAME_STREAM_BYTES, .frame_ns = LENS_FRAME_MAX_AGE_MS * 1000000ull,
                        .events = 100000000ull, .seed = 1, .period_ns = 2000000, .exec_ns = 200000, .out = NULL};
@@ -508,6 +511,10 @@ static int write_rank(int r) {
   o.mono0 = mono(h, 0) + rnd3(12, 0, (uint64_t)r) % C.frame_ns;
   o.tick = o.mono0 + C.frame_ns;
   for (uint64_t k = 0; k < n_inst && !rc && !o.err; k++) {
+    /* --hang-rank: the last instance, which that rank never calls; the
+     * others enter it and wait there for ever (below: what stays open) */
+    int hung = C.hang_rank >= 0 && k == n_inst - 1;
+    if (hung && r == C.hang_rank) break;
     if (k && k % 500 == 0) rc |= flush_events(&o) | clock_chunk(&o, h, k * C.period_ns);
     uint64_t a = arrival(k, r), ks = kstart_true(k, r), ke = kend_true[k];
     /* app thread: GroupApi > CollApi > Coll, KernelLaunch */
@@ -544,6 +551,7 @@ static int write_rank(int r) {
        * latest the end can be (docs/timeline.md). */
       uint64_t lag_end = T_LAG + 1000 + rnd3(11, k, (uint64_t)r * 64 + (uint64_t)c) % 3000;
       start(&o, LENS_T_KERNEL_CH, id, co, ctx, mono(h, cs + T_LAG), r, &pkc, sizeof pkc);
+      if (hung) continue; /* the kernel waits for the missing rank: its channels never end */
       state(&o, id, 22, mono(h, ce + lag_end), gpu_off + ce);
       stop(&o, id, mono(h, ce + lag_end + 200));
     }
@@ -557,6 +565,13 @@ static int write_rank(int r) {
                                    .chunk_size = (int32_t)chunk_size, .is_send = send, .channel = 0};
       start(&o, LENS_T_PROXY_OP, op, co, ctx, mono(h, ks + 300), r, &po, sizeof po);
       state(&o, op, 19, mono(h, ks + 400), 0);
+      if (hung) { /* its first step posted, waiting: for the GPU's data (send), for the peer's (receive) */
+        uint64_t sid = LENS_ID_MAKE(LENS_T_PROXY_STEP, 1, px_seq++);
+        struct lens_p_proxy_step ps = {.step = 0};
+        start(&o, LENS_T_PROXY_STEP, sid, op, ctx, mono(h, ks + 500), r, &ps, sizeof ps);
+        state(&o, sid, send ? 8 : 10, mono(h, ks + 500), 0);
+        continue;
+      }
       for (int st = 0; st < C.steps; st++) {
         uint64_t sid = LENS_ID_MAKE(LENS_T_PROXY_STEP, 1, px_seq++);
         struct lens_p_proxy_step ps = {.step = st};
@@ -584,18 +599,24 @@ static int write_rank(int r) {
       stop(&o, op, mono(h, ke + 1000));
     }
     rc |= begin_slot(&o, 0);
-    stop(&o, co, mono(h, ke + T_LAG + 300));
+    if (!hung) stop(&o, co, mono(h, ke + T_LAG + 300));
     rc |= write_staged(&o);
   }
   rc |= flush_events(&o) | o.err;
+  if (C.hang_rank >= 0) { /* killed in the hang: no communicator destroyed, no FINI */
+    if (fclose(o.f)) rc = -1;
+    o.f = NULL;
+  }
   /* the application destroys its communicator, then the process finalizes: as the plugin writes them (a job that
    * never finalized its communicators read as "not finalized" on every rank in the report) */
-  struct lens_comm_fini cf = {.context = ctx, .fini_mono_ns = mono(h, n_inst * C.period_ns), .comm_index = 0};
-  rc |= put_chunk(&o, LENS_CHUNK_COMM_FINI, &cf, sizeof cf);
-  struct lens_fini fi = {.at_mono_ns = mono(h, n_inst * C.period_ns), .events_written = o.events,
-                         .chunks_written = o.seq + 1, .reason = 1};
-  rc |= put_chunk(&o, LENS_CHUNK_FINI, &fi, sizeof fi);
-  if (fclose(o.f)) rc = -1;
+  if (o.f) {
+    struct lens_comm_fini cf = {.context = ctx, .fini_mono_ns = mono(h, n_inst * C.period_ns), .comm_index = 0};
+    rc |= put_chunk(&o, LENS_CHUNK_COMM_FINI, &cf, sizeof cf);
+    struct lens_fini fi = {.at_mono_ns = mono(h, n_inst * C.period_ns), .events_written = o.events,
+                           .chunks_written = o.seq + 1, .reason = 1};
+    rc |= put_chunk(&o, LENS_CHUNK_FINI, &fi, sizeof fi);
+    if (fclose(o.f)) rc = -1;
+  }
   for (int i = 0; i < 3; i++) free(o.ring[i].buf), free(o.ring[i].stream);
   free(o.zbuf), free(o.chunk);
   free(o.stage.buf), free(o.stage.ix);
@@ -641,7 +662,11 @@ static int write_truth(void) {
   for (int i = 0; i < C.stragglers; i++)
     fprintf(f, "%s\n {\"seq\":%" PRIu64 ",\"rank\":%d,\"late_ns\":%" PRIu64 ",\"cause\":\"late_app_call\"}", i ? "," : "",
             strags[i].inst + 1, strags[i].rank, strags[i].late_ns);
-  fprintf(f, "]}\n");
+  fprintf(f, "],\n\"hang\":");
+  if (C.hang_rank >= 0)
+    fprintf(f, "{\"rank\":%d,\"seq\":%" PRIu64 ",\"missing\":[%d]}\n}\n", C.hang_rank, n_inst, C.hang_rank);
+  else
+    fprintf(f, "null}\n");
   return fclose(f);
 }
 
@@ -649,6 +674,7 @@ static void usage(FILE *f) {
   fprintf(f, "usage: lens-gen-job -o DIR [--ranks N] [--hosts H] [--events E] [--stragglers S] [--channels C]\n"
              "                    [--steps K] [--seed X] [--threads T] [--compress none|packed|zstd]\n"
              "                    [--zstd-level L] [--frame-kib N] [--frame-ms M] [--chunk-kib N] [--profiler-thread]\n"
+             "                    [--hang-rank R]\n"
              "  Writes a synthetic job's .lens traces (one file per rank/process) and DIR/truth.json.\n"
              "  Defaults: 1024 ranks on 128 hosts, 100000000 events, 16 stragglers, 2 channels, 8 steps per op,\n"
              "  events compressed as the plugin's default (NCCL_LENS_COMPRESS=zstd, NCCL_LENS_ZSTD_LEVEL=-1),\n"
@@ -657,7 +683,10 @@ static void usage(FILE *f) {
              "  --frame-kib, --frame-ms: other frames, to measure what they would give the reader (the plugin\n"
              "  does not write them); --chunk-kib: the fixed records an EVENTS chunk holds with --compress none\n"
              "  (256, a busy ring's). --profiler-thread: KernelCh reported from a thread of their own, as NCCL\n"
-             "  2.31 reports them from its profiler thread (default: from the proxy thread, as NCCL up to 2.30).\n");
+             "  2.31 reports them from its profiler thread (default: from the proxy thread, as NCCL up to 2.30).\n"
+             "  --hang-rank R: rank R never calls the last instance; every other rank enters it and waits\n"
+             "  there (its kernel's channels and first proxy steps never end), and no process ends (the\n"
+             "  job killed in the hang: no FINI); truth.json's \"hang\" names the rank and the seq.\n");
 }
 
 static int num(const char *s, uint64_t *v) {
@@ -711,14 +740,16 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--chunk-kib")) C.chunk_bytes = v * 1024;
     else if (!strcmp(a, "--frame-kib")) C.frame_bytes = v * 1024;
     else if (!strcmp(a, "--frame-ms")) C.frame_ns = v * 1000000;
+    else if (!strcmp(a, "--hang-rank")) C.hang_rank = v > INT32_MAX ? INT32_MAX : (int)v;
     else return usage(stderr), 2;
   }
   if (!C.out || C.ranks < 2 || C.hosts < 1 || C.ranks % C.hosts || C.channels < 1 || C.channels > 32 ||
       C.steps < 4 || C.steps > 64 || C.ranks > 1 << 20 || C.hosts > 100000 || C.chunk_bytes < 16384 ||
       C.chunk_bytes > (16u << 20) || C.frame_bytes < 1024 || C.frame_bytes > (1u << 20) || C.frame_ns < 1000000 ||
-      C.frame_ns > 3600000000000ull)
+      C.frame_ns > 3600000000000ull || C.hang_rank >= C.ranks)
     return fprintf(stderr, "lens-gen-job: need -o DIR, ranks a multiple of hosts, 1-32 channels, 4-64 steps, "
-                           "16-16384 KiB chunks, 1-1024 KiB frames, 1-3600000 ms between frames\n"), 2;
+                           "16-16384 KiB chunks, 1-1024 KiB frames, 1-3600000 ms between frames, "
+                           "a hang rank below the ranks\n"), 2;
   if (mkdir(C.out, 0755) && errno != EEXIST)
     return fprintf(stderr, "lens-gen-job: cannot create %s: %s\n", C.out, strerror(errno)), 1;
   n_inst = C.events / ((uint64_t)C.ranks * EVENTS_PER_RANK_INST(C));

@@ -81,12 +81,15 @@ static const char cause_legend[] =
  * and waiting on a slow link: the notes of the text and Markdown views. */
 /* one: instances of a row (seen on two ranks or more of a communicator of
  * two or more) that only one rank timed, so none decomposed (a "-" in the
- * row when it has no other). */
-static void inst_counts(const struct lens_job *j, size_t *host, size_t *apart, size_t *one, size_t *links) {
-  *host = *apart = *one = *links = 0;
+ * row when it has no other). none: instances no rank completed (a hang,
+ * or a trace cut in them): nothing timed, host spans or not. */
+static void inst_counts(const struct lens_job *j, size_t *host, size_t *apart, size_t *one, size_t *links,
+                        size_t *none) {
+  *host = *apart = *one = *links = *none = 0;
   for (size_t i = 0; i < j->n_insts; i++) {
     const struct lens_job_inst *in = &j->insts[i];
-    *host += !!(in->flags & LENS_JOB_HOST_SPANS);
+    *host += (in->flags & (LENS_JOB_HOST_SPANS | LENS_JOB_NO_SPAN)) == LENS_JOB_HOST_SPANS;
+    *none += !!(in->flags & LENS_JOB_NO_SPAN);
     *apart += !!(in->flags & LENS_JOB_ENDS_APART);
     *one += in->nranks >= 2 && in->ranks_seen >= 2 && (in->flags & LENS_JOB_ONE_RANK);
     *links += j->insts[i].cause == LENS_CAUSE_SLOW_LINK;
@@ -97,6 +100,7 @@ static void inst_counts(const struct lens_job *j, size_t *host, size_t *apart, s
  * with where the causes are: one seen on a real GPU is ranks that share it
  * without MPS, which take turns (docs/gpu-check.md); the replay's uncoupled
  * GPUs are another. The output names no cause it cannot tell apart. */
+#define NO_SPAN_WHY "no rank completed them (a hang, or traces cut in them: nccl-lens hang says where)"
 #define ENDS_APART_WHY "ranks of one host did not end together on the mapped clock (ends_apart: see docs/job.md)"
 #define ONE_RANK_WHY "one rank had a span, the others' records were cut off or untimed"
 
@@ -199,12 +203,13 @@ static void headline(FILE *f, const struct lens_model *m, const struct lens_job 
             c.bw, last);
   }
   if (notes) {
-    size_t host, apart, one, links;
-    inst_counts(j, &host, &apart, &one, &links);
+    size_t host, apart, one, links, none;
+    inst_counts(j, &host, &apart, &one, &links, &none);
     if (apart)
       note(f, "%zu of %zu instances not decomposed (\"-\"): " ENDS_APART_WHY "; nccl-lens job lists them", apart,
            j->n_insts);
     if (one) note(f, "%zu of %zu instances not decomposed: " ONE_RANK_WHY, one, j->n_insts);
+    if (none) note(f, "%zu of %zu instances not decomposed: " NO_SPAN_WHY, none, j->n_insts);
   }
   if (!j->n_stragglers) {
     fprintf(f, "\nstragglers: none (no rank made the others wait >= %.1f us and >= %.0f%% of the execution)\n",
@@ -273,8 +278,9 @@ void lens_job_print_text(FILE *f, const struct lens_model *m, const struct lens_
                  " dropped\n",
               src->no_launch, src->no_api, src->dropped);
   }
-  size_t host, apart, one, links;
-  inst_counts(j, &host, &apart, &one, &links);
+  size_t host, apart, one, links, none;
+  inst_counts(j, &host, &apart, &one, &links, &none);
+  if (none) note(f, "%zu instances: " NO_SPAN_WHY "; not decomposed", none);
   if (host)
     note(f, "%zu instances had no KernelCh on some rank: host-side spans (Coll start -> completion) used for them",
             host);
@@ -467,8 +473,9 @@ void lens_job_print_md(FILE *f, const struct lens_model *m, const struct lens_jo
              "minus the execution; bus bandwidth from the execution. Durations on each GPU's own clock (KernelCh "
              "pTimer). %zu instances: %zu matched on all ranks, %zu on some, %zu on one.",
           j->n_insts, j->matched_all, j->matched_some, j->matched_one);
-  size_t host, apart, one, links;
-  inst_counts(j, &host, &apart, &one, &links);
+  size_t host, apart, one, links, none;
+  inst_counts(j, &host, &apart, &one, &links, &none);
+  if (none) fprintf(f, " %zu not decomposed: " NO_SPAN_WHY ".", none);
   if (host) fprintf(f, " %zu had no KernelCh on some rank: host-side spans (Coll start → completion) used.", host);
   if (apart)
     fprintf(f, " %zu not decomposed: " ENDS_APART_WHY " (\"-\" where no instance of a row was).", apart);
