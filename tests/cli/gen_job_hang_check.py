@@ -14,7 +14,9 @@ of it, and says it as the truth has it:
     partial;
   - job's text says the instance was not decomposed because no rank
     completed it, never that host spans timed it;
-  - `report --json`'s hang verdict is "bad" and names rank R.
+  - `report --json`'s hang verdict is "bad" and names rank R, and its ops in
+    flight come in the text's groups (a row per direction, step and state,
+    the ranks as ranges), which the page draws past 16 ops.
 On 256 ranks on 32 hosts and 1,024 ranks on 128 hosts (the users' case).
 usage: gen_job_hang_check.py NCCL_LENS_BIN LENS_GEN_JOB_BIN"""
 import json
@@ -98,6 +100,16 @@ try:
         v = [x for x in rj['verdict'] if x['key'] == 'hang']
         if not v or v[0]['status'] != 'bad' or ('rank %d' % hang) not in v[0]['text']:
             fail('%d: report hang verdict %s' % (ranks, v))
+        # the page's rows of ops in flight: hang's text groups, every op in one
+        rc = rj['hang']['comms'][0] if rj['hang'] else {}
+        want_ranks = '0-%d,%d-%d' % (hang - 1, hang + 1, ranks - 1)
+        groups = sorted((g['send'], g['step'], g['ops'], g['n_ranks'], g['ranks']) for g in rc.get('waiting_groups', []))
+        if groups != [(False, 0, len(others), len(others), want_ranks), (True, 0, len(others), len(others), want_ranks)] \
+                or rc.get('waiting_total') != 2 * len(others):
+            fail('%d: report waiting groups %s of %s' % (ranks, groups, rc.get('waiting_total')))
+        if '%d receives in flight at step 0, RecvWait, on %d ranks: %s' % (len(others), len(others), want_ranks) \
+                not in run([lens, 'hang', d], ok=(3,)).stdout:
+            fail('%d: hang text does not group the receives as the page does' % ranks)
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 print('test_gen_job_hang: %s' % ('FAILED' if fails else 'the hung job named alike by hang, job and report'))

@@ -151,15 +151,22 @@ static void wait_line(FILE *f, const struct lens_hang_wait *w) {
   fprintf(f, "\n      %s\n", lens_hang_state_meaning(w->state, w->is_send, w->step_started));
 }
 
-/* The proxy ops in flight as one line per (direction, step, state); a group
- * of HANG_GROUP_MIN or fewer keeps a line each. */
-static void waiting_grouped(FILE *f, const struct lens_hang_comm *c, struct gkey *g, int32_t *buf) {
+/* The proxy ops in flight keyed by (direction, step, state) and sorted: the
+ * text's groups and the page's (lens_hang_print_wait_groups_json). */
+static size_t wait_keys(const struct lens_hang_comm *c, struct gkey *g) {
   size_t n = 0;
   for (size_t i = 0; i < c->n_waiting; i++) {
     const struct lens_hang_wait *w = &c->waiting[i];
     g[n++] = (struct gkey){{w->is_send, w->step, w->state, w->step_started}, w->rank, (uint32_t)i};
   }
   qsort(g, n, sizeof *g, cmp_gkey);
+  return n;
+}
+
+/* The proxy ops in flight as one line per (direction, step, state); a group
+ * of HANG_GROUP_MIN or fewer keeps a line each. */
+static void waiting_grouped(FILE *f, const struct lens_hang_comm *c, struct gkey *g, int32_t *buf) {
+  size_t n = wait_keys(c, g);
   for (size_t i = 0, j; i < n; i = j) {
     for (j = i + 1; j < n && same_key(&g[i], &g[j]);) j++;
     if (j - i <= HANG_GROUP_MIN) { /* a few: each with its peer, channel and repeats */
@@ -175,6 +182,34 @@ static void waiting_grouped(FILE *f, const struct lens_hang_comm *c, struct gkey
     rank_ranges(f, buf, k, col);
     fprintf(f, "\n      %s\n", lens_hang_state_meaning(state, is_send, (int)g[i].k[3]));
   }
+}
+
+void lens_hang_print_wait_groups_json(FILE *f, const struct lens_hang_comm *c) {
+  struct gkey *g = malloc((c->n_waiting + 1) * sizeof *g);
+  int32_t *buf = malloc((c->n_waiting + 1) * sizeof *buf);
+  fputc('[', f);
+  if (g && buf) {
+    size_t n = wait_keys(c, g);
+    for (size_t i = 0, j, m = 0; i < n; i = j, m++) {
+      for (j = i + 1; j < n && same_key(&g[i], &g[j]);) j++;
+      size_t k = group_ranks(g, i, j, buf);
+      char rl[1024];
+      struct lens_fmt_ranges r;
+      lens_fmt_ranges_begin(&r, rl, sizeof rl, 64);
+      for (size_t q = 0; q < k; q++) lens_fmt_ranges_add(&r, buf[q], buf[q]);
+      uint32_t state = (uint32_t)g[i].k[2];
+      int is_send = (int)g[i].k[0];
+      fprintf(f, "%s{\"send\":%s,\"step\":%" PRId64 ",\"state\":", m ? "," : "", is_send ? "true" : "false",
+              g[i].k[1]);
+      lens_json_str(f, lens_hang_state_meaning(state, is_send, (int)g[i].k[3]));
+      fprintf(f, ",\"ops\":%zu,\"n_ranks\":%zu,\"ranks\":", j - i, k);
+      lens_json_str(f, lens_fmt_ranges_end(&r));
+      fputc('}', f);
+    }
+  }
+  fputc(']', f);
+  free(g);
+  free(buf);
 }
 
 static void comm_text(FILE *f, const struct lens_model *m, const struct lens_hang_comm *c, int all, int *any_grouped) {

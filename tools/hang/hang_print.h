@@ -19,5 +19,11 @@ void lens_hang_print_json(FILE *f, const struct lens_model *m, const struct lens
 void lens_hang_print_headline(FILE *f, const struct lens_hang_report *h);
 void lens_hang_print_headline_md(FILE *f, const struct lens_hang_report *h);
 void lens_hang_print_headline_json(FILE *f, const struct lens_hang_report *h);
+/* A stuck communicator's proxy ops in flight as the text groups them past
+ * LENS_FMT_LIST_ROWS (one per direction, step and state, its ranks as
+ * ranges), as a JSON array: [{send, step, state, ops, n_ranks, ranks}]
+ * (ranks "0-516,518-1023", cut with ",..." past 64 runs). The report's page
+ * draws it at the scale of a job. */
+void lens_hang_print_wait_groups_json(FILE *f, const struct lens_hang_comm *c);
 
 #endif

@@ -781,7 +781,9 @@ static void hang(struct ctx *x) {
       lens_json_str(f, lens_hang_state_meaning(hw->state, hw->is_send, hw->step_started));
       fputc('}', f);
     }
-    fprintf(f, "],\"waiting_total\":%zu}", c->n_waiting);
+    fprintf(f, "],\"waiting_total\":%zu,\"waiting_groups\":", c->n_waiting);
+    lens_hang_print_wait_groups_json(f, c);
+    fputc('}', f);
   }
   /* which ranks' proxies froze (the verdict names them): the page marks their squares */
   fprintf(f, "],\"frozen_proxies\":%zu,\"frozen\":[", x->v.h.n_frozen);

@@ -736,7 +736,19 @@
                     ['no trace', stateColor.untraced], ['got past it', stateColor.passed]];
         if (nfrozen) keys.push(['its proxy froze (see nccl-lens hang)', '#fff', '#111']);
         legend(s, keys);
-        if (c.waiting.length) {
+        if (c.waiting_total > 16 && c.waiting_groups && c.waiting_groups.length) {
+          /* at the scale of a job: alike ops on one row with their ranks as ranges, as the text groups them */
+          var tg = s.append('table').attr('class', 'inst'), hg = tg.append('tr');
+          ['dir', 'step', 'ops', 'ranks'].forEach(function (x) { hg.append('th').text(x); });
+          hg.append('th').attr('class', 'l').text('waits for (' + c.waiting_total + ' proxy ops in flight, alike ones ' +
+                                                  'on one row)');
+          c.waiting_groups.forEach(function (wg) {
+            var tr = tg.append('tr');
+            [wg.send ? 'send' : 'recv', wg.step, wg.ops, wg.ranks + (wg.n_ranks > 1 ? ' (' + wg.n_ranks + ')' : '')]
+              .forEach(function (x) { tr.append('td').text(x); });
+            tr.append('td').attr('class', 'l').text(wg.state || '-');
+          });
+        } else if (c.waiting.length) {
           var t = s.append('table').attr('class', 'inst'), hr = t.append('tr');
           ['rank', 'peer', 'channel', 'dir', 'step'].forEach(function (x) { hr.append('th').text(x); });
           hr.append('th').attr('class', 'l').text('waits for (' + c.waiting_total + ' proxy ops in flight)');
