@@ -270,7 +270,9 @@ static void verdict(struct ctx *x) {
     verdict_line(f, &n, "gpu", "unknown", "sec-gpu", "GPU analysis not built in: KernelCh times are host notices.");
   } else {
     const struct lens_validate_verdict *v = &r->gpu;
-    snprintf(t, sizeof t, "GPU times %s: %s.", v->level, v->text);
+    /* "GPU times trusted", "GPU times unreliable"; "GPU durations trusted" (not "GPU times durations trusted") */
+    int dur = !strncmp(v->level, "durations ", 10);
+    snprintf(t, sizeof t, "GPU %s %s: %s.", dur ? "durations" : "times", dur ? v->level + 10 : v->level, v->text);
     verdict_line(f, &n, "gpu", !strcmp(v->level, "trusted") ? "ok" : "warn", "sec-gpu", t);
   }
   fputs("]", f);
