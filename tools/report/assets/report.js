@@ -75,8 +75,11 @@
     }
   }
   function frame(s, w, h, m) {
+    /* a viewBox: on a window narrower than the plot it scales down whole (report.css), labels included,
+       rather than cutting its right side off */
     var svg = s.append('div').attr('class', 'plot').append('svg')
-      .attr('width', w + m.l + m.r).attr('height', h + m.t + m.b);
+      .attr('width', w + m.l + m.r).attr('height', h + m.t + m.b)
+      .attr('viewBox', '0 0 ' + (w + m.l + m.r) + ' ' + (h + m.t + m.b));
     return svg.append('g').attr('transform', 'translate(' + m.l + ',' + m.t + ')');
   }
   function axes(g, x, y, w, h, xlabel, ylabel, xfmt, yfmt, xticks, yticks) {
