@@ -43,7 +43,7 @@ def run(args, ok=(0,)):
 
 tmp = tempfile.mkdtemp(prefix='lens-genhang-')
 try:
-    for ranks, hosts, events, hang in ((256, 32, 400000, 201), (1024, 128, 800000, 777)):
+    for ranks, hosts, events, hang in ((256, 32, 150000, 201), (1024, 128, 300000, 777)):
         d = '%s/job%d' % (tmp, ranks)
         run([gen, '-o', d, '--ranks', str(ranks), '--hosts', str(hosts), '--events', str(events),
              '--hang-rank', str(hang)])

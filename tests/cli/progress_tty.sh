@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Progress on a terminal only (docs/cli.md): every command that reads a job
 # draws one line on a terminal's stderr ("LABEL: done/total (pct%)", ended by
-# clearing it), to 100 %, and never on a pipe; a command that reads its
+# clearing it), to 100 %, and never on a pipe (summary, export, diff); a command that reads its
 # traces twice says which read it is (export --format job and perfetto:
 # "1 of 2", "2 of 2"; diff: "run A", "run B"). The terminal is a pty from script(1)
 # (util-linux, Debian's essential bsdutils).
@@ -13,7 +13,7 @@ command -v script > /dev/null || { echo "progress_tty: no script(1)"; exit 77; }
 tmp=$(mktemp -d /tmp/lens-progress-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 # 16 hosts: 16 host groups, each a line of progress
-"$gen" -o "$tmp/job" --ranks 64 --hosts 16 --events 200000 > /dev/null
+"$gen" -o "$tmp/job" --ranks 64 --hosts 16 --events 50000 > /dev/null
 fail=0
 check() { # name, then the command's arguments; labels it must show, after --
   local name=$1; shift
@@ -34,7 +34,8 @@ check() { # name, then the command's arguments; labels it must show, after --
   if ! tr -d '\n' < "$tmp/$name.tty" | grep -q $'\r\033\\[K'; then
     echo "FAIL: $name: the progress line is not cleared"; fail=1
   fi
-  # not on a pipe
+  # not on a pipe (one command of each kind of read: one, two, two runs; CI time under the sanitizers)
+  case "$name" in summary|export-job|diff) ;; *) return ;; esac
   "$lens" "${args[@]}" > /dev/null 2> "$tmp/$name.err" || { echo "FAIL: $name on a pipe exited $?"; fail=1; }
   if grep -q $'\r' "$tmp/$name.err" || grep -q "(100%)" "$tmp/$name.err"; then
     echo "FAIL: $name: progress written to a pipe"; fail=1
