@@ -182,6 +182,8 @@ for name, opts, bad, plots in SCEN:
     missing = plots - {k for k, v in C['plots'].items() if v.get('drawn')}
     if missing:
         fail('%s: expected plots missing: %s' % (name, sorted(missing)))
+    if name == 'overrun' and 'late or busy GPU / host spans' not in dom:
+        fail('%s: the stragglers\' legend does not say grey is also host spans' % name)
     svgs = dom.count('<svg')
     if C['svg_nonempty'] != svgs:
         fail('%s: %d of %d svg hold marks' % (name, C['svg_nonempty'], svgs))

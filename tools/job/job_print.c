@@ -27,7 +27,7 @@ static unsigned pid_of(const struct lens_model *m, int32_t proc) {
 const char *lens_job_inst_cause_words(const struct lens_job_inst *in) {
   /* host spans end at the proxy's completion notices: neither the GPU start
    * nor a late call is seen there (docs/job.md) */
-  if (in->cause == LENS_CAUSE_UNKNOWN && (in->flags & LENS_JOB_HOST_SPANS)) return "host spans";
+  if (in->cause == LENS_CAUSE_UNKNOWN && (in->flags & LENS_JOB_HOST_SPANS)) return LENS_JOB_HOST_SPANS_WORDS;
   return lens_fmt_cause_words(lens_job_cause_name(in->cause));
 }
 
@@ -38,7 +38,7 @@ size_t lens_job_straggler_causes(const struct lens_job_straggler *s, struct lens
     uint64_t k = s->cause_count[c], hs = c == LENS_CAUSE_UNKNOWN ? s->unknown_host_spans : 0;
     if (hs > k) hs = k; /* not reached: a subset */
     if (k - hs) out[n++] = (struct lens_job_cause_item){lens_fmt_cause_words(lens_job_cause_name(c)), k - hs};
-    if (hs) out[n++] = (struct lens_job_cause_item){"host spans", hs};
+    if (hs) out[n++] = (struct lens_job_cause_item){LENS_JOB_HOST_SPANS_WORDS, hs};
   }
   for (size_t i = 0; i < n; i++)
     if (t < 0 || out[i].n > out[t].n) t = (int)i;
@@ -50,7 +50,8 @@ const char *lens_job_straggler_top_words(const struct lens_job_straggler *s) {
   struct lens_job_cause_item it[LENS_JOB_CAUSE_ITEMS];
   int top;
   lens_job_straggler_causes(s, it, &top);
-  if (top >= 0 && !strcmp(it[top].words, "host spans")) return "on host spans, where no GPU-side cause is named";
+  if (top >= 0 && !strcmp(it[top].words, LENS_JOB_HOST_SPANS_WORDS))
+    return "on " LENS_JOB_HOST_SPANS_WORDS ", where no GPU-side cause is named";
   return top >= 0 ? it[top].words : "-";
 }
 

@@ -27,6 +27,7 @@ struct lens_job_sources {
  * call", "host spans" for the unknown cause on host spans, "late or busy
  * GPU" for it on GPU spans): one rule for the text, Markdown and HTML. */
 const char *lens_job_inst_cause_words(const struct lens_job_inst *in);
+#define LENS_JOB_HOST_SPANS_WORDS "host spans"
 
 /* A straggler's causes as the views name them: (words, instances), in the
  * causes' order, the unknown ones split as lens_job_inst_cause_words splits

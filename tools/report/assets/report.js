@@ -339,7 +339,10 @@
         .attr('y', function (d, i) { return y(i) + y.rangeBand() / 2 + 4; })
         .text(function (d) { return f3(d.share_pct) + '%, last ' + d.times_last + 'x'; });
       var items = [];
-      for (var k in causeColor) items.push([causeWords(k), causeColor[k]]);
+      /* grey is also a straggler timed on host spans (its tooltip and table say so): the legend says both */
+      var onHost = list.some(function (d) { return /host spans/.test(d.causes_text || ''); });
+      for (var k in causeColor)
+        items.push([k === 'unknown' && onHost ? causeWords(k) + ' / host spans' : causeWords(k), causeColor[k]]);
       legend(s, items);
       detail = s.append('div').attr('id', 'straggler-instances');
       function select(i) {
