@@ -260,7 +260,6 @@ int lens_passes_run(const char *cmd, struct lens_trace_cli *c, const struct lens
   int progress = !(o && o->no_progress) && r.n_groups > 1;
   struct lens_cli_pool pool = {.cmd = cmd, .n = r.n_groups, .threads = o ? o->threads : 0, .stop_on_fail = 1,
                                .progress = !progress            ? NULL
-                                           : o && o->progress ? o->progress
                                            : c->progress_label ? c->progress_label
                                                                : "reading traces (host groups)",
                                .fn = map_item, .ctx = &r};

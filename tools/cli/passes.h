@@ -60,8 +60,6 @@ struct lens_passes_out {
 struct lens_passes_opts {
   long threads;                    /* 0: the cores */
   int no_progress;                 /* no progress line even on a terminal */
-  const char *progress;            /* its label (NULL: "reading traces (host groups)"); a command that reads
-                                    * the traces twice says which read it is */
 };
 
 /* Reads c's traces (directories already expanded by the caller, or expanded

@@ -40,7 +40,8 @@ struct lens_trace_cli {
    * says 1 (NULL: every one): e.g. JSON files that are Kineto traces. */
   int (*dir_accept)(const char *path);
   /* The progress line's label while these traces are read (NULL: the
-   * default), for a command that reads two sets (diff: run A, run B). */
+   * default), for a command that reads them twice (export --format job:
+   * "1 of 2", "2 of 2") or reads two sets (diff: run A, run B). */
   const char *progress_label;
 };
 

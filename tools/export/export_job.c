@@ -168,7 +168,7 @@ int lens_job_export_run(struct lens_trace_cli *c, struct lens_job_export_opts *o
   struct draw_ctx dx = {0};
   struct lens_pass draw = {.map = draw_map, .free = draw_free, .ctx = &dx};
   struct lens_job_export_counts cnt = {0};
-  popts.progress = "reading traces (host groups), 1 of 2: the job view";
+  c->progress_label = "reading traces (host groups), 1 of 2: the job view";
   int rc = lens_passes_run(CMD, c, &view, 1, &popts, &p1);
   if (rc) goto out;
   if ((rc = job_comm(p1.skel, &selection, o))) goto out;
@@ -201,7 +201,7 @@ int lens_job_export_run(struct lens_trace_cli *c, struct lens_job_export_opts *o
                          .n_groups = n, .n_procs = np, .j = &j, .a = &a, .o = o, .sel = sel,
                          .origin = cnt.origin_job_ns,
                          .track_span = (uint32_t)(((UINT32_MAX - 1u) / LENS_LANES_MAX) / (c->n + 1))};
-  popts.progress = "reading traces (host groups), 2 of 2: drawing";
+  c->progress_label = "reading traces (host groups), 2 of 2: drawing";
   if (lens_passes_run(CMD, c, &draw, 1, &popts, &p2)) goto out;
   struct lens_job_export_part *const *parts = (struct lens_job_export_part *const *)p2.parts;
   for (size_t g = 0; g < p2.n_groups; g++) {
@@ -244,5 +244,6 @@ out:
   free(group_of_input);
   lens_spool_dir_free(spool);
   c->filter = selection;
+  c->progress_label = NULL; /* the caller's c, as it came */
   return rc;
 }
