@@ -205,12 +205,6 @@ static int is_graph_api(const struct lens_event *e) {
          (e->type == LENS_T_P2P_API && e->p.p2p_api.graph_captured);
 }
 
-/* An ancestor's parent: an event's, or a folded step's (LENS_STEP_VALUE,
- * as resolve_parents and resolve_fstep_parents give them). */
-static int64_t parent_of(const struct lens_builder *b, int64_t a) {
-  return a >= 0 ? b->m->events[a].parent : b->fsteps[LENS_STEP_INDEX(a)].parent;
-}
-
 /* The folded steps' number and flags (folded_steps, folded_evf_counts),
  * those with keep[i] (keep NULL: all). */
 static void count_folded(struct lens_builder *b, const uint8_t *keep) {
@@ -219,7 +213,7 @@ static void count_folded(struct lens_builder *b, const uint8_t *keep) {
   for (size_t i = 0; i < b->n_fsteps; i++) {
     if (keep && !keep[i]) continue;
     n++;
-    for (int k = 0; k < 32; k++) m->folded_evf_counts[k] += b->fsteps[i].flags >> k & 1u;
+    for (uint32_t fl = b->fsteps[i].flags; fl; fl &= fl - 1) m->folded_evf_counts[__builtin_ctz(fl)]++; /* its set bits */
     int32_t p = b->fsteps[i].proc;
     if (p >= 0 && (size_t)p < m->n_procs) m->procs[p].folded_steps++;
   }
@@ -227,21 +221,41 @@ static void count_folded(struct lens_builder *b, const uint8_t *keep) {
 }
 
 #define GRAPH_SEEN 1024
+/* What the walks read of an event, beside the events: a walk's hops then
+ * touch 12 bytes, not an event's cache lines (issue 23: the walks over the
+ * events were 8 % of summary). */
+struct inherit_node { int32_t parent, comm; uint32_t graph; };
+
+/* An ancestor's parent: an event's, or a folded step's (LENS_STEP_VALUE,
+ * as resolve_parents and resolve_fstep_parents give them). */
+static int64_t node_parent(const struct lens_builder *b, const struct inherit_node *nd, int64_t a) {
+  return a >= 0 ? nd[a].parent : b->fsteps[LENS_STEP_INDEX(a)].parent;
+}
+
 /* Comm from the nearest ancestor that has one (remote events, NULL or bad
  * contexts), and the graph mark from any graph-captured API ancestor. A
  * folded step is an ancestor too (it counts in the depth; it is no API and
- * its comm is not looked up). */
+ * its comm is not looked up). The events in load order, each taking what
+ * its ancestors hold at its turn (an earlier event's inherited comm too). */
 static int inherit(struct lens_builder *b) {
   struct lens_model *m = b->m;
+  struct inherit_node *nd = malloc((m->n_events ? m->n_events : 1) * sizeof *nd);
+  if (!nd) return lens_builder_oom(b);
+  for (size_t i = 0; i < m->n_events; i++)
+    nd[i] = (struct inherit_node){m->events[i].parent, m->events[i].comm,
+                                  is_graph_api(&m->events[i]) ? LENS_EVF_GRAPH : 0};
   for (size_t i = 0; i < m->n_events; i++) {
-    struct lens_event *e = &m->events[i];
+    struct inherit_node *e = &nd[i];
+    uint32_t graph = 0;
     int64_t a = (int64_t)i;
-    for (int d = 0; d < MAX_DEPTH && a != -1; d++, a = parent_of(b, a)) {
+    for (int d = 0; d < MAX_DEPTH && a != -1; d++, a = node_parent(b, nd, a)) {
       if (a < 0) continue;
-      const struct lens_event *x = &m->events[a];
+      const struct inherit_node *x = &nd[a];
       if (e->comm < 0 && x->comm >= 0) e->comm = x->comm;
-      if (is_graph_api(x)) e->flags |= LENS_EVF_GRAPH;
+      graph |= x->graph;
     }
+    m->events[i].comm = e->comm;
+    m->events[i].flags |= graph;
   }
   /* the folded steps' graph marks, their flags counted; the events whose
    * parent is a folded step keep none (it is no event) */
@@ -258,9 +272,9 @@ static int inherit(struct lens_builder *b) {
       uint32_t graph = 0;
       int32_t comm = -1;
       int64_t a = f->parent;
-      for (int d = 1; d < MAX_DEPTH && a != -1; d++, a = parent_of(b, a)) {
-        if (a >= 0 && is_graph_api(&m->events[a])) graph = LENS_EVF_GRAPH;
-        if (a >= 0 && comm < 0 && m->events[a].comm >= 0) comm = m->events[a].comm;
+      for (int d = 1; d < MAX_DEPTH && a != -1; d++, a = node_parent(b, nd, a)) {
+        if (a >= 0) graph |= nd[a].graph;
+        if (a >= 0 && comm < 0 && nd[a].comm >= 0) comm = nd[a].comm;
       }
       seen[at].parent = f->parent, seen[at].graph = graph, seen[at].comm = comm;
     }
@@ -269,6 +283,7 @@ static int inherit(struct lens_builder *b) {
     if (!(f->flags & LENS_EVF_STOPPED_PRIV)) f->flags |= LENS_EVF_NO_STOP;
     f->flags &= ~LENS_EVF_STOPPED_PRIV;
   }
+  free(nd);
   if (!(b->flags & LENS_LOAD_FOLD_LATER)) count_folded(b, NULL);
   /* LENS_LOAD_FOLD_LATER: which step each event under a step had (a
    * selection asks its operation through it) */
@@ -292,6 +307,60 @@ static int cmp_order(const void *a, const void *b) {
   if (x->proc != y->proc) return x->proc < y->proc ? -1 : 1;
   if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
   return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+static inline int key_before(const struct order_key *x, const struct order_key *y) {
+  if (x->proc != y->proc) return x->proc < y->proc;
+  if (x->ts != y->ts) return x->ts < y->ts;
+  return x->idx < y->idx;
+}
+
+/* Sorts the keys as qsort with cmp_order would (the keys are unique: idx).
+ * They come in load order: each chunk's STARTs in time order, chunks of a
+ * process's threads interleaved, so the array is a few long ascending runs;
+ * a natural merge of those runs does log2(runs) passes with the comparison
+ * inline, where qsort did log2(n) through a pointer (issue 23: the sort was
+ * 5 % of summary). Many short runs (crafted input) go to qsort: the runs'
+ * table is bounded by n / 8. Returns -1 out of memory. */
+static int sort_order_keys(struct order_key *k, size_t n) {
+  if (n < 2) return 0;
+  size_t cap = n / 8 + 2, n_runs = 1;
+  uint32_t *run = malloc(cap * sizeof *run); /* run[r]: its first key; run[n_runs] = n */
+  if (!run) return -1;
+  run[0] = 0;
+  for (size_t i = 1; i < n && n_runs + 1 < cap; i++)
+    if (key_before(&k[i], &k[i - 1])) run[n_runs++] = (uint32_t)i;
+  if (n_runs + 1 >= cap) {
+    free(run);
+    qsort(k, n, sizeof *k, cmp_order);
+    return 0;
+  }
+  run[n_runs] = (uint32_t)n;
+  struct order_key *tmp = n_runs > 1 ? malloc(n * sizeof *tmp) : NULL;
+  if (n_runs > 1 && !tmp) {
+    free(run);
+    return -1;
+  }
+  struct order_key *src = k, *dst = tmp;
+  while (n_runs > 1) {
+    size_t out = 0;
+    for (size_t r = 0; r < n_runs; r += 2) {
+      size_t lo = run[r], mid = run[r + 1], hi = r + 1 < n_runs ? run[r + 2] : mid; /* an odd run out: copied */
+      size_t i = lo, j = mid, o = lo;
+      while (i < mid && j < hi) dst[o++] = key_before(&src[j], &src[i]) ? src[j++] : src[i++];
+      memcpy(dst + o, src + i, (mid - i) * sizeof *dst), o += mid - i;
+      memcpy(dst + o, src + j, (hi - j) * sizeof *dst);
+      run[out++] = (uint32_t)lo;
+    }
+    run[out] = (uint32_t)n;
+    n_runs = out;
+    struct order_key *t = src;
+    src = dst, dst = t;
+  }
+  if (src != k) memcpy(k, src, n * sizeof *k);
+  free(tmp);
+  free(run);
+  return 0;
 }
 
 /* Moves events into (proc, start) order in place, following the
@@ -352,7 +421,10 @@ static int sort_and_link(struct lens_builder *b) {
     return lens_builder_oom(b);
   }
   for (size_t i = 0; i < n; i++) k[i] = (struct order_key){m->events[i].proc, (int32_t)i, m->events[i].start_mono_ns};
-  qsort(k, n, sizeof *k, cmp_order);
+  if (sort_order_keys(k, n)) {
+    free(k), free(inv), free(done), free(cnt);
+    return lens_builder_oom(b);
+  }
   for (size_t j = 0; j < n; j++) inv[k[j].idx] = (int32_t)j;
   struct lens_event *ev = m->events;
   size_t n_states = b->n_states;
