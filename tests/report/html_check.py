@@ -346,6 +346,8 @@ for name, opts, bad, plots in SCEN:
             words = collections.Counter(n['cause_words'] for n in s['instances'])
             if sorted(s['causes_text'].split(', ')) != sorted('%s %d' % kv for kv in words.items()):
                 fail('%s: rank %d causes %r, its instances %s' % (name, s['rank'], s['causes_text'], dict(words)))
+            if s['host_spans'] != words[J['stragglers']['host_spans_words']]:
+                fail('%s: rank %d host_spans %d, its instances %s' % (name, s['rank'], s['host_spans'], dict(words)))
     links = collections.Counter((c['cause_rank'], c['cause_peer']) for c in job['collectives'] if c['cause'] == 'slow_link')
     if {(l['src'], l['dst']): l['instances'] for l in (J['net'] or {}).get('job_slow_links', [])} != dict(links):
         fail('%s: job slow links != job --json %s' % (name, dict(links)))

@@ -37,8 +37,8 @@ size_t lens_job_straggler_causes(const struct lens_job_straggler *s, struct lens
   for (int c = 1; c < 8; c++) {
     uint64_t k = s->cause_count[c], hs = c == LENS_CAUSE_UNKNOWN ? s->unknown_host_spans : 0;
     if (hs > k) hs = k; /* not reached: a subset */
-    if (k - hs) out[n++] = (struct lens_job_cause_item){lens_fmt_cause_words(lens_job_cause_name(c)), k - hs};
-    if (hs) out[n++] = (struct lens_job_cause_item){LENS_JOB_HOST_SPANS_WORDS, hs};
+    if (k - hs) out[n++] = (struct lens_job_cause_item){lens_fmt_cause_words(lens_job_cause_name(c)), k - hs, 0};
+    if (hs) out[n++] = (struct lens_job_cause_item){LENS_JOB_HOST_SPANS_WORDS, hs, 1};
   }
   for (size_t i = 0; i < n; i++)
     if (t < 0 || out[i].n > out[t].n) t = (int)i;
@@ -50,7 +50,7 @@ const char *lens_job_straggler_top_words(const struct lens_job_straggler *s) {
   struct lens_job_cause_item it[LENS_JOB_CAUSE_ITEMS];
   int top;
   lens_job_straggler_causes(s, it, &top);
-  if (top >= 0 && !strcmp(it[top].words, LENS_JOB_HOST_SPANS_WORDS))
+  if (top >= 0 && it[top].host_spans)
     return "on " LENS_JOB_HOST_SPANS_WORDS ", where no GPU-side cause is named";
   return top >= 0 ? it[top].words : "-";
 }

@@ -38,6 +38,7 @@ const char *lens_job_inst_cause_words(const struct lens_job_inst *in);
 struct lens_job_cause_item {
   const char *words;
   uint64_t n;
+  int host_spans; /* the unknown cause on host spans (its words LENS_JOB_HOST_SPANS_WORDS) */
 };
 size_t lens_job_straggler_causes(const struct lens_job_straggler *s, struct lens_job_cause_item *out, int *top);
 /* The words of the item with most instances ("-" none; host spans said as

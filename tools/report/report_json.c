@@ -491,7 +491,8 @@ static int stragglers(struct ctx *x) {
   for (int c = 1; c < 8; c++)
     fprintf(f, "%s\"%s\":\"%s\"", c > 1 ? "," : "", lens_job_cause_name(c),
             lens_fmt_cause_words(lens_job_cause_name(c)));
-  fprintf(f, "},\"total\":%zu,\"list\":[", j->n_stragglers);
+  fputs("},\"host_spans_words\":\"" LENS_JOB_HOST_SPANS_WORDS "\"", f); /* the unknown cause on host spans */
+  fprintf(f, ",\"total\":%zu,\"list\":[", j->n_stragglers);
   const struct lens_job_inst *mine[LENS_REPORT_INSTANCES];
   for (size_t i = 0; i < j->n_stragglers && i < LENS_REPORT_STRAGGLERS; i++) {
     const struct lens_job_straggler *s = &j->stragglers[i];
@@ -514,9 +515,13 @@ static int stragglers(struct ctx *x) {
       size_t n_it = lens_job_straggler_causes(s, it, NULL);
       char ct[LENS_JOB_CAUSE_ITEMS * 40] = "";
       size_t o = 0;
-      for (size_t c = 0; c < n_it && o < sizeof ct; c++)
+      uint64_t hs = 0;
+      for (size_t c = 0; c < n_it && o < sizeof ct; c++) {
         o += (size_t)snprintf(ct + o, sizeof ct - o, "%s%s %" PRIu64, c ? ", " : "", it[c].words, it[c].n);
+        if (it[c].host_spans) hs += it[c].n;
+      }
       lens_json_str(f, ct);
+      fprintf(f, ",\"host_spans\":%" PRIu64, hs); /* of causes.unknown: on host spans (causes_text's words) */
     }
     fputs(",\"instances\":[", f);
     size_t n = lens_report_straggler_instances(&x->v, s, mine, LENS_REPORT_INSTANCES);

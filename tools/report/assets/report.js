@@ -340,9 +340,9 @@
         .text(function (d) { return f3(d.share_pct) + '%, last ' + d.times_last + 'x'; });
       var items = [];
       /* grey is also a straggler timed on host spans (its tooltip and table say so): the legend says both */
-      var onHost = list.some(function (d) { return /host spans/.test(d.causes_text || ''); });
+      var onHost = list.some(function (d) { return d.host_spans > 0; });
       for (var k in causeColor)
-        items.push([k === 'unknown' && onHost ? causeWords(k) + ' / host spans' : causeWords(k), causeColor[k]]);
+        items.push([k === 'unknown' && onHost ? causeWords(k) + ' / ' + S.host_spans_words : causeWords(k), causeColor[k]]);
       legend(s, items);
       detail = s.append('div').attr('id', 'straggler-instances');
       function select(i) {
