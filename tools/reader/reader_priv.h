@@ -37,8 +37,9 @@ int lens_unpack_chunk(struct lens_unpacker *u, const uint8_t *p, uint32_t len, u
 void lens_unpacker_release(struct lens_unpacker *u);
 /* Grow *arr (element size es) so that index n fits; 0 or -1 (no memory). */
 int lens_vec_reserve(void **arr, size_t *cap, size_t n, size_t es);
+/* The room test inline: a push is a compare and a store, the call only to grow. */
 #define LENS_VEC_PUSH(b, arr, n, cap) \
-  (lens_vec_reserve((void **)&(arr), &(b)->cap, (n) + 1, sizeof *(arr)) ? NULL : &(arr)[(n)++])
+  (((n) < (b)->cap || !lens_vec_reserve((void **)&(arr), &(b)->cap, (n) + 1, sizeof *(arr))) ? &(arr)[(n)++] : NULL)
 
 /* Strings live in an arena of fixed blocks so their pointers never move. */
 struct lens_arena_block;
