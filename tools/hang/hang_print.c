@@ -163,24 +163,41 @@ static size_t wait_keys(const struct lens_hang_comm *c, struct gkey *g) {
   return n;
 }
 
+/* One group of wait_keys' sorted keys: [i, j), its k distinct ranks in
+ * the caller's buffer, and its key. */
+struct wait_group {
+  size_t i, j, k;
+  int is_send, started;
+  int64_t step;
+  uint32_t state;
+};
+/* The group starting at *at (the text's and the page's walk); 0 past the end. */
+static int next_wait_group(const struct gkey *g, size_t n, size_t *at, int32_t *buf, struct wait_group *w) {
+  size_t i = *at, j;
+  if (i >= n) return 0;
+  for (j = i + 1; j < n && same_key(&g[i], &g[j]);) j++;
+  *w = (struct wait_group){i, j, group_ranks(g, i, j, buf), (int)g[i].k[0], (int)g[i].k[3], g[i].k[1],
+                           (uint32_t)g[i].k[2]};
+  *at = j;
+  return 1;
+}
+
 /* The proxy ops in flight as one line per (direction, step, state); a group
  * of HANG_GROUP_MIN or fewer keeps a line each. */
 static void waiting_grouped(FILE *f, const struct lens_hang_comm *c, struct gkey *g, int32_t *buf) {
-  size_t n = wait_keys(c, g);
-  for (size_t i = 0, j; i < n; i = j) {
-    for (j = i + 1; j < n && same_key(&g[i], &g[j]);) j++;
-    if (j - i <= HANG_GROUP_MIN) { /* a few: each with its peer, channel and repeats */
-      for (size_t q = i; q < j; q++) wait_line(f, &c->waiting[g[q].idx]);
+  size_t n = wait_keys(c, g), at = 0;
+  struct wait_group w;
+  while (next_wait_group(g, n, &at, buf, &w)) {
+    size_t ops = w.j - w.i;
+    if (ops <= HANG_GROUP_MIN) { /* a few: each with its peer, channel and repeats */
+      for (size_t q = w.i; q < w.j; q++) wait_line(f, &c->waiting[g[q].idx]);
       continue;
     }
-    size_t k = group_ranks(g, i, j, buf);
-    uint32_t state = (uint32_t)g[i].k[2];
-    int is_send = (int)g[i].k[0];
-    int col = fprintf(f, "  %zu %s in flight at step %" PRId64 ", %s, on %zu rank%s: ", j - i,
-                      is_send ? (j - i == 1 ? "send" : "sends") : (j - i == 1 ? "receive" : "receives"), g[i].k[1],
-                      state ? lens_state_name(state) : "-", k, k == 1 ? "" : "s");
-    rank_ranges(f, buf, k, col);
-    fprintf(f, "\n      %s\n", lens_hang_state_meaning(state, is_send, (int)g[i].k[3]));
+    int col = fprintf(f, "  %zu %s in flight at step %" PRId64 ", %s, on %zu rank%s: ", ops,
+                      w.is_send ? (ops == 1 ? "send" : "sends") : (ops == 1 ? "receive" : "receives"), w.step,
+                      w.state ? lens_state_name(w.state) : "-", w.k, w.k == 1 ? "" : "s");
+    rank_ranges(f, buf, w.k, col);
+    fprintf(f, "\n      %s\n", lens_hang_state_meaning(w.state, w.is_send, w.started));
   }
 }
 
@@ -189,20 +206,17 @@ void lens_hang_print_wait_groups_json(FILE *f, const struct lens_hang_comm *c) {
   int32_t *buf = malloc((c->n_waiting + 1) * sizeof *buf);
   fputc('[', f);
   if (g && buf) {
-    size_t n = wait_keys(c, g);
-    for (size_t i = 0, j, m = 0; i < n; i = j, m++) {
-      for (j = i + 1; j < n && same_key(&g[i], &g[j]);) j++;
-      size_t k = group_ranks(g, i, j, buf);
+    size_t n = wait_keys(c, g), at = 0;
+    struct wait_group w;
+    for (int first = 1; next_wait_group(g, n, &at, buf, &w); first = 0) {
       char rl[1024];
       struct lens_fmt_ranges r;
       lens_fmt_ranges_begin(&r, rl, sizeof rl, 64);
-      for (size_t q = 0; q < k; q++) lens_fmt_ranges_add(&r, buf[q], buf[q]);
-      uint32_t state = (uint32_t)g[i].k[2];
-      int is_send = (int)g[i].k[0];
-      fprintf(f, "%s{\"send\":%s,\"step\":%" PRId64 ",\"state\":", m ? "," : "", is_send ? "true" : "false",
-              g[i].k[1]);
-      lens_json_str(f, lens_hang_state_meaning(state, is_send, (int)g[i].k[3]));
-      fprintf(f, ",\"ops\":%zu,\"n_ranks\":%zu,\"ranks\":", j - i, k);
+      for (size_t q = 0; q < w.k; q++) lens_fmt_ranges_add(&r, buf[q], buf[q]);
+      fprintf(f, "%s{\"send\":%s,\"step\":%" PRId64 ",\"state\":", first ? "" : ",", w.is_send ? "true" : "false",
+              w.step);
+      lens_json_str(f, lens_hang_state_meaning(w.state, w.is_send, w.started));
+      fprintf(f, ",\"ops\":%zu,\"n_ranks\":%zu,\"ranks\":", w.j - w.i, w.k);
       lens_json_str(f, lens_fmt_ranges_end(&r));
       fputc('}', f);
     }
