@@ -182,6 +182,14 @@ for name, opts, bad, plots in SCEN:
     missing = plots - {k for k, v in C['plots'].items() if v.get('drawn')}
     if missing:
         fail('%s: expected plots missing: %s' % (name, sorted(missing)))
+    if C['too_wide']:
+        fail('%s: plots wider than the window: %s' % (name, C['too_wide']))
+    if 'waits' in plots or 'net_matrix' in plots:  # the canvas plots on a narrow window: drawn at its width
+        m = re.search(r'<pre id="lens-check"[^>]*data-done="1"[^>]*>(.*?)</pre>',
+                      chrome(page, '--window-size=600,2000', '--dump-dom').stdout, re.S)
+        N = json.loads(html.unescape(m.group(1))) if m else {'too_wide': ['the page did not finish drawing']}
+        if N['too_wide'] or N['errors']:
+            fail('%s: at 600 px: too wide %s, errors %s' % (name, N['too_wide'], N['errors']))
     if name == 'overrun' and 'late or busy GPU / host spans' not in dom:
         fail('%s: the stragglers\' legend does not say grey is also host spans' % name)
     svgs = dom.count('<svg')

@@ -74,6 +74,11 @@
       check.plots[name] = {drawn: false};
     }
   }
+  /* The drawing width a canvas plot of section s has on this window: its width less the margins, within [lo, hi]. */
+  function plotWidth(s, m, lo, hi) {
+    var avail = s.node().getBoundingClientRect().width - m.l - m.r;
+    return Math.floor(Math.max(lo, Math.min(hi, avail > 0 ? avail : hi)));
+  }
   function frame(s, w, h, m) {
     /* a viewBox: on a window narrower than the plot it scales down whole (report.css), labels included,
        rather than cutting its right side off */
@@ -251,8 +256,11 @@
               'waited inside its collectives for the last rank to arrive. A light row among dark ones is the rank ' +
               'the others wait for.');
       plot('waits', function () {
-        var rows = W.rows.length, bins = W.n_bins, w = 1000, h = Math.min(Math.max(rows * 18, 60), 640);
         var m = {l: 64, r: 20, t: 10, b: 44};
+        /* a canvas does not scale with the window as the SVG plots do: drawn at the width there is (at most
+           1000 px, at least 320), so a narrow window does not scroll sideways for it */
+        var rows = W.rows.length, bins = W.n_bins, w = plotWidth(s, m, 320, 1000);
+        var h = Math.min(Math.max(rows * 18, 60), 640);
         var div = s.append('div').attr('class', 'plot').style('height', (h + m.t + m.b) + 'px');
         var canvas = div.append('canvas').attr('width', w).attr('height', h).style('position', 'absolute')
           .style('left', m.l + 'px').style('top', m.t + 'px');
@@ -387,8 +395,8 @@
               'GPU; grey cells exchanged nothing.');
       plot('net_matrix', function () {
         /* cells of at least 22 px and the matrix at least 240 px a side, so a few ranks read as a matrix */
-        var n = Math.ceil(M.nranks / M.rank_group), side = Math.min(Math.max(n * 22, 240), 560);
         var m = {l: 64, r: 20, t: 10, b: 44};
+        var n = Math.ceil(M.nranks / M.rank_group), side = Math.min(Math.max(n * 22, 240), 560, plotWidth(s, m, 200, 560));
         var div = s.append('div').attr('class', 'plot').style('height', (side + m.t + m.b) + 'px');
         var canvas = div.append('canvas').attr('width', side).attr('height', side).style('position', 'absolute')
           .style('left', m.l + 'px').style('top', m.t + 'px');
@@ -780,6 +788,13 @@
         for (var i = 0; i < px.length; i += 4)
           if (px[i] < 240 || px[i + 1] < 240 || px[i + 2] < 240) { check.canvas_nonempty++; return; }
       } catch (e) { errors.push('canvas: ' + e.message); }
+    });
+    /* plots wider than the window (a canvas keeps its width; html_check renders a narrow window too) */
+    var vw = document.documentElement.clientWidth;
+    check.too_wide = [];
+    d3.selectAll('canvas').each(function () {
+      var r = this.getBoundingClientRect();
+      if (r.right > vw + 0.5) check.too_wide.push(this.parentNode.parentNode.id + ': ' + Math.round(r.right) + ' > ' + vw);
     });
     for (var k in check.plots) delete check.plots[k].canvas;
     check.errors = errors;
