@@ -466,27 +466,16 @@ static int sort_and_link(struct lens_builder *b) {
     cnt[j + 1] += cnt[j];
   }
   free(k); /* the sort's keys go before the states' destinations come */
-  /* Scattered into an array of the model's type: each store independent of
-   * the last, where following the permutation's cycles in place waits on
-   * one load after another (a third of an unfolded load's resolve). It
-   * costs 36 bytes a state more for the moment (a host group's states,
-   * not the job's); without that memory, in place. */
-  struct lens_state_ev *st = b->n_states ? malloc(b->n_states * sizeof *st) : NULL;
-  if (st) {
-    for (size_t s = 0; s < b->n_states; s++) st[cnt[inv[b->states[s].event]]++] = b->states[s].s;
-    free(b->states);
-  } else {
-    uint32_t *dest = malloc((b->n_states ? b->n_states : 1) * sizeof *dest);
-    if (!dest) {
-      free(inv), free(done), free(cnt);
-      return lens_builder_oom(b);
-    }
-    for (size_t s = 0; s < b->n_states; s++) dest[s] = cnt[inv[b->states[s].event]]++;
-    st = states_in_place(b->states, dest, b->n_states);
-    free(dest);
+  uint32_t *dest = malloc((b->n_states ? b->n_states : 1) * sizeof *dest);
+  if (!dest) {
+    free(inv), free(done), free(cnt);
+    return lens_builder_oom(b);
   }
+  for (size_t s = 0; s < b->n_states; s++) dest[s] = cnt[inv[b->states[s].event]]++;
+  struct lens_state_ev *st = states_in_place(b->states, dest, b->n_states);
   b->states = NULL;
   b->n_states = b->cap_states = 0;
+  free(dest);
   if (!st) {
     free(inv), free(done), free(cnt);
     return lens_builder_oom(b);
