@@ -304,10 +304,15 @@ static int map_proxies(const struct lens_model *m, struct lens_hang_part *p) {
 struct lens_hang_part *lens_hang_map(const struct lens_model *m) {
   struct lens_hang_part *p = calloc(1, sizeof *p);
   int32_t *slot_of = NULL;
+  uint8_t *undone = NULL; /* bits: a Coll some of whose children never stopped */
   if (!p) return NULL;
   p->n_procs = m->n_procs;
   p->n_threads = m->n_threads;
   if (map_comms(m, p, &slot_of)) goto oom;
+  /* whether each Coll's children are done, walked once for both loops (a
+   * walk of its children is a cache miss a child) */
+  undone = calloc(m->n_events / 8 + 1, 1);
+  if (!undone) goto oom;
   /* last started / completed, latest complete start per (comm, rank, collective) */
   for (size_t i = 0; i < m->n_events; i++) {
     const struct lens_event *e = &m->events[i];
@@ -317,7 +322,8 @@ struct lens_hang_part *lens_hang_map(const struct lens_model *m) {
     if (f < 0) continue;
     int64_t seq = (int64_t)e->p.coll.seq;
     if (seq > sl->started[f]) sl->started[f] = seq;
-    if (children_done(m, e)) {
+    if (!children_done(m, e)) undone[i >> 3] |= (uint8_t)(1u << (i & 7));
+    else {
       if (seq > sl->completed[f]) sl->completed[f] = seq;
       if (e->start_mono_ns > sl->done_start[f]) sl->done_start[f] = e->start_mono_ns;
     }
@@ -328,16 +334,18 @@ struct lens_hang_part *lens_hang_map(const struct lens_model *m) {
     const struct lens_event *e = &m->events[i];
     if (e->type != LENS_T_COLL || e->comm < 0 || (size_t)e->comm >= m->n_comms || slot_of[e->comm] < 0) continue;
     int32_t s = slot_of[e->comm];
-    if (children_done(m, e) || e->start_mono_ns <= slot_done_start(&p->slots[s])) continue;
+    if (!(undone[i >> 3] >> (i & 7) & 1) || e->start_mono_ns <= slot_done_start(&p->slots[s])) continue;
     int f = func_of(&p->comms[p->slots[s].comm], e->p.coll.func);
     if (f < 0) continue;
     if (map_pending(m, p, s, (uint32_t)f, i)) goto oom;
   }
   if (map_proxies(m, p)) goto oom;
   free(slot_of);
+  free(undone);
   return p;
 oom:
   free(slot_of);
+  free(undone);
   lens_hang_part_free(p);
   return NULL;
 }
