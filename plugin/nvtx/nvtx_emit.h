@@ -19,8 +19,8 @@
 
 /* Bounds. The open-range limit keeps a proxy thread under ~24 open NVTX
  * ranges (Nsight Systems copes badly with many unclosed ranges). */
-#define LENS_NVTX_MAX_OPEN_OPS 16  /* open ProxyOp ranges per proxy thread */
-#define LENS_NVTX_OPEN_RANGE_LIMIT 24 /* ops + Sleep + Active, per thread */
+#define LENS_NVTX_MAX_OPEN_OPS 16  /* open ProxyOp ranges per proxy thread (more: one range for them all) */
+#define LENS_NVTX_OPEN_RANGE_LIMIT 24 /* ops + the ops past them + Sleep + Active, per thread */
 #define LENS_NVTX_MAX_API_OPS 4    /* API ops kept per group for messages (the rest counted) */
 #define LENS_NVTX_MAX_LAUNCH_DEPTH 4
 /* Per-thread state lives in static tables indexed by the thread slot that
@@ -37,7 +37,7 @@ enum lens_nvtx_str {
 
 /* Drop and repair counters: relaxed atomics, touched only off the common path. */
 struct lens_nvtx_drops {
-  uint64_t proxy_ops_over_cap;  /* ProxyOp starts with the per-thread table full: no range */
+  uint64_t proxy_ops_over_cap;  /* ProxyOp starts with the per-thread table full: no range of their own */
   uint64_t proxy_ops_orphaned;  /* open ProxyOp ranges ended at proxy Sleep (never stopped by NCCL) */
   uint64_t steps_evicted;       /* step table collisions (a step never stopped, e.g. duplicate start) */
   uint64_t api_ops_unnamed;     /* API ops beyond LENS_NVTX_MAX_API_OPS (counted in messages as "+N") */

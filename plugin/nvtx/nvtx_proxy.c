@@ -2,9 +2,12 @@
  * (start/end: they overlap), proxy Sleep and Active periods, and counters for
  * the KernelCh notice lag and the steps in flight.
  *
- * Bounds: at most LENS_NVTX_MAX_OPEN_OPS ProxyOp ranges open per thread (the
- * rest counted, not opened), plus one Sleep and one Active range, so a
- * thread never has more than LENS_NVTX_OPEN_RANGE_LIMIT ranges open. No
+ * Bounds: at most LENS_NVTX_MAX_OPEN_OPS ProxyOp ranges open per thread;
+ * the ops started past them (counted) share one range, "ProxyOps past 16
+ * open", from the first of them to when none is left (a batch of 64
+ * enqueued collectives keeps more open: on an H200, 5,288 ops would have
+ * left no mark at all), plus one Sleep and one Active range, so a thread
+ * never has more than LENS_NVTX_OPEN_RANGE_LIMIT ranges open. No
  * range per ProxyStep: steps are summarised into their op's end payload and
  * into the steps-in-flight counter. Some transports start ProxyOps they never
  * stop (spec §2.5); the proxy only sleeps with no op active, so any range
@@ -62,6 +65,11 @@ struct proxy_state {
   int64_t steps_in_flight;
   nvtxRangeId_t sleep_range, active_range;
   int sleeping, active;
+  /* The ops past the table: how many still open, under one range. A stop
+   * of a ProxyOp not in the table is one of them (only they leave the
+   * table without a slot). */
+  uint32_t n_over;
+  nvtxRangeId_t over_range;
   uint64_t ctrl_id;    /* the ProxyCtrl event in progress (start .. stop) */
   int ctrl_append;     /* it is an Append window (17) ... */
   int ctrl_appended;   /* ... that appended this many ops (-1: not known yet) */
@@ -114,13 +122,30 @@ static void op_end(struct proxy_state *pt, struct op_slot *o) {
   pt->n_open_ops--;
 }
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+static void over_start(struct proxy_state *pt) {
+  lens_nvtx_drop(&lens_nvtx_g.drops.proxy_ops_over_cap);
+  if (pt->n_over++) return;
+  nvtxEventAttributes_t a =
+      lens_nvtx_attr(LENS_NVTX_CAT_PROXY_OP, "ProxyOps past " STR(LENS_NVTX_MAX_OPEN_OPS) " open (each one in the trace)");
+  pt->over_range = nvtxDomainRangeStartEx(lens_nvtx_g.domain, &a);
+}
+
+/* The last op past the table stopped (or the proxy sleeps: none is left). */
+static void over_end(struct proxy_state *pt, int all) {
+  if (!pt->n_over) return;
+  pt->n_over = all ? 0 : pt->n_over - 1;
+  if (!pt->n_over) nvtxDomainRangeEnd(lens_nvtx_g.domain, pt->over_range);
+}
+
 static void op_start(struct proxy_state *pt, const struct lens_rec_start *rec) {
   const struct lens_p_proxy_op *p = (const void *)(rec + 1);
   struct op_slot *o = NULL;
   for (int i = 0; i < LENS_NVTX_MAX_OPEN_OPS && !o; i++)
     if (!pt->ops[i].id) o = &pt->ops[i];
   if (!o) {
-    lens_nvtx_drop(&lens_nvtx_g.drops.proxy_ops_over_cap);
+    over_start(pt);
     return;
   }
   memset(o, 0, sizeof(*o));
@@ -279,6 +304,7 @@ void lens_nvtx_proxy_stop(uint64_t id) {
   }
   struct op_slot *o = op_find(pt, id);
   if (o) op_end(pt, o);
+  else if (LENS_ID_TYPE(id) == LENS_T_PROXY_OP) over_end(pt, 0);
 }
 
 void lens_nvtx_proxy_state(uint64_t id, uint32_t state, uint64_t arg, int has_args) {
@@ -297,11 +323,12 @@ void lens_nvtx_proxy_state(uint64_t id, uint32_t state, uint64_t arg, int has_ar
   case 14: period_start(&pt->active_range, &pt->active, LENS_NVTX_STR_ACTIVE); break;
   case 15: /* ProxyCtrlSleep: nothing active, nothing posted */
     period_end(&pt->active_range, &pt->active);
-    for (int i = 0; i < LENS_NVTX_MAX_OPEN_OPS; i++) {
+    for (int i = 0; i < LENS_NVTX_MAX_OPEN_OPS && pt->n_open_ops; i++) {
       if (!pt->ops[i].id) continue;
       op_end(pt, &pt->ops[i]);
       lens_nvtx_drop(&lens_nvtx_g.drops.proxy_ops_orphaned);
     }
+    over_end(pt, 1);
     period_start(&pt->sleep_range, &pt->sleeping, LENS_NVTX_STR_SLEEP);
     break;
   case 16: period_end(&pt->sleep_range, &pt->sleeping); break; /* ProxyCtrlWakeup */
@@ -334,5 +361,6 @@ void lens_nvtx_proxy_close_all(void) {
       op_end(pt, &pt->ops[i]);
       lens_nvtx_drop(&lens_nvtx_g.drops.proxy_ops_orphaned);
     }
+    over_end(pt, 1);
   }
 }

@@ -35,6 +35,7 @@ static int setup_all(void **state) {
   return 0;
 }
 
+#define OVER_MSG "ProxyOps past 16 open"
 static const struct nvtx_ev *find_after(uint64_t from, int kind, int domain, const char *msg_prefix) {
   for (uint64_t i = from; i < L->count; i++) {
     const struct nvtx_ev *e = &L->ev[i];
@@ -277,7 +278,7 @@ static void *proxy_thread(void *arg) {
   lens_nvtx_on_stop(s1); /* stale handle: ignored */
   lens_nvtx_on_stop(ops[0]);
   lens_nvtx_on_stop(ops[1]);
-  lens_nvtx_on_stop(ops[19]); /* never opened (over the cap): ignored */
+  lens_nvtx_on_stop(ops[19]); /* past the table: 3 of the 4 left under their shared range */
 
   /* KernelCh: GPU started now, finished 2 ms before the proxy noticed */
   struct lens_p_kernel_ch kc = {mono_now() + OFF_GPU, 3, {0}};
@@ -348,7 +349,7 @@ static void test_proxy_thread(void **state) {
   for (uint64_t i = from; i < L->count; i++) {
     const struct nvtx_ev *e = &L->ev[i];
     if (e->domain != dom) continue;
-    if (e->kind == NVTX_EV_START && e->category == LENS_NVTX_CAT_PROXY_OP) {
+    if (e->kind == NVTX_EV_START && e->category == LENS_NVTX_CAT_PROXY_OP && strncmp(e->msg, OVER_MSG, strlen(OVER_MSG))) {
       op_starts++;
       assert_int_equal(e->tid, res.tid);
     }
@@ -384,6 +385,19 @@ static void test_proxy_thread(void **state) {
   for (int i = 0; i < n_steps; i++) assert_int_equal(steps_curve[i], want[i]);
   assert_int_equal(lens_nvtx_g.drops.proxy_ops_over_cap, 4);
   assert_int_equal(lens_nvtx_g.drops.proxy_ops_orphaned, 14);
+  /* the 4 ops past the table: one range on the proxy thread, ended at Sleep (3 never stopped) */
+  const struct nvtx_ev *over = find_after(from, NVTX_EV_START, dom, OVER_MSG);
+  assert_non_null(over);
+  assert_int_equal(over->tid, res.tid);
+  assert_int_equal(over->category, LENS_NVTX_CAT_PROXY_OP);
+  assert_null(find_after(over->seq + 1, NVTX_EV_START, dom, OVER_MSG)); /* one range for them all */
+  const struct nvtx_ev *slept = find_after(from, NVTX_EV_START, dom, "Proxy sleep");
+  const struct nvtx_ev *over_end = NULL;
+  for (uint64_t i = from; i < L->count && !over_end; i++)
+    if (L->ev[i].kind == NVTX_EV_END && L->ev[i].id == over->id) over_end = &L->ev[i];
+  assert_non_null(over_end);
+  assert_non_null(slept);
+  assert_true(over_end->seq < slept->seq);
 
   /* Sleep and Active periods are ranges on the proxy thread */
   const struct nvtx_ev *sleep = find_after(from, NVTX_EV_START, dom, "Proxy sleep");
@@ -392,6 +406,53 @@ static void test_proxy_thread(void **state) {
   assert_non_null(active);
   assert_int_equal(sleep->tid, res.tid);
   assert_int_equal(sleep->category, LENS_NVTX_CAT_PROXY_CTRL);
+}
+
+/* Ops past the table share one range, which ends when the last of them
+ * stops (not only at Sleep). */
+struct over_result { uint32_t tid; uint64_t before_last, after_last; };
+static void *proxy_thread_over(void *arg) {
+  struct over_result *res = arg;
+  res->tid = (uint32_t)syscall(SYS_gettid);
+  struct fake_rec r;
+  const unsigned slot = 6;
+  uint64_t ops[LENS_NVTX_MAX_OPEN_OPS + 2];
+  for (int i = 0; i < LENS_NVTX_MAX_OPEN_OPS + 2; i++) {
+    struct lens_p_proxy_op p = {getpid(), 1, 4, 1 << 19, i % 2, (uint8_t)(i / 2), {0}};
+    ops[i] = fake_id(LENS_T_PROXY_OP, slot);
+    lens_nvtx_on_start(fake_rec(&r, LENS_T_PROXY_OP, ops[i], 0x77, CTX_A, 0, &p, sizeof(p)));
+  }
+  lens_nvtx_on_stop(ops[LENS_NVTX_MAX_OPEN_OPS + 1]);
+  res->before_last = L->count;
+  lens_nvtx_on_stop(ops[LENS_NVTX_MAX_OPEN_OPS]); /* the last one past the table */
+  res->after_last = L->count;
+  for (int i = 0; i < LENS_NVTX_MAX_OPEN_OPS; i++) lens_nvtx_on_stop(ops[i]);
+  return NULL;
+}
+
+static void test_ops_past_the_table_share_a_range(void **state) {
+  (void)state;
+  uint64_t from = L->count, cap0 = lens_nvtx_g.drops.proxy_ops_over_cap, orph0 = lens_nvtx_g.drops.proxy_ops_orphaned;
+  struct over_result res = {0};
+  pthread_t t;
+  pthread_create(&t, NULL, proxy_thread_over, &res);
+  pthread_join(t, NULL);
+  const struct nvtx_ev *over = find_after(from, NVTX_EV_START, dom, OVER_MSG);
+  assert_non_null(over);
+  assert_int_equal(over->tid, res.tid);
+  int ends = 0, op_ends = 0;
+  for (uint64_t i = from; i < L->count; i++) {
+    const struct nvtx_ev *e = &L->ev[i];
+    if (e->kind == NVTX_EV_END && e->id == over->id) {
+      ends++;
+      assert_true(i >= res.before_last && i < res.after_last); /* at the last one's stop */
+    }
+    if (e->kind == NVTX_EV_END && e->schema_id == LENS_NVTX_SID_PROXY_OP) op_ends++;
+  }
+  assert_int_equal(ends, 1);
+  assert_int_equal(op_ends, LENS_NVTX_MAX_OPEN_OPS); /* each op in the table kept its own range */
+  assert_int_equal(lens_nvtx_g.drops.proxy_ops_over_cap, cap0 + 2);
+  assert_int_equal(lens_nvtx_g.drops.proxy_ops_orphaned, orph0);
 }
 
 /* Per-thread state is per thread slot (from the event id): a stop from a
@@ -433,7 +494,7 @@ static void test_ranges_well_formed(void **state) {
   assert_int_equal(st.pushes, st.pops);
   assert_int_equal(st.starts, st.ends);
   assert_true(st.max_open_per_thread <= LENS_NVTX_OPEN_RANGE_LIMIT);
-  assert_int_equal(st.max_open_per_thread, LENS_NVTX_MAX_OPEN_OPS + 1); /* ops + Active */
+  assert_int_equal(st.max_open_per_thread, LENS_NVTX_MAX_OPEN_OPS + 2); /* ops, the ops past them, Active */
   assert_int_equal(L->dropped, 0);
 }
 
@@ -566,6 +627,7 @@ int main(void) {
       cmocka_unit_test(test_two_comms_in_one_group_get_their_own_ops),
       cmocka_unit_test(test_groups_without_group_api),
       cmocka_unit_test(test_proxy_thread),
+      cmocka_unit_test(test_ops_past_the_table_share_a_range),
       cmocka_unit_test(test_profiler_thread_named),
       cmocka_unit_test(test_slot_ownership),
       cmocka_unit_test(test_ranges_well_formed),

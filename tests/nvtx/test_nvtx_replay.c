@@ -249,7 +249,7 @@ static void check_proxy_counters(const struct nvtx_inject_log *L, int dom, const
     }
     qsort(nv, n, sizeof(*nv), cmp_notice);
     int64_t lag_samples[4096];
-    size_t nl = 0, nsteps = 0, op_starts = 0, op_ends = 0;
+    size_t nl = 0, nsteps = 0, op_starts = 0, op_ends = 0, over_starts = 0;
     int64_t steps_last = 0, steps_min = 0;
     for (uint64_t i = 0; i < L->count; i++) {
       const struct nvtx_ev *e = &L->ev[i];
@@ -260,7 +260,10 @@ static void check_proxy_counters(const struct nvtx_inject_log *L, int dom, const
         steps_last = e->value;
         if (e->value < steps_min) steps_min = e->value;
       }
-      if (e->kind == NVTX_EV_START && e->category == LENS_NVTX_CAT_PROXY_OP) op_starts++;
+      if (e->kind == NVTX_EV_START && e->category == LENS_NVTX_CAT_PROXY_OP) {
+        if (strncmp(e->msg, "ProxyOps past ", 14)) op_starts++;
+        else over_starts++; /* the ops past the table share one */
+      }
       if (e->kind == NVTX_EV_END && e->schema_id == LENS_NVTX_SID_PROXY_OP) op_ends++;
     }
     size_t stops = 0;
@@ -332,6 +335,9 @@ static void check_proxy_counters(const struct nvtx_inject_log *L, int dom, const
     assert_true((int64_t)op_starts <= ops_started);
     assert_true(op_starts > 0 || ops_started == 0);
     assert_int_equal(op_ends, op_starts);
+    /* every op has a range: its own, or past the table the one they share (one at a time, at least one) */
+    assert_true(((int64_t)op_starts < ops_started) == (over_starts > 0));
+    assert_true(over_starts <= (size_t)(ops_started - (int64_t)op_starts));
     free(nv);
   }
 }
