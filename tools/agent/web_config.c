@@ -235,7 +235,7 @@ int web_config_load(const char *path, struct web_config *c, char *err, size_t er
   memset(c, 0, sizeof *c);
   struct ctx x = {.path = path, .err = err, .errlen = errlen};
   const char *slash = strrchr(path, '/');
-  if (slash) snprintf(x.dir, sizeof x.dir, "%.*s", (int)(slash - path ? slash - path : 1), path);
+  if (slash) snprintf(x.dir, sizeof x.dir, "%.*s", (int)(slash > path ? slash - path : 1) /* "/x": "/" */, path);
   else snprintf(x.dir, sizeof x.dir, ".");
   size_t len = 0;
   char *text = slurp(path, WEB_CONFIG_MAX_BYTES, &len);
