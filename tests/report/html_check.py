@@ -190,6 +190,8 @@ for name, opts, bad, plots in SCEN:
         N = json.loads(html.unescape(m.group(1))) if m else {'too_wide': ['the page did not finish drawing']}
         if N['too_wide'] or N['errors']:
             fail('%s: at 600 px: too wide %s, errors %s' % (name, N['too_wide'], N['errors']))
+        if N.get('page_width', [1, 0])[0] > N.get('page_width', [1, 0])[1]:
+            fail('%s: at 600 px the page is %s px wide: it scrolls sideways' % (name, N.get('page_width')))
     if name == 'overrun' and 'late or busy GPU / host spans' not in dom:
         fail('%s: the stragglers\' legend does not say grey is also host spans' % name)
     svgs = dom.count('<svg')

@@ -791,6 +791,7 @@
     });
     /* plots wider than the window (a canvas keeps its width; html_check renders a narrow window too) */
     var vw = document.documentElement.clientWidth;
+    check.page_width = [document.documentElement.scrollWidth, vw]; /* wider than the window: it scrolls sideways */
     check.too_wide = [];
     d3.selectAll('canvas').each(function () {
       var r = this.getBoundingClientRect();
