@@ -12,46 +12,23 @@
 /* GPU ns as host ns, with the rate margin on the side that keeps the bound. */
 static uint64_t rate_margin(uint64_t gpu_ns) { return lens_f2u64((double)gpu_ns * LENS_ALIGN_GPU_RATE_PPM * 1e-6) + 1; }
 
-/* The GPU (clock map) and pTimer range of a rank's channels; -1 none. */
-static int32_t rank_gpu(const struct lens_model *m, const struct lens_job_rank *r, uint64_t *s_out, uint64_t *t_out,
-                        int32_t *thread_out) {
+void lens_align_rank_gpu(const struct lens_model *m, const struct lens_job_rank *r, struct lens_align_gpu *g) {
+  *g = (struct lens_align_gpu){UINT64_MAX, 0, UINT64_MAX, -1, -1};
   /* Rows reduced from partial files have no events here: nothing to bracket. */
-  if (r->host_span || r->event < 0 || (size_t)r->event >= m->n_events) return -1;
+  if (r->host_span || r->event < 0 || (size_t)r->event >= m->n_events) return;
   const struct lens_event *e = &m->events[r->event];
-  uint64_t s = UINT64_MAX, t = 0;
-  int32_t thread = -1;
   for (int32_t c = e->first_child; c >= 0; c = m->events[c].next_sibling) {
     const struct lens_event *x = &m->events[c];
     if (x->type != LENS_T_KERNEL_CH || (x->acc.flags & ACC_BAD_TIMER)) continue;
     uint64_t a = x->p.kernel_ch.start_gpu_ns, b = x->p.kernel_ch.stop_gpu_ns;
     if (!a || !b || b < a) continue;
-    if (a < s) s = a;
-    if (b > t) t = b;
-    thread = x->thread;
+    if (a < g->s) g->s = a;
+    if (b > g->t) g->t = b;
+    g->thread = x->thread;
   }
-  if (!t) return -1;
-  *s_out = s, *t_out = t, *thread_out = thread;
-  return 0;
-}
-
-int lens_align_rank_end(const struct lens_model *m, const struct lens_job_rank *r, const int64_t *map_slack,
-                        struct lens_align_end *out) {
-  if (r->host_span || r->event < 0 || (size_t)r->event >= m->n_events) return -1;
-  const struct lens_event *e = &m->events[r->event];
-  uint64_t s = UINT64_MAX, t = 0;
-  for (int32_t c = e->first_child; c >= 0; c = m->events[c].next_sibling) {
-    const struct lens_event *x = &m->events[c];
-    if (x->type != LENS_T_KERNEL_CH || (x->acc.flags & ACC_BAD_TIMER)) continue;
-    uint64_t a = x->p.kernel_ch.start_gpu_ns, b = x->p.kernel_ch.stop_gpu_ns;
-    if (!a || !b || b < a) continue;
-    if (a < s) s = a;
-    if (b > t) t = b;
-  }
-  if (!t) return -1;
+  if (!g->t) return;
   /* Upper: each channel's stop was noticed after the GPU wrote it, and the
    * last channel stopped (t - its stop) of GPU time after that channel. */
-  uint64_t hi = UINT64_MAX, lo = 0;
-  int32_t thread = -1;
   for (int32_t c = e->first_child; c >= 0; c = m->events[c].next_sibling) {
     const struct lens_event *x = &m->events[c];
     if (x->type != LENS_T_KERNEL_CH || (x->acc.flags & ACC_BAD_TIMER)) continue;
@@ -60,11 +37,18 @@ int lens_align_rank_end(const struct lens_model *m, const struct lens_job_rank *
     uint64_t notice = lens_gpu_kch_stop_notice(m, x);
     if (x->stop_mono_ns && x->stop_mono_ns < notice) notice = x->stop_mono_ns;
     if (!notice) continue;
-    uint64_t d = t - b;
+    uint64_t d = g->t - b;
     uint64_t u = notice + d + (d ? rate_margin(d) : 0);
-    if (u < hi) hi = u;
-    thread = x->thread;
+    if (u < g->hi) g->hi = u;
+    g->notice_thread = x->thread;
   }
+}
+
+int lens_align_rank_end(const struct lens_model *m, const struct lens_job_rank *r, const struct lens_align_gpu *g,
+                        const int64_t *map_slack, struct lens_align_end *out) {
+  if (!g->t) return -1;
+  uint64_t s = g->s, t = g->t, hi = g->hi, lo = 0;
+  int32_t thread = g->notice_thread;
   /* Lower: the kernel started after its launch was called, and ran its span. */
   if (r->launch_start_ns) lo = r->launch_start_ns + (t - s) - rate_margin(t - s);
   /* The GPU's clock map: a CUPTI map bounds both ways, a map fitted from
@@ -130,15 +114,16 @@ size_t lens_align_propagate(struct lens_align_end *v, size_t n, double rate_ppm)
 
 /* The least (mapped kernel start - launch start) per clock map over the
  * ranks given (lens_align_map_slack's rule, from the map's own ranks). */
-static int64_t *map_slack_of(const struct lens_model *m, struct lens_job_rank *ranks, size_t n, size_t stride) {
+static int64_t *map_slack_of(const struct lens_model *m, struct lens_job_rank *ranks, size_t n, size_t stride,
+                             const struct lens_align_gpu *gpu) {
   int64_t *b = malloc((m->n_clock_maps + 1) * sizeof *b);
   if (!b) return NULL;
   for (size_t i = 0; i <= m->n_clock_maps; i++) b[i] = INT64_MAX;
   for (size_t k = 0; k < n; k++) {
     const struct lens_job_rank *r = (const struct lens_job_rank *)((const char *)ranks + k * stride);
-    uint64_t s, t;
-    int32_t th;
-    if (!r->launch_start_ns || rank_gpu(m, r, &s, &t, &th)) continue;
+    if (!r->launch_start_ns || !gpu[k].t) continue;
+    uint64_t s = gpu[k].s;
+    int32_t th = gpu[k].thread;
     int32_t mi = lens_gpu_map_for(m, th, s);
     if (mi < 0 || (size_t)mi >= m->n_clock_maps || s < m->clock_maps[mi].gpu_from || s > m->clock_maps[mi].gpu_to)
       continue;
@@ -149,9 +134,10 @@ static int64_t *map_slack_of(const struct lens_model *m, struct lens_job_rank *r
   return b;
 }
 
-long lens_align_bracket_ranks(const struct lens_model *m, struct lens_job_rank *ranks, size_t n, size_t stride) {
+long lens_align_bracket_ranks(const struct lens_model *m, struct lens_job_rank *ranks, size_t n, size_t stride,
+                              const struct lens_align_gpu *gpu) {
   struct lens_align_end *v = malloc((n + 1) * sizeof *v);
-  int64_t *slack = map_slack_of(m, ranks, n, stride);
+  int64_t *slack = map_slack_of(m, ranks, n, stride, gpu);
   if (!v || !slack) return free(v), free(slack), -1;
   size_t ne = 0;
   long closed = 0;
@@ -159,7 +145,7 @@ long lens_align_bracket_ranks(const struct lens_model *m, struct lens_job_rank *
     struct lens_job_rank *r = (struct lens_job_rank *)((char *)ranks + k * stride);
     r->end_lo_ns = r->end_hi_ns = 0;
     struct lens_align_end x = {.inst = k};
-    if (lens_align_rank_end(m, r, slack, &x)) continue;
+    if (lens_align_rank_end(m, r, &gpu[k], slack, &x)) continue;
     if (x.lo > x.hi) { /* its own bounds contradict: a rule they rest on was broken here */
       r->end_lo_ns = 1, r->end_hi_ns = 0, closed++;
       continue;

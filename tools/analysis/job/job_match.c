@@ -334,7 +334,8 @@ int lens_job_map(const struct lens_model *m, struct lens_job_part *p) {
   size_t cap_ops = 0, cap_wops = 0;
   struct crank *cranks = cranks_of(m);
   int rc = -1;
-  if (!p->recs || !has_seq || !ord || !map_err || !cranks || part_meta(m, p)) goto out;
+  struct lens_align_gpu *gpu = malloc((n ? n : 1) * sizeof *gpu); /* each record's, for the bracket */
+  if (!p->recs || !has_seq || !ord || !map_err || !cranks || !gpu || part_meta(m, p)) goto out;
   for (size_t i = 0; i < m->n_clock_maps; i++) {
     const struct lens_clock_map *c = &m->clock_maps[i];
     if (c->thread >= 0 && (size_t)c->thread < m->n_threads && c->error_bound_ns > map_err[c->thread])
@@ -373,6 +374,7 @@ int lens_job_map(const struct lens_model *m, struct lens_job_part *p) {
     inst_fill(m, k, e, !k->kind && !has_seq[e->comm]);
     rank_row(m, map_err, (int32_t)i, c->rank, &k->r);
     lens_job_rank_clear_bad_times(&k->r); /* a forged trace's times past 2^62 ns: unknown (job_part.h) */
+    lens_align_rank_gpu(m, &k->r, &gpu[p->n_recs - 1]); /* its children, still in cache from rank_row */
     k->user_tag = lens_event_user_tag(e);
     k->first_op = p->n_ops;
     if (ops_of(m, cranks, e, c->rank, p, &cap_ops, &cap_wops)) goto out;
@@ -381,7 +383,7 @@ int lens_job_map(const struct lens_model *m, struct lens_job_part *p) {
   /* What the host alignment needs of the events, kept with the records so
    * that it survives in partial files: each rank's end bracketed on its
    * host's clock, and each process's clock evidence. */
-  if (p->n_recs && lens_align_bracket_ranks(m, &p->recs[0].r, p->n_recs, sizeof *p->recs) < 0) goto out;
+  if (p->n_recs && lens_align_bracket_ranks(m, &p->recs[0].r, p->n_recs, sizeof *p->recs, gpu) < 0) goto out;
   if (!(p->clocks = malloc((p->n_procs ? p->n_procs : 1) * sizeof *p->clocks))) goto out;
   for (size_t i = 0; i < p->n_procs; i++) {
     lens_align_proc_clock_of(m, (int32_t)i, &p->clocks[i]);
@@ -395,6 +397,7 @@ int lens_job_map(const struct lens_model *m, struct lens_job_part *p) {
   p->n_wops = nw;
   rc = 0;
 out:
+  free(gpu);
   free(ord);
   free(has_seq);
   free(map_err);
