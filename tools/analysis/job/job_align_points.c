@@ -5,9 +5,8 @@
 
 #include "gpu_analysis.h"
 #include "job_align.h"
+#include "job_priv.h"
 #include "lens_checked.h"
-
-#define ACC_BAD_TIMER (LENS_ACC_STOP_BEFORE_START | LENS_ACC_RING_OVERRUN | LENS_ACC_SHARED_TIMER)
 
 /* GPU ns as host ns, with the rate margin on the side that keeps the bound. */
 static uint64_t rate_margin(uint64_t gpu_ns) { return lens_f2u64((double)gpu_ns * LENS_ALIGN_GPU_RATE_PPM * 1e-6) + 1; }
@@ -19,9 +18,8 @@ void lens_align_rank_gpu(const struct lens_model *m, const struct lens_job_rank 
   const struct lens_event *e = &m->events[r->event];
   for (int32_t c = e->first_child; c >= 0; c = m->events[c].next_sibling) {
     const struct lens_event *x = &m->events[c];
-    if (x->type != LENS_T_KERNEL_CH || (x->acc.flags & ACC_BAD_TIMER)) continue;
+    if (!lens_job_kch_timed(x)) continue;
     uint64_t a = x->p.kernel_ch.start_gpu_ns, b = x->p.kernel_ch.stop_gpu_ns;
-    if (!a || !b || b < a) continue;
     if (a < g->s) g->s = a;
     if (b > g->t) g->t = b;
     g->thread = x->thread;
@@ -31,9 +29,8 @@ void lens_align_rank_gpu(const struct lens_model *m, const struct lens_job_rank 
    * last channel stopped (t - its stop) of GPU time after that channel. */
   for (int32_t c = e->first_child; c >= 0; c = m->events[c].next_sibling) {
     const struct lens_event *x = &m->events[c];
-    if (x->type != LENS_T_KERNEL_CH || (x->acc.flags & ACC_BAD_TIMER)) continue;
-    uint64_t a = x->p.kernel_ch.start_gpu_ns, b = x->p.kernel_ch.stop_gpu_ns;
-    if (!a || !b || b < a) continue;
+    if (!lens_job_kch_timed(x)) continue;
+    uint64_t b = x->p.kernel_ch.stop_gpu_ns;
     uint64_t notice = lens_gpu_kch_stop_notice(m, x);
     if (x->stop_mono_ns && x->stop_mono_ns < notice) notice = x->stop_mono_ns;
     if (!notice) continue;

@@ -70,8 +70,6 @@ double lens_job_busbw_factor(const char *func, int n) {
   return 1.0; /* Broadcast, Reduce, Send/Recv */
 }
 
-#define ACC_BAD_TIMER (LENS_ACC_STOP_BEFORE_START | LENS_ACC_RING_OVERRUN | LENS_ACC_SHARED_TIMER)
-
 /* One rank's side of an instance: span and stages. */
 static void rank_row(const struct lens_model *m, const double *map_err, int32_t ei, int rank, struct lens_job_rank *r) {
   const struct lens_event *e = &m->events[ei];
@@ -93,9 +91,8 @@ static void rank_row(const struct lens_model *m, const double *map_err, int32_t 
       r->starved = 1;
       if (x->acc.starved_ns > r->starved_ns) r->starved_ns = x->acc.starved_ns;
     }
-    if (x->type != LENS_T_KERNEL_CH || (x->acc.flags & ACC_BAD_TIMER)) continue;
+    if (!lens_job_kch_timed(x)) continue;
     uint64_t a = x->p.kernel_ch.start_gpu_ns, b = x->p.kernel_ch.stop_gpu_ns;
-    if (!a || !b || b < a) continue;
     if (a < s) s = a;
     if (b > t) t = b;
     if (x->acc.gpu_start_mono_ns && x->acc.gpu_start_mono_ns < ms) ms = x->acc.gpu_start_mono_ns;

@@ -6,6 +6,18 @@
 #include "job.h"
 #include "job_part.h"
 
+/* A KernelCh whose GPU timers time its rank's span: both set, stop not
+ * before start, none flagged bad (stop before start, ring overrun, shared
+ * timer). The match's span and the end's bracket (job_align_points.c) read
+ * the same channels. */
+static inline int lens_job_kch_timed(const struct lens_event *x) {
+  if (x->type != LENS_T_KERNEL_CH ||
+      (x->acc.flags & (LENS_ACC_STOP_BEFORE_START | LENS_ACC_RING_OVERRUN | LENS_ACC_SHARED_TIMER)))
+    return 0;
+  uint64_t a = x->p.kernel_ch.start_gpu_ns, b = x->p.kernel_ch.stop_gpu_ns;
+  return a && b && b >= a;
+}
+
 /* Median of v (sorts v in place); 0 for n = 0. */
 uint64_t lens_job_median(uint64_t *v, size_t n);
 
