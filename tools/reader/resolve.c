@@ -301,19 +301,14 @@ static int inherit(struct lens_builder *b) {
   return 0;
 }
 
+/* The model's event order: (proc, start), then load order. */
 struct order_key { int32_t proc; int32_t idx; uint64_t ts; };
-static int cmp_order(const void *a, const void *b) {
-  const struct order_key *x = a, *y = b;
-  if (x->proc != y->proc) return x->proc < y->proc ? -1 : 1;
-  if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
-  return (x->idx > y->idx) - (x->idx < y->idx);
-}
-
 static inline int key_before(const struct order_key *x, const struct order_key *y) {
   if (x->proc != y->proc) return x->proc < y->proc;
   if (x->ts != y->ts) return x->ts < y->ts;
   return x->idx < y->idx;
 }
+static int cmp_order(const void *a, const void *b) { return key_before(b, a) - key_before(a, b); }
 
 /* Sorts the keys as qsort with cmp_order would (the keys are unique: idx).
  * They come in load order: each chunk's STARTs in time order, chunks of a
