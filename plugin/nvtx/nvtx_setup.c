@@ -156,8 +156,8 @@ void lens_nvtx_teardown(void) {
   if (cap || ev || deep || noslot)
     lens_log(LENS_LOG_WARN,
              "nccl-lens: NVTX view incomplete (the trace has everything): %llu ProxyOp ranges drawn only as "
-             "one \"ProxyOps past %d open\" range a thread, %llu proxy step entries evicted, %llu launches nested too deep, %llu events from "
-             "threads past slot %d",
+             "one \"ProxyOps past %d open\" range a thread, %llu proxy step entries evicted, %llu launches "
+             "nested too deep, %llu events from threads past slot %d",
              (unsigned long long)cap, LENS_NVTX_MAX_OPEN_OPS, (unsigned long long)ev, (unsigned long long)deep,
              (unsigned long long)noslot, LENS_NVTX_MAX_SLOTS);
   /* NCCL's own behaviour (transports that never stop their ProxyOps): INFO. */
