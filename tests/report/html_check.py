@@ -61,6 +61,12 @@ def chrome(page, *extra):
                 '--user-data-dir=' + prof, '--virtual-time-budget=10000'] + list(extra) + [page])
 
 
+def page_check(dom):
+    """The page's own check (report.js's <pre id="lens-check">) from a --dump-dom, or None if it did not finish."""
+    m = re.search(r'<pre id="lens-check"[^>]*data-done="1"[^>]*>(.*?)</pre>', dom, re.S)
+    return json.loads(html.unescape(m.group(1))) if m else None
+
+
 def shrink_png(path):
     """The docs' copy of a screenshot, small: 4 bits a channel (0 and 255 kept), the rows of background at the
     bottom cut, deflated at level 9. Reads the 8-bit RGB(A) non-interlaced PNG Chromium writes."""
@@ -168,11 +174,10 @@ for name, opts, bad, plots in SCEN:
 
     # ---- the page in Chromium ----
     dom = chrome(page, '--dump-dom').stdout
-    m = re.search(r'<pre id="lens-check"[^>]*data-done="1"[^>]*>(.*?)</pre>', dom, re.S)
-    if not m:
+    C = page_check(dom)
+    if C is None:
         fail('%s: the page did not finish drawing (no lens-check)' % name)
         continue
-    C = json.loads(html.unescape(m.group(1)))
     print('%s: %d plots drawn of %d, %d svg, %d canvas, skipped %s' % (
         name, C['plots_drawn'], C['plots_expected'], C['svg_nonempty'], C['canvas_nonempty'], sorted(C['skipped'])))
     if C['errors']:
@@ -185,9 +190,8 @@ for name, opts, bad, plots in SCEN:
     if C['too_wide']:
         fail('%s: plots wider than the window: %s' % (name, C['too_wide']))
     if 'waits' in plots or 'net_matrix' in plots:  # the canvas plots on a narrow window: drawn at its width
-        m = re.search(r'<pre id="lens-check"[^>]*data-done="1"[^>]*>(.*?)</pre>',
-                      chrome(page, '--window-size=600,2000', '--dump-dom').stdout, re.S)
-        N = json.loads(html.unescape(m.group(1))) if m else {'too_wide': ['the page did not finish drawing']}
+        N = page_check(chrome(page, '--window-size=600,2000', '--dump-dom').stdout) or \
+            {'too_wide': ['the page did not finish drawing'], 'errors': []}
         if N['too_wide'] or N['errors']:
             fail('%s: at 600 px: too wide %s, errors %s' % (name, N['too_wide'], N['errors']))
         if N.get('page_width', [1, 0])[0] > N.get('page_width', [1, 0])[1]:
@@ -429,8 +433,7 @@ else:
     if '<img id=pwn' in text or text.lower().count('</script') != 4:
         fail('hostile: the host name went into the page unescaped')
     dom = chrome(page, '--dump-dom').stdout
-    m = re.search(r'<pre id="lens-check"[^>]*data-done="1"[^>]*>(.*?)</pre>', dom, re.S)
-    C = json.loads(html.unescape(m.group(1))) if m else {'errors': ['not drawn']}
+    C = page_check(dom) or {'errors': ['not drawn']}
     if 'id="pwn"' in dom or C['errors'] or html.escape(HOSTILE, quote=False) not in dom:
         fail('hostile: markup from a host name, or errors %s' % C['errors'])
     else:
