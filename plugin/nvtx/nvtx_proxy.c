@@ -65,10 +65,14 @@ struct proxy_state {
   int64_t steps_in_flight;
   nvtxRangeId_t sleep_range, active_range;
   int sleeping, active;
-  /* The ops past the table: how many still open, under one range. A stop
-   * of a ProxyOp not in the table is one of them (only they leave the
-   * table without a slot). */
+  /* The ops past the table: how many still open, under one range, and the
+   * sequence number of the first of them. A stop of a ProxyOp not in the
+   * table is one of them when its number is not below that first one's
+   * (ids rise per thread slot): an op ended at Sleep (in the table or past
+   * it) is older than any op of a later shared range, and its late stop
+   * must not end that range early. */
   uint32_t n_over;
+  uint64_t over_first_seq;
   nvtxRangeId_t over_range;
   uint64_t ctrl_id;    /* the ProxyCtrl event in progress (start .. stop) */
   int ctrl_append;     /* it is an Append window (17) ... */
@@ -124,17 +128,19 @@ static void op_end(struct proxy_state *pt, struct op_slot *o) {
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
-static void over_start(struct proxy_state *pt) {
+static void over_start(struct proxy_state *pt, uint64_t id) {
   lens_nvtx_drop(&lens_nvtx_g.drops.proxy_ops_over_cap);
   if (pt->n_over++) return;
+  pt->over_first_seq = LENS_ID_SEQ(id);
   nvtxEventAttributes_t a =
       lens_nvtx_attr(LENS_NVTX_CAT_PROXY_OP, "ProxyOps past " STR(LENS_NVTX_MAX_OPEN_OPS) " open (each one in the trace)");
   pt->over_range = nvtxDomainRangeStartEx(lens_nvtx_g.domain, &a);
 }
 
-/* The last op past the table stopped (or the proxy sleeps: none is left). */
-static void over_end(struct proxy_state *pt, int all) {
-  if (!pt->n_over) return;
+/* The last op past the table stopped (or the proxy sleeps: none is left).
+ * id: the op that stopped (0: all end). */
+static void over_end(struct proxy_state *pt, uint64_t id, int all) {
+  if (!pt->n_over || (!all && LENS_ID_SEQ(id) < pt->over_first_seq)) return; /* an earlier range's */
   pt->n_over = all ? 0 : pt->n_over - 1;
   if (!pt->n_over) nvtxDomainRangeEnd(lens_nvtx_g.domain, pt->over_range);
 }
@@ -145,7 +151,7 @@ static void op_start(struct proxy_state *pt, const struct lens_rec_start *rec) {
   for (int i = 0; i < LENS_NVTX_MAX_OPEN_OPS && !o; i++)
     if (!pt->ops[i].id) o = &pt->ops[i];
   if (!o) {
-    over_start(pt);
+    over_start(pt, rec->id);
     return;
   }
   memset(o, 0, sizeof(*o));
@@ -304,7 +310,7 @@ void lens_nvtx_proxy_stop(uint64_t id) {
   }
   struct op_slot *o = op_find(pt, id);
   if (o) op_end(pt, o);
-  else if (LENS_ID_TYPE(id) == LENS_T_PROXY_OP) over_end(pt, 0);
+  else if (LENS_ID_TYPE(id) == LENS_T_PROXY_OP) over_end(pt, id, 0);
 }
 
 void lens_nvtx_proxy_state(uint64_t id, uint32_t state, uint64_t arg, int has_args) {
@@ -328,7 +334,7 @@ void lens_nvtx_proxy_state(uint64_t id, uint32_t state, uint64_t arg, int has_ar
       op_end(pt, &pt->ops[i]);
       lens_nvtx_drop(&lens_nvtx_g.drops.proxy_ops_orphaned);
     }
-    over_end(pt, 1);
+    over_end(pt, 0, 1);
     period_start(&pt->sleep_range, &pt->sleeping, LENS_NVTX_STR_SLEEP);
     break;
   case 16: period_end(&pt->sleep_range, &pt->sleeping); break; /* ProxyCtrlWakeup */
@@ -361,6 +367,6 @@ void lens_nvtx_proxy_close_all(void) {
       op_end(pt, &pt->ops[i]);
       lens_nvtx_drop(&lens_nvtx_g.drops.proxy_ops_orphaned);
     }
-    over_end(pt, 1);
+    over_end(pt, 0, 1);
   }
 }

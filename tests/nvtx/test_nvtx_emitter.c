@@ -454,6 +454,60 @@ static void test_ops_past_the_table_share_a_range(void **state) {
   assert_int_equal(lens_nvtx_g.drops.proxy_ops_orphaned, orph0);
 }
 
+/* An op ended at Sleep (orphaned: in the table or past it) that stops
+ * later does not end a later shared range: that range ends at the stop of
+ * its own last op. */
+struct late_result { uint32_t tid; uint64_t second_from, before_last, after_last; };
+static void *proxy_thread_late_stop(void *arg) {
+  struct late_result *res = arg;
+  res->tid = (uint32_t)syscall(SYS_gettid);
+  struct fake_rec r;
+  const unsigned slot = 7;
+  enum { N = LENS_NVTX_MAX_OPEN_OPS + 1 };
+  uint64_t first[N], second[N];
+  for (int round = 0; round < 2; round++) {
+    uint64_t *ops = round ? second : first;
+    if (round) res->second_from = L->count;
+    for (int i = 0; i < N; i++) {
+      struct lens_p_proxy_op p = {getpid(), 1, 4, 1 << 19, i % 2, (uint8_t)(i / 2), {0}};
+      ops[i] = fake_id(LENS_T_PROXY_OP, slot);
+      lens_nvtx_on_start(fake_rec(&r, LENS_T_PROXY_OP, ops[i], 0x77, CTX_A, 0, &p, sizeof(p)));
+    }
+    if (round) break;
+    uint64_t ctrl = fake_id(LENS_T_PROXY_CTRL, slot);
+    lens_nvtx_on_start(fake_rec(&r, LENS_T_PROXY_CTRL, ctrl, 0, CTX_A, 0, NULL, 0));
+    proxy_state(ctrl, 15, 0); /* Sleep: all 17 of the first round are orphans */
+    proxy_state(ctrl, 16, 0);
+    lens_nvtx_on_stop(ctrl);
+  }
+  lens_nvtx_on_stop(first[N - 1]); /* late stops of the first round's: its op past the table, */
+  lens_nvtx_on_stop(first[0]);     /* and one of its table */
+  for (int i = 0; i < N - 1; i++) lens_nvtx_on_stop(second[i]);
+  res->before_last = L->count;
+  lens_nvtx_on_stop(second[N - 1]); /* the second range's own op past the table */
+  res->after_last = L->count;
+  return NULL;
+}
+
+static void test_late_stop_keeps_a_later_shared_range(void **state) {
+  (void)state;
+  struct late_result res = {0};
+  pthread_t t;
+  pthread_create(&t, NULL, proxy_thread_late_stop, &res);
+  pthread_join(t, NULL);
+  const struct nvtx_ev *over = find_after(res.second_from, NVTX_EV_START, dom, OVER_MSG);
+  assert_non_null(over);
+  assert_int_equal(over->tid, res.tid);
+  int ends = 0;
+  for (uint64_t i = res.second_from; i < L->count; i++) {
+    const struct nvtx_ev *e = &L->ev[i];
+    if (e->kind != NVTX_EV_END || e->id != over->id) continue;
+    ends++;
+    assert_true(i >= res.before_last && i < res.after_last); /* not at the first round's late stops */
+  }
+  assert_int_equal(ends, 1);
+}
+
 /* Per-thread state is per thread slot (from the event id): a stop from a
  * thread that does not own the slot is ignored, a slot past the table is
  * counted, and a new owner of a slot starts afresh. */
@@ -627,6 +681,7 @@ int main(void) {
       cmocka_unit_test(test_groups_without_group_api),
       cmocka_unit_test(test_proxy_thread),
       cmocka_unit_test(test_ops_past_the_table_share_a_range),
+      cmocka_unit_test(test_late_stop_keeps_a_later_shared_range),
       cmocka_unit_test(test_profiler_thread_named),
       cmocka_unit_test(test_slot_ownership),
       cmocka_unit_test(test_ranges_well_formed),
