@@ -190,12 +190,12 @@ for name, opts, bad, plots in SCEN:
     if C['too_wide']:
         fail('%s: plots wider than the window: %s' % (name, C['too_wide']))
     if 'waits' in plots or 'net_matrix' in plots:  # the canvas plots on a narrow window: drawn at its width
-        N = page_check(chrome(page, '--window-size=600,2000', '--dump-dom').stdout) or \
+        N = page_check(chrome(page, '--window-size=500,2000', '--dump-dom').stdout) or \
             {'too_wide': ['the page did not finish drawing'], 'errors': []}
         if N['too_wide'] or N['errors']:
-            fail('%s: at 600 px: too wide %s, errors %s' % (name, N['too_wide'], N['errors']))
+            fail('%s: at 500 px (the narrowest Chromium draws): too wide %s, errors %s' % (name, N['too_wide'], N['errors']))
         if N.get('page_width', [1, 0])[0] > N.get('page_width', [1, 0])[1]:
-            fail('%s: at 600 px the page is %s px wide: it scrolls sideways' % (name, N.get('page_width')))
+            fail('%s: at 500 px the page is %s px wide: it scrolls sideways' % (name, N.get('page_width')))
     if name == 'overrun' and 'late or busy GPU / host spans' not in dom:
         fail('%s: the stragglers\' legend does not say grey is also host spans' % name)
     svgs = dom.count('<svg')
