@@ -61,13 +61,16 @@ struct dstart {
   uint8_t remote, stopped;
 };
 struct dpend { uint64_t id, ts; uint32_t session, kind; };
+/* A STOP/STATE record of an id not started by the end of its chunk: it
+ * waits to the end of the file (ord: its number in the file). */
+struct dcarry { struct dpend q; uint32_t ord; };
 /* kch_columns: what the scan keeps of the file being scanned for the
  * KernelCh columns: each KernelCh START (ord: its number in the file; its
  * dstart's aux is its index here), each Coll/P2p START's launch, each
  * STOP/STATE record of an id of KernelCh type (ord: its number). */
 struct kstart { uint32_t ord; int32_t thread, channel; uint64_t start_gpu; };
 struct kop { uint32_t ord; uint64_t launch_id, parent_group; };
-struct kpend { uint32_t ord, state, has_args; uint64_t arg; };
+struct kpend { uint32_t ord, state, has_args; uint64_t arg, ts; };
 /* A column with what orders it as a full model orders its event. */
 struct kcol { struct lens_kch_col c; uint32_t ord; };
 struct req { uint32_t pid; uint64_t id; };
@@ -114,10 +117,16 @@ struct lens_win {
   struct kop *ko; size_t n_ko, cap_ko;
   struct kpend *kp; size_t n_kp, cap_kp;
   struct kcol *kc; size_t n_kc, cap_kc;
-  /* The file being scanned. */
-  struct dstart *t; size_t nt, cap_t;
-  struct dpend *p; size_t np, cap_p;
-  struct chunk_end { uint32_t nt, np; } *ce; size_t n_ce, cap_ce; /* the tables' sizes at each chunk's end */
+  /* The file being scanned: its STARTs; its STOP/STATE records so far
+   * (np), those of the chunk being read (p: resolved at the chunk's end,
+   * from p_base on), what each applies to (pend_of, np of them) and those
+   * that wait to the end of the file (cw, their bits in cbits); the STARTs
+   * entered in the id table (t_put). */
+  struct dstart *t; size_t nt, cap_t, t_put;
+  struct dpend *p; size_t n_p, cap_p, np, p_base;
+  uint32_t *pend_of; size_t cap_pend_of;
+  struct dcarry *cw; size_t n_cw, cap_cw;
+  uint8_t *cbits; size_t cap_cbits;
   struct lens_idseq ids, carried; /* (session, id) -> its latest START; the carried ids */
   /* PXN parents asked of other processes: (pid, id), each once. */
   struct req *rq; size_t n_rq, cap_rq;
@@ -215,25 +224,71 @@ int lens_win_pend(struct lens_builder *b, uint32_t session, uint32_t kind, uint6
     w->too_many = 1;
     return 0;
   }
-  struct dpend *q = LENS_VEC_PUSH(w, w->p, w->np, cap_p);
+  struct dpend *q = LENS_VEC_PUSH(w, w->p, w->n_p, cap_p);
   if (!q) return lens_builder_oom(b);
   *q = (struct dpend){id, ts, session, kind};
+  w->np++;
   if (w->cols && LENS_ID_TYPE(id) == LENS_T_KERNEL_CH) {
     struct kpend *k = LENS_VEC_PUSH(w, w->kp, w->n_kp, cap_kp);
     if (!k) return lens_builder_oom(b);
-    *k = (struct kpend){(uint32_t)(w->np - 1), kind == LENS_REC_STATE ? state : UINT32_MAX, has_args, arg};
+    *k = (struct kpend){(uint32_t)(w->np - 1), kind == LENS_REC_STATE ? state : UINT32_MAX, has_args, arg, ts};
   }
   return 0;
 }
 
+#define CARRIED (NONE - 1)
+
+static int grow_to(void **v, size_t *cap, size_t need, size_t size) {
+  if (need <= *cap) return 0;
+  size_t n = *cap ? *cap : 1024;
+  while (n < need) n *= 2;
+  void *x = realloc(*v, n * size);
+  if (!x) return -1;
+  *v = x, *cap = n;
+  return 0;
+}
+
+/* STOP/STATE record k of the scanned file goes to START v: the first STOP
+ * a START gets is its stop. */
+static void pend_to(struct lens_win *w, size_t k, uint32_t kind, uint64_t ts, int64_t v) {
+  struct dstart *d = &w->t[v];
+  w->pend_of[k] = (uint32_t)v;
+  if (kind == LENS_REC_STOP && !d->stopped) d->stopped = 1, d->stop = ts;
+}
+
 /* A chunk of the scanned file ends: the loader applies that chunk's records
- * then (lens_apply_chunk), so the scan notes where. */
+ * then (records.c, lens_apply_chunk), and the scan resolves them as it
+ * does, while they are in cache: the chunk's STARTs entered, then each of
+ * its STOP/STATE records applied, in file order, to the latest START of its
+ * id entered so far; a record of an id not started yet, and every later
+ * record of that id, waits to the end of the file (lens_win_end_file). */
 int lens_win_chunk_end(struct lens_builder *b) {
   struct lens_win *w = b->win;
-  if (w->too_many || (w->n_ce && w->ce[w->n_ce - 1].nt == w->nt && w->ce[w->n_ce - 1].np == w->np)) return 0;
-  struct chunk_end *c = LENS_VEC_PUSH(w, w->ce, w->n_ce, cap_ce);
-  if (!c) return lens_builder_oom(b);
-  *c = (struct chunk_end){(uint32_t)w->nt, (uint32_t)w->np};
+  if (w->too_many) return 0;
+  for (; w->t_put < w->nt; w->t_put++)
+    if (lens_idseq_put(&w->ids, w->t[w->t_put].session, w->t[w->t_put].id, (int64_t)w->t_put))
+      return lens_builder_oom(b);
+  if (!w->n_p) return 0;
+  if (grow_to((void **)&w->pend_of, &w->cap_pend_of, w->np, sizeof *w->pend_of) ||
+      (w->cols && grow_to((void **)&w->cbits, &w->cap_cbits, w->np / 8 + 1, 1)))
+    return lens_builder_oom(b);
+  int64_t v;
+  for (size_t i = 0; i < w->n_p; i++) {
+    const struct dpend *q = &w->p[i];
+    size_t k = w->p_base + i;
+    if (!(w->n_cw && lens_idseq_get(&w->carried, q->session, q->id, &v)) &&
+        lens_idseq_get(&w->ids, q->session, q->id, &v)) {
+      pend_to(w, k, q->kind, q->ts, v);
+      continue;
+    }
+    w->pend_of[k] = CARRIED;
+    if (w->cols) SET(w->cbits, k);
+    struct dcarry *c = LENS_VEC_PUSH(w, w->cw, w->n_cw, cap_cw);
+    if (!c || lens_idseq_put(&w->carried, q->session, q->id, 1)) return lens_builder_oom(b);
+    *c = (struct dcarry){*q, (uint32_t)k};
+  }
+  w->p_base = w->np;
+  w->n_p = 0;
   return 0;
 }
 
@@ -276,66 +331,34 @@ int lens_win_chunk_skip(struct lens_builder *b, uint64_t *bad, int *opened) {
   return 1;
 }
 
-#define CARRIED (NONE - 1)
-
-/* STOP/STATE record k of the scanned file goes to START v: the first STOP
- * a START gets is its stop. */
-static void pend_to(struct lens_win *w, struct win_file *f, size_t k, int64_t v) {
-  const struct dpend *q = &w->p[k];
-  struct dstart *d = &w->t[v];
-  f->pend_of[k] = (uint32_t)v;
-  if (q->kind == LENS_REC_STOP && !d->stopped) d->stopped = 1, d->stop = q->ts;
-}
-
-/* The end of a file's scan: its STARTs and STOP/STATE records resolved as
- * the loader resolves them (records.c, lens_apply_chunk): chunk by chunk,
- * its STARTs entered at its end, then its records applied to the latest
- * START of their id entered so far; a record of an id not started yet, and
- * every later record of that id, waits to the end of the file and goes to
- * the id's latest START then. A START's first STOP applied is its stop;
- * a START's parent is the latest START of that id in the file. Kept as
- * columns. */
-static int resolve_file(struct lens_win *w, struct win_file *f, uint8_t *carried) {
+/* The end of a file's scan (its chunks resolved: lens_win_chunk_end): the
+ * records that waited go, in file order, to their id's latest START (none:
+ * an orphan), and each START's parent is the latest START of that id in the
+ * file. The file keeps its columns; the scan's tables start empty for the
+ * next file. */
+static int resolve_file(struct lens_win *w, struct win_file *f) {
   size_t n = w->nt;
   int64_t v;
-  f->pend_of = malloc((w->np ? w->np : 1) * sizeof *f->pend_of);
-  if (!f->pend_of) return -1;
-  size_t ti = 0, pi = 0, n_carried = 0;
-  for (size_t c = 0; c <= w->n_ce; c++) {
-    size_t te = c < w->n_ce ? w->ce[c].nt : n, pe = c < w->n_ce ? w->ce[c].np : w->np;
-    for (; ti < te; ti++)
-      if (lens_idseq_put(&w->ids, w->t[ti].session, w->t[ti].id, (int64_t)ti)) return -1;
-    for (; pi < pe; pi++) { /* in file order */
-      const struct dpend *q = &w->p[pi];
-      if (!(n_carried && lens_idseq_get(&w->carried, q->session, q->id, &v)) &&
-          lens_idseq_get(&w->ids, q->session, q->id, &v)) {
-        pend_to(w, f, pi, v);
-        continue;
-      }
-      f->pend_of[pi] = CARRIED;
-      if (carried) SET(carried, pi);
-      n_carried++;
-      if (lens_idseq_put(&w->carried, q->session, q->id, 1)) return -1;
-    }
-  }
-  for (size_t k = 0; n_carried && k < w->np; k++) { /* the carried ones, in file order, after all */
-    if (f->pend_of[k] != CARRIED) continue;
-    const struct dpend *q = &w->p[k];
-    f->pend_of[k] = NONE;
-    if (lens_idseq_get(&w->ids, q->session, q->id, &v)) pend_to(w, f, k, v);
+  for (size_t c = 0; c < w->n_cw; c++) {
+    const struct dcarry *x = &w->cw[c];
+    w->pend_of[x->ord] = NONE;
+    if (lens_idseq_get(&w->ids, x->q.session, x->q.id, &v)) pend_to(w, x->ord, x->q.kind, x->q.ts, v);
   }
   for (size_t i = 0; i < n; i++) {
     struct dstart *d = &w->t[i];
     if (d->parent && lens_idseq_get(&w->ids, d->session, d->parent, &v)) d->up = (uint32_t)v;
   }
-  /* The columns are the file's (at their size); the scan's tables start
-   * empty for the next file. */
+  /* The columns are the file's (at their size); the next file's tables are
+   * as large as this one's (the files of a job are alike): not grown from
+   * nothing by copies (at 10^8 events the copies were 9 % of a window). */
+  uint32_t *po = realloc(w->pend_of, (w->np ? w->np : 1) * sizeof *po);
+  f->pend_of = po ? po : w->pend_of;
+  w->pend_of = malloc((w->np ? w->np : 1) * sizeof *w->pend_of);
+  w->cap_pend_of = w->pend_of ? (w->np ? w->np : 1) : 0;
+  if (!f->pend_of) return -1;
   if (n) {
     struct dstart *t = realloc(w->t, n * sizeof *t);
     f->t = t ? t : w->t;
-    /* the next file's, as large as this one's (the files of a job are
-     * alike): not grown from nothing by copies (at 10^8 events the copies
-     * were 9 % of a window) */
     w->t = malloc(n * sizeof *w->t);
     w->cap_t = w->t ? n : 0;
   }
@@ -450,7 +473,8 @@ out:
  * ones after the rest: carried), its launch from its parent (up). A
  * KernelCh id started twice in a session turns the columns off (which of
  * the STARTs a record goes to is then the load's to say). 0 or -1. */
-static int kch_columns(struct lens_win *w, struct win_file *f, int32_t proc, const uint8_t *carried) {
+static int kch_columns(struct lens_win *w, struct win_file *f, int32_t proc) {
+  const uint8_t *carried = w->n_cw ? w->cbits : NULL;
   int64_t v;
   size_t base = w->n_kc;
   for (size_t i = 0; i < w->n_ks; i++) {
@@ -491,7 +515,7 @@ static int kch_columns(struct lens_win *w, struct win_file *f, int32_t proc, con
         continue;
       size_t r = (size_t)f->t[to].aux;
       struct lens_kch_col *c = &w->kc[base + r].c;
-      if (!BIT(seen, r)) SET(seen, r), c->stop_notice = w->p[q->ord].ts;
+      if (!BIT(seen, r)) SET(seen, r), c->stop_notice = q->ts;
       c->stop_gpu = lens_gpu_stop_timer(LENS_T_KERNEL_CH, q->state, q->has_args, q->arg, c->stop_gpu);
     }
   for (size_t i = 0; i < w->n_ks; i++) {
@@ -516,13 +540,14 @@ int lens_win_end_file(struct lens_builder *b) {
   f->n_starts = b->win_starts, f->n_pends = b->win_pends;
   int rc = 0;
   if (w->too_many) w->cols = 0;
-  uint8_t *carried = w->cols && b->proc >= 0 ? calloc(w->np / 8 + 1, 1) : NULL;
-  if (w->cols && b->proc >= 0 && !carried) rc = -1;
-  if (!rc && !w->too_many && b->proc >= 0) rc = resolve_file(w, f, carried);
-  if (!rc && w->cols && b->proc >= 0) rc = kch_columns(w, f, b->proc, carried);
-  free(carried);
+  if (!w->too_many && b->proc >= 0) { /* what the last chunk left (not reached: each chunk's end resolves it) */
+    if (lens_win_chunk_end(b)) return -1;
+    rc = resolve_file(w, f);
+  }
+  if (!rc && w->cols && b->proc >= 0) rc = kch_columns(w, f, b->proc);
   /* The next file's tables start empty (their memory is the largest file's). */
-  w->nt = w->np = w->n_ce = 0;
+  if (w->cbits) memset(w->cbits, 0, w->cap_cbits);
+  w->nt = w->np = w->n_p = w->p_base = w->t_put = w->n_cw = 0;
   w->n_ks = w->n_ko = w->n_kp = 0;
   lens_idseq_free(&w->ids);
   lens_idseq_free(&w->carried);
@@ -548,7 +573,9 @@ static void win_free(struct lens_win *w) {
   free(w->f);
   free(w->t);
   free(w->p);
-  free(w->ce);
+  free(w->pend_of);
+  free(w->cw);
+  free(w->cbits);
   free(w->rq);
   free(w->ks);
   free(w->ko);
