@@ -39,7 +39,8 @@
  * Memory beyond the model: the files' bytes (a full load holds them too),
  * the columns of every file until the decisions are taken (48 bytes a
  * START, 4 a STOP/STATE record), two bits per record, and while one file
- * is scanned its id table and 32 bytes per STOP/STATE record; with
+ * is scanned its id table, the STOP/STATE records of the chunk being read
+ * (24 bytes each) and those that wait for a later START (32); with
  * kch_columns, 88 bytes a KernelCh of the group (its columns, until the
  * model takes them: 80 there), and while a file is scanned 24 bytes a
  * KernelCh, a Coll or P2p and a STOP/STATE record of a KernelCh id. */
