@@ -34,6 +34,7 @@
 
 #include <zstd.h>
 #include "export/load_traces.h"
+#include "gpu/gpu_analysis.h"
 #include "reader_test_util.h"
 #include "golden_sets.h"
 #include "trace_builder.h"
@@ -540,6 +541,84 @@ static void skip_chunks(void) {
   lens_model_free(w);
 }
 
+/* A KernelCh whose records come before its START in the file (crafted: a
+ * writer keeps a channel's records on one thread, in order): chunk 1 holds
+ * a KernelChStop (22) and the STOP of K, chunk 2 K's START, chunk 3 another
+ * KernelChStop of K. The load carries chunk 1's records to the end of the
+ * file, and with them every later record of K (chunk 3's), and applies
+ * them there in file order: K's stop pTimer and stop notice are chunk 1's
+ * (5000 at 300). The window leaves K out, and the row the scan makes of it
+ * for the GPU analysis (m->kch_cols) must hold what the full load's event
+ * holds. Packed and unpacked. */
+static void kch_records_first(void) {
+  const char *ctx = "kch-records-first";
+  char plain[128], packed[128];
+  struct tb *t = tb_open(rt_path(plain, sizeof plain, "kchfirst-plain.lens"), LENS_PRODUCER_TEST);
+  tb_session(t, 0, 402, "nodeK", 6);
+  tb_comm(t, CTX, 0x9a, 0, 1, 1, 0, "k");
+  tb_thread(t, 1, 403, LENS_ROLE_APP, "app", 0, 0);
+  tb_thread(t, 2, 404, LENS_ROLE_PROXY, "proxy", 0, 0);
+  uint64_t c = LENS_ID_MAKE(LENS_T_COLL, 1, 1), k = LENS_ID_MAKE(LENS_T_KERNEL_CH, 2, 1);
+  uint64_t late = LENS_ID_MAKE(LENS_T_COLL, 1, 2);
+  struct lens_p_coll pc = {.launch_id = 77};
+  struct lens_p_kernel_ch pk = {.start_gpu_ns = 4000, .channel = 3};
+  tb_events_begin(t, 1);
+  tb_start(t, LENS_T_COLL, c, 0, CTX, 100, 0, 0, &pc, sizeof pc);
+  tb_stop(t, c, 110);
+  tb_events_begin(t, 2);
+  tb_state(t, k, 22, 300, 5000, 1);
+  tb_stop(t, k, 310);
+  tb_events_begin(t, 2);
+  tb_start(t, LENS_T_KERNEL_CH, k, c, CTX, 200, 0, 0, &pk, sizeof pk);
+  tb_events_begin(t, 2);
+  tb_state(t, k, 22, 400, 6000, 1);
+  tb_events_begin(t, 1);
+  tb_start(t, LENS_T_COLL, late, 0, CTX, 5000, 0, 0, &pc, sizeof pc); /* the window's */
+  tb_stop(t, late, 5010);
+  tb_close(t);
+  uint64_t odd = 0;
+  if (repack(plain, rt_path(packed, sizeof packed, "kchfirst-packed.lens"), &odd, 0)) {
+    fprintf(stderr, "FAIL %s: cannot repack\n", ctx);
+    failures++;
+    return;
+  }
+  const char *files[2] = {plain, packed};
+  for (int i = 0; i < 2; i++) {
+    const char *p[1] = {files[i]};
+    struct lens_load_opts full_o = {.no_progress = 1, .no_notes = 1};
+    struct lens_model *f = lens_cli_load("test", p, 1, &full_o);
+    /* the window's load as the CLI asks it, its columns kept (lens_cli_load frees them after the GPU analysis) */
+    struct lens_load_window win = {.have_since = 1, .since_ns = 4800, .have_until = 1, .until_ns = 5000,
+                                   .keep_types_parent = 1u << LENS_T_KERNEL_CH, .kch_columns = 1};
+    char err[256];
+    struct lens_model *w = lens_model_load_window(p, 1, 0, &win, err, sizeof err, NULL);
+    int32_t fk = f ? lens_model_find(f, 0, k) : -1;
+    const struct lens_kch_col *row = NULL;
+    for (size_t r = 0; w && r < w->n_kch_cols; r++)
+      if (w->kch_cols[r].id == k) row = &w->kch_cols[r];
+    if (fk < 0 || !row || lens_model_find(w, 0, k) >= 0) {
+      fprintf(stderr, "FAIL %s (%s): K %s in the full load, its row %s, %s in the window's\n", ctx,
+              i ? "packed" : "plain", fk < 0 ? "missing" : "found", row ? "made" : "missing",
+              w && lens_model_find(w, 0, k) >= 0 ? "built" : "not built");
+      failures++;
+    } else {
+      const struct lens_event *e = &f->events[fk];
+      uint64_t notice = lens_gpu_kch_stop_notice(f, e);
+      if (e->p.kernel_ch.stop_gpu_ns != 5000 || notice != 300 || row->stop_gpu != e->p.kernel_ch.stop_gpu_ns ||
+          row->stop_notice != notice || row->start_gpu != 4000 || row->channel != 3 || row->launch_id != 77) {
+        fprintf(stderr,
+                "FAIL %s (%s): full load stop pTimer %" PRIu64 " notice %" PRIu64 " (5000, 300); the row's %" PRIu64
+                " %" PRIu64 ", start %" PRIu64 ", channel %d, launch %" PRIu64 "\n",
+                ctx, i ? "packed" : "plain", e->p.kernel_ch.stop_gpu_ns, notice, row->stop_gpu, row->stop_notice,
+                row->start_gpu, row->channel, row->launch_id);
+        failures++;
+      }
+    }
+    lens_model_free(f);
+    lens_model_free(w);
+  }
+}
+
 /* One golden trace set: its windows, its packed copy, and for a few
  * scenarios malformed packed streams (CRC good), a few seeds. */
 static void golden_set(const char *name, const char *dir, const char *const *paths, size_t n, void *ctx) {
@@ -555,6 +634,7 @@ int main(int argc, char **argv) {
   if (golden_sets_each(root, golden_set, NULL) < 0) return 1;
   pxn_pair();
   skip_chunks();
+  kch_records_first();
   damaged(root);
   rt_cleanup();
   if (!odd_records) {

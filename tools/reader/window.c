@@ -670,8 +670,9 @@ struct lens_model *lens_model_load_window(const char *const *paths, size_t n_pat
   struct lens_model *scanned = lens_load_files(kp, n_keep, flags, &w, LENS_WIN_SCAN, err, err_len, NULL);
   if (!scanned) goto out;
   lens_model_free(scanned);
-  free(w.p);
-  w.p = NULL, w.cap_p = 0;
+  free(w.p), free(w.pend_of), free(w.cw), free(w.cbits); /* the scan's scratch */
+  w.p = NULL, w.pend_of = NULL, w.cw = NULL, w.cbits = NULL;
+  w.cap_p = w.cap_pend_of = w.cap_cw = w.cap_cbits = 0;
   /* Each file's origin: the earliest of its host's files (filter.c's). */
   for (size_t k = 0; k < n_keep; k++) {
     w.f[k].origin = UINT64_MAX;
