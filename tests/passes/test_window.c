@@ -456,6 +456,27 @@ static void packed_scenario(const char *dir, const char *scen, unsigned garble) 
   for (size_t i = 0; i < n; i++) free(paths[i]);
 }
 
+/* A crafted trace of one process (session 0, one communicator, an
+ * application thread on slot 1), to be filled with events and closed. */
+static struct tb *crafted_open(char *plain, size_t len, const char *file, uint32_t pid, const char *host,
+                               uint64_t comm_id, const char *comm) {
+  struct tb *t = tb_open(rt_path(plain, len, file), LENS_PRODUCER_TEST);
+  tb_session(t, 0, pid, host, 6);
+  tb_comm(t, CTX, comm_id, 0, 1, 1, 0, comm);
+  tb_thread(t, 1, pid + 1, LENS_ROLE_APP, "t", 0, 0);
+  return t;
+}
+
+/* The crafted trace packed anew (repack: its event chunks as EVENTS_PACKED,
+ * odd records among them). 0, or -1 counted as a failure. */
+static int crafted_packed(const char *ctx, const char *plain, char *packed, size_t len, const char *file) {
+  uint64_t odd = 0;
+  if (!repack(plain, rt_path(packed, len, file), &odd, 0)) return 0;
+  fprintf(stderr, "FAIL %s: cannot repack\n", ctx);
+  failures++;
+  return -1;
+}
+
 /* The load skips a packed chunk the scan's decisions keep nothing of
  * (lens_win_chunk_skip): what a read of it leaves in the model all the
  * same must stay. One process, its event chunks packed by repack():
@@ -473,10 +494,7 @@ static void packed_scenario(const char *dir, const char *scen, unsigned garble) 
 static void skip_chunks(void) {
   const char *ctx = "skip-chunks";
   char plain[128], packed[128];
-  struct tb *t = tb_open(rt_path(plain, sizeof plain, "skip-plain.lens"), LENS_PRODUCER_TEST);
-  tb_session(t, 0, 400, "nodeS", 6);
-  tb_comm(t, CTX, 0x99, 0, 1, 1, 0, "s");
-  tb_thread(t, 1, 401, LENS_ROLE_APP, "t", 0, 0);
+  struct tb *t = crafted_open(plain, sizeof plain, "skip-plain.lens", 400, "nodeS", 0x99, "s");
   uint64_t g = LENS_ID_MAKE(LENS_T_GROUP_API, 1, 1), k = LENS_ID_MAKE(LENS_T_COLL, 1, 2);
   uint64_t c[6];
   for (int i = 0; i < 6; i++) c[i] = LENS_ID_MAKE(LENS_T_COLL, 1, 10 + (uint64_t)i);
@@ -502,12 +520,7 @@ static void skip_chunks(void) {
   tb_start(t, LENS_T_COLL, c[5], 0, CTX, 96, 0, 0, NULL, 0);
   tb_stop(t, c[5], 97);
   tb_close(t);
-  uint64_t odd = 0;
-  if (repack(plain, rt_path(packed, sizeof packed, "skip-packed.lens"), &odd, 0)) {
-    fprintf(stderr, "FAIL %s: cannot repack\n", ctx);
-    failures++;
-    return;
-  }
+  if (crafted_packed(ctx, plain, packed, sizeof packed, "skip-packed.lens")) return;
   const char *p[1] = {packed};
   one(ctx, p, 1, "middle", 1, 1000, 1, 2000);
   /* The trace holds what the skip must keep, and the skip happened. */
@@ -553,10 +566,7 @@ static void skip_chunks(void) {
 static void kch_records_first(void) {
   const char *ctx = "kch-records-first";
   char plain[128], packed[128];
-  struct tb *t = tb_open(rt_path(plain, sizeof plain, "kchfirst-plain.lens"), LENS_PRODUCER_TEST);
-  tb_session(t, 0, 402, "nodeK", 6);
-  tb_comm(t, CTX, 0x9a, 0, 1, 1, 0, "k");
-  tb_thread(t, 1, 403, LENS_ROLE_APP, "app", 0, 0);
+  struct tb *t = crafted_open(plain, sizeof plain, "kchfirst-plain.lens", 402, "nodeK", 0x9a, "k");
   tb_thread(t, 2, 404, LENS_ROLE_PROXY, "proxy", 0, 0);
   uint64_t c = LENS_ID_MAKE(LENS_T_COLL, 1, 1), k = LENS_ID_MAKE(LENS_T_KERNEL_CH, 2, 1);
   uint64_t late = LENS_ID_MAKE(LENS_T_COLL, 1, 2);
@@ -576,12 +586,7 @@ static void kch_records_first(void) {
   tb_start(t, LENS_T_COLL, late, 0, CTX, 5000, 0, 0, &pc, sizeof pc); /* the window's */
   tb_stop(t, late, 5010);
   tb_close(t);
-  uint64_t odd = 0;
-  if (repack(plain, rt_path(packed, sizeof packed, "kchfirst-packed.lens"), &odd, 0)) {
-    fprintf(stderr, "FAIL %s: cannot repack\n", ctx);
-    failures++;
-    return;
-  }
+  if (crafted_packed(ctx, plain, packed, sizeof packed, "kchfirst-packed.lens")) return;
   const char *files[2] = {plain, packed};
   for (int i = 0; i < 2; i++) {
     const char *p[1] = {files[i]};
