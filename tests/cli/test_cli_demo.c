@@ -1,7 +1,8 @@
 /* `nccl-lens demo` end to end: replay through the real plugin, then export
  * and summary. Checks the files it promises, that they parse, that the
  * timeline holds exactly the KernelCh the replay says it started, for as many
- * processes as it ran, and that its summaries are the summary command's. */
+ * processes as it ran, that its summaries are the summary command's, and
+ * that the late-rank job it replays beside is named by the job view. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -43,6 +44,7 @@ static void test_demo(void **state) {
   assert_true(time(NULL) - t0 < 60);
   assert_non_null(strstr(r.out, "ui.perfetto.dev"));
   assert_non_null(strstr(r.out, "summary.txt"));
+  assert_non_null(strstr(r.out, "late/job.txt"));
   char rep[1024];
   assert_int_equal(cli_python(CHECK_PY, dir, rep, sizeof rep), 0);
   int a, b;
@@ -73,11 +75,28 @@ static void test_demo(void **state) {
                               dir, rep, sizeof rep),
                    0);
   assert_string_equal(rep, "same [True, True] job True\n");
+  /* The late rank: the job view's top straggler is the rank the replay made
+   * late (20 ms: named on any load, test_job_replay), its instances all matched */
+  assert_int_equal(cli_python("import json,sys\nd=sys.argv[1]+'/late'\n"
+                              "t=json.load(open(d+'/truth.json'))\n"
+                              "lines=open(d+'/job.txt').read().split('\\n')\n"
+                              "i=[k for k,l in enumerate(lines) if l.startswith('stragglers (')][0]\n"
+                              "top=int(lines[i+2].split()[1])\n"
+                              "inj=set(x['straggler'] for x in t['instances'])\n"
+                              "print('top', top, 'injected', sorted(inj), 'matched', "
+                              "'6 instances: 6 matched on all ranks' in lines[0])\n",
+                              dir, rep, sizeof rep),
+                   0);
+  assert_string_equal(rep, "top 1 injected [1] matched True\n");
   /* a second run replaces the first run's traces instead of mixing them in */
   assert_int_equal(cli_run(&r, args), 0);
   assert_int_equal(r.status, 0);
   assert_int_equal(cli_python("import glob,sys\nprint(len(glob.glob(sys.argv[1]+'/traces/*.lens')))\n", dir, rep,
                               sizeof rep),
+                   0);
+  assert_int_equal(atoi(rep), 2);
+  assert_int_equal(cli_python("import glob,sys\nprint(len(glob.glob(sys.argv[1]+'/late/traces/*.lens')))\n", dir,
+                              rep, sizeof rep),
                    0);
   assert_int_equal(atoi(rep), 2);
   /* DIR must be ours alone: the commands write into it by name (a symbolic

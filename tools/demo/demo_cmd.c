@@ -23,12 +23,15 @@
 __attribute__((weak)) int lens_cmd_replay(int argc, char **argv);
 int lens_cmd_export(int argc, char **argv);
 int lens_cmd_summary(int argc, char **argv);
+int lens_cmd_job(int argc, char **argv);
 
 static void usage(FILE *f) {
   fprintf(f, "usage: nccl-lens demo [--out DIR] [--plugin PATH]\n"
              "  Replays a realistic 2-node x 2-rank NCCL workload (all scenarios) through the nccl-lens plugin,\n"
              "  then writes DIR/trace.json (open at https://ui.perfetto.dev), DIR/summary.txt and\n"
-             "  DIR/summary.json. DIR defaults to ./nccl-lens-demo; traces go to DIR/traces.\n");
+             "  DIR/summary.json. DIR defaults to ./nccl-lens-demo; traces go to DIR/traces.\n"
+             "  Then a job with a late rank (job-late-app: rank 1 calls each AllReduce 20 ms late, the GPUs\n"
+             "  coupled across processes) into DIR/late/traces, and what nccl-lens job says of it: DIR/late/job.txt.\n");
 }
 
 static int file_exists(const char *p) {
@@ -102,6 +105,18 @@ static int run_replay(const char *plugin, const char *traces, const char *truth)
   for (size_t i = 0; extra && extra[i] && argc < 31; i++) argv[argc++] = extra[i];
   argv[argc] = NULL;
   return lens_cmd_replay(argc, (char **)argv);
+}
+
+/* A job with a late rank: the replay's GPUs are coupled across processes
+ * only in its job scenarios (docs/replay.md), so `all` leaves most of the
+ * job view's rows undecomposed ("-"); this one shows the view find the rank
+ * the others waited for, and why, beside the truth. 20 ms late: what the
+ * view can place on two cores (docs/replay.md, "A late rank the job view
+ * can name"). */
+static int run_late(const char *plugin, const char *traces, const char *truth) {
+  const char *argv[] = {"replay", "--plugin", plugin, "--scenario", "job-late-app", "--nodes", "2", "--ranks-per-node",
+                        "2", "--iters", "3", "--delay-us", "20000", "--out", traces, "--truth", truth, "--quiet", NULL};
+  return lens_cmd_replay((int)(sizeof argv / sizeof *argv) - 1, (char **)argv);
 }
 
 /* The timeline and the summaries are written by the commands a user runs
@@ -181,7 +196,27 @@ int lens_cmd_demo(int argc, char **argv) {
   printf("  ground truth  %s\n", truth);
   printf("  timeline      %s/trace.json   -> open https://ui.perfetto.dev and drag the file in\n", dir);
   printf("                                   (or chrome://tracing > Load)\n");
-  printf("  summary       %s/summary.txt  (JSON: %s/summary.json)\n\n", dir, dir);
+  printf("  summary       %s/summary.txt  (JSON: %s/summary.json)\n", dir, dir);
+
+  /* The late rank: a second, small job. Its failure is said, not the demo's. */
+  char late[PATH_MAX], late_traces[PATH_MAX], late_truth[PATH_MAX], late_job[PATH_MAX];
+  int l0 = snprintf(late, sizeof late, "%s/late", dir);
+  int l1 = snprintf(late_traces, sizeof late_traces, "%s/traces", late);
+  int l2 = snprintf(late_truth, sizeof late_truth, "%s/truth.json", late);
+  int l3 = snprintf(late_job, sizeof late_job, "%s/job.txt", late);
+  if (l0 < 0 || l1 < 0 || l2 < 0 || l3 < 0 || (size_t)l1 >= sizeof late_traces || (size_t)l2 >= sizeof late_truth ||
+      (size_t)l3 >= sizeof late_job)
+    return lens_cli_error(CMD, "%s: the path is too long", dir);
+  if (own_dir(late) || own_dir(late_traces)) return 1;
+  list_traces(late_traces, 1, &files, &n);
+  fflush(stdout);
+  if (run_late(plugin, late_traces, late_truth) || run_cmd(lens_cmd_job, "job", NULL, late_job, late_traces)) {
+    printf("  late rank     not written (the job-late-app replay or nccl-lens job failed: see above)\n\n");
+  } else {
+    printf("  late rank     %s  (nccl-lens job on a replay where rank 1 calls 20 ms late;\n", late_job);
+    printf("                                   truth: %s)\n\n", late_truth);
+  }
   printf("next: nccl-lens summary %s/*.lens\n", traces);
+  printf("      nccl-lens job %s\n", late_traces);
   return 0;
 }
