@@ -2,7 +2,8 @@
  * and summary. Checks the files it promises, that they parse, that the
  * timeline holds exactly the KernelCh the replay says it started, for as many
  * processes as it ran, that its summaries are the summary command's, and
- * that the late-rank job it replays beside is named by the job view. */
+ * that the late-rank job it replays beside is named by the job view and by
+ * its report page's verdict. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -83,11 +84,13 @@ static void test_demo(void **state) {
                               "i=[k for k,l in enumerate(lines) if l.startswith('stragglers (')][0]\n"
                               "top=int(lines[i+2].split()[1])\n"
                               "inj=set(x['straggler'] for x in t['instances'])\n"
+                              "h=open(d+'/report.html').read()\n"
                               "print('top', top, 'injected', sorted(inj), 'matched', "
-                              "'6 instances: 6 matched on all ranks' in lines[0])\n",
+                              "'6 instances: 6 matched on all ranks' in lines[0], 'page', "
+                              "'\"key\":\"stragglers\",\"status\":\"bad\"' in h and '\"text\":\"Stragglers: rank 1 of' in h)\n",
                               dir, rep, sizeof rep),
                    0);
-  assert_string_equal(rep, "top 1 injected [1] matched True\n");
+  assert_string_equal(rep, "top 1 injected [1] matched True page True\n");
   /* a second run replaces the first run's traces instead of mixing them in */
   assert_int_equal(cli_run(&r, args), 0);
   assert_int_equal(r.status, 0);

@@ -24,6 +24,7 @@ __attribute__((weak)) int lens_cmd_replay(int argc, char **argv);
 int lens_cmd_export(int argc, char **argv);
 int lens_cmd_summary(int argc, char **argv);
 int lens_cmd_job(int argc, char **argv);
+int lens_cmd_report(int argc, char **argv);
 
 static void usage(FILE *f) {
   fprintf(f, "usage: nccl-lens demo [--out DIR] [--plugin PATH]\n"
@@ -31,7 +32,8 @@ static void usage(FILE *f) {
              "  then writes DIR/trace.json (open at https://ui.perfetto.dev), DIR/summary.txt and\n"
              "  DIR/summary.json. DIR defaults to ./nccl-lens-demo; traces go to DIR/traces.\n"
              "  Then a job with a late rank (job-late-app: rank 1 calls each AllReduce 20 ms late, the GPUs\n"
-             "  coupled across processes) into DIR/late/traces, and what nccl-lens job says of it: DIR/late/job.txt.\n");
+             "  coupled across processes) into DIR/late/traces, what nccl-lens job says of it (DIR/late/job.txt)\n"
+             "  and its report page (DIR/late/report.html).\n");
 }
 
 static int file_exists(const char *p) {
@@ -199,22 +201,25 @@ int lens_cmd_demo(int argc, char **argv) {
   printf("  summary       %s/summary.txt  (JSON: %s/summary.json)\n", dir, dir);
 
   /* The late rank: a second, small job. Its failure is said, not the demo's. */
-  char late[PATH_MAX], late_traces[PATH_MAX], late_truth[PATH_MAX], late_job[PATH_MAX];
+  char late[PATH_MAX], late_traces[PATH_MAX], late_truth[PATH_MAX], late_job[PATH_MAX], late_html[PATH_MAX];
   int l0 = snprintf(late, sizeof late, "%s/late", dir);
   int l1 = snprintf(late_traces, sizeof late_traces, "%s/traces", late);
   int l2 = snprintf(late_truth, sizeof late_truth, "%s/truth.json", late);
   int l3 = snprintf(late_job, sizeof late_job, "%s/job.txt", late);
-  if (l0 < 0 || l1 < 0 || l2 < 0 || l3 < 0 || (size_t)l1 >= sizeof late_traces || (size_t)l2 >= sizeof late_truth ||
-      (size_t)l3 >= sizeof late_job)
+  int l4 = snprintf(late_html, sizeof late_html, "%s/report.html", late);
+  if (l0 < 0 || l1 < 0 || l2 < 0 || l3 < 0 || l4 < 0 || (size_t)l1 >= sizeof late_traces ||
+      (size_t)l2 >= sizeof late_truth || (size_t)l3 >= sizeof late_job || (size_t)l4 >= sizeof late_html)
     return lens_cli_error(CMD, "%s: the path is too long", dir);
   if (own_dir(late) || own_dir(late_traces)) return 1;
   list_traces(late_traces, 1, &files, &n);
   fflush(stdout);
-  if (run_late(plugin, late_traces, late_truth) || run_cmd(lens_cmd_job, "job", NULL, late_job, late_traces)) {
-    printf("  late rank     not written (the job-late-app replay or nccl-lens job failed: see above)\n\n");
+  if (run_late(plugin, late_traces, late_truth) || run_cmd(lens_cmd_job, "job", NULL, late_job, late_traces) ||
+      run_cmd(lens_cmd_report, "report", "--html", late_html, late_traces)) {
+    printf("  late rank     not written (the job-late-app replay, nccl-lens job or report failed: see above)\n\n");
   } else {
     printf("  late rank     %s  (nccl-lens job on a replay where rank 1 calls 20 ms late;\n", late_job);
-    printf("                                   truth: %s)\n\n", late_truth);
+    printf("                                   truth: %s)\n", late_truth);
+    printf("  its report    %s  -> open in a browser: the verdict on top\n\n", late_html);
   }
   printf("next: nccl-lens summary %s/*.lens\n", traces);
   printf("      nccl-lens job %s\n", late_traces);
