@@ -145,18 +145,22 @@ struct lens_align_end {
   int eligible;     /* a ring/tree collective: its ranks end together */
 };
 /* What a rank's end bracket reads of its usable KernelCh children (timers
- * set, stop after start, none flagged bad), taken where the job map walks
- * them (a walk of a Coll's children is a cache miss a child; the map, the
- * slack and the bracket walked them three times). t 0: none, or no event. */
+ * set, stop after start, none flagged bad: lens_job_kch_timed), taken where
+ * the job map walks them (a walk of a Coll's children is a cache miss a
+ * child; the map, the slack and the bracket walked them three times): the
+ * span and the last channel's thread by the match's walk (rank_row, which
+ * times the rank's span from the same channels), the notices' bound by
+ * lens_align_rank_notices right after it. t 0: none, or no event. */
 struct lens_align_gpu {
   uint64_t s, t;          /* first channel start, last channel stop (pTimer) */
   uint64_t hi;            /* least (stop notice + GPU time from that channel's stop to t): UINT64_MAX none */
   int32_t thread;         /* the last channel's thread (whose map places the start) */
   int32_t notice_thread;  /* the last noticed channel's thread (whose map places the end) */
 };
-void lens_align_rank_gpu(const struct lens_model *m, const struct lens_job_rank *r, struct lens_align_gpu *g);
+/* g's hi and notice_thread from r's channels, its s, t and thread set (t 0: nothing to do). */
+void lens_align_rank_notices(const struct lens_model *m, const struct lens_job_rank *r, struct lens_align_gpu *g);
 /* 0 and lo, hi, gpu, gpu_end filled; -1 when it cannot be bracketed.
- * g: lens_align_rank_gpu's of r; map_slack may be NULL. */
+ * g: r's (struct lens_align_gpu); map_slack may be NULL. */
 int lens_align_rank_end(const struct lens_model *m, const struct lens_job_rank *r, const struct lens_align_gpu *g,
                         const int64_t *map_slack, struct lens_align_end *x);
 /* Carries brackets along each GPU's clock: two ends of one GPU are
@@ -199,7 +203,7 @@ int lens_align_build_ends(const struct lens_align_proc_clock *pc, size_t n_procs
  * (char *)ranks + i * stride. Returns the brackets that closed (left out), or
  * -1 on allocation failure. */
 long lens_align_bracket_ranks(const struct lens_model *m, struct lens_job_rank *ranks, size_t n, size_t stride,
-                              const struct lens_align_gpu *gpu); /* gpu[i]: lens_align_rank_gpu's of rank i */
+                              const struct lens_align_gpu *gpu); /* gpu[i]: rank i's (struct lens_align_gpu) */
 void lens_align_free(struct lens_align *a);
 /* Job time of a MONOTONIC ns of process proc, and its bound (may be NULL).
  * Returns 0, or -1 when that process's host is not placed (*job = mono). */

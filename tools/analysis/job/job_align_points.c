@@ -11,20 +11,10 @@
 /* GPU ns as host ns, with the rate margin on the side that keeps the bound. */
 static uint64_t rate_margin(uint64_t gpu_ns) { return lens_f2u64((double)gpu_ns * LENS_ALIGN_GPU_RATE_PPM * 1e-6) + 1; }
 
-void lens_align_rank_gpu(const struct lens_model *m, const struct lens_job_rank *r, struct lens_align_gpu *g) {
-  *g = (struct lens_align_gpu){UINT64_MAX, 0, UINT64_MAX, -1, -1};
+void lens_align_rank_notices(const struct lens_model *m, const struct lens_job_rank *r, struct lens_align_gpu *g) {
   /* Rows reduced from partial files have no events here: nothing to bracket. */
-  if (r->host_span || r->event < 0 || (size_t)r->event >= m->n_events) return;
+  if (!g->t || r->host_span || r->event < 0 || (size_t)r->event >= m->n_events) return;
   const struct lens_event *e = &m->events[r->event];
-  for (int32_t c = e->first_child; c >= 0; c = m->events[c].next_sibling) {
-    const struct lens_event *x = &m->events[c];
-    if (!lens_job_kch_timed(x)) continue;
-    uint64_t a = x->p.kernel_ch.start_gpu_ns, b = x->p.kernel_ch.stop_gpu_ns;
-    if (a < g->s) g->s = a;
-    if (b > g->t) g->t = b;
-    g->thread = x->thread;
-  }
-  if (!g->t) return;
   /* Upper: each channel's stop was noticed after the GPU wrote it, and the
    * last channel stopped (t - its stop) of GPU time after that channel. */
   for (int32_t c = e->first_child; c >= 0; c = m->events[c].next_sibling) {

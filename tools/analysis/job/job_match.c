@@ -70,10 +70,13 @@ double lens_job_busbw_factor(const char *func, int n) {
   return 1.0; /* Broadcast, Reduce, Send/Recv */
 }
 
-/* One rank's side of an instance: span and stages. */
-static void rank_row(const struct lens_model *m, const double *map_err, int32_t ei, int rank, struct lens_job_rank *r) {
+/* One rank's side of an instance: span and stages; and into gpu what the end's
+ * bracket reads of the same channels (job_align.h). */
+static void rank_row(const struct lens_model *m, const double *map_err, int32_t ei, int rank, struct lens_job_rank *r,
+                     struct lens_align_gpu *gpu) {
   const struct lens_event *e = &m->events[ei];
   memset(r, 0, sizeof *r);
+  *gpu = (struct lens_align_gpu){UINT64_MAX, 0, UINT64_MAX, -1, -1};
   r->rank = rank;
   r->proc = e->proc;
   r->event = ei;
@@ -95,11 +98,13 @@ static void rank_row(const struct lens_model *m, const double *map_err, int32_t 
     uint64_t a = x->p.kernel_ch.start_gpu_ns, b = x->p.kernel_ch.stop_gpu_ns;
     if (a < s) s = a;
     if (b > t) t = b;
+    gpu->thread = x->thread;
     if (x->acc.gpu_start_mono_ns && x->acc.gpu_start_mono_ns < ms) ms = x->acc.gpu_start_mono_ns;
     if (!r->kstart_notice_ns || x->start_mono_ns < r->kstart_notice_ns) r->kstart_notice_ns = x->start_mono_ns;
     if (x->acc.gpu_stop_mono_ns > mt) mt = x->acc.gpu_stop_mono_ns;
     if (x->thread >= 0 && map_err[x->thread] > (double)r->map_err_ns) r->map_err_ns = lens_f2u64(map_err[x->thread]);
   }
+  gpu->s = s, gpu->t = t;
   if (t) {
     r->span_ns = t - s;
     if (ms != UINT64_MAX) r->kstart_mono_ns = ms;
@@ -369,9 +374,10 @@ int lens_job_map(const struct lens_model *m, struct lens_job_part *p) {
       k->seq = ord[h].n++; /* n counts from 1 once used: order index = previous n */
     }
     inst_fill(m, k, e, !k->kind && !has_seq[e->comm]);
-    rank_row(m, map_err, (int32_t)i, c->rank, &k->r);
+    struct lens_align_gpu *g = &gpu[p->n_recs - 1];
+    rank_row(m, map_err, (int32_t)i, c->rank, &k->r, g);
     lens_job_rank_clear_bad_times(&k->r); /* a forged trace's times past 2^62 ns: unknown (job_part.h) */
-    lens_align_rank_gpu(m, &k->r, &gpu[p->n_recs - 1]); /* its children, still in cache from rank_row */
+    lens_align_rank_notices(m, &k->r, g); /* its children, still in cache from rank_row */
     k->user_tag = lens_event_user_tag(e);
     k->first_op = p->n_ops;
     if (ops_of(m, cranks, e, c->rank, p, &cap_ops, &cap_wops)) goto out;
