@@ -516,9 +516,10 @@ static int stragglers(struct ctx *x) {
       char ct[LENS_JOB_CAUSE_ITEMS * 40] = "";
       size_t o = 0;
       uint64_t hs = 0;
-      for (size_t c = 0; c < n_it && o < sizeof ct; c++) {
-        o += (size_t)snprintf(ct + o, sizeof ct - o, "%s%s %" PRIu64, c ? ", " : "", it[c].words, it[c].n);
-        if (it[c].host_spans) hs += it[c].n;
+      for (size_t c = 0; c < n_it; c++) {
+        if (o < sizeof ct)
+          o += (size_t)snprintf(ct + o, sizeof ct - o, "%s%s %" PRIu64, c ? ", " : "", it[c].words, it[c].n);
+        if (it[c].host_spans) hs += it[c].n; /* every item's, whether its words fit or not */
       }
       lens_json_str(f, ct);
       fprintf(f, ",\"host_spans\":%" PRIu64, hs); /* of causes.unknown: on host spans (causes_text's words) */
