@@ -58,6 +58,7 @@
 #include <unistd.h>
 
 #include "lens_chunk.h"
+#include "lens_index.h"
 #include "lens_pack_chunk.h"
 #include "nccl-lens/trace_format.h"
 
@@ -67,6 +68,7 @@ static const char *const compress_name[] = {"none", "packed", "zstd"};
 struct cfg {
   int ranks, hosts, channels, steps, stragglers, threads, compress, zstd_level;
   int profiler_thread;  /* KernelCh from a profiler thread of their own (slot 2), as NCCL 2.31 reports them */
+  int no_index;         /* no INDEX chunks, as plugins before them wrote */
   int hang_rank;        /* this rank never calls the last instance; the others hang in it, and no process ends
                          * (the job killed): -1 none */
   uint64_t chunk_bytes; /* --compress none: fixed-record bytes a chunk holds at most (LENS_EVENTS_CHUNK_MAX) */
@@ -195,6 +197,7 @@ struct ring {
   uint32_t count;
   struct lens_pack_enc enc; /* packed: the open frame */
   uint8_t *stream;          /* its varint stream */
+  struct lens_index_acc idx; /* what its chunk being filled holds, for its INDEX (common/lens_index.h) */
 };
 /* An instance's records as they are made, before they go out in time order. */
 struct staged {
@@ -222,6 +225,13 @@ struct out {
   uint8_t *zbuf, *chunk;
   size_t stream_cap, zcap;
   ZSTD_CCtx *zc; /* the worker thread's, NULL without zstd */
+  /* the index, as the plugin's writer writes it: the process's open events, fed every record in time order
+   * (the writer's drain order), and the time of the last one (when its open set is taken) */
+  uint64_t seq_of[3]; /* per slot: the last START sequence number written */
+  struct lens_openset *open;
+  uint8_t *obuf;
+  size_t obuf_cap;
+  uint64_t last_ts;
 };
 
 static int put_chunk(struct out *o, uint16_t type, const void *p, uint32_t len) {
@@ -234,6 +244,24 @@ static int put_chunk(struct out *o, uint16_t type, const void *p, uint32_t len) 
   atomic_fetch_add(&bytes_written, sizeof h + len + lens_chunk_padding(len));
   return 0;
 }
+
+/* The INDEX of the events chunk just written, records its count (writer.c, index_write). */
+static int put_index(struct out *o, uint32_t slot, uint32_t records) {
+  struct lens_index_acc *a = &o->ring[slot].idx;
+  int rc = 0;
+  if (a->h.records && o->open) {
+    size_t open_len = lens_openset_due(o->open, o->last_ts)
+                          ? lens_openset_write(o->open, o->last_ts, o->obuf, o->obuf_cap) : 0;
+    uint32_t len;
+    const void *p = lens_index_payload(a, records, open_len != 0, &len);
+    memcpy(o->obuf + o->obuf_cap, p, len); /* the header and touches after the open set's room */
+    if (open_len) memcpy(o->obuf + o->obuf_cap + len, o->obuf, open_len);
+    rc = put_chunk(o, LENS_CHUNK_INDEX, o->obuf + o->obuf_cap, (uint32_t)(len + open_len));
+  }
+  lens_index_begin(a, slot);
+  return rc;
+}
+
 
 /* Packs the slot's record written last into its open frame. */
 static void pack_pending(struct out *o, uint32_t slot) {
@@ -253,11 +281,13 @@ static int put_frame(struct out *o, uint32_t slot) {
   struct lens_packed_hdr ph;
   const void *body;
   size_t body_len;
+  uint32_t count = g->enc.count;
   lens_pack_chunk(&g->enc, g->stream, slot, o->zc, C.zstd_level, o->zbuf, o->zcap, &ph, &body, &body_len);
   memcpy(o->chunk, &ph, sizeof ph);
   memcpy(o->chunk + sizeof ph, body, body_len);
   lens_pack_begin(&g->enc, g->stream, o->stream_cap);
-  return put_chunk(o, LENS_CHUNK_EVENTS_PACKED, o->chunk, (uint32_t)(sizeof ph + body_len));
+  if (put_chunk(o, LENS_CHUNK_EVENTS_PACKED, o->chunk, (uint32_t)(sizeof ph + body_len))) return -1;
+  return put_index(o, slot, count);
 }
 
 /* Drains one slot's records as one chunk, as the writer drains a ring. */
@@ -270,7 +300,7 @@ static int flush_slot(struct out *o, uint32_t slot) {
   int rc = put_chunk(o, LENS_CHUNK_EVENTS, g->buf, (uint32_t)g->len);
   g->len = sizeof eh;
   g->count = 0;
-  return rc;
+  return rc ? rc : put_index(o, slot, eh.count);
 }
 static int flush_events(struct out *o) { return flush_slot(o, 0) | flush_slot(o, 1) | flush_slot(o, 2); }
 
@@ -339,19 +369,60 @@ static int cmp_staged(const void *a, const void *b) {
   return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
+/* An instance's ids renumbered in time order (write_staged): old id -> new. */
+#define GEN_IDMAP 4096 /* a power of two above twice an instance's events (4 + 32 channels + 2 ops of 65: 166) */
+struct idmap_ent { uint64_t from, to; uint32_t gen; };
+static __thread struct idmap_ent tl_idmap[GEN_IDMAP];
+static __thread uint32_t tl_idgen;
+static struct idmap_ent *idmap_slot(uint64_t id) {
+  uint32_t i = (uint32_t)((id * 0x9E3779B97F4A7C15ull) >> 52) & (GEN_IDMAP - 1);
+  while (tl_idmap[i].gen == tl_idgen && tl_idmap[i].from != id) i = (i + 1) & (GEN_IDMAP - 1);
+  return &tl_idmap[i];
+}
+static uint64_t idmap_get(uint64_t id) {
+  struct idmap_ent *e = idmap_slot(id);
+  return e->gen == tl_idgen ? e->to : id;
+}
+
 /* The staged records in time order into their slots' frames; packed, every
- * open frame is written at each tick of the host's clock crossed. */
+ * open frame is written at each tick of the host's clock crossed. A slot's
+ * STARTs take their sequence numbers in that order, as a thread numbers its
+ * events as it records them (the instance is made op by op, not in time
+ * order): the trace's INDEX relies on it (a slot's STARTs come in sequence
+ * order, trace_format.h). */
 static int write_staged(struct out *o) {
   struct stage *sg = &o->stage;
   int rc = 0;
   qsort(sg->ix, sg->n, sizeof *sg->ix, cmp_staged);
+  if (++tl_idgen == 0) memset(tl_idmap, 0, sizeof tl_idmap), tl_idgen = 1;
   for (size_t i = 0; i < sg->n; i++) {
     const struct staged *x = &sg->ix[i];
+    struct lens_rec_start *r = (void *)(sg->buf + x->off); /* id and parent are where a STOP's id is too */
+    if (r->h.kind == LENS_REC_START) {
+      uint64_t id = r->id;
+      uint64_t to = (id & ~LENS_ID_SEQ(~0ull)) | ++o->seq_of[LENS_ID_SLOT(id) % 3]; /* its slot, a new number */
+      struct idmap_ent *e = idmap_slot(id);
+      *e = (struct idmap_ent){id, to, tl_idgen};
+      r->id = to;
+      if (r->parent) r->parent = idmap_get(r->parent);
+      if (r->h.type == LENS_T_COLL) { /* it names its KernelLaunch (started before it) */
+        struct lens_p_coll *pc = (void *)(r + 1);
+        pc->launch_id = idmap_get(pc->launch_id);
+      }
+    } else {
+      r->id = idmap_get(r->id);
+    }
     if (C.compress != COMPRESS_NONE && x->ts >= o->tick) {
       rc |= flush_events(o);
       o->tick = o->mono0 + ((x->ts - o->mono0) / C.frame_ns + 1) * C.frame_ns;
     }
-    memcpy(put_rec(o, x->slot, x->size), sg->buf + x->off, x->size);
+    const struct lens_rec_hdr *h = (const void *)(sg->buf + x->off);
+    memcpy(put_rec(o, x->slot, x->size), h, x->size);
+    if (o->open) {
+      lens_index_add(&o->ring[x->slot].idx, h);
+      lens_openset_add(o->open, h);
+      if (x->ts > o->last_ts) o->last_ts = x->ts;
+    }
   }
   sg->n = sg->len = 0;
   return rc;
@@ -422,7 +493,18 @@ static int write_rank(int r) {
   for (int i = 0; i < 3; i++) {
     o.ring[i].buf = malloc(o.cap);
     o.ring[i].len = sizeof(struct lens_events_hdr);
+    lens_index_begin(&o.ring[i].idx, (uint32_t)i);
     if (!o.ring[i].buf) rc = -1;
+  }
+  /* the index's table and buffer: the worker thread's, for all its files */
+  static __thread struct lens_openset tl_open;
+  static __thread uint8_t *tl_obuf;
+  if (!C.no_index) {
+    if (!tl_open.t && lens_openset_init(&tl_open, 3)) rc = -1;
+    size_t room = lens_openset_bound(&tl_open);
+    if (!tl_obuf && !(tl_obuf = malloc(2 * room + sizeof(struct lens_index_acc)))) rc = -1;
+    lens_openset_reset(&tl_open);
+    o.open = &tl_open, o.obuf = tl_obuf, o.obuf_cap = room;
   }
   if (C.compress != COMPRESS_NONE) {
     if (C.compress == COMPRESS_ZSTD && !tl_zc && !(tl_zc = ZSTD_createCCtx())) rc = -1;
@@ -674,7 +756,7 @@ static void usage(FILE *f) {
   fprintf(f, "usage: lens-gen-job -o DIR [--ranks N] [--hosts H] [--events E] [--stragglers S] [--channels C]\n"
              "                    [--steps K] [--seed X] [--threads T] [--compress none|packed|zstd]\n"
              "                    [--zstd-level L] [--frame-kib N] [--frame-ms M] [--chunk-kib N] [--profiler-thread]\n"
-             "                    [--hang-rank R]\n"
+             "                    [--hang-rank R] [--no-index]\n"
              "  Writes a synthetic job's .lens traces (one file per rank/process) and DIR/truth.json.\n"
              "  Defaults: 1024 ranks on 128 hosts, 100000000 events, 16 stragglers, 2 channels, 8 steps per op,\n"
              "  events compressed as the plugin's default (NCCL_LENS_COMPRESS=zstd, NCCL_LENS_ZSTD_LEVEL=-1),\n"
@@ -686,7 +768,9 @@ static void usage(FILE *f) {
              "  2.31 reports them from its profiler thread (default: from the proxy thread, as NCCL up to 2.30).\n"
              "  --hang-rank R: rank R never calls the last instance; every other rank enters it and waits\n"
              "  there (its kernel's channels and first proxy steps never end), and no process ends (the\n"
-             "  job killed in the hang: no FINI); truth.json's \"hang\" names the rank and the seq.\n");
+             "  job killed in the hang: no FINI); truth.json's \"hang\" names the rank and the seq.\n"
+             "  An INDEX chunk follows each events chunk, as the plugin writes it (docs/trace-format.md, \"The\n"
+             "  index\"); --no-index: none, as plugins before it wrote.\n");
 }
 
 static int num(const char *s, uint64_t *v) {
@@ -705,6 +789,10 @@ int main(int argc, char **argv) {
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) return usage(stdout), 0;
     if (!strcmp(a, "--profiler-thread")) {
       C.profiler_thread = 1;
+      continue;
+    }
+    if (!strcmp(a, "--no-index")) {
+      C.no_index = 1;
       continue;
     }
     if (i + 1 >= argc) return usage(stderr), 2;

@@ -46,6 +46,7 @@
 #include "lens_chunk.h"
 #include "lens_unpack.h"
 #include "nccl-lens/trace_format.h"
+#include "trace_index.h"
 
 enum { GPU_ALL, GPU_NEAR, GPU_NONE };
 
@@ -91,15 +92,17 @@ static void idmap_build(struct idmap *m, const struct ev *e, size_t n) {
   m->k = calloc(m->cap, sizeof *m->k), m->v = calloc(m->cap, sizeof *m->v);
   if (!m->k || !m->v) exit(1);
   for (size_t i = 0; i < n; i++) { /* the latest START of an id wins, as the reader's rule */
-    size_t h = hsh(e[i].id, m->cap);
-    while (m->k[h] && m->k[h] != e[i].id) h = (h + 1) & (m->cap - 1);
-    m->k[h] = e[i].id, m->v[h] = (uint32_t)i;
+    uint64_t key = LENS_INDEX_KEY(e[i].id) | LENS_ID_TAG; /* an open set names events by key: ids match by it */
+    size_t h = hsh(key, m->cap);
+    while (m->k[h] && m->k[h] != key) h = (h + 1) & (m->cap - 1);
+    m->k[h] = key, m->v[h] = (uint32_t)i;
   }
 }
 static long idmap_get(const struct idmap *m, uint64_t id) {
   if (!id) return -1;
-  for (size_t h = hsh(id, m->cap); m->k[h]; h = (h + 1) & (m->cap - 1))
-    if (m->k[h] == id) return m->v[h];
+  uint64_t key = LENS_INDEX_KEY(id) | LENS_ID_TAG;
+  for (size_t h = hsh(key, m->cap); m->k[h]; h = (h + 1) & (m->cap - 1))
+    if (m->k[h] == key) return m->v[h];
   return -1;
 }
 
@@ -224,9 +227,139 @@ static int cmp_first(const void *a, const void *b, void *ctx) {
   return (x > y) - (x < y);
 }
 
-struct totals { double bytes, records, chunks, chunk_ns, span_ns; double plan_bytes[3], plan_records[3]; uint64_t never_stopped, long_reach; };
+#define N_PLANS 4
+struct totals {
+  double bytes, records, chunks, chunk_ns, span_ns;
+  double plan_bytes[N_PLANS], plan_records[N_PLANS];
+  uint64_t never_stopped, long_reach;
+  uint64_t files_indexed, index_misses, index_bytes, index_fallback;
+};
 
-static void plan_file(struct file_scan *f, double from, double width, int gpu, uint64_t margin, struct totals *t) {
+/* ---- the plan the INDEX chunks allow ----
+ * What the reader's window would decode with the writer's index (trace_index.h,
+ * docs/trace-format.md "The index"). Seeds: the chunks whose time range
+ * meets the window; the START chunks of the events open at the last open
+ * set taken at least 1 ms before the window; the chunks of each slot holding
+ * STARTs drained after that set and before the window's end; the KernelCh
+ * chunks the GPU policy wants; every chunk an INDEX does not describe. As
+ * each chunk is "decoded" (this tool knows what each holds), an event is
+ * wanted when it may be needed: it starts in the window, it was open at the
+ * set, it started after the set (and before the window's end), the GPU
+ * policy wants it, a record of it is at or after the window's start, or it
+ * is the parent of a wanted event. A wanted event brings its START chunk and
+ * every chunk touching it (its STOP and states). The misses (exact chunks
+ * the plan leaves out) must be none. */
+struct iplan {
+  const struct file_scan *f;
+  const struct lens_trace_index *ix;
+  uint8_t *in, *decoded, *wanted;
+  uint32_t *queue;
+  size_t nq;
+};
+static void iplan_add(void *ctx, size_t k) {
+  struct iplan *p = ctx;
+  if (p->in[k]) return;
+  p->in[k] = 1;
+  p->queue[p->nq++] = (uint32_t)k;
+}
+/* Event e is wanted: its START chunk, and once that is decoded its touches and its parent. */
+static void want(struct iplan *p, long e) {
+  if (e < 0 || p->wanted[e]) return;
+  p->wanted[e] = 1;
+  const struct ev *x = &p->f->e[e];
+  if (!p->decoded[x->first]) {
+    iplan_add(p, x->first); /* done when it is decoded */
+    return;
+  }
+  uint32_t sess = p->ix->c[x->first].session;
+  lens_trace_index_touches(p->ix, sess, LENS_ID_SLOT(x->id), LENS_ID_SEQ(x->id), iplan_add, p);
+  want(p, x->parent); /* a parent of this process (a PXN op's is the other process's) */
+}
+
+static void index_plan(const struct file_scan *f, const struct lens_trace_index *ix, uint64_t s, uint64_t u, int gpu,
+                       uint64_t margin, uint8_t *in, struct totals *t) {
+  struct iplan pl = {f, ix, in, calloc(f->nc, 1), calloc(f->ne ? f->ne : 1, 1), malloc(f->nc * sizeof(uint32_t)), 0};
+  /* per chunk: its STARTs (events) and its STOP/STATE records, as CSR lists */
+  uint32_t *eo = calloc(f->nc + 1, sizeof *eo), *ro = calloc(f->nc + 1, sizeof *ro);
+  uint32_t *el = malloc((f->ne ? f->ne : 1) * sizeof *el), *rl = malloc((f->nr ? f->nr : 1) * sizeof *rl);
+  uint32_t *ef = malloc((f->nc + 1) * sizeof *ef), *rf = malloc((f->nc + 1) * sizeof *rf);
+  if (!pl.decoded || !pl.wanted || !pl.queue || !eo || !ro || !el || !rl || !ef || !rf) exit(1);
+  for (size_t i = 0; i < f->ne; i++) eo[f->e[i].first + 1]++;
+  for (size_t i = 0; i < f->nr; i++) ro[f->r[i].chunk + 1]++;
+  for (size_t k = 0; k < f->nc; k++) eo[k + 1] += eo[k], ro[k + 1] += ro[k];
+  memcpy(ef, eo, (f->nc + 1) * sizeof *ef), memcpy(rf, ro, (f->nc + 1) * sizeof *rf);
+  for (size_t i = 0; i < f->ne; i++) el[ef[f->e[i].first]++] = (uint32_t)i;
+  for (size_t i = 0; i < f->nr; i++) rl[rf[f->r[i].chunk]++] = (uint32_t)i;
+  free(ef), free(rf);
+  const uint32_t kch = (1u << LENS_T_KERNEL_CH) | (1u << LENS_T_KERNEL_PHASE);
+  /* the open set: the last taken 1 ms or more before the window (the TSC's conversion to MONOTONIC may put a
+   * record drained before it a little after it) */
+  const struct lens_open_ix *snap = NULL;
+  for (size_t i = 0; i < ix->n_open; i++)
+    if (ix->open[i].taken_mono_ns + 1000000ull <= s && (!snap || ix->open[i].taken_mono_ns > snap->taken_mono_ns))
+      snap = &ix->open[i];
+  if (snap && (snap->flags & LENS_INDEX_OPEN_F_INCOMPLETE)) snap = NULL;
+  if (!snap) t->index_fallback++;
+  /* per chunk: the highest START sequence number the set had drained of its slot (0: none, or no set) */
+  uint64_t *drained_hi = calloc(f->nc, sizeof *drained_hi);
+  if (!drained_hi) exit(1);
+  for (size_t k = 0; k < f->nc; k++) {
+    const struct lens_chunk_ix *c = &ix->c[k];
+    for (size_t d = 0; snap && c->session == snap->session && d < snap->n_drained; d++)
+      if (ix->drained[snap->drained + d].slot == c->slot) drained_hi[k] = ix->drained[snap->drained + d].seq_hi;
+    int add = !(c->flags & LENS_CIX_INDEXED) || (c->first_ts < u && c->last_ts >= s) ||
+              (c->start_hi && c->first_ts < u && c->start_hi > drained_hi[k]);
+    if ((c->types & kch) && (gpu == GPU_ALL || (gpu == GPU_NEAR && c->last_ts + margin >= s && c->first_ts < u + margin)))
+      add = 1;
+    if (add) iplan_add(&pl, k);
+  }
+  struct idmap m;
+  idmap_build(&m, f->e, f->ne);
+  for (size_t i = 0; snap && i < snap->n_ids; i++) {
+    uint64_t id = ix->ids[snap->ids + i];
+    long e = idmap_get(&m, id);
+    if (e >= 0) want(&pl, e);
+    else lens_trace_index_starts(ix, snap->session, LENS_ID_SLOT(id), LENS_ID_SEQ(id), iplan_add, &pl);
+  }
+  for (size_t q = 0; q < pl.nq; q++) { /* "decode" the chunk */
+    uint32_t k = pl.queue[q];
+    pl.decoded[k] = 1;
+    for (uint32_t j = eo[k]; j < eo[k + 1]; j++) {
+      uint32_t i = el[j];
+      const struct ev *e = &f->e[i];
+      int rule = (e->start >= s && e->start < u) || (e->start < u && LENS_ID_SEQ(e->id) > drained_hi[k]) ||
+                 (e->type == LENS_T_KERNEL_CH &&
+                  (gpu == GPU_ALL || (gpu == GPU_NEAR && e->start + margin >= s && e->start < u + margin)));
+      if (pl.wanted[i]) pl.wanted[i] = 0, rule = 1; /* wanted before its chunk was decoded: done now */
+      if (rule) want(&pl, i);
+    }
+    for (uint32_t j = ro[k]; j < ro[k + 1]; j++) {
+      const struct rec *r = &f->r[rl[j]];
+      /* Before the window: needed only as a parent, reached from its child. After it: an event that started
+       * before the window's end is wanted by the rule above already (in it, open at the set, or started after
+       * the set), one that started later is not needed. In it: wanted by those rules too; asked again here so
+       * that an open set that missed an event cannot lose a record the window shows. */
+      if (r->ts < s || r->ts >= u) continue;
+      long e = idmap_get(&m, r->id);
+      if (e >= 0) want(&pl, e);
+      else lens_trace_index_starts(ix, ix->c[k].session, LENS_ID_SLOT(r->id), LENS_ID_SEQ(r->id), iplan_add, &pl);
+    }
+  }
+  if (getenv("LENS_PLAN_DEBUG")) {
+    fprintf(stderr, "window %.1f-%.1f ms, snap %.1f\n", s / 1e6, u / 1e6, snap ? snap->taken_mono_ns / 1e6 : 0.0);
+    for (size_t q = 0; q < pl.nq; q++) {
+      uint32_t k = pl.queue[q];
+      fprintf(stderr, "  #%zu chunk %u slot %u %.1f-%.1f starts %llu-%llu drained %llu\n", q, k, ix->c[k].slot,
+              ix->c[k].first_ts / 1e6, ix->c[k].last_ts / 1e6, (unsigned long long)ix->c[k].start_lo,
+              (unsigned long long)ix->c[k].start_hi, (unsigned long long)drained_hi[k]);
+    }
+  }
+  free(pl.decoded), free(pl.wanted), free(pl.queue), free(drained_hi);
+  free(eo), free(ro), free(el), free(rl), free(m.k), free(m.v);
+}
+
+static void plan_file(struct file_scan *f, const struct lens_trace_index *ix, double from, double width, int gpu,
+                      uint64_t margin, struct totals *t) {
   if (!f->ne || !f->nc) return;
   struct idmap m;
   idmap_build(&m, f->e, f->ne);
@@ -300,19 +433,31 @@ static void plan_file(struct file_scan *f, double from, double width, int gpu, u
   if (lo != UINT32_MAX && lo < rfrom) rfrom = lo; /* an event the rule keeps, started earlier still: not seen open */
   if (k0 >= 0 && (long)rfrom + 64 < k0) t->long_reach++;
   t->span_ns += (double)span;
+  uint8_t *iin = NULL; /* the index's plan, when every events chunk is the tool's (else the whole read) */
+  if (ix && ix->n == f->nc && ix->indexed) {
+    if (!(iin = calloc(f->nc, 1))) exit(1);
+    index_plan(f, ix, s, u, gpu, margin, iin, t);
+    t->files_indexed++;
+    t->index_bytes += ix->index_bytes;
+  }
   for (size_t k = 0; k < f->nc; k++) {
     t->bytes += (double)f->c[k].bytes, t->records += (double)f->c[k].records, t->chunks += 1;
     if (f->c[k].records) t->chunk_ns += (double)(f->c[k].max_ts - f->c[k].min_ts);
-    int in[3] = {exact[k], lo != UINT32_MAX && k >= rfrom && k <= hi, 1};
-    for (int p = 0; p < 3; p++)
+    int in[N_PLANS] = {exact[k], lo != UINT32_MAX && k >= rfrom && k <= hi, iin ? iin[k] : 1, 1};
+    for (int p = 0; p < N_PLANS; p++)
       if (in[p]) t->plan_bytes[p] += (double)f->c[k].bytes, t->plan_records[p] += (double)f->c[k].records;
+    if (iin && exact[k] && !iin[k]) t->index_misses++;
   }
-  free(exact), free(open_from), free(nx), free(ord), free(m.k), free(m.v);
+  free(exact), free(open_from), free(nx), free(ord), free(m.k), free(m.v), free(iin);
 }
 
 static void one_file(const char *path, double from, double width, int gpu, uint64_t margin, struct totals *t) {
   struct file_scan f = {0};
-  if (!scan_file(path, &f)) plan_file(&f, from, width, gpu, margin, t);
+  struct lens_trace_index ix;
+  char err[256];
+  int have_ix = lens_trace_index_read(path, &ix, err, sizeof err) == 0;
+  if (!scan_file(path, &f)) plan_file(&f, have_ix ? &ix : NULL, from, width, gpu, margin, t);
+  if (have_ix) lens_trace_index_free(&ix);
   free(f.c), free(f.e), free(f.r);
 }
 
@@ -364,11 +509,17 @@ int main(int argc, char **argv) {
          "events %.1f ms\n", t.chunks, t.chunks / (files ? (double)files : 1), t.bytes / (t.chunks ? t.chunks : 1),
          t.chunk_ns / (t.chunks ? t.chunks : 1) / 1e6, t.span_ns / (files ? (double)files : 1) / 1e6);
   printf("  %-8s %14s %8s %14s %8s\n", "plan", "event bytes", "share", "records", "share");
-  const char *nm[3] = {"exact", "range", "today"};
-  for (int p = 0; p < 3; p++)
+  const char *nm[N_PLANS] = {"exact", "range", "index", "today"};
+  for (int p = 0; p < N_PLANS; p++)
     printf("  %-8s %14.0f %7.2f%% %14.0f %7.2f%%\n", nm[p], t.plan_bytes[p], 100 * t.plan_bytes[p] / (t.bytes ? t.bytes : 1),
            t.plan_records[p], 100 * t.plan_records[p] / (t.records ? t.records : 1));
   printf("  events never stopped (keep the range open to the end): %llu; files whose range reaches back over 64 chunks: %llu\n",
          (unsigned long long)t.never_stopped, (unsigned long long)t.long_reach);
+  printf("  index: %llu of %zu files indexed (the others count whole in its plan), %llu bytes of INDEX chunks "
+         "(%.2f%% of the event chunks'); %llu files without an open set before the window; misses (exact chunks "
+         "the index plan leaves out): %llu\n",
+         (unsigned long long)t.files_indexed, files, (unsigned long long)t.index_bytes,
+         100.0 * (double)t.index_bytes / (t.bytes ? t.bytes : 1), (unsigned long long)t.index_fallback,
+         (unsigned long long)t.index_misses);
   return 0;
 }

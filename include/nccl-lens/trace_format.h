@@ -78,6 +78,7 @@ enum lens_chunk_type {
   LENS_CHUNK_SCHED_HIST = 12,/* struct lens_sched_hist */
   LENS_CHUNK_CLOCK = 13,     /* struct lens_clock_rec: evidence for aligning this host's clock */
   LENS_CHUNK_EVENTS_PACKED = 14, /* struct lens_packed_hdr + the records of an EVENTS chunk, packed */
+  LENS_CHUNK_INDEX = 15,         /* struct lens_index_hdr [+ touches] [+ open set]: the events chunk before it */
 };
 
 /* ---- SESSION ---- */
@@ -171,6 +172,59 @@ struct lens_packed_hdr {
   uint32_t body_bytes; /* the varint stream's size (after zstd decompression) */
   uint32_t codec;      /* LENS_PACK_CODEC_* */
   uint32_t reserved;
+};
+
+/* ---- INDEX ----
+ * Written right after each EVENTS or EVENTS_PACKED chunk (same session), so
+ * that a reader can tell what that chunk holds without decompressing it
+ * (docs/trace-format.md, "The index"): a window of a long run then decodes
+ * the chunks it needs. It names its events chunk by position; a reader
+ * checks slot and records against that chunk's header and ignores an INDEX
+ * that does not match. Not written into the recorder's store (dumps have
+ * none); a chunk without one is always decoded. */
+#define LENS_INDEX_F_TOUCH_ANY 0x1 /* its STOP/STATE records touch ids of more slots than the touches list */
+#define LENS_INDEX_F_OPEN 0x2      /* a struct lens_index_open (and its arrays) follows the touches */
+struct lens_index_hdr {
+  uint32_t slot;     /* the events chunk's thread slot */
+  uint32_t records;  /* its header's count (a folded run of STATEs is one record) */
+  uint64_t first_ts; /* the lowest and highest ts of its records (CLOCK_MONOTONIC ns; a run's last too) */
+  uint64_t last_ts;
+  uint64_t start_lo; /* LENS_ID_SEQ of its first and last START (a slot's STARTs come in sequence order); */
+  uint64_t start_hi; /* 0 and 0 when it holds none */
+  uint32_t types;    /* bit t: it holds a record of an event of type t (enum lens_type) */
+  uint16_t n_touch;  /* struct lens_index_touch after this header */
+  uint16_t flags;    /* LENS_INDEX_F_* */
+};
+/* Its STOP and STATE records whose START is not in the chunk touch the
+ * events of this slot with sequence numbers in [seq_lo, seq_hi]: where a
+ * reader finds the end of an event it started elsewhere. */
+struct lens_index_touch {
+  uint32_t slot;
+  uint32_t reserved;
+  uint64_t seq_lo, seq_hi;
+};
+/* The process's events open when the INDEX was written, from every record
+ * drained before taken_mono_ns (of every thread, in chunks written or not):
+ * a START drained, its STOP not. With drained[], the highest START sequence
+ * number drained per slot, a reader finds every event running at a time
+ * t >= taken_mono_ns: one listed here, or one whose START comes after
+ * drained[] (docs/trace-format.md, "The index"). Written at most every
+ * 50 ms. The events are listed by key: LENS_INDEX_KEY(id), the slot and
+ * sequence bits of the id (its type and flag bits left out), ascending. */
+#define LENS_INDEX_KEY(id) ((id) & 0x00FFFFFFFFFFFFFFull)
+#define LENS_INDEX_OPEN_F_INCOMPLETE 0x1 /* the writer's table of open events overflowed once this session: the
+                                          * list may miss events (read from the session's start) */
+struct lens_index_open {
+  uint64_t taken_mono_ns;
+  uint32_t n_slots; /* struct lens_index_drained after this */
+  uint32_t n_open;  /* uint64_t keys (LENS_INDEX_KEY) after those, ascending */
+  uint32_t flags;   /* LENS_INDEX_OPEN_F_* */
+  uint32_t reserved;
+};
+struct lens_index_drained {
+  uint32_t slot;
+  uint32_t reserved;
+  uint64_t seq_hi;
 };
 
 /* Event ids (the handle returned to NCCL is the id cast to void*):

@@ -357,6 +357,8 @@ int lens_tf_write_parts(uint16_t type, const struct iovec *parts, int n) {
   return rc;
 }
 
+int lens_tf_in_store(void) { return g_mem; }
+
 uint64_t lens_tf_progress(void) { return atomic_load_explicit(&g_progress, memory_order_acquire); }
 
 int lens_tf_write(uint16_t type, const void *payload, uint32_t len) {

@@ -26,6 +26,8 @@ struct iovec;
 int lens_tf_write_parts(uint16_t type, const struct iovec *parts, int n);
 /* Chunks written in the current session. */
 uint64_t lens_tf_chunks(void);
+/* 1 while the open session writes to the recorder's store, not a file. */
+int lens_tf_in_store(void);
 /* Chunk writes returned so far (any session, failed ones too), lock-free:
  * grows while the file system takes chunks, stands still while a write
  * blocks in the kernel. */

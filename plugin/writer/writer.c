@@ -16,6 +16,7 @@
 
 #include "blobq.h"
 #include "lens_pack.h"
+#include "lens_index.h"
 #include "lens_pack_chunk.h"
 #include "clock.h"
 #include "clock_evidence.h"
@@ -187,6 +188,7 @@ static inline void convert_in_place(struct lens_rec_hdr *h) {
  * its own. */
 struct frame {
   struct lens_pack_enc enc;
+  struct lens_index_acc idx; /* what the frame holds, for its INDEX chunk */
   uint32_t slot;
   uint8_t buf[]; /* LENS_FRAME_CAP */
 };
@@ -204,6 +206,46 @@ static uint8_t *g_zbuf;
 static size_t g_zcap;
 static ZSTD_CCtx *g_zctx;
 static int g_zstd_once;
+
+/* ---- the index (LENS_CHUNK_INDEX, common/lens_index.h) ----
+ * After each events chunk the writer writes what it holds and, every
+ * LENS_INDEX_OPEN_EVERY_MS, the process's open events, so that a reader can
+ * decode a window of a long run without the rest (docs/trace-format.md,
+ * "The index"). Fed every record as it is converted; not in the recorder's
+ * store (a dump is read whole). Without memory for its table the writer
+ * logs once and writes no index: readers then decode every chunk, as for
+ * traces of older plugins. */
+static struct lens_openset g_openset;
+static int g_index_once;
+static uint8_t *g_ibuf; /* the open set's bytes, lens_openset_bound */
+static size_t g_ibuf_cap;
+static struct lens_index_acc g_eidx; /* NCCL_LENS_COMPRESS=none: the EVENTS chunk being built */
+
+static int index_on(void) {
+  if (lens_tf_in_store()) return 0;
+  if (g_openset.t) return 1;
+  if (g_index_once || !lens_slots.n) return 0;
+  g_index_once = 1;
+  if (lens_openset_init(&g_openset, lens_slots.n) == 0) {
+    g_ibuf_cap = lens_openset_bound(&g_openset);
+    g_ibuf = malloc(g_ibuf_cap);
+    if (g_ibuf) return 1;
+    lens_openset_free(&g_openset);
+  }
+  lens_log(LENS_LOG_WARN, "nccl-lens: no memory for the trace's index; its chunks are written without one");
+  return 0;
+}
+
+/* The INDEX of the events chunk just written, records its count. */
+static void index_write(struct lens_index_acc *a, uint32_t records) {
+  if (!a->h.records || !g_openset.t) return;
+  uint64_t now = lens_mono_ns();
+  size_t open_len = lens_openset_due(&g_openset, now) ? lens_openset_write(&g_openset, now, g_ibuf, g_ibuf_cap) : 0;
+  uint32_t len;
+  const void *p = lens_index_payload(a, records, open_len != 0, &len);
+  struct iovec parts[2] = {{(void *)p, len}, {g_ibuf, open_len}};
+  lens_tf_write_parts(LENS_CHUNK_INDEX, parts, open_len ? 2 : 1);
+}
 
 /* The slot's frame, NULL when it cannot be had (no memory: the slot's
  * records are then written as fixed EVENTS chunks, as NCCL_LENS_COMPRESS=none). */
@@ -223,6 +265,7 @@ static struct frame *frame_of(uint32_t slot) {
     if (!f) return NULL;
     f->slot = slot;
     lens_pack_begin(&f->enc, f->buf, LENS_FRAME_CAP);
+    lens_index_begin(&f->idx, slot);
     g_frames[slot] = f;
   }
   return g_frames[slot];
@@ -252,8 +295,12 @@ static int frame_write(struct frame *f) {
                   g_zcap, &ph, &body, &body_len);
   struct iovec parts[2] = {{&ph, sizeof ph}, {(void *)body, body_len}};
   int rc = lens_tf_write_parts(LENS_CHUNK_EVENTS_PACKED, parts, 2);
-  if (rc == 0) g_events += f->enc.count;
+  if (rc == 0) {
+    g_events += f->enc.count;
+    index_write(&f->idx, f->enc.count);
+  }
   lens_pack_begin(&f->enc, f->buf, LENS_FRAME_CAP);
+  lens_index_begin(&f->idx, f->slot);
   return rc;
 }
 
@@ -268,7 +315,11 @@ static void frames_write_all(void) {
 /* A fork's child: the open frames hold the parent's records. */
 static void frames_forget(void) {
   for (uint32_t i = 0; g_frames && i < g_frames_n; i++)
-    if (g_frames[i]) lens_pack_begin(&g_frames[i]->enc, g_frames[i]->buf, LENS_FRAME_CAP);
+    if (g_frames[i]) {
+      lens_pack_begin(&g_frames[i]->enc, g_frames[i]->buf, LENS_FRAME_CAP);
+      lens_index_begin(&g_frames[i]->idx, g_frames[i]->slot);
+    }
+  lens_openset_reset(&g_openset); /* the parent's events */
 }
 
 /* ---- floods: runs of identical STATEs (compact modes only) ----
@@ -386,8 +437,10 @@ static uint64_t drain_slot(struct lens_tslot *s) {
    * ring's bytes are free as soon as they are packed) */
   struct frame *f = g_compress ? frame_of(s->index) : NULL;
   g_enc = f ? &f->enc : NULL;
+  int indexed = index_on();
   while (tail < head && !corrupt) {
     struct lens_events_hdr eh = {s->index, 0};
+    if (!f) lens_index_begin(&g_eidx, s->index);
     struct iovec parts[3] = {{&eh, sizeof eh}};
     int nparts = 1;
     uint32_t bytes = sizeof eh;
@@ -432,6 +485,10 @@ static uint64_t drain_slot(struct lens_tslot *s) {
       lens_live_on_record(h); /* live aggregates (live_agg.c): ring form, before conversion */
       if (lens_rec_on()) lens_wd_observe(h, h); /* recorder mode: the hang watchdog's view */
       convert_in_place(h);
+      if (indexed) {
+        lens_openset_add(&g_openset, h);
+        lens_index_add(f ? &f->idx : &g_eidx, h);
+      }
       if (f) pack_collapsing(h);
       bytes += size;
       eh.count++;
@@ -444,7 +501,10 @@ static uint64_t drain_slot(struct lens_tslot *s) {
       flush_strings(); /* the strings of the records still in the frame go before it */
     } else {
       flush_strings(); /* the strings these records use go first */
-      if (eh.count && lens_tf_write_parts(LENS_CHUNK_EVENTS, parts, nparts) == 0) g_events += eh.count;
+      if (eh.count && lens_tf_write_parts(LENS_CHUNK_EVENTS, parts, nparts) == 0) {
+        g_events += eh.count;
+        if (indexed) index_write(&g_eidx, eh.count);
+      }
     }
     atomic_store_explicit(&s->tail, tail, memory_order_release);
   }
@@ -688,6 +748,7 @@ static void session_begin(const struct ctl_open *o) {
   g_compress = o->compress;
   g_zstd_level = o->zstd_level;
   g_events = 0;
+  lens_openset_reset(&g_openset); /* ids are the session's */
   memset(&g_last_drops, 0, sizeof g_last_drops);
   lens_strtab_reset();
   lens_registry_begin(o->pid, lens_tf_path());

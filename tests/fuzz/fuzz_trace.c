@@ -20,7 +20,12 @@
  * the window's folded load under the CLI's --since/--until selection
  * (lens_filter_apply_ex) against a whole FOLD_LATER load under the same
  * selection, and that against the unfolded load under it; the same for
- * --func AllReduce (no window). */
+ * --func AllReduce (no window).
+ *
+ * The trace's INDEX chunks (trace_index.h) too: read, and asked where the
+ * STARTs and the touches of ids taken from the input's bytes are; every
+ * chunk it answers is one of the file's events chunks, its touches and
+ * open sets within the arrays it read (index_check). */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -37,6 +42,7 @@
 #include "lensread.h"
 #include "summary/summary_model.h"
 #include "summary/summary_print.h"
+#include "trace_index.h"
 
 /* A relation lensread.h states that does not hold: a finding. */
 #define FOLD_REQUIRE(cond)                                                                \
@@ -318,6 +324,34 @@ const char *__lsan_default_options(void) { return "use_tls=0:print_suppressions=
 const char *__lsan_default_suppressions(void);
 const char *__lsan_default_suppressions(void) { return "leak:libcupti.so\n"; }
 
+static void index_hit(void *ctx, size_t k) {
+  FOLD_REQUIRE(k < ((const struct lens_trace_index *)ctx)->n);
+}
+
+static void index_check(const char *path, const uint8_t *data, size_t size) {
+  struct lens_trace_index ix;
+  char err[256];
+  if (lens_trace_index_read(path, &ix, err, sizeof err)) return;
+  FOLD_REQUIRE(ix.indexed <= ix.n);
+  for (size_t k = 0; k < ix.n; k++) {
+    const struct lens_chunk_ix *c = &ix.c[k];
+    FOLD_REQUIRE((size_t)c->touch + c->n_touch <= ix.n_touch);
+    if (c->flags & LENS_CIX_INDEXED) FOLD_REQUIRE(c->first_ts <= c->last_ts && c->start_lo <= c->start_hi);
+  }
+  for (size_t i = 0; i < ix.n_open; i++) {
+    const struct lens_open_ix *o = &ix.open[i];
+    FOLD_REQUIRE(o->after_chunk < ix.n && o->drained + o->n_drained <= ix.n_drained && o->ids + o->n_ids <= ix.n_ids);
+  }
+  for (size_t off = 0; off + 8 <= size && off < 64 * 8; off += 8) { /* ids from the input's bytes */
+    uint64_t id;
+    memcpy(&id, data + off, 8);
+    uint32_t session = (uint32_t)(id >> 60) & 3;
+    lens_trace_index_starts(&ix, session, LENS_ID_SLOT(id), LENS_ID_SEQ(id), index_hit, &ix);
+    lens_trace_index_touches(&ix, session, LENS_ID_SLOT(id), LENS_ID_SEQ(id), index_hit, &ix);
+  }
+  lens_trace_index_free(&ix);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size > (1u << 20)) return -1; /* keep inputs small: the readers' limits are tested elsewhere */
   uint8_t *fixed = malloc(size ? size : 1);
@@ -328,6 +362,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   free(fixed);
   const char *paths[1] = {path};
   char err[512];
+  index_check(path, data, size);
   /* A window from the input's last 8 bytes (0..~4 ms wide, 0..~16 ms in), as lens_cli_load asks for it. */
   uint64_t tail = 0;
   if (size >= 8) memcpy(&tail, data + size - 8, 8);

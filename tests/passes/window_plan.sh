@@ -5,7 +5,9 @@
 # maps every chunk of the generator's traces (each holds KernelCh) is needed;
 # without them a 1 % window needs some but not all, the exact plan within
 # the INDEX range within the whole read; the replay's `all` scenario has
-# ProxyOps that never stop (spec 2.5) and the tool counts them.
+# ProxyOps that never stop (spec 2.5) and the tool counts them. The plan the
+# written INDEX chunks allow (docs/trace-format.md, "The index") misses no
+# chunk the exact plan needs, on every run, and lies between exact and today.
 # Usage: window_plan.sh PLAN GEN CLI
 set -u
 PLAN=$1 GEN=$2 CLI=$3
@@ -27,11 +29,22 @@ awk -v e="$e" -v r="$r" -v d="$d" 'BEGIN { exit !(e > 0 && e < 100 && e <= r && 
 near=$("$PLAN" --gpu near --gpu-margin-ms 100 "$T/gj") || bad "--gpu near: exit $?"
 n=$(echo "$near" | share exact)
 awk -v e="$e" -v n="$n" 'BEGIN { exit !(n >= e) }' || bad "GPU maps near the window need at least the window: $n < $e"
-"$CLI" replay --quiet --scenario all --nodes 1 --ranks-per-node 2 --iters 2 --out "$T/rp" >/dev/null 2>&1 ||
+"$CLI" replay --quiet --scenario all --nodes 2 --ranks-per-node 2 --iters 20 --out "$T/rp" >/dev/null 2>&1 ||
   bad "replay"
 rp=$("$PLAN" --gpu none "$T/rp") || bad "replay trace: exit $?"
 echo "$rp" | grep -q "never stopped (keep the range open to the end): [1-9]" ||
   bad "the replay's never-stopped ProxyOps not counted: $rp"
+for out in "$whole" "$all" "$none" "$near" "$rp"; do
+  echo "$out" | grep -q "of [0-9]* files indexed" || bad "no index line: $out"
+  echo "$out" | grep -q "misses (exact chunks the index plan leaves out): 0$" || bad "the index plan misses chunks: $out"
+  e=$(echo "$out" | share exact) x=$(echo "$out" | share index) d=$(echo "$out" | share today)
+  awk -v e="$e" -v x="$x" -v d="$d" 'BEGIN { exit !(e <= x && x <= d) }' || bad "index $x not within exact $e .. today $d"
+done
+echo "$none" | grep -q " 0 of [0-9]* files indexed" && bad "the generator's traces not indexed: $none"
+echo "$rp" | grep -q " 0 of [0-9]* files indexed" && bad "the plugin's traces not indexed: $rp"
+x=$(echo "$rp" | share index) r=$(echo "$rp" | share range)
+awk -v x="$x" -v r="$r" 'BEGIN { exit !(x < r) }' ||
+  bad "on the replay the written index ($x) should beat the old range ($r), which its never-stopped ops hold open"
 "$PLAN" --gpu sometimes "$T/gj" >/dev/null 2>&1
 [ $? -eq 2 ] || bad "a bad --gpu is not a usage error"
 [ $fail -eq 0 ] && echo "window_plan: all checks passed"

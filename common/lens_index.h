@@ -1,0 +1,76 @@
+/* The INDEX chunk's two builders (LENS_CHUNK_INDEX, trace_format.h), shared
+ * by the plugin's writer and lens-gen-job so that both write one index:
+ *
+ *   lens_index_acc   what one events chunk holds (time range, its STARTs'
+ *                    sequence numbers, event types, the ids its STOP/STATE
+ *                    records touch), fed each record as it goes into the
+ *                    chunk;
+ *   lens_openset     the process's open events (a START seen, its STOP not),
+ *                    fed every record in drain order, written as a
+ *                    lens_index_open now and then: per thread slot, bits
+ *                    over its latest sequence numbers, and a small table
+ *                    for the events open longer than that.
+ *
+ * Writer side only (the writer thread, never NCCL's): no locks, memory
+ * allocated once per session and bounded; a table that fills says so in
+ * what it writes (LENS_INDEX_OPEN_F_INCOMPLETE) instead of growing. */
+#ifndef NCCL_LENS_COMMON_INDEX_H
+#define NCCL_LENS_COMMON_INDEX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nccl-lens/trace_format.h"
+
+#define LENS_INDEX_TOUCH_MAX 8        /* slots an INDEX lists touches of; past them LENS_INDEX_F_TOUCH_ANY */
+#define LENS_INDEX_OPEN_EVERY_MS 50   /* the open set rides on an INDEX at most this often */
+#define LENS_INDEX_WINDOW 4096    /* per thread slot: its latest sequence numbers kept as bits (1 KiB) */
+#define LENS_INDEX_LONG_CAP 4096  /* events open past their slot's window (8 bytes each), 3/4 used at most */
+
+struct lens_index_acc {
+  struct lens_index_hdr h;
+  struct lens_index_touch touch[LENS_INDEX_TOUCH_MAX];
+};
+
+void lens_index_begin(struct lens_index_acc *a, uint32_t slot);
+/* One record as it is written (converted: ts on CLOCK_MONOTONIC). */
+void lens_index_add(struct lens_index_acc *a, const struct lens_rec_hdr *h);
+/* The INDEX payload's header and touches: *len bytes at a (the header, then
+ * the touches right after it in struct lens_index_acc). records: the events
+ * chunk's count (its header's: folded runs are one). open != 0 sets
+ * LENS_INDEX_F_OPEN (the caller appends lens_openset_write's bytes). A
+ * chunk whose records were none has nothing to index (a->h.records == 0
+ * before this call). */
+const void *lens_index_payload(struct lens_index_acc *a, uint32_t records, int open, uint32_t *len);
+
+struct lens_open_slot {
+  uint64_t base; /* the window's first sequence number (a multiple of 64) */
+  uint64_t started[LENS_INDEX_WINDOW / 64], stopped[LENS_INDEX_WINDOW / 64]; /* a ring of words */
+};
+struct lens_openset {
+  struct lens_open_slot **slot; /* by slot, made at its first START */
+  uint64_t *drained;            /* per slot: the highest START sequence number drained */
+  uint32_t n_slots;
+  uint64_t *t;                  /* long-open events: keys (slot << 40 | seq), open addressing, 0 empty */
+  uint32_t cap, n;
+  uint32_t incomplete;          /* an open event could not be kept once this session */
+  uint64_t *snap;               /* the open set's keys, sorted */
+  size_t snap_cap;
+  uint64_t last_taken_ns;
+};
+
+/* 0, or -1 without memory (then every call is a no-op and nothing is written). */
+int lens_openset_init(struct lens_openset *o, uint32_t n_slots);
+void lens_openset_free(struct lens_openset *o);
+/* A new session (or a fork's child): nothing open. */
+void lens_openset_reset(struct lens_openset *o);
+void lens_openset_add(struct lens_openset *o, const struct lens_rec_hdr *h);
+/* 1 when an open set is due at now_ns (every LENS_INDEX_OPEN_EVERY_MS). */
+int lens_openset_due(const struct lens_openset *o, uint64_t now_ns);
+/* The lens_index_open (header, drained[], ids) into out; its length, 0 when
+ * it does not fit in cap or the table is not there. Marks it taken. */
+size_t lens_openset_write(struct lens_openset *o, uint64_t taken_ns, void *out, size_t cap);
+/* The most bytes lens_openset_write needs. */
+size_t lens_openset_bound(const struct lens_openset *o);
+
+#endif
