@@ -132,8 +132,7 @@ int lens_openset_init(struct lens_openset *o, uint32_t n_slots) {
   o->t = calloc(o->cap, sizeof *o->t);
   o->slot = calloc(o->n_slots, sizeof *o->slot);
   o->drained = calloc(o->n_slots, sizeof *o->drained);
-  o->snap_cap = (size_t)o->cap + (size_t)LENS_INDEX_WINDOW * 4; /* grown when more slots are busy */
-  o->snap = malloc(o->snap_cap * sizeof *o->snap);
+  o->snap = malloc(LENS_INDEX_OPEN_MAX * sizeof *o->snap);
   if (!o->t || !o->slot || !o->drained || !o->snap) {
     lens_openset_free(o);
     return -1;
@@ -215,7 +214,7 @@ int lens_openset_due(const struct lens_openset *o, uint64_t now_ns) {
 
 size_t lens_openset_bound(const struct lens_openset *o) {
   return sizeof(struct lens_index_open) + o->n_slots * sizeof(struct lens_index_drained) +
-         ((size_t)o->cap + (size_t)o->n_slots * LENS_INDEX_WINDOW) * sizeof(uint64_t);
+         (size_t)LENS_INDEX_OPEN_MAX * sizeof(uint64_t);
 }
 
 static int cmp_u64(const void *a, const void *b) {
@@ -225,6 +224,7 @@ static int cmp_u64(const void *a, const void *b) {
 
 size_t lens_openset_write(struct lens_openset *o, uint64_t taken_ns, void *out, size_t cap) {
   if (!o->t) return 0;
+  o->last_taken_ns = taken_ns; /* one that cannot be written is not tried again at once */
   size_t n_open = 0;
   uint32_t n_slots = 0;
   for (uint32_t s = 0; s < o->n_slots; s++) {
@@ -234,21 +234,12 @@ size_t lens_openset_write(struct lens_openset *o, uint64_t taken_ns, void *out, 
       uint64_t first = w->base + 64ull * k;
       uint32_t i = (uint32_t)(first / 64) % WORDS;
       for (uint64_t open = w->started[i] & ~w->stopped[i]; open; open &= open - 1) {
-        if (n_open == o->snap_cap) {
-          size_t nc = o->snap_cap * 2;
-          uint64_t *p = realloc(o->snap, nc * sizeof *p);
-          if (!p) return 0;
-          o->snap = p, o->snap_cap = nc;
-        }
+        if (n_open == LENS_INDEX_OPEN_MAX) return 0; /* no set this time: a reader takes an earlier one */
         o->snap[n_open++] = KEY(s, first + (uint64_t)__builtin_ctzll(open));
       }
     }
   }
-  if (n_open + o->n > o->snap_cap) {
-    uint64_t *p = realloc(o->snap, (n_open + o->n) * sizeof *p);
-    if (!p) return 0;
-    o->snap = p, o->snap_cap = n_open + o->n;
-  }
+  if (n_open + o->n > LENS_INDEX_OPEN_MAX) return 0;
   for (uint32_t i = 0; i < o->cap; i++)
     if (o->t[i]) o->snap[n_open++] = o->t[i];
   size_t len = sizeof(struct lens_index_open) + n_slots * sizeof(struct lens_index_drained) + n_open * sizeof(uint64_t);
@@ -264,6 +255,5 @@ size_t lens_openset_write(struct lens_openset *o, uint64_t taken_ns, void *out, 
     memcpy(p, &d, sizeof d), p += sizeof d;
   }
   memcpy(p, o->snap, n_open * sizeof *o->snap);
-  o->last_taken_ns = taken_ns;
   return len;
 }

@@ -26,6 +26,7 @@
 #define LENS_INDEX_OPEN_EVERY_MS 50   /* the open set rides on an INDEX at most this often */
 #define LENS_INDEX_WINDOW 4096    /* per thread slot: its latest sequence numbers kept as bits (1 KiB) */
 #define LENS_INDEX_LONG_CAP 4096  /* events open past their slot's window (8 bytes each), 3/4 used at most */
+#define LENS_INDEX_OPEN_MAX 16384 /* keys an open set lists at most; with more open, none is written then */
 
 struct lens_index_acc {
   struct lens_index_hdr h;
@@ -54,8 +55,7 @@ struct lens_openset {
   uint64_t *t;                  /* long-open events: keys (slot << 40 | seq), open addressing, 0 empty */
   uint32_t cap, n;
   uint32_t incomplete;          /* an open event could not be kept once this session */
-  uint64_t *snap;               /* the open set's keys, sorted */
-  size_t snap_cap;
+  uint64_t *snap;               /* the open set's keys, sorted (LENS_INDEX_OPEN_MAX) */
   uint64_t last_taken_ns;
 };
 
@@ -68,7 +68,9 @@ void lens_openset_add(struct lens_openset *o, const struct lens_rec_hdr *h);
 /* 1 when an open set is due at now_ns (every LENS_INDEX_OPEN_EVERY_MS). */
 int lens_openset_due(const struct lens_openset *o, uint64_t now_ns);
 /* The lens_index_open (header, drained[], ids) into out; its length, 0 when
- * it does not fit in cap or the table is not there. Marks it taken. */
+ * it does not fit in cap, more than LENS_INDEX_OPEN_MAX events are open
+ * (a reader then takes an earlier set), or the table is not there. Marks
+ * it taken. */
 size_t lens_openset_write(struct lens_openset *o, uint64_t taken_ns, void *out, size_t cap);
 /* The most bytes lens_openset_write needs. */
 size_t lens_openset_bound(const struct lens_openset *o);
