@@ -475,6 +475,9 @@ static int clock_chunk(struct out *o, int h, uint64_t t) {
 }
 
 static __thread ZSTD_CCtx *tl_zc; /* the worker thread's zstd context, for all its files */
+/* the index's table and buffer: the worker thread's, for all its files */
+static __thread struct lens_openset tl_open;
+static __thread uint8_t *tl_obuf;
 
 static int write_rank(int r) {
   int rph = C.ranks / C.hosts, h = r / rph, local = r % rph;
@@ -496,9 +499,6 @@ static int write_rank(int r) {
     lens_index_begin(&o.ring[i].idx, (uint32_t)i);
     if (!o.ring[i].buf) rc = -1;
   }
-  /* the index's table and buffer: the worker thread's, for all its files */
-  static __thread struct lens_openset tl_open;
-  static __thread uint8_t *tl_obuf;
   if (!C.no_index) {
     if (!tl_open.t && lens_openset_init(&tl_open, 3)) rc = -1;
     size_t room = lens_openset_bound(&tl_open);
@@ -716,6 +716,9 @@ static void *worker(void *arg) {
   }
   ZSTD_freeCCtx(tl_zc);
   tl_zc = NULL;
+  lens_openset_free(&tl_open);
+  free(tl_obuf);
+  tl_obuf = NULL;
   return NULL;
 }
 

@@ -46,6 +46,7 @@ static int take_index(struct lens_trace_index *ix, size_t *cap_touch, size_t *ca
     ids_bytes = (size_t)o.n_open * sizeof(uint64_t);
     if ((len - oat - sizeof o) < drained_bytes || (len - oat - sizeof o - drained_bytes) < ids_bytes) return 0;
   }
+  if (ix->n_touch + h.n_touch > UINT32_MAX) return 0; /* lens_chunk_ix.touch is 32 bits: a forged file */
   if (GROW(ix->touch, ix->n_touch, *cap_touch, h.n_touch)) return -1;
   c->touch = (uint32_t)ix->n_touch;
   c->n_touch = h.n_touch;
