@@ -133,7 +133,7 @@ static void over_start(struct proxy_state *pt, uint64_t id) {
   if (pt->n_over++) return;
   pt->over_first_seq = LENS_ID_SEQ(id);
   nvtxEventAttributes_t a =
-      lens_nvtx_attr(LENS_NVTX_CAT_PROXY_OP, "ProxyOps past " STR(LENS_NVTX_MAX_OPEN_OPS) " open (each one in the trace)");
+      lens_nvtx_attr(LENS_NVTX_CAT_PROXY_OP, LENS_NVTX_OVER_PREFIX STR(LENS_NVTX_MAX_OPEN_OPS) " open (each one in the trace)");
   pt->over_range = nvtxDomainRangeStartEx(lens_nvtx_g.domain, &a);
 }
 

@@ -11,6 +11,9 @@
 #include <stdint.h>
 
 #define LENS_NVTX_DOMAIN "nccl-lens"
+/* The message of the one ProxyOp range a proxy thread's ops past its open
+ * ranges share (nvtx_proxy.c): this prefix, the bound, " open ...". */
+#define LENS_NVTX_OVER_PREFIX "ProxyOps past "
 
 /* Static ids live in [1<<24, 1<<32) (payload and counter extensions). */
 #define LENS_NVTX_SID_PLAN ((1ull << 24) + 0x4c0001ull)     /* struct lens_nvtx_plan_payload */

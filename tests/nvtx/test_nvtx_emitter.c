@@ -35,7 +35,9 @@ static int setup_all(void **state) {
   return 0;
 }
 
-#define OVER_MSG "ProxyOps past 16 open"
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define OVER_MSG LENS_NVTX_OVER_PREFIX STR(LENS_NVTX_MAX_OPEN_OPS) " open" /* as nvtx_proxy.c writes it */
 static const struct nvtx_ev *find_after(uint64_t from, int kind, int domain, const char *msg_prefix) {
   for (uint64_t i = from; i < L->count; i++) {
     const struct nvtx_ev *e = &L->ev[i];

@@ -261,7 +261,7 @@ static void check_proxy_counters(const struct nvtx_inject_log *L, int dom, const
         if (e->value < steps_min) steps_min = e->value;
       }
       if (e->kind == NVTX_EV_START && e->category == LENS_NVTX_CAT_PROXY_OP) {
-        if (strncmp(e->msg, "ProxyOps past ", 14)) op_starts++;
+        if (strncmp(e->msg, LENS_NVTX_OVER_PREFIX, strlen(LENS_NVTX_OVER_PREFIX))) op_starts++;
         else over_starts++; /* the ops past the table share one */
       }
       if (e->kind == NVTX_EV_END && e->schema_id == LENS_NVTX_SID_PROXY_OP) op_ends++;
