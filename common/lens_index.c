@@ -9,12 +9,9 @@ void lens_index_begin(struct lens_index_acc *a, uint32_t slot) {
   a->h.slot = slot;
 }
 
-static void touch(struct lens_index_acc *a, uint64_t id) {
+void lens_index_touch(struct lens_index_acc *a, uint64_t id) {
   uint32_t slot = LENS_ID_SLOT(id);
   uint64_t seq = LENS_ID_SEQ(id);
-  /* a slot's STARTs come in sequence order, so an id of its own in the
-   * chunk's range started here: the reader finds it decoding the chunk */
-  if (slot == a->h.slot && a->h.start_hi && seq >= a->h.start_lo && seq <= a->h.start_hi) return;
   if (a->h.flags & LENS_INDEX_F_TOUCH_ANY) return;
   for (uint32_t i = 0; i < a->h.n_touch; i++) {
     struct lens_index_touch *t = &a->touch[i];
@@ -28,40 +25,6 @@ static void touch(struct lens_index_acc *a, uint64_t id) {
     return;
   }
   a->touch[a->h.n_touch++] = (struct lens_index_touch){slot, 0, seq, seq};
-}
-
-void lens_index_add(struct lens_index_acc *a, const struct lens_rec_hdr *h) {
-  uint64_t id, ts, last;
-  switch (h->kind) {
-  case LENS_REC_START: {
-    const struct lens_rec_start *r = (const void *)h;
-    id = r->id, ts = last = r->ts;
-    uint64_t seq = LENS_ID_SEQ(id);
-    if (!a->h.start_hi || seq < a->h.start_lo) a->h.start_lo = seq;
-    if (seq > a->h.start_hi) a->h.start_hi = seq;
-    break;
-  }
-  case LENS_REC_STOP: {
-    const struct lens_rec_stop *r = (const void *)h;
-    id = r->id, ts = last = r->ts;
-    break;
-  }
-  case LENS_REC_STATE: {
-    const struct lens_rec_state *r = (const void *)h;
-    id = r->id, ts = last = r->ts;
-    if (h->size >= sizeof(struct lens_rec_state_run)) {
-      const struct lens_rec_state_run *run = (const void *)h;
-      if (run->last_ts > last) last = run->last_ts;
-    }
-    break;
-  }
-  default: return;
-  }
-  if (!a->h.records++) a->h.first_ts = ts, a->h.last_ts = last; /* counts what was added until the payload */
-  if (ts < a->h.first_ts) a->h.first_ts = ts;
-  if (last > a->h.last_ts) a->h.last_ts = last;
-  if (h->type < 32) a->h.types |= 1u << h->type;
-  if (h->kind != LENS_REC_START && id) touch(a, id);
 }
 
 const void *lens_index_payload(struct lens_index_acc *a, uint32_t records, int open, uint32_t *len) {
@@ -186,7 +149,7 @@ static struct lens_open_slot *window_to(struct lens_openset *o, uint32_t slot, u
   return w;
 }
 
-void lens_openset_add(struct lens_openset *o, const struct lens_rec_hdr *h) {
+void lens_openset_add_slow(struct lens_openset *o, const struct lens_rec_hdr *h) {
   if (!o->t || (h->kind != LENS_REC_START && h->kind != LENS_REC_STOP)) return;
   uint64_t id = ((const struct lens_rec_stop *)h)->id; /* START and STOP both have it after the header */
   uint32_t slot = LENS_ID_SLOT(id);

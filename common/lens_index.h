@@ -34,8 +34,48 @@ struct lens_index_acc {
 };
 
 void lens_index_begin(struct lens_index_acc *a, uint32_t slot);
-/* One record as it is written (converted: ts on CLOCK_MONOTONIC). */
-void lens_index_add(struct lens_index_acc *a, const struct lens_rec_hdr *h);
+/* A STOP or STATE of id whose START is not in the chunk: its slot's touch range takes it. */
+void lens_index_touch(struct lens_index_acc *a, uint64_t id);
+/* One record as it is written (converted: ts on CLOCK_MONOTONIC). Inline:
+ * the writer calls it for every record. */
+static inline void lens_index_add(struct lens_index_acc *a, const struct lens_rec_hdr *h) {
+  uint64_t id, ts, last;
+  switch (h->kind) {
+  case LENS_REC_START: {
+    const struct lens_rec_start *r = (const struct lens_rec_start *)h;
+    id = r->id, ts = last = r->ts;
+    uint64_t seq = LENS_ID_SEQ(id);
+    if (!a->h.start_hi || seq < a->h.start_lo) a->h.start_lo = seq;
+    if (seq > a->h.start_hi) a->h.start_hi = seq;
+    break;
+  }
+  case LENS_REC_STOP: {
+    const struct lens_rec_stop *r = (const struct lens_rec_stop *)h;
+    id = r->id, ts = last = r->ts;
+    break;
+  }
+  case LENS_REC_STATE: {
+    const struct lens_rec_state *r = (const struct lens_rec_state *)h;
+    id = r->id, ts = last = r->ts;
+    if (h->size >= sizeof(struct lens_rec_state_run)) {
+      const struct lens_rec_state_run *run = (const struct lens_rec_state_run *)h;
+      if (run->last_ts > last) last = run->last_ts;
+    }
+    break;
+  }
+  default: return;
+  }
+  if (!a->h.records++) a->h.first_ts = ts, a->h.last_ts = last; /* counts what was added until the payload */
+  if (ts < a->h.first_ts) a->h.first_ts = ts;
+  if (last > a->h.last_ts) a->h.last_ts = last;
+  if (h->type < 32) a->h.types |= 1u << h->type;
+  if (h->kind == LENS_REC_START || !id) return;
+  /* a slot's STARTs come in sequence order, so an id of its own in the
+   * chunk's range started here: the reader finds it decoding the chunk */
+  uint64_t seq = LENS_ID_SEQ(id);
+  if (LENS_ID_SLOT(id) == a->h.slot && a->h.start_hi && seq >= a->h.start_lo && seq <= a->h.start_hi) return;
+  lens_index_touch(a, id);
+}
 /* The INDEX payload's header and touches: *len bytes at a (the header, then
  * the touches right after it in struct lens_index_acc). records: the events
  * chunk's count (its header's: folded runs are one). open != 0 sets
@@ -64,7 +104,28 @@ int lens_openset_init(struct lens_openset *o, uint32_t n_slots);
 void lens_openset_free(struct lens_openset *o);
 /* A new session (or a fork's child): nothing open. */
 void lens_openset_reset(struct lens_openset *o);
-void lens_openset_add(struct lens_openset *o, const struct lens_rec_hdr *h);
+void lens_openset_add_slow(struct lens_openset *o, const struct lens_rec_hdr *h);
+/* Inline: the writer calls it for every record. A START or STOP within its
+ * slot's window is one bit; the rest (a new slot, the window moving on, a
+ * long-open event) is lens_openset_add_slow. */
+static inline void lens_openset_add(struct lens_openset *o, const struct lens_rec_hdr *h) {
+  if (h->kind != LENS_REC_START && h->kind != LENS_REC_STOP) return;
+  uint64_t id = ((const struct lens_rec_stop *)h)->id; /* START and STOP both have it after the header */
+  uint32_t slot = LENS_ID_SLOT(id);
+  uint64_t seq = LENS_ID_SEQ(id);
+  struct lens_open_slot *w = o->t && id && slot < o->n_slots ? o->slot[slot] : NULL;
+  if (w && seq >= w->base && seq - w->base < LENS_INDEX_WINDOW) {
+    uint64_t bit = 1ull << (seq % 64);
+    if (h->kind == LENS_REC_START) {
+      if (seq > o->drained[slot]) o->drained[slot] = seq;
+      w->started[(seq / 64) % (LENS_INDEX_WINDOW / 64)] |= bit;
+    } else {
+      w->stopped[(seq / 64) % (LENS_INDEX_WINDOW / 64)] |= bit; /* before its START too: it finds it stopped */
+    }
+    return;
+  }
+  lens_openset_add_slow(o, h);
+}
 /* 1 when an open set is due at now_ns (every LENS_INDEX_OPEN_EVERY_MS). */
 int lens_openset_due(const struct lens_openset *o, uint64_t now_ns);
 /* The lens_index_open (header, drained[], ids) into out; its length, 0 when
