@@ -16,7 +16,8 @@
  * layouts, fixed records). Then lens_openset alone: random STARTs and STOPs
  * (STOPs before their START included) against a plain
  * list (events past their slot's window, a slot that jumps ahead), and a
- * table of long-open events that fills says so. */
+ * table of long-open events that fills says so. And a forged INDEX (a
+ * record count or a touch count its chunk does not have) is refused. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -323,6 +324,70 @@ static void test_generator(void **state) {
   lens_test_rmtree(dir);
 }
 
+/* A forged INDEX is refused, not believed: a copy of a real trace whose first INDEX says one record more than
+ * its chunk holds, and another whose first INDEX claims more touches than its payload has, read with that
+ * chunk unindexed (bad 1), every other chunk as before. */
+static void forge(const char *from, const char *to, int how) {
+  FILE *f = fopen(from, "rb");
+  assert_non_null(f);
+  static uint8_t buf[4 << 20];
+  size_t n = fread(buf, 1, sizeof buf, f);
+  fclose(f);
+  assert_true(n > sizeof(struct lens_file_hdr) && n < sizeof buf);
+  size_t off = sizeof(struct lens_file_hdr);
+  while (off + sizeof(struct lens_chunk_hdr) <= n) {
+    struct lens_chunk_hdr h;
+    memcpy(&h, buf + off, sizeof h);
+    uint8_t *p = buf + off + sizeof h;
+    if (h.type == LENS_CHUNK_INDEX) {
+      struct lens_index_hdr ih;
+      memcpy(&ih, p, sizeof ih);
+      if (how == 0) ih.records++;
+      else ih.n_touch = (uint16_t)(ih.n_touch + 1000);
+      memcpy(p, &ih, sizeof ih);
+      lens_chunk_hdr_init(&h, h.type, h.session, h.seq, p, h.payload_len);
+      memcpy(buf + off, &h, sizeof h);
+      break;
+    }
+    off += sizeof h + h.payload_len + lens_chunk_padding(h.payload_len);
+  }
+  f = fopen(to, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(buf, 1, n, f), n);
+  fclose(f);
+}
+
+static void test_forged(void **state) {
+  (void)state;
+  char dir[256], cmd[1024], path[600], out[700];
+  lens_test_tmpdir(dir, sizeof dir, "trace-index-forged");
+  snprintf(cmd, sizeof cmd, "%s/bin/nccl-lens replay --quiet --scenario allreduce --nodes 1 --iters 2 --out %s",
+           LENS_BUILD_DIR, dir);
+  assert_int_equal(system(cmd), 0);
+  snprintf(cmd, sizeof cmd, "ls %s/*.lens | head -1", dir);
+  FILE *ls = popen(cmd, "r");
+  assert_non_null(fgets(path, sizeof path, ls));
+  pclose(ls);
+  path[strcspn(path, "\n")] = 0;
+  struct lens_trace_index good, bad;
+  char err[256];
+  assert_int_equal(lens_trace_index_read(path, &good, err, sizeof err), 0);
+  assert_int_equal(good.bad, 0);
+  assert_true(good.indexed == good.n && good.n > 0);
+  for (int how = 0; how < 2; how++) {
+    snprintf(out, sizeof out, "%s/forged-%d.lens", dir, how);
+    forge(path, out, how);
+    assert_int_equal(lens_trace_index_read(out, &bad, err, sizeof err), 0);
+    assert_int_equal(bad.n, good.n);
+    assert_int_equal(bad.bad, 1);
+    assert_int_equal(bad.indexed, good.n - 1);
+    assert_false(bad.c[0].flags & LENS_CIX_INDEXED); /* the first events chunk's INDEX was the forged one */
+    lens_trace_index_free(&bad);
+  }
+  lens_trace_index_free(&good);
+  lens_test_rmtree(dir);
+}
+
 /* ---- lens_openset alone ---- */
 
 static struct lens_rec_stop rec_of(unsigned kind, uint64_t id) {
@@ -470,7 +535,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_openset_random), cmocka_unit_test(test_openset_full),
       cmocka_unit_test(test_replay_all),     cmocka_unit_test(test_replay_more),
-      cmocka_unit_test(test_generator),
+      cmocka_unit_test(test_generator),     cmocka_unit_test(test_forged),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   free(recs), free(evs);
