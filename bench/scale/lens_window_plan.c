@@ -47,12 +47,14 @@
 #include "lens_unpack.h"
 #include "nccl-lens/trace_format.h"
 #include "trace_index.h"
+#include "window_plan.h"
 
 enum { GPU_ALL, GPU_NEAR, GPU_NONE };
 
 struct chunk { uint64_t bytes, records, min_ts, max_ts; };
 struct ev {
   uint64_t id, parent_id, start, stop;
+  uint32_t flags;        /* its START's LENS_START_F_* */
   int32_t parent;        /* event index, -1 none */
   uint32_t type, first, last; /* its START's chunk; the last chunk holding one of its records */
   uint32_t sub_last;     /* the last chunk holding a record of it or a descendant */
@@ -106,14 +108,15 @@ static long idmap_get(const struct idmap *m, uint64_t id) {
   return -1;
 }
 
-static void on_record(struct file_scan *f, unsigned kind, unsigned type, uint64_t id, uint64_t ts, uint64_t parent) {
+static void on_record(struct file_scan *f, unsigned kind, unsigned type, uint64_t id, uint64_t ts, uint64_t parent,
+                      uint32_t aux) {
   struct chunk *c = &f->c[f->nc - 1];
   c->records++;
   if (ts < c->min_ts) c->min_ts = ts;
   if (ts > c->max_ts) c->max_ts = ts;
   if (kind == LENS_REC_START) {
     f->e = grow(f->e, &f->ce, f->ne + 1, sizeof *f->e);
-    f->e[f->ne++] = (struct ev){.id = id, .parent_id = parent, .start = ts, .type = type, .parent = -1,
+    f->e[f->ne++] = (struct ev){.id = id, .parent_id = parent, .start = ts, .flags = aux, .type = type, .parent = -1,
                                 .first = (uint32_t)(f->nc - 1)};
     return;
   }
@@ -183,12 +186,13 @@ static int scan_file(const char *path, struct file_scan *f) {
         unsigned kind = r.kind;
         uint64_t parent = kind == LENS_REC_START ? r.parent : 0;
         unsigned type = r.type;
+        uint32_t aux = r.aux;
         if (!kind) { /* RAW: its fixed header */
           struct lens_rec_hdr rh;
           fixed_fields(r.raw, &rh, &r.id, &r.ts, &parent);
-          kind = rh.kind, type = rh.type;
+          kind = rh.kind, type = rh.type, aux = rh.aux;
         }
-        on_record(f, kind, type, r.id, r.ts, parent);
+        on_record(f, kind, type, r.id, r.ts, parent, aux);
       }
       continue;
     }
@@ -202,7 +206,7 @@ static int scan_file(const char *path, struct file_scan *f) {
       if (rh.size < 24 || (rh.size & 7) || rh.size > h.payload_len - o) break;
       uint64_t id, ts, parent;
       fixed_fields(p + o, &rh, &id, &ts, &parent);
-      on_record(f, rh.kind, rh.type, id, ts, parent);
+      on_record(f, rh.kind, rh.type, id, ts, parent, rh.aux);
       o += rh.size;
     }
   }
@@ -236,126 +240,58 @@ struct totals {
 };
 
 /* ---- the plan the INDEX chunks allow ----
- * What the reader's window would decode with the writer's index (trace_index.h,
- * docs/trace-format.md "The index"). Seeds: the chunks whose time range
- * meets the window; the START chunks of the events open at the last open
- * set taken at least 1 ms before the window; the chunks of each slot holding
- * STARTs drained after that set and before the window's end; the KernelCh
- * chunks the GPU policy wants; every chunk an INDEX does not describe. As
- * each chunk is "decoded" (this tool knows what each holds), an event is
- * wanted when it may be needed: it starts in the window, it was open at the
- * set, it started after the set (and before the window's end), the GPU
- * policy wants it, a record of it is at or after the window's start, or it
- * is the parent of a wanted event. A wanted event brings its START chunk and
- * every chunk touching it (its STOP and states). The misses (exact chunks
- * the plan leaves out) must be none. */
-struct iplan {
+ * The reader's (window_plan.h), with this tool's knowledge of each chunk's
+ * records standing in for decoding it. Its misses (exact chunks the plan
+ * leaves out) must be none. */
+struct chunk_recs {
   const struct file_scan *f;
-  const struct lens_trace_index *ix;
-  uint8_t *in, *decoded, *wanted;
-  uint32_t *queue;
-  size_t nq;
+  uint32_t *eo, *el, *ro, *rl; /* per chunk: its STARTs (events), its STOP/STATE records, as CSR lists */
+  struct lens_wplan_rec *buf;
+  size_t cap;
 };
-static void iplan_add(void *ctx, size_t k) {
-  struct iplan *p = ctx;
-  if (p->in[k]) return;
-  p->in[k] = 1;
-  p->queue[p->nq++] = (uint32_t)k;
-}
-/* Event e is wanted: its START chunk, and once that is decoded its touches and its parent. */
-static void want(struct iplan *p, long e) {
-  if (e < 0 || p->wanted[e]) return;
-  p->wanted[e] = 1;
-  const struct ev *x = &p->f->e[e];
-  if (!p->decoded[x->first]) {
-    iplan_add(p, x->first); /* done when it is decoded */
-    return;
+static int chunk_decode(void *ctx, size_t k, const struct lens_wplan_rec **out, size_t *n) {
+  struct chunk_recs *c = ctx;
+  size_t ne = c->eo[k + 1] - c->eo[k], nr = c->ro[k + 1] - c->ro[k];
+  c->buf = grow(c->buf, &c->cap, ne + nr, sizeof *c->buf);
+  size_t j = 0;
+  for (uint32_t i = c->eo[k]; i < c->eo[k + 1]; i++) {
+    const struct ev *e = &c->f->e[c->el[i]];
+    c->buf[j++] = (struct lens_wplan_rec){LENS_REC_START, (uint8_t)e->type, e->flags, e->id, e->start, e->parent_id};
   }
-  uint32_t sess = p->ix->c[x->first].session;
-  lens_trace_index_touches(p->ix, sess, LENS_ID_SLOT(x->id), LENS_ID_SEQ(x->id), iplan_add, p);
-  want(p, x->parent); /* a parent of this process (a PXN op's is the other process's) */
+  for (uint32_t i = c->ro[k]; i < c->ro[k + 1]; i++) {
+    const struct rec *r = &c->f->r[c->rl[i]];
+    c->buf[j++] = (struct lens_wplan_rec){r->stop ? LENS_REC_STOP : LENS_REC_STATE, 0, 0, r->id, r->ts, 0};
+  }
+  *out = c->buf, *n = j;
+  return 0;
 }
 
 static void index_plan(const struct file_scan *f, const struct lens_trace_index *ix, uint64_t s, uint64_t u, int gpu,
                        uint64_t margin, uint8_t *in, struct totals *t) {
-  struct iplan pl = {f, ix, in, calloc(f->nc, 1), calloc(f->ne ? f->ne : 1, 1), malloc(f->nc * sizeof(uint32_t)), 0};
-  /* per chunk: its STARTs (events) and its STOP/STATE records, as CSR lists */
-  uint32_t *eo = calloc(f->nc + 1, sizeof *eo), *ro = calloc(f->nc + 1, sizeof *ro);
-  uint32_t *el = malloc((f->ne ? f->ne : 1) * sizeof *el), *rl = malloc((f->nr ? f->nr : 1) * sizeof *rl);
+  struct chunk_recs c = {.f = f};
+  c.eo = calloc(f->nc + 1, sizeof *c.eo), c.ro = calloc(f->nc + 1, sizeof *c.ro);
+  c.el = malloc((f->ne ? f->ne : 1) * sizeof *c.el), c.rl = malloc((f->nr ? f->nr : 1) * sizeof *c.rl);
   uint32_t *ef = malloc((f->nc + 1) * sizeof *ef), *rf = malloc((f->nc + 1) * sizeof *rf);
-  if (!pl.decoded || !pl.wanted || !pl.queue || !eo || !ro || !el || !rl || !ef || !rf) exit(1);
-  for (size_t i = 0; i < f->ne; i++) eo[f->e[i].first + 1]++;
-  for (size_t i = 0; i < f->nr; i++) ro[f->r[i].chunk + 1]++;
-  for (size_t k = 0; k < f->nc; k++) eo[k + 1] += eo[k], ro[k + 1] += ro[k];
-  memcpy(ef, eo, (f->nc + 1) * sizeof *ef), memcpy(rf, ro, (f->nc + 1) * sizeof *rf);
-  for (size_t i = 0; i < f->ne; i++) el[ef[f->e[i].first]++] = (uint32_t)i;
-  for (size_t i = 0; i < f->nr; i++) rl[rf[f->r[i].chunk]++] = (uint32_t)i;
+  if (!c.eo || !c.ro || !c.el || !c.rl || !ef || !rf) exit(1);
+  for (size_t i = 0; i < f->ne; i++) c.eo[f->e[i].first + 1]++;
+  for (size_t i = 0; i < f->nr; i++) c.ro[f->r[i].chunk + 1]++;
+  for (size_t k = 0; k < f->nc; k++) c.eo[k + 1] += c.eo[k], c.ro[k + 1] += c.ro[k];
+  memcpy(ef, c.eo, (f->nc + 1) * sizeof *ef), memcpy(rf, c.ro, (f->nc + 1) * sizeof *rf);
+  for (size_t i = 0; i < f->ne; i++) c.el[ef[f->e[i].first]++] = (uint32_t)i;
+  for (size_t i = 0; i < f->nr; i++) c.rl[rf[f->r[i].chunk]++] = (uint32_t)i;
   free(ef), free(rf);
-  const uint32_t kch = (1u << LENS_T_KERNEL_CH) | (1u << LENS_T_KERNEL_PHASE);
-  /* the open set: the last taken 1 ms or more before the window (the TSC's conversion to MONOTONIC may put a
-   * record drained before it a little after it) */
-  const struct lens_open_ix *snap = NULL;
-  for (size_t i = 0; i < ix->n_open; i++)
-    if (ix->open[i].taken_mono_ns + 1000000ull <= s && (!snap || ix->open[i].taken_mono_ns > snap->taken_mono_ns))
-      snap = &ix->open[i];
-  if (snap && (snap->flags & LENS_INDEX_OPEN_F_INCOMPLETE)) snap = NULL;
-  if (!snap) t->index_fallback++;
-  /* per chunk: the highest START sequence number the set had drained of its slot (0: none, or no set) */
-  uint64_t *drained_hi = calloc(f->nc, sizeof *drained_hi);
-  if (!drained_hi) exit(1);
-  for (size_t k = 0; k < f->nc; k++) {
-    const struct lens_chunk_ix *c = &ix->c[k];
-    for (size_t d = 0; snap && c->session == snap->session && d < snap->n_drained; d++)
-      if (ix->drained[snap->drained + d].slot == c->slot) drained_hi[k] = ix->drained[snap->drained + d].seq_hi;
-    int add = !(c->flags & LENS_CIX_INDEXED) || (c->first_ts < u && c->last_ts >= s) ||
-              (c->start_hi && c->first_ts < u && c->start_hi > drained_hi[k]);
-    if ((c->types & kch) && (gpu == GPU_ALL || (gpu == GPU_NEAR && c->last_ts + margin >= s && c->first_ts < u + margin)))
-      add = 1;
-    if (add) iplan_add(&pl, k);
+  struct lens_wplan_opts o = {.since = s, .until = u};
+  if (gpu != GPU_NONE) {
+    o.need_types = (1u << LENS_T_KERNEL_CH) | (1u << LENS_T_KERNEL_PHASE);
+    o.need_margin = gpu == GPU_ALL ? UINT64_MAX : margin;
   }
-  struct idmap m;
-  idmap_build(&m, f->e, f->ne);
-  for (size_t i = 0; snap && i < snap->n_ids; i++) {
-    uint64_t id = ix->ids[snap->ids + i];
-    long e = idmap_get(&m, id);
-    if (e >= 0) want(&pl, e);
-    else lens_trace_index_starts(ix, snap->session, LENS_ID_SLOT(id), LENS_ID_SEQ(id), iplan_add, &pl);
+  struct lens_wplan_stats st;
+  if (lens_wplan_make(ix, &o, chunk_decode, &c, in, &st)) {
+    fprintf(stderr, "lens-window-plan: out of memory\n");
+    exit(1);
   }
-  for (size_t q = 0; q < pl.nq; q++) { /* "decode" the chunk */
-    uint32_t k = pl.queue[q];
-    pl.decoded[k] = 1;
-    for (uint32_t j = eo[k]; j < eo[k + 1]; j++) {
-      uint32_t i = el[j];
-      const struct ev *e = &f->e[i];
-      int rule = (e->start >= s && e->start < u) || (e->start < u && LENS_ID_SEQ(e->id) > drained_hi[k]) ||
-                 (e->type == LENS_T_KERNEL_CH &&
-                  (gpu == GPU_ALL || (gpu == GPU_NEAR && e->start + margin >= s && e->start < u + margin)));
-      if (pl.wanted[i]) pl.wanted[i] = 0, rule = 1; /* wanted before its chunk was decoded: done now */
-      if (rule) want(&pl, i);
-    }
-    for (uint32_t j = ro[k]; j < ro[k + 1]; j++) {
-      const struct rec *r = &f->r[rl[j]];
-      /* Before the window: needed only as a parent, reached from its child. After it: an event that started
-       * before the window's end is wanted by the rule above already (in it, open at the set, or started after
-       * the set), one that started later is not needed. In it: wanted by those rules too; asked again here so
-       * that an open set that missed an event cannot lose a record the window shows. */
-      if (r->ts < s || r->ts >= u) continue;
-      long e = idmap_get(&m, r->id);
-      if (e >= 0) want(&pl, e);
-      else lens_trace_index_starts(ix, ix->c[k].session, LENS_ID_SLOT(r->id), LENS_ID_SEQ(r->id), iplan_add, &pl);
-    }
-  }
-  if (getenv("LENS_PLAN_DEBUG")) {
-    fprintf(stderr, "window %.1f-%.1f ms, snap %.1f\n", s / 1e6, u / 1e6, snap ? snap->taken_mono_ns / 1e6 : 0.0);
-    for (size_t q = 0; q < pl.nq; q++) {
-      uint32_t k = pl.queue[q];
-      fprintf(stderr, "  #%zu chunk %u slot %u %.1f-%.1f starts %llu-%llu drained %llu\n", q, k, ix->c[k].slot,
-              ix->c[k].first_ts / 1e6, ix->c[k].last_ts / 1e6, (unsigned long long)ix->c[k].start_lo,
-              (unsigned long long)ix->c[k].start_hi, (unsigned long long)drained_hi[k]);
-    }
-  }
-  free(pl.decoded), free(pl.wanted), free(pl.queue), free(drained_hi);
-  free(eo), free(ro), free(el), free(rl), free(m.k), free(m.v);
+  if (st.no_open_set) t->index_fallback++;
+  free(c.eo), free(c.ro), free(c.el), free(c.rl), free(c.buf);
 }
 
 static void plan_file(struct file_scan *f, const struct lens_trace_index *ix, double from, double width, int gpu,

@@ -43,6 +43,7 @@
 #include "summary/summary_model.h"
 #include "summary/summary_print.h"
 #include "trace_index.h"
+#include "window_plan.h"
 
 /* A relation lensread.h states that does not hold: a finding. */
 #define FOLD_REQUIRE(cond)                                                                \
@@ -328,6 +329,25 @@ static void index_hit(void *ctx, size_t k) {
   FOLD_REQUIRE(k < ((const struct lens_trace_index *)ctx)->n);
 }
 
+/* A planned chunk's records for the fuzzer's plan: ids, parents and times from the input's bytes. */
+struct plan_ctx {
+  const uint8_t *data;
+  size_t size;
+  struct lens_wplan_rec r[8];
+};
+static int plan_decode(void *ctx, size_t chunk, const struct lens_wplan_rec **out, size_t *n) {
+  struct plan_ctx *c = ctx;
+  size_t k = 0;
+  for (size_t off = (chunk * 24) % (c->size + 1); k < 8 && off + 24 <= c->size; off += 24, k++) {
+    uint64_t v[3];
+    memcpy(v, c->data + off, sizeof v);
+    c->r[k] = (struct lens_wplan_rec){(uint8_t)(1 + v[0] % 3), (uint8_t)(v[0] >> 8 & 15), (uint32_t)(v[0] >> 16),
+                                      v[1], v[2], v[0]};
+  }
+  *out = c->r, *n = k;
+  return 0;
+}
+
 static void index_check(const char *path, const uint8_t *data, size_t size) {
   struct lens_trace_index ix;
   char err[256];
@@ -348,6 +368,21 @@ static void index_check(const char *path, const uint8_t *data, size_t size) {
     uint32_t session = (uint32_t)(id >> 60) & 3;
     lens_trace_index_starts(&ix, session, LENS_ID_SLOT(id), LENS_ID_SEQ(id), index_hit, &ix);
     lens_trace_index_touches(&ix, session, LENS_ID_SLOT(id), LENS_ID_SEQ(id), index_hit, &ix);
+  }
+  /* a window's plan from it (window_plan.h), each planned chunk "decoded" as the input's ids */
+  if (ix.n) {
+    uint8_t *in = calloc(ix.n, 1);
+    struct plan_ctx pc = {data, size};
+    uint64_t since = 0;
+    if (size >= 16) memcpy(&since, data + 8, 8);
+    struct lens_wplan_opts o = {since, since + 1 + (since >> 7), 1u << LENS_T_KERNEL_CH, (uint64_t)size << 20};
+    struct lens_wplan_stats st;
+    if (in && lens_wplan_make(&ix, &o, plan_decode, &pc, in, &st) == 0) {
+      size_t planned = 0;
+      for (size_t k = 0; k < ix.n; k++) planned += in[k] != 0;
+      FOLD_REQUIRE(planned == st.planned && st.decoded == st.planned);
+    }
+    free(in);
   }
   lens_trace_index_free(&ix);
 }
