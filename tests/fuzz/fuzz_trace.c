@@ -372,7 +372,7 @@ static void index_check(const char *path, const uint8_t *data, size_t size) {
   /* a window's plan from it (window_plan.h), each planned chunk "decoded" as the input's ids */
   if (ix.n) {
     uint8_t *in = calloc(ix.n, 1);
-    struct plan_ctx pc = {data, size};
+    struct plan_ctx pc = {.data = data, .size = size};
     uint64_t since = 0;
     if (size >= 16) memcpy(&since, data + 8, 8);
     struct lens_wplan_opts o = {since, since + 1 + (since >> 7), 1u << LENS_T_KERNEL_CH, (uint64_t)size << 20};
