@@ -13,6 +13,11 @@ struct went {
   uint8_t seen, wanted, done; /* its START decoded; wanted; its touches and parent asked for */
 };
 
+struct todo {
+  uint64_t id;
+  uint32_t session;
+};
+
 /* A (session, slot)'s indexed chunks holding STARTs, by their first START. */
 struct group {
   uint32_t session, slot;
@@ -30,6 +35,8 @@ struct plan {
   uint64_t *hi_max;  /* per order position: the highest start_hi of its group up to it */
   struct group *g;
   size_t ng;
+  struct todo *todo; /* wanted events whose touches and parent are still to be asked for */
+  size_t n_todo, cap_todo;
   int oom;
 };
 
@@ -107,15 +114,35 @@ static void starts(struct plan *p, uint32_t session, uint64_t id) {
   }
 }
 
+/* A wanted event whose START was decoded: the chunks touching it, and its parent (of this process: a PXN op's
+ * parent is the other process's). Through a work list, not recursion: a forged trace's parent chain is as long
+ * as it likes. */
 static void want(struct plan *p, uint32_t session, uint64_t id);
 
-/* A wanted event whose START was decoded: the chunks touching it, and its parent. */
+static void drain_todo(struct plan *p) {
+  while (p->n_todo && !p->oom) {
+    struct todo x = p->todo[--p->n_todo];
+    struct went *e = get(p, key_of(x.session, x.id));
+    if (!e) return;
+    uint64_t parent = e->parent;
+    int remote = (e->flags & LENS_START_F_REMOTE) != 0;
+    lens_trace_index_touches(p->ix, x.session, LENS_ID_SLOT(x.id), LENS_ID_SEQ(x.id), add_cb, p);
+    if (parent && !remote) want(p, x.session, parent);
+  }
+}
+
 static void process(struct plan *p, struct went *e, uint32_t session, uint64_t id) {
   e->done = 1;
-  uint64_t parent = e->parent;
-  int remote = (e->flags & LENS_START_F_REMOTE) != 0;
-  lens_trace_index_touches(p->ix, session, LENS_ID_SLOT(id), LENS_ID_SEQ(id), add_cb, p);
-  if (parent && !remote) want(p, session, parent); /* a PXN op's parent is the other process's */
+  if (p->n_todo == p->cap_todo) {
+    size_t nc = p->cap_todo ? p->cap_todo * 2 : 256;
+    struct todo *t = realloc(p->todo, nc * sizeof *t);
+    if (!t) {
+      p->oom = 1;
+      return;
+    }
+    p->todo = t, p->cap_todo = nc;
+  }
+  p->todo[p->n_todo++] = (struct todo){id, session};
 }
 
 static void want(struct plan *p, uint32_t session, uint64_t id) {
@@ -190,7 +217,10 @@ int lens_wplan_make(const struct lens_trace_index *ix, const struct lens_wplan_o
     if (ix->c[k].session == set_session) continue;
     set_session = ix->c[k].session;
     set = open_set(ix, set_session, s);
-    for (size_t i = 0; set && i < set->n_ids; i++) want(&p, set_session, ix->ids[set->ids + i]);
+    for (size_t i = 0; set && i < set->n_ids; i++) {
+      want(&p, set_session, ix->ids[set->ids + i]);
+      drain_todo(&p);
+    }
   }
   for (size_t q = 0; q < p.nq && !p.oom; q++) { /* decode each planned chunk once */
     size_t k = p.queue[q];
@@ -215,15 +245,16 @@ int lens_wplan_make(const struct lens_trace_index *ix, const struct lens_wplan_o
          * here so that an open set that missed an event cannot lose a record the window shows. */
         want(&p, sess, r[i].id);
       }
+      drain_todo(&p);
     }
   }
   if (p.oom) goto oom;
   st->planned = p.nq;
-  free(p.queue), free(drained_hi), free(p.t), free(p.order), free(p.hi_max), free(p.g);
+  free(p.queue), free(drained_hi), free(p.t), free(p.order), free(p.hi_max), free(p.g), free(p.todo);
   return 0;
 oom:
   memset(in, 1, ix->n);
   st->planned = ix->n;
-  free(p.queue), free(drained_hi), free(p.t), free(p.order), free(p.hi_max), free(p.g);
+  free(p.queue), free(drained_hi), free(p.t), free(p.order), free(p.hi_max), free(p.g), free(p.todo);
   return -1;
 }
