@@ -10,6 +10,10 @@
  *   number within drained[] of its slot) and whose STOP is more than 100 us
  *   after the set was taken, or never came: what a window's plan relies on;
  *   and no id it lists had stopped 50 ms before it was taken;
+ * - the reader's window plan (window_plan.h) over those records, for 1 %
+ *   and 5 % windows at a tenth, the middle and nine tenths of each file,
+ *   with and without every KernelCh: every chunk holding a record of an
+ *   event the window needs, or of an ancestor of one, is planned;
  * on the replay's traces (`all` zstd, packed and fixed; `overrun`; `pxn`;
  * `symmetric` and `phases` through API v7 and NCCL 2.31's profiler thread;
  * `hang-proxy`, a job killed in a hang) and on lens-gen-job's (both
@@ -34,12 +38,15 @@
 #include "lens_unpack.h"
 #include "reader/chunk_stream.h"
 #include "reader/trace_index.h"
+#include "reader/window_plan.h"
 #include "../lens_test_file.h"
 #include "../lens_test_tmp.h"
 
 struct rec {
   unsigned kind, type;
   uint64_t id, ts, last;
+  uint64_t parent; /* a START's */
+  uint32_t aux;    /* a START's flags */
 };
 struct ev {
   uint64_t id, start, stop;
@@ -58,27 +65,35 @@ static struct rec *recs;
 static size_t n_recs, cap_recs;
 static struct ev *evs;
 static size_t n_evs, cap_evs;
+/* Every record of the file being checked, with its events chunk (the plan's check). */
+struct frec {
+  struct lens_wplan_rec r;
+  uint32_t chunk;
+};
+static struct frec *all;
+static size_t n_all, cap_all;
 
-static void push_rec(unsigned kind, unsigned type, uint64_t id, uint64_t ts, uint64_t last) {
+static void push_rec(unsigned kind, unsigned type, uint64_t id, uint64_t ts, uint64_t last, uint64_t parent,
+                     uint32_t aux) {
   if (n_recs == cap_recs) {
     cap_recs = cap_recs ? cap_recs * 2 : 4096;
     recs = realloc(recs, cap_recs * sizeof *recs);
     assert_non_null(recs);
   }
-  recs[n_recs++] = (struct rec){kind, type, id, ts, last > ts ? last : ts};
+  recs[n_recs++] = (struct rec){kind, type, id, ts, last > ts ? last : ts, parent, aux};
 }
 
 /* A fixed record's kind, type, id and time (EVENTS chunks, RAW packed records). */
 static void fixed_rec(const uint8_t *p, uint32_t size) {
   struct lens_rec_hdr h;
   memcpy(&h, p, sizeof h);
-  uint64_t id, ts, last = 0;
+  uint64_t id, ts, last = 0, parent = 0;
   memcpy(&id, p + 8, 8);
-  if (h.kind == LENS_REC_START) memcpy(&ts, p + 32, 8);
+  if (h.kind == LENS_REC_START) memcpy(&ts, p + 32, 8), memcpy(&parent, p + 16, 8);
   else memcpy(&ts, p + 16, 8);
   if (h.kind == LENS_REC_STATE && size >= sizeof(struct lens_rec_state_run))
     memcpy(&last, p + offsetof(struct lens_rec_state_run, last_ts), 8);
-  push_rec(h.kind, h.type, id, ts, last);
+  push_rec(h.kind, h.type, id, ts, last, parent, h.kind == LENS_REC_START ? h.aux : 0);
 }
 
 /* The records of one events chunk into recs (emptied first). */
@@ -115,7 +130,9 @@ static void decode(uint16_t type, const uint8_t *p, uint32_t len, ZSTD_DCtx *z) 
   for (uint32_t i = 0; i < ph.count; i++) {
     assert_true(lens_unpack_next(&cur, &r));
     if (!r.kind) fixed_rec(r.raw, r.size);
-    else push_rec(r.kind, r.type, r.id, r.ts, r.kind == LENS_REC_STATE && r.repeats ? r.last_ts : 0);
+    else
+      push_rec(r.kind, r.type, r.id, r.ts, r.kind == LENS_REC_STATE && r.repeats ? r.last_ts : 0,
+               r.kind == LENS_REC_START ? r.parent : 0, r.kind == LENS_REC_START ? r.aux : 0);
   }
   free(zb);
 }
@@ -134,7 +151,106 @@ static long find_key(uint64_t key) {
 
 struct file_stats {
   size_t files, chunks, opens, listed, touches, required;
+  size_t plans, plan_chunks, plan_needed, plan_of; /* the window plans checked, their chunks, the exact ones, all */
 };
+
+/* ---- the reader's window plan (window_plan.h) with real records ---- */
+struct chunk_list {
+  size_t *first; /* per chunk: its records in all[] are all[first[k] .. first[k + 1]) */
+  struct lens_wplan_rec *buf;
+};
+static int plan_decode(void *ctx, size_t k, const struct lens_wplan_rec **out, size_t *n) {
+  struct chunk_list *c = ctx;
+  size_t a = c->first[k], b = c->first[k + 1];
+  for (size_t i = a; i < b; i++) c->buf[i - a] = all[i].r;
+  *out = c->buf, *n = b - a;
+  return 0;
+}
+
+/* key -> the latest START of it in all[] */
+static uint64_t *km_k;
+static long *km_v;
+static size_t km_cap;
+static size_t km_home(uint64_t k) { return (size_t)((k * 0x9E3779B97F4A7C15ull) >> 20) & (km_cap - 1); }
+static void by_key_build(void) {
+  for (km_cap = 1024; km_cap < 2 * n_all + 2; km_cap *= 2) {
+  }
+  km_k = calloc(km_cap, sizeof *km_k), km_v = malloc(km_cap * sizeof *km_v);
+  assert_true(km_k && km_v);
+  for (size_t i = 0; i < n_all; i++) {
+    if (all[i].r.kind != LENS_REC_START) continue;
+    uint64_t k = LENS_INDEX_KEY(all[i].r.id) | LENS_ID_TAG;
+    size_t h = km_home(k);
+    while (km_k[h] && km_k[h] != k) h = (h + 1) & (km_cap - 1);
+    km_k[h] = k, km_v[h] = (long)i;
+  }
+}
+static long by_key(uint64_t id) { /* the START of id in all[] (the latest), -1 none */
+  uint64_t k = LENS_INDEX_KEY(id) | LENS_ID_TAG;
+  for (size_t h = km_home(k); km_k[h]; h = (h + 1) & (km_cap - 1))
+    if (km_k[h] == k) return km_v[h];
+  return -1;
+}
+
+/* Windows of 1 % and 5 % at a tenth, the middle and nine tenths of the file's span: every chunk holding a record
+ * of an event the window needs (one that starts before its end and does not stop before its start), or of an
+ * ancestor of one (of this process), is planned; with need_types KernelCh, every KernelCh's too. */
+static void check_plans(const char *path, const struct lens_trace_index *ix, struct file_stats *st) {
+  if (!n_all) return;
+  uint64_t t0 = UINT64_MAX, t1 = 0;
+  for (size_t i = 0; i < n_all; i++) {
+    if (all[i].r.ts < t0) t0 = all[i].r.ts;
+    if (all[i].r.ts > t1) t1 = all[i].r.ts;
+  }
+  struct chunk_list cl = {calloc(ix->n + 1, sizeof(size_t)), malloc(n_all * sizeof(struct lens_wplan_rec))};
+  uint8_t *need = calloc(ix->n, 1), *in = calloc(ix->n, 1), *ev_need = calloc(n_all, 1);
+  uint64_t *stop = malloc(n_all * sizeof *stop);
+  long *start_of = malloc(n_all * sizeof *start_of), *parent_of = malloc(n_all * sizeof *parent_of);
+  assert_true(cl.first && cl.buf && need && in && ev_need && stop && start_of && parent_of);
+  for (size_t i = 0; i < n_all; i++) cl.first[all[i].chunk + 1]++;
+  for (size_t k = 0; k < ix->n; k++) cl.first[k + 1] += cl.first[k];
+  /* each record's START, each START's first STOP and parent */
+  by_key_build();
+  for (size_t i = 0; i < n_all; i++) stop[i] = UINT64_MAX, parent_of[i] = -1;
+  for (size_t i = 0; i < n_all; i++) {
+    start_of[i] = all[i].r.kind == LENS_REC_START ? (long)i : by_key(all[i].r.id);
+    if (all[i].r.kind == LENS_REC_STOP && start_of[i] >= 0 && stop[start_of[i]] == UINT64_MAX)
+      stop[start_of[i]] = all[i].r.ts;
+    if (all[i].r.kind == LENS_REC_START && all[i].r.parent && !(all[i].r.flags & LENS_START_F_REMOTE))
+      parent_of[i] = by_key(all[i].r.parent);
+  }
+  const double at[3] = {0.1, 0.5, 0.9}, width[2] = {0.01, 0.05};
+  for (int gpu = 0; gpu < 2; gpu++)
+    for (int a = 0; a < 3; a++)
+      for (int w = 0; w < 2; w++) {
+        uint64_t s = t0 + (uint64_t)(at[a] * (double)(t1 - t0)), u = s + (uint64_t)(width[w] * (double)(t1 - t0)) + 1;
+        memset(need, 0, ix->n), memset(in, 0, ix->n), memset(ev_need, 0, n_all);
+        for (size_t i = 0; i < n_all; i++) {
+          const struct lens_wplan_rec *r = &all[i].r;
+          if (r->kind != LENS_REC_START) continue;
+          int n = (r->ts < u && stop[i] >= s) || (gpu && r->type == LENS_T_KERNEL_CH);
+          for (long j = n ? (long)i : -1, depth = 0; j >= 0 && !ev_need[j] && depth < 64; depth++)
+            ev_need[j] = 1, j = parent_of[j];
+        }
+        for (size_t i = 0; i < n_all; i++)
+          if (start_of[i] >= 0 && ev_need[start_of[i]]) need[all[i].chunk] = 1;
+        struct lens_wplan_opts o = {s, u, gpu ? 1u << LENS_T_KERNEL_CH : 0, UINT64_MAX};
+        struct lens_wplan_stats ps;
+        assert_int_equal(lens_wplan_make(ix, &o, plan_decode, &cl, in, &ps), 0);
+        size_t planned = 0, needed = 0;
+        for (size_t k = 0; k < ix->n; k++) {
+          planned += in[k], needed += need[k];
+          if (need[k] && !in[k])
+            fail_msg("%s: a window %.2f..%.2f%s needs chunk %zu (seq %llu), not planned", path, at[a],
+                     at[a] + width[w], gpu ? " with every KernelCh" : "", k, (unsigned long long)ix->c[k].seq);
+        }
+        assert_int_equal(planned, ps.planned);
+        st->plans++, st->plan_chunks += planned, st->plan_needed += needed, st->plan_of += ix->n;
+      }
+  free(cl.first), free(cl.buf), free(need), free(in), free(ev_need), free(stop), free(start_of), free(parent_of);
+  free(km_k), free(km_v);
+  km_k = NULL, km_v = NULL;
+}
 
 /* One trace: each INDEX against its chunk, then each open set against the events. */
 static void check_file(const char *path, struct file_stats *st) {
@@ -148,7 +264,7 @@ static void check_file(const char *path, struct file_stats *st) {
   if (lens_cstream_open(&s, path, 1 << 20, err, sizeof err)) fail_msg("%s", err);
   ZSTD_DCtx *z = ZSTD_createDCtx();
   assert_non_null(z);
-  n_evs = 0;
+  n_evs = 0, n_all = 0;
   size_t k = 0;
   struct lens_chunk_hdr h;
   const uint8_t *p;
@@ -160,6 +276,16 @@ static void check_file(const char *path, struct file_stats *st) {
     assert_int_equal(c->seq, h.seq);
     decode(h.type, p, h.payload_len, z);
     assert_int_equal(c->records, n_recs);
+    for (size_t i = 0; i < n_recs; i++) {
+      if (n_all == cap_all) {
+        cap_all = cap_all ? cap_all * 2 : 65536;
+        all = realloc(all, cap_all * sizeof *all);
+        assert_non_null(all);
+      }
+      const struct rec *x = &recs[i];
+      all[n_all++] = (struct frec){{(uint8_t)x->kind, (uint8_t)x->type, x->aux, x->id, x->ts, x->parent},
+                                   (uint32_t)(k - 1)};
+    }
     int indexed = (c->flags & LENS_CIX_INDEXED) != 0;
     uint64_t lo = 0, hi = 0, first = UINT64_MAX, last = 0;
     uint32_t types = 0;
@@ -242,6 +368,7 @@ static void check_file(const char *path, struct file_stats *st) {
     st->listed += set->n_ids;
   }
   st->chunks += ix.n;
+  if (ix.indexed == ix.n) check_plans(path, &ix, st);
   lens_trace_index_free(&ix);
 }
 
@@ -256,8 +383,10 @@ static void check_dir(const char *dir, const char *what, size_t min_opens) {
     check_file(path, &st);
   }
   pclose(ls);
-  printf("%s: %zu files, %zu events chunks, %zu touching records covered, %zu open sets (%zu ids, %zu required)\n",
-         what, st.files, st.chunks, st.touches, st.opens, st.listed, st.required);
+  printf("%s: %zu files, %zu events chunks, %zu touching records covered, %zu open sets (%zu ids, %zu required); "
+         "%zu window plans: %zu chunks planned, %zu needed, of %zu\n",
+         what, st.files, st.chunks, st.touches, st.opens, st.listed, st.required, st.plans, st.plan_chunks,
+         st.plan_needed, st.plan_of);
   assert_true(st.files > 0 && st.chunks > 0);
   if (min_opens > 1) assert_true(st.required > 0); /* the open sets' check checked something */
   assert_true(st.opens >= min_opens);
@@ -538,6 +667,6 @@ int main(void) {
       cmocka_unit_test(test_generator),     cmocka_unit_test(test_forged),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
-  free(recs), free(evs);
+  free(recs), free(evs), free(all);
   return rc;
 }
