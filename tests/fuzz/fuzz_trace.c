@@ -23,7 +23,8 @@
  * --func AllReduce (no window).
  *
  * The trace's INDEX chunks (trace_index.h) too: read, and asked where the
- * STARTs and the touches of ids taken from the input's bytes are; every
+ * touches of ids taken from the input's bytes are, and a window planned
+ * over them (window_plan.h: its START lookups); every
  * chunk it answers is one of the file's events chunks, its touches and
  * open sets within the arrays it read (index_check). */
 #include <stddef.h>
@@ -366,7 +367,6 @@ static void index_check(const char *path, const uint8_t *data, size_t size) {
     uint64_t id;
     memcpy(&id, data + off, 8);
     uint32_t session = (uint32_t)(id >> 60) & 3;
-    lens_trace_index_starts(&ix, session, LENS_ID_SLOT(id), LENS_ID_SEQ(id), index_hit, &ix);
     lens_trace_index_touches(&ix, session, LENS_ID_SLOT(id), LENS_ID_SEQ(id), index_hit, &ix);
   }
   /* a window's plan from it (window_plan.h), each planned chunk "decoded" as the input's ids */

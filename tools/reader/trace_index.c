@@ -7,22 +7,10 @@
 
 #include "chunk_stream.h"
 #include "lens_chunk.h"
+#include "reader_priv.h"
 
-#define GROW(arr, n, cap, need)                                                      \
-  (((n) + (need) <= (cap)) ? 0 : grow_array((void **)&(arr), &(cap), (n) + (need), sizeof *(arr)))
-
-static int grow_array(void **p, size_t *cap, size_t need, size_t size) {
-  size_t nc = *cap ? *cap : 64;
-  while (nc < need) {
-    if (nc > SIZE_MAX / 2 / size) return -1;
-    nc *= 2;
-  }
-  void *q = realloc(*p, nc * size);
-  if (!q) return -1;
-  *p = q;
-  *cap = nc;
-  return 0;
-}
+/* Room for n + more elements of *arr (lens_vec_reserve): 0, or -1 out of memory. */
+#define GROW(arr, n, cap, more) lens_vec_reserve((void **)&(arr), &(cap), (n) + (more), sizeof *(arr))
 
 /* An INDEX payload against the events chunk e it follows: 1 taken, 0 bad,
  * -1 no memory. */
@@ -124,15 +112,6 @@ oom:
 void lens_trace_index_free(struct lens_trace_index *ix) {
   free(ix->c), free(ix->touch), free(ix->open), free(ix->drained), free(ix->ids);
   memset(ix, 0, sizeof *ix);
-}
-
-void lens_trace_index_starts(const struct lens_trace_index *ix, uint32_t session, uint32_t slot, uint64_t seq,
-                             void (*fn)(void *ctx, size_t chunk), void *ctx) {
-  for (size_t i = 0; i < ix->n; i++) {
-    const struct lens_chunk_ix *c = &ix->c[i];
-    if (c->session != session || c->slot != slot) continue;
-    if (!(c->flags & LENS_CIX_INDEXED) || (c->start_hi && seq >= c->start_lo && seq <= c->start_hi)) fn(ctx, i);
-  }
 }
 
 void lens_trace_index_touches(const struct lens_trace_index *ix, uint32_t session, uint32_t slot, uint64_t seq,

@@ -69,15 +69,10 @@ struct lens_trace_index {
 int lens_trace_index_read(const char *path, struct lens_trace_index *ix, char *err, size_t err_len);
 void lens_trace_index_free(struct lens_trace_index *ix);
 
-/* The events chunks that may hold the START of (session, slot, seq): those
- * indexed of that session and slot whose START range holds seq, and every
- * unindexed chunk of the session. Calls fn(ctx, chunk index) for each, in
- * file order. */
-void lens_trace_index_starts(const struct lens_trace_index *ix, uint32_t session, uint32_t slot, uint64_t seq,
-                             void (*fn)(void *ctx, size_t chunk), void *ctx);
 /* The events chunks that may hold a STOP or STATE of (session, slot, seq)
  * whose START is elsewhere: a touch of theirs holds it (or TOUCH_ANY), or
- * they are unindexed. */
+ * they are unindexed. Calls fn(ctx, chunk index) for each, in file order.
+ * (Where a START is: window_plan.c's lookup, by each slot's ranges.) */
 void lens_trace_index_touches(const struct lens_trace_index *ix, uint32_t session, uint32_t slot, uint64_t seq,
                               void (*fn)(void *ctx, size_t chunk), void *ctx);
 
