@@ -5,9 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* An event the plan has heard of, by (session, LENS_INDEX_KEY). */
+#include "reader_hash.h"
+#include "reader_priv.h"
+
+/* An event the plan has heard of (found by its session and LENS_INDEX_KEY in plan.ids). */
 struct went {
-  uint64_t key; /* session << 56 | LENS_INDEX_KEY(id); 0 empty */
   uint64_t parent;
   uint32_t flags;
   uint8_t seen, wanted, done; /* its START decoded; wanted; its touches and parent asked for */
@@ -29,8 +31,9 @@ struct plan {
   uint8_t *in;
   uint32_t *queue;
   size_t nq;
-  struct went *t;
-  size_t cap, n;
+  struct lens_hash ids; /* (session, LENS_INDEX_KEY) -> index in ev */
+  struct went *ev;
+  size_t n_ev, cap_ev;
   uint32_t *order;   /* chunk indices by (session, slot, start_lo) */
   uint64_t *hi_max;  /* per order position: the highest start_hi of its group up to it */
   struct group *g;
@@ -48,34 +51,17 @@ static void add(struct plan *p, size_t k) {
 
 static void add_cb(void *ctx, size_t k) { add(ctx, k); }
 
-static uint64_t key_of(uint32_t session, uint64_t id) { return (uint64_t)(session & 0xFF) << 56 | LENS_INDEX_KEY(id); }
-
-static size_t slot_of(uint64_t key, size_t cap) {
-  uint64_t x = key * 0x9E3779B97F4A7C15ull;
-  return (size_t)(x >> 32) & (cap - 1);
-}
-
-static struct went *get(struct plan *p, uint64_t key) {
-  if (p->n + 1 > p->cap / 2) {
-    size_t nc = p->cap ? p->cap * 2 : 4096;
-    struct went *t = calloc(nc, sizeof *t);
-    if (!t) {
-      p->oom = 1;
-      return NULL;
-    }
-    for (size_t i = 0; i < p->cap; i++) {
-      if (!p->t[i].key) continue;
-      size_t h = slot_of(p->t[i].key, nc);
-      while (t[h].key) h = (h + 1) & (nc - 1);
-      t[h] = p->t[i];
-    }
-    free(p->t);
-    p->t = t, p->cap = nc;
+/* The event of (session, id), made when new; NULL out of memory. Valid until the next call. */
+static struct went *get(struct plan *p, uint32_t session, uint64_t id) {
+  int64_t i;
+  if (lens_hash_get(&p->ids, lens_hash_scope(0, session), LENS_INDEX_KEY(id), &i)) return &p->ev[i];
+  if (lens_vec_reserve((void **)&p->ev, &p->cap_ev, p->n_ev + 1, sizeof *p->ev) ||
+      lens_hash_put(&p->ids, lens_hash_scope(0, session), LENS_INDEX_KEY(id), (int64_t)p->n_ev)) {
+    p->oom = 1;
+    return NULL;
   }
-  size_t h = slot_of(key, p->cap);
-  while (p->t[h].key && p->t[h].key != key) h = (h + 1) & (p->cap - 1);
-  if (!p->t[h].key) p->t[h].key = key, p->n++;
-  return &p->t[h];
+  memset(&p->ev[p->n_ev], 0, sizeof p->ev[p->n_ev]);
+  return &p->ev[p->n_ev++];
 }
 
 static int cmp_order(const void *a, const void *b, void *ctx) {
@@ -122,7 +108,7 @@ static void want(struct plan *p, uint32_t session, uint64_t id);
 static void drain_todo(struct plan *p) {
   while (p->n_todo && !p->oom) {
     struct todo x = p->todo[--p->n_todo];
-    struct went *e = get(p, key_of(x.session, x.id));
+    struct went *e = get(p, x.session, x.id);
     if (!e) return;
     uint64_t parent = e->parent;
     int remote = (e->flags & LENS_START_F_REMOTE) != 0;
@@ -133,20 +119,15 @@ static void drain_todo(struct plan *p) {
 
 static void process(struct plan *p, struct went *e, uint32_t session, uint64_t id) {
   e->done = 1;
-  if (p->n_todo == p->cap_todo) {
-    size_t nc = p->cap_todo ? p->cap_todo * 2 : 256;
-    struct todo *t = realloc(p->todo, nc * sizeof *t);
-    if (!t) {
-      p->oom = 1;
-      return;
-    }
-    p->todo = t, p->cap_todo = nc;
+  if (lens_vec_reserve((void **)&p->todo, &p->cap_todo, p->n_todo + 1, sizeof *p->todo)) {
+    p->oom = 1;
+    return;
   }
   p->todo[p->n_todo++] = (struct todo){id, session};
 }
 
 static void want(struct plan *p, uint32_t session, uint64_t id) {
-  struct went *e = get(p, key_of(session, id));
+  struct went *e = get(p, session, id);
   if (!e || e->wanted) return;
   e->wanted = 1;
   if (e->seen) process(p, e, session, id);
@@ -200,10 +181,14 @@ int lens_wplan_make(const struct lens_trace_index *ix, const struct lens_wplan_o
   uint32_t set_session = UINT32_MAX;
   for (size_t k = 0; k < ix->n; k++) {
     const struct lens_chunk_ix *c = &ix->c[k];
-    if (c->session != set_session) {
+    if (c->session != set_session) { /* a session's open set: once, and its events' START chunks */
       set_session = c->session;
       set = open_set(ix, c->session, s);
       if (!set) st->no_open_set = 1;
+      for (size_t i = 0; set && i < set->n_ids; i++) {
+        want(&p, set_session, ix->ids[set->ids + i]);
+        drain_todo(&p);
+      }
     }
     for (size_t d = 0; set && d < set->n_drained; d++)
       if (ix->drained[set->drained + d].slot == c->slot) drained_hi[k] = ix->drained[set->drained + d].seq_hi;
@@ -211,16 +196,6 @@ int lens_wplan_make(const struct lens_trace_index *ix, const struct lens_wplan_o
                (c->start_hi && c->first_ts < u && c->start_hi > drained_hi[k]) ||
                ((c->types & o->need_types) && c->last_ts >= ms && c->first_ts < mu);
     if (need) add(&p, k);
-  }
-  set_session = UINT32_MAX;
-  for (size_t k = 0; k < ix->n; k++) { /* each session's open set: its events' START chunks */
-    if (ix->c[k].session == set_session) continue;
-    set_session = ix->c[k].session;
-    set = open_set(ix, set_session, s);
-    for (size_t i = 0; set && i < set->n_ids; i++) {
-      want(&p, set_session, ix->ids[set->ids + i]);
-      drain_todo(&p);
-    }
   }
   for (size_t q = 0; q < p.nq && !p.oom; q++) { /* decode each planned chunk once */
     size_t k = p.queue[q];
@@ -231,7 +206,7 @@ int lens_wplan_make(const struct lens_trace_index *ix, const struct lens_wplan_o
     if (decode(ctx, k, &r, &n)) continue;
     for (size_t i = 0; i < n && !p.oom; i++) {
       if (r[i].kind == LENS_REC_START) {
-        struct went *e = get(&p, key_of(sess, r[i].id));
+        struct went *e = get(&p, sess, r[i].id);
         if (!e) break;
         e->seen = 1, e->parent = r[i].parent, e->flags = r[i].flags;
         int rule = (r[i].ts >= s && r[i].ts < u) || (r[i].ts < u && LENS_ID_SEQ(r[i].id) > drained_hi[k]) ||
@@ -250,11 +225,13 @@ int lens_wplan_make(const struct lens_trace_index *ix, const struct lens_wplan_o
   }
   if (p.oom) goto oom;
   st->planned = p.nq;
-  free(p.queue), free(drained_hi), free(p.t), free(p.order), free(p.hi_max), free(p.g), free(p.todo);
+  free(p.queue), free(drained_hi), free(p.ev), free(p.order), free(p.hi_max), free(p.g), free(p.todo);
+  lens_hash_free(&p.ids);
   return 0;
 oom:
   memset(in, 1, ix->n);
   st->planned = ix->n;
-  free(p.queue), free(drained_hi), free(p.t), free(p.order), free(p.hi_max), free(p.g), free(p.todo);
+  free(p.queue), free(drained_hi), free(p.ev), free(p.order), free(p.hi_max), free(p.g), free(p.todo);
+  lens_hash_free(&p.ids);
   return -1;
 }
