@@ -166,7 +166,7 @@ void lens_openset_add_slow(struct lens_openset *o, const struct lens_rec_hdr *h)
   if (w) {
     w->stopped[(seq / 64) % WORDS] |= bit; /* before its START too: that START finds it stopped */
   } else { /* long-open, or never started here */
-    long i = o->t ? find(o, KEY(slot, seq)) : -1;
+    long i = find(o, KEY(slot, seq)); /* o->t checked above */
     if (i >= 0) erase(o, (uint32_t)i);
   }
 }

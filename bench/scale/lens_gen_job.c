@@ -262,7 +262,6 @@ static int put_index(struct out *o, uint32_t slot, uint32_t records) {
   return rc;
 }
 
-
 /* Packs the slot's record written last into its open frame. */
 static void pack_pending(struct out *o, uint32_t slot) {
   struct ring *g = &o->ring[slot];
