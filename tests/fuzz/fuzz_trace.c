@@ -375,7 +375,11 @@ static void index_check(const char *path, const uint8_t *data, size_t size) {
     struct plan_ctx pc = {.data = data, .size = size};
     uint64_t since = 0;
     if (size >= 16) memcpy(&since, data + 8, 8);
-    struct lens_wplan_opts o = {since, since + 1 + (since >> 7), 1u << LENS_T_KERNEL_CH, (uint64_t)size << 20};
+    struct lens_wplan_opts o = {.since = since,
+                                .until = since + 1 + (since >> 7),
+                                .need_types = 1u << LENS_T_KERNEL_CH,
+                                .need_margin = (uint64_t)size << 20,
+                                .step_siblings = 1};
     struct lens_wplan_stats st;
     if (in && lens_wplan_make(&ix, &o, plan_decode, &pc, in, &st) == 0) {
       size_t planned = 0;

@@ -111,6 +111,7 @@ static void compare(const char *ctx, const struct lens_model *f, const struct le
 }
 
 static uint64_t pruned_scenarios, pruned_launches, pruned_kch;
+static uint64_t unread_windows, unread_chunks, replanned; /* windows whose plan left chunks unread (INDEX chunks) */
 
 static size_t count_type(const struct lens_model *m, int type) {
   size_t n = 0;
@@ -150,7 +151,9 @@ static void one(const char *scen, const char *const *paths, size_t n, const char
     } else {
       compare(ctx, f, w);
       if (!strcmp(name, "tiny") && built < total) pruned_scenarios++;
-      printf("%-18s %-10s total %6zu built %6zu kept %6zu\n", scen, name, total, built, f->n_events);
+      unread_windows += win.chunks_unread > 0, unread_chunks += win.chunks_unread, replanned += win.replanned;
+      printf("%-18s %-10s total %6zu built %6zu kept %6zu unread chunks %3" PRIu64 "%s\n", scen, name, total, built,
+             f->n_events, win.chunks_unread, win.replanned ? " (read again without plans)" : "");
     }
   }
   lens_model_free(f);
@@ -169,6 +172,7 @@ static void one(const char *scen, const char *const *paths, size_t n, const char
     failures++;
   } else {
     compare(ctx, f, w);
+    unread_windows += raw.chunks_unread > 0, unread_chunks += raw.chunks_unread, replanned += raw.replanned;
   }
   lens_model_free(f);
   lens_model_free(w);
@@ -290,6 +294,74 @@ static void pxn_pair(void) {
     failures++;
   }
   lens_model_free(m);
+}
+
+/* The PXN pair again, written with INDEX chunks, so that the window's
+ * plan leaves the Coll's chunk in process 100 unread (its STARTs stop long
+ * before the window; the file's earliest START is in another chunk):
+ * process 200's ProxyOp in the window asks for that Coll, and the window is
+ * read again without plans (replanned), with the full load's answer. The
+ * times are milliseconds: an open set counts 1 ms or more before the
+ * window. */
+static void pxn_pair_planned(void) {
+  char pa[128], pb[128];
+  const uint64_t ms = 1000000;
+  uint64_t gapi = LENS_ID_MAKE(LENS_T_GROUP_API, 1, 1), capi = LENS_ID_MAKE(LENS_T_COLL_API, 1, 2);
+  uint64_t coll = LENS_ID_MAKE(LENS_T_COLL, 1, 3);
+  struct tb *a = tb_open(rt_path(pa, sizeof pa, "pxn-plan-a.lens"), LENS_PRODUCER_TEST);
+  tb_index(a);
+  tb_session(a, 0, 100, "nodeA", 6);
+  tb_comm(a, CTX, 0x77, 0, 2, 1, 0, "c");
+  tb_thread(a, 1, 101, LENS_ROLE_APP, "t", 0, 0);
+  tb_thread(a, 2, 102, LENS_ROLE_APP, "u", 0, 0);
+  for (uint64_t i = 1; i <= 4; i++) { /* slot 2: the earliest START, then now and then an open set */
+    tb_events_begin(a, 2);
+    uint64_t g = LENS_ID_MAKE(LENS_T_GROUP_API, 2, i), at = i == 1 ? ms / 2 : i * 10 * ms;
+    tb_start(a, LENS_T_GROUP_API, g, 0, CTX, at, 0, 0, NULL, 0);
+    tb_stop(a, g, at + 1000);
+    if (i == 1) { /* slot 1: the Coll, long before the window */
+      tb_events_begin(a, 1);
+      tb_start(a, LENS_T_GROUP_API, gapi, 0, CTX, 1 * ms, 0, 0, NULL, 0);
+      tb_start(a, LENS_T_COLL_API, capi, gapi, CTX, 2 * ms, 0, 0, NULL, 0);
+      tb_start(a, LENS_T_COLL, coll, capi, CTX, 3 * ms, 0, 0, NULL, 0);
+      tb_stop(a, coll, 4 * ms);
+      tb_stop(a, capi, 4 * ms + 1);
+      tb_stop(a, gapi, 4 * ms + 2);
+    }
+  }
+  tb_close(a);
+  struct tb *b = tb_open(rt_path(pb, sizeof pb, "pxn-plan-b.lens"), LENS_PRODUCER_TEST);
+  tb_index(b);
+  tb_session(b, 0, 200, "nodeA", 6);
+  tb_comm(b, CTX, 0x88, 1, 2, 1, 0, "d");
+  tb_thread(b, 1, 201, LENS_ROLE_PROXY, "p", 1, 0);
+  uint64_t op = LENS_ID_REMOTE | LENS_ID_MAKE(LENS_T_PROXY_OP, 1, 1);
+  uint64_t step = LENS_ID_REMOTE | LENS_ID_MAKE(LENS_T_PROXY_STEP, 1, 2);
+  static const struct lens_p_proxy_op opp = {.pid = 100, .peer = 1, .n_steps = 1, .chunk_size = 8, .is_send = 1};
+  struct lens_p_proxy_step s0 = {0};
+  tb_events_begin(b, 1);
+  tb_start(b, LENS_T_PROXY_OP, op, coll, 0xFFFF0000ull, 60 * ms, 0, LENS_START_F_REMOTE, &opp, sizeof opp);
+  tb_start(b, LENS_T_PROXY_STEP, step, op, 0xFFFF0000ull, 61 * ms, 0, 0, &s0, sizeof s0);
+  tb_stop(b, step, 62 * ms);
+  tb_stop(b, op, 63 * ms);
+  tb_close(b);
+  const char *ab[2] = {pa, pb}, *ba[2] = {pb, pa};
+  uint64_t before = replanned;
+  one("pxn-pair planned a,b", ab, 2, "op-only", 1, 55 * ms, 0, 0);
+  one("pxn-pair planned b,a", ba, 2, "op-only", 1, 55 * ms, 0, 0);
+  if (replanned - before != 4) { /* both orders, both loads (kept types and the reader alone) */
+    fprintf(stderr, "FAIL pxn-pair planned: read again without plans %" PRIu64 " times of 4\n", replanned - before);
+    failures++;
+  }
+  /* A window the Coll is in: planned, nothing asked that it left out. */
+  before = replanned;
+  uint64_t unread = unread_windows;
+  one("pxn-pair planned a,b", ab, 2, "coll", 1, 2 * ms, 1, 3 * ms);
+  if (replanned != before || unread_windows == unread) {
+    fprintf(stderr, "FAIL pxn-pair planned: the Coll's window read again %" PRIu64 ", left chunks unread %" PRIu64
+            "\n", replanned - before, unread_windows - unread);
+    failures++;
+  }
 }
 
 /* Damaged copies (bytes flipped past the file header: chunks skipped for
@@ -634,13 +706,61 @@ static void golden_set(const char *name, const char *dir, const char *const *pat
     for (unsigned seed = 1; seed <= 4; seed++) packed_scenario(dir, name, seed);
 }
 
+/* Fresh traces, written with INDEX chunks (the committed golden traces
+ * predate them): with those the window reads only the chunks its plan
+ * names (window.c, plan_files), and the answers must not change. Replay
+ * scenarios long enough for many chunks a thread (zstd, fixed records, PXN
+ * parents, ring overruns: those files are read whole, a killed hang), and
+ * lens-gen-job's jobs in both KernelCh layouts with short frames. Each set
+ * must have a window whose plan left chunks unread (but overrun's). */
+static void fresh_sets(void) {
+  static const struct { const char *name, *env, *cmd; int unread; } r[] = {
+      {"plan-all", "", "replay --quiet --scenario all --nodes 2 --ranks-per-node 2 --iters 12", 1},
+      {"plan-fixed", "NCCL_LENS_COMPRESS=none", "replay --quiet --scenario all --nodes 2 --iters 6", 1},
+      {"plan-pxn", "", "replay --quiet --scenario pxn --nodes 2 --ranks-per-node 2 --iters 12", 1},
+      {"plan-graph", "", "replay --quiet --scenario graph --nodes 2 --iters 12", 1},
+      {"plan-phases", "", "replay --quiet --scenario phases --nodes 2 --iters 12", 1},
+      {"plan-overrun", "", "replay --quiet --scenario overrun --nodes 2 --iters 4", 0},
+      {"plan-hang-proxy", "", "replay --quiet --scenario hang-proxy --nodes 2 --iters 6 --hang-exit-after 1", 0},
+      {"plan-gen", "", "gen --ranks 8 --hosts 2 --events 200000 --frame-ms 5", 1},
+      {"plan-gen-2.31", "", "gen --ranks 8 --hosts 2 --events 200000 --frame-ms 5 --profiler-thread", 1},
+  };
+  for (size_t i = 0; i < sizeof r / sizeof r[0]; i++) {
+    char dir[256], cmd[1024];
+    rt_path(dir, sizeof dir, r[i].name);
+    if (!strncmp(r[i].cmd, "gen ", 4))
+      snprintf(cmd, sizeof cmd, "%s/bin/lens-gen-job -o %s %s >/dev/null 2>&1", LENS_BUILD_DIR, dir, r[i].cmd + 4);
+    else
+      snprintf(cmd, sizeof cmd, "%s %s/bin/nccl-lens %s --out %s >/dev/null 2>&1", r[i].env, LENS_BUILD_DIR,
+               r[i].cmd, dir);
+    int rc = system(cmd);
+    if (!strncmp(r[i].name, "plan-hang", 9) ? rc == -1 : rc != 0) {
+      fprintf(stderr, "FAIL %s: %s exited %d\n", r[i].name, cmd, rc);
+      failures++;
+      continue;
+    }
+    char *paths[GOLDEN_SET_MAX_FILES];
+    size_t n = golden_set_files(dir, paths, GOLDEN_SET_MAX_FILES);
+    uint64_t before = unread_windows;
+    scenario(r[i].name, (const char *const *)paths, n);
+    if (r[i].unread && unread_windows == before) {
+      fprintf(stderr, "FAIL %s: no window's plan left a chunk unread (%zu files)\n", r[i].name, n);
+      failures++;
+    }
+    printf("%s: %" PRIu64 " windows left chunks unread\n", r[i].name, unread_windows - before);
+    for (size_t k = 0; k < n; k++) free(paths[k]);
+  }
+}
+
 int main(int argc, char **argv) {
   const char *root = argc > 1 ? argv[1] : LENS_SOURCE_DIR "/tests/golden/traces";
   if (golden_sets_each(root, golden_set, NULL) < 0) return 1;
   pxn_pair();
+  pxn_pair_planned();
   skip_chunks();
   kch_records_first();
   damaged(root);
+  if (argc <= 1) fresh_sets();
   rt_cleanup();
   if (!odd_records) {
     fprintf(stderr, "FAIL: the packed copies hold no record of an odd size\n");
@@ -659,7 +779,8 @@ int main(int argc, char **argv) {
     failures++;
   }
   printf("%d failure(s); %" PRIu64 " scenario(s) pruned by a tiny window, %" PRIu64 " of their KernelLaunches, %" PRIu64
-         " of their KernelCh\n",
-         failures, pruned_scenarios, pruned_launches, pruned_kch);
+         " of their KernelCh; %" PRIu64 " window(s) left %" PRIu64 " chunk(s) unread, %" PRIu64
+         " read again without plans\n",
+         failures, pruned_scenarios, pruned_launches, pruned_kch, unread_windows, unread_chunks, replanned);
   return failures != 0;
 }

@@ -234,7 +234,7 @@ static void check_plans(const char *path, const struct lens_trace_index *ix, str
         }
         for (size_t i = 0; i < n_all; i++)
           if (start_of[i] >= 0 && ev_need[start_of[i]]) need[all[i].chunk] = 1;
-        struct lens_wplan_opts o = {s, u, gpu ? 1u << LENS_T_KERNEL_CH : 0, UINT64_MAX};
+        struct lens_wplan_opts o = {.since = s, .until = u, .need_types = gpu ? 1u << LENS_T_KERNEL_CH : 0, .need_margin = UINT64_MAX};
         struct lens_wplan_stats ps;
         assert_int_equal(lens_wplan_make(ix, &o, plan_decode, &cl, in, &ps), 0);
         size_t planned = 0, needed = 0;

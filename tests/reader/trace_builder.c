@@ -1,6 +1,8 @@
 /* See trace_builder.h. */
 #include "trace_builder.h"
 
+#include "lens_index.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,8 @@ struct tb {
   uint32_t count;
   uint8_t *ev;
   size_t ev_len, ev_cap;
+  int index;                /* tb_index */
+  struct lens_openset open;
 };
 
 static void die(const char *what) {
@@ -45,6 +49,7 @@ void tb_close(struct tb *t) {
   if (t->ev_len) tb_flush(t);
   fclose(t->f);
   free(t->ev);
+  if (t->index) lens_openset_free(&t->open);
   free(t);
 }
 
@@ -197,11 +202,39 @@ void tb_state(struct tb *t, uint64_t id, uint32_t state, uint64_t ts, uint64_t a
   t->count++;
 }
 
+void tb_index(struct tb *t) {
+  if (!t->index && lens_openset_init(&t->open, 64)) die("no memory");
+  t->index = 1;
+}
+
+/* The INDEX of the events chunk in t->ev, written after it (no records: none, as the writer). */
+static void index_chunk(struct tb *t) {
+  struct lens_index_acc a;
+  lens_index_begin(&a, t->slot);
+  for (size_t o = sizeof(struct lens_events_hdr); o + sizeof(struct lens_rec_hdr) <= t->ev_len;) {
+    const struct lens_rec_hdr *r = (const struct lens_rec_hdr *)(t->ev + o);
+    lens_index_add(&a, r);
+    lens_openset_add(&t->open, r);
+    if (!r->size) break;
+    o += r->size;
+  }
+  if (!a.h.records) return;
+  uint64_t taken = a.h.last_ts;
+  static uint8_t buf[1 << 20];
+  uint32_t len;
+  const void *p = lens_index_payload(&a, t->count, 1, &len);
+  memcpy(buf, p, len);
+  size_t open_len = lens_openset_write(&t->open, taken, buf + len, sizeof buf - len);
+  if (!open_len) p = lens_index_payload(&a, t->count, 0, &len), memcpy(buf, p, len);
+  tb_raw_chunk(t, LENS_CHUNK_INDEX, buf, (uint32_t)(len + open_len));
+}
+
 void tb_flush(struct tb *t) {
   if (!t->ev_len) return;
   struct lens_events_hdr h = {.slot = t->slot, .count = t->count};
   memcpy(t->ev, &h, sizeof h);
   tb_raw_chunk(t, LENS_CHUNK_EVENTS, t->ev, (uint32_t)t->ev_len);
+  if (t->index) index_chunk(t);
   t->ev_len = 0;
   t->count = 0;
 }

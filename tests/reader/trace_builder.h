@@ -33,6 +33,9 @@ void tb_state(struct tb *t, uint64_t id, uint32_t state, uint64_t ts, uint64_t a
 void tb_state_run(struct tb *t, uint64_t id, uint32_t state, uint64_t ts, uint64_t arg, uint32_t has_args,
                   uint64_t last_ts, uint32_t repeats, uint32_t max_gap_ns);
 void tb_flush(struct tb *t);
+/* From now on each events chunk is followed by its INDEX chunk (common/lens_index.h, as the plugin's writer
+ * writes it), with the open set after every events chunk (taken at that chunk's last record). */
+void tb_index(struct tb *t);
 void tb_drops(struct tb *t, const struct lens_drops *d);
 void tb_note(struct tb *t, uint64_t at, uint32_t level, const char *text);
 void tb_sched(struct tb *t, const struct lens_sched_sample *s, uint32_t n);

@@ -497,8 +497,11 @@ struct lens_load_window {
   uint32_t keep_types, keep_types_if, keep_types_cupti, keep_types_parent;
   int cupti_given;
   int kch_columns;
+  int no_plan;              /* read every events chunk (no plan from the traces' INDEX chunks) */
   uint64_t events_total;
   uint64_t chunks_skipped;
+  uint64_t chunks_unread;   /* events chunks the plan left out: never decoded */
+  int replanned;            /* a plan left out an event a decision needed: read again without plans */
 };
 struct lens_model *lens_model_load_window(const char *const *paths, size_t n_paths, uint32_t flags,
                                           struct lens_load_window *win, char *err, size_t err_len,

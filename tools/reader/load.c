@@ -308,7 +308,15 @@ static int load_file(struct lens_builder *b, const char *path, uint64_t *done, u
   uint64_t step = 0;
   for (size_t i = 0; i < nv && !rc; i++) {
     b->chunk = (uint32_t)i;
-    if (v[i].h->type == LENS_CHUNK_EVENTS && b->proc >= 0)
+    int events = v[i].h->type == LENS_CHUNK_EVENTS || v[i].h->type == LENS_CHUNK_EVENTS_PACKED;
+    int unread = events && b->win && b->proc >= 0
+                     ? lens_win_chunk_unread(b, v[i].h, (uint64_t)(v[i].payload - base) - sizeof(struct lens_chunk_hdr))
+                     : 0;
+    if (unread < 0)
+      rc = -1;
+    else if (unread)
+      ; /* the window's plan leaves it out */
+    else if (v[i].h->type == LENS_CHUNK_EVENTS && b->proc >= 0)
       rc = lens_read_events_chunk(b, v[i].h, v[i].payload, v[i].len);
     else if (v[i].h->type == LENS_CHUNK_EVENTS_PACKED && b->proc >= 0)
       rc = scan                              ? lens_scan_packed_chunk(b, v[i].h, v[i].payload, v[i].len)

@@ -7,6 +7,7 @@
 
 #include "chunk_stream.h"
 #include "lens_chunk.h"
+#include "lens_utf8.h"
 #include "reader_priv.h"
 
 /* Room for n + more elements of *arr (lens_vec_reserve): 0, or -1 out of memory. */
@@ -59,6 +60,46 @@ static int take_index(struct lens_trace_index *ix, size_t *cap_touch, size_t *ca
   return 1;
 }
 
+static int cmp_touch(const void *a, const void *b) {
+  const struct lens_touch_ent *x = a, *y = b;
+  if (x->session != y->session) return x->session < y->session ? -1 : 1;
+  if (x->slot != y->slot) return x->slot < y->slot ? -1 : 1;
+  if (x->lo != y->lo) return x->lo < y->lo ? -1 : 1;
+  return (x->chunk > y->chunk) - (x->chunk < y->chunk);
+}
+
+/* The lookup's tables (lens_trace_index_touches). 0, or -1 out of memory. */
+static int sort_touches(struct lens_trace_index *ix) {
+  size_t n = 0, na = 0;
+  for (size_t i = 0; i < ix->n; i++) {
+    const struct lens_chunk_ix *c = &ix->c[i];
+    if (!(c->flags & LENS_CIX_INDEXED) || (c->flags & LENS_CIX_TOUCH_ANY)) na++;
+    else n += c->n_touch;
+  }
+  ix->tsort = malloc((n ? n : 1) * sizeof *ix->tsort);
+  ix->tany = malloc((na ? na : 1) * sizeof *ix->tany);
+  if (!ix->tsort || !ix->tany) return -1;
+  for (size_t i = 0; i < ix->n; i++) {
+    const struct lens_chunk_ix *c = &ix->c[i];
+    if (!(c->flags & LENS_CIX_INDEXED) || (c->flags & LENS_CIX_TOUCH_ANY)) {
+      ix->tany[ix->n_tany++] = i;
+      continue;
+    }
+    for (uint32_t t = 0; t < c->n_touch; t++) {
+      const struct lens_index_touch *x = &ix->touch[c->touch + t];
+      ix->tsort[ix->n_tsort++] = (struct lens_touch_ent){c->session, x->slot, x->seq_lo, x->seq_hi, 0, i};
+    }
+  }
+  qsort(ix->tsort, ix->n_tsort, sizeof *ix->tsort, cmp_touch);
+  for (size_t i = 0; i < ix->n_tsort; i++) {
+    struct lens_touch_ent *e = &ix->tsort[i];
+    e->hi_max = e->hi;
+    if (i && e[-1].session == e->session && e[-1].slot == e->slot && e[-1].hi_max > e->hi_max)
+      e->hi_max = e[-1].hi_max;
+  }
+  return 0;
+}
+
 int lens_trace_index_read(const char *path, struct lens_trace_index *ix, char *err, size_t err_len) {
   memset(ix, 0, sizeof *ix);
   struct lens_cstream s;
@@ -82,6 +123,24 @@ int lens_trace_index_read(const char *path, struct lens_trace_index *ix, char *e
       last = (long)ix->n++;
       continue;
     }
+    if (h.type == LENS_CHUNK_SESSION) { /* as the reader reads it: a short one zero-extended, the host cleaned */
+      struct lens_session ss = {0};
+      memcpy(&ss, p, h.payload_len < sizeof ss ? h.payload_len : sizeof ss);
+      ix->session_flags |= ss.flags;
+      if (!ix->has_session) {
+        ix->has_session = 1;
+        ix->pid = ss.pid;
+        ss.host[sizeof ss.host - 1] = 0;
+        lens_label_clean(ss.host, sizeof ss.host);
+        memcpy(ix->host, ss.host, sizeof ix->host);
+      }
+    } else if (h.type == LENS_CHUNK_CUPTI) {
+      ix->cupti_chunks++;
+    } else if (h.type == LENS_CHUNK_DROPS) {
+      struct lens_drops d = {0};
+      memcpy(&d, p, h.payload_len < sizeof d ? h.payload_len : sizeof d);
+      if (d.ring_full > ix->ring_full) ix->ring_full = d.ring_full;
+    }
     if (h.type == LENS_CHUNK_INDEX) {
       ix->index_bytes += bytes;
       /* its events chunk is the one numbered just before it, in its session, not yet indexed */
@@ -96,7 +155,13 @@ int lens_trace_index_read(const char *path, struct lens_trace_index *ix, char *e
     }
     last = -1;
   }
+  ix->producer = s.fh.producer;
   lens_cstream_close(&s);
+  if (r >= 0 && sort_touches(ix)) {
+    lens_trace_index_free(ix);
+    snprintf(err, err_len, "%s: out of memory reading its index", path);
+    return -1;
+  }
   if (r < 0) {
     lens_trace_index_free(ix);
     return -1;
@@ -110,20 +175,25 @@ oom:
 }
 
 void lens_trace_index_free(struct lens_trace_index *ix) {
-  free(ix->c), free(ix->touch), free(ix->open), free(ix->drained), free(ix->ids);
+  free(ix->c), free(ix->touch), free(ix->open), free(ix->drained), free(ix->ids), free(ix->tsort), free(ix->tany);
   memset(ix, 0, sizeof *ix);
 }
 
 void lens_trace_index_touches(const struct lens_trace_index *ix, uint32_t session, uint32_t slot, uint64_t seq,
                               void (*fn)(void *ctx, size_t chunk), void *ctx) {
-  for (size_t i = 0; i < ix->n; i++) {
-    const struct lens_chunk_ix *c = &ix->c[i];
-    if (c->session != session) continue;
-    int hit = !(c->flags & LENS_CIX_INDEXED) || (c->flags & LENS_CIX_TOUCH_ANY);
-    for (uint32_t t = 0; !hit && t < c->n_touch; t++) {
-      const struct lens_index_touch *x = &ix->touch[c->touch + t];
-      hit = x->slot == slot && seq >= x->seq_lo && seq <= x->seq_hi;
-    }
-    if (hit) fn(ctx, i);
+  for (size_t i = 0; i < ix->n_tany; i++)
+    if (ix->c[ix->tany[i]].session == session) fn(ctx, ix->tany[i]);
+  size_t lo = 0, hi = ix->n_tsort; /* the first touch past (session, slot, seq) */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    const struct lens_touch_ent *e = &ix->tsort[mid];
+    int before = e->session != session ? e->session < session : e->slot != slot ? e->slot < slot : e->lo <= seq;
+    if (before) lo = mid + 1;
+    else hi = mid;
+  }
+  for (size_t i = lo; i-- > 0;) {
+    const struct lens_touch_ent *e = &ix->tsort[i];
+    if (e->session != session || e->slot != slot || e->hi_max < seq) break;
+    if (e->hi >= seq) fn(ctx, e->chunk);
   }
 }

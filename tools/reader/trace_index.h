@@ -47,6 +47,14 @@ struct lens_open_ix {
   size_t ids, n_ids;         /* lens_trace_index.ids[ids ..], ascending */
 };
 
+/* A touch, for the lookup (lens_trace_index_touches): by (session, slot, seq_lo); hi_max the highest seq_hi
+ * of its (session, slot) up to it. */
+struct lens_touch_ent {
+  uint32_t session, slot;
+  uint64_t lo, hi, hi_max;
+  size_t chunk;
+};
+
 struct lens_trace_index {
   struct lens_chunk_ix *c;
   size_t n;
@@ -62,6 +70,20 @@ struct lens_trace_index {
   size_t bad;           /* INDEX chunks ignored: no events chunk before them, a mismatch, malformed */
   uint64_t event_bytes; /* the events chunks' bytes, header and padding included */
   uint64_t index_bytes; /* the INDEX chunks' */
+  /* What a window's plan asks of the file before reading it (window.c). */
+  uint32_t producer;      /* the file header's LENS_PRODUCER_* */
+  int has_session;        /* a SESSION chunk was read: */
+  uint32_t pid;           /* its first's pid and host (cleaned as the reader cleans it) */
+  char host[64];
+  uint32_t session_flags; /* every SESSION's LENS_SESSION_F_*, or-ed */
+  size_t cupti_chunks;    /* CUPTI chunks */
+  uint64_t ring_full;     /* the largest ring_full a DROPS chunk gave: STARTs lost, sequence numbers skipped */
+  /* The touches sorted for lookups, and the chunks every lookup of their session returns (unindexed, or
+   * touching any id). */
+  struct lens_touch_ent *tsort;
+  size_t n_tsort;
+  size_t *tany;
+  size_t n_tany;
 };
 
 /* Reads path's chunks (payloads of INDEX chunks and events headers only).
@@ -71,7 +93,8 @@ void lens_trace_index_free(struct lens_trace_index *ix);
 
 /* The events chunks that may hold a STOP or STATE of (session, slot, seq)
  * whose START is elsewhere: a touch of theirs holds it (or TOUCH_ANY), or
- * they are unindexed. Calls fn(ctx, chunk index) for each, in file order.
+ * they are unindexed. Calls fn(ctx, chunk index) for each (a binary search
+ * in the sorted touches, not a walk of the file).
  * (Where a START is: window_plan.c's lookup, by each slot's ranges.) */
 void lens_trace_index_touches(const struct lens_trace_index *ix, uint32_t session, uint32_t slot, uint64_t seq,
                               void (*fn)(void *ctx, size_t chunk), void *ctx);

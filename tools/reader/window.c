@@ -49,7 +49,9 @@
 #include <string.h>
 
 #include "file_read.h"
+#include "lens_unpack.h"
 #include "reader_priv.h"
+#include "window_plan.h"
 
 /* A START as the decisions read it, resolved within its file at the end of
  * the scan: up is its parent's START (the latest of that id in the same
@@ -76,6 +78,8 @@ struct kpend { uint32_t ord, state, has_args; uint64_t arg, ts; };
 struct kcol { struct lens_kch_col c; uint32_t ord; };
 struct req { uint32_t pid; uint64_t id; };
 #define NONE UINT32_MAX
+#define CARRIED (NONE - 1) /* pend_of: waits to the end of the file */
+#define UNREAD (NONE - 2)  /* pend_of: its START is in a chunk the plan leaves out (dropped, no orphan) */
 
 struct win_file {
   uint8_t *bytes; size_t size;     /* read on the scan; handed to the model by the load */
@@ -99,6 +103,22 @@ struct win_file {
   struct win_chunk { uint32_t chunk, n_starts, n_pends, opened; uint64_t bad; } *ck;
   size_t n_ck, cap_ck, ck_next;    /* ck_next: the load's cursor */
   size_t req_seen;                 /* requests there were when it was decided */
+  /* The plan (plan_files): the events chunks the window leaves out, by
+   * file offset, never decoded; the STARTs and event types they hold; the
+   * index (where a START is, for a record whose START is left out) and the
+   * events the plan wants (the only ones the decisions may keep: another
+   * event the plan reads may miss its STOP). planned: it leaves one out. */
+  int can_plan, planned;
+  struct win_unread { uint64_t offset, seq; uint32_t session, slot; } *unread;
+  size_t n_unread, cap_unread, unread_next; /* unread_next: each read's cursor */
+  uint64_t unread_starts;
+  uint32_t unread_types;
+  struct lens_trace_index ix;
+  struct lens_start_groups sg;
+  uint8_t *in;                     /* per ix chunk: read */
+  struct lens_idseq wanted;        /* (session, LENS_INDEX_KEY) */
+  uint64_t first_ts;               /* its earliest nonzero START, found from the index (plan_files) */
+  struct lens_wplan_seed *seeds; size_t n_seeds, cap_seeds; /* the STARTs at first_ts */
 };
 
 struct lens_win {
@@ -109,6 +129,7 @@ struct lens_win {
   uint32_t keep_parent; /* the types built whole with their parent only: keep_types_parent */
   int all;             /* the window holds every event: the load builds all, decides nothing */
   int too_many;        /* a file of 2^32 records or more: everything is built */
+  int replan;          /* a decision needs an event its file's plan did not want: loaded again without plans */
   uint64_t skipped;    /* packed chunks the load skipped (lens_win_chunk_skip) */
   /* kch_columns: asked, and no file has given a reason against yet (an id
    * started twice, an id that does not say KernelCh); the file's parts and
@@ -141,6 +162,7 @@ int lens_win_bytes(struct lens_builder *b, const char *path, uint8_t **addr, siz
   struct lens_win *w = b->win;
   if (b->win_file >= w->n) return lens_builder_oom(b); /* not reached: the scan reads the same list */
   struct win_file *f = &w->f[b->win_file];
+  f->unread_next = 0;
   if (!f->bytes && lens_read_regular_file(path, UINT64_MAX, "trace", &f->bytes, &f->size, b->err, b->err_len))
     return -1;
   *addr = f->bytes;
@@ -197,7 +219,7 @@ int lens_win_start(struct lens_builder *b, uint32_t session, int32_t thread, con
     f->cupti = kl.ext_corr_id != 0;
   }
   if (w->too_many) return 0;
-  if (w->nt >= NONE - 1) { /* its numbers would not fit the columns */
+  if (w->nt >= UNREAD) { /* its numbers would not fit the columns */
     w->too_many = 1;
     return 0;
   }
@@ -221,7 +243,7 @@ int lens_win_pend(struct lens_builder *b, uint32_t session, uint32_t kind, uint6
   if (b->win_mode != LENS_WIN_SCAN) return w->all || ord >= f->n_pends || !BIT(f->drop, ord);
   if (kind == LENS_REC_STOP && ts && ts < f->min_stop) f->min_stop = ts;
   if (w->too_many) return 0;
-  if (w->np >= NONE - 1) {
+  if (w->np >= UNREAD) {
     w->too_many = 1;
     return 0;
   }
@@ -236,8 +258,6 @@ int lens_win_pend(struct lens_builder *b, uint32_t session, uint32_t kind, uint6
   }
   return 0;
 }
-
-#define CARRIED (NONE - 1)
 
 static int grow_to(void **v, size_t *cap, size_t need, size_t size) {
   if (need <= *cap) return 0;
@@ -332,6 +352,31 @@ int lens_win_chunk_skip(struct lens_builder *b, uint64_t *bad, int *opened) {
   return 1;
 }
 
+/* Whether the START of (session, id) is in a chunk the file's plan leaves
+ * out (session UINT32_MAX: any). */
+struct unread_q { const struct win_file *f; int hit; };
+static void unread_cb(void *ctx, size_t k) {
+  struct unread_q *q = ctx;
+  if (!q->f->in[k]) q->hit = 1;
+}
+static int start_unread(const struct win_file *f, uint32_t session, uint64_t id) {
+  struct unread_q q = {f, 0};
+  if (session != UINT32_MAX) {
+    lens_start_groups_find(&f->sg, session, LENS_ID_SLOT(id), LENS_ID_SEQ(id), unread_cb, &q);
+    return q.hit;
+  }
+  for (size_t g = 0; g < f->sg.ng && !q.hit; g++)
+    if (f->sg.g[g].slot == LENS_ID_SLOT(id))
+      lens_start_groups_find(&f->sg, f->sg.g[g].session, LENS_ID_SLOT(id), LENS_ID_SEQ(id), unread_cb, &q);
+  return q.hit;
+}
+
+/* Whether the plan of d's file wants it (a file without a plan: all). */
+static int plan_wants(struct win_file *f, const struct dstart *d) {
+  int64_t v;
+  return !f->planned || lens_idseq_get(&f->wanted, d->session, LENS_INDEX_KEY(d->id), &v);
+}
+
 /* The end of a file's scan (its chunks resolved: lens_win_chunk_end): the
  * records that waited go, in file order, to their id's latest START (none:
  * an orphan), and each START's parent is the latest START of that id in the
@@ -344,6 +389,7 @@ static int resolve_file(struct lens_win *w, struct win_file *f) {
     const struct dcarry *x = &w->cw[c];
     w->pend_of[x->ord] = NONE;
     if (lens_idseq_get(&w->ids, x->q.session, x->q.id, &v)) pend_to(w, x->ord, x->q.kind, x->q.ts, v);
+    else if (f->planned && start_unread(f, x->q.session, x->q.id)) w->pend_of[x->ord] = UNREAD;
   }
   for (size_t i = 0; i < n; i++) {
     struct dstart *d = &w->t[i];
@@ -406,6 +452,10 @@ static int decide(struct lens_win *w, struct win_file *f) {
       if (o->have_until && d->ts > og + o->until_ns) in = 0;
       if (o->have_since && d->stop && d->stop < og + o->since_ns) in = 0;
     }
+    /* An event the plan read without wanting it may miss its STOP: it
+     * stopped before the window (or it would be wanted). */
+    int wanted = plan_wants(f, d);
+    if (!wanted) in = 0;
     if (in && d->type == LENS_T_PROXY_STEP && d->parent) {
       if (lens_hash_put(&steps, d->session, step_key(d), 1)) goto out;
       n_steps++;
@@ -415,6 +465,7 @@ static int decide(struct lens_win *w, struct win_file *f) {
     if (!in && (w->keep >> d->type & 1)) in = 1;
     if (!in && (w->keep_parent >> d->type & 1)) SET(with_parent, i);
     if (!in && f->min_start != UINT64_MAX && i == f->min_ord) in = 1;
+    if (in && !wanted) w->replan = 1; /* not reached: the plan wants these types and the earliest START */
     if (in) SET(keep, i), stack[top++] = (uint32_t)i;
   }
   /* Parents other processes asked for: every START of the id, any session. */
@@ -427,8 +478,12 @@ static int decide(struct lens_win *w, struct win_file *f) {
     if (!in && n_steps && d->type == LENS_T_PROXY_STEP && d->parent &&
         (d->up != NONE ? BIT(step_up, d->up) : n_steps_no_up != 0))
       in = lens_hash_get(&steps, d->session, step_key(d), &v);
+    if (in && !plan_wants(f, d)) w->replan = 1; /* a PXN parent or a twin the plan did not want */
     if (in) SET(keep, i), stack[top++] = (uint32_t)i;
   }
+  /* A parent asked for whose START the plan left unread: read again, without plans. */
+  for (size_t r = 0; asked && f->planned && r < w->n_rq; r++)
+    if (w->rq[r].pid == f->pid && start_unread(f, UINT32_MAX, w->rq[r].id)) w->replan = 1;
   /* Every ancestor, to any depth. */
   while (top) {
     const struct dstart *d = &f->t[stack[--top]];
@@ -438,6 +493,7 @@ static int decide(struct lens_win *w, struct win_file *f) {
       continue;
     }
     if (d->up == NONE || BIT(keep, d->up)) continue;
+    if (!plan_wants(f, &f->t[d->up])) w->replan = 1; /* not reached: the plan wants every ancestor */
     SET(keep, d->up);
     stack[top++] = d->up;
   }
@@ -447,10 +503,11 @@ static int decide(struct lens_win *w, struct win_file *f) {
     if (!BIT(with_parent, i) || BIT(keep, i)) continue;
     SET(keep, i);
     if (f->t[i].up != NONE) SET(keep, f->t[i].up);
+    if (!plan_wants(f, &f->t[i]) || (f->t[i].up != NONE && !plan_wants(f, &f->t[f->t[i].up]))) w->replan = 1;
   }
   /* STOP and STATE records of the STARTs left out: dropped (no orphans). */
   for (size_t k = 0; k < np; k++)
-    if (f->pend_of[k] != NONE && !BIT(keep, f->pend_of[k])) SET(drop, k);
+    if (f->pend_of[k] == UNREAD || (f->pend_of[k] != NONE && !BIT(keep, f->pend_of[k]))) SET(drop, k);
   free(f->keep);
   free(f->drop);
   f->keep = keep, f->drop = drop;
@@ -512,7 +569,7 @@ static int kch_columns(struct lens_win *w, struct win_file *f, int32_t proc) {
       const struct kpend *q = &w->kp[i];
       if ((carried && BIT(carried, q->ord)) != pass) continue;
       uint32_t to = f->pend_of[q->ord];
-      if (to == NONE || f->t[to].type != LENS_T_KERNEL_CH || !lens_gpu_stop_state(LENS_T_KERNEL_CH, q->state))
+      if (to >= UNREAD || f->t[to].type != LENS_T_KERNEL_CH || !lens_gpu_stop_state(LENS_T_KERNEL_CH, q->state))
         continue;
       size_t r = (size_t)f->t[to].aux;
       struct lens_kch_col *c = &w->kc[base + r].c;
@@ -563,9 +620,12 @@ static void free_columns(struct lens_win *w) {
   }
 }
 
+static void plan_free_file(struct win_file *f);
+
 static void win_free(struct lens_win *w) {
   free_columns(w);
   for (size_t i = 0; i < w->n; i++) {
+    plan_free_file(&w->f[i]);
     free(w->f[i].bytes);
     free(w->f[i].keep);
     free(w->f[i].drop);
@@ -643,6 +703,306 @@ static int kch_give(struct lens_win *w, struct lens_model *m) {
   return 0;
 }
 
+/* ---- The plan: which events chunks the window reads ----
+ * From each file's INDEX chunks (window_plan.h), before the scan: the
+ * chunks the window's events (and their ancestors, the types kept whole,
+ * the file's earliest START, the twins of its steps) are in; the others
+ * are never decoded, by the scan nor the load. What a full load would
+ * count in them is known without decoding them only when the file is
+ * clean there, so a chunk is left out only when its index says: every
+ * START its records touch is in the file (no orphan among them), its
+ * types are known ones (no bad START), and the file lost no START (no
+ * ring_full drops: its STARTs are every sequence number of their range,
+ * which gives their count for "keeps N of M"). Not planned (read whole, as
+ * before): a group with CUPTI evidence or a probe trace, and every file
+ * of a host one of whose files has no complete index or lost a START. */
+
+struct plan_dec {
+  struct win_file *f;
+  struct lens_unpacker u;
+  struct lens_wplan_rec *r;
+  size_t cap;
+};
+
+/* One fixed record's fields (records.c's layouts; a short START's payload is not read here). */
+static int fixed_rec(const uint8_t *p, size_t size, struct lens_wplan_rec *r) {
+  struct lens_rec_hdr h;
+  memcpy(&h, p, sizeof h);
+  *r = (struct lens_wplan_rec){.kind = (uint8_t)h.kind, .type = (uint8_t)h.type};
+  if (h.kind == LENS_REC_START && size >= sizeof(struct lens_rec_start)) {
+    struct lens_rec_start s;
+    memcpy(&s, p, sizeof s);
+    r->id = s.id, r->ts = s.ts, r->parent = s.parent, r->flags = h.aux;
+  } else if ((h.kind == LENS_REC_STOP || h.kind == LENS_REC_STATE) && size >= sizeof(struct lens_rec_stop)) {
+    struct lens_rec_stop s;
+    memcpy(&s, p, sizeof s);
+    r->id = s.id, r->ts = s.ts;
+  } else {
+    return 0;
+  }
+  if (r->id & LENS_ID_REMOTE) r->flags |= LENS_START_F_REMOTE; /* as the scan reads it */
+  return 1;
+}
+
+/* lens_wplan_decode_fn over the file's bytes: chunk k's records. */
+static int plan_decode(void *ctx, size_t k, const struct lens_wplan_rec **out, size_t *n) {
+  struct plan_dec *d = ctx;
+  const struct win_file *f = d->f;
+  const struct lens_chunk_ix *c = &f->ix.c[k];
+  struct lens_chunk_hdr h;
+  *n = 0;
+  if (c->offset > f->size || f->size - c->offset < sizeof h) return -1;
+  memcpy(&h, f->bytes + c->offset, sizeof h);
+  const uint8_t *p = f->bytes + c->offset + sizeof h;
+  if (h.payload_len > f->size - c->offset - sizeof h || h.seq != c->seq) return -1;
+  uint64_t bad = 0;
+  size_t m = 0;
+  if (h.type == LENS_CHUNK_EVENTS_PACKED) {
+    struct lens_packed_hdr ph;
+    const uint8_t *body;
+    size_t blen;
+    int r = lens_unpack_body(&d->u, p, h.payload_len, &bad, &ph, &body, &blen);
+    if (r <= 0) return -1;
+    if (lens_vec_reserve((void **)&d->r, &d->cap, ph.count, sizeof *d->r)) return -1;
+    struct lens_unpack_cur cur;
+    struct lens_unpacked u = {0};
+    lens_unpack_init(&cur, body, blen, ph.raw_bytes);
+    for (uint32_t i = 0; i < ph.count && lens_unpack_next(&cur, &u); i++) {
+      struct lens_wplan_rec *r = &d->r[m];
+      if (!u.kind) {
+        m += u.size >= sizeof(struct lens_rec_hdr) && fixed_rec(u.raw, u.size, r);
+        continue;
+      }
+      *r = (struct lens_wplan_rec){.kind = (uint8_t)u.kind, .type = (uint8_t)u.type, .id = u.id, .ts = u.ts};
+      if (u.kind == LENS_REC_START) {
+        r->parent = u.parent, r->flags = u.aux;
+        if (u.id & LENS_ID_REMOTE) r->flags |= LENS_START_F_REMOTE;
+      }
+      m++;
+    }
+  } else {
+    struct lens_events_hdr eh;
+    if (h.payload_len < sizeof eh) return -1;
+    memcpy(&eh, p, sizeof eh);
+    if (lens_vec_reserve((void **)&d->r, &d->cap, eh.count, sizeof *d->r)) return -1;
+    size_t off = sizeof eh;
+    for (uint32_t i = 0; i < eh.count && h.payload_len - off >= sizeof(struct lens_rec_hdr); i++) {
+      struct lens_rec_hdr rh;
+      memcpy(&rh, p + off, sizeof rh);
+      if (rh.size < sizeof rh || (rh.size & 7) || rh.size > h.payload_len - off) break;
+      m += fixed_rec(p + off, rh.size, &d->r[m]);
+      off += rh.size;
+    }
+  }
+  *out = d->r, *n = m;
+  return 0;
+}
+
+/* The file's earliest nonzero START time and its STARTs at that time (the
+ * scan's min_start and min_ord; ties: every one, the plan wants them all):
+ * the chunks holding STARTs, by their first record's time, decoded until
+ * the next one begins after the earliest found. 0, or -1 (no memory, or a
+ * chunk that does not decode: not planned). */
+struct by_first { uint64_t ts; uint32_t k; };
+static int cmp_by_first(const void *a, const void *b) {
+  const struct by_first *x = a, *y = b;
+  if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+  return (x->k > y->k) - (x->k < y->k);
+}
+static int first_start(struct win_file *f, struct plan_dec *d) {
+  const struct lens_trace_index *ix = &f->ix;
+  struct by_first *o = malloc((ix->n ? ix->n : 1) * sizeof *o);
+  if (!o) return -1;
+  size_t n = 0;
+  for (size_t k = 0; k < ix->n; k++)
+    if (ix->c[k].start_hi) o[n++] = (struct by_first){ix->c[k].first_ts, (uint32_t)k};
+  qsort(o, n, sizeof *o, cmp_by_first);
+  f->first_ts = UINT64_MAX;
+  f->n_seeds = 0;
+  int rc = 0;
+  for (size_t i = 0; i < n && o[i].ts <= f->first_ts && !rc; i++) {
+    const struct lens_wplan_rec *r;
+    size_t m;
+    if (plan_decode(d, o[i].k, &r, &m)) {
+      rc = -1;
+      break;
+    }
+    for (size_t j = 0; j < m; j++) {
+      if (r[j].kind != LENS_REC_START || !r[j].ts || r[j].ts > f->first_ts) continue;
+      if (r[j].ts < f->first_ts) f->first_ts = r[j].ts, f->n_seeds = 0;
+      struct lens_wplan_seed *sd = LENS_VEC_PUSH(f, f->seeds, f->n_seeds, cap_seeds);
+      if (!sd) {
+        rc = -1;
+        break;
+      }
+      *sd = (struct lens_wplan_seed){ix->c[o[i].k].session, r[j].id};
+    }
+  }
+  free(o);
+  return rc;
+}
+
+static void plan_wanted(void *ctx, uint32_t session, uint64_t id) {
+  struct win_file *f = ctx;
+  if (lens_idseq_put(&f->wanted, session, LENS_INDEX_KEY(id), 1)) f->can_plan = 0;
+}
+
+/* Whether chunk k may be left out: what a read of it counts is known
+ * without it (above). */
+static int clean_chunk(const struct win_file *f, size_t k) {
+  const struct lens_chunk_ix *c = &f->ix.c[k];
+  if (!(c->flags & LENS_CIX_INDEXED) || (c->flags & LENS_CIX_TOUCH_ANY)) return 0;
+  if (c->types >> LENS_T_COUNT) return 0; /* a START of a type this reader does not know: a bad record */
+  if (c->offset > f->size || f->size - c->offset < c->bytes) return 0; /* (the file grew after its bytes were read) */
+  for (uint32_t t = 0; t < c->n_touch; t++) { /* every sequence number it touches started in the file */
+    const struct lens_index_touch *x = &f->ix.touch[c->touch + t];
+    const struct lens_start_groups *sg = &f->sg;
+    size_t lo = 0, hi = sg->ng;
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      const struct lens_start_group *g = &sg->g[mid];
+      if (g->session < c->session || (g->session == c->session && g->slot < x->slot)) lo = mid + 1;
+      else hi = mid;
+    }
+    if (lo == sg->ng || sg->g[lo].session != c->session || sg->g[lo].slot != x->slot) return 0;
+    const struct lens_start_group *g = &sg->g[lo];
+    uint64_t reach = x->seq_lo - 1; /* covered up to here (seq_lo >= 1: 0 is no event's) */
+    if (!x->seq_lo) return 0;
+    for (size_t i = 0; i < g->n && reach < x->seq_hi; i++) {
+      const struct lens_chunk_ix *y = &f->ix.c[sg->order[g->first + i]];
+      if (y->start_hi <= reach) continue;
+      if (y->start_lo > reach + 1) return 0; /* a gap: a touched id no START has */
+      reach = y->start_hi;
+    }
+    if (reach < x->seq_hi) return 0;
+  }
+  return 1;
+}
+
+static void plan_drop(struct win_file *f) {
+  f->can_plan = f->planned = 0;
+  free(f->unread), f->unread = NULL, f->n_unread = 0, f->unread_starts = 0, f->unread_types = 0;
+  free(f->in), f->in = NULL;
+  lens_idseq_free(&f->wanted);
+}
+
+static void plan_free_file(struct win_file *f) {
+  plan_drop(f);
+  lens_start_groups_free(&f->sg);
+  lens_trace_index_free(&f->ix);
+  free(f->seeds), f->seeds = NULL, f->n_seeds = f->cap_seeds = 0;
+}
+
+/* Plans the window's files (the top of this part). Nothing planned leaves
+ * every file read whole. Reads each file's bytes (kept for the scan). */
+static void plan_files(struct lens_win *w, const char *const *paths, size_t n) {
+  const struct lens_load_window *o = &w->o;
+  if (o->no_plan || !(o->have_since || o->have_until) || o->cupti_given) return;
+  char err[256];
+  uint32_t types = 0;
+  int any_unplannable = 0;
+  for (size_t k = 0; k < n; k++) {
+    struct win_file *f = &w->f[k];
+    if (!f->bytes && lens_read_regular_file(paths[k], UINT64_MAX, "trace", &f->bytes, &f->size, err, sizeof err))
+      goto none; /* the scan says why */
+    if (lens_trace_index_read(paths[k], &f->ix, err, sizeof err)) goto none;
+    const struct lens_trace_index *ix = &f->ix;
+    if (ix->producer == LENS_PRODUCER_SCHED || ix->cupti_chunks || (ix->session_flags & LENS_SESSION_F_CUPTI))
+      goto none; /* starvation and CUPTI read every event: loaded whole anyway */
+    f->can_plan = ix->has_session && ix->n && ix->indexed == ix->n && !ix->bad && !ix->ring_full;
+    any_unplannable |= !f->can_plan;
+    for (size_t c = 0; c < ix->n; c++) types |= ix->c[c].types;
+  }
+  for (size_t k = 0; k < n; k++) /* a host is planned whole or not at all (its origin is every file's) */
+    for (size_t j = 0; j < n && w->f[k].can_plan; j++)
+      if (!w->f[j].can_plan && !strcmp(w->f[j].ix.host, w->f[k].ix.host)) w->f[k].can_plan = 0;
+  /* The types built whole: every event of them (the GPU clock maps are whole-run fits). */
+  int keep_on = !o->keep_types_if || (types & o->keep_types_if) || any_unplannable;
+  uint32_t need = keep_on ? o->keep_types | o->keep_types_parent : 0;
+  struct plan_dec d = {0}; /* one decoder for every file (its zstd context made once) */
+  for (size_t k = 0; k < n; k++) {
+    struct win_file *f = &w->f[k];
+    if (!f->can_plan) continue;
+    d.f = f;
+    if (lens_start_groups_make(&f->ix, &f->sg) || first_start(f, &d) || f->first_ts == UINT64_MAX)
+      f->can_plan = 0;
+  }
+  for (size_t k = 0; k < n; k++) /* again: a host's file found unplannable */
+    for (size_t j = 0; j < n && w->f[k].can_plan; j++)
+      if (!w->f[j].can_plan && !strcmp(w->f[j].ix.host, w->f[k].ix.host)) w->f[k].can_plan = 0;
+  uint64_t *origin = malloc((n ? n : 1) * sizeof *origin);
+  if (!origin) {
+    lens_unpacker_release(&d.u);
+    free(d.r);
+    goto none;
+  }
+  for (size_t k = 0; k < n; k++) { /* each host's origin: its files' earliest START (filter.c's) */
+    origin[k] = UINT64_MAX;
+    for (size_t j = 0; j < n && w->f[k].can_plan; j++)
+      if (w->f[j].can_plan && !strcmp(w->f[j].ix.host, w->f[k].ix.host) && w->f[j].first_ts < origin[k])
+        origin[k] = w->f[j].first_ts;
+  }
+  for (size_t k = 0; k < n; k++) {
+    struct win_file *f = &w->f[k];
+    if (!f->can_plan) continue;
+    uint64_t og = origin[k];
+    struct lens_wplan_opts po = {
+        .since = o->have_since ? (og > UINT64_MAX - o->since_ns ? UINT64_MAX - 1 : og + o->since_ns) : 0,
+        .until = UINT64_MAX,
+        .need_types = need,
+        .need_margin = UINT64_MAX,
+        .seeds = f->seeds,
+        .n_seeds = f->n_seeds,
+        .step_siblings = 1,
+        .wanted = plan_wanted,
+        .wanted_ctx = f,
+        .give_up_pct = 75};
+    if (o->have_until && og < UINT64_MAX - 1 - o->until_ns) po.until = og + o->until_ns + 1; /* the rule's <= */
+    if (po.since >= po.until) po.since = po.until - 1;
+    struct lens_wplan_stats st;
+    d.f = f;
+    f->in = calloc(f->ix.n ? f->ix.n : 1, 1);
+    int rc = f->in ? lens_wplan_make(&f->ix, &po, plan_decode, &d, f->in, &st) : -1;
+    if (rc || !f->can_plan) {
+      plan_drop(f);
+      continue;
+    }
+    for (size_t c = 0; c < f->ix.n; c++) {
+      if (f->in[c] || (!clean_chunk(f, c) && (f->in[c] = 1))) continue;
+      const struct lens_chunk_ix *x = &f->ix.c[c];
+      struct win_unread *u = LENS_VEC_PUSH(f, f->unread, f->n_unread, cap_unread);
+      if (!u) {
+        plan_drop(f);
+        break;
+      }
+      *u = (struct win_unread){x->offset, x->seq, x->session, x->slot};
+      f->unread_starts += x->start_hi ? x->start_hi - x->start_lo + 1 : 0;
+      f->unread_types |= x->types;
+    }
+    f->planned = f->n_unread > 0;
+    if (!f->planned) plan_drop(f);
+  }
+  free(origin);
+  lens_unpacker_release(&d.u);
+  free(d.r);
+  return;
+none:
+  for (size_t k = 0; k < n; k++) plan_free_file(&w->f[k]);
+}
+
+/* The scan's and the load's hook for every events chunk (load.c): 1 when
+ * the plan leaves it out (its thread is found as a read finds it), 0 to
+ * read it, -1 out of memory. */
+int lens_win_chunk_unread(struct lens_builder *b, const struct lens_chunk_hdr *h, uint64_t offset) {
+  struct win_file *f = &b->win->f[b->win_file];
+  if (!f->planned) return 0;
+  while (f->unread_next < f->n_unread && f->unread[f->unread_next].offset < offset) f->unread_next++;
+  if (f->unread_next == f->n_unread || f->unread[f->unread_next].offset != offset) return 0;
+  const struct win_unread *u = &f->unread[f->unread_next++];
+  if (u->seq != h->seq || u->session != h->session) return 0; /* not the chunk the index saw: read */
+  return lens_chunk_thread(b, h->session, u->slot) < 0 ? lens_builder_oom(b) : 1;
+}
+
 struct lens_model *lens_model_load_window(const char *const *paths, size_t n_paths, uint32_t flags,
                                           struct lens_load_window *win, char *err, size_t err_len,
                                           void (*progress)(uint64_t done, uint64_t total)) {
@@ -652,7 +1012,7 @@ struct lens_model *lens_model_load_window(const char *const *paths, size_t n_pat
   if (err && err_len) err[0] = 0;
   struct lens_win w = {.o = *win, .cols = win->kch_columns};
   int again = 0; /* the KernelCh columns did not fit the events built: loaded again, KernelCh built whole */
-  win->chunks_skipped = 0;
+  win->chunks_skipped = win->chunks_unread = 0;
   size_t *keep = malloc((n_paths ? n_paths : 1) * sizeof *keep), n_keep = 0, n_dups = 0;
   struct lens_same_trace *dups = calloc(n_paths ? n_paths : 1, sizeof *dups);
   const char **kp = malloc((n_paths ? n_paths : 1) * sizeof *kp);
@@ -666,6 +1026,7 @@ struct lens_model *lens_model_load_window(const char *const *paths, size_t n_pat
     m = lens_load_files(paths, n_paths, flags, NULL, LENS_WIN_OFF, err, err_len, progress);
     goto out;
   }
+  plan_files(&w, kp, n_keep); /* the chunks it reads */
   /* The one scan: each file's origin evidence and its columns. */
   struct lens_model *scanned = lens_load_files(kp, n_keep, flags, &w, LENS_WIN_SCAN, err, err_len, NULL);
   if (!scanned) goto out;
@@ -676,7 +1037,7 @@ struct lens_model *lens_model_load_window(const char *const *paths, size_t n_pat
   /* Each file's origin: the earliest of its host's files (filter.c's). */
   for (size_t k = 0; k < n_keep; k++) {
     w.f[k].origin = UINT64_MAX;
-    if (w.f[k].gpu) w.keep_on = 1;
+    if (w.f[k].gpu || (w.f[k].unread_types & w.o.keep_types_if)) w.keep_on = 1;
     if (!w.f[k].has_proc) continue;
     for (size_t j = 0; j < n_keep; j++)
       if (w.f[j].has_proc && !strcmp(w.f[j].host, w.f[k].host) && w.f[j].min_start < w.f[k].origin)
@@ -699,6 +1060,7 @@ struct lens_model *lens_model_load_window(const char *const *paths, size_t n_pat
     if (w.o.have_until && f->max_start > f->origin + w.o.until_ns) w.all = 0;
     if (w.o.have_since && f->min_stop != UINT64_MAX && f->min_stop < f->origin + w.o.since_ns) w.all = 0;
   }
+  for (size_t k = 0; k < n_keep; k++) w.all &= !w.f[k].planned; /* what it did not read is not all */
   if (w.too_many) w.all = 1;
   for (size_t k = 0; k < n_keep && !w.all; k++)
     if (w.f[k].has_proc && decide(&w, &w.f[k])) goto oom;
@@ -729,9 +1091,11 @@ struct lens_model *lens_model_load_window(const char *const *paths, size_t n_pat
   w.t = NULL, w.rq = NULL;
   w.cap_t = w.cap_rq = w.n_rq = 0;
   lens_hash_free(&w.rq_set);
-  uint64_t total = 0;
-  for (size_t k = 0; k < n_keep; k++) total += w.f[k].n_starts;
+  if (w.replan) goto out; /* loaded again below, without plans */
+  uint64_t total = 0, unread = 0;
+  for (size_t k = 0; k < n_keep; k++) total += w.f[k].n_starts + w.f[k].unread_starts, unread += w.f[k].n_unread;
   win->events_total = total;
+  win->chunks_unread = unread;
   m = lens_load_files(paths, n_paths, flags, &w, LENS_WIN_BUILD, err, err_len, progress);
   win->chunks_skipped = w.skipped;
   if (m && use_cols && !w.all) { /* (all: every KernelCh built, the analysis reads the events) */
@@ -748,6 +1112,15 @@ out:
   free(keep);
   free(dups);
   free(kp);
+  if (w.replan && !m) { /* a decision needed an event a plan left out (a PXN parent): without plans */
+    struct lens_load_window whole = *win;
+    whole.no_plan = 1;
+    m = lens_model_load_window(paths, n_paths, flags, &whole, err, err_len, progress);
+    whole.no_plan = win->no_plan;
+    *win = whole;
+    win->replanned = 1;
+    return m;
+  }
   if (again) {
     struct lens_load_window whole = *win;
     whole.kch_columns = 0;

@@ -16,13 +16,18 @@
  * window, it was open at the set, it started after the set and before the
  * window's end, it is of a needed type, a record of it lies in the window,
  * or it is the parent of a wanted event (of this process: a PXN ProxyOp's
- * parent is another's). A wanted event brings its START chunk and every
- * chunk touching it (its STOP and its states).
+ * parent is another's), or one of the caller's seeds. A wanted event brings
+ * its START chunk and every chunk touching it (its STOP and its states).
+ * With step_siblings, a wanted ProxyStep makes every ProxyStep of its
+ * parent wanted (a re-posted step supersedes its twin: the reader's mark
+ * needs both): the chunks of the step's thread over its parent's life (its
+ * START to its first STOP; to the end of the file when it has none, or
+ * every chunk of that thread when its parent's START is not found).
  *
  * lens-window-plan measures it on traces (its misses, chunks an exact plan
  * needs that this one leaves out, must be none: test_window_plan); the
- * window's loader is to read only what it plans (docs/scale.md, "Step 1
- * landed"). */
+ * window's loader (window.c, plan_files) reads only what it plans
+ * (docs/scale.md, "Step 2 landed"). */
 #ifndef NCCL_LENS_READER_WINDOW_PLAN_H
 #define NCCL_LENS_READER_WINDOW_PLAN_H
 
@@ -44,21 +49,58 @@ struct lens_wplan_rec {
  * plan goes on without its records). */
 typedef int (*lens_wplan_decode_fn)(void *ctx, size_t chunk, const struct lens_wplan_rec **recs, size_t *n);
 
+/* An event wanted whatever the window (the file's earliest, a parent
+ * another process asks for). */
+struct lens_wplan_seed {
+  uint32_t session;
+  uint64_t id;
+};
+
 struct lens_wplan_opts {
   uint64_t since, until; /* CLOCK_MONOTONIC ns of the file's session, since < until */
   uint32_t need_types;   /* bit t: every event of type t within need_margin of the window is needed */
   uint64_t need_margin;  /* ns; UINT64_MAX: all of them (the GPU maps are whole-run fits) */
+  const struct lens_wplan_seed *seeds;
+  size_t n_seeds;
+  int step_siblings;     /* a wanted ProxyStep wants its parent's every ProxyStep (above) */
+  /* Called once for each wanted event once the plan is made (NULL: not
+   * asked). A wanted event's records are all in the plan; another event
+   * whose START the plan holds may miss its STOP. */
+  void (*wanted)(void *ctx, uint32_t session, uint64_t id);
+  void *wanted_ctx;
+  /* 1-99: give up once the plan holds more than this share of the events chunks' bytes (a window that reads
+   * most of the file is cheaper read whole than planned: the plan decodes what it plans); 0 never. */
+  uint32_t give_up_pct;
 };
 
 struct lens_wplan_stats {
   size_t planned;   /* chunks in the plan */
   size_t decoded;   /* chunks decode was asked for (the planned ones) */
   int no_open_set;  /* no usable open set before the window: the session read up to the window's end */
+  int gave_up;      /* past give_up_pct: every chunk planned */
 };
 
 /* Sets in[k] (ix->n bytes, zeroed by the caller) for every chunk the
- * window needs. 0, or -1 out of memory (in[] then holds every chunk). */
+ * window needs. 0; 1 gave up (give_up_pct) or -1 out of memory: in[] then
+ * holds every chunk and the wanted events are not given. */
 int lens_wplan_make(const struct lens_trace_index *ix, const struct lens_wplan_opts *o, lens_wplan_decode_fn decode,
                     void *ctx, uint8_t *in, struct lens_wplan_stats *st);
+
+/* Where STARTs are, from the INDEX chunks alone: a (session, slot)'s
+ * indexed chunks by their STARTs' sequence numbers. */
+struct lens_start_groups {
+  const struct lens_trace_index *ix;
+  uint32_t *order;  /* chunk indices by (session, slot, start_lo) */
+  uint64_t *hi_max; /* per order position: the highest start_hi of its group up to it */
+  struct lens_start_group { uint32_t session, slot; size_t first, n; } *g;
+  size_t ng;
+};
+/* 0, or -1 out of memory. */
+int lens_start_groups_make(const struct lens_trace_index *ix, struct lens_start_groups *sg);
+void lens_start_groups_free(struct lens_start_groups *sg);
+/* Calls fn(ctx, chunk) for each indexed chunk whose STARTs' range holds
+ * (session, slot, seq) (a writer's ranges do not overlap: one at most). */
+void lens_start_groups_find(const struct lens_start_groups *sg, uint32_t session, uint32_t slot, uint64_t seq,
+                            void (*fn)(void *ctx, size_t chunk), void *ctx);
 
 #endif
