@@ -112,6 +112,7 @@ static void compare(const char *ctx, const struct lens_model *f, const struct le
 
 static uint64_t pruned_scenarios, pruned_launches, pruned_kch;
 static uint64_t unread_windows, unread_chunks, replanned; /* windows whose plan left chunks unread (INDEX chunks) */
+static uint64_t light_windows; /* windows with KernelCh columns whose plan left chunks unread */
 
 static size_t count_type(const struct lens_model *m, int type) {
   size_t n = 0;
@@ -158,9 +159,37 @@ static void one(const char *scen, const char *const *paths, size_t n, const char
   }
   lens_model_free(f);
   lens_model_free(w);
+  /* The KernelCh columns (the GPU maps' input) of the window read by its
+   * plan against those of the window read whole: the same, row by row, and
+   * never refused by the events built (that would read it again, silently
+   * right). */
+  struct lens_load_window pc = {.have_since = have_since, .have_until = have_until, .since_ns = since,
+                                .until_ns = until, .kch_columns = 1, .keep_types_parent = 1u << LENS_T_KERNEL_CH,
+                                .keep_types_if = 1u << LENS_T_KERNEL_CH | 1u << LENS_T_KERNEL_LAUNCH,
+                                .keep_types_cupti = 1u << LENS_T_KERNEL_LAUNCH | 1u << LENS_T_COLL | 1u << LENS_T_P2P};
+  struct lens_load_window wc = pc;
+  wc.no_plan = 1;
+  char err[256];
+  f = lens_model_load_window(paths, n, 0, &wc, err, sizeof err, NULL);
+  w = lens_model_load_window(paths, n, 0, &pc, err, sizeof err, NULL);
+  if (!f || !w) {
+    fprintf(stderr, "FAIL %s, columns: load failed\n", ctx);
+    failures++;
+  } else if (pc.columns_refused || f->n_kch_cols != w->n_kch_cols ||
+             (f->n_kch_cols && memcmp(f->kch_cols, w->kch_cols, f->n_kch_cols * sizeof *f->kch_cols))) {
+    size_t r = 0;
+    while (r < f->n_kch_cols && r < w->n_kch_cols && !memcmp(&f->kch_cols[r], &w->kch_cols[r], sizeof *f->kch_cols))
+      r++;
+    fprintf(stderr, "FAIL %s, columns: %zu rows read whole, %zu planned (%" PRIu64 " chunks unread%s), first differing %zu\n",
+            ctx, f->n_kch_cols, w->n_kch_cols, pc.chunks_unread, pc.columns_refused ? ", refused" : "", r);
+    failures++;
+  } else {
+    light_windows += pc.chunks_unread > 0 && f->n_kch_cols;
+  }
+  lens_model_free(f);
+  lens_model_free(w);
   /* The reader alone, nothing kept whole for an analysis: the ancestors a
    * PXN ProxyOp needs in another process are then asked of it. */
-  char err[256];
   struct lens_load_window raw = win;
   raw.keep_types = raw.keep_types_if = raw.keep_types_cupti = raw.keep_types_parent = 0;
   f = lens_model_load_ex(paths, n, 0, err, sizeof err, NULL);
@@ -774,13 +803,18 @@ int main(int argc, char **argv) {
     fprintf(stderr, "FAIL: no scenario's tiny window left out a KernelCh\n");
     failures++;
   }
+  if (argc <= 1 && !light_windows) {
+    fprintf(stderr, "FAIL: no planned window had KernelCh columns\n");
+    failures++;
+  }
   if (!pruned_scenarios) {
     fprintf(stderr, "FAIL: no scenario's tiny window built fewer events than its trace holds\n");
     failures++;
   }
   printf("%d failure(s); %" PRIu64 " scenario(s) pruned by a tiny window, %" PRIu64 " of their KernelLaunches, %" PRIu64
          " of their KernelCh; %" PRIu64 " window(s) left %" PRIu64 " chunk(s) unread, %" PRIu64
-         " read again without plans\n",
-         failures, pruned_scenarios, pruned_launches, pruned_kch, unread_windows, unread_chunks, replanned);
+         " read again without plans; %" PRIu64 " planned window(s) with KernelCh columns\n",
+         failures, pruned_scenarios, pruned_launches, pruned_kch, unread_windows, unread_chunks, replanned,
+         light_windows);
   return failures != 0;
 }

@@ -502,6 +502,7 @@ struct lens_load_window {
   uint64_t chunks_skipped;
   uint64_t chunks_unread;   /* events chunks the plan left out: never decoded */
   int replanned;            /* a plan left out an event a decision needed: read again without plans */
+  int columns_refused;      /* a KernelCh built did not match its column: read again, KernelCh built whole */
 };
 struct lens_model *lens_model_load_window(const char *const *paths, size_t n_paths, uint32_t flags,
                                           struct lens_load_window *win, char *err, size_t err_len,

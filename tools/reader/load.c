@@ -310,7 +310,8 @@ static int load_file(struct lens_builder *b, const char *path, uint64_t *done, u
     b->chunk = (uint32_t)i;
     int events = v[i].h->type == LENS_CHUNK_EVENTS || v[i].h->type == LENS_CHUNK_EVENTS_PACKED;
     int unread = events && b->win && b->proc >= 0
-                     ? lens_win_chunk_unread(b, v[i].h, (uint64_t)(v[i].payload - base) - sizeof(struct lens_chunk_hdr))
+                     ? lens_win_chunk_unread(b, v[i].h, v[i].payload, v[i].len,
+                                             (uint64_t)(v[i].payload - base) - sizeof(struct lens_chunk_hdr))
                      : 0;
     if (unread < 0)
       rc = -1;

@@ -217,9 +217,11 @@ int lens_win_chunk_scanned(struct lens_builder *b, uint64_t starts0, uint64_t pe
  * else 0 and the chunk is read. */
 int lens_win_chunk_skip(struct lens_builder *b, uint64_t *bad, int *opened);
 /* Every events chunk of a window's scan and load, before it is read: 1
- * when the window's plan leaves it out (never decoded; its thread found as
- * a read finds it), 0 read it, -1 out of memory (window.c). */
-int lens_win_chunk_unread(struct lens_builder *b, const struct lens_chunk_hdr *h, uint64_t offset);
+ * when the window's plan leaves it out (never decoded but, on the scan, for
+ * the GPU table's records of a light one; its thread found as a read finds
+ * it), 0 read it, -1 out of memory (window.c). */
+int lens_win_chunk_unread(struct lens_builder *b, const struct lens_chunk_hdr *h, const uint8_t *payload,
+                          uint32_t len, uint64_t offset);
 /* load.c: lens_model_load_ex with a window's read (win_mode; win NULL for
  * LENS_WIN_OFF). A scan returns a model of the files' tables only (no
  * event built, nothing resolved). */

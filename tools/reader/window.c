@@ -74,6 +74,13 @@ struct dcarry { struct dpend q; uint32_t ord; };
 struct kstart { uint32_t ord; int32_t thread, channel; uint64_t start_gpu; };
 struct kop { uint32_t ord; uint64_t launch_id, parent_group; };
 struct kpend { uint32_t ord, state, has_args; uint64_t arg, ts; };
+/* The GPU table of a planned file (its KernelCh columns when the plan left
+ * KernelCh chunks to a light read: table_columns): each KernelCh START,
+ * each Coll/P2p launch, each STOP/STATE record of a KernelCh id, in file
+ * order with its chunk (walk number), from the full reads and the light. */
+struct tstart { uint32_t session, chunk; int32_t thread, channel; uint64_t id, parent, ts, start_gpu; };
+struct tlaunch { uint32_t session; uint64_t id, launch_id, parent_group; };
+struct trec { uint32_t session, chunk, kind, state, has_args; uint64_t id, ts, arg; };
 /* A column with what orders it as a full model orders its event. */
 struct kcol { struct lens_kch_col c; uint32_t ord; };
 struct req { uint32_t pid; uint64_t id; };
@@ -109,7 +116,8 @@ struct win_file {
    * events the plan wants (the only ones the decisions may keep: another
    * event the plan reads may miss its STOP). planned: it leaves one out. */
   int can_plan, planned;
-  struct win_unread { uint64_t offset, seq; uint32_t session, slot; } *unread;
+  int light;                       /* its KernelCh come from the GPU table (light reads of the chunks left out) */
+  struct win_unread { uint64_t offset, seq; uint32_t session, slot, light; } *unread;
   size_t n_unread, cap_unread, unread_next; /* unread_next: each read's cursor */
   uint64_t unread_starts;
   uint32_t unread_types;
@@ -139,6 +147,9 @@ struct lens_win {
   struct kop *ko; size_t n_ko, cap_ko;
   struct kpend *kp; size_t n_kp, cap_kp;
   struct kcol *kc; size_t n_kc, cap_kc;
+  struct tstart *ts; size_t n_ts, cap_ts;   /* the GPU table of the file being scanned (light files) */
+  struct tlaunch *tl; size_t n_tl, cap_tl;
+  struct trec *tr; size_t n_tr, cap_tr;
   /* The file being scanned: its STARTs; its STOP/STATE records so far
    * (np), those of the chunk being read (p: resolved at the chunk's end,
    * from p_base on), what each applies to (pend_of, np of them) and those
@@ -203,6 +214,45 @@ static int kch_start(struct lens_win *w, struct dstart *d, int32_t thread, const
   return 0;
 }
 
+/* The GPU table's part of a START (read as records.c reads the payload: a
+ * short one zero-extended). 0 or -1. */
+static int table_start(struct lens_win *w, uint32_t session, uint32_t chunk, int32_t thread,
+                       const struct lens_rec_start *s, const uint8_t *payload, size_t payload_len) {
+  if (s->h.type == LENS_T_KERNEL_CH) {
+    if (LENS_ID_TYPE(s->id) != LENS_T_KERNEL_CH) { /* its records would not be known for a KernelCh's */
+      w->replan = 1;
+      return 0;
+    }
+    struct lens_p_kernel_ch p = {0};
+    memcpy(&p, payload, payload_len < sizeof p ? payload_len : sizeof p);
+    struct tstart *t = LENS_VEC_PUSH(w, w->ts, w->n_ts, cap_ts);
+    if (!t) return -1;
+    *t = (struct tstart){session, chunk, thread, p.channel, s->id, s->parent, s->ts, p.start_gpu_ns};
+  } else if (s->h.type == LENS_T_COLL || s->h.type == LENS_T_P2P) {
+    struct tlaunch *t = LENS_VEC_PUSH(w, w->tl, w->n_tl, cap_tl);
+    if (!t) return -1;
+    *t = (struct tlaunch){session, s->id, 0, 0};
+    if (s->h.type == LENS_T_COLL) {
+      struct lens_p_coll p = {0};
+      memcpy(&p, payload, payload_len < sizeof p ? payload_len : sizeof p);
+      t->launch_id = p.launch_id, t->parent_group = p.parent_group;
+    } else {
+      struct lens_p_p2p p = {0};
+      memcpy(&p, payload, payload_len < sizeof p ? payload_len : sizeof p);
+      t->launch_id = p.launch_id, t->parent_group = p.parent_group;
+    }
+  }
+  return 0;
+}
+
+static int table_rec(struct lens_win *w, uint32_t session, uint32_t chunk, uint32_t kind, uint64_t id, uint64_t ts,
+                     uint32_t state, uint64_t arg, uint32_t has_args) {
+  struct trec *t = LENS_VEC_PUSH(w, w->tr, w->n_tr, cap_tr);
+  if (!t) return -1;
+  *t = (struct trec){session, chunk, kind, kind == LENS_REC_STATE ? state : UINT32_MAX, has_args, id, ts, arg};
+  return 0;
+}
+
 int lens_win_start(struct lens_builder *b, uint32_t session, int32_t thread, const struct lens_rec_start *s,
                    const uint8_t *payload, size_t payload_len) {
   struct lens_win *w = b->win;
@@ -231,7 +281,11 @@ int lens_win_start(struct lens_builder *b, uint32_t session, int32_t thread, con
   /* ProxyOp: the pid a PXN parent lives in; ProxyStep: its step (both int32 first in the payload). */
   if ((s->h.type == LENS_T_PROXY_OP || s->h.type == LENS_T_PROXY_STEP) && payload_len >= 4)
     memcpy(&d->aux, payload, 4);
-  if (w->cols && kch_start(w, d, thread, s, payload, payload_len)) return lens_builder_oom(b);
+  if (f->light) {
+    if (table_start(w, session, (uint32_t)b->chunk, thread, s, payload, payload_len)) return lens_builder_oom(b);
+  } else if (w->cols && kch_start(w, d, thread, s, payload, payload_len)) {
+    return lens_builder_oom(b);
+  }
   return 0;
 }
 
@@ -251,7 +305,11 @@ int lens_win_pend(struct lens_builder *b, uint32_t session, uint32_t kind, uint6
   if (!q) return lens_builder_oom(b);
   *q = (struct dpend){id, ts, session, kind};
   w->np++;
-  if (w->cols && LENS_ID_TYPE(id) == LENS_T_KERNEL_CH) {
+  if (f->light) {
+    if (LENS_ID_TYPE(id) == LENS_T_KERNEL_CH &&
+        table_rec(w, session, (uint32_t)b->chunk, kind, id, ts, state, arg, has_args))
+      return lens_builder_oom(b);
+  } else if (w->cols && LENS_ID_TYPE(id) == LENS_T_KERNEL_CH) {
     struct kpend *k = LENS_VEC_PUSH(w, w->kp, w->n_kp, cap_kp);
     if (!k) return lens_builder_oom(b);
     *k = (struct kpend){(uint32_t)(w->np - 1), kind == LENS_REC_STATE ? state : UINT32_MAX, has_args, arg, ts};
@@ -584,6 +642,74 @@ static int kch_columns(struct lens_win *w, struct win_file *f, int32_t proc) {
   return 0;
 }
 
+/* A light file's KernelCh columns from its GPU table, as kch_columns makes
+ * them from the scan's (the same rules, in the same order): each chunk's
+ * KernelCh STARTs entered at its end, then its records applied, in file
+ * order, to the latest START of their id; a record of an id not started
+ * yet, and every later one of that id, waits to the end of the file; a
+ * KernelCh id started twice, read again without plans (which START a record
+ * goes to is the load's to say). Its launch: the latest Coll/P2p START of
+ * its parent id. 0 or -1. */
+struct trow { uint64_t stop, stop_gpu, stop_notice; uint8_t stopped, seen; };
+static void trow_apply(struct trow *r, const struct trec *q) {
+  if (q->kind == LENS_REC_STOP && !r->stopped) r->stopped = 1, r->stop = q->ts;
+  if (q->kind != LENS_REC_STATE || !lens_gpu_stop_state(LENS_T_KERNEL_CH, q->state)) return;
+  if (!r->seen) r->seen = 1, r->stop_notice = q->ts;
+  r->stop_gpu = lens_gpu_stop_timer(LENS_T_KERNEL_CH, q->state, q->has_args, q->arg, r->stop_gpu);
+}
+static int table_columns(struct lens_win *w, int32_t proc) {
+  struct lens_idseq ids = {0}, carried = {0}, launches = {0};
+  struct trow *row = calloc(w->n_ts ? w->n_ts : 1, sizeof *row);
+  uint8_t *late = calloc(w->n_tr / 8 + 1, 1);
+  int rc = -1;
+  int64_t v;
+  if (!row || !late) goto out;
+  size_t i = 0, j = 0;
+  while (i < w->n_ts || j < w->n_tr) {
+    uint32_t c = i < w->n_ts ? w->ts[i].chunk : UINT32_MAX;
+    if (j < w->n_tr && w->tr[j].chunk < c) c = w->tr[j].chunk;
+    for (; i < w->n_ts && w->ts[i].chunk == c; i++)
+      if (lens_idseq_put(&ids, w->ts[i].session, w->ts[i].id, (int64_t)i)) goto out;
+    for (; j < w->n_tr && w->tr[j].chunk == c; j++) {
+      const struct trec *q = &w->tr[j];
+      if (!(carried.puts && lens_idseq_get(&carried, q->session, q->id, &v)) &&
+          lens_idseq_get(&ids, q->session, q->id, &v)) {
+        trow_apply(&row[v], q);
+        continue;
+      }
+      SET(late, j);
+      if (lens_idseq_put(&carried, q->session, q->id, 1)) goto out;
+    }
+  }
+  for (j = 0; j < w->n_tr; j++)
+    if (BIT(late, j) && lens_idseq_get(&ids, w->tr[j].session, w->tr[j].id, &v)) trow_apply(&row[v], &w->tr[j]);
+  for (size_t k = 0; k < w->n_tl; k++)
+    if (lens_idseq_put(&launches, w->tl[k].session, w->tl[k].id, (int64_t)k)) goto out;
+  for (i = 0; i < w->n_ts; i++) {
+    const struct tstart *t = &w->ts[i];
+    if (!lens_idseq_get(&ids, t->session, t->id, &v) || (size_t)v != i) { /* started twice */
+      w->replan = 1;
+      break;
+    }
+    struct kcol *c = LENS_VEC_PUSH(w, w->kc, w->n_kc, cap_kc);
+    if (!c) goto out;
+    *c = (struct kcol){{.ev = -1, .proc = proc, .thread = t->thread, .channel = t->channel, .session = t->session,
+                        .id = t->id, .start_gpu = t->start_gpu, .start_notice = t->ts, .stop_gpu = row[i].stop_gpu,
+                        .stop_notice = row[i].seen ? row[i].stop_notice : row[i].stopped ? row[i].stop : 0},
+                       (uint32_t)i};
+    if (t->parent && lens_idseq_get(&launches, t->session, t->parent, &v))
+      c->c.launch_id = w->tl[v].launch_id, c->c.parent_group = w->tl[v].parent_group;
+  }
+  rc = 0;
+out:
+  free(row);
+  free(late);
+  lens_idseq_free(&ids);
+  lens_idseq_free(&carried);
+  lens_idseq_free(&launches);
+  return rc;
+}
+
 int lens_win_end_file(struct lens_builder *b) {
   struct lens_win *w = b->win;
   struct win_file *f = &w->f[b->win_file];
@@ -602,11 +728,12 @@ int lens_win_end_file(struct lens_builder *b) {
     if (lens_win_chunk_end(b)) return -1;
     rc = resolve_file(w, f);
   }
-  if (!rc && w->cols && b->proc >= 0) rc = kch_columns(w, f, b->proc);
+  if (!rc && w->cols && b->proc >= 0) rc = f->light ? table_columns(w, b->proc) : kch_columns(w, f, b->proc);
   /* The next file's tables start empty (their memory is the largest file's). */
   if (w->cbits) memset(w->cbits, 0, w->cap_cbits);
   w->nt = w->np = w->n_p = w->p_base = w->t_put = w->n_cw = 0;
   w->n_ks = w->n_ko = w->n_kp = 0;
+  w->n_ts = w->n_tl = w->n_tr = 0;
   lens_idseq_free(&w->ids);
   lens_idseq_free(&w->carried);
   return rc ? lens_builder_oom(b) : 0;
@@ -642,6 +769,9 @@ static void win_free(struct lens_win *w) {
   free(w->ko);
   free(w->kp);
   free(w->kc);
+  free(w->ts);
+  free(w->tl);
+  free(w->tr);
   lens_idseq_free(&w->ids);
   lens_idseq_free(&w->carried);
   lens_hash_free(&w->rq_set);
@@ -880,7 +1010,7 @@ static int clean_chunk(const struct win_file *f, size_t k) {
 }
 
 static void plan_drop(struct win_file *f) {
-  f->can_plan = f->planned = 0;
+  f->can_plan = f->planned = f->light = 0;
   free(f->unread), f->unread = NULL, f->n_unread = 0, f->unread_starts = 0, f->unread_types = 0;
   free(f->in), f->in = NULL;
   lens_idseq_free(&f->wanted);
@@ -919,6 +1049,12 @@ static void plan_files(struct lens_win *w, const char *const *paths, size_t n) {
   /* The types built whole: every event of them (the GPU clock maps are whole-run fits). */
   int keep_on = !o->keep_types_if || (types & o->keep_types_if) || any_unplannable;
   uint32_t need = keep_on ? o->keep_types | o->keep_types_parent : 0;
+  /* The KernelCh read as columns (kch_columns) need not be events: the
+   * chunks left out that hold some are read light, for the GPU table. */
+  const uint32_t gpu_types = 1u << LENS_T_KERNEL_CH | 1u << LENS_T_COLL | 1u << LENS_T_P2P;
+  int light = o->kch_columns && keep_on && (o->keep_types_parent >> LENS_T_KERNEL_CH & 1) &&
+              !(o->keep_types >> LENS_T_KERNEL_CH & 1);
+  if (light) need &= ~(1u << LENS_T_KERNEL_CH);
   struct plan_dec d = {0}; /* one decoder for every file (its zstd context made once) */
   for (size_t k = 0; k < n; k++) {
     struct win_file *f = &w->f[k];
@@ -975,11 +1111,12 @@ static void plan_files(struct lens_win *w, const char *const *paths, size_t n) {
         plan_drop(f);
         break;
       }
-      *u = (struct win_unread){x->offset, x->seq, x->session, x->slot};
+      *u = (struct win_unread){x->offset, x->seq, x->session, x->slot, light && (x->types & gpu_types)};
       f->unread_starts += x->start_hi ? x->start_hi - x->start_lo + 1 : 0;
       f->unread_types |= x->types;
     }
     f->planned = f->n_unread > 0;
+    f->light = f->planned && light;
     if (!f->planned) plan_drop(f);
   }
   free(origin);
@@ -990,17 +1127,87 @@ none:
   for (size_t k = 0; k < n; k++) plan_free_file(&w->f[k]);
 }
 
+/* The light read of a chunk left out whose KernelCh (and Coll/P2p
+ * launches) the GPU table needs: decoded, and only those records kept
+ * (table_start, table_rec); nothing else of it is counted or built. */
+static int light_rec(struct lens_builder *b, uint32_t session, int32_t thread, const uint8_t *r, size_t size) {
+  struct lens_win *w = b->win;
+  struct lens_rec_hdr h;
+  if (size < sizeof h) return 0;
+  memcpy(&h, r, sizeof h);
+  if (h.kind == LENS_REC_START && size >= sizeof(struct lens_rec_start)) {
+    struct lens_rec_start st;
+    memcpy(&st, r, sizeof st);
+    return table_start(w, session, (uint32_t)b->chunk, thread, &st, r + sizeof st, size - sizeof st);
+  }
+  if ((h.kind == LENS_REC_STOP || h.kind == LENS_REC_STATE) && size >= sizeof(struct lens_rec_stop)) {
+    struct lens_rec_state q = {0};
+    memcpy(&q, r, size < sizeof q ? size : sizeof q);
+    if (LENS_ID_TYPE(q.id) != LENS_T_KERNEL_CH) return 0;
+    return table_rec(w, session, (uint32_t)b->chunk, h.kind, q.id, q.ts, h.aux, q.arg, q.has_args);
+  }
+  return 0;
+}
+
+static int light_read(struct lens_builder *b, const struct lens_chunk_hdr *h, const uint8_t *p, uint32_t len,
+                      int32_t thread) {
+  struct lens_win *w = b->win;
+  if (h->type == LENS_CHUNK_EVENTS) {
+    struct lens_events_hdr eh;
+    if (len < sizeof eh) return 0;
+    memcpy(&eh, p, sizeof eh);
+    size_t off = sizeof eh;
+    for (uint32_t i = 0; i < eh.count && len - off >= sizeof(struct lens_rec_hdr); i++) {
+      struct lens_rec_hdr rh;
+      memcpy(&rh, p + off, sizeof rh);
+      if (rh.size < sizeof rh || (rh.size & 7) || rh.size > len - off) break;
+      if (light_rec(b, h->session, thread, p + off, rh.size)) return lens_builder_oom(b);
+      off += rh.size;
+    }
+    return 0;
+  }
+  uint64_t bad = 0; /* (a clean chunk: counted nowhere) */
+  struct lens_packed_hdr ph;
+  const uint8_t *body;
+  size_t blen;
+  int r = lens_unpack_body(&b->unpacker, p, len, &bad, &ph, &body, &blen);
+  if (r <= 0) return r < 0 ? lens_builder_oom(b) : 0;
+  struct lens_unpack_cur c;
+  struct lens_unpacked u = {0};
+  lens_unpack_init(&c, body, blen, ph.raw_bytes);
+  for (uint32_t n = 0; n < ph.count && lens_unpack_next(&c, &u); n++) {
+    int rc = 0;
+    if (!u.kind) {
+      rc = light_rec(b, h->session, thread, u.raw, u.size);
+    } else if (u.kind == LENS_REC_START) {
+      if (u.type != LENS_T_KERNEL_CH && u.type != LENS_T_COLL && u.type != LENS_T_P2P) continue;
+      struct lens_rec_start st = {.h = {.size = (uint16_t)u.size, .kind = LENS_REC_START, .type = (uint8_t)u.type,
+                                        .aux = u.aux},
+                                  .id = u.id, .parent = u.parent, .ts = u.ts};
+      rc = table_start(w, h->session, (uint32_t)b->chunk, thread, &st, (const uint8_t *)u.payload, u.pbytes);
+    } else if (LENS_ID_TYPE(u.id) == LENS_T_KERNEL_CH) {
+      rc = table_rec(w, h->session, (uint32_t)b->chunk, u.kind, u.id, u.ts, u.aux, u.arg, u.has_args);
+    }
+    if (rc) return lens_builder_oom(b);
+  }
+  return 0;
+}
+
 /* The scan's and the load's hook for every events chunk (load.c): 1 when
  * the plan leaves it out (its thread is found as a read finds it), 0 to
  * read it, -1 out of memory. */
-int lens_win_chunk_unread(struct lens_builder *b, const struct lens_chunk_hdr *h, uint64_t offset) {
+int lens_win_chunk_unread(struct lens_builder *b, const struct lens_chunk_hdr *h, const uint8_t *payload,
+                          uint32_t len, uint64_t offset) {
   struct win_file *f = &b->win->f[b->win_file];
   if (!f->planned) return 0;
   while (f->unread_next < f->n_unread && f->unread[f->unread_next].offset < offset) f->unread_next++;
   if (f->unread_next == f->n_unread || f->unread[f->unread_next].offset != offset) return 0;
   const struct win_unread *u = &f->unread[f->unread_next++];
   if (u->seq != h->seq || u->session != h->session) return 0; /* not the chunk the index saw: read */
-  return lens_chunk_thread(b, h->session, u->slot) < 0 ? lens_builder_oom(b) : 1;
+  int32_t thread = lens_chunk_thread(b, h->session, u->slot);
+  if (thread < 0) return lens_builder_oom(b);
+  if (u->light && b->win_mode == LENS_WIN_SCAN && light_read(b, h, payload, len, thread)) return -1;
+  return 1;
 }
 
 struct lens_model *lens_model_load_window(const char *const *paths, size_t n_paths, uint32_t flags,
@@ -1051,6 +1258,11 @@ struct lens_model *lens_model_load_window(const char *const *paths, size_t n_pat
    * CUPTI evidence they are: its join walks their events). */
   int use_cols = w.cols && !cupti && (w.keep_parent >> LENS_T_KERNEL_CH & 1);
   if (use_cols) w.keep_parent &= ~(1u << LENS_T_KERNEL_CH);
+  /* A light file's KernelCh are columns only: without them (a file gave a
+   * reason against, or too many records) it is read again without plans. */
+  for (size_t k = 0; k < n_keep; k++)
+    if (w.f[k].light && (!use_cols || w.too_many || !w.keep_on)) w.replan = 1;
+  if (w.replan) goto out;
   /* A window that holds every START and every stop (--since 0, an --until
    * past the end): nothing to decide, the load builds all. */
   w.all = 1;
@@ -1127,6 +1339,7 @@ out:
     m = lens_model_load_window(paths, n_paths, flags, &whole, err, err_len, progress);
     *win = whole;
     win->kch_columns = 1;
+    win->columns_refused = 1;
   }
   return m;
 }
