@@ -248,10 +248,26 @@ static void scenario(const char *scen, const char *const *paths, size_t n) {
   if (op_len > 4) one(scen, p, n, "in-proxyop", 1, op_s + op_len / 3, 1, op_s + op_len / 3 + op_len / 4);
 }
 
+#define CTX 0xAAull
+/* Process 200 of the PXN pairs, on nodeA: its session, communicator and
+ * proxy thread (slot 1), its events chunks indexed when index; its PXN
+ * ProxyOp (for process 100) and the op's step. */
+#define PXN_OP (LENS_ID_REMOTE | LENS_ID_MAKE(LENS_T_PROXY_OP, 1, 1))
+#define PXN_STEP (LENS_ID_REMOTE | LENS_ID_MAKE(LENS_T_PROXY_STEP, 1, 2))
+static const struct lens_p_proxy_op pxn_opp = {.pid = 100, .peer = 1, .n_steps = 1, .chunk_size = 8, .is_send = 1};
+static const struct lens_p_proxy_step pxn_s0;
+static struct tb *pxn_proxy_process(const char *path, int index) {
+  struct tb *b = tb_open(path, LENS_PRODUCER_TEST);
+  if (index) tb_index(b);
+  tb_session(b, 0, 200, "nodeA", 6);
+  tb_comm(b, CTX, 0x88, 1, 2, 1, 0, "d");
+  tb_thread(b, 1, 201, LENS_ROLE_PROXY, "p", 1, 0);
+  return b;
+}
+
 /* Process 100 holds GroupApi > CollApi > Coll (5..20); process 200 (same
  * host) runs its PXN ProxyOp (30..500, REMOTE, pid 100, parent = the Coll's
  * id) with a step, and a Coll of its own with the same id value. */
-#define CTX 0xAAull
 static void pxn_pair(void) {
   char pa[128], pb[128];
   uint64_t gapi = LENS_ID_MAKE(LENS_T_GROUP_API, 1, 1), capi = LENS_ID_MAKE(LENS_T_COLL_API, 1, 2);
@@ -268,19 +284,13 @@ static void pxn_pair(void) {
   tb_stop(a, capi, 21);
   tb_stop(a, gapi, 22);
   tb_close(a);
-  struct tb *b = tb_open(rt_path(pb, sizeof pb, "pxn-b.lens"), LENS_PRODUCER_TEST);
-  tb_session(b, 0, 200, "nodeA", 6);
-  tb_comm(b, CTX, 0x88, 1, 2, 1, 0, "d");
-  tb_thread(b, 1, 201, LENS_ROLE_PROXY, "p", 1, 0);
-  uint64_t op = LENS_ID_REMOTE | LENS_ID_MAKE(LENS_T_PROXY_OP, 1, 1);
-  uint64_t step = LENS_ID_REMOTE | LENS_ID_MAKE(LENS_T_PROXY_STEP, 1, 2);
-  static const struct lens_p_proxy_op opp = {.pid = 100, .peer = 1, .n_steps = 1, .chunk_size = 8, .is_send = 1};
-  struct lens_p_proxy_step s0 = {0};
+  struct tb *b = pxn_proxy_process(rt_path(pb, sizeof pb, "pxn-b.lens"), 0);
+  const uint64_t op = PXN_OP, step = PXN_STEP;
   tb_events_begin(b, 1);
   tb_start(b, LENS_T_COLL, coll, 0, CTX, 8, 0, 0, NULL, 0);
   tb_stop(b, coll, 9);
-  tb_start(b, LENS_T_PROXY_OP, op, coll, 0xFFFF0000ull, 30, 0, LENS_START_F_REMOTE, &opp, sizeof opp);
-  tb_start(b, LENS_T_PROXY_STEP, step, op, 0xFFFF0000ull, 35, 0, 0, &s0, sizeof s0);
+  tb_start(b, LENS_T_PROXY_OP, op, coll, 0xFFFF0000ull, 30, 0, LENS_START_F_REMOTE, &pxn_opp, sizeof pxn_opp);
+  tb_start(b, LENS_T_PROXY_STEP, step, op, 0xFFFF0000ull, 35, 0, 0, &pxn_s0, sizeof pxn_s0);
   tb_stop(b, step, 40);
   tb_stop(b, op, 500);
   tb_close(b);
@@ -363,18 +373,11 @@ static void pxn_pair_planned(void) {
     }
   }
   tb_close(a);
-  struct tb *b = tb_open(rt_path(pb, sizeof pb, "pxn-plan-b.lens"), LENS_PRODUCER_TEST);
-  tb_index(b);
-  tb_session(b, 0, 200, "nodeA", 6);
-  tb_comm(b, CTX, 0x88, 1, 2, 1, 0, "d");
-  tb_thread(b, 1, 201, LENS_ROLE_PROXY, "p", 1, 0);
-  uint64_t op = LENS_ID_REMOTE | LENS_ID_MAKE(LENS_T_PROXY_OP, 1, 1);
-  uint64_t step = LENS_ID_REMOTE | LENS_ID_MAKE(LENS_T_PROXY_STEP, 1, 2);
-  static const struct lens_p_proxy_op opp = {.pid = 100, .peer = 1, .n_steps = 1, .chunk_size = 8, .is_send = 1};
-  struct lens_p_proxy_step s0 = {0};
+  struct tb *b = pxn_proxy_process(rt_path(pb, sizeof pb, "pxn-plan-b.lens"), 1);
+  const uint64_t op = PXN_OP, step = PXN_STEP;
   tb_events_begin(b, 1);
-  tb_start(b, LENS_T_PROXY_OP, op, coll, 0xFFFF0000ull, 60 * ms, 0, LENS_START_F_REMOTE, &opp, sizeof opp);
-  tb_start(b, LENS_T_PROXY_STEP, step, op, 0xFFFF0000ull, 61 * ms, 0, 0, &s0, sizeof s0);
+  tb_start(b, LENS_T_PROXY_OP, op, coll, 0xFFFF0000ull, 60 * ms, 0, LENS_START_F_REMOTE, &pxn_opp, sizeof pxn_opp);
+  tb_start(b, LENS_T_PROXY_STEP, step, op, 0xFFFF0000ull, 61 * ms, 0, 0, &pxn_s0, sizeof pxn_s0);
   tb_stop(b, step, 62 * ms);
   tb_stop(b, op, 63 * ms);
   tb_close(b);

@@ -182,6 +182,20 @@ int lens_win_bytes(struct lens_builder *b, const char *path, uint8_t **addr, siz
   return 0;
 }
 
+/* A Coll's or P2p's launch id and group, read as records.c reads its
+ * payload (a short one zero-extended). */
+static void launch_of(unsigned type, const uint8_t *payload, size_t payload_len, uint64_t *launch, uint64_t *group) {
+  if (type == LENS_T_COLL) {
+    struct lens_p_coll p = {0};
+    memcpy(&p, payload, payload_len < sizeof p ? payload_len : sizeof p);
+    *launch = p.launch_id, *group = p.parent_group;
+  } else {
+    struct lens_p_p2p p = {0};
+    memcpy(&p, payload, payload_len < sizeof p ? payload_len : sizeof p);
+    *launch = p.launch_id, *group = p.parent_group;
+  }
+}
+
 /* The scan's part of a KernelCh's columns, or a Coll/P2p's launch (read as
  * records.c reads the payload: a short one zero-extended). 0 or -1. */
 static int kch_start(struct lens_win *w, struct dstart *d, int32_t thread, const struct lens_rec_start *s,
@@ -201,15 +215,7 @@ static int kch_start(struct lens_win *w, struct dstart *d, int32_t thread, const
     struct kop *k = LENS_VEC_PUSH(w, w->ko, w->n_ko, cap_ko);
     if (!k) return -1;
     *k = (struct kop){(uint32_t)(w->nt - 1), 0, 0};
-    if (s->h.type == LENS_T_COLL) {
-      struct lens_p_coll p = {0};
-      memcpy(&p, payload, payload_len < sizeof p ? payload_len : sizeof p);
-      k->launch_id = p.launch_id, k->parent_group = p.parent_group;
-    } else {
-      struct lens_p_p2p p = {0};
-      memcpy(&p, payload, payload_len < sizeof p ? payload_len : sizeof p);
-      k->launch_id = p.launch_id, k->parent_group = p.parent_group;
-    }
+    launch_of(s->h.type, payload, payload_len, &k->launch_id, &k->parent_group);
   }
   return 0;
 }
@@ -232,15 +238,7 @@ static int table_start(struct lens_win *w, uint32_t session, uint32_t chunk, int
     struct tlaunch *t = LENS_VEC_PUSH(w, w->tl, w->n_tl, cap_tl);
     if (!t) return -1;
     *t = (struct tlaunch){session, s->id, 0, 0};
-    if (s->h.type == LENS_T_COLL) {
-      struct lens_p_coll p = {0};
-      memcpy(&p, payload, payload_len < sizeof p ? payload_len : sizeof p);
-      t->launch_id = p.launch_id, t->parent_group = p.parent_group;
-    } else {
-      struct lens_p_p2p p = {0};
-      memcpy(&p, payload, payload_len < sizeof p ? payload_len : sizeof p);
-      t->launch_id = p.launch_id, t->parent_group = p.parent_group;
-    }
+    launch_of(s->h.type, payload, payload_len, &t->launch_id, &t->parent_group);
   }
   return 0;
 }
