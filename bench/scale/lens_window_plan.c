@@ -15,7 +15,8 @@
  *            descendant) after the last chunk whose records all end before
  *            the window, to the last chunk "exact" needs (every chunk in
  *            between decoded);
- *   today    every event chunk (the window's scan decodes every record).
+ *   today    every event chunk (what the window's scan decoded before it
+ *            read only what the INDEX plan names: window.c, plan_files).
  *
  * GPU policies (what the clock maps need, --gpu): "all" every KernelCh with
  * its Coll/P2p (the maps are whole-run fits and the flags read every item of
