@@ -858,6 +858,7 @@ static int kch_give(struct lens_win *w, struct lens_model *m) {
 
 struct plan_dec {
   struct win_file *f;
+  int lie;             /* a chunk decoded disagrees with its index (a START of another slot, or out of its range) */
   struct lens_unpacker u;
   struct lens_wplan_rec *r;
   size_t cap;
@@ -932,6 +933,14 @@ static int plan_decode(void *ctx, size_t k, const struct lens_wplan_rec **out, s
       m += fixed_rec(p + off, rh.size, &d->r[m]);
       off += rh.size;
     }
+  }
+  /* What the plan trusts of the index, checked where it decodes: a chunk's STARTs are of its slot and in its
+   * range (a forged index could otherwise hide a START from the lookups). */
+  for (size_t i = 0; i < m; i++) {
+    const struct lens_wplan_rec *r = &d->r[i];
+    if (r->kind == LENS_REC_START &&
+        (LENS_ID_SLOT(r->id) != c->slot || LENS_ID_SEQ(r->id) < c->start_lo || LENS_ID_SEQ(r->id) > c->start_hi))
+      d->lie = 1;
   }
   *out = d->r, *n = m;
   return 0;
@@ -1069,7 +1078,8 @@ static void plan_files(struct lens_win *w, const char *const *paths, size_t n) {
     struct win_file *f = &w->f[k];
     if (!f->can_plan) continue;
     d.f = f;
-    if (lens_start_groups_make(&f->ix, &f->sg) || first_start(f, &d) || f->first_ts == UINT64_MAX)
+    d.lie = 0;
+    if (lens_start_groups_make(&f->ix, &f->sg) || first_start(f, &d) || f->first_ts == UINT64_MAX || d.lie)
       f->can_plan = 0;
   }
   for (size_t k = 0; k < n; k++) /* again: a host's file found unplannable */
@@ -1106,9 +1116,10 @@ static void plan_files(struct lens_win *w, const char *const *paths, size_t n) {
     if (po.since >= po.until) po.since = po.until - 1;
     struct lens_wplan_stats st;
     d.f = f;
+    d.lie = 0;
     f->in = calloc(f->ix.n ? f->ix.n : 1, 1);
     int rc = f->in ? lens_wplan_make(&f->ix, &po, plan_decode, &d, f->in, &st) : -1;
-    if (rc || !f->can_plan) {
+    if (rc || !f->can_plan || d.lie) {
       plan_drop(f);
       continue;
     }
