@@ -1005,15 +1005,8 @@ static int clean_chunk(const struct win_file *f, size_t k) {
   for (uint32_t t = 0; t < c->n_touch; t++) { /* every sequence number it touches started in the file */
     const struct lens_index_touch *x = &f->ix.touch[c->touch + t];
     const struct lens_start_groups *sg = &f->sg;
-    size_t lo = 0, hi = sg->ng;
-    while (lo < hi) {
-      size_t mid = lo + (hi - lo) / 2;
-      const struct lens_start_group *g = &sg->g[mid];
-      if (g->session < c->session || (g->session == c->session && g->slot < x->slot)) lo = mid + 1;
-      else hi = mid;
-    }
-    if (lo == sg->ng || sg->g[lo].session != c->session || sg->g[lo].slot != x->slot) return 0;
-    const struct lens_start_group *g = &sg->g[lo];
+    const struct lens_start_group *g = lens_start_groups_group(sg, c->session, x->slot);
+    if (!g) return 0;
     uint64_t reach = x->seq_lo - 1; /* covered up to here (seq_lo >= 1: 0 is no event's) */
     if (!x->seq_lo) return 0;
     for (size_t i = 0; i < g->n && reach < x->seq_hi; i++) {
@@ -1041,6 +1034,13 @@ static void plan_free_file(struct win_file *f) {
   free(f->seeds), f->seeds = NULL, f->n_seeds = f->cap_seeds = 0;
 }
 
+/* A host is planned whole or not at all (its origin is every file's). */
+static void hosts_whole(struct lens_win *w, size_t n) {
+  for (size_t k = 0; k < n; k++)
+    for (size_t j = 0; j < n && w->f[k].can_plan; j++)
+      if (!w->f[j].can_plan && !strcmp(w->f[j].ix.host, w->f[k].ix.host)) w->f[k].can_plan = 0;
+}
+
 /* Plans the window's files (the top of this part). Nothing planned leaves
  * every file read whole. Reads each file's bytes (kept for the scan). */
 static void plan_files(struct lens_win *w, const char *const *paths, size_t n) {
@@ -1061,9 +1061,7 @@ static void plan_files(struct lens_win *w, const char *const *paths, size_t n) {
     any_unplannable |= !f->can_plan;
     for (size_t c = 0; c < ix->n; c++) types |= ix->c[c].types;
   }
-  for (size_t k = 0; k < n; k++) /* a host is planned whole or not at all (its origin is every file's) */
-    for (size_t j = 0; j < n && w->f[k].can_plan; j++)
-      if (!w->f[j].can_plan && !strcmp(w->f[j].ix.host, w->f[k].ix.host)) w->f[k].can_plan = 0;
+  hosts_whole(w, n);
   /* The types built whole: every event of them (the GPU clock maps are whole-run fits). */
   int keep_on = !o->keep_types_if || (types & o->keep_types_if) || any_unplannable;
   uint32_t need = keep_on ? o->keep_types | o->keep_types_parent : 0;
@@ -1082,9 +1080,7 @@ static void plan_files(struct lens_win *w, const char *const *paths, size_t n) {
     if (lens_start_groups_make(&f->ix, &f->sg) || first_start(f, &d) || f->first_ts == UINT64_MAX || d.lie)
       f->can_plan = 0;
   }
-  for (size_t k = 0; k < n; k++) /* again: a host's file found unplannable */
-    for (size_t j = 0; j < n && w->f[k].can_plan; j++)
-      if (!w->f[j].can_plan && !strcmp(w->f[j].ix.host, w->f[k].ix.host)) w->f[k].can_plan = 0;
+  hosts_whole(w, n); /* again: a host's file found unplannable */
   uint64_t *origin = malloc((n ? n : 1) * sizeof *origin);
   if (!origin) {
     lens_unpacker_release(&d.u);

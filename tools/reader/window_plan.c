@@ -108,8 +108,8 @@ void lens_start_groups_free(struct lens_start_groups *sg) {
 
 /* Binary search in its group, then back while an earlier chunk's range may still reach it (a writer's ranges do
  * not overlap; a forged file's may). */
-void lens_start_groups_find(const struct lens_start_groups *sg, uint32_t session, uint32_t slot, uint64_t seq,
-                            void (*fn)(void *ctx, size_t chunk), void *ctx) {
+const struct lens_start_group *lens_start_groups_group(const struct lens_start_groups *sg, uint32_t session,
+                                                      uint32_t slot) {
   size_t lo = 0, hi = sg->ng;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
@@ -117,8 +117,13 @@ void lens_start_groups_find(const struct lens_start_groups *sg, uint32_t session
     if (g->session < session || (g->session == session && g->slot < slot)) lo = mid + 1;
     else hi = mid;
   }
-  if (lo == sg->ng || sg->g[lo].session != session || sg->g[lo].slot != slot) return;
-  const struct lens_start_group *g = &sg->g[lo];
+  return lo < sg->ng && sg->g[lo].session == session && sg->g[lo].slot == slot ? &sg->g[lo] : NULL;
+}
+
+void lens_start_groups_find(const struct lens_start_groups *sg, uint32_t session, uint32_t slot, uint64_t seq,
+                            void (*fn)(void *ctx, size_t chunk), void *ctx) {
+  const struct lens_start_group *g = lens_start_groups_group(sg, session, slot);
+  if (!g) return;
   size_t a = 0, b = g->n; /* the first chunk of the group whose start_lo > seq */
   while (a < b) {
     size_t mid = a + (b - a) / 2;

@@ -98,6 +98,9 @@ struct lens_start_groups {
 /* 0, or -1 out of memory. */
 int lens_start_groups_make(const struct lens_trace_index *ix, struct lens_start_groups *sg);
 void lens_start_groups_free(struct lens_start_groups *sg);
+/* The group of (session, slot), NULL none. */
+const struct lens_start_group *lens_start_groups_group(const struct lens_start_groups *sg, uint32_t session,
+                                                      uint32_t slot);
 /* Calls fn(ctx, chunk) for each indexed chunk whose STARTs' range holds
  * (session, slot, seq) (a writer's ranges do not overlap: one at most). */
 void lens_start_groups_find(const struct lens_start_groups *sg, uint32_t session, uint32_t slot, uint64_t seq,
