@@ -47,6 +47,8 @@ static int fill(struct lens_cstream *s, size_t need, char *err, size_t err_len) 
   return 0;
 }
 
+static int check_header(struct lens_cstream *s, const char *path, char *err, size_t err_len);
+
 int lens_cstream_open(struct lens_cstream *s, const char *path, size_t block, char *err, size_t err_len) {
   memset(s, 0, sizeof *s);
   s->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block the open */
@@ -73,6 +75,23 @@ int lens_cstream_open(struct lens_cstream *s, const char *path, size_t block, ch
     lens_cstream_close(s);
     return -1;
   }
+  return check_header(s, path, err, err_len);
+}
+
+int lens_cstream_open_mem(struct lens_cstream *s, const uint8_t *bytes, size_t size, const char *name, char *err,
+                          size_t err_len) {
+  memset(s, 0, sizeof *s);
+  s->fd = -1;
+  s->borrowed = 1;
+  s->buf = (uint8_t *)bytes; /* read, never written: fill returns at once (eof) */
+  s->cap = s->len = size;
+  s->size = size;
+  s->eof = 1;
+  return check_header(s, name, err, err_len);
+}
+
+/* The file header, once its bytes are in: 0, or -1 (err set, s closed). */
+static int check_header(struct lens_cstream *s, const char *path, char *err, size_t err_len) {
   if (s->len < sizeof s->fh) {
     snprintf(err, err_len, "%s is not a .lens trace (%zu bytes, shorter than the file header)", path, s->len);
     lens_cstream_close(s);
@@ -185,6 +204,6 @@ int lens_cstream_next(struct lens_cstream *s, struct lens_chunk_hdr *h, const ui
 void lens_cstream_close(struct lens_cstream *s) {
   if (s->fd >= 0) close(s->fd);
   s->fd = -1;
-  free(s->buf);
+  if (!s->borrowed) free(s->buf);
   s->buf = NULL;
 }

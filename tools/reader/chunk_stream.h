@@ -28,6 +28,7 @@ struct lens_cstream {
   size_t len, pos;     /* bytes held, and where the next chunk starts in them */
   uint64_t buf_off;    /* file offset of buf[0] */
   int eof;             /* pread returned 0: the file ends at buf_off + len */
+  int borrowed;        /* buf is the caller's bytes (lens_cstream_open_mem): never read into nor freed */
   uint64_t expect_seq; /* the next chunk number the writer gave */
   int resynced;        /* a bad header was skipped: the next chunk's number gap is damage, not loss */
   /* Results, complete once lens_cstream_next has returned 0. */
@@ -42,6 +43,10 @@ struct lens_cstream {
 /* Opens path and checks its file header. 0, or -1 with a line in err (not a
  * regular file, unreadable, not a .lens trace, another format version). */
 int lens_cstream_open(struct lens_cstream *s, const char *path, size_t block, char *err, size_t err_len);
+/* The same walk over bytes already read (size of them, name for the
+ * messages): the bytes stay the caller's, valid until the close. */
+int lens_cstream_open_mem(struct lens_cstream *s, const uint8_t *bytes, size_t size, const char *name, char *err,
+                          size_t err_len);
 /* The next valid chunk: 1 with *h and *payload (valid until the next call),
  * 0 at the end (truncation set when cut), -1 on a read error or no memory
  * (err set). */

@@ -100,18 +100,35 @@ static int sort_touches(struct lens_trace_index *ix) {
   return 0;
 }
 
+static int read_stream(struct lens_cstream *s, const char *path, struct lens_trace_index *ix, char *err,
+                       size_t err_len);
+
 int lens_trace_index_read(const char *path, struct lens_trace_index *ix, char *err, size_t err_len) {
   memset(ix, 0, sizeof *ix);
   struct lens_cstream s;
   if (lens_cstream_open(&s, path, 1 << 20, err, err_len)) return -1;
+  return read_stream(&s, path, ix, err, err_len);
+}
+
+int lens_trace_index_read_mem(const uint8_t *bytes, size_t size, const char *path, struct lens_trace_index *ix,
+                              char *err, size_t err_len) {
+  memset(ix, 0, sizeof *ix);
+  struct lens_cstream s;
+  if (lens_cstream_open_mem(&s, bytes, size, path, err, err_len)) return -1;
+  return read_stream(&s, path, ix, err, err_len);
+}
+
+/* The walk of an opened stream, closed on return. */
+static int read_stream(struct lens_cstream *s, const char *path, struct lens_trace_index *ix, char *err,
+                       size_t err_len) {
   size_t cap = 0, cap_touch = 0, cap_open = 0, cap_drained = 0, cap_ids = 0;
   long last = -1; /* the events chunk the previous valid chunk was, else -1 */
   struct lens_chunk_hdr h;
   const uint8_t *p;
   int r;
-  while ((r = lens_cstream_next(&s, &h, &p, err, err_len)) == 1) {
+  while ((r = lens_cstream_next(s, &h, &p, err, err_len)) == 1) {
     uint64_t bytes = sizeof h + h.payload_len + lens_chunk_padding(h.payload_len);
-    uint64_t off = s.buf_off + s.pos - bytes;
+    uint64_t off = s->buf_off + s->pos - bytes;
     if ((h.type == LENS_CHUNK_EVENTS || h.type == LENS_CHUNK_EVENTS_PACKED) &&
         h.payload_len >= sizeof(struct lens_events_hdr)) {
       if (GROW(ix->c, ix->n, cap, 1)) goto oom;
@@ -155,8 +172,8 @@ int lens_trace_index_read(const char *path, struct lens_trace_index *ix, char *e
     }
     last = -1;
   }
-  ix->producer = s.fh.producer;
-  lens_cstream_close(&s);
+  ix->producer = s->fh.producer;
+  lens_cstream_close(s);
   if (r >= 0 && sort_touches(ix)) {
     lens_trace_index_free(ix);
     snprintf(err, err_len, "%s: out of memory reading its index", path);
@@ -168,7 +185,7 @@ int lens_trace_index_read(const char *path, struct lens_trace_index *ix, char *e
   }
   return 0;
 oom:
-  lens_cstream_close(&s);
+  lens_cstream_close(s);
   lens_trace_index_free(ix);
   snprintf(err, err_len, "%s: out of memory reading its index", path);
   return -1;

@@ -89,6 +89,9 @@ struct lens_trace_index {
 /* Reads path's chunks (payloads of INDEX chunks and events headers only).
  * 0, or -1 with a line in err (not a trace, unreadable, no memory). */
 int lens_trace_index_read(const char *path, struct lens_trace_index *ix, char *err, size_t err_len);
+/* The same from the file's bytes already read (path names it in err). */
+int lens_trace_index_read_mem(const uint8_t *bytes, size_t size, const char *path, struct lens_trace_index *ix,
+                              char *err, size_t err_len);
 void lens_trace_index_free(struct lens_trace_index *ix);
 
 /* The events chunks that may hold a STOP or STATE of (session, slot, seq)

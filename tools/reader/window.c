@@ -1001,7 +1001,7 @@ static int clean_chunk(const struct win_file *f, size_t k) {
   const struct lens_chunk_ix *c = &f->ix.c[k];
   if (!(c->flags & LENS_CIX_INDEXED) || (c->flags & LENS_CIX_TOUCH_ANY)) return 0;
   if (c->types >> LENS_T_COUNT) return 0; /* a START of a type this reader does not know: a bad record */
-  if (c->offset > f->size || f->size - c->offset < c->bytes) return 0; /* (the file grew after its bytes were read) */
+  if (c->offset > f->size || f->size - c->offset < c->bytes) return 0; /* (not reached: indexed from these bytes) */
   for (uint32_t t = 0; t < c->n_touch; t++) { /* every sequence number it touches started in the file */
     const struct lens_index_touch *x = &f->ix.touch[c->touch + t];
     const struct lens_start_groups *sg = &f->sg;
@@ -1053,7 +1053,7 @@ static void plan_files(struct lens_win *w, const char *const *paths, size_t n) {
     struct win_file *f = &w->f[k];
     if (!f->bytes && lens_read_regular_file(paths[k], UINT64_MAX, "trace", &f->bytes, &f->size, err, sizeof err))
       goto none; /* the scan says why */
-    if (lens_trace_index_read(paths[k], &f->ix, err, sizeof err)) goto none;
+    if (lens_trace_index_read_mem(f->bytes, f->size, paths[k], &f->ix, err, sizeof err)) goto none;
     const struct lens_trace_index *ix = &f->ix;
     if (ix->producer == LENS_PRODUCER_SCHED || ix->cupti_chunks || (ix->session_flags & LENS_SESSION_F_CUPTI))
       goto none; /* starvation and CUPTI read every event: loaded whole anyway */
