@@ -30,6 +30,7 @@ struct plan {
   uint32_t *queue;
   size_t nq;
   uint64_t bytes;    /* of the chunks planned */
+  uint64_t need_since, need_until; /* the window widened by need_margin */
   struct lens_idseq ids; /* (session, LENS_INDEX_KEY) -> index in ev: a slot's ids come in runs */
   struct went *ev;
   size_t n_ev, cap_ev;
@@ -255,8 +256,7 @@ static void plan_free(struct plan *p, uint64_t *drained_hi) {
 static void on_rec(struct plan *p, size_t k, const struct lens_wplan_rec *r, uint64_t drained_hi) {
   const struct lens_wplan_opts *o = p->o;
   uint32_t sess = p->ix->c[k].session;
-  uint64_t s = o->since, u = o->until, m = o->need_margin;
-  uint64_t ms = m == UINT64_MAX || m > s ? 0 : s - m, mu = m == UINT64_MAX || u > UINT64_MAX - m ? UINT64_MAX : u + m;
+  uint64_t s = o->since, u = o->until, ms = p->need_since, mu = p->need_until;
   if (r->kind == LENS_REC_START) {
     struct went *e = get(p, sess, r->id);
     if (!e) return;
@@ -302,7 +302,10 @@ int lens_wplan_make(const struct lens_trace_index *ix, const struct lens_wplan_o
   uint64_t *drained_hi = calloc(ix->n ? ix->n : 1, sizeof *drained_hi);
   if (!p.queue || !drained_hi || lens_start_groups_make(ix, &p.sg)) goto oom;
   uint64_t s = o->since, u = o->until, m = o->need_margin;
-  uint64_t ms = m == UINT64_MAX || m > s ? 0 : s - m, mu = m == UINT64_MAX || u > UINT64_MAX - m ? UINT64_MAX : u + m;
+  /* The needed types' span: the window widened by their margin (saturated), once for every record. */
+  p.need_since = m == UINT64_MAX || m > s ? 0 : s - m;
+  p.need_until = m == UINT64_MAX || u > UINT64_MAX - m ? UINT64_MAX : u + m;
+  uint64_t ms = p.need_since, mu = p.need_until;
   for (size_t i = 0; i < o->n_seeds && !p.oom; i++) {
     want(&p, o->seeds[i].session, o->seeds[i].id);
     drain_todo(&p);
