@@ -37,6 +37,8 @@
 #include "lens_pack.h"
 
 #include <zstd.h>
+#include "analyses.h"
+#include "cli/cache.h"
 #include "export/load_traces.h"
 #include "gpu/gpu_analysis.h"
 #include "reader_test_util.h"
@@ -115,6 +117,8 @@ static void compare(const char *ctx, const struct lens_model *f, const struct le
 }
 
 static uint64_t pruned_scenarios, pruned_launches, pruned_kch;
+/* windows loaded with a GPU memo; of them, with sequence flags (from the memo) on a KernelCh kept */
+static uint64_t memo_windows, memo_fewer_kch, memo_seq_flagged;
 static uint64_t unread_windows, unread_chunks, replanned; /* windows whose plan left chunks unread (INDEX chunks) */
 static uint64_t light_windows; /* windows with KernelCh columns whose plan left chunks unread */
 
@@ -131,12 +135,19 @@ static void one(const char *scen, const char *const *paths, size_t n, const char
            have_since ? "" : "-", since, have_until ? "" : "-", until);
   struct lens_filter flt = {.have_since = have_since, .have_until = have_until, .since_ns = since, .until_ns = until};
   struct lens_load_opts full_o = {.no_progress = 1, .no_notes = 1};
-  struct lens_model *f = lens_cli_load("test", paths, n, &full_o);
+  struct lens_model *f = lens_cli_load("test", paths, n, &full_o); /* (stores the files' GPU memo: main) */
   struct lens_load_window win = {.have_since = have_since, .have_until = have_until, .since_ns = since,
                                  .until_ns = until};
   struct lens_load_opts win_o = {.no_progress = 1, .no_notes = 1, .window = &win};
+  lens_cache_disable(1); /* the window's own reads: every KernelCh, light where the plan leaves it out */
   struct lens_model *w = lens_cli_load("test", paths, n, &win_o);
-  if (!f || !w) {
+  lens_cache_disable(0);
+  /* And with the GPU memo the full load stored: its KernelCh only, the
+   * maps and sequence flags from the memo. */
+  struct lens_load_window mwin = win;
+  struct lens_load_opts memo_o = {.no_progress = 1, .no_notes = 1, .window = &mwin};
+  struct lens_model *mw = lens_cli_load("test", paths, n, &memo_o);
+  if (!f || !w || !mw) {
     fprintf(stderr, "FAIL %s: load failed\n", ctx);
     failures++;
   } else {
@@ -150,11 +161,25 @@ static void one(const char *scen, const char *const *paths, size_t n, const char
       fprintf(stderr, "FAIL %s: events_total %" PRIu64 ", the trace holds %zu\n", ctx, win.events_total, total);
       failures++;
     }
-    if (lens_filter_apply("test", &flt, f, LENS_FILTER_PART) || lens_filter_apply("test", &flt, w, LENS_FILTER_PART)) {
+    size_t mw_kch = count_type(mw, LENS_T_KERNEL_CH), f_kch = count_type(f, LENS_T_KERNEL_CH);
+    if (lens_filter_apply("test", &flt, f, LENS_FILTER_PART) || lens_filter_apply("test", &flt, w, LENS_FILTER_PART) ||
+        lens_filter_apply("test", &flt, mw, LENS_FILTER_PART)) {
       fprintf(stderr, "FAIL %s: selection failed\n", ctx);
       failures++;
     } else {
       compare(ctx, f, w);
+      char mctx[300];
+      snprintf(mctx, sizeof mctx, "%s, GPU memo", ctx);
+      compare(mctx, f, mw);
+      if (mwin.kch_no_light) {
+        memo_windows++;
+        memo_fewer_kch += mw_kch < f_kch;
+        for (size_t i = 0; i < mw->n_events; i++)
+          if (mw->events[i].acc.flags & (LENS_ACC_NON_MONOTONIC | LENS_ACC_SHARED_TIMER)) {
+            memo_seq_flagged++;
+            break;
+          }
+      }
       if (!strcmp(name, "tiny") && built < total) pruned_scenarios++;
       unread_windows += win.chunks_unread > 0, unread_chunks += win.chunks_unread, replanned += win.replanned;
       printf("%-18s %-10s total %6zu built %6zu kept %6zu unread chunks %3" PRIu64 "%s\n", scen, name, total, built,
@@ -163,6 +188,7 @@ static void one(const char *scen, const char *const *paths, size_t n, const char
   }
   lens_model_free(f);
   lens_model_free(w);
+  lens_model_free(mw);
   /* The KernelCh columns (the GPU maps' input) of the window read by its
    * plan against those of the window read whole: the same, row by row, and
    * never refused by the events built (that would read it again, silently
@@ -738,9 +764,11 @@ static void kch_records_first(void) {
 
 /* One golden trace set: its windows, its packed copy, and for a few
  * scenarios malformed packed streams (CRC good), a few seeds. */
+static void memo_refused(const char *const *paths, size_t n);
 static void golden_set(const char *name, const char *dir, const char *const *paths, size_t n, void *ctx) {
   (void)ctx;
   scenario(name, paths, n);
+  if (!strcmp(name, "all")) memo_refused(paths, n);
   packed_scenario(dir, name, 0);
   if (!strcmp(name, "all") || !strcmp(name, "overrun") || !strcmp(name, "pxn"))
     for (unsigned seed = 1; seed <= 4; seed++) packed_scenario(dir, name, seed);
@@ -802,8 +830,58 @@ static void fresh_sets(void) {
   }
 }
 
+/* A memo that is not the model's (another process's pid, cut short, a
+ * thread's slot changed) is refused (1), never applied. */
+static void memo_refused(const char *const *paths, size_t n) {
+  const char *ctx = "GPU memo refused";
+  struct lens_load_opts o = {.no_progress = 1, .no_notes = 1};
+  lens_cache_disable(1);
+  struct lens_model *m = lens_cli_load("test", paths, n, &o);
+  lens_cache_disable(0);
+  void *blob = NULL;
+  size_t len = 0;
+  char err[256];
+  if (!m || lens_gpu_memo_save(m, &blob, &len) != 0 || !m->n_clock_maps) {
+    fprintf(stderr, "FAIL %s: no memo of a trace with clock maps\n", ctx);
+    failures++;
+    lens_model_free(m);
+    free(blob);
+    return;
+  }
+  uint8_t *b = blob;
+  int whole = lens_analyze_gpu_memo(m, b, len, err, sizeof err);
+  int cut = lens_analyze_gpu_memo(m, b, len - 1, err, sizeof err);
+  uint32_t pid; /* the first process's pid, after the 24-byte header */
+  memcpy(&pid, b + 24, 4);
+  pid ^= 1;
+  memcpy(b + 24, &pid, 4);
+  int other_pid = lens_analyze_gpu_memo(m, b, len, err, sizeof err);
+  pid ^= 1;
+  memcpy(b + 24, &pid, 4);
+  uint32_t slot; /* the first map's thread slot: after the pids, the map's int32 thread */
+  size_t at = 24 + 4 * m->n_procs + 4;
+  memcpy(&slot, b + at, 4);
+  slot += 1;
+  memcpy(b + at, &slot, 4);
+  int other_slot = lens_analyze_gpu_memo(m, b, len, err, sizeof err);
+  if (whole != 0 || cut != 1 || other_pid != 1 || other_slot != 1) {
+    fprintf(stderr, "FAIL %s: its own memo %d (0), cut %d, another pid %d, another slot %d (1 each)\n", ctx, whole, cut,
+            other_pid, other_slot);
+    failures++;
+  }
+  printf("GPU memo of %zu clock maps, %zu bytes: refused when cut, of another pid or thread\n", m->n_clock_maps, len);
+  free(blob);
+  lens_model_free(m);
+}
+
 int main(int argc, char **argv) {
   const char *root = argc > 1 ? argv[1] : LENS_SOURCE_DIR "/tests/golden/traces";
+  /* Every full load stores its files' GPU memo in a cache of the test's
+   * own, however small the files; every window is loaded with and without. */
+  char cache_dir[256];
+  setenv("NCCL_LENS_CACHE_DIR", rt_path(cache_dir, sizeof cache_dir, "gpu-cache"), 1);
+  setenv("NCCL_LENS_CACHE_MIN_BYTES", "0", 1);
+  unsetenv("NCCL_LENS_CACHE");
   if (golden_sets_each(root, golden_set, NULL) < 0) return 1;
   pxn_pair();
   pxn_pair_planned();
@@ -828,10 +906,17 @@ int main(int argc, char **argv) {
     fprintf(stderr, "FAIL: no planned window had KernelCh columns\n");
     failures++;
   }
+  if (!memo_windows || !memo_fewer_kch || !memo_seq_flagged) {
+    fprintf(stderr, "FAIL: %" PRIu64 " windows loaded with a GPU memo, %" PRIu64 " of them with fewer KernelCh, %" PRIu64
+            " with sequence flags from it (each must be some)\n", memo_windows, memo_fewer_kch, memo_seq_flagged);
+    failures++;
+  }
   if (!pruned_scenarios) {
     fprintf(stderr, "FAIL: no scenario's tiny window built fewer events than its trace holds\n");
     failures++;
   }
+  printf("%" PRIu64 " window(s) loaded with a GPU memo, %" PRIu64 " of them with fewer KernelCh than the trace, %" PRIu64
+         " with sequence flags from it\n", memo_windows, memo_fewer_kch, memo_seq_flagged);
   printf("%d failure(s); %" PRIu64 " scenario(s) pruned by a tiny window, %" PRIu64 " of their KernelLaunches, %" PRIu64
          " of their KernelCh; %" PRIu64 " window(s) left %" PRIu64 " chunk(s) unread, %" PRIu64
          " read again without plans; %" PRIu64 " planned window(s) with KernelCh columns\n",

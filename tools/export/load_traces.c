@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cli/cache.h"
 #include "cli/cli.h"
 #include "analysis/analyses.h"
 
@@ -46,11 +47,36 @@ void lens_cli_load_notes(const char *cmd, const struct lens_model *m) {
   }
 }
 
+/* The GPU memo of these files in the cache (cache.h, gpu_memo.c): for a
+ * window, the whole run's clock maps and sequence flags without reading
+ * every KernelCh. Not with CUPTI buffers given (their join reads every
+ * launch). */
+static int gpu_memo_key(const char *const *paths, size_t n, const struct lens_load_opts *o, struct lens_cache_key *k) {
+  if (!lens_analyze_gpu || !lens_analyze_gpu_memo || !lens_gpu_memo_save || (o && o->n_cupti_files)) return -1;
+  return lens_cache_key_make("gpu", paths, n, k);
+}
+
+/* After a full GPU analysis of these files: its memo stored, unless one is
+ * there already (a window that used it analysed only some KernelCh). */
+static void gpu_memo_store(const struct lens_model *m, const struct lens_cache_key *k) {
+  void *blob;
+  size_t len;
+  if (lens_gpu_memo_save(m, &blob, &len) == 0) lens_cache_put(k, blob, len);
+  free(blob);
+}
+
 struct lens_model *lens_cli_load(const char *cmd, const char *const *paths, size_t n, const struct lens_load_opts *o) {
   char err[512];
   int quiet = o && o->no_progress;
   struct lens_model *m = NULL;
-  struct lens_load_window *w = o ? o->window : NULL;
+  struct lens_load_window *w;
+  struct lens_cache_key key = {0};
+  int keyed = gpu_memo_key(paths, n, o, &key) == 0, memo_used = 0;
+  void *memo = NULL;
+  size_t memo_len = 0;
+  if (o && o->window && keyed) memo = lens_cache_get(&key, &memo_len);
+again:
+  w = o ? o->window : NULL;
   if (w) {
     /* The GPU analysis runs before the selection and fits each GPU's clock
      * from all its KernelCh: it reads them as the scan's columns
@@ -66,6 +92,7 @@ struct lens_model *lens_cli_load(const char *cmd, const char *const *paths, size
     w->keep_types = w->keep_types_if = w->keep_types_cupti = w->keep_types_parent = 0;
     w->cupti_given = o->n_cupti_files > 0;
     w->kch_columns = lens_analyze_gpu != NULL; /* the fits read every KernelCh's columns, not its event */
+    w->kch_no_light = memo != NULL;           /* the maps and sequence flags of the rest from the memo */
     if (lens_analyze_gpu) {
       w->keep_types_parent = 1u << LENS_T_KERNEL_CH;
       w->keep_types_cupti = 1u << LENS_T_KERNEL_LAUNCH | 1u << LENS_T_COLL | 1u << LENS_T_P2P;
@@ -75,6 +102,8 @@ struct lens_model *lens_cli_load(const char *cmd, const char *const *paths, size
     if (m && m->n_sched && lens_analyze_starvation) { /* it reads every event: the whole trace after all */
       lens_model_free(m);
       m = NULL;
+      free(memo);
+      memo = NULL;
     } else {
       w = NULL; /* done (or failed: err says why) */
     }
@@ -86,23 +115,42 @@ struct lens_model *lens_cli_load(const char *cmd, const char *const *paths, size
   if (!quiet) lens_cli_progress(NULL, -1, 0);
   if (!m) {
     lens_cli_error(cmd, "%s", err);
+    free(memo);
+    lens_cache_key_free(&key);
     return NULL;
+  }
+  if (memo) { /* (never with CUPTI buffers given: gpu_memo_key) */
+    int rc = lens_analyze_gpu_memo(m, memo, memo_len, err, sizeof err);
+    free(memo);
+    memo = NULL;
+    if (rc > 0) { /* not this model's memo: loaded again, every KernelCh read for a full analysis */
+      lens_model_free(m);
+      m = NULL;
+      goto again;
+    }
+    memo_used = 1;
+    if (rc < 0) lens_cli_error(cmd, "warning: GPU analysis skipped: %s", err);
   }
   if (!(o && o->no_notes)) lens_cli_load_notes(cmd, m);
   for (size_t i = 0; o && i < o->n_cupti_files; i++) {
     if (!lens_model_add_cupti_file) {
       lens_cli_error(cmd, "--cupti-buffer needs the GPU analysis, which is not built in");
       lens_model_free(m);
+      lens_cache_key_free(&key);
       return NULL;
     }
     if (lens_model_add_cupti_file(m, o->cupti_files[i], err, sizeof err)) {
       lens_cli_error(cmd, "%s", err);
       lens_model_free(m);
+      lens_cache_key_free(&key);
       return NULL;
     }
   }
-  if (lens_analyze_gpu && lens_analyze_gpu(m, err, sizeof err))
-    lens_cli_error(cmd, "warning: GPU analysis skipped: %s", err);
+  if (!memo_used && lens_analyze_gpu) {
+    if (lens_analyze_gpu(m, err, sizeof err)) lens_cli_error(cmd, "warning: GPU analysis skipped: %s", err);
+    else if (keyed) gpu_memo_store(m, &key);
+  }
+  lens_cache_key_free(&key);
   free(m->kch_cols); /* read: the selection renumbers the events they name */
   m->kch_cols = NULL, m->n_kch_cols = 0;
   if (lens_analyze_starvation && m->n_sched) lens_analyze_starvation(m, o ? o->min_wait_ns : 0);

@@ -488,6 +488,10 @@ struct lens_model *lens_model_load_ex(const char *const *paths, size_t n_paths, 
  * evidence, whose join reads every launch's KernelCh events; nor when a
  * file of the load starts one KernelCh id twice, or its KernelCh ids do not
  * say their type: built whole then, as without kch_columns).
+ * kch_no_light (with kch_columns): the caller has what the GPU analysis
+ * needs of the KernelCh outside the chunks read (a memo of the whole run's:
+ * lens_analyze_gpu_memo), so the chunks the plan leaves out are not read
+ * light for them; m->kch_cols holds the KernelCh of the chunks read.
  * events_total (out): the events a full load would have built.
  * chunks_skipped (out): the packed event chunks the load did not decode a
  * second time, the scan having found nothing in them to build or keep. */
@@ -497,6 +501,7 @@ struct lens_load_window {
   uint32_t keep_types, keep_types_if, keep_types_cupti, keep_types_parent;
   int cupti_given;
   int kch_columns;
+  int kch_no_light;
   int no_plan;              /* read every events chunk (no plan from the traces' INDEX chunks) */
   uint64_t events_total;
   uint64_t chunks_skipped;

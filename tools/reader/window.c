@@ -117,6 +117,7 @@ struct win_file {
    * event the plan reads may miss its STOP). planned: it leaves one out. */
   int can_plan, planned;
   int light;                       /* its KernelCh come from the GPU table (light reads of the chunks left out) */
+  int kch_cols_only;               /* the plan left out KernelCh for the columns alone (light or kch_no_light) */
   struct win_unread { uint64_t offset, seq; uint32_t session, slot, light; } *unread;
   size_t n_unread, cap_unread, unread_next; /* unread_next: each read's cursor */
   uint64_t unread_starts;
@@ -1021,7 +1022,7 @@ static int clean_chunk(const struct win_file *f, size_t k) {
 }
 
 static void plan_drop(struct win_file *f) {
-  f->can_plan = f->planned = f->light = 0;
+  f->can_plan = f->planned = f->light = f->kch_cols_only = 0;
   free(f->unread), f->unread = NULL, f->n_unread = 0, f->unread_starts = 0, f->unread_types = 0;
   free(f->in), f->in = NULL;
   lens_idseq_free(&f->wanted);
@@ -1068,9 +1069,10 @@ static void plan_files(struct lens_win *w, const char *const *paths, size_t n) {
   /* The KernelCh read as columns (kch_columns) need not be events: the
    * chunks left out that hold some are read light, for the GPU table. */
   const uint32_t gpu_types = 1u << LENS_T_KERNEL_CH | 1u << LENS_T_COLL | 1u << LENS_T_P2P;
-  int light = o->kch_columns && keep_on && (o->keep_types_parent >> LENS_T_KERNEL_CH & 1) &&
-              !(o->keep_types >> LENS_T_KERNEL_CH & 1);
-  if (light) need &= ~(1u << LENS_T_KERNEL_CH);
+  int cols_only = o->kch_columns && keep_on && (o->keep_types_parent >> LENS_T_KERNEL_CH & 1) &&
+                  !(o->keep_types >> LENS_T_KERNEL_CH & 1);
+  if (cols_only) need &= ~(1u << LENS_T_KERNEL_CH);
+  int light = cols_only && !o->kch_no_light; /* (else the caller has the rest from a memo) */
   struct plan_dec d = {0}; /* one decoder for every file (its zstd context made once) */
   for (size_t k = 0; k < n; k++) {
     struct win_file *f = &w->f[k];
@@ -1133,6 +1135,7 @@ static void plan_files(struct lens_win *w, const char *const *paths, size_t n) {
     }
     f->planned = f->n_unread > 0;
     f->light = f->planned && light;
+    f->kch_cols_only = f->planned && cols_only;
     if (!f->planned) plan_drop(f);
   }
   free(origin);
@@ -1277,7 +1280,7 @@ struct lens_model *lens_model_load_window(const char *const *paths, size_t n_pat
   /* A light file's KernelCh are columns only: without them (a file gave a
    * reason against, or too many records) it is read again without plans. */
   for (size_t k = 0; k < n_keep; k++)
-    if ((w.f[k].light && (!use_cols || !w.keep_on)) || (w.f[k].planned && w.too_many)) w.replan = 1;
+    if ((w.f[k].kch_cols_only && (!use_cols || !w.keep_on)) || (w.f[k].planned && w.too_many)) w.replan = 1;
   if (w.replan) goto out;
   /* A window that holds every START and every stop (--since 0, an --until
    * past the end): nothing to decide, the load builds all. */

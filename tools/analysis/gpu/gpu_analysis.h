@@ -65,6 +65,10 @@ struct lens_gpu_report *lens_gpu_state_report(struct lens_gpu_state *s);
 /* Extra CUPTI buffers (from --cupti-buffer files). */
 size_t lens_gpu_state_extra(struct lens_gpu_state *s, const struct lens_cupti_blob **blobs);
 
+/* gpu_analyze.c: every result of an earlier analysis of m cleared, the
+ * rows' too; the report to fill. */
+struct lens_gpu_kch_table;
+struct lens_gpu_report *lens_gpu_begin(struct lens_model *m, struct lens_gpu_state *s, struct lens_gpu_kch_table *t);
 /* gpu_join.c: read every CUPTI blob into model->kernels and join them to
  * KernelLaunch events (acc.cupti_kernel, kernel.launch_event). */
 int lens_gpu_join(struct lens_model *m, struct lens_gpu_report *r, char *err, size_t err_len);
@@ -88,6 +92,12 @@ void lens_gpu_fit_exclusions(struct lens_gpu_kch_table *t);
 /* gpu_flags.c: map KernelCh times and set LENS_ACC_* flags (rows' flags,
  * and the fields of the rows' events that are built). */
 void lens_gpu_flag(struct lens_model *m, struct lens_gpu_report *r, struct lens_gpu_kch_table *t);
+/* The same with the sequence flags (the ones that depend on other KernelCh
+ * of a channel) taken from a memo of a full pass, sorted by (proc, session,
+ * id), instead of computed from rows that may be only some (gpu_memo.c). */
+struct lens_gpu_seqflag;
+void lens_gpu_flag_memo(struct lens_model *m, struct lens_gpu_report *r, struct lens_gpu_kch_table *t,
+                        const struct lens_gpu_seqflag *seq, size_t n_seq);
 
 /* Helpers shared by the files. */
 /* 1 if the KernelCh lasts longer (pTimer) than kernel k (a contradictory join). */

@@ -19,6 +19,8 @@ static void drop_state_data(struct lens_gpu_state *s) { /* never the model's own
   memset(&s->report, 0, sizeof(s->report));
   lens_gpu_index_free(&s->launches);
   lens_gpu_index_free(&s->ops);
+  free(s->seq);
+  s->seq = NULL, s->n_seq = 0, s->seq_ambiguous = 0;
   for (size_t i = 0; i < s->n_extra; i++) free((void *)s->extra[i].data);
   free(s->extra);
   s->extra = NULL;
@@ -70,6 +72,8 @@ static void clear_results(struct lens_model *m, struct lens_gpu_state *s) {
   memset(&s->report, 0, sizeof(s->report));
   lens_gpu_index_free(&s->launches);
   lens_gpu_index_free(&s->ops);
+  free(s->seq);
+  s->seq = NULL, s->n_seq = 0, s->seq_ambiguous = 0;
 }
 
 void lens_gpu_release(struct lens_model *m) {
@@ -110,14 +114,8 @@ int lens_model_add_cupti_file(struct lens_model *m, const char *path, char *err,
   return 0;
 }
 
-int lens_gpu_analyze_rows(struct lens_model *m, struct lens_gpu_kch_table *t, char *err, size_t err_len) {
-  struct lens_gpu_state *s = lens_gpu_state(m, 1);
-  if (!s) {
-    snprintf(err, err_len, "out of memory");
-    return -1;
-  }
+struct lens_gpu_report *lens_gpu_begin(struct lens_model *m, struct lens_gpu_state *s, struct lens_gpu_kch_table *t) {
   clear_results(m, s);
-  struct lens_gpu_report *r = &s->report;
   for (size_t i = 0; i < m->n_events; i++) {
     struct lens_accuracy *a = &m->events[i].acc;
     a->flags &= LENS_ACC_STARVED; /* the starvation analysis owns that bit */
@@ -127,6 +125,16 @@ int lens_gpu_analyze_rows(struct lens_model *m, struct lens_gpu_kch_table *t, ch
     a->time_source = LENS_TS_HOST_NOTICE;
   }
   for (size_t q = 0; q < t->n; q++) t->v[q].flags = 0, t->v[q].cupti_kernel = -1;
+  return &s->report;
+}
+
+int lens_gpu_analyze_rows(struct lens_model *m, struct lens_gpu_kch_table *t, char *err, size_t err_len) {
+  struct lens_gpu_state *s = lens_gpu_state(m, 1);
+  if (!s) {
+    snprintf(err, err_len, "out of memory");
+    return -1;
+  }
+  struct lens_gpu_report *r = lens_gpu_begin(m, s, t);
   if (lens_gpu_join(m, r, err, err_len) != 0) return -1;
   lens_gpu_fit_exclusions(t);
   if (lens_gpu_fit_clocks(m, r, t, err, err_len) != 0) return -1;

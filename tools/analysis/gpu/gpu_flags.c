@@ -224,8 +224,9 @@ static struct chan_item *chan_items(const struct lens_gpu_kch_table *t) {
   return it;
 }
 
-void lens_gpu_flag(struct lens_model *m, struct lens_gpu_report *r, struct lens_gpu_kch_table *t) {
-  struct lens_gpu_state *st = lens_gpu_state(m, 0); /* once: it takes a lock */
+/* Each row on its own: its timers mapped, the flags that need no other row. */
+static void flag_rows(struct lens_model *m, struct lens_gpu_state *st, struct lens_gpu_report *r,
+                      struct lens_gpu_kch_table *t) {
   const struct lens_gpu_report *rep = lens_gpu_report_get(m);
   for (size_t q = 0; q < t->n; q++) {
     struct lens_gpu_kch *k = &t->v[q];
@@ -281,17 +282,81 @@ void lens_gpu_flag(struct lens_model *m, struct lens_gpu_report *r, struct lens_
         k->flags |= LENS_ACC_OUTSIDE_KERNEL;
     }
   }
-  struct chan_item *it = chan_items(t);
-  if (it) flag_sequences(t->v, it, t->n, 0);
-  free(it);
-  /* Every row's flags counted once: on its event (which may hold the
-   * starvation analysis's bit too), else here. */
+}
+
+/* Every row's flags counted once: on its event (which may hold the
+ * starvation analysis's bit too), else here. */
+static void flag_finish(struct lens_model *m, struct lens_gpu_report *r, const struct lens_gpu_kch_table *t) {
   for (size_t q = 0; q < t->n; q++) {
     const struct lens_gpu_kch *k = &t->v[q];
     if (k->ev >= 0) m->events[k->ev].acc.flags |= k->flags;
     else count_flags(r, k->flags);
   }
   for (size_t i = 0; i < m->n_events; i++) count_flags(r, m->events[i].acc.flags);
+}
+
+static int cmp_seqflag(const void *pa, const void *pb) {
+  const struct lens_gpu_seqflag *a = pa, *b = pb;
+  if (a->proc != b->proc) return a->proc < b->proc ? -1 : 1;
+  if (a->session != b->session) return a->session < b->session ? -1 : 1;
+  return (a->id > b->id) - (a->id < b->id);
+}
+
+/* What the sequence pass added to each row, kept in the state for a memo
+ * (gpu_memo.c) in (proc, session, id) order; ambiguous when a row it
+ * flagged shares its identity with another row (an id started twice:
+ * crafted input), as a window could not tell which of them it has. */
+static void keep_seqflags(struct lens_gpu_state *st, const struct lens_gpu_kch_table *t, const uint32_t *before) {
+  size_t n = 0;
+  for (size_t q = 0; q < t->n; q++) n += t->v[q].flags != before[q];
+  free(st->seq);
+  st->seq = NULL, st->n_seq = 0, st->seq_ambiguous = 0;
+  if (!n) return;
+  if (!(st->seq = malloc(n * sizeof *st->seq))) {
+    st->seq_ambiguous = 1; /* no memo without them */
+    return;
+  }
+  for (size_t q = 0; q < t->n; q++)
+    if (t->v[q].flags != before[q])
+      st->seq[st->n_seq++] = (struct lens_gpu_seqflag){t->v[q].proc, t->v[q].session, t->v[q].id,
+                                                      t->v[q].flags & ~before[q]};
+  qsort(st->seq, st->n_seq, sizeof *st->seq, cmp_seqflag);
+  for (size_t i = 1; i < st->n_seq; i++)
+    if (!cmp_seqflag(&st->seq[i - 1], &st->seq[i])) st->seq_ambiguous = 1;
+  size_t hits = 0; /* every row whose identity is one of them: exactly one each */
+  for (size_t q = 0; q < t->n && !st->seq_ambiguous; q++) {
+    struct lens_gpu_seqflag key = {t->v[q].proc, t->v[q].session, t->v[q].id, 0};
+    hits += bsearch(&key, st->seq, st->n_seq, sizeof key, cmp_seqflag) != NULL;
+  }
+  if (hits != st->n_seq) st->seq_ambiguous = 1;
+}
+
+void lens_gpu_flag(struct lens_model *m, struct lens_gpu_report *r, struct lens_gpu_kch_table *t) {
+  struct lens_gpu_state *st = lens_gpu_state(m, 0); /* once: it takes a lock */
+  flag_rows(m, st, r, t);
+  uint32_t *before = st ? malloc((t->n ? t->n : 1) * sizeof *before) : NULL;
+  for (size_t q = 0; before && q < t->n; q++) before[q] = t->v[q].flags;
+  struct chan_item *it = chan_items(t);
+  if (it) flag_sequences(t->v, it, t->n, 0);
+  free(it);
+  if (st) {
+    if (before) keep_seqflags(st, t, before);
+    else st->seq_ambiguous = 1;
+  }
+  free(before);
+  flag_finish(m, r, t);
+}
+
+void lens_gpu_flag_memo(struct lens_model *m, struct lens_gpu_report *r, struct lens_gpu_kch_table *t,
+                        const struct lens_gpu_seqflag *seq, size_t n_seq) {
+  struct lens_gpu_state *st = lens_gpu_state(m, 0);
+  flag_rows(m, st, r, t);
+  for (size_t q = 0; q < t->n && n_seq; q++) {
+    struct lens_gpu_seqflag key = {t->v[q].proc, t->v[q].session, t->v[q].id, 0};
+    const struct lens_gpu_seqflag *hit = bsearch(&key, seq, n_seq, sizeof key, cmp_seqflag);
+    if (hit) t->v[q].flags |= hit->flags;
+  }
+  flag_finish(m, r, t);
 }
 
 /* Before fitting: KernelCh whose timers are structurally suspect (shared

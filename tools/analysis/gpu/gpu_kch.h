@@ -24,6 +24,8 @@ struct lens_gpu_kch {
   int32_t ev;           /* model event, -1: not built */
   int32_t thread, proc; /* model indices: the proxy (or profiler) thread that reported it */
   int32_t channel;
+  uint32_t session;     /* with proc and id: which KernelCh it is, in any load of the same files (gpu_memo.c) */
+  uint64_t id;
   uint64_t start_gpu, stop_gpu;       /* pTimers, 0 none (stop: the first KernelChStop's arg) */
   /* host CLOCK_MONOTONIC: its START; its first KernelChStop, else its STOP; 0 none */
   uint64_t start_notice, stop_notice;

@@ -5,6 +5,15 @@
 #include "gpu_analysis.h"
 #include "gpu_index.h"
 
+/* What the flags' sequence pass (gpu_flags.c) added to one KernelCh: the
+ * part of its flags that depends on other KernelCh of its channel. */
+struct lens_gpu_seqflag {
+  int32_t proc;
+  uint32_t session;
+  uint64_t id;
+  uint32_t flags;
+};
+
 struct lens_gpu_state {
   const struct lens_model *m;
   /* The model this state belongs to: a freed model's address can come back
@@ -14,6 +23,10 @@ struct lens_gpu_state {
   struct lens_cupti_blob *extra; size_t n_extra; /* --cupti-buffer files; data owned */
   struct lens_gpu_index launches; /* KernelLaunch: (proc, event id) -> event */
   struct lens_gpu_index ops;      /* Coll/P2p: (proc, launch_id) -> event */
+  /* The last full flag pass's sequence flags, by (proc, session, id), for a
+   * memo (gpu_memo.c); ambiguous: a memo cannot carry them. */
+  struct lens_gpu_seqflag *seq; size_t n_seq;
+  int seq_ambiguous;
   struct lens_gpu_state *next;
 };
 
