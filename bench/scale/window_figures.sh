@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Prints wall time and max RSS of `summary --json` on a job written by
-# lens-gen-job: the whole run, a 1 % time window in its middle, and an empty
-# window (what the window's scans cost alone), with what the selection kept
-# (docs/scale.md, "A time window"). Figures, not assertions: take them with
-# nothing else running (uptime is printed first).
+# lens-gen-job: the whole run, a 1 % time window in its middle with the GPU
+# memo the whole run left in the cache and without it (NCCL_LENS_CACHE=off:
+# every KernelCh of the run read for the clock maps), and an empty window
+# (what the window's scans cost alone), with what the selection kept
+# (docs/scale.md, "A time window", "The GPU memo"). The cache is a fresh
+# directory of its own. Figures, not assertions: take them with nothing else
+# running (uptime is printed first).
 #
 #   bench/scale/window_figures.sh [--events N] [--build DIR] [--job DIR] [--keep]
 #
@@ -27,6 +30,8 @@ lens=$build/bin/nccl-lens
 [ -x /usr/bin/time ] || { echo "window_figures: needs /usr/bin/time (Debian package time)" >&2; exit 1; }
 tmp=$(mktemp -d /tmp/lens-window-XXXXXX)
 trap '[ "$keep" = 1 ] || rm -rf "$tmp"' EXIT
+export NCCL_LENS_CACHE_DIR=$tmp/cache
+unset NCCL_LENS_CACHE NCCL_LENS_CACHE_MIN_BYTES
 if [ -z "$job" ]; then
   job=$tmp/job
   "$build/bin/lens-gen-job" -o "$job" --events "$events" >&2
@@ -54,5 +59,6 @@ run() {
 }
 run "whole run"
 run "1 % window" --since "${mid}ns" --until "$((mid + pct))ns"
+NCCL_LENS_CACHE=off run "1 % window, no memo" --since "${mid}ns" --until "$((mid + pct))ns"
 run "empty window (scans)" --since "$((span_ns * 4))ns"
 run "window = whole run" --since 0 --until "$((span_ns * 4))ns"

@@ -202,6 +202,10 @@ int lens_win_pend(struct lens_builder *b, uint32_t session, uint32_t kind, uint6
  * so the scan and the load see the same bytes); on the load they
  * pass to the caller. 0, or -1 with err set. */
 int lens_win_bytes(struct lens_builder *b, const char *path, uint8_t **addr, size_t *size);
+/* 1 when these are the bytes the window's plan walked (its index read) and
+ * found whole: every chunk payload's CRC already checked on them, the same
+ * chunks a walk of them finds. */
+int lens_win_payloads_checked(const struct lens_builder *b, const uint8_t *base, size_t size);
 /* End of a chunk of the scanned file (where the loader applies its records). 0 or -1. */
 int lens_win_chunk_end(struct lens_builder *b);
 /* End of a scanned file: its origin evidence noted, its columns resolved. 0 or -1. */

@@ -173,6 +173,7 @@ static int read_stream(struct lens_cstream *s, const char *path, struct lens_tra
     last = -1;
   }
   ix->producer = s->fh.producer;
+  ix->payloads_checked = r == 0 && !s->damaged_bytes && !s->damaged_chunks;
   lens_cstream_close(s);
   if (r >= 0 && sort_touches(ix)) {
     lens_trace_index_free(ix);

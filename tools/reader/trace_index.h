@@ -78,6 +78,7 @@ struct lens_trace_index {
   uint32_t session_flags; /* every SESSION's LENS_SESSION_F_*, or-ed */
   size_t cupti_chunks;    /* CUPTI chunks */
   uint64_t ring_full;     /* the largest ring_full a DROPS chunk gave: STARTs lost, sequence numbers skipped */
+  int payloads_checked;   /* the walk found no damage: every chunk's payload passed its CRC, on the bytes read */
   /* The touches sorted for lookups, and the chunks every lookup of their session returns (unindexed, or
    * touching any id). */
   struct lens_touch_ent *tsort;

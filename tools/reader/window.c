@@ -116,6 +116,10 @@ struct win_file {
    * events the plan wants (the only ones the decisions may keep: another
    * event the plan reads may miss its STOP). planned: it leaves one out. */
   int can_plan, planned;
+  /* The bytes the plan's index walk found whole (every payload's CRC checked on them): the scan and the
+   * load walk the same bytes and check only their headers (lens_win_payloads_checked). */
+  const uint8_t *checked_bytes;
+  size_t checked_size;
   int light;                       /* its KernelCh come from the GPU table (light reads of the chunks left out) */
   int kch_cols_only;               /* the plan left out KernelCh for the columns alone (light or kch_no_light) */
   struct win_unread { uint64_t offset, seq; uint32_t session, slot, light; } *unread;
@@ -169,6 +173,11 @@ struct lens_win {
 
 #define BIT(v, i) ((v)[(i) >> 3] >> ((i) & 7) & 1)
 #define SET(v, i) ((v)[(i) >> 3] |= (uint8_t)(1u << ((i) & 7)))
+
+int lens_win_payloads_checked(const struct lens_builder *b, const uint8_t *base, size_t size) {
+  const struct win_file *f = b->win_file < b->win->n ? &b->win->f[b->win_file] : NULL;
+  return f && f->checked_bytes && f->checked_bytes == base && f->checked_size == size;
+}
 
 int lens_win_bytes(struct lens_builder *b, const char *path, uint8_t **addr, size_t *size) {
   struct lens_win *w = b->win;
@@ -1055,6 +1064,7 @@ static void plan_files(struct lens_win *w, const char *const *paths, size_t n) {
     if (!f->bytes && lens_read_regular_file(paths[k], UINT64_MAX, "trace", &f->bytes, &f->size, err, sizeof err))
       goto none; /* the scan says why */
     if (lens_trace_index_read_mem(f->bytes, f->size, paths[k], &f->ix, err, sizeof err)) goto none;
+    if (f->ix.payloads_checked) f->checked_bytes = f->bytes, f->checked_size = f->size;
     const struct lens_trace_index *ix = &f->ix;
     if (ix->producer == LENS_PRODUCER_SCHED || ix->cupti_chunks || (ix->session_flags & LENS_SESSION_F_CUPTI))
       goto none; /* starvation and CUPTI read every event: loaded whole anyway */
