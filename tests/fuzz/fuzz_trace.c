@@ -6,7 +6,8 @@
  * reader (lens_cols_read), the job view (map, reduce, causes), the host
  * alignment, and the reports printed to /dev/null; and the time-window
  * loader (lens_model_load_window) on a window taken from the input's last
- * bytes, with the GPU types kept as lens_cli_load keeps them. The chunks' CRCs are recomputed
+ * bytes, with the GPU types kept as lens_cli_load keeps them, and again with the full load's GPU
+ * memo (gpu_memo.c: no light reads; the same events, accuracy and clock maps). The chunks' CRCs are recomputed
  * first (fuzz_fix_trace_crcs). A sanitizer report, a crash or a
  * hang is a finding; a trace refused with a message is not.
  *
@@ -423,13 +424,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   w.keep_types_if = 1u << LENS_T_KERNEL_CH | 1u << LENS_T_KERNEL_LAUNCH;
   w.kch_columns = 1; /* the KernelCh as the scan's columns (m->kch_cols), read by the GPU analysis below */
   struct full_steps full = {0};
+  void *memo = NULL; /* the full load's GPU memo (gpu_memo.c), for the window below */
+  size_t memo_len = 0;
   for (int fold = 0; fold < 2; fold++) {
     struct lens_model *m = lens_model_load_ex(paths, 1, fold ? LENS_LOAD_FOLD_STEPS : 0, err, sizeof err, NULL);
     if (!fold && m) full_steps_of(m, &full);
     if (fold) fold_loads(paths, data, size, &full, m, &w); /* before the analyses mark the events */
     if (!m) continue;
     /* as lens_cli_load: the GPU analysis (clock maps), the starvation merge */
-    if (lens_analyze_gpu) lens_analyze_gpu(m, err, sizeof err);
+    if (lens_analyze_gpu && !lens_analyze_gpu(m, err, sizeof err) && !fold && lens_gpu_memo_save &&
+        lens_gpu_memo_save(m, &memo, &memo_len))
+      free(memo), memo = NULL;
     if (lens_analyze_starvation && m->n_sched) lens_analyze_starvation(m, 0);
     struct lens_summary s;
     if (!lens_summary_build(m, &s, lens_analyze_gpu != NULL)) {
@@ -451,10 +456,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     lens_model_free(m);
   }
   struct lens_model *wm = lens_model_load_window(paths, 1, 0, &w, err, sizeof err, NULL);
-  if (wm) {
-    if (lens_analyze_gpu) lens_analyze_gpu(wm, err, sizeof err);
-    lens_model_free(wm);
+  if (wm && lens_analyze_gpu) lens_analyze_gpu(wm, err, sizeof err);
+  /* The same window with the memo, as lens_cli_load loads it (no light reads): applied, the
+   * same events with the same accuracy fields and the same clock maps; refused (1), nothing to compare. */
+  if (memo && wm && !wm->n_sched) {
+    struct lens_load_window mw = w;
+    mw.kch_no_light = 1;
+    struct lens_model *mm = lens_model_load_window(paths, 1, 0, &mw, err, sizeof err, NULL);
+    if (mm && lens_analyze_gpu_memo(mm, memo, memo_len, err, sizeof err) == 0) {
+      FOLD_REQUIRE(mm->n_events == wm->n_events && mm->n_clock_maps == wm->n_clock_maps);
+      for (size_t i = 0; i < mm->n_events; i++)
+        FOLD_REQUIRE(mm->events[i].id == wm->events[i].id &&
+                     !memcmp(&mm->events[i].acc, &wm->events[i].acc, sizeof mm->events[i].acc));
+      for (size_t i = 0; i < mm->n_clock_maps; i++)
+        FOLD_REQUIRE(!memcmp(&mm->clock_maps[i], &wm->clock_maps[i], sizeof mm->clock_maps[i]));
+    }
+    lens_model_free(mm);
   }
+  free(memo);
+  lens_model_free(wm);
   struct lens_cols *c = lens_cols_new();
   if (c) {
     lens_cols_read(c, path, err, sizeof err);

@@ -56,8 +56,9 @@ static int gpu_memo_key(const char *const *paths, size_t n, const struct lens_lo
   return lens_cache_key_make("gpu", paths, n, k);
 }
 
-/* After a full GPU analysis of these files: its memo stored, unless one is
- * there already (a window that used it analysed only some KernelCh). */
+/* After a full GPU analysis of these files: its memo stored (again, when
+ * one was there: a few KiB a host group, and its age renewed). A window
+ * that used a memo analysed only some KernelCh and stores none. */
 static void gpu_memo_store(const struct lens_model *m, const struct lens_cache_key *k) {
   void *blob;
   size_t len;
