@@ -115,6 +115,16 @@ static int off_and_small(void) {
   lens_cache_disable(0);
   const char *p[1] = {"/dev/null"};
   CHECK(lens_cache_key_make("gpu", p, 1, &k) != 0, "a key for an input that is no regular file");
+  char gone[700]; /* an unlinked file still open (a spooled input): another file every run */
+  snprintf(gone, sizeof gone, "%s/spooled", root);
+  write_file(gone, "spooled trace");
+  int fd = open(gone, O_RDONLY);
+  unlink(gone);
+  char fdp[64];
+  snprintf(fdp, sizeof fdp, "/proc/self/fd/%d", fd);
+  p[0] = fdp;
+  CHECK(fd >= 0 && lens_cache_key_make("gpu", p, 1, &k) != 0, "a key for an unlinked (spooled) input");
+  close(fd);
   return 0;
 }
 

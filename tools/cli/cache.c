@@ -131,7 +131,9 @@ int lens_cache_key_make(const char *kind, const char *const *paths, size_t n, st
   uint64_t nn = n;
   put(&b, &nn, sizeof nn);
   for (size_t i = 0; i < n; i++) {
-    if (stat(paths[i], &st) || !S_ISREG(st.st_mode)) {
+    /* (a spooled input, standard input or a .gz read into an unlinked memory file, is another file
+     * every run: no key, rather than an entry nobody finds again) */
+    if (stat(paths[i], &st) || !S_ISREG(st.st_mode) || st.st_nlink == 0) {
       free(b.p);
       return -1;
     }
