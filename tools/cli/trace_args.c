@@ -122,7 +122,9 @@ void lens_trace_cli_usage_common_but(FILE *f, int no_cupti) {
           "  A DIR stands for the .lens files in it; - reads a trace (plain or gzip) from standard input;\n"
           "  TRACE.lens.gz is decompressed (each into memory, up to NCCL_LENS_INPUT_MAX_MB, default 4096).\n"
           "  Options take --opt=VALUE too, -o also -oFILE.\n"
-          "  The selection runs after the GPU clock fits and starvation analysis, which use every event.\n"
+          "  The selection runs after the GPU clock fits and starvation analysis, which use every event;\n"
+          "  a --since/--until window takes the fits from the cache a whole read of the same files left\n"
+          "  (~/.cache/nccl-lens; NCCL_LENS_CACHE=off: none).\n"
           "  Exit status: 0 done, 1 failed (unreadable trace, write error), 2 usage error.\n",
           no_cupti ? "" : "  --cupti-buffer FILE     raw CUPTI activity buffer saved on the GPU machine (repeatable)\n");
 }
