@@ -156,16 +156,6 @@ void lens_cache_key_free(struct lens_cache_key *k) {
   memset(k, 0, sizeof *k);
 }
 
-static int read_all(int fd, void *p, size_t n) {
-  for (size_t got = 0; got < n;) {
-    ssize_t r = read(fd, (uint8_t *)p + got, n - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return -1;
-    got += (size_t)r;
-  }
-  return 0;
-}
-
 void *lens_cache_get(const struct lens_cache_key *k, size_t *len) {
   int d = cache_dir();
   if (d < 0 || !k->bytes) return NULL;
@@ -176,19 +166,17 @@ void *lens_cache_get(const struct lens_cache_key *k, size_t *len) {
     if (log_on) fprintf(stderr, "nccl-lens: cache: miss %s\n", k->name);
     return NULL;
   }
+  /* The whole entry (its size bounded by the open): header, key, data. */
+  size_t size = (size_t)st.st_size;
+  uint8_t *buf = malloc(size ? size : 1);
   struct entry_hdr h;
-  uint8_t *key = NULL, *data = NULL;
   const char *bad = "bad entry";
-  if (read_all(fd, &h, sizeof h) || memcmp(h.magic, ENTRY_MAGIC, 8)) goto fail;
-  if (h.key_len != k->len || h.data_len > LENS_CACHE_MAX_ENTRY ||
-      (uint64_t)st.st_size != sizeof h + h.key_len + h.data_len) {
-    bad = "another key";
-    goto fail;
-  }
-  key = malloc(h.key_len ? h.key_len : 1);
-  data = malloc(h.data_len ? h.data_len : 1);
-  if (!key || !data || read_all(fd, key, h.key_len) || read_all(fd, data, h.data_len)) goto fail;
-  if (memcmp(key, k->bytes, k->len)) {
+  if (!buf || lens_read_upto(fd, buf, size) != (ssize_t)size || size < sizeof h) goto fail;
+  memcpy(&h, buf, sizeof h);
+  if (memcmp(h.magic, ENTRY_MAGIC, 8)) goto fail;
+  const uint8_t *key = buf + sizeof h, *data = key + k->len;
+  if (h.key_len != k->len || h.data_len > LENS_CACHE_MAX_ENTRY || (uint64_t)size != sizeof h + h.key_len + h.data_len ||
+      memcmp(key, k->bytes, k->len)) {
     bad = "another key";
     goto fail;
   }
@@ -198,15 +186,14 @@ void *lens_cache_get(const struct lens_cache_key *k, size_t *len) {
   }
   futimens(fd, NULL); /* recently used: the last to go */
   close(fd);
-  free(key);
+  memmove(buf, data, h.data_len); /* the caller's: the data alone */
   *len = h.data_len;
   if (log_on) fprintf(stderr, "nccl-lens: cache: hit %s (%llu bytes)\n", k->name, (unsigned long long)h.data_len);
-  return data;
+  return buf;
 fail:
   if (log_on) fprintf(stderr, "nccl-lens: cache: miss %s (%s)\n", k->name, bad);
   close(fd);
-  free(key);
-  free(data);
+  free(buf);
   return NULL;
 }
 

@@ -206,6 +206,13 @@ static void launch_of(unsigned type, const uint8_t *payload, size_t payload_len,
   }
 }
 
+/* A KernelCh's payload, read as records.c reads it (a short one zero-extended). */
+static struct lens_p_kernel_ch kernel_ch_of(const uint8_t *payload, size_t payload_len) {
+  struct lens_p_kernel_ch p = {0};
+  memcpy(&p, payload, payload_len < sizeof p ? payload_len : sizeof p);
+  return p;
+}
+
 /* The scan's part of a KernelCh's columns, or a Coll/P2p's launch (read as
  * records.c reads the payload: a short one zero-extended). 0 or -1. */
 static int kch_start(struct lens_win *w, struct dstart *d, int32_t thread, const struct lens_rec_start *s,
@@ -215,8 +222,7 @@ static int kch_start(struct lens_win *w, struct dstart *d, int32_t thread, const
       w->cols = 0;
       return 0;
     }
-    struct lens_p_kernel_ch p = {0};
-    memcpy(&p, payload, payload_len < sizeof p ? payload_len : sizeof p);
+    struct lens_p_kernel_ch p = kernel_ch_of(payload, payload_len);
     d->aux = (int32_t)w->n_ks;
     struct kstart *k = LENS_VEC_PUSH(w, w->ks, w->n_ks, cap_ks);
     if (!k) return -1;
@@ -239,8 +245,7 @@ static int table_start(struct lens_win *w, uint32_t session, uint32_t chunk, int
       w->replan = 1;
       return 0;
     }
-    struct lens_p_kernel_ch p = {0};
-    memcpy(&p, payload, payload_len < sizeof p ? payload_len : sizeof p);
+    struct lens_p_kernel_ch p = kernel_ch_of(payload, payload_len);
     struct tstart *t = LENS_VEC_PUSH(w, w->ts, w->n_ts, cap_ts);
     if (!t) return -1;
     *t = (struct tstart){session, chunk, thread, p.channel, s->id, s->parent, s->ts, p.start_gpu_ns};

@@ -295,7 +295,7 @@ static void flag_finish(struct lens_model *m, struct lens_gpu_report *r, const s
   for (size_t i = 0; i < m->n_events; i++) count_flags(r, m->events[i].acc.flags);
 }
 
-static int cmp_seqflag(const void *pa, const void *pb) {
+int lens_gpu_seqflag_cmp(const void *pa, const void *pb) {
   const struct lens_gpu_seqflag *a = pa, *b = pb;
   if (a->proc != b->proc) return a->proc < b->proc ? -1 : 1;
   if (a->session != b->session) return a->session < b->session ? -1 : 1;
@@ -319,14 +319,14 @@ static void keep_seqflags(struct lens_gpu_state *st, const struct lens_gpu_kch_t
   for (size_t q = 0; q < t->n; q++)
     if (t->v[q].flags != before[q])
       st->seq[st->n_seq++] = (struct lens_gpu_seqflag){t->v[q].proc, t->v[q].session, t->v[q].id,
-                                                      t->v[q].flags & ~before[q]};
-  qsort(st->seq, st->n_seq, sizeof *st->seq, cmp_seqflag);
+                                                      t->v[q].flags & ~before[q], 0};
+  qsort(st->seq, st->n_seq, sizeof *st->seq, lens_gpu_seqflag_cmp);
   for (size_t i = 1; i < st->n_seq; i++)
-    if (!cmp_seqflag(&st->seq[i - 1], &st->seq[i])) st->seq_ambiguous = 1;
+    if (!lens_gpu_seqflag_cmp(&st->seq[i - 1], &st->seq[i])) st->seq_ambiguous = 1;
   size_t hits = 0; /* every row whose identity is one of them: exactly one each */
   for (size_t q = 0; q < t->n && !st->seq_ambiguous; q++) {
-    struct lens_gpu_seqflag key = {t->v[q].proc, t->v[q].session, t->v[q].id, 0};
-    hits += bsearch(&key, st->seq, st->n_seq, sizeof key, cmp_seqflag) != NULL;
+    struct lens_gpu_seqflag key = {t->v[q].proc, t->v[q].session, t->v[q].id, 0, 0};
+    hits += bsearch(&key, st->seq, st->n_seq, sizeof key, lens_gpu_seqflag_cmp) != NULL;
   }
   if (hits != st->n_seq) st->seq_ambiguous = 1;
 }
@@ -352,8 +352,8 @@ void lens_gpu_flag_memo(struct lens_model *m, struct lens_gpu_report *r, struct 
   struct lens_gpu_state *st = lens_gpu_state(m, 0);
   flag_rows(m, st, r, t);
   for (size_t q = 0; q < t->n && n_seq; q++) {
-    struct lens_gpu_seqflag key = {t->v[q].proc, t->v[q].session, t->v[q].id, 0};
-    const struct lens_gpu_seqflag *hit = bsearch(&key, seq, n_seq, sizeof key, cmp_seqflag);
+    struct lens_gpu_seqflag key = {t->v[q].proc, t->v[q].session, t->v[q].id, 0, 0};
+    const struct lens_gpu_seqflag *hit = bsearch(&key, seq, n_seq, sizeof key, lens_gpu_seqflag_cmp);
     if (hit) t->v[q].flags |= hit->flags;
   }
   flag_finish(m, r, t);

@@ -11,7 +11,7 @@
  * the KernelCh that have any, keyed by (process, session, id); a window
  * applies it to the KernelCh it built, and every other per-KernelCh rule
  * runs as in a full analysis (gpu_flags.c, flag_rows). So the answers are
- * the full analysis's, byte for byte (tests/passes/window_memo.sh).
+ * the full analysis's, byte for byte (test_window, window_cli.sh, fuzz_trace).
  *
  * Not memoized: CUPTI evidence (its join walks every launch: a window with
  * it reads every KernelCh, Coll and launch anyway), a sequence-flagged
@@ -46,13 +46,6 @@ struct memo_map {
   uint8_t a[16], b[16]; /* the segment's long doubles, as this binary holds them */
 };
 
-struct memo_seq {
-  int32_t proc;
-  uint32_t session;
-  uint64_t id;
-  uint32_t flags, reserved;
-};
-
 _Static_assert(sizeof(long double) <= 16, "a segment's long double must fit its memo bytes");
 
 int lens_gpu_memo_save(const struct lens_model *m, void **blob, size_t *len) {
@@ -62,7 +55,7 @@ int lens_gpu_memo_save(const struct lens_model *m, void **blob, size_t *len) {
   if (!s || !r || s->seq_ambiguous || m->n_cupti || s->n_extra || m->n_kernels || r->n_segs != m->n_clock_maps)
     return 1;
   size_t n = sizeof(struct memo_hdr) + m->n_procs * sizeof(uint32_t) + m->n_clock_maps * sizeof(struct memo_map) +
-             s->n_seq * sizeof(struct memo_seq);
+             s->n_seq * sizeof(struct lens_gpu_seqflag);
   uint8_t *p = calloc(1, n), *at = p;
   if (!p) return -1;
   struct memo_hdr h = {.n_procs = (uint32_t)m->n_procs, .n_maps = (uint32_t)m->n_clock_maps,
@@ -90,10 +83,7 @@ int lens_gpu_memo_save(const struct lens_model *m, void **blob, size_t *len) {
     memcpy(x.b, &g->b, sizeof g->b);
     memcpy(at, &x, sizeof x), at += sizeof x;
   }
-  for (size_t i = 0; i < s->n_seq; i++) {
-    struct memo_seq q = {s->seq[i].proc, s->seq[i].session, s->seq[i].id, s->seq[i].flags, 0};
-    memcpy(at, &q, sizeof q), at += sizeof q;
-  }
+  if (s->n_seq) memcpy(at, s->seq, s->n_seq * sizeof *s->seq); /* (no padding: the struct's bytes are its fields) */
   *blob = p, *len = n;
   return 0;
 }
@@ -108,7 +98,8 @@ static int memo_view(const struct lens_model *m, const uint8_t *p, size_t len, s
   memcpy(&v->h, p, sizeof v->h);
   if (memcmp(v->h.magic, MEMO_MAGIC, 8) || v->h.n_procs != m->n_procs) return 1;
   uint64_t need = sizeof v->h + (uint64_t)v->h.n_procs * sizeof(uint32_t) +
-                  (uint64_t)v->h.n_maps * sizeof(struct memo_map) + (uint64_t)v->h.n_seq * sizeof(struct memo_seq);
+                  (uint64_t)v->h.n_maps * sizeof(struct memo_map) +
+                  (uint64_t)v->h.n_seq * sizeof(struct lens_gpu_seqflag);
   if (need != len) return 1;
   v->pids = p + sizeof v->h;
   v->maps = v->pids + (size_t)v->h.n_procs * sizeof(uint32_t);
@@ -128,13 +119,6 @@ static int memo_view(const struct lens_model *m, const uint8_t *p, size_t len, s
     if (t->slot != x.slot || t->tid != x.tid) return 1;
     last = x.thread;
   }
-  for (size_t i = 1; i < v->h.n_seq; i++) { /* strictly rising: looked up by binary search */
-    struct memo_seq a, b;
-    memcpy(&a, v->seq + (i - 1) * sizeof a, sizeof a);
-    memcpy(&b, v->seq + i * sizeof b, sizeof b);
-    int up = a.proc != b.proc ? a.proc < b.proc : a.session != b.session ? a.session < b.session : a.id < b.id;
-    if (!up) return 1;
-  }
   return 0;
 }
 
@@ -146,17 +130,22 @@ int lens_analyze_gpu_memo(struct lens_model *m, const void *blob, size_t len, ch
     return -1;
   }
   if (m->n_cupti || s->n_extra || memo_view(m, blob, len, &v)) return 1;
-  struct lens_gpu_kch_table t;
   struct lens_gpu_seqflag *seq = malloc((v.h.n_seq ? v.h.n_seq : 1) * sizeof *seq);
-  if (!seq || lens_gpu_kch_from_model(m, &t)) {
-    free(seq);
+  if (!seq) {
     snprintf(err, err_len, "out of memory");
     return -1;
   }
-  for (size_t i = 0; i < v.h.n_seq; i++) {
-    struct memo_seq q;
-    memcpy(&q, v.seq + i * sizeof q, sizeof q);
-    seq[i] = (struct lens_gpu_seqflag){q.proc, q.session, q.id, q.flags};
+  if (v.h.n_seq) memcpy(seq, v.seq, v.h.n_seq * sizeof *seq); /* (copied: the blob's bytes may be unaligned) */
+  for (size_t i = 1; i < v.h.n_seq; i++)
+    if (lens_gpu_seqflag_cmp(&seq[i - 1], &seq[i]) >= 0) { /* strictly rising: looked up by binary search */
+      free(seq);
+      return 1;
+    }
+  struct lens_gpu_kch_table t;
+  if (lens_gpu_kch_from_model(m, &t)) {
+    free(seq);
+    snprintf(err, err_len, "out of memory");
+    return -1;
   }
   struct lens_gpu_report *r = lens_gpu_begin(m, s, &t);
   int rc = lens_gpu_join(m, r, err, err_len);

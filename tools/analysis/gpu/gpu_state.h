@@ -12,7 +12,11 @@ struct lens_gpu_seqflag {
   uint32_t session;
   uint64_t id;
   uint32_t flags;
+  uint32_t reserved; /* 0: no padding, so a memo holds the struct's bytes (gpu_memo.c) */
 };
+_Static_assert(sizeof(struct lens_gpu_seqflag) == 24, "a memo holds these bytes as they are");
+/* Their order: (proc, session, id), as qsort and bsearch take it. */
+int lens_gpu_seqflag_cmp(const void *a, const void *b);
 
 struct lens_gpu_state {
   const struct lens_model *m;
