@@ -151,6 +151,23 @@ int lens_cache_key_make(const char *kind, const char *const *paths, size_t n, st
   return 0;
 }
 
+int lens_cache_key_part(const struct lens_cache_key *base, const char *part, struct lens_cache_key *k) {
+  memset(k, 0, sizeof *k);
+  size_t pl = part ? strlen(part) : 0;
+  const char *dash = strchr(base->name, '-');
+  if (!base->bytes || !pl || pl > 32 || !dash) return -1;
+  if (!(k->bytes = malloc(base->len + pl + 1))) return -1;
+  memcpy(k->bytes, base->bytes, base->len);
+  k->bytes[base->len] = 0; /* (the base ends with the last input's stat: no part reads as another key's bytes) */
+  memcpy(k->bytes + base->len + 1, part, pl);
+  k->len = base->len + 1 + pl;
+  k->input_bytes = base->input_bytes;
+  snprintf(k->name, sizeof k->name, "%.*s-%016llx%016llx.lcache", (int)(dash - base->name), base->name,
+           (unsigned long long)fnv(k->bytes, k->len, 0xcbf29ce484222325ull),
+           (unsigned long long)fnv(k->bytes, k->len, 0x84222325cbf29ce4ull));
+  return 0;
+}
+
 void lens_cache_key_free(struct lens_cache_key *k) {
   free(k->bytes);
   memset(k, 0, sizeof *k);

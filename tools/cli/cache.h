@@ -44,6 +44,10 @@ struct lens_cache_key {
  * file we can stat, the inputs are under the minimum, out of memory. */
 int lens_cache_key_make(const char *kind, const char *const *paths, size_t n, struct lens_cache_key *k);
 void lens_cache_key_free(struct lens_cache_key *k);
+/* A key of its own for one part of what base names (an analysis stored in
+ * several entries, each read alone: the timeline memo's slabs), part 1-32
+ * characters: base's inputs, not stat'ed again. 0 or -1. */
+int lens_cache_key_part(const struct lens_cache_key *base, const char *part, struct lens_cache_key *k);
 
 /* The data stored under k (malloc'ed, *len bytes), NULL on a miss. */
 void *lens_cache_get(const struct lens_cache_key *k, size_t *len);

@@ -93,6 +93,7 @@ struct run {
   const char *cmd;
   const struct lens_trace_cli *c;
   const struct lens_pass *passes; size_t n_passes;
+  const struct lens_passes_opts *o;
   struct group *groups; size_t n_groups;
   struct lens_passes_out *out;
   struct lens_model **done;        /* per group: its tables without events, once its passes ran, until it joins the skeleton */
@@ -149,6 +150,9 @@ static int map_group(struct run *r, size_t g) {
   struct lens_load_window win = {.have_since = f->have_since, .have_until = f->have_until,
                                  .since_ns = f->since_ns, .until_ns = f->until_ns};
   if ((f->have_since || f->have_until) && !f->n_funcs && !gr->probe) lo.window = &win;
+  else if (!lens_filter_any(f) && !gr->probe && r->o && r->o->group_window &&
+           r->o->group_window(r->o->group_window_ctx, g, &win) == 1)
+    lo.window = &win; /* the caller's own (the timeline's): no selection narrows it */
   struct lens_model *m = lens_cli_load(r->cmd, v, gr->n, &lo);
   free(v);
   if (!m) return -1;
@@ -227,7 +231,7 @@ int lens_passes_run(const char *cmd, struct lens_trace_cli *c, const struct lens
   memset(out, 0, sizeof *out);
   out->n_passes = n_passes;
   if (lens_trace_cli_expand_dirs(cmd, c)) return 1;
-  struct run r = {.cmd = cmd, .c = c, .passes = passes, .n_passes = n_passes, .out = out};
+  struct run r = {.cmd = cmd, .c = c, .passes = passes, .n_passes = n_passes, .o = o, .out = out};
   size_t cap = 0;
   int rc = 1;
   for (size_t i = 0; i < c->n; i++) {

@@ -60,6 +60,12 @@ struct lens_passes_out {
 struct lens_passes_opts {
   long threads;                    /* 0: the cores */
   int no_progress;                 /* no progress line even on a terminal */
+  /* Without a selection: group g (in input order) loaded by a window of the
+   * caller's own (*w zeroed; 1 when set, 0 for a whole load). The timeline
+   * export's window on job time, mapped to each group's MONOTONIC through
+   * the alignment its memo holds (export_job.c). On a worker thread. */
+  int (*group_window)(void *ctx, size_t g, struct lens_load_window *w);
+  void *group_window_ctx;
 };
 
 /* Reads c's traces (directories already expanded by the caller, or expanded

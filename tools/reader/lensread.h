@@ -498,6 +498,8 @@ struct lens_model *lens_model_load_ex(const char *const *paths, size_t n_paths, 
 struct lens_load_window {
   int have_since, have_until;
   uint64_t since_ns, until_ns; /* after the first event of the host, as the selection's */
+  int absolute;             /* since_ns/until_ns are the host's MONOTONIC ns themselves (the timeline's
+                             * window on job time, mapped to each host: export_job.c) */
   uint32_t keep_types, keep_types_if, keep_types_cupti, keep_types_parent;
   int cupti_given;
   int kch_columns;

@@ -5,7 +5,8 @@
  *
  * The selection's rule (tools/cli/filter.c): an event is in the window if
  * start <= origin + until and (never stopped or stop >= origin + since),
- * origin the earliest event start of its host. Two reads of the same bytes:
+ * origin the earliest event start of its host (0 for an absolute window:
+ * since and until on the host's MONOTONIC). Two reads of the same bytes:
  *   1. the scan, file by file: its earliest START (the origin), what kinds
  *      of event it holds, and its columns: its STARTs and, per STOP/STATE
  *      record, the START it applies to, resolved as the loader resolves
@@ -1109,6 +1110,7 @@ static void plan_files(struct lens_win *w, const char *const *paths, size_t n) {
     for (size_t j = 0; j < n && w->f[k].can_plan; j++)
       if (w->f[j].can_plan && !strcmp(w->f[j].ix.host, w->f[k].ix.host) && w->f[j].first_ts < origin[k])
         origin[k] = w->f[j].first_ts;
+    if (o->absolute && origin[k] != UINT64_MAX) origin[k] = 0; /* the window is on MONOTONIC itself */
   }
   for (size_t k = 0; k < n; k++) {
     struct win_file *f = &w->f[k];
@@ -1283,6 +1285,7 @@ struct lens_model *lens_model_load_window(const char *const *paths, size_t n_pat
     for (size_t j = 0; j < n_keep; j++)
       if (w.f[j].has_proc && !strcmp(w.f[j].host, w.f[k].host) && w.f[j].min_start < w.f[k].origin)
         w.f[k].origin = w.f[j].min_start;
+    if (w.o.absolute && w.f[k].origin != UINT64_MAX) w.f[k].origin = 0;
   }
   if (!w.o.keep_types_if) w.keep_on = 1;
   int cupti = w.o.cupti_given;
