@@ -1,5 +1,7 @@
 /* `nccl-lens export --format job|perfetto` on the pass driver (see
- * job_export.h): two readings of the job, each host group by host group.
+ * job_export.h): two readings of the job, each host group by host group
+ * (a window with the timeline memo a whole export left: one reading of the
+ * window, timeline_memo.h).
  * The first maps each group to the job view's records (lens_job_map, as
  * `nccl-lens job` streams) and each process's first event; their reduce gives
  * the job view, the hosts' alignment from the records' clocks and ends
@@ -26,8 +28,10 @@
 #include "cli/cli.h"
 #include "cli/passes.h"
 #include "cli/spool.h"
+#include "cli/cache.h"
 #include "export/group_input.h"
 #include "export/lanes.h"
+#include "export/timeline_memo.h"
 
 #define CMD "export"
 
@@ -109,22 +113,25 @@ static void *draw_map(struct lens_model *m, void *ctx) {
 
 static void draw_free(void *part) { lens_job_export_part_free(part); }
 
-/* --comm ID|NAME for the job timeline: its id, from the skeleton's
- * communicators. 0, or 2 after one usage error line. */
+/* --comm ID|NAME for the job timeline: whether a communicator of this name
+ * or id (hex, 0x optional) is it. */
+static int comm_is(const char *want, const char *name, uint64_t comm_id) {
+  char *end;
+  const char *h = strncasecmp(want, "0x", 2) ? want : want + 2;
+  uint64_t id = strtoull(h, &end, 16);
+  return (name[0] && !strcmp(name, want)) || (end != h && !*end && id == comm_id);
+}
+
+/* --comm's id, from the skeleton's communicators. 0, or 2 after one usage error line. */
 static int job_comm(const struct lens_model *m, const struct lens_filter *fl, struct lens_job_export_opts *o) {
   if (!fl->n_comms) return 0;
-  const char *want = fl->comms[0];
-  for (size_t i = 0; i < m->n_comms; i++) {
-    char *end;
-    const char *h = strncasecmp(want, "0x", 2) ? want : want + 2;
-    uint64_t id = strtoull(h, &end, 16);
-    if ((m->comms[i].name[0] && !strcmp(m->comms[i].name, want)) || (end != h && !*end && id == m->comms[i].comm_id)) {
+  for (size_t i = 0; i < m->n_comms; i++)
+    if (comm_is(fl->comms[0], m->comms[i].name, m->comms[i].comm_id)) {
       o->have_comm = 1;
       o->comm_id = m->comms[i].comm_id;
       return 0;
     }
-  }
-  return lens_cli_usage(CMD, "--comm %s: no such communicator in these traces", want);
+  return lens_cli_usage(CMD, "--comm %s: no such communicator in these traces", fl->comms[0]);
 }
 
 /* Copies a spool file to f; a JSON group's records each start with ",\n":
@@ -148,12 +155,191 @@ static int copy_spool(FILE *f, const struct lens_spool_dir *spool, const char *n
   return bad ? -1 : 0;
 }
 
+/* The document from the drawing's parts: head, the groups' spools in input
+ * order, tail. 0, or 1 after an error line. */
+static int write_document(struct lens_trace_cli *c, struct lens_job_export_opts *o, const struct lens_model *skel,
+                          const struct lens_job *j, const struct lens_align *a, const struct lens_passes_out *p2,
+                          const struct lens_spool_dir *spool, struct lens_job_export_counts *cnt) {
+  struct lens_job_export_part *const *parts = (struct lens_job_export_part *const *)p2->parts;
+  for (size_t g = 0; g < p2->n_groups; g++) {
+    const struct lens_job_export_counts *k = &parts[g]->counts;
+    cnt->slices += k->slices, cnt->last_marked += k->last_marked, cnt->lanes_extra += k->lanes_extra;
+    cnt->crowded += k->crowded;
+  }
+  FILE *f = lens_trace_cli_open_out(CMD, c);
+  if (!f) return 1;
+  __fsetlocking(f, FSETLOCKING_BYCALLER); /* the pool's threads are gone */
+  int first = lens_job_export_head(f, skel, j, a, o, parts, p2->n_groups, cnt), wr = first < 0;
+  for (size_t g = 0; !wr && g < p2->n_groups; g++)
+    if (copy_spool(f, spool, parts[g]->spool, !o->perfetto, &first)) wr = 1;
+  if (!wr && lens_job_export_tail(f, skel, j, a, o, parts, p2->n_groups, first, cnt)) wr = 1;
+  if (lens_trace_cli_close_out(CMD, c, f, wr)) {
+    struct stat st; /* a half-written trace would load as a broken one: remove a regular file */
+    if (lens_trace_cli_out_is_file(c) && lstat(c->out, &st) == 0 && S_ISREG(st.st_mode)) unlink(c->out);
+    return 1;
+  }
+  if (cnt->procs_unaligned)
+    fprintf(stderr, "nccl-lens export: %zu processes left out: their host could not be placed on the job time base\n",
+            cnt->procs_unaligned);
+  if (f != stdout)
+    printf("wrote %s: the job on one time base: %zu slices, %zu instances tied by %zu flow events, %zu last ranks "
+           "marked\n",
+           c->out, cnt->slices, cnt->instances_flowed, cnt->flows, cnt->last_marked);
+  return 0;
+}
+
+static uint32_t track_span(const struct lens_trace_cli *c) {
+  return (uint32_t)(((UINT32_MAX - 1u) / LENS_LANES_MAX) / (c->n + 1));
+}
+
+/* ---- a window from the memo ---- */
+
+/* How far past the window, on job time, each group's load reaches: the
+ * draw keeps exactly the slices that meet the window; the margin leaves
+ * room for the rounding of the drift's correction. */
+#define WINDOW_MARGIN_NS 1000000
+
+/* The least MONOTONIC time of process p that the alignment places at or
+ * after job time t (the mapping only grows with MONOTONIC). */
+static uint64_t mono_at(const struct lens_align *a, int32_t p, int64_t t) {
+  uint64_t lo = 0, hi = (uint64_t)INT64_MAX;
+  while (lo < hi) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    int64_t x;
+    lens_align_to_job(a, p, mid, &x, NULL);
+    if (x >= t) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+struct window_ctx {
+  const struct lens_timeline_memo *mm;
+  const uint8_t *sel;
+  int have_since, have_until;
+  int64_t since, until; /* aligned job ns */
+};
+
+/* Group g's load: the job window on its drawn processes' MONOTONIC, their union. */
+static int group_window(void *ctx, size_t g, struct lens_load_window *w) {
+  const struct window_ctx *x = ctx;
+  const struct lens_timeline_memo *mm = x->mm;
+  if (g >= mm->n_groups) return 0;
+  uint64_t since = UINT64_MAX, until = 0;
+  int any = 0;
+  int64_t lo = x->since > INT64_MIN + WINDOW_MARGIN_NS ? x->since - WINDOW_MARGIN_NS : INT64_MIN;
+  int64_t hi = x->until < INT64_MAX - WINDOW_MARGIN_NS ? x->until + WINDOW_MARGIN_NS : INT64_MAX;
+  for (uint64_t p = mm->group_proc[g]; p < mm->group_proc[g + 1]; p++) {
+    if (!x->sel[p]) continue;
+    any = 1;
+    uint64_t s = x->have_since ? mono_at(&mm->a, (int32_t)p, lo) : 0;
+    uint64_t u = x->have_until ? mono_at(&mm->a, (int32_t)p, hi) : 0;
+    if (s < since) since = s;
+    if (u > until) until = u;
+  }
+  w->absolute = 1;
+  if (!any) { /* none of it drawn: the least a load reads (what starts by MONOTONIC 0) */
+    w->have_until = 1, w->until_ns = 0;
+    return 1;
+  }
+  w->have_since = x->have_since, w->since_ns = x->have_since ? since : 0;
+  w->have_until = x->have_until, w->until_ns = x->have_until ? until : 0;
+  return 1;
+}
+
+/* The window drawn from the memo: 0 or 1 (done, after any error line), 2
+ * (a usage error), or -1: no memo, or it does not match these traces
+ * (nothing written: the caller reads the job whole). */
+static int window_run(struct lens_trace_cli *c, struct lens_job_export_opts *o, long threads,
+                      const struct lens_cache_key *key, const struct lens_filter *selection) {
+  struct lens_timeline_memo mm;
+  if (lens_timeline_memo_load(key, c->n, &mm)) {
+    lens_timeline_memo_free(&mm);
+    return -1;
+  }
+  int rc = -1;
+  size_t np = mm.n_procs;
+  uint8_t *sel = calloc(np + 1, 1), *in_comm = calloc(np + 1, 1);
+  struct lens_spool_dir *spool = NULL;
+  struct lens_passes_out p2 = {0};
+  struct draw_ctx dx = {0};
+  struct lens_pass draw = {.map = draw_map, .free = draw_free, .ctx = &dx};
+  long *group_of_input = malloc((c->n + 1) * sizeof *group_of_input);
+  struct lens_model_base *bases = calloc(mm.n_groups + 1, sizeof *bases);
+  if (!sel || !in_comm || !group_of_input || !bases) goto out;
+  if (selection->n_comms) {
+    size_t i = 0;
+    while (i < mm.n_comms && !comm_is(selection->comms[0], mm.comms[i].name, mm.comms[i].comm_id)) i++;
+    if (i == mm.n_comms) {
+      rc = lens_cli_usage(CMD, "--comm %s: no such communicator in these traces", selection->comms[0]);
+      goto out;
+    }
+    o->have_comm = 1;
+    o->comm_id = mm.comms[i].comm_id;
+  }
+  for (size_t i = 0; i < mm.n_comms; i++)
+    if (mm.comms[i].proc >= 0 && (!o->have_comm || mm.comms[i].comm_id == o->comm_id)) in_comm[mm.comms[i].proc] = 1;
+  if (!o->have_comm) memset(in_comm, 1, np);
+  struct lens_job_export_counts cnt = {0};
+  lens_job_export_select(np, mm.plugin, in_comm, &mm.a, mm.min_start, sel, &cnt);
+  struct window_ctx wx = {.mm = &mm, .sel = sel, .have_since = o->have_since, .have_until = o->have_until,
+                          .since = o->have_since ? cnt.origin_job_ns + o->since_ns : INT64_MIN,
+                          .until = o->have_until ? cnt.origin_job_ns + o->until_ns : INT64_MAX};
+  if (lens_timeline_memo_rows(key, &mm, wx.since, wx.until)) goto out;
+  if (!(spool = lens_spool_dir_new(CMD, NULL))) {
+    rc = 1;
+    goto out;
+  }
+  for (size_t i = 0; i < c->n; i++) group_of_input[i] = mm.group_of_input[i];
+  for (size_t g = 0; g < mm.n_groups; g++) bases[g].proc = mm.group_proc[g];
+  struct lens_job_export_opts wo = *o;
+  wo.row_times = mm.row_times;
+  dx = (struct draw_ctx){.c = c, .spool = spool, .group_of_input = group_of_input, .bases = bases,
+                         .n_groups = mm.n_groups, .n_procs = np, .j = &mm.j, .a = &mm.a, .o = &wo, .sel = sel,
+                         .origin = cnt.origin_job_ns, .track_span = track_span(c)};
+  struct lens_passes_opts popts = {.threads = threads, .group_window = group_window, .group_window_ctx = &wx};
+  c->progress_label = "reading traces (host groups): drawing the window";
+  if (lens_passes_run(CMD, c, &draw, 1, &popts, &p2)) {
+    rc = 1; /* (its error said) */
+    goto out;
+  }
+  /* The reading's groups and processes must be the memo's, or its rows name others. */
+  int same = p2.n_groups == mm.n_groups && p2.skel->n_procs == np;
+  for (size_t g = 0; same && g < p2.n_groups; g++) same = p2.bases[g].proc == mm.group_proc[g];
+  for (size_t p = 0; same && p < np; p++) same = p2.skel->procs[p].pid == mm.pid[p];
+  if (!same) goto out;
+  rc = write_document(c, o, p2.skel, &mm.j, &mm.a, &p2, spool, &cnt);
+out:
+  lens_passes_free(&draw, &p2);
+  lens_spool_dir_free(spool);
+  lens_timeline_memo_free(&mm);
+  free(sel);
+  free(in_comm);
+  free(group_of_input);
+  free(bases);
+  return rc;
+}
+
+/* ---- the whole job ---- */
+
 int lens_job_export_run(struct lens_trace_cli *c, struct lens_job_export_opts *o, long threads) {
   if (lens_trace_cli_expand_dirs(CMD, c)) return 1;
   /* The selection is the timeline's own (on job time): the driver reads
    * everything (c's selection set aside while it runs). */
   struct lens_filter selection = c->filter;
   memset(&c->filter, 0, sizeof c->filter);
+  struct lens_cache_key key = {0};
+  int keyed = lens_cache_key_make("timeline", (const char *const *)c->paths, c->n, &key) == 0;
+  if (keyed && (o->have_since || o->have_until)) {
+    int rc = window_run(c, o, threads, &key, &selection);
+    if (rc >= 0) {
+      lens_cache_key_free(&key);
+      c->filter = selection;
+      c->progress_label = NULL;
+      return rc;
+    }
+    o->have_comm = 0; /* (the memo's was not used) */
+  }
   struct lens_passes_opts popts = {.threads = threads};
   struct lens_pass view = {.map = view_map, .free = view_free};
   struct lens_passes_out p1, p2 = {0};
@@ -163,8 +349,9 @@ int lens_job_export_run(struct lens_trace_cli *c, struct lens_job_export_opts *o
   int have_j = 0, have_a = 0;
   struct lens_align a;
   uint64_t *min_start = NULL;
-  uint8_t *sel = NULL;
+  uint8_t *sel = NULL, *plugin = NULL, *in_comm = NULL;
   long *group_of_input = NULL;
+  struct lens_job_row_time *rt = NULL;
   struct draw_ctx dx = {0};
   struct lens_pass draw = {.map = draw_map, .free = draw_free, .ctx = &dx};
   struct lens_job_export_counts cnt = {0};
@@ -176,9 +363,9 @@ int lens_job_export_run(struct lens_trace_cli *c, struct lens_job_export_opts *o
   size_t n = p1.n_groups, np = p1.skel->n_procs;
   jps = calloc(n + 1, sizeof *jps);
   min_start = malloc((np + 1) * sizeof *min_start);
-  sel = calloc(np + 1, 1);
+  sel = calloc(np + 1, 1), plugin = calloc(np + 1, 1), in_comm = calloc(np + 1, 1);
   group_of_input = lens_groups_of_inputs(c, &p1);
-  if (!jps || !min_start || !sel || !group_of_input) goto oom;
+  if (!jps || !min_start || !sel || !plugin || !in_comm || !group_of_input) goto oom;
   for (size_t i = 0; i < np; i++) min_start[i] = UINT64_MAX;
   for (size_t g = 0; g < n; g++) {
     struct view_part *vp = p1.parts[g];
@@ -195,44 +382,30 @@ int lens_job_export_run(struct lens_trace_cli *c, struct lens_job_export_opts *o
   free(clocks);
   if (bad) goto oom;
   have_a = 1;
-  lens_job_export_select(p1.skel, &a, o, min_start, sel, &cnt);
+  lens_job_export_proc_facts(p1.skel, o, plugin, in_comm);
+  lens_job_export_select(np, plugin, in_comm, &a, min_start, sel, &cnt);
   if (!(spool = lens_spool_dir_new(CMD, NULL))) goto out;
+  /* For the memo a window of these traces reads next: every row's GPU
+   * times, noted by its group's drawing (a row whose event is in no group
+   * is never drawn). */
+  if (keyed && (rt = malloc((j.n_ranks + 1) * sizeof *rt))) {
+    for (size_t r = 0; r < j.n_ranks; r++) rt[r] = (struct lens_job_row_time){UINT64_MAX, 0};
+    o->row_times_out = rt;
+  }
   dx = (struct draw_ctx){.c = c, .spool = spool, .group_of_input = group_of_input, .bases = p1.bases,
                          .n_groups = n, .n_procs = np, .j = &j, .a = &a, .o = o, .sel = sel,
-                         .origin = cnt.origin_job_ns,
-                         .track_span = (uint32_t)(((UINT32_MAX - 1u) / LENS_LANES_MAX) / (c->n + 1))};
+                         .origin = cnt.origin_job_ns, .track_span = track_span(c)};
   c->progress_label = "reading traces (host groups), 2 of 2: drawing";
   if (lens_passes_run(CMD, c, &draw, 1, &popts, &p2)) goto out;
-  struct lens_job_export_part *const *parts = (struct lens_job_export_part *const *)p2.parts;
-  for (size_t g = 0; g < p2.n_groups; g++) {
-    const struct lens_job_export_counts *k = &parts[g]->counts;
-    cnt.slices += k->slices, cnt.last_marked += k->last_marked, cnt.lanes_extra += k->lanes_extra;
-    cnt.crowded += k->crowded;
-  }
-  FILE *f = lens_trace_cli_open_out(CMD, c);
-  if (!f) goto out;
-  __fsetlocking(f, FSETLOCKING_BYCALLER); /* the pool's threads are gone */
-  int first = lens_job_export_head(f, p1.skel, &j, &a, o, parts, p2.n_groups, &cnt), wr = first < 0;
-  for (size_t g = 0; !wr && g < p2.n_groups; g++)
-    if (copy_spool(f, spool, parts[g]->spool, !o->perfetto, &first)) wr = 1;
-  if (!wr && lens_job_export_tail(f, p1.skel, &j, &a, o, parts, p2.n_groups, first, &cnt)) wr = 1;
-  if (lens_trace_cli_close_out(CMD, c, f, wr)) {
-    struct stat st; /* a half-written trace would load as a broken one: remove a regular file */
-    if (lens_trace_cli_out_is_file(c) && lstat(c->out, &st) == 0 && S_ISREG(st.st_mode)) unlink(c->out);
-    goto out;
-  }
-  if (cnt.procs_unaligned)
-    fprintf(stderr, "nccl-lens export: %zu processes left out: their host could not be placed on the job time base\n",
-            cnt.procs_unaligned);
-  if (f != stdout)
-    printf("wrote %s: the job on one time base: %zu slices, %zu instances tied by %zu flow events, %zu last ranks "
-           "marked\n",
-           c->out, cnt.slices, cnt.instances_flowed, cnt.flows, cnt.last_marked);
+  if (write_document(c, o, p1.skel, &j, &a, &p2, spool, &cnt)) goto out;
+  if (rt) lens_timeline_memo_save(&key, c->n, group_of_input, p1.skel, p1.bases, n, min_start, &a, &j, rt);
   rc = 0;
   goto out;
 oom:
   lens_cli_error(CMD, "out of memory");
 out:
+  o->row_times_out = NULL;
+  free(rt);
   lens_passes_free(&draw, &p2);
   if (have_a) lens_align_free(&a);
   if (have_j) lens_job_free(&j);
@@ -241,8 +414,11 @@ out:
   lens_passes_free(&view, &p1);
   free(min_start);
   free(sel);
+  free(plugin);
+  free(in_comm);
   free(group_of_input);
   lens_spool_dir_free(spool);
+  lens_cache_key_free(&key);
   c->filter = selection;
   c->progress_label = NULL; /* the caller's c, as it came */
   return rc;

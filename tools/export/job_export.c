@@ -20,8 +20,9 @@ struct sl {
   int32_t proc, rank;    /* rank: in the event's communicator (-1 unknown) */
   int32_t thread;        /* K_CALLS only (else -1) */
   int32_t sub;           /* K_PROXY: channel * 2 + is_send, a track each (else -1) */
-  int32_t event;         /* model event */
+  int32_t event;         /* model event (K_CALLS, K_PROXY; -1 for K_GPU) */
   int32_t inst, row;     /* K_GPU: job instance and rank row */
+  uint64_t mono;         /* its start on its host's MONOTONIC: where its alignment bound is taken */
   uint8_t kind;
   int lane;
   uint32_t track;
@@ -139,7 +140,8 @@ static int cmp_sl(const void *pa, const void *pb) {
   C(s);
 #undef C
   if (a->e != b->e) return a->e > b->e ? -1 : 1; /* the longer (the parent) first */
-  return (a->event > b->event) - (a->event < b->event);
+  if (a->event != b->event) return a->event < b->event ? -1 : 1;
+  return (a->row > b->row) - (a->row < b->row); /* (GPU: the job view's order, a window's rows kept in it) */
 }
 
 struct vec {
@@ -157,6 +159,22 @@ static int push(struct vec *v, struct sl s) {
   return 0;
 }
 
+/* A rank row's GPU slice on its host's MONOTONIC: its mapped kernel span,
+ * else (no clock map) its Coll/P2p's start and completion in this group's
+ * model (the map read it the same way). a UINT64_MAX: its event is not in
+ * the model, nothing drawn. */
+static struct lens_job_row_time row_time(const struct lens_model *m, const struct lens_job_rank *r) {
+  if (r->event < 0 || (size_t)r->event >= m->n_events) return (struct lens_job_row_time){UINT64_MAX, 0};
+  uint64_t a = r->kstart_mono_ns, b = r->kstop_mono_ns;
+  if (!a || !b || b < a) {
+    const struct lens_event *e = &m->events[r->event];
+    a = e->start_mono_ns;
+    b = lens_event_completion(m, e, NULL);
+    if (b < a) b = a;
+  }
+  return (struct lens_job_row_time){a, b};
+}
+
 static int collect(struct ctx *x, struct vec *v, int64_t origin) {
   const struct lens_model *m = x->m;
   const struct lens_job_export_opts *o = x->o;
@@ -170,31 +188,26 @@ static int collect(struct ctx *x, struct vec *v, int64_t origin) {
     uint64_t stop = e->stop_mono_ns > e->start_mono_ns ? e->stop_mono_ns : e->start_mono_ns;
     struct sl s = {job_of(x, proc, e->start_mono_ns) - origin, job_of(x, proc, stop) - origin, proc,
                    event_rank(m, e), kind == K_CALLS ? e->thread : -1,
-                   kind == K_PROXY ? (e->p.proxy_op.channel & 0xFFFF) * 2 + !!e->p.proxy_op.is_send : -1, (int32_t)i, -1,
-                   -1, (uint8_t)kind, 0, 0, 0, 0};
+                   kind == K_PROXY ? (e->p.proxy_op.channel & 0xFFFF) * 2 + !!e->p.proxy_op.is_send : -1,
+                   (int32_t)i, -1, -1, e->start_mono_ns, (uint8_t)kind, 0, 0, 0, 0};
     if (s.e < s.s) s.e = s.s;
     if (rank_selected(o, s.rank) && in_window(o, s.s, s.e) && push(v, s)) return -1;
   }
-  /* GPU: each instance's kernel span per rank of this group (mapped GPU
-   * times; host times when the GPU has no clock map: its row's event is in
-   * this group's model, which the map read the same way). */
+  /* GPU: each instance's kernel span per rank of this group (row_time; a
+   * window from the memo has them from the whole reading: o->row_times). */
   for (size_t i = 0; x->j && i < x->j->n_insts; i++) {
     const struct lens_job_inst *in = &x->j->insts[i];
-    if (o->have_comm && in->comm_id != o->comm_id) continue;
     for (size_t k = 0; k < in->n_ranks; k++) {
-      const struct lens_job_rank *r = &x->j->ranks[in->first_rank + k];
-      if (r->proc < 0 || (size_t)r->proc < x->pbase || (size_t)r->proc >= x->pbase + m->n_procs ||
-          !x->sel[r->proc] || !rank_selected(o, r->rank) || r->event < 0 || (size_t)r->event >= m->n_events)
+      size_t row = in->first_rank + k;
+      const struct lens_job_rank *r = &x->j->ranks[row];
+      if (r->proc < 0 || (size_t)r->proc < x->pbase || (size_t)r->proc >= x->pbase + m->n_procs) continue;
+      struct lens_job_row_time t = o->row_times ? o->row_times[row] : row_time(m, r);
+      if (o->row_times_out) o->row_times_out[row] = t; /* (this group's rows: no other thread writes them) */
+      if (t.a == UINT64_MAX || (o->have_comm && in->comm_id != o->comm_id) || !x->sel[r->proc] ||
+          !rank_selected(o, r->rank))
         continue;
-      uint64_t a = r->kstart_mono_ns, b = r->kstop_mono_ns;
-      if (!a || !b || b < a) {
-        const struct lens_event *e = &m->events[r->event];
-        a = e->start_mono_ns;
-        b = lens_event_completion(m, e, NULL);
-        if (b < a) b = a;
-      }
-      struct sl s = {job_of(x, r->proc, a) - origin, job_of(x, r->proc, b) - origin, r->proc, r->rank, -1, -1,
-                     r->event, (int32_t)i, (int32_t)(in->first_rank + k), K_GPU, 0, 0, 0, 0};
+      struct sl s = {job_of(x, r->proc, t.a) - origin, job_of(x, r->proc, t.b) - origin, r->proc, r->rank, -1, -1,
+                     -1, (int32_t)i, (int32_t)row, r->kstart_mono_ns ? r->kstart_mono_ns : t.a, K_GPU, 0, 0, 0, 0};
       if (s.e < s.s) s.e = s.s;
       if (in_window(o, s.s, s.e) && push(v, s)) return -1;
     }
@@ -327,7 +340,7 @@ static int is_last(const struct lens_job_inst *in, int32_t rank) {
 
 static void slice_name(const struct ctx *x, const struct sl *s, char *name, size_t len) {
   const struct lens_model *m = x->m;
-  const struct lens_event *e = &m->events[s->event];
+  const struct lens_event *e = s->event >= 0 ? &m->events[s->event] : NULL; /* (K_CALLS, K_PROXY) */
   const struct lens_job_inst *in = s->inst >= 0 ? &x->j->insts[s->inst] : NULL;
   const struct lens_job_rank *r = s->row >= 0 ? &x->j->ranks[s->row] : NULL;
   int last = in && r && is_last(in, r->rank);
@@ -349,7 +362,7 @@ static void slice_name(const struct ctx *x, const struct sl *s, char *name, size
 
 static void write_slice(struct ctx *x, const struct sl *s, int64_t origin) {
   const struct lens_model *m = x->m;
-  const struct lens_event *e = &m->events[s->event];
+  const struct lens_event *e = s->event >= 0 ? &m->events[s->event] : NULL; /* (not K_GPU: in is set) */
   char name[160];
   const struct lens_job_inst *in = s->inst >= 0 ? &x->j->insts[s->inst] : NULL;
   const struct lens_job_rank *r = s->row >= 0 ? &x->j->ranks[s->row] : NULL;
@@ -364,7 +377,7 @@ static void write_slice(struct ctx *x, const struct sl *s, int64_t origin) {
   us(x->f, s->e - s->s);
   uint64_t bound = 0;
   int64_t job;
-  lens_align_to_job(x->a, s->proc, r && r->kstart_mono_ns ? r->kstart_mono_ns : e->start_mono_ns, &job, &bound);
+  lens_align_to_job(x->a, s->proc, s->mono, &job, &bound);
   fprintf(x->f, ",\"args\":{\"rank\":%d,\"host\":", s->rank);
   lens_json_str(x->f, x->a->hosts[x->a->host_of_proc[s->proc]].host);
   fprintf(x->f, ",\"pid\":%u,\"start_job_ns\":%" PRId64 ",\"align_bound_ns\":%" PRIu64,
@@ -509,7 +522,7 @@ static int write_perfetto_events(struct ctx *x, const struct vec *v, int64_t ori
       pb_annot_s(x, "host", x->a->hosts[x->a->host_of_proc[s->proc]].host);
       uint64_t bound = 0;
       int64_t job;
-      lens_align_to_job(x->a, s->proc, x->m->events[s->event].start_mono_ns, &job, &bound);
+      lens_align_to_job(x->a, s->proc, s->mono, &job, &bound);
       pb_annot_u(x, "align_bound_ns", bound);
       if (s->inst >= 0) {
         const struct lens_job_inst *in = &x->j->insts[s->inst];
@@ -555,17 +568,23 @@ static void write_other(struct ctx *x, int64_t origin) {
   fputs("}\n}\n", f);
 }
 
-int lens_job_export_select(const struct lens_model *skel, const struct lens_align *a,
-                           const struct lens_job_export_opts *o, const uint64_t *min_start, uint8_t *sel,
-                           struct lens_job_export_counts *c) {
-  int64_t first = INT64_MAX;
+void lens_job_export_proc_facts(const struct lens_model *skel, const struct lens_job_export_opts *o, uint8_t *plugin,
+                                uint8_t *in_comm) {
   for (size_t p = 0; p < skel->n_procs; p++) {
+    int32_t file = skel->procs[p].file;
+    plugin[p] = file >= 0 && (size_t)file < skel->n_files && skel->files[file].producer == LENS_PRODUCER_PLUGIN;
+    in_comm[p] = (uint8_t)has_comm(skel, (int32_t)p, o);
+  }
+}
+
+int lens_job_export_select(size_t n_procs, const uint8_t *plugin, const uint8_t *in_comm, const struct lens_align *a,
+                           const uint64_t *min_start, uint8_t *sel, struct lens_job_export_counts *c) {
+  int64_t first = INT64_MAX;
+  for (size_t p = 0; p < n_procs; p++) {
     int32_t h = p < a->n_procs ? a->host_of_proc[p] : -1;
     int placed = h >= 0 && a->hosts[h].source != LENS_ALIGN_NONE;
-    int32_t file = skel->procs[p].file;
-    if (!placed && file >= 0 && (size_t)file < skel->n_files && skel->files[file].producer == LENS_PRODUCER_PLUGIN)
-      c->procs_unaligned++;
-    sel[p] = placed && has_comm(skel, (int32_t)p, o);
+    if (!placed && plugin[p]) c->procs_unaligned++;
+    sel[p] = placed && in_comm[p];
     int64_t t;
     if (sel[p] && min_start[p] != UINT64_MAX && !lens_align_to_job(a, (int32_t)p, min_start[p], &t, NULL) && t < first)
       first = t;

@@ -39,6 +39,13 @@ struct lens_job_export_opts {
   int have_since, have_until;
   int64_t since_ns, until_ns; /* --since/--until: ns after the origin (job time) */
   int perfetto;             /* --format perfetto: Perfetto's protobuf (perfetto_subset.proto), streamed */
+  /* A window drawn from the timeline memo (export_memo.h): each GPU slice's
+   * times per row of j->ranks, from the whole reading (its group's events
+   * are not all read). NULL: from the group's model. */
+  const struct lens_job_row_time *row_times;
+  /* The whole reading: each group's rows' GPU times noted here, per row of
+   * j->ranks (for the memo). NULL: none. */
+  struct lens_job_row_time *row_times_out;
 };
 
 struct lens_job_export_counts {
@@ -62,6 +69,10 @@ struct lens_job_export_counts {
  * carries its flow id (the viewer joins them in time order). */
 
 struct lens_job_host_rank { int32_t host, rank; };
+/* A rank row's GPU slice on its host's MONOTONIC: its mapped kernel span,
+ * else its Coll/P2p's start and completion; a UINT64_MAX: not drawn (its
+ * event is not in its group). */
+struct lens_job_row_time { uint64_t a, b; };
 struct lens_job_gpu_slice { int32_t inst; int64_t mid; int32_t proc; uint32_t tid; };
 
 struct lens_job_export_part {
@@ -72,14 +83,17 @@ struct lens_job_export_part {
 };
 void lens_job_export_part_free(struct lens_job_export_part *p);
 
-/* Which processes are drawn (sel, per skeleton proc: placed on the job time
- * base and in --comm's communicator) and the origin (c->origin_job_ns: the
- * earliest aligned start of a drawn process, min_start per proc on its
- * MONOTONIC, UINT64_MAX none, floored to a millisecond); counts the
- * processes left out. 0. */
-int lens_job_export_select(const struct lens_model *skel, const struct lens_align *a,
-                           const struct lens_job_export_opts *o, const uint64_t *min_start, uint8_t *sel,
-                           struct lens_job_export_counts *c);
+/* Per skeleton process: its trace was written by the plugin (plugin), and
+ * it has a rank in --comm's communicator (in_comm; every process without
+ * --comm). */
+void lens_job_export_proc_facts(const struct lens_model *skel, const struct lens_job_export_opts *o, uint8_t *plugin,
+                                uint8_t *in_comm);
+/* Which processes are drawn (sel, per process: placed on the job time base
+ * and in_comm) and the origin (c->origin_job_ns: the earliest aligned start
+ * of a drawn process, min_start per proc on its MONOTONIC, UINT64_MAX none,
+ * floored to a millisecond); counts the plugin's processes left out. 0. */
+int lens_job_export_select(size_t n_procs, const uint8_t *plugin, const uint8_t *in_comm, const struct lens_align *a,
+                           const uint64_t *min_start, uint8_t *sel, struct lens_job_export_counts *c);
 /* One group: m, whose procs are pbase.. in the job's numbering. 0 / -1. */
 int lens_job_export_group(FILE *out, const struct lens_model *m, size_t pbase, uint32_t track_base, uint64_t seq_id,
                           const struct lens_job *j, const struct lens_align *a, const struct lens_job_export_opts *o,
