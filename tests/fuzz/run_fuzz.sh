@@ -7,7 +7,7 @@
 # in the output directory with the command that reproduces it.
 # Usage: tests/fuzz/run_fuzz.sh [SECONDS]   seconds per target (default
 #   $LENS_FUZZ_SECONDS, else 60; 0 skips). LENS_FUZZ_BUILD: the build
-#   directory (build-fuzz). LENS_FUZZ_TARGETS: which targets (all five).
+#   directory (build-fuzz). LENS_FUZZ_TARGETS: which targets (all six).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 secs=${1:-${LENS_FUZZ_SECONDS:-60}}
@@ -16,7 +16,7 @@ if [ "$secs" = 0 ]; then
   exit 0
 fi
 build=${LENS_FUZZ_BUILD:-build-fuzz}
-targets=${LENS_FUZZ_TARGETS:-"trace jobpart kineto live_page sched_page"}
+targets=${LENS_FUZZ_TARGETS:-"trace jobpart kineto live_page sched_page timeline_memo"}
 cc=$(command -v clang || command -v clang-14 || true)
 if [ -z "$cc" ]; then
   echo "fuzz: clang not found (scripts/setup.sh installs it)" >&2

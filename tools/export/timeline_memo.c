@@ -248,13 +248,24 @@ static void *take_copy(struct rbuf *r, size_t n, size_t size) {
 }
 
 int lens_timeline_memo_load(const struct lens_cache_key *k, size_t n_inputs, struct lens_timeline_memo *mm) {
-  memset(mm, 0, sizeof *mm);
-  mm->a.ref = -1;
   size_t len = 0;
   uint8_t *data = lens_cache_get(k, &len);
-  if (!data) return -1;
+  if (!data) {
+    memset(mm, 0, sizeof *mm);
+    mm->a.ref = -1;
+    return -1;
+  }
+  int rc = lens_timeline_memo_parse(data, len, n_inputs, mm);
+  free(data);
+  return rc;
+}
+
+int lens_timeline_memo_parse(const uint8_t *data, size_t len, size_t n_inputs, struct lens_timeline_memo *mm) {
+  memset(mm, 0, sizeof *mm);
+  mm->a.ref = -1;
   struct rbuf r = {data, len, 0, 0};
-  const struct head *hp = take(&r, 1, sizeof *hp);
+  struct inst_rec *ir = NULL;
+  const void *hp = take(&r, 1, sizeof(struct head));
   struct head h;
   if (!hp) goto bad;
   memcpy(&h, hp, sizeof h);
@@ -276,7 +287,7 @@ int lens_timeline_memo_load(const struct lens_cache_key *k, size_t n_inputs, str
   a->procs = take_copy(&r, h.n_procs, sizeof *a->procs);
   a->host_of_proc = take_copy(&r, h.n_procs, sizeof *a->host_of_proc);
   a->hosts = take_copy(&r, h.n_hosts, sizeof *a->hosts);
-  const struct inst_rec *ir = take(&r, h.n_insts, sizeof *ir);
+  ir = take_copy(&r, h.n_insts, sizeof *ir); /* (copied: the sections lie unaligned) */
   mm->slabs = take_copy(&r, h.n_slabs, sizeof *mm->slabs);
   const char *sp = take(&r, h.strings_len, 1);
   if (r.bad || r.at != len || !(mm->strings = malloc(h.strings_len + 1))) goto bad;
@@ -334,24 +345,19 @@ int lens_timeline_memo_load(const struct lens_cache_key *k, size_t n_inputs, str
     at = sl->inst1;
   }
   if (at != h.n_insts) goto bad;
-  free(data);
+  free(ir);
   return 0;
 bad:
-  free(data);
+  free(ir);
   lens_timeline_memo_free(mm);
   memset(mm, 0, sizeof *mm);
   mm->a.ref = -1;
   return -1;
 }
 
-/* Slab s read into rows (its slab_head checked): a malloc'd array, NULL on a miss. */
-static struct row_rec *read_slab(const struct lens_cache_key *k, size_t s, uint64_t want_rows) {
-  struct lens_cache_key sk;
-  if (slab_key(k, s, &sk)) return NULL;
-  size_t zlen = 0;
-  void *z = lens_cache_get(&sk, &zlen);
-  lens_cache_key_free(&sk);
-  if (!z) return NULL;
+/* Slab s's entry (zstd) to its rows, its slab_head checked: a malloc'd
+ * array, NULL when it is not slab s of want_rows rows. */
+static struct row_rec *slab_rows(const void *z, size_t zlen, size_t s, uint64_t want_rows) {
   struct row_rec *rows = NULL;
   unsigned long long size = ZSTD_getFrameContentSize(z, zlen);
   size_t need = sizeof(struct slab_head) + (size_t)want_rows * sizeof(struct row_rec);
@@ -365,8 +371,29 @@ static struct row_rec *read_slab(const struct lens_cache_key *k, size_t s, uint6
       memcpy(rows, raw + sizeof h, want_rows * sizeof *rows);
   }
   free(raw);
+  return rows;
+}
+
+/* Slab s read from the cache into rows: NULL on a miss. */
+static struct row_rec *read_slab(const struct lens_cache_key *k, size_t s, uint64_t want_rows) {
+  struct lens_cache_key sk;
+  if (slab_key(k, s, &sk)) return NULL;
+  size_t zlen = 0;
+  void *z = lens_cache_get(&sk, &zlen);
+  lens_cache_key_free(&sk);
+  struct row_rec *rows = z ? slab_rows(z, zlen, s, want_rows) : NULL;
   free(z);
   return rows;
+}
+
+int lens_timeline_memo_slab_check(const void *z, size_t zlen, uint64_t slab, uint64_t rows, size_t n_procs) {
+  if (rows > MAX_SLAB_ROWS) return -1;
+  struct row_rec *r = slab_rows(z, zlen, (size_t)slab, rows);
+  int rc = r ? 0 : -1;
+  for (uint64_t i = 0; r && i < rows; i++)
+    if (r[i].proc < -1 || r[i].proc >= (int64_t)n_procs) rc = -1;
+  free(r);
+  return rc;
 }
 
 int lens_timeline_memo_rows(const struct lens_cache_key *k, struct lens_timeline_memo *mm, int64_t lo, int64_t hi) {

@@ -83,4 +83,10 @@ int lens_timeline_memo_rows(const struct lens_cache_key *k, struct lens_timeline
 
 void lens_timeline_memo_free(struct lens_timeline_memo *mm);
 
+/* What the two readers check, on bytes (tests/fuzz/fuzz_timeline_memo.c):
+ * the main entry's data (0, or -1 with mm zeroed), and whether z is slab
+ * `slab` of `rows` rows of processes under n_procs (0 / -1). */
+int lens_timeline_memo_parse(const uint8_t *data, size_t len, size_t n_inputs, struct lens_timeline_memo *mm);
+int lens_timeline_memo_slab_check(const void *z, size_t zlen, uint64_t slab, uint64_t rows, size_t n_procs);
+
 #endif
