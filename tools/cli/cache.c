@@ -13,6 +13,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "lens_bytes.h"
 #include "lens_chunk.h"
 #include "lens_safe_fs.h"
 
@@ -81,28 +82,7 @@ static uint64_t min_bytes(void) {
   return 1u << 20;
 }
 
-/* Appends to the key buffer. */
-struct kbuf {
-  uint8_t *p;
-  size_t n, cap;
-  int oom;
-};
-static void put(struct kbuf *b, const void *v, size_t len) {
-  if (b->oom) return;
-  if (b->n + len > b->cap) {
-    size_t c = b->cap ? b->cap * 2 : 256;
-    while (c < b->n + len) c *= 2;
-    uint8_t *q = realloc(b->p, c);
-    if (!q) {
-      b->oom = 1;
-      return;
-    }
-    b->p = q, b->cap = c;
-  }
-  memcpy(b->p + b->n, v, len);
-  b->n += len;
-}
-static void put_stat(struct kbuf *b, const struct stat *st) {
+static void put_stat(struct lens_bytes *b, const struct stat *st) {
   uint64_t v[7] = {(uint64_t)st->st_dev,
                    (uint64_t)st->st_ino,
                    (uint64_t)st->st_size,
@@ -110,7 +90,7 @@ static void put_stat(struct kbuf *b, const struct stat *st) {
                    (uint64_t)st->st_mtim.tv_nsec,
                    (uint64_t)st->st_ctim.tv_sec,
                    (uint64_t)st->st_ctim.tv_nsec};
-  put(b, v, sizeof v);
+  lens_bytes_put(b, v, sizeof v);
 }
 
 /* FNV-1a, 64 bits, from a given basis: two of them name an entry. */
@@ -122,14 +102,14 @@ static uint64_t fnv(const uint8_t *p, size_t n, uint64_t h) {
 int lens_cache_key_make(const char *kind, const char *const *paths, size_t n, struct lens_cache_key *k) {
   memset(k, 0, sizeof *k);
   if (__atomic_load_n(&disabled, __ATOMIC_RELAXED) || cache_dir() < 0 || !kind || strlen(kind) > 16) return -1;
-  struct kbuf b = {0};
+  struct lens_bytes b = {0};
   struct stat st;
-  put(&b, "nccl-lens cache 1", 18);
-  put(&b, kind, strlen(kind) + 1);
+  lens_bytes_put(&b, "nccl-lens cache 1", 18);
+  lens_bytes_put(&b, kind, strlen(kind) + 1);
   if (stat("/proc/self/exe", &st)) return -1;
   put_stat(&b, &st);
   uint64_t nn = n;
-  put(&b, &nn, sizeof nn);
+  lens_bytes_put(&b, &nn, sizeof nn);
   for (size_t i = 0; i < n; i++) {
     /* (a spooled input, standard input or a .gz read into an unlinked memory file, is another file
      * every run: no key, rather than an entry nobody finds again) */

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <zstd.h>
 
+#include "lens_bytes.h"
+
 #define MAIN_MAGIC "LTMEMO1"
 #define SLAB_MAGIC "LTSLAB1"
 #define SLAB_ROWS 16384u   /* rows a slab at least: 768 KiB before zstd */
@@ -42,28 +44,6 @@ struct slab_head {
 
 /* ---- writing ---- */
 
-struct wbuf {
-  uint8_t *p;
-  size_t n, cap;
-  int oom;
-};
-
-static void put(struct wbuf *b, const void *v, size_t len) {
-  if (b->oom || !len) return;
-  if (b->n + len > b->cap) {
-    size_t c = b->cap ? b->cap * 2 : 65536;
-    while (c < b->n + len) c *= 2;
-    uint8_t *q = realloc(b->p, c);
-    if (!q) {
-      b->oom = 1;
-      return;
-    }
-    b->p = q, b->cap = c;
-  }
-  memcpy(b->p + b->n, v, len);
-  b->n += len;
-}
-
 static int slab_key(const struct lens_cache_key *k, size_t s, struct lens_cache_key *out) {
   char part[32];
   snprintf(part, sizeof part, "slab %zu", s);
@@ -73,17 +53,17 @@ static int slab_key(const struct lens_cache_key *k, size_t s, struct lens_cache_
 /* The slab's rows, zstd-compressed, under its own key. */
 static int save_slab(const struct lens_cache_key *k, size_t s, const struct lens_job *j,
                      const struct lens_job_row_time *rt, const struct lens_timeline_slab *sl) {
-  struct wbuf b = {0};
+  struct lens_bytes b = {0};
   struct slab_head h = {.slab = s, .rows = sl->rows};
   memcpy(h.magic, SLAB_MAGIC, 8);
-  put(&b, &h, sizeof h);
+  lens_bytes_put(&b, &h, sizeof h);
   for (uint64_t i = sl->inst0; i < sl->inst1; i++) {
     const struct lens_job_inst *in = &j->insts[i];
     for (size_t r = 0; r < in->n_ranks; r++) {
       const struct lens_job_rank *x = &j->ranks[in->first_rank + r];
       const struct lens_job_row_time *t = &rt[in->first_rank + r];
       struct row_rec rec = {x->rank, x->proc, x->kstart_mono_ns, x->kstop_mono_ns, x->wait_ns, t->a, t->b};
-      put(&b, &rec, sizeof rec);
+      lens_bytes_put(&b, &rec, sizeof rec);
     }
   }
   int rc = -1;
@@ -119,7 +99,7 @@ int lens_timeline_memo_save(const struct lens_cache_key *k, size_t n_inputs, con
   while (j->n_ranks / per >= MAX_SLABS) per *= 2;
   if (per > MAX_SLAB_ROWS) return -1;
   struct lens_timeline_slab *slabs = calloc(j->n_insts + 1, sizeof *slabs);
-  struct wbuf strs = {0};
+  struct lens_bytes strs = {0};
   if (!slabs) return -1;
   size_t n_slabs = 0;
   for (size_t i = 0; i < j->n_insts;) {
@@ -153,7 +133,7 @@ int lens_timeline_memo_save(const struct lens_cache_key *k, size_t n_inputs, con
                    .rejected_points = a->rejected_points, .oneway_pairs = a->oneway_pairs};
   memcpy(h.magic, MAIN_MAGIC, 8);
   struct inst_rec *ir = malloc((j->n_insts + 1) * sizeof *ir);
-  struct wbuf b = {0};
+  struct lens_bytes b = {0};
   int rc = -1;
   if (!ir) goto out;
   for (size_t i = 0; i < j->n_insts; i++) {
@@ -166,45 +146,45 @@ int lens_timeline_memo_save(const struct lens_cache_key *k, size_t n_inputs, con
       } else {
         if (strs.n + l > UINT32_MAX - 1) goto out;
         off = (uint32_t)strs.n;
-        put(&strs, in->func, l);
+        lens_bytes_put(&strs, in->func, l);
       }
     }
     ir[i] = (struct inst_rec){in->comm_id, in->seq, in->bytes, in->exec_ns, in->n_ranks, in->last_rank,
                               in->nranks, in->ranks_seen, in->cause, off, 0};
   }
   h.strings_len = strs.n;
-  put(&b, &h, sizeof h);
+  lens_bytes_put(&b, &h, sizeof h);
   for (size_t i = 0; i < n_inputs; i++) {
     int32_t g = (int32_t)group_of_input[i];
-    put(&b, &g, sizeof g);
+    lens_bytes_put(&b, &g, sizeof g);
   }
   for (size_t g = 0; g <= n_groups; g++) {
     uint64_t p = g < n_groups ? bases[g].proc : np;
-    put(&b, &p, sizeof p);
+    lens_bytes_put(&b, &p, sizeof p);
   }
-  for (size_t p = 0; p < np; p++) put(&b, &skel->procs[p].pid, sizeof(uint32_t));
-  put(&b, min_start, np * sizeof *min_start);
+  for (size_t p = 0; p < np; p++) lens_bytes_put(&b, &skel->procs[p].pid, sizeof(uint32_t));
+  lens_bytes_put(&b, min_start, np * sizeof *min_start);
   for (size_t p = 0; p < np; p++) {
     int32_t f = skel->procs[p].file;
     uint8_t v = f >= 0 && (size_t)f < skel->n_files && skel->files[f].producer == LENS_PRODUCER_PLUGIN;
-    put(&b, &v, 1);
+    lens_bytes_put(&b, &v, 1);
   }
   for (size_t c = 0; c < skel->n_comms; c++) {
     struct lens_timeline_comm tc = {.proc = skel->comms[c].proc, .comm_id = skel->comms[c].comm_id};
     memcpy(tc.name, skel->comms[c].name, sizeof tc.name);
     tc.name[sizeof tc.name - 1] = 0;
-    put(&b, &tc, sizeof tc);
+    lens_bytes_put(&b, &tc, sizeof tc);
   }
-  put(&b, a->procs, a->n_procs * sizeof *a->procs);
-  put(&b, a->host_of_proc, a->n_procs * sizeof *a->host_of_proc);
+  lens_bytes_put(&b, a->procs, a->n_procs * sizeof *a->procs);
+  lens_bytes_put(&b, a->host_of_proc, a->n_procs * sizeof *a->host_of_proc);
   for (size_t x = 0; x < a->n_hosts; x++) {
     struct lens_align_host ah = a->hosts[x];
     ah.host = ah.boot_id = NULL;
-    put(&b, &ah, sizeof ah);
+    lens_bytes_put(&b, &ah, sizeof ah);
   }
-  put(&b, ir, j->n_insts * sizeof *ir);
-  put(&b, slabs, n_slabs * sizeof *slabs);
-  put(&b, strs.p, strs.n);
+  lens_bytes_put(&b, ir, j->n_insts * sizeof *ir);
+  lens_bytes_put(&b, slabs, n_slabs * sizeof *slabs);
+  lens_bytes_put(&b, strs.p, strs.n);
   if (b.oom || strs.oom || b.n > LENS_CACHE_MAX_ENTRY) goto out;
   /* The slabs first: a main entry is found only when its slabs were stored. */
   for (size_t s = 0; s < n_slabs; s++)
