@@ -7,7 +7,8 @@
 # (docs/scale.md, "A time window", "The GPU memo"). The cache is a fresh
 # directory of its own. With --export, then the same for `export --format
 # perfetto` (the timeline: its window on job time, drawn from the memo a
-# whole export left, docs/scale.md "A window of the timeline"), its
+# whole export left, docs/scale.md "A window of the timeline"; the first
+# window, in a cache of its own, reads the job whole once to store it), its
 # documents written into the temporary directory. Figures, not assertions:
 # take them with nothing else running (uptime is printed first).
 #
@@ -76,6 +77,8 @@ echo
 printf '| %-22s | %8s | %9s | %s |\n' "export --format perfetto" "wall s" "max RSS" "drawn"
 printf '|%s|%s|%s|%s|\n' ------------------------ ---------- ----------- -----------
 cmd=(export --format perfetto -o "$tmp/doc.pftrace")
+NCCL_LENS_CACHE_DIR=$tmp/cache-first run "1 % window, first" --since "${mid}ns" --until "$((mid + pct))ns"
+rm -rf "$tmp/cache-first"
 run "whole run (memo left)"
 run "1 % window, memo" --since "${mid}ns" --until "$((mid + pct))ns"
 NCCL_LENS_CACHE=off run "1 % window, no memo" --since "${mid}ns" --until "$((mid + pct))ns"

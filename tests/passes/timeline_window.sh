@@ -5,6 +5,8 @@
 # reading the job whole (NCCL_LENS_CACHE=off), on every golden trace set,
 # for windows at the start, in the middle, past the end and open on either
 # side, with --rank and --comm; and it did use the memo (the cache's log).
+# A first window (no memo yet) reads the job whole once, stores the memo and
+# draws itself from it: the same document.
 # A memo that does not match (a slab removed, an entry another run's) is a
 # miss and the same document still comes out.
 # The golden sets are one host each: a generated job of 8 hosts, each on a
@@ -29,7 +31,22 @@ for s in $(ls "$traces") gen8; do
   [ "$s" = gen8 ] && traces=$tmp/sets
   [ -n "$(ls "$traces/$s"/*.lens 2>/dev/null)" ] || continue
   rm -rf "$tmp/cache"
-  # the whole export leaves the memo (relative paths: the outputs name the files)
+  # A first window, no memo yet: one whole reading stores the memo and the
+  # window is drawn from it (relative paths: the outputs name the files).
+  for fmt in job perfetto; do
+    rm -rf "$tmp/cache"
+    (cd "$traces/$s" && NCCL_LENS_CACHE_LOG=1 "$bin" export --format $fmt --since 1ms --until 5ms -o "$tmp/doc" ./*.lens) \
+      >/dev/null 2>"$tmp/first.err"
+    mv -f "$tmp/doc" "$tmp/first.out"
+    (cd "$traces/$s" && NCCL_LENS_CACHE=off "$bin" export --format $fmt --since 1ms --until 5ms -o "$tmp/doc" ./*.lens) \
+      >/dev/null 2>&1
+    mv -f "$tmp/doc" "$tmp/want.out"
+    cmp -s "$tmp/first.out" "$tmp/want.out" || fail "$s $fmt: a first window (no memo yet) differs"
+    grep -q "cache: hit timeline-" "$tmp/first.err" || fail "$s $fmt: a first window was not drawn from the memo it stored"
+    n=$((n + 1)) hits=$((hits + 1))
+  done
+  rm -rf "$tmp/cache"
+  # the whole export leaves the memo
   (cd "$traces/$s" && "$bin" export --format job -o "$tmp/whole.json" ./*.lens) >/dev/null 2>&1 ||
     { fail "$s: the whole export failed"; continue; }
   comm=$(sed -n 's/.*"comm_id":"\(0x[0-9a-f]*\)".*/\1/p' "$tmp/whole.json" | head -n 1)

@@ -1,7 +1,9 @@
 /* `nccl-lens export --format job|perfetto` on the pass driver (see
- * job_export.h): two readings of the job, each host group by host group
- * (a window with the timeline memo a whole export left: one reading of the
- * window, timeline_memo.h).
+ * job_export.h): two readings of the job, each host group by host group.
+ * A --since/--until window reads the window once, drawn from the timeline
+ * memo (timeline_memo.h) an earlier export left; without one, the first
+ * reading stores it and the window is drawn from it (no second whole
+ * reading).
  * The first maps each group to the job view's records (lens_job_map, as
  * `nccl-lens job` streams) and each process's first event; their reduce gives
  * the job view, the hosts' alignment from the records' clocks and ends
@@ -37,24 +39,62 @@
 
 /* ---- first reading: the job view's records ---- */
 
+/* A row whose GPU slice is not its mapped kernel span (no clock map): its
+ * times from its event, noted by the first reading when a window will be
+ * drawn from the memo it stores (no second whole reading to take them). */
+struct host_time {
+  int32_t proc, event; /* the group's */
+  struct lens_job_row_time t;
+};
+
 struct view_part {
   struct lens_job_part jp;
   uint64_t *min_start; size_t n_procs; /* per proc: its first event's start (MONOTONIC), UINT64_MAX none */
+  size_t n_events;                     /* the group's model's */
+  struct host_time *ht; size_t n_ht;   /* with note_host_times: by (proc, event) */
 };
+
+struct view_ctx {
+  int note_host_times;
+};
+
+static int cmp_host_time(const void *pa, const void *pb) {
+  const struct host_time *a = pa, *b = pb;
+  if (a->proc != b->proc) return a->proc < b->proc ? -1 : 1;
+  return (a->event > b->event) - (a->event < b->event);
+}
+
+static int kernel_timed(const struct lens_job_rank *r) {
+  return r->kstart_mono_ns && r->kstop_mono_ns && r->kstop_mono_ns >= r->kstart_mono_ns;
+}
+
+/* The records' host times, before the records are packed. */
+static int note_host_times(const struct lens_model *m, struct view_part *p) {
+  size_t n = 0;
+  for (size_t i = 0; i < p->jp.n_recs; i++) n += !kernel_timed(&p->jp.recs[i].r);
+  if (!(p->ht = malloc((n + 1) * sizeof *p->ht))) return -1;
+  for (size_t i = 0; i < p->jp.n_recs; i++) {
+    const struct lens_job_rank *r = &p->jp.recs[i].r;
+    if (!kernel_timed(r)) p->ht[p->n_ht++] = (struct host_time){r->proc, r->event, lens_job_export_row_time(m, r)};
+  }
+  qsort(p->ht, p->n_ht, sizeof *p->ht, cmp_host_time);
+  return 0;
+}
 
 static void view_free(void *part) {
   struct view_part *p = part;
   if (!p) return;
   lens_job_part_free(&p->jp);
   free(p->min_start);
+  free(p->ht);
   free(p);
 }
 
 static void *view_map(struct lens_model *m, void *ctx) {
-  (void)ctx;
+  const struct view_ctx *x = ctx;
   struct view_part *p = calloc(1, sizeof *p);
   if (!p || !(p->min_start = malloc((m->n_procs + 1) * sizeof *p->min_start))) goto oom;
-  p->n_procs = m->n_procs;
+  p->n_procs = m->n_procs, p->n_events = m->n_events;
   for (size_t i = 0; i < m->n_procs; i++) p->min_start[i] = UINT64_MAX;
   for (size_t i = 0; i < m->n_events; i++) {
     const struct lens_event *e = &m->events[i];
@@ -62,7 +102,9 @@ static void *view_map(struct lens_model *m, void *ctx) {
       p->min_start[e->proc] = e->start_mono_ns;
   }
   /* packed: the partial waits for the reduce beside every other group's */
-  if (lens_job_map(m, &p->jp) || lens_job_part_own_strings(&p->jp) || lens_job_part_pack(&p->jp)) goto oom;
+  if (lens_job_map(m, &p->jp) || lens_job_part_own_strings(&p->jp) ||
+      (x && x->note_host_times && note_host_times(m, p)) || lens_job_part_pack(&p->jp))
+    goto oom;
   return p;
 oom:
   view_free(p);
@@ -322,6 +364,38 @@ out:
 
 /* ---- the whole job ---- */
 
+/* Every row's GPU times from the first reading (its kernel span, else what
+ * its group noted of its event), as the drawing takes them: a window's
+ * memo without a second whole reading. NULL when out of memory. */
+static struct lens_job_row_time *rows_from_view(const struct lens_job *j, const struct lens_passes_out *p1) {
+  size_t n = p1->n_groups;
+  size_t *group_proc = malloc((n + 1) * sizeof *group_proc);
+  struct lens_job_row_time *rt = malloc((j->n_ranks + 1) * sizeof *rt);
+  if (!group_proc || !rt) {
+    free(group_proc);
+    free(rt);
+    return NULL;
+  }
+  for (size_t g = 0; g < n; g++) group_proc[g] = p1->bases[g].proc;
+  group_proc[n] = p1->skel->n_procs;
+  for (size_t k = 0; k < j->n_ranks; k++) {
+    const struct lens_job_rank *r = &j->ranks[k];
+    long g = lens_job_group_of_proc(group_proc, n, r->proc);
+    const struct view_part *vp = g >= 0 ? p1->parts[g] : NULL;
+    rt[k] = (struct lens_job_row_time){UINT64_MAX, 0};
+    if (!vp || r->event < 0 || (size_t)r->event >= vp->n_events) continue; /* (as the drawing skips it) */
+    if (kernel_timed(r)) {
+      rt[k] = (struct lens_job_row_time){r->kstart_mono_ns, r->kstop_mono_ns};
+      continue;
+    }
+    struct host_time want = {(int32_t)((size_t)r->proc - group_proc[g]), r->event, {0, 0}};
+    const struct host_time *h = bsearch(&want, vp->ht, vp->n_ht, sizeof *vp->ht, cmp_host_time);
+    if (h) rt[k] = h->t;
+  }
+  free(group_proc);
+  return rt;
+}
+
 int lens_job_export_run(struct lens_trace_cli *c, struct lens_job_export_opts *o, long threads) {
   if (lens_trace_cli_expand_dirs(CMD, c)) return 1;
   /* The selection is the timeline's own (on job time): the driver reads
@@ -340,8 +414,12 @@ int lens_job_export_run(struct lens_trace_cli *c, struct lens_job_export_opts *o
     }
     o->have_comm = 0; /* (the memo's was not used) */
   }
+  /* A window without a memo: one whole reading (the job view, noting the
+   * rows' host times), the memo stored, and the window drawn from it. */
+  int first_window = keyed && (o->have_since || o->have_until);
+  struct view_ctx vx = {.note_host_times = first_window};
   struct lens_passes_opts popts = {.threads = threads};
-  struct lens_pass view = {.map = view_map, .free = view_free};
+  struct lens_pass view = {.map = view_map, .free = view_free, .ctx = &vx};
   struct lens_passes_out p1, p2 = {0};
   struct lens_spool_dir *spool = NULL;
   struct lens_job_part *jps = NULL;
@@ -382,6 +460,21 @@ int lens_job_export_run(struct lens_trace_cli *c, struct lens_job_export_opts *o
   free(clocks);
   if (bad) goto oom;
   have_a = 1;
+  if (first_window && (rt = rows_from_view(&j, &p1)) &&
+      lens_timeline_memo_save(&key, c->n, group_of_input, p1.skel, p1.bases, n, min_start, &a, &j, rt) == 0) {
+    free(rt);
+    rt = NULL;
+    int wrc = window_run(c, o, threads, &key, &selection);
+    if (wrc >= 0) {
+      rc = wrc;
+      goto out;
+    }
+    o->have_comm = 0; /* (job_comm's again below) */
+    if ((rc = job_comm(p1.skel, &selection, o))) goto out;
+    rc = 1;
+  }
+  free(rt);
+  rt = NULL;
   lens_job_export_proc_facts(p1.skel, o, plugin, in_comm);
   lens_job_export_select(np, plugin, in_comm, &a, min_start, sel, &cnt);
   if (!(spool = lens_spool_dir_new(CMD, NULL))) goto out;

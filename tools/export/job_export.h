@@ -94,6 +94,9 @@ void lens_job_export_proc_facts(const struct lens_model *skel, const struct lens
  * floored to a millisecond); counts the plugin's processes left out. 0. */
 int lens_job_export_select(size_t n_procs, const uint8_t *plugin, const uint8_t *in_comm, const struct lens_align *a,
                            const uint64_t *min_start, uint8_t *sel, struct lens_job_export_counts *c);
+/* Rank row r's GPU slice, its event in m (the group's model, as the job
+ * map read it): lens_job_row_time. */
+struct lens_job_row_time lens_job_export_row_time(const struct lens_model *m, const struct lens_job_rank *r);
 /* One group: m, whose procs are pbase.. in the job's numbering. 0 / -1. */
 int lens_job_export_group(FILE *out, const struct lens_model *m, size_t pbase, uint32_t track_base, uint64_t seq_id,
                           const struct lens_job *j, const struct lens_align *a, const struct lens_job_export_opts *o,

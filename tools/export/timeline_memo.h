@@ -6,7 +6,8 @@
  * The timeline's window is on job time: where it lies on each host's
  * MONOTONIC clock is known only from the alignment, and the alignment only
  * from every instance's ends, so a window without the memo reads the whole
- * job twice. A whole export leaves, under the key of its inputs:
+ * job twice. An export that reads the job whole (a whole export, or the
+ * first window: export_job.c) leaves, under the key of its inputs:
  *   - one entry: each process's pid, first event and producer, the
  *     communicators (for --comm and the drawn processes), each input's host
  *     group and each group's first process (to check the drawing reading
