@@ -9,7 +9,8 @@
  *   - --force writes it anyway, the same bytes as without a limit;
  *   - --split writes pieces OUT.1.json ... each under the limit, each valid
  *     JSON, every event of the whole document in exactly one
- *     (split_check.py); without -o it is a usage error. */
+ *     (split_check.py); without -o it is a usage error;
+ *   - the job timeline's JSON is bounded the same way (test_job_size). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -263,8 +264,72 @@ static void test_size_and_split(void **state) {
   unsetenv("NCCL_LENS_EXPORT_MAX_BYTES");
 }
 
+/* The job timeline's JSON (--format job) is bounded as the chrome export's
+ * is: its size known exactly before it is written (a limit of its size
+ * writes it, one byte less refuses it: exit 4, no file, the size, the window
+ * that fits, --format perfetto and --force said); --force writes the same
+ * bytes over the limit; Perfetto's protobuf is never refused and takes no
+ * --force. */
+static void test_job_size(void **state) {
+  (void)state;
+  char whole[300], out[300], lim[32];
+  snprintf(whole, sizeof whole, "%s/timeline.json", cli_tmpdir());
+  snprintf(out, sizeof out, "%s/timeline-2.json", cli_tmpdir());
+  struct cli_result r;
+  unsetenv("NCCL_LENS_EXPORT_MAX_BYTES");
+  const char *a[] = {"export", "--format", "job", "-o", whole, job, NULL};
+  assert_int_equal(cli_run(&r, a), 0);
+  assert_int_equal(r.status, 0);
+  long size, n2;
+  char *x = slurp(whole, &size);
+  assert_non_null(x);
+  assert_true(size > 10000);
+  a[4] = out;
+  snprintf(lim, sizeof lim, "%ld", size);
+  setenv("NCCL_LENS_EXPORT_MAX_BYTES", lim, 1);
+  assert_int_equal(cli_run(&r, a), 0);
+  assert_int_equal(r.status, 0);
+  char *y = slurp(out, &n2);
+  assert_non_null(y);
+  assert_int_equal(n2, size);
+  assert_int_equal(memcmp(x, y, (size_t)size), 0);
+  free(y);
+  unlink(out);
+  snprintf(lim, sizeof lim, "%ld", size - 1);
+  setenv("NCCL_LENS_EXPORT_MAX_BYTES", lim, 1);
+  assert_int_equal(cli_run(&r, a), 0);
+  assert_int_equal(r.status, 4);
+  struct stat st;
+  assert_int_not_equal(stat(out, &st), 0);
+  assert_non_null(strstr(r.err, "JSON would be"));
+  assert_non_null(strstr(r.err, "--since/--until window of about"));
+  assert_non_null(strstr(r.err, "--format perfetto"));
+  assert_non_null(strstr(r.err, "--force"));
+  /* --force over a third of the size: the same bytes */
+  snprintf(lim, sizeof lim, "%ld", size / 3);
+  setenv("NCCL_LENS_EXPORT_MAX_BYTES", lim, 1);
+  const char *f[] = {"export", "--format", "job", "--force", "-o", out, job, NULL};
+  assert_int_equal(cli_run(&r, f), 0);
+  assert_int_equal(r.status, 0);
+  y = slurp(out, &n2);
+  assert_non_null(y);
+  assert_int_equal(n2, size);
+  assert_int_equal(memcmp(x, y, (size_t)size), 0);
+  free(y);
+  free(x);
+  /* Perfetto: not refused under the same limit; --force is not its option */
+  snprintf(out, sizeof out, "%s/timeline.pftrace", cli_tmpdir());
+  const char *p[] = {"export", "--format", "perfetto", "-o", out, job, NULL};
+  assert_int_equal(cli_run(&r, p), 0);
+  assert_int_equal(r.status, 0);
+  const char *pf[] = {"export", "--format", "perfetto", "--force", "-o", out, job, NULL};
+  assert_int_equal(cli_run(&r, pf), 0);
+  assert_int_equal(r.status, 2);
+  unsetenv("NCCL_LENS_EXPORT_MAX_BYTES");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_threads), cmocka_unit_test(test_gz_input),
-                                     cmocka_unit_test(test_size_and_split)};
+                                     cmocka_unit_test(test_size_and_split), cmocka_unit_test(test_job_size)};
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -185,7 +185,7 @@ static const char *gb(uint64_t b, char *buf, size_t len) {
   return buf;
 }
 
-static uint64_t max_bytes(void) {
+uint64_t lens_export_max_bytes(void) {
   const char *e = getenv("NCCL_LENS_EXPORT_MAX_BYTES");
   uint64_t v;
   if (e && *e && !lens_cli_parse_u64(e, &v) && v) return v;
@@ -491,7 +491,7 @@ int lens_chrome_export(struct lens_trace_cli *c, const struct lens_chrome_export
    * are written as ints). */
   struct map_ctx mx = {.c = c, .opts = &o->chrome, .spool = spool,
                        .span = (uint32_t)((INT32_MAX - LENS_CHROME_SYNTH_ID - 1) / (c->n + 1)),
-                       .spool_limit = o->force || o->split ? 0 : max_bytes()};
+                       .spool_limit = o->force || o->split ? 0 : lens_export_max_bytes()};
   /* ProxySteps are exported: read as events. */
   struct lens_pass pass = {.map = chrome_map, .free = chrome_part_free, .ctx = &mx, .needs = LENS_PASS_STEPS};
   struct lens_passes_opts po_opts = {.threads = o->threads};
@@ -525,7 +525,7 @@ int lens_chrome_export(struct lens_trace_cli *c, const struct lens_chrome_export
     goto out;
   }
   uint64_t size = strlen("{\"traceEvents\":[") + items_bytes - (records ? 1 : 0) + tail_len;
-  uint64_t limit = max_bytes();
+  uint64_t limit = lens_export_max_bytes();
   if (o->split) {
     rc = write_split(c, po.skel, spool, parts, po.n_groups, dm, &s, limit);
   } else if ((size > limit || measured) && !o->force) { /* measured: its groups past the limit were not spooled */

@@ -28,6 +28,9 @@
 #define LENS_EXPORT_MAX_BYTES_DEFAULT 1000000000ull
 #define LENS_EXPORT_TOO_BIG 4 /* exit status: the file would be too big to open, not written */
 
+/* The largest JSON document written without --force: NCCL_LENS_EXPORT_MAX_BYTES, else the default. */
+uint64_t lens_export_max_bytes(void);
+
 struct lens_chrome_export_opts {
   struct lens_chrome_opts chrome;
   int force, split;

@@ -48,7 +48,8 @@ static void usage(FILE *f) {
           "                       sched; the names of NCCL_LENS_EVENT_MASK)\n"
           "  --split              --format chrome: files OUT.1.json, OUT.2.json, ... by time window, each under\n"
           "                       the 1 GB the Perfetto UI opens (a bigger file is not written: exit status 4)\n"
-          "  --force              --format chrome: write the file however big it is\n"
+          "  --force              --format chrome|job: write the JSON however big it is (over the 1 GB the\n"
+          "                       Perfetto UI opens, nothing is written: exit status 4)\n"
           "  --threads N          host groups (--format kineto: files) read on N threads at once (1..1024,\n"
           "                       default: the cores)\n");
   lens_trace_cli_usage_common(f);
@@ -190,9 +191,13 @@ static int format_check(void *ctx) {
   o->job.perfetto = !strcmp(o->format, "perfetto");
   if (o->types && strcmp(o->format, "chrome"))
     return lens_cli_usage(CMD, "--types selects from --format chrome only"), -1;
-  if ((o->chrome.split || o->chrome.force) && strcmp(o->format, "chrome"))
-    return lens_cli_usage(CMD, "--split and --force are for --format chrome (the job timeline is selected by "
-                               "--comm, --rank, --since, --until)"), -1;
+  if (o->chrome.split && strcmp(o->format, "chrome"))
+    return lens_cli_usage(CMD, "--split is for --format chrome (the job timeline is selected by --comm, --rank, "
+                               "--since, --until)"), -1;
+  if (o->chrome.force && strcmp(o->format, "chrome") && strcmp(o->format, "job"))
+    return lens_cli_usage(CMD, "--force is for the JSON formats, chrome and job (Perfetto's protobuf opens whole)"),
+           -1;
+  o->job.force = o->chrome.force;
   if (o->types && lens_chrome_parse_types(o->types, &o->chrome.chrome.types))
     return lens_cli_usage(CMD, "--types %s: unknown type (%s)", o->types, lens_chrome_type_names()), -1;
   if (!strcmp(o->format, "chrome")) return 0;

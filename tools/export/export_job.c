@@ -31,6 +31,7 @@
 #include "cli/passes.h"
 #include "cli/spool.h"
 #include "cli/cache.h"
+#include "export/chrome_export.h"
 #include "export/group_input.h"
 #include "export/lanes.h"
 #include "export/timeline_memo.h"
@@ -197,8 +198,48 @@ static int copy_spool(FILE *f, const struct lens_spool_dir *spool, const char *n
   return bad ? -1 : 0;
 }
 
+/* The JSON document's size, exactly, before it is written: the head and the
+ * tail measured in memory (with a copy of the counts: the tail counts the
+ * flows it writes), the spools by their files. 0, or -1. */
+static int json_size(const struct lens_model *skel, const struct lens_job *j, const struct lens_align *a,
+                     const struct lens_job_export_opts *o, const struct lens_passes_out *p2,
+                     const struct lens_spool_dir *spool, const struct lens_job_export_counts *cnt, uint64_t *size) {
+  struct lens_job_export_part *const *parts = (struct lens_job_export_part *const *)p2->parts;
+  struct lens_job_export_counts k = *cnt;
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&buf, &len);
+  if (!m) return -1;
+  int first = lens_job_export_head(m, skel, j, a, o, parts, p2->n_groups, &k);
+  int bad = first < 0 || fflush(m);
+  uint64_t total = len, spools = 0;
+  for (size_t g = 0; !bad && g < p2->n_groups; g++) {
+    FILE *in = lens_spool_open(spool, parts[g]->spool);
+    struct stat st;
+    if (!in || fstat(fileno(in), &st)) bad = 1;
+    else spools += (uint64_t)st.st_size;
+    if (in) fclose(in);
+  }
+  if (!bad && first == 1 && spools) total -= 1, first = 0; /* (the first record's comma: copy_spool) */
+  total += spools;
+  size_t head_len = len;
+  if (!bad && (lens_job_export_tail(m, skel, j, a, o, parts, p2->n_groups, first, &k) || fflush(m))) bad = 1;
+  total += len - head_len;
+  if (fclose(m)) bad = 1;
+  free(buf);
+  *size = total;
+  return bad ? -1 : 0;
+}
+
+static const char *gb(uint64_t b, char *buf, size_t len) {
+  if (b >= 1000000000ull) snprintf(buf, len, "%.2f GB", (double)b / 1e9);
+  else snprintf(buf, len, "%.1f MB", (double)b / 1e6);
+  return buf;
+}
+
 /* The document from the drawing's parts: head, the groups' spools in input
- * order, tail. 0, or 1 after an error line. */
+ * order, tail. 0, 1 after an error line, or LENS_EXPORT_TOO_BIG: JSON over
+ * the limit the Perfetto UI opens, not written (said, with what fits). */
 static int write_document(struct lens_trace_cli *c, struct lens_job_export_opts *o, const struct lens_model *skel,
                           const struct lens_job *j, const struct lens_align *a, const struct lens_passes_out *p2,
                           const struct lens_spool_dir *spool, struct lens_job_export_counts *cnt) {
@@ -207,6 +248,23 @@ static int write_document(struct lens_trace_cli *c, struct lens_job_export_opts 
     const struct lens_job_export_counts *k = &parts[g]->counts;
     cnt->slices += k->slices, cnt->last_marked += k->last_marked, cnt->lanes_extra += k->lanes_extra;
     cnt->crowded += k->crowded;
+    if (k->end_ns > cnt->end_ns) cnt->end_ns = k->end_ns;
+  }
+  uint64_t size, limit = lens_export_max_bytes();
+  if (!o->perfetto && !o->force) {
+    if (json_size(skel, j, a, o, p2, spool, cnt, &size)) return lens_cli_error(CMD, "out of memory"), 1;
+    if (size > limit) {
+      char x[32], y[32];
+      fprintf(stderr, "nccl-lens export: the job timeline's JSON would be %s, more than the Perfetto UI opens (%s): "
+                      "not written\n", gb(size, x, sizeof x), gb(limit, y, sizeof y));
+      /* The slices are spread over the time drawn: a window of its share fits, about. */
+      double span = (double)cnt->end_ns - (double)(o->have_since ? o->since_ns : 0);
+      if (span > 0)
+        fprintf(stderr, "nccl-lens export: it draws %.3f s; a --since/--until window of about %.3f s of it fits "
+                        "(or a --rank or --comm selection)\n", span / 1e9, span / 1e9 * (double)limit / (double)size * 0.9);
+      fprintf(stderr, "nccl-lens export: --format perfetto (protobuf) opens whole; --force writes it anyway\n");
+      return LENS_EXPORT_TOO_BIG;
+    }
   }
   FILE *f = lens_trace_cli_open_out(CMD, c);
   if (!f) return 1;
@@ -490,9 +548,9 @@ int lens_job_export_run(struct lens_trace_cli *c, struct lens_job_export_opts *o
                          .origin = cnt.origin_job_ns, .track_span = track_span(c)};
   c->progress_label = "reading traces (host groups), 2 of 2: drawing";
   if (lens_passes_run(CMD, c, &draw, 1, &popts, &p2)) goto out;
-  if (write_document(c, o, p1.skel, &j, &a, &p2, spool, &cnt)) goto out;
+  rc = write_document(c, o, p1.skel, &j, &a, &p2, spool, &cnt);
+  /* (a document refused for its size leaves the memo too: the window it suggests reads about itself) */
   if (rt) lens_timeline_memo_save(&key, c->n, group_of_input, p1.skel, p1.bases, n, min_start, &a, &j, rt);
-  rc = 0;
   goto out;
 oom:
   lens_cli_error(CMD, "out of memory");

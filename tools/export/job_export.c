@@ -324,6 +324,8 @@ static void place(struct ctx *x, struct vec *v) {
       e++;
     }
     x->c->lanes_extra += (size_t)(lanes.used - 1);
+    for (size_t k = i; k < e; k++)
+      if (v->v[k].e > x->c->end_ns) x->c->end_ns = v->v[k].e;
     x->c->crowded += lanes.crowded;
     track_name(x, &v->v[i], lanes.used);
     track++;

@@ -39,6 +39,7 @@ struct lens_job_export_opts {
   int have_since, have_until;
   int64_t since_ns, until_ns; /* --since/--until: ns after the origin (job time) */
   int perfetto;             /* --format perfetto: Perfetto's protobuf (perfetto_subset.proto), streamed */
+  int force;                /* --force: the JSON written however big (else over the limit: not written) */
   /* A window drawn from the timeline memo (export_memo.h): each GPU slice's
    * times per row of j->ranks, from the whole reading (its group's events
    * are not all read). NULL: from the group's model. */
@@ -54,6 +55,7 @@ struct lens_job_export_counts {
   size_t crowded;           /* slices that could not be given a nesting lane (LENS_LANES_MAX) */
   size_t procs_unaligned;   /* processes left out: their host could not be placed */
   int64_t origin_job_ns;
+  int64_t end_ns;           /* the latest slice end drawn (ns after the origin), 0 none */
 };
 
 /* The document is written host group by host group (tools/cli/passes.h,
