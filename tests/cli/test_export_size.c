@@ -267,7 +267,8 @@ static void test_size_and_split(void **state) {
 /* The job timeline's JSON (--format job) is bounded as the chrome export's
  * is: its size known exactly before it is written (a limit of its size
  * writes it, one byte less refuses it: exit 4, no file, the size, the window
- * that fits, --format perfetto and --force said); --force writes the same
+ * that fits, --format perfetto and --force said; under a limit the first
+ * group passes, the others counted, not spooled: the same exact size); --force writes the same
  * bytes over the limit; Perfetto's protobuf is never refused and takes no
  * --force. */
 static void test_job_size(void **state) {
@@ -305,6 +306,19 @@ static void test_job_size(void **state) {
   assert_non_null(strstr(r.err, "--since/--until window of about"));
   assert_non_null(strstr(r.err, "--format perfetto"));
   assert_non_null(strstr(r.err, "--force"));
+  char exact[64];
+  snprintf(exact, sizeof exact, "(%ld bytes)", size);
+  assert_non_null(strstr(r.err, exact));
+  /* A limit the first group passes: the rest are counted as drawn, not
+   * spooled, and the size said is still the exact one, on 1 and 2 threads. */
+  setenv("NCCL_LENS_EXPORT_MAX_BYTES", "1000", 1);
+  for (int t = 1; t <= 2; t++) {
+    const char *c1[] = {"export", "--format", "job", "--threads", t == 1 ? "1" : "2", "-o", out, job, NULL};
+    assert_int_equal(cli_run(&r, c1), 0);
+    assert_int_equal(r.status, 4);
+    assert_non_null(strstr(r.err, exact));
+    assert_int_not_equal(stat(out, &st), 0);
+  }
   /* --force over a third of the size: the same bytes */
   snprintf(lim, sizeof lim, "%ld", size / 3);
   setenv("NCCL_LENS_EXPORT_MAX_BYTES", lim, 1);

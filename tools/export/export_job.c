@@ -127,7 +127,18 @@ struct draw_ctx {
   const uint8_t *sel;
   int64_t origin;
   uint32_t track_span;              /* track numbers per input index */
+  /* JSON without --force: once the groups spooled pass the limit the
+   * document is refused, so the rest are counted, not spooled (a refused
+   * timeline of a 10^8-event job would spool about 19 GB). 0: none. */
+  uint64_t spool_limit;
+  uint64_t *spooled;                /* bytes spooled by every group so far (atomic) */
 };
+
+static ssize_t count_write(void *cookie, const char *buf, size_t len) {
+  (void)buf;
+  *(uint64_t *)cookie += len;
+  return (ssize_t)len;
+}
 
 static void *draw_map(struct lens_model *m, void *ctx) {
   const struct draw_ctx *x = ctx;
@@ -138,7 +149,10 @@ static void *draw_map(struct lens_model *m, void *ctx) {
     return lens_cli_error(CMD, "the traces changed between the two readings of the job"), NULL;
   struct lens_job_export_part *p = calloc(1, sizeof *p);
   if (!p) return lens_cli_error(CMD, "out of memory"), NULL;
-  FILE *out = lens_spool_create(x->spool, p->spool, sizeof p->spool);
+  uint64_t counted = 0;
+  int count_only = x->spool_limit && __atomic_load_n(x->spooled, __ATOMIC_RELAXED) > x->spool_limit;
+  FILE *out = count_only ? fopencookie(&counted, "w", (cookie_io_functions_t){.write = count_write})
+                         : lens_spool_create(x->spool, p->spool, sizeof p->spool);
   if (!out) {
     free(p);
     return lens_cli_error(CMD, "cannot write a temporary file: %s", strerror(errno)), NULL;
@@ -146,7 +160,10 @@ static void *draw_map(struct lens_model *m, void *ctx) {
   __fsetlocking(out, FSETLOCKING_BYCALLER); /* this thread's alone */
   int rc = lens_job_export_group(out, m, x->bases[g].proc, (uint32_t)key * x->track_span, (uint64_t)key + 2, x->j,
                                  x->a, x->o, x->sel, x->origin, p);
+  long at = ftell(out);
   if (fclose(out)) rc = -1;
+  p->bytes = count_only ? counted : at > 0 ? (uint64_t)at : 0;
+  if (!count_only) __atomic_add_fetch(x->spooled, p->bytes, __ATOMIC_RELAXED);
   if (rc) {
     lens_job_export_part_free(p);
     return lens_cli_error(CMD, "cannot write a temporary file (disk full?) or out of memory"), NULL;
@@ -214,6 +231,10 @@ static int json_size(const struct lens_model *skel, const struct lens_job *j, co
   int bad = first < 0 || fflush(m);
   uint64_t total = len, spools = 0;
   for (size_t g = 0; !bad && g < p2->n_groups; g++) {
+    if (!parts[g]->spool[0]) { /* counted, not spooled */
+      spools += parts[g]->bytes;
+      continue;
+    }
     FILE *in = lens_spool_open(spool, parts[g]->spool);
     struct stat st;
     if (!in || fstat(fileno(in), &st)) bad = 1;
@@ -233,7 +254,9 @@ static int json_size(const struct lens_model *skel, const struct lens_job *j, co
 
 static const char *gb(uint64_t b, char *buf, size_t len) {
   if (b >= 1000000000ull) snprintf(buf, len, "%.2f GB", (double)b / 1e9);
-  else snprintf(buf, len, "%.1f MB", (double)b / 1e6);
+  else if (b >= 1000000ull) snprintf(buf, len, "%.1f MB", (double)b / 1e6);
+  else if (b >= 1000ull) snprintf(buf, len, "%.1f kB", (double)b / 1e3);
+  else snprintf(buf, len, "%" PRIu64 " bytes", b);
   return buf;
 }
 
@@ -255,8 +278,9 @@ static int write_document(struct lens_trace_cli *c, struct lens_job_export_opts 
     if (json_size(skel, j, a, o, p2, spool, cnt, &size)) return lens_cli_error(CMD, "out of memory"), 1;
     if (size > limit) {
       char x[32], y[32];
-      fprintf(stderr, "nccl-lens export: the job timeline's JSON would be %s, more than the Perfetto UI opens (%s): "
-                      "not written\n", gb(size, x, sizeof x), gb(limit, y, sizeof y));
+      /* (exact: the groups past the limit were counted as they were drawn, not spooled) */
+      fprintf(stderr, "nccl-lens export: the job timeline's JSON would be %s (%" PRIu64 " bytes), more than the "
+                      "Perfetto UI opens (%s): not written\n", gb(size, x, sizeof x), size, gb(limit, y, sizeof y));
       /* The slices are spread over the time drawn: a window of its share fits, about. */
       double span = (double)cnt->end_ns - (double)(o->have_since ? o->since_ns : 0);
       if (span > 0)
@@ -366,6 +390,7 @@ static int window_run(struct lens_trace_cli *c, struct lens_job_export_opts *o, 
   struct lens_pass draw = {.map = draw_map, .free = draw_free, .ctx = &dx};
   long *group_of_input = malloc((c->n + 1) * sizeof *group_of_input);
   struct lens_model_base *bases = calloc(mm.n_groups + 1, sizeof *bases);
+  uint64_t spooled = 0;
   if (!sel || !in_comm || !group_of_input || !bases) goto out;
   if (selection->n_comms) {
     size_t i = 0;
@@ -396,7 +421,8 @@ static int window_run(struct lens_trace_cli *c, struct lens_job_export_opts *o, 
   wo.row_times = mm.row_times;
   dx = (struct draw_ctx){.c = c, .spool = spool, .group_of_input = group_of_input, .bases = bases,
                          .n_groups = mm.n_groups, .n_procs = np, .j = &mm.j, .a = &mm.a, .o = &wo, .sel = sel,
-                         .origin = cnt.origin_job_ns, .track_span = track_span(c)};
+                         .origin = cnt.origin_job_ns, .track_span = track_span(c),
+                         .spool_limit = o->perfetto || o->force ? 0 : lens_export_max_bytes(), .spooled = &spooled};
   struct lens_passes_opts popts = {.threads = threads, .group_window = group_window, .group_window_ctx = &wx};
   c->progress_label = "reading traces (host groups): drawing the window";
   if (lens_passes_run(CMD, c, &draw, 1, &popts, &p2)) {
@@ -488,6 +514,7 @@ int lens_job_export_run(struct lens_trace_cli *c, struct lens_job_export_opts *o
   uint8_t *sel = NULL, *plugin = NULL, *in_comm = NULL;
   long *group_of_input = NULL;
   struct lens_job_row_time *rt = NULL;
+  uint64_t spooled = 0;
   struct draw_ctx dx = {0};
   struct lens_pass draw = {.map = draw_map, .free = draw_free, .ctx = &dx};
   struct lens_job_export_counts cnt = {0};
@@ -545,7 +572,8 @@ int lens_job_export_run(struct lens_trace_cli *c, struct lens_job_export_opts *o
   }
   dx = (struct draw_ctx){.c = c, .spool = spool, .group_of_input = group_of_input, .bases = p1.bases,
                          .n_groups = n, .n_procs = np, .j = &j, .a = &a, .o = o, .sel = sel,
-                         .origin = cnt.origin_job_ns, .track_span = track_span(c)};
+                         .origin = cnt.origin_job_ns, .track_span = track_span(c),
+                         .spool_limit = o->perfetto || o->force ? 0 : lens_export_max_bytes(), .spooled = &spooled};
   c->progress_label = "reading traces (host groups), 2 of 2: drawing";
   if (lens_passes_run(CMD, c, &draw, 1, &popts, &p2)) goto out;
   rc = write_document(c, o, p1.skel, &j, &a, &p2, spool, &cnt);

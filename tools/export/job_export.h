@@ -78,7 +78,8 @@ struct lens_job_row_time { uint64_t a, b; };
 struct lens_job_gpu_slice { int32_t inst; int64_t mid; int32_t proc; uint32_t tid; };
 
 struct lens_job_export_part {
-  char spool[32];
+  char spool[32];                                    /* "": not spooled, its bytes counted only */
+  uint64_t bytes;                                    /* what its drawing wrote */
   struct lens_job_export_counts counts;              /* slices, lanes, last ranks of the group */
   struct lens_job_host_rank *host_ranks; size_t n_host_ranks; /* its slices' (host, rank), repeats once */
   struct lens_job_gpu_slice *gpu; size_t n_gpu;      /* its GPU slices, for the flows */
