@@ -13,7 +13,8 @@
 #define MAIN_MAGIC "LTMEMO1"
 #define SLAB_MAGIC "LTSLAB1"
 #define SLAB_ROWS 16384u   /* rows a slab at least: 768 KiB before zstd */
-#define MAX_SLABS 512u     /* slabs grow past SLAB_ROWS to stay under this (the cache keeps 1,024 entries) */
+#define MAX_SLABS 128u     /* slabs grow past SLAB_ROWS to stay about under this: a job of 128 host groups keeps
+                            * about 257 entries (with its GPU memos) of the cache's 1,024 */
 #define MAX_SLAB_ROWS (1u << 22) /* what a slab read may hold (192 MiB of rows): a bigger one is not stored */
 
 struct head {
