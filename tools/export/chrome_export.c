@@ -177,7 +177,7 @@ static const char *demote_line(const struct demotions *dm, const char *json, siz
 }
 
 /* "1.23 GB", "45.6 MB", "789 bytes" (decimal, as the limit is said). */
-static const char *gb(uint64_t b, char *buf, size_t len) {
+const char *lens_export_size_text(uint64_t b, char *buf, size_t len) {
   if (b >= 1000000000ull) snprintf(buf, len, "%.2f GB", (double)b / 1e9);
   else if (b >= 1000000ull) snprintf(buf, len, "%.1f MB", (double)b / 1e6);
   else if (b >= 1000ull) snprintf(buf, len, "%.1f kB", (double)b / 1e3);
@@ -379,7 +379,7 @@ static int write_split(const struct lens_trace_cli *c, const struct lens_model *
     char a[32], b[32];
     return lens_cli_error(CMD, "--split: the processes and tracks declared in every piece take %s of the %s "
                                "a file may have: select (--rank, --comm, --types) first",
-                          gb(fixed, a, sizeof a), gb(limit, b, sizeof b));
+                          lens_export_size_text(fixed, a, sizeof a), lens_export_size_text(limit, b, sizeof b));
   }
   uint64_t budget = limit - fixed;
   struct hist h = {calloc(HIST_BUCKETS, sizeof *h.b), s->ts_min, s->ts_max};
@@ -403,7 +403,7 @@ static int write_split(const struct lens_trace_cli *c, const struct lens_model *
       char a[32];
       lens_cli_error(CMD, "--split: %s of events start within %" PRIu64 " ns of each other: more than a file may "
                           "hold; select (--rank, --comm, --types) first",
-                     gb(h.b[b], a, sizeof a), (h.hi - h.lo) / HIST_BUCKETS + 1);
+                     lens_export_size_text(h.b[b], a, sizeof a), (h.hi - h.lo) / HIST_BUCKETS + 1);
       goto out;
     }
     if (cur + h.b[b] > budget) {
@@ -461,7 +461,7 @@ static int write_split(const struct lens_trace_cli *c, const struct lens_model *
     piece_name(c->out, 0, first, sizeof first);
     piece_name(c->out, np - 1, last, sizeof last);
     printf("wrote %s%s%s: %zu files of at most %s by time window (each host's CLOCK_MONOTONIC)\n", first,
-           np > 1 ? " .. " : "", np > 1 ? last : "", np, gb(biggest, a, sizeof a));
+           np > 1 ? " .. " : "", np > 1 ? last : "", np, lens_export_size_text(biggest, a, sizeof a));
   }
 out:
   for (size_t k = 0; p.f && k < p.n; k++)
@@ -533,10 +533,11 @@ int lens_chrome_export(struct lens_trace_cli *c, const struct lens_chrome_export
     uint64_t tsize;
     /* measured: the groups past the limit were counted, not spooled, their rewritten tids not read back */
     fprintf(stderr, "nccl-lens export: the Chrome JSON would be %s%s, more than the Perfetto UI opens (%s): not "
-                    "written\n", measured ? "about " : "", gb(size, a, sizeof a), gb(limit, b, sizeof b));
+                    "written\n", measured ? "about " : "", lens_export_size_text(size, a, sizeof a),
+            lens_export_size_text(limit, b, sizeof b));
     if (!fitting_types(&s, size - s.json - 2 * s.items, limit, t, sizeof t, &tsize)) {
       fprintf(stderr, "nccl-lens export: these types fit (about %s; a --rank or --comm selection may too):\n",
-              gb(tsize, ts, sizeof ts));
+              lens_export_size_text(tsize, ts, sizeof ts));
       /* The list, cut at commas into lines of at most 120 columns. */
       for (const char *p = t; *p;) {
         size_t len = strlen(p);

@@ -30,6 +30,8 @@
 
 /* The largest JSON document written without --force: NCCL_LENS_EXPORT_MAX_BYTES, else the default. */
 uint64_t lens_export_max_bytes(void);
+/* A size as the refusals say it: "2.93 GB", "57.9 MB", "1.7 kB", "12 bytes". */
+const char *lens_export_size_text(uint64_t b, char *buf, size_t len);
 
 struct lens_chrome_export_opts {
   struct lens_chrome_opts chrome;

@@ -252,13 +252,6 @@ static int json_size(const struct lens_model *skel, const struct lens_job *j, co
   return bad ? -1 : 0;
 }
 
-static const char *gb(uint64_t b, char *buf, size_t len) {
-  if (b >= 1000000000ull) snprintf(buf, len, "%.2f GB", (double)b / 1e9);
-  else if (b >= 1000000ull) snprintf(buf, len, "%.1f MB", (double)b / 1e6);
-  else if (b >= 1000ull) snprintf(buf, len, "%.1f kB", (double)b / 1e3);
-  else snprintf(buf, len, "%" PRIu64 " bytes", b);
-  return buf;
-}
 
 /* The document from the drawing's parts: head, the groups' spools in input
  * order, tail. 0, 1 after an error line, or LENS_EXPORT_TOO_BIG: JSON over
@@ -280,12 +273,14 @@ static int write_document(struct lens_trace_cli *c, struct lens_job_export_opts 
       char x[32], y[32];
       /* (exact: the groups past the limit were counted as they were drawn, not spooled) */
       fprintf(stderr, "nccl-lens export: the job timeline's JSON would be %s (%" PRIu64 " bytes), more than the "
-                      "Perfetto UI opens (%s): not written\n", gb(size, x, sizeof x), size, gb(limit, y, sizeof y));
+                      "Perfetto UI opens (%s): not written\n",
+              lens_export_size_text(size, x, sizeof x), size, lens_export_size_text(limit, y, sizeof y));
       /* The slices are spread over the time drawn: a window of its share fits, about. */
       double span = (double)cnt->end_ns - (double)(o->have_since ? o->since_ns : 0);
       if (span > 0)
         fprintf(stderr, "nccl-lens export: it draws %.3f s; a --since/--until window of about %.3f s of it fits "
-                        "(or a --rank or --comm selection)\n", span / 1e9, span / 1e9 * (double)limit / (double)size * 0.9);
+                        "(or a --rank or --comm selection)\n",
+                span / 1e9, span / 1e9 * (double)limit / (double)size * 0.9);
       fprintf(stderr, "nccl-lens export: --format perfetto (protobuf) opens whole; --force writes it anyway\n");
       return LENS_EXPORT_TOO_BIG;
     }
