@@ -13,7 +13,8 @@
 static struct lens_gpu_state *states;
 static pthread_mutex_t states_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static void drop_state_data(struct lens_gpu_state *s) { /* never the model's own arrays */
+/* An analysis's results kept in the state: the report, the indexes, the sequence flags. */
+static void drop_state_results(struct lens_gpu_state *s) {
   free(s->report.kernel_flags);
   free(s->report.segs);
   memset(&s->report, 0, sizeof(s->report));
@@ -21,6 +22,10 @@ static void drop_state_data(struct lens_gpu_state *s) { /* never the model's own
   lens_gpu_index_free(&s->ops);
   free(s->seq);
   s->seq = NULL, s->n_seq = 0, s->seq_ambiguous = 0;
+}
+
+static void drop_state_data(struct lens_gpu_state *s) { /* never the model's own arrays */
+  drop_state_results(s);
   for (size_t i = 0; i < s->n_extra; i++) free((void *)s->extra[i].data);
   free(s->extra);
   s->extra = NULL;
@@ -67,13 +72,7 @@ static void clear_results(struct lens_model *m, struct lens_gpu_state *s) {
   free(m->clock_maps);
   m->clock_maps = NULL;
   m->n_clock_maps = 0;
-  free(s->report.kernel_flags);
-  free(s->report.segs);
-  memset(&s->report, 0, sizeof(s->report));
-  lens_gpu_index_free(&s->launches);
-  lens_gpu_index_free(&s->ops);
-  free(s->seq);
-  s->seq = NULL, s->n_seq = 0, s->seq_ambiguous = 0;
+  drop_state_results(s);
 }
 
 void lens_gpu_release(struct lens_model *m) {
