@@ -41,8 +41,9 @@
 /* ---- first reading: the job view's records ---- */
 
 /* A row whose GPU slice is not its mapped kernel span (no clock map): its
- * times from its event, noted by the first reading when a window will be
- * drawn from the memo it stores (no second whole reading to take them). */
+ * times from its event, noted by the first reading for the memo it stores
+ * (a first window draws itself from that memo, with no second whole
+ * reading to take them). */
 struct host_time {
   int32_t proc, event; /* the group's */
   struct lens_job_row_time t;
@@ -65,18 +66,15 @@ static int cmp_host_time(const void *pa, const void *pb) {
   return (a->event > b->event) - (a->event < b->event);
 }
 
-static int kernel_timed(const struct lens_job_rank *r) {
-  return r->kstart_mono_ns && r->kstop_mono_ns && r->kstop_mono_ns >= r->kstart_mono_ns;
-}
-
 /* The records' host times, before the records are packed. */
 static int note_host_times(const struct lens_model *m, struct view_part *p) {
   size_t n = 0;
-  for (size_t i = 0; i < p->jp.n_recs; i++) n += !kernel_timed(&p->jp.recs[i].r);
+  for (size_t i = 0; i < p->jp.n_recs; i++) n += !lens_job_rank_kernel_timed(&p->jp.recs[i].r);
   if (!(p->ht = malloc((n + 1) * sizeof *p->ht))) return -1;
   for (size_t i = 0; i < p->jp.n_recs; i++) {
     const struct lens_job_rank *r = &p->jp.recs[i].r;
-    if (!kernel_timed(r)) p->ht[p->n_ht++] = (struct host_time){r->proc, r->event, lens_job_export_row_time(m, r)};
+    if (!lens_job_rank_kernel_timed(r))
+      p->ht[p->n_ht++] = (struct host_time){r->proc, r->event, lens_job_export_row_time(m, r)};
   }
   qsort(p->ht, p->n_ht, sizeof *p->ht, cmp_host_time);
   return 0;
@@ -217,10 +215,10 @@ static int copy_spool(FILE *f, const struct lens_spool_dir *spool, const char *n
 
 /* The JSON document's size, exactly, before it is written: the head and the
  * tail measured in memory (with a copy of the counts: the tail counts the
- * flows it writes), the spools by their files. 0, or -1. */
+ * flows it writes), the groups by what their drawings wrote. 0, or -1. */
 static int json_size(const struct lens_model *skel, const struct lens_job *j, const struct lens_align *a,
                      const struct lens_job_export_opts *o, const struct lens_passes_out *p2,
-                     const struct lens_spool_dir *spool, const struct lens_job_export_counts *cnt, uint64_t *size) {
+                     const struct lens_job_export_counts *cnt, uint64_t *size) {
   struct lens_job_export_part *const *parts = (struct lens_job_export_part *const *)p2->parts;
   struct lens_job_export_counts k = *cnt;
   char *buf = NULL;
@@ -230,17 +228,7 @@ static int json_size(const struct lens_model *skel, const struct lens_job *j, co
   int first = lens_job_export_head(m, skel, j, a, o, parts, p2->n_groups, &k);
   int bad = first < 0 || fflush(m);
   uint64_t total = len, spools = 0;
-  for (size_t g = 0; !bad && g < p2->n_groups; g++) {
-    if (!parts[g]->spool[0]) { /* counted, not spooled */
-      spools += parts[g]->bytes;
-      continue;
-    }
-    FILE *in = lens_spool_open(spool, parts[g]->spool);
-    struct stat st;
-    if (!in || fstat(fileno(in), &st)) bad = 1;
-    else spools += (uint64_t)st.st_size;
-    if (in) fclose(in);
-  }
+  for (size_t g = 0; g < p2->n_groups; g++) spools += parts[g]->bytes; /* spooled or counted only */
   if (!bad && first == 1 && spools) total -= 1, first = 0; /* (the first record's comma: copy_spool) */
   total += spools;
   size_t head_len = len;
@@ -251,7 +239,6 @@ static int json_size(const struct lens_model *skel, const struct lens_job *j, co
   *size = total;
   return bad ? -1 : 0;
 }
-
 
 /* The document from the drawing's parts: head, the groups' spools in input
  * order, tail. 0, 1 after an error line, or LENS_EXPORT_TOO_BIG: JSON over
@@ -268,7 +255,7 @@ static int write_document(struct lens_trace_cli *c, struct lens_job_export_opts 
   }
   uint64_t size, limit = lens_export_max_bytes();
   if (!o->perfetto && !o->force) {
-    if (json_size(skel, j, a, o, p2, spool, cnt, &size)) return lens_cli_error(CMD, "out of memory"), 1;
+    if (json_size(skel, j, a, o, p2, cnt, &size)) return lens_cli_error(CMD, "out of memory"), 1;
     if (size > limit) {
       char x[32], y[32];
       /* (exact: the groups past the limit were counted as they were drawn, not spooled) */
@@ -444,8 +431,8 @@ out:
 /* ---- the whole job ---- */
 
 /* Every row's GPU times from the first reading (its kernel span, else what
- * its group noted of its event), as the drawing takes them: a window's
- * memo without a second whole reading. NULL when out of memory. */
+ * its group noted of its event), as the drawing takes them: the memo's
+ * rows. NULL when out of memory. */
 static struct lens_job_row_time *rows_from_view(const struct lens_job *j, const struct lens_passes_out *p1) {
   size_t n = p1->n_groups;
   size_t *group_proc = malloc((n + 1) * sizeof *group_proc);
@@ -463,7 +450,7 @@ static struct lens_job_row_time *rows_from_view(const struct lens_job *j, const 
     const struct view_part *vp = g >= 0 ? p1->parts[g] : NULL;
     rt[k] = (struct lens_job_row_time){UINT64_MAX, 0};
     if (!vp || r->event < 0 || (size_t)r->event >= vp->n_events) continue; /* (as the drawing skips it) */
-    if (kernel_timed(r)) {
+    if (lens_job_rank_kernel_timed(r)) {
       rt[k] = (struct lens_job_row_time){r->kstart_mono_ns, r->kstop_mono_ns};
       continue;
     }
@@ -494,9 +481,10 @@ int lens_job_export_run(struct lens_trace_cli *c, struct lens_job_export_opts *o
     o->have_comm = 0; /* (the memo's was not used) */
   }
   /* A window without a memo: one whole reading (the job view, noting the
-   * rows' host times), the memo stored, and the window drawn from it. */
+   * rows' host times for the memo), the memo stored, and the window drawn
+   * from it. */
   int first_window = keyed && (o->have_since || o->have_until);
-  struct view_ctx vx = {.note_host_times = first_window};
+  struct view_ctx vx = {.note_host_times = keyed};
   struct lens_passes_opts popts = {.threads = threads};
   struct lens_pass view = {.map = view_map, .free = view_free, .ctx = &vx};
   struct lens_passes_out p1, p2 = {0};
@@ -558,13 +546,6 @@ int lens_job_export_run(struct lens_trace_cli *c, struct lens_job_export_opts *o
   lens_job_export_proc_facts(p1.skel, o, plugin, in_comm);
   lens_job_export_select(np, plugin, in_comm, &a, min_start, sel, &cnt);
   if (!(spool = lens_spool_dir_new(CMD, NULL))) goto out;
-  /* For the memo a window of these traces reads next: every row's GPU
-   * times, noted by its group's drawing (a row whose event is in no group
-   * is never drawn). */
-  if (keyed && (rt = malloc((j.n_ranks + 1) * sizeof *rt))) {
-    for (size_t r = 0; r < j.n_ranks; r++) rt[r] = (struct lens_job_row_time){UINT64_MAX, 0};
-    o->row_times_out = rt;
-  }
   dx = (struct draw_ctx){.c = c, .spool = spool, .group_of_input = group_of_input, .bases = p1.bases,
                          .n_groups = n, .n_procs = np, .j = &j, .a = &a, .o = o, .sel = sel,
                          .origin = cnt.origin_job_ns, .track_span = track_span(c),
@@ -572,13 +553,14 @@ int lens_job_export_run(struct lens_trace_cli *c, struct lens_job_export_opts *o
   c->progress_label = "reading traces (host groups), 2 of 2: drawing";
   if (lens_passes_run(CMD, c, &draw, 1, &popts, &p2)) goto out;
   rc = write_document(c, o, p1.skel, &j, &a, &p2, spool, &cnt);
-  /* (a document refused for its size leaves the memo too: the window it suggests reads about itself) */
-  if (rt) lens_timeline_memo_save(&key, c->n, group_of_input, p1.skel, p1.bases, n, min_start, &a, &j, rt);
+  /* The memo a window of these traces reads next (a document refused for
+   * its size leaves it too: the window it suggests reads about itself). */
+  if (keyed && (rt = rows_from_view(&j, &p1)))
+    lens_timeline_memo_save(&key, c->n, group_of_input, p1.skel, p1.bases, n, min_start, &a, &j, rt);
   goto out;
 oom:
   lens_cli_error(CMD, "out of memory");
 out:
-  o->row_times_out = NULL;
   free(rt);
   lens_passes_free(&draw, &p2);
   if (have_a) lens_align_free(&a);

@@ -163,10 +163,14 @@ static int push(struct vec *v, struct sl s) {
  * else (no clock map) its Coll/P2p's start and completion in this group's
  * model (the map read it the same way). a UINT64_MAX: its event is not in
  * the model, nothing drawn. */
+int lens_job_rank_kernel_timed(const struct lens_job_rank *r) {
+  return r->kstart_mono_ns && r->kstop_mono_ns && r->kstop_mono_ns >= r->kstart_mono_ns;
+}
+
 struct lens_job_row_time lens_job_export_row_time(const struct lens_model *m, const struct lens_job_rank *r) {
   if (r->event < 0 || (size_t)r->event >= m->n_events) return (struct lens_job_row_time){UINT64_MAX, 0};
   uint64_t a = r->kstart_mono_ns, b = r->kstop_mono_ns;
-  if (!a || !b || b < a) {
+  if (!lens_job_rank_kernel_timed(r)) {
     const struct lens_event *e = &m->events[r->event];
     a = e->start_mono_ns;
     b = lens_event_completion(m, e, NULL);
@@ -202,7 +206,6 @@ static int collect(struct ctx *x, struct vec *v, int64_t origin) {
       const struct lens_job_rank *r = &x->j->ranks[row];
       if (r->proc < 0 || (size_t)r->proc < x->pbase || (size_t)r->proc >= x->pbase + m->n_procs) continue;
       struct lens_job_row_time t = o->row_times ? o->row_times[row] : lens_job_export_row_time(m, r);
-      if (o->row_times_out) o->row_times_out[row] = t; /* (this group's rows: no other thread writes them) */
       if (t.a == UINT64_MAX || (o->have_comm && in->comm_id != o->comm_id) || !x->sel[r->proc] ||
           !rank_selected(o, r->rank))
         continue;

@@ -44,9 +44,6 @@ struct lens_job_export_opts {
    * times per row of j->ranks, from the whole reading (its group's events
    * are not all read). NULL: from the group's model. */
   const struct lens_job_row_time *row_times;
-  /* The whole reading: each group's rows' GPU times noted here, per row of
-   * j->ranks (for the memo). NULL: none. */
-  struct lens_job_row_time *row_times_out;
 };
 
 struct lens_job_export_counts {
@@ -97,6 +94,8 @@ void lens_job_export_proc_facts(const struct lens_model *skel, const struct lens
  * floored to a millisecond); counts the plugin's processes left out. 0. */
 int lens_job_export_select(size_t n_procs, const uint8_t *plugin, const uint8_t *in_comm, const struct lens_align *a,
                            const uint64_t *min_start, uint8_t *sel, struct lens_job_export_counts *c);
+/* Whether rank row r has its mapped kernel span (its GPU slice's times). */
+int lens_job_rank_kernel_timed(const struct lens_job_rank *r);
 /* Rank row r's GPU slice, its event in m (the group's model, as the job
  * map read it): lens_job_row_time. */
 struct lens_job_row_time lens_job_export_row_time(const struct lens_model *m, const struct lens_job_rank *r);
