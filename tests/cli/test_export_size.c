@@ -68,6 +68,16 @@ static char *slurp(const char *path, long *len) {
   return b;
 }
 
+/* The file at path holds exactly the n bytes of want. */
+static void assert_same_file(const char *path, const char *want, long n) {
+  long got;
+  char *x = slurp(path, &got);
+  assert_non_null(x);
+  assert_int_equal(got, n);
+  assert_int_equal(memcmp(want, x, (size_t)n), 0);
+  free(x);
+}
+
 static void export_to(const char *out, const char *threads, struct cli_result *r) {
   const char *a[] = {"export", "--format", "chrome", "--threads", threads, "-o", out, traces, NULL};
   assert_int_equal(cli_run(r, a), 0);
@@ -219,12 +229,7 @@ static void test_size_and_split(void **state) {
   const char *fa[] = {"export", "--force", "-o", forced, traces, NULL};
   assert_int_equal(cli_run(&r, fa), 0);
   assert_int_equal(r.status, 0);
-  long nf;
-  char *f = slurp(forced, &nf);
-  assert_non_null(f);
-  assert_int_equal(nf, n1);
-  assert_int_equal(memcmp(a, f, (size_t)n1), 0);
-  free(f);
+  assert_same_file(forced, a, n1);
   free(a);
 
   /* --split: pieces under the limit covering every event once. */
@@ -281,7 +286,7 @@ static void test_job_size(void **state) {
   const char *a[] = {"export", "--format", "job", "-o", whole, job, NULL};
   assert_int_equal(cli_run(&r, a), 0);
   assert_int_equal(r.status, 0);
-  long size, n2;
+  long size;
   char *x = slurp(whole, &size);
   assert_non_null(x);
   assert_true(size > 10000);
@@ -290,11 +295,7 @@ static void test_job_size(void **state) {
   setenv("NCCL_LENS_EXPORT_MAX_BYTES", lim, 1);
   assert_int_equal(cli_run(&r, a), 0);
   assert_int_equal(r.status, 0);
-  char *y = slurp(out, &n2);
-  assert_non_null(y);
-  assert_int_equal(n2, size);
-  assert_int_equal(memcmp(x, y, (size_t)size), 0);
-  free(y);
+  assert_same_file(out, x, size);
   unlink(out);
   snprintf(lim, sizeof lim, "%ld", size - 1);
   setenv("NCCL_LENS_EXPORT_MAX_BYTES", lim, 1);
@@ -325,11 +326,7 @@ static void test_job_size(void **state) {
   const char *f[] = {"export", "--format", "job", "--force", "-o", out, job, NULL};
   assert_int_equal(cli_run(&r, f), 0);
   assert_int_equal(r.status, 0);
-  y = slurp(out, &n2);
-  assert_non_null(y);
-  assert_int_equal(n2, size);
-  assert_int_equal(memcmp(x, y, (size_t)size), 0);
-  free(y);
+  assert_same_file(out, x, size);
   free(x);
   /* Perfetto: not refused under the same limit; --force is not its option */
   snprintf(out, sizeof out, "%s/timeline.pftrace", cli_tmpdir());
