@@ -327,10 +327,9 @@ static int map_events(const struct lens_model *m, struct lens_summary *s) {
   size_t last = 0;
   for (size_t i = 0; i < m->n_events; i++) {
     const struct lens_event *e = &m->events[i];
-    for (int b = 0; b < 32; b++) {
-      if (e->acc.flags & (1u << b)) s->acc_counts[b]++;
-      if (e->flags & (1u << b)) s->evf_counts[b]++;
-    }
+    /* set bits only: most events have none, and this runs on every event */
+    for (uint32_t f = e->acc.flags; f; f &= f - 1) s->acc_counts[__builtin_ctz(f)]++;
+    for (uint32_t f = e->flags; f; f &= f - 1) s->evf_counts[__builtin_ctz(f)]++;
     if (e->acc.flags) s->analyses_ran = 1;
     if (e->type == LENS_T_KERNEL_CH) {
       s->kernel_ch++;
