@@ -1,4 +1,5 @@
-/* Lookups over a loaded model: events by id, completion of an operation. */
+/* Lookups over a loaded model: events by id, a parent's first child of a
+ * type, completion of an operation. */
 #include "reader_priv.h"
 
 int32_t lens_model_find_in_session(const struct lens_model *m, int32_t proc, uint32_t session, uint64_t id) {
@@ -49,4 +50,14 @@ uint64_t lens_event_completion(const struct lens_model *m, const struct lens_eve
   }
   if (source) *source = src;
   return best;
+}
+
+int32_t lens_first_child_of_type(const struct lens_model *m, int32_t parent, int32_t type,
+                                 struct lens_child_memo *memo) {
+  if (parent < 0 || (size_t)parent >= m->n_events) return -1;
+  if (memo && memo->parent == parent && memo->type == type) return memo->child;
+  int32_t c = m->events[parent].first_child;
+  while (c >= 0 && m->events[c].type != type) c = m->events[c].next_sibling;
+  if (memo) *memo = (struct lens_child_memo){parent, type, c};
+  return c;
 }

@@ -557,6 +557,15 @@ const char *lens_tag_label(uint64_t tag, char *buf, size_t cap);
 int32_t lens_model_find(const struct lens_model *m, int32_t proc, uint64_t id);
 /* The same within one session of the process (ids are unique per session). */
 int32_t lens_model_find_in_session(const struct lens_model *m, int32_t proc, uint32_t session, uint64_t id);
+/* The first child of event `parent` whose type is `type`, -1 none. A pass
+ * over ops asks this of the same parent many times (every op of a GroupApi
+ * looks for the group's KernelLaunch, after all the group's API children:
+ * N ops, N^2 steps); memo keeps the last answer. Start it with
+ * LENS_CHILD_MEMO_INIT, one per pass and model. */
+struct lens_child_memo { int32_t parent, type, child; };
+#define LENS_CHILD_MEMO_INIT {-1, -1, -1}
+int32_t lens_first_child_of_type(const struct lens_model *m, int32_t parent, int32_t type,
+                                 struct lens_child_memo *memo);
 /* Completion time of a Coll/P2p: the latest of its KernelCh stop (mapped GPU
  * time if available, else notice) and ProxyOp stops; 0 if none. Sets *source. */
 uint64_t lens_event_completion(const struct lens_model *m, const struct lens_event *e, int *source);

@@ -73,7 +73,7 @@ double lens_job_busbw_factor(const char *func, int n) {
 /* One rank's side of an instance: span and stages; and into gpu what the end's
  * bracket reads of the same channels (job_align.h). */
 static void rank_row(const struct lens_model *m, const double *map_err, int32_t ei, int rank, struct lens_job_rank *r,
-                     struct lens_align_gpu *gpu) {
+                     struct lens_align_gpu *gpu, struct lens_child_memo *memo) {
   const struct lens_event *e = &m->events[ei];
   memset(r, 0, sizeof *r);
   *gpu = (struct lens_align_gpu){UINT64_MAX, 0, UINT64_MAX, -1, -1};
@@ -121,8 +121,8 @@ static void rank_row(const struct lens_model *m, const double *map_err, int32_t 
   if (api->type != LENS_T_COLL_API && api->type != LENS_T_P2P_API) return;
   r->api_ns = api->start_mono_ns;
   if (api->parent < 0) return;
-  const struct lens_event *g = &m->events[api->parent];
-  for (int32_t c = g->first_child; c >= 0; c = m->events[c].next_sibling) {
+  for (int32_t c = lens_first_child_of_type(m, api->parent, LENS_T_KERNEL_LAUNCH, memo); c >= 0;
+       c = m->events[c].next_sibling) {
     const struct lens_event *x = &m->events[c];
     if (x->type != LENS_T_KERNEL_LAUNCH || x->comm != e->comm || !x->stop_mono_ns) continue;
     r->launch_start_ns = x->start_mono_ns;
@@ -343,6 +343,7 @@ int lens_job_map(const struct lens_model *m, struct lens_job_part *p) {
     if (c->thread >= 0 && (size_t)c->thread < m->n_threads && c->error_bound_ns > map_err[c->thread])
       map_err[c->thread] = c->error_bound_ns;
   }
+  struct lens_child_memo memo = LENS_CHILD_MEMO_INIT;
   for (size_t i = 0; i < m->n_events; i++) {
     const struct lens_event *e = &m->events[i];
     if ((e->type != LENS_T_COLL && e->type != LENS_T_P2P) || e->comm < 0 || (e->flags & LENS_EVF_REMOTE)) continue;
@@ -375,7 +376,7 @@ int lens_job_map(const struct lens_model *m, struct lens_job_part *p) {
     }
     inst_fill(m, k, e, !k->kind && !has_seq[e->comm]);
     struct lens_align_gpu *g = &gpu[p->n_recs - 1];
-    rank_row(m, map_err, (int32_t)i, c->rank, &k->r, g);
+    rank_row(m, map_err, (int32_t)i, c->rank, &k->r, g, &memo);
     lens_job_rank_clear_bad_times(&k->r); /* a forged trace's times past 2^62 ns: unknown (job_part.h) */
     lens_align_rank_notices(m, &k->r, g); /* its children, still in cache from rank_row */
     k->user_tag = lens_event_user_tag(e);

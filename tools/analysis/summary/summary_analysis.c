@@ -116,12 +116,12 @@ static int kernel_ch_ns(const struct lens_event *k, uint64_t *ns) {
  * hostStreamPlanTask, after the kernel launch (spec §2), so a small kernel
  * may have run, even ended, before its op starts. 0 when unknown (graph
  * replays have no launch; v4 plugins no KernelLaunch). */
-static uint64_t launch_start(const struct lens_model *m, const struct lens_event *e) {
+static uint64_t launch_start(const struct lens_model *m, const struct lens_event *e, struct lens_child_memo *memo) {
   if (e->parent < 0 || (e->flags & LENS_EVF_GRAPH)) return 0;
   const struct lens_event *api = &m->events[e->parent];
   if ((api->type != LENS_T_COLL_API && api->type != LENS_T_P2P_API) || api->parent < 0) return 0;
-  const struct lens_event *g = &m->events[api->parent];
-  for (int32_t c = g->first_child; c >= 0; c = m->events[c].next_sibling) {
+  for (int32_t c = lens_first_child_of_type(m, api->parent, LENS_T_KERNEL_LAUNCH, memo); c >= 0;
+       c = m->events[c].next_sibling) {
     const struct lens_event *x = &m->events[c];
     if (x->type == LENS_T_KERNEL_LAUNCH && x->comm == e->comm && x->start_mono_ns <= e->start_mono_ns)
       return x->start_mono_ns;
@@ -129,7 +129,8 @@ static uint64_t launch_start(const struct lens_model *m, const struct lens_event
   return 0;
 }
 
-static void add_op(const struct lens_model *m, struct lens_sum_row *r, const struct lens_event *e) {
+static void add_op(const struct lens_model *m, struct lens_sum_row *r, const struct lens_event *e,
+                   struct lens_child_memo *memo) {
   uint64_t bytes = lens_event_bytes(m, e);
   r->count++;
   r->bytes += bytes;
@@ -141,7 +142,7 @@ static void add_op(const struct lens_model *m, struct lens_sum_row *r, const str
   if (e->stop_mono_ns >= from && !(e->flags & LENS_EVF_NO_STOP)) stat_add(&r->enqueue, e->stop_mono_ns - from);
   int src;
   uint64_t done = lens_event_completion(m, e, &src);
-  uint64_t origin = launch_start(m, e);
+  uint64_t origin = launch_start(m, e, memo);
   if (!origin) origin = e->start_mono_ns;
   if (done >= origin && done) {
     stat_add(&r->completion, done - origin);
@@ -325,6 +326,7 @@ static int map_events(const struct lens_model *m, struct lens_summary *s) {
   }
   for (size_t c = 0; c <= m->n_comms; c++) cache[c] = -1;
   size_t last = 0;
+  struct lens_child_memo memo = LENS_CHILD_MEMO_INIT;
   for (size_t i = 0; i < m->n_events; i++) {
     const struct lens_event *e = &m->events[i];
     /* set bits only: most events have none, and this runs on every event */
@@ -358,7 +360,7 @@ static int map_events(const struct lens_model *m, struct lens_summary *s) {
       free(cache);
       return -1;
     }
-    add_op(m, r, e);
+    add_op(m, r, e, &memo);
     /* the job view names a task by an int32 event index: one past it is named by none */
     if (i <= INT32_MAX)
       s->tasks[s->n_tasks++] = (struct lens_sum_task){(uint32_t)i, (uint32_t)(r - s->rows)};
