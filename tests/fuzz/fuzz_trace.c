@@ -7,7 +7,8 @@
  * alignment, and the reports printed to /dev/null; and the time-window
  * loader (lens_model_load_window) on a window taken from the input's last
  * bytes, with the GPU types kept as lens_cli_load keeps them, and again with the full load's GPU
- * memo (gpu_memo.c: no light reads; the same events, accuracy and clock maps). The chunks' CRCs are recomputed
+ * memo (gpu_memo.c: no light reads; the same events, accuracy and clock maps, compared on loads without
+ * plans: corpus/trace/window-memo-forged-index.lens hides records from a planned one). The chunks' CRCs are recomputed
  * first (fuzz_fix_trace_crcs). A sanitizer report, a crash or a
  * hang is a finding; a trace refused with a message is not.
  *
@@ -455,10 +456,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     lens_model_free(m);
   }
+  /* The same window with the memo, as lens_cli_load loads it (no light reads): applied, the same
+   * events with the same accuracy fields and the same clock maps; refused (1), nothing to compare.
+   * Compared without plans: a planned load trusts the INDEX for the chunks it leaves out (a forged
+   * index whose chunks pass their checks can hide events, orphans and bad records from a window,
+   * docs/scale.md "Step 2"), and the memo's load leaves out the chunks the light read decodes for
+   * the KernelCh. The planned memo window is loaded and analysed for the sanitizers only. */
+  if (memo) {
+    struct lens_load_window mw = w;
+    mw.kch_no_light = 1;
+    struct lens_model *pm = lens_model_load_window(paths, 1, 0, &mw, err, sizeof err, NULL);
+    if (pm && !pm->n_sched && lens_analyze_gpu_memo(pm, memo, memo_len, err, sizeof err) == 0) {
+      struct lens_summary s;
+      if (!lens_summary_build(pm, &s, 1)) lens_summary_free(&s);
+    }
+    lens_model_free(pm);
+  }
+  w.no_plan = 1;
   struct lens_model *wm = lens_model_load_window(paths, 1, 0, &w, err, sizeof err, NULL);
   if (wm && lens_analyze_gpu) lens_analyze_gpu(wm, err, sizeof err);
-  /* The same window with the memo, as lens_cli_load loads it (no light reads): applied, the
-   * same events with the same accuracy fields and the same clock maps; refused (1), nothing to compare. */
   if (memo && wm && !wm->n_sched) {
     struct lens_load_window mw = w;
     mw.kch_no_light = 1;
