@@ -1,7 +1,8 @@
 /* Joins the reader does at load time: duplicate and orphan stops, records
  * read before their START's chunk (file order kept), superseded
  * ProxySteps, PXN parents across two process files, several sessions in one
- * file, graph marks, and drops summed over sessions. */
+ * file, graph marks, and drops summed over sessions; a parent's first child
+ * of a type, with and without the memo a pass keeps. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -383,6 +384,67 @@ static void test_probe_file(void **state) {
   lens_model_free(m);
 }
 
+/* lens_first_child_of_type against a walk of the children, every parent and
+ * type asked in event order with one memo (as a pass asks), then again out of
+ * order, and the bounds. */
+static int32_t walk_first(const struct lens_model *m, int32_t p, int32_t type) {
+  for (int32_t c = m->events[p].first_child; c >= 0; c = m->events[c].next_sibling)
+    if (m->events[c].type == type) return c;
+  return -1;
+}
+
+static void test_first_child_of_type(void **state) {
+  (void)state;
+  char path[128], err[256];
+  struct tb *t = open_proc("first_child.lens", 100, path, sizeof path);
+  tb_events_begin(t, 1);
+  uint64_t seq = 1, ts = 10;
+  for (int g = 0; g < 3; g++) { /* groups of 0, 4 and 8 API calls, each call's launch after all of them */
+    uint64_t grp = LENS_ID_MAKE(LENS_T_GROUP_API, 1, seq++);
+    tb_start(t, LENS_T_GROUP_API, grp, 0, CTX, ts++, 0, 0, NULL, 0);
+    for (int k = 0; k < 4 * g; k++) {
+      uint64_t api = LENS_ID_MAKE(LENS_T_COLL_API, 1, seq++);
+      tb_start(t, LENS_T_COLL_API, api, grp, CTX, ts++, 0, 0, NULL, 0);
+      tb_stop(t, api, ts++);
+    }
+    for (int k = 0; k < g; k++) {
+      uint64_t l = LENS_ID_MAKE(LENS_T_KERNEL_LAUNCH, 1, seq++);
+      tb_start(t, LENS_T_KERNEL_LAUNCH, l, grp, CTX, ts++, 0, 0, NULL, 0);
+      tb_stop(t, l, ts++);
+    }
+    tb_stop(t, grp, ts++);
+  }
+  tb_close(t);
+  struct lens_model *m = rt_load1(path, err, sizeof err);
+  assert_non_null(m);
+  assert_int_equal(m->n_events, 3 + 12 + 3);
+  int32_t types[] = {LENS_T_KERNEL_LAUNCH, LENS_T_COLL_API, LENS_T_GROUP_API};
+  struct lens_child_memo memo = LENS_CHILD_MEMO_INIT;
+  size_t found = 0;
+  for (int round = 0; round < 2; round++) /* in order (memo hits), then each parent once per type (misses) */
+    for (size_t i = 0; i < m->n_events; i++)
+      for (int k = 0; k < 3; k++)
+        for (int again = 0; again < (round ? 1 : 3); again++) {
+          int32_t p = (int32_t)(round ? m->n_events - 1 - i : i);
+          int32_t want = walk_first(m, p, types[k]);
+          assert_int_equal(lens_first_child_of_type(m, p, types[k], &memo), want);
+          assert_int_equal(lens_first_child_of_type(m, p, types[k], NULL), want);
+          found += want >= 0;
+        }
+  assert_int_equal(found, 2 * 2 * (3 + 1)); /* groups 2 and 3 hold a launch and a call: 3 asks each, then 1 */
+  for (size_t i = 0; i < m->n_events; i++)
+    if (m->events[i].type == LENS_T_GROUP_API && m->events[i].first_child >= 0) {
+      int32_t c = lens_first_child_of_type(m, (int32_t)i, LENS_T_KERNEL_LAUNCH, &memo);
+      assert_true(c >= 0);
+      assert_int_equal(m->events[c].type, LENS_T_KERNEL_LAUNCH);
+      assert_int_equal(m->events[c].parent, (int32_t)i);
+      assert_true(m->events[m->events[i].first_child].type == LENS_T_COLL_API); /* the walk had calls to pass */
+    }
+  assert_int_equal(lens_first_child_of_type(m, -1, LENS_T_KERNEL_LAUNCH, &memo), -1);
+  assert_int_equal(lens_first_child_of_type(m, (int32_t)m->n_events, LENS_T_KERNEL_LAUNCH, &memo), -1);
+  lens_model_free(m);
+}
+
 static void test_errors(void **state) {
   (void)state;
   char path[128], err[256];
@@ -405,6 +467,7 @@ int main(void) {
       cmocka_unit_test(test_pxn_across_files),
       cmocka_unit_test(test_multi_session),        cmocka_unit_test(test_graph_marks),
       cmocka_unit_test(test_probe_file),           cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_first_child_of_type),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   rt_cleanup();
