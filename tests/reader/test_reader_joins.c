@@ -386,7 +386,8 @@ static void test_probe_file(void **state) {
 
 /* lens_first_child_of_type against a walk of the children, every parent and
  * type asked in event order with one memo (as a pass asks), then again out of
- * order, and the bounds. */
+ * order, then every pair of parents (18 events: some share a memo slot), and
+ * the bounds. */
 static int32_t walk_first(const struct lens_model *m, int32_t p, int32_t type) {
   for (int32_t c = m->events[p].first_child; c >= 0; c = m->events[c].next_sibling)
     if (m->events[c].type == type) return c;
@@ -432,6 +433,13 @@ static void test_first_child_of_type(void **state) {
           found += want >= 0;
         }
   assert_int_equal(found, 2 * 2 * (3 + 1)); /* groups 2 and 3 hold a launch and a call: 3 asks each, then 1 */
+  for (size_t i = 0; i < m->n_events; i++) /* every pair of parents, one type: those sharing a slot too */
+    for (size_t j = 0; j < m->n_events; j++)
+      for (int k = 0; k < 2; k++) {
+        int32_t p = (int32_t)(k ? j : i);
+        assert_int_equal(lens_first_child_of_type(m, p, LENS_T_KERNEL_LAUNCH, &memo),
+                         walk_first(m, p, LENS_T_KERNEL_LAUNCH));
+      }
   for (size_t i = 0; i < m->n_events; i++)
     if (m->events[i].type == LENS_T_GROUP_API && m->events[i].first_child >= 0) {
       int32_t c = lens_first_child_of_type(m, (int32_t)i, LENS_T_KERNEL_LAUNCH, &memo);

@@ -55,9 +55,10 @@ uint64_t lens_event_completion(const struct lens_model *m, const struct lens_eve
 int32_t lens_first_child_of_type(const struct lens_model *m, int32_t parent, int32_t type,
                                  struct lens_child_memo *memo) {
   if (parent < 0 || (size_t)parent >= m->n_events) return -1;
-  if (memo && memo->parent == parent && memo->type == type) return memo->child;
+  size_t k = (size_t)parent % LENS_CHILD_MEMO_SLOTS;
+  if (memo && memo->parent1[k] == (uint32_t)parent + 1u && memo->type[k] == type) return memo->child[k];
   int32_t c = m->events[parent].first_child;
   while (c >= 0 && m->events[c].type != type) c = m->events[c].next_sibling;
-  if (memo) *memo = (struct lens_child_memo){parent, type, c};
+  if (memo) memo->parent1[k] = (uint32_t)parent + 1u, memo->type[k] = type, memo->child[k] = c;
   return c;
 }

@@ -560,10 +560,16 @@ int32_t lens_model_find_in_session(const struct lens_model *m, int32_t proc, uin
 /* The first child of event `parent` whose type is `type`, -1 none. A pass
  * over ops asks this of the same parent many times (every op of a GroupApi
  * looks for the group's KernelLaunch, after all the group's API children:
- * N ops, N^2 steps); memo keeps the last answer. Start it with
- * LENS_CHILD_MEMO_INIT, one per pass and model. */
-struct lens_child_memo { int32_t parent, type, child; };
-#define LENS_CHILD_MEMO_INIT {-1, -1, -1}
+ * N ops, N^2 steps); memo keeps the latest answers, one per parent modulo
+ * LENS_CHILD_MEMO_SLOTS (the groups of several threads or communicators
+ * interleave in event order). Start it zeroed (LENS_CHILD_MEMO_INIT), one
+ * per pass and model. */
+#define LENS_CHILD_MEMO_SLOTS 16
+struct lens_child_memo {
+  uint32_t parent1[LENS_CHILD_MEMO_SLOTS]; /* 1 + the parent, 0 empty */
+  int32_t type[LENS_CHILD_MEMO_SLOTS], child[LENS_CHILD_MEMO_SLOTS];
+};
+#define LENS_CHILD_MEMO_INIT {{0}, {0}, {0}}
 int32_t lens_first_child_of_type(const struct lens_model *m, int32_t parent, int32_t type,
                                  struct lens_child_memo *memo);
 /* Completion time of a Coll/P2p: the latest of its KernelCh stop (mapped GPU
