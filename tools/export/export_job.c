@@ -213,30 +213,34 @@ static int copy_spool(FILE *f, const struct lens_spool_dir *spool, const char *n
   return bad ? -1 : 0;
 }
 
-/* The JSON document's size, exactly, before it is written: the head and the
- * tail measured in memory (with a copy of the counts: the tail counts the
- * flows it writes), the groups by what their drawings wrote. 0, or -1. */
-static int json_size(const struct lens_model *skel, const struct lens_job *j, const struct lens_align *a,
-                     const struct lens_job_export_opts *o, const struct lens_passes_out *p2,
-                     const struct lens_job_export_counts *cnt, uint64_t *size) {
+/* The JSON document measured before it is written: its head and tail
+ * built in memory (buf: the head's head_len bytes, then the tail's), the
+ * groups by what their drawings wrote; the document, once it fits, is
+ * written from these same bytes. */
+struct json_measure {
+  char *buf;
+  size_t head_len, len;
+  int first;                          /* the head's: 1, nothing written yet */
+  struct lens_job_export_counts k;    /* the counts once the tail is built (it counts the flows it writes) */
+  uint64_t size;                      /* the whole document's bytes, exactly */
+};
+
+static int json_measure(const struct lens_model *skel, const struct lens_job *j, const struct lens_align *a,
+                        const struct lens_job_export_opts *o, const struct lens_passes_out *p2,
+                        const struct lens_job_export_counts *cnt, struct json_measure *ms) {
   struct lens_job_export_part *const *parts = (struct lens_job_export_part *const *)p2->parts;
-  struct lens_job_export_counts k = *cnt;
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *m = open_memstream(&buf, &len);
+  *ms = (struct json_measure){.k = *cnt};
+  FILE *m = open_memstream(&ms->buf, &ms->len);
   if (!m) return -1;
-  int first = lens_job_export_head(m, skel, j, a, o, parts, p2->n_groups, &k);
+  int first = ms->first = lens_job_export_head(m, skel, j, a, o, parts, p2->n_groups, &ms->k);
   int bad = first < 0 || fflush(m);
-  uint64_t total = len, spools = 0;
+  ms->head_len = ms->len;
+  uint64_t spools = 0;
   for (size_t g = 0; g < p2->n_groups; g++) spools += parts[g]->bytes; /* spooled or counted only */
-  if (!bad && first == 1 && spools) total -= 1, first = 0; /* (the first record's comma: copy_spool) */
-  total += spools;
-  size_t head_len = len;
-  if (!bad && (lens_job_export_tail(m, skel, j, a, o, parts, p2->n_groups, first, &k) || fflush(m))) bad = 1;
-  total += len - head_len;
+  if (!bad && first == 1 && spools) first = 0; /* the first record loses its comma (copy_spool) */
+  if (!bad && (lens_job_export_tail(m, skel, j, a, o, parts, p2->n_groups, first, &ms->k) || fflush(m))) bad = 1;
   if (fclose(m)) bad = 1;
-  free(buf);
-  *size = total;
+  ms->size = ms->len + spools - (ms->first == 1 && spools ? 1 : 0);
   return bad ? -1 : 0;
 }
 
@@ -253,10 +257,17 @@ static int write_document(struct lens_trace_cli *c, struct lens_job_export_opts 
     cnt->crowded += k->crowded;
     if (k->end_ns > cnt->end_ns) cnt->end_ns = k->end_ns;
   }
-  uint64_t size, limit = lens_export_max_bytes();
-  if (!o->perfetto && !o->force) {
-    if (json_size(skel, j, a, o, p2, cnt, &size)) return lens_cli_error(CMD, "out of memory"), 1;
+  uint64_t limit = lens_export_max_bytes();
+  int measured = !o->perfetto && !o->force;
+  struct json_measure ms = {0};
+  if (measured) {
+    if (json_measure(skel, j, a, o, p2, cnt, &ms)) {
+      free(ms.buf);
+      return lens_cli_error(CMD, "out of memory"), 1;
+    }
+    uint64_t size = ms.size;
     if (size > limit) {
+      free(ms.buf);
       char x[32], y[32];
       /* (exact: the groups past the limit were counted as they were drawn, not spooled) */
       fprintf(stderr, "nccl-lens export: the job timeline's JSON would be %s (%" PRIu64 " bytes), more than the "
@@ -273,12 +284,22 @@ static int write_document(struct lens_trace_cli *c, struct lens_job_export_opts 
     }
   }
   FILE *f = lens_trace_cli_open_out(CMD, c);
-  if (!f) return 1;
+  if (!f) {
+    free(ms.buf);
+    return 1;
+  }
   __fsetlocking(f, FSETLOCKING_BYCALLER); /* the pool's threads are gone */
-  int first = lens_job_export_head(f, skel, j, a, o, parts, p2->n_groups, cnt), wr = first < 0;
+  int first = measured ? ms.first : lens_job_export_head(f, skel, j, a, o, parts, p2->n_groups, cnt), wr = first < 0;
+  if (measured && fwrite(ms.buf, 1, ms.head_len, f) != ms.head_len) wr = 1;
   for (size_t g = 0; !wr && g < p2->n_groups; g++)
     if (copy_spool(f, spool, parts[g]->spool, !o->perfetto, &first)) wr = 1;
-  if (!wr && lens_job_export_tail(f, skel, j, a, o, parts, p2->n_groups, first, cnt)) wr = 1;
+  if (!wr && measured) {
+    if (fwrite(ms.buf + ms.head_len, 1, ms.len - ms.head_len, f) != ms.len - ms.head_len) wr = 1;
+    *cnt = ms.k;
+  } else if (!wr && lens_job_export_tail(f, skel, j, a, o, parts, p2->n_groups, first, cnt)) {
+    wr = 1;
+  }
+  free(ms.buf);
   if (lens_trace_cli_close_out(CMD, c, f, wr)) {
     struct stat st; /* a half-written trace would load as a broken one: remove a regular file */
     if (lens_trace_cli_out_is_file(c) && lstat(c->out, &st) == 0 && S_ISREG(st.st_mode)) unlink(c->out);
