@@ -549,8 +549,9 @@ int lens_job_export_run(struct lens_trace_cli *c, struct lens_job_export_opts *o
   free(clocks);
   if (bad) goto oom;
   have_a = 1;
+  lens_job_export_proc_facts(p1.skel, o, plugin, in_comm); /* o as job_comm left it (a fallback restores it) */
   if (first_window && (rt = rows_from_view(&j, &p1)) &&
-      lens_timeline_memo_save(&key, c->n, group_of_input, p1.skel, p1.bases, n, min_start, &a, &j, rt) == 0) {
+      lens_timeline_memo_save(&key, c->n, group_of_input, p1.skel, p1.bases, n, min_start, &a, &j, rt, plugin) == 0) {
     free(rt);
     rt = NULL;
     int wrc = window_run(c, o, threads, &key, &selection);
@@ -564,7 +565,6 @@ int lens_job_export_run(struct lens_trace_cli *c, struct lens_job_export_opts *o
   }
   free(rt);
   rt = NULL;
-  lens_job_export_proc_facts(p1.skel, o, plugin, in_comm);
   lens_job_export_select(np, plugin, in_comm, &a, min_start, sel, &cnt);
   if (!(spool = lens_spool_dir_new(CMD, NULL))) goto out;
   dx = (struct draw_ctx){.c = c, .spool = spool, .group_of_input = group_of_input, .bases = p1.bases,
@@ -575,9 +575,10 @@ int lens_job_export_run(struct lens_trace_cli *c, struct lens_job_export_opts *o
   if (lens_passes_run(CMD, c, &draw, 1, &popts, &p2)) goto out;
   rc = write_document(c, o, p1.skel, &j, &a, &p2, spool, &cnt);
   /* The memo a window of these traces reads next (a document refused for
-   * its size leaves it too: the window it suggests reads about itself). */
-  if (keyed && (rt = rows_from_view(&j, &p1)))
-    lens_timeline_memo_save(&key, c->n, group_of_input, p1.skel, p1.bases, n, min_start, &a, &j, rt);
+   * its size leaves it too: the window it suggests reads about itself);
+   * a first window stored it already (or could not). */
+  if (keyed && !first_window && (rt = rows_from_view(&j, &p1)))
+    lens_timeline_memo_save(&key, c->n, group_of_input, p1.skel, p1.bases, n, min_start, &a, &j, rt, plugin);
   goto out;
 oom:
   lens_cli_error(CMD, "out of memory");

@@ -86,7 +86,7 @@ static int save_slab(const struct lens_cache_key *k, size_t s, const struct lens
 int lens_timeline_memo_save(const struct lens_cache_key *k, size_t n_inputs, const long *group_of_input,
                             const struct lens_model *skel, const struct lens_model_base *bases, size_t n_groups,
                             const uint64_t *min_start, const struct lens_align *a, const struct lens_job *j,
-                            const struct lens_job_row_time *rt) {
+                            const struct lens_job_row_time *rt, const uint8_t *plugin) {
   size_t np = skel->n_procs;
   if (!k->bytes || a->n_procs != np) return -1;
   for (size_t h = 0; h < a->n_hosts; h++) { /* the names point into the evidence: stored by its process */
@@ -165,11 +165,7 @@ int lens_timeline_memo_save(const struct lens_cache_key *k, size_t n_inputs, con
   }
   for (size_t p = 0; p < np; p++) lens_bytes_put(&b, &skel->procs[p].pid, sizeof(uint32_t));
   lens_bytes_put(&b, min_start, np * sizeof *min_start);
-  for (size_t p = 0; p < np; p++) {
-    int32_t f = skel->procs[p].file;
-    uint8_t v = f >= 0 && (size_t)f < skel->n_files && skel->files[f].producer == LENS_PRODUCER_PLUGIN;
-    lens_bytes_put(&b, &v, 1);
-  }
+  lens_bytes_put(&b, plugin, np);
   for (size_t c = 0; c < skel->n_comms; c++) {
     struct lens_timeline_comm tc = {.proc = skel->comms[c].proc, .comm_id = skel->comms[c].comm_id};
     memcpy(tc.name, skel->comms[c].name, sizeof tc.name);
@@ -223,7 +219,7 @@ static void *take_copy(struct rbuf *r, size_t n, size_t size) {
   const void *v = take(r, n, size);
   size_t bytes = n * size; /* (take checked that it fits the entry) */
   void *c = v ? malloc(bytes + 1) : NULL;
-  if (c && n) memcpy(c, v, n * size);
+  if (c) memcpy(c, v, bytes);
   if (v && !c) r->bad = 1;
   return c;
 }

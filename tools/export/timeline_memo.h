@@ -66,13 +66,14 @@ struct lens_timeline_memo {
 };
 
 /* Stores the memo of a whole reading under k (kind "timeline"): skel and
- * bases the first reading's, group_of_input per input (c->n), min_start per
- * skeleton process, rt per row of j->ranks (UINT64_MAX a: not drawn). 0, or
- * -1 (nothing stored, or not every part). */
+ * bases the first reading's, group_of_input per input (c->n), min_start and
+ * plugin (lens_job_export_proc_facts) per skeleton process, rt per row of
+ * j->ranks (UINT64_MAX a: not drawn). 0, or -1 (nothing stored, or not
+ * every part). */
 int lens_timeline_memo_save(const struct lens_cache_key *k, size_t n_inputs, const long *group_of_input,
                             const struct lens_model *skel, const struct lens_model_base *bases, size_t n_groups,
                             const uint64_t *min_start, const struct lens_align *a, const struct lens_job *j,
-                            const struct lens_job_row_time *rt);
+                            const struct lens_job_row_time *rt, const uint8_t *plugin);
 
 /* The memo's main entry: 0, or -1 on a miss (mm zeroed: free it anyway). */
 int lens_timeline_memo_load(const struct lens_cache_key *k, size_t n_inputs, struct lens_timeline_memo *mm);
